@@ -1,0 +1,34 @@
+//! magi-code's configuration: the settings files with their precedence, provider
+//! definitions, the effective provider/model selection and its local readiness.
+//!
+//! Nothing here touches the network. Readiness means "configured and a credential is
+//! present", never "the provider answered".
+
+mod env;
+mod provider;
+mod settings;
+
+pub use env::Env;
+pub use provider::{Credential, ProviderDefinition, ProviderKind, Selection, resolve_selection};
+pub use settings::{CatalogSettings, ProviderSettings, Settings, load_settings};
+
+/// Why configuration could not be admitted. Each maps to one startup error code.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ConfigError {
+    /// A settings file is unreadable, too large, not TOML, or does not fit the schema.
+    /// The message is for logs only: it may name paths and never reaches a client.
+    Invalid(String),
+    /// No usable provider/model selection, or its credential is missing.
+    ProviderUnavailable(String),
+}
+
+impl std::fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ConfigError::Invalid(why) => write!(f, "invalid configuration: {why}"),
+            ConfigError::ProviderUnavailable(why) => write!(f, "provider unavailable: {why}"),
+        }
+    }
+}
+
+impl std::error::Error for ConfigError {}

@@ -1,0 +1,374 @@
+//! Provider definitions (the three built-ins and configured ones), the effective
+//! selection, and its local readiness check.
+
+use std::io::Read;
+use std::path::PathBuf;
+
+use magi_protocol::limits::CREDENTIAL_FILE_BYTES;
+use serde::Deserialize;
+
+use crate::settings::{ProviderSettings, Settings};
+use crate::{ConfigError, Env};
+
+/// The wire format a provider speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+pub enum ProviderKind {
+    /// OpenAI Responses API.
+    #[serde(rename = "openai")]
+    OpenAi,
+    /// OpenAI-compatible Chat Completions (llama.cpp's server, vLLM, Ollama, LM Studio…).
+    #[serde(rename = "openai-chat")]
+    OpenAiChat,
+    /// Anthropic Messages API.
+    #[serde(rename = "anthropic")]
+    Anthropic,
+}
+
+/// Where a provider's credential comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Credential {
+    /// An environment variable that must be set.
+    Env(String),
+    /// An environment variable used when set; the provider works without it.
+    OptionalEnv(String),
+    /// A file that must hold a credential.
+    File(PathBuf),
+    /// No credential.
+    None,
+}
+
+/// A provider as the runner will use it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProviderDefinition {
+    /// The provider's name in settings and on the wire.
+    pub name: String,
+    /// Its wire format.
+    pub kind: ProviderKind,
+    /// Its endpoint.
+    pub base_url: String,
+    /// Its credential source.
+    pub credential: Credential,
+}
+
+/// The effective provider and model of a child, locally ready.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Selection {
+    /// The selected provider.
+    pub provider: ProviderDefinition,
+    /// The selected model.
+    pub model: String,
+}
+
+/// A built-in provider: name, kind, endpoint variable, default endpoint, credential.
+struct BuiltIn {
+    name: &'static str,
+    kind: ProviderKind,
+    base_url_env: &'static str,
+    default_base_url: &'static str,
+    credential: fn() -> Credential,
+}
+
+const BUILT_INS: [BuiltIn; 3] = [
+    BuiltIn {
+        name: "openai",
+        kind: ProviderKind::OpenAi,
+        base_url_env: "OPENAI_BASE_URL",
+        default_base_url: "https://api.openai.com/v1",
+        credential: || Credential::Env("OPENAI_API_KEY".into()),
+    },
+    BuiltIn {
+        name: "anthropic",
+        kind: ProviderKind::Anthropic,
+        base_url_env: "ANTHROPIC_BASE_URL",
+        default_base_url: "https://api.anthropic.com",
+        credential: || Credential::Env("ANTHROPIC_API_KEY".into()),
+    },
+    BuiltIn {
+        name: "openai-chat",
+        kind: ProviderKind::OpenAiChat,
+        base_url_env: "OPENAI_BASE_URL",
+        default_base_url: "http://127.0.0.1:8080/v1",
+        credential: || Credential::OptionalEnv("OPENAI_API_KEY".into()),
+    },
+];
+
+/// Resolves the selection (environment over settings) and checks it is locally ready:
+/// the provider is defined and its credential is present. Never touches the network.
+pub fn resolve_selection(settings: &Settings, env: &Env) -> Result<Selection, ConfigError> {
+    let unavailable = |why: &str| ConfigError::ProviderUnavailable(why.to_owned());
+    let from_env = env.get("MAGI_PROVIDER");
+    let Some(name) = from_env.or(settings.provider.as_deref()) else {
+        return Err(unavailable(
+            "no provider selected (MAGI_PROVIDER or `provider` in settings)",
+        ));
+    };
+    let provider = definition(name, settings, env)?;
+    // The settings' model belongs to the settings' provider; a provider chosen in the
+    // environment falls back to its own default model instead.
+    let settings_model = match from_env {
+        Some(env_name) if settings.provider.as_deref() != Some(env_name) => None,
+        _ => settings.model.as_deref(),
+    };
+    let model = env
+        .get("MAGI_MODEL")
+        .or(settings_model)
+        .or(settings
+            .providers
+            .get(name)
+            .and_then(|p| p.model.as_deref()))
+        .ok_or_else(|| unavailable("no model selected (MAGI_MODEL or `model` in settings)"))?;
+    check_credential(&provider.credential, env)?;
+    Ok(Selection {
+        provider,
+        model: model.to_owned(),
+    })
+}
+
+/// The definition of provider `name`: a built-in with its overrides, or a configured one.
+fn definition(
+    name: &str,
+    settings: &Settings,
+    env: &Env,
+) -> Result<ProviderDefinition, ConfigError> {
+    let configured = settings.providers.get(name);
+    let built_in = BUILT_INS.iter().find(|b| b.name == name);
+    match (built_in, configured) {
+        (None, None) => Err(ConfigError::ProviderUnavailable(format!(
+            "provider {name:?} is not defined"
+        ))),
+        (Some(b), overrides) => {
+            let overrides = overrides.cloned().unwrap_or_default();
+            if overrides.kind.is_some_and(|k| k != b.kind) {
+                return Err(ConfigError::Invalid(format!(
+                    "providers.{name}.kind cannot change a built-in provider's kind"
+                )));
+            }
+            let base_url = env
+                .get(b.base_url_env)
+                .map(str::to_owned)
+                .or(overrides.base_url.clone())
+                .unwrap_or_else(|| b.default_base_url.to_owned());
+            let credential = configured_credential(name, &overrides)?.unwrap_or_else(b.credential);
+            Ok(ProviderDefinition {
+                name: name.to_owned(),
+                kind: b.kind,
+                base_url,
+                credential,
+            })
+        }
+        (None, Some(p)) => {
+            let kind = p.kind.ok_or_else(|| {
+                ConfigError::Invalid(format!("providers.{name}.kind is required"))
+            })?;
+            let base_url = p.base_url.clone().ok_or_else(|| {
+                ConfigError::Invalid(format!("providers.{name}.base_url is required"))
+            })?;
+            let credential = configured_credential(name, p)?.ok_or_else(|| {
+                ConfigError::Invalid(format!(
+                    "providers.{name} needs api_key_env, api_key_file or keyless = true"
+                ))
+            })?;
+            Ok(ProviderDefinition {
+                name: name.to_owned(),
+                kind,
+                base_url,
+                credential,
+            })
+        }
+    }
+}
+
+/// The credential source a `[providers.<name>]` table states, if it states one.
+fn configured_credential(
+    name: &str,
+    p: &ProviderSettings,
+) -> Result<Option<Credential>, ConfigError> {
+    let stated = [
+        p.api_key_env.is_some(),
+        p.api_key_file.is_some(),
+        p.keyless == Some(true),
+    ];
+    if stated.iter().filter(|s| **s).count() > 1 {
+        return Err(ConfigError::Invalid(format!(
+            "providers.{name}: api_key_env, api_key_file and keyless exclude each other"
+        )));
+    }
+    Ok(if let Some(var) = &p.api_key_env {
+        Some(Credential::Env(var.clone()))
+    } else if let Some(path) = &p.api_key_file {
+        Some(Credential::File(path.clone()))
+    } else if p.keyless == Some(true) {
+        Some(Credential::None)
+    } else {
+        None
+    })
+}
+
+/// Whether the credential is present, without reading more than a bounded prefix of a
+/// key file and without keeping the value.
+fn check_credential(credential: &Credential, env: &Env) -> Result<(), ConfigError> {
+    let present = match credential {
+        Credential::Env(var) => env.get(var).is_some(),
+        Credential::File(path) => std::fs::File::open(path)
+            .and_then(|file| {
+                let mut bytes = Vec::new();
+                file.take(CREDENTIAL_FILE_BYTES as u64)
+                    .read_to_end(&mut bytes)?;
+                Ok(bytes.iter().any(|b| !b.is_ascii_whitespace()))
+            })
+            .unwrap_or(false),
+        Credential::OptionalEnv(_) | Credential::None => true,
+    };
+    if present {
+        Ok(())
+    } else {
+        Err(ConfigError::ProviderUnavailable(
+            "the selected provider's credential is missing".into(),
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(pairs: &[(&str, &str)]) -> Env {
+        Env::from_pairs(pairs.iter().map(|(k, v)| (*k, *v)))
+    }
+
+    fn settings(text: &str) -> Settings {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.toml");
+        std::fs::write(&path, text).unwrap();
+        crate::load_settings(&path, &dir.path().join("none")).unwrap()
+    }
+
+    #[test]
+    fn environment_alone_selects_a_keyless_local_server() {
+        let e = env(&[
+            ("MAGI_PROVIDER", "openai-chat"),
+            ("MAGI_MODEL", "qwen"),
+            ("OPENAI_BASE_URL", "http://127.0.0.1:9/v1"),
+        ]);
+        let s = resolve_selection(&Settings::default(), &e).unwrap();
+        assert_eq!(s.provider.name, "openai-chat");
+        assert_eq!(s.provider.kind, ProviderKind::OpenAiChat);
+        assert_eq!(s.provider.base_url, "http://127.0.0.1:9/v1");
+        assert_eq!(s.model, "qwen");
+    }
+
+    #[test]
+    fn hosted_built_ins_need_their_key() {
+        let e = env(&[("MAGI_PROVIDER", "openai"), ("MAGI_MODEL", "gpt")]);
+        let got = resolve_selection(&Settings::default(), &e);
+        assert!(matches!(got, Err(ConfigError::ProviderUnavailable(_))));
+        let e = env(&[
+            ("MAGI_PROVIDER", "anthropic"),
+            ("MAGI_MODEL", "c"),
+            ("ANTHROPIC_API_KEY", "k"),
+        ]);
+        assert_eq!(
+            resolve_selection(&Settings::default(), &e)
+                .unwrap()
+                .provider
+                .base_url,
+            "https://api.anthropic.com"
+        );
+        let e = env(&[
+            ("MAGI_PROVIDER", "openai"),
+            ("MAGI_MODEL", "gpt"),
+            ("OPENAI_API_KEY", "  "),
+        ]);
+        assert!(matches!(
+            resolve_selection(&Settings::default(), &e),
+            Err(ConfigError::ProviderUnavailable(_))
+        ));
+    }
+
+    #[test]
+    fn nothing_selected_or_unknown_provider_is_unavailable() {
+        for e in [
+            env(&[]),
+            env(&[("MAGI_PROVIDER", "nowhere"), ("MAGI_MODEL", "m")]),
+            env(&[("MAGI_PROVIDER", "openai-chat")]),
+        ] {
+            assert!(matches!(
+                resolve_selection(&Settings::default(), &e),
+                Err(ConfigError::ProviderUnavailable(_))
+            ));
+        }
+    }
+
+    #[test]
+    fn settings_select_and_environment_overrides() {
+        let s = settings(
+            r#"
+provider = "local"
+model = "settings-model"
+[providers.local]
+kind = "openai-chat"
+base_url = "http://127.0.0.1:1/v1"
+keyless = true
+model = "local-default"
+"#,
+        );
+        let got = resolve_selection(&s, &env(&[])).unwrap();
+        assert_eq!(
+            (got.provider.name.as_str(), got.model.as_str()),
+            ("local", "settings-model")
+        );
+        let got = resolve_selection(&s, &env(&[("MAGI_MODEL", "env-model")])).unwrap();
+        assert_eq!(got.model, "env-model");
+        // A provider chosen in the environment does not inherit the settings' model.
+        let got = resolve_selection(&s, &env(&[("MAGI_PROVIDER", "openai-chat")]));
+        assert!(matches!(got, Err(ConfigError::ProviderUnavailable(_))));
+        let got = resolve_selection(&s, &env(&[("MAGI_PROVIDER", "local")])).unwrap();
+        assert_eq!(got.model, "settings-model");
+    }
+
+    #[test]
+    fn configured_credentials() {
+        let dir = tempfile::tempdir().unwrap();
+        let key = dir.path().join("key");
+        let text = format!(
+            "provider = \"p\"\nmodel = \"m\"\n[providers.p]\nkind = \"anthropic\"\nbase_url = \"http://127.0.0.1:1\"\napi_key_file = {:?}\n",
+            key.display().to_string()
+        );
+        let s = settings(&text);
+        assert!(matches!(
+            resolve_selection(&s, &env(&[])),
+            Err(ConfigError::ProviderUnavailable(_))
+        ));
+        std::fs::write(&key, "secret\n").unwrap();
+        assert_eq!(
+            resolve_selection(&s, &env(&[]))
+                .unwrap()
+                .provider
+                .credential,
+            Credential::File(key)
+        );
+
+        let s = settings(
+            "provider = \"p\"\nmodel = \"m\"\n[providers.p]\nkind = \"openai\"\nbase_url = \"http://x\"\napi_key_env = \"P_KEY\"\n",
+        );
+        assert!(resolve_selection(&s, &env(&[])).is_err());
+        assert!(resolve_selection(&s, &env(&[("P_KEY", "v")])).is_ok());
+    }
+
+    #[test]
+    fn incomplete_provider_definitions_are_invalid() {
+        for text in [
+            "provider = \"p\"\nmodel = \"m\"\n[providers.p]\nbase_url = \"http://x\"\nkeyless = true\n",
+            "provider = \"p\"\nmodel = \"m\"\n[providers.p]\nkind = \"openai\"\nkeyless = true\n",
+            "provider = \"p\"\nmodel = \"m\"\n[providers.p]\nkind = \"openai\"\nbase_url = \"http://x\"\n",
+            "provider = \"p\"\nmodel = \"m\"\n[providers.p]\nkind = \"openai\"\nbase_url = \"http://x\"\nkeyless = true\napi_key_env = \"K\"\n",
+            "provider = \"openai\"\nmodel = \"m\"\n[providers.openai]\nkind = \"anthropic\"\n",
+        ] {
+            let got = resolve_selection(&settings(text), &env(&[("OPENAI_API_KEY", "k")]));
+            assert!(
+                matches!(got, Err(ConfigError::Invalid(_))),
+                "{text}: {got:?}"
+            );
+        }
+    }
+}

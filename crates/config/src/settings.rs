@@ -1,0 +1,229 @@
+//! The settings files: `$MC_HOME/settings.toml` (global) and `<cwd>/.magi/settings.toml`
+//! (project, for the exact working directory only).
+//!
+//! Both files have the same schema. The project file is merged over the global one
+//! table by table (a key set in the project file wins; tables merge recursively), and
+//! the environment wins over both where it names a value (see `provider.rs`).
+
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use magi_protocol::limits::SETTINGS_FILE_BYTES;
+use magi_protocol::names::is_valid_name;
+use serde::Deserialize;
+
+use crate::ConfigError;
+use crate::provider::ProviderKind;
+
+/// The admitted settings of one child: the merge of both files.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Settings {
+    /// The default provider of the selection.
+    pub provider: Option<String>,
+    /// The default model of the selection.
+    pub model: Option<String>,
+    /// Provider definitions and overrides of the built-in ones, by name.
+    pub providers: BTreeMap<String, ProviderSettings>,
+    /// `[providers.catalog]`.
+    pub catalog: CatalogSettings,
+}
+
+/// One `[providers.<name>]` table.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProviderSettings {
+    /// The wire format. Required for new providers; a built-in's must match if given.
+    pub kind: Option<ProviderKind>,
+    /// The endpoint, e.g. `http://127.0.0.1:8080/v1`.
+    pub base_url: Option<String>,
+    /// The model used when the selection names this provider but no model.
+    pub model: Option<String>,
+    /// The environment variable holding the credential.
+    pub api_key_env: Option<String>,
+    /// A file holding the credential.
+    pub api_key_file: Option<PathBuf>,
+    /// The provider needs no credential (a local server). Must be said explicitly.
+    pub keyless: Option<bool>,
+}
+
+/// `[providers.catalog]`: which choices the model catalog admits.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CatalogSettings {
+    /// `"provider/model"` strings; empty admits no choices.
+    #[serde(default)]
+    pub enabled: Vec<String>,
+}
+
+/// The file's top level, before `providers` is split into definitions and `catalog`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSettings {
+    provider: Option<String>,
+    model: Option<String>,
+    providers: Option<toml::Table>,
+}
+
+/// Reads and merges the global and project settings files. A missing file counts as
+/// empty; anything unreadable or malformed is [`ConfigError::Invalid`].
+pub fn load_settings(global: &Path, project: &Path) -> Result<Settings, ConfigError> {
+    let mut merged = read_table(global)?;
+    merge_tables(&mut merged, read_table(project)?);
+    parse_settings(merged)
+}
+
+fn read_table(path: &Path) -> Result<toml::Table, ConfigError> {
+    let invalid = |why: &str| ConfigError::Invalid(format!("{}: {why}", path.display()));
+    let file = match std::fs::File::open(path) {
+        Ok(file) => file,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(toml::Table::new()),
+        Err(e) => return Err(invalid(&e.to_string())),
+    };
+    let mut bytes = Vec::new();
+    file.take(SETTINGS_FILE_BYTES as u64 + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| invalid(&e.to_string()))?;
+    if bytes.len() > SETTINGS_FILE_BYTES {
+        return Err(invalid("larger than the settings file bound"));
+    }
+    let text = String::from_utf8(bytes).map_err(|_| invalid("not UTF-8"))?;
+    text.parse::<toml::Table>()
+        .map_err(|e| invalid(&e.to_string()))
+}
+
+/// Merges `over` into `base`: tables merge key by key, any other value replaces.
+fn merge_tables(base: &mut toml::Table, over: toml::Table) {
+    for (key, value) in over {
+        match (base.get_mut(&key), value) {
+            (Some(toml::Value::Table(base_table)), toml::Value::Table(over_table)) => {
+                merge_tables(base_table, over_table)
+            }
+            (_, value) => {
+                base.insert(key, value);
+            }
+        }
+    }
+}
+
+fn parse_settings(table: toml::Table) -> Result<Settings, ConfigError> {
+    let invalid = |why: String| ConfigError::Invalid(why);
+    let raw: RawSettings = toml::Value::Table(table)
+        .try_into()
+        .map_err(|e: toml::de::Error| invalid(e.to_string()))?;
+    let mut settings = Settings {
+        provider: raw.provider,
+        model: raw.model,
+        ..Settings::default()
+    };
+    for (name, value) in raw.providers.unwrap_or_default() {
+        if name == "catalog" {
+            settings.catalog = value
+                .try_into()
+                .map_err(|e: toml::de::Error| invalid(format!("providers.catalog: {e}")))?;
+            continue;
+        }
+        if !is_valid_name(&name) {
+            return Err(invalid(format!(
+                "provider name {name:?} is not a valid name"
+            )));
+        }
+        let provider: ProviderSettings = value
+            .try_into()
+            .map_err(|e: toml::de::Error| invalid(format!("providers.{name}: {e}")))?;
+        settings.providers.insert(name, provider);
+    }
+    Ok(settings)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+        let path = dir.join(name);
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    #[test]
+    fn missing_files_are_empty_settings() {
+        let dir = tempfile::tempdir().unwrap();
+        let settings = load_settings(&dir.path().join("a"), &dir.path().join("b")).unwrap();
+        assert_eq!(settings, Settings::default());
+    }
+
+    #[test]
+    fn project_overrides_global_key_by_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let global = write(
+            dir.path(),
+            "global.toml",
+            r#"
+provider = "local"
+model = "global-model"
+[providers.local]
+kind = "openai-chat"
+base_url = "http://127.0.0.1:1/v1"
+keyless = true
+[providers.catalog]
+enabled = ["local/a"]
+"#,
+        );
+        let project = write(
+            dir.path(),
+            "project.toml",
+            r#"
+model = "project-model"
+[providers.local]
+base_url = "http://127.0.0.1:2/v1"
+"#,
+        );
+        let settings = load_settings(&global, &project).unwrap();
+        assert_eq!(settings.provider.as_deref(), Some("local"));
+        assert_eq!(settings.model.as_deref(), Some("project-model"));
+        let local = &settings.providers["local"];
+        assert_eq!(local.kind, Some(ProviderKind::OpenAiChat));
+        assert_eq!(local.base_url.as_deref(), Some("http://127.0.0.1:2/v1"));
+        assert_eq!(local.keyless, Some(true));
+        assert_eq!(settings.catalog.enabled, vec!["local/a".to_owned()]);
+    }
+
+    #[test]
+    fn malformed_settings_are_invalid() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("missing");
+        for text in [
+            "provider = ",
+            "unknown_key = 1",
+            "provider = 7",
+            "[providers.x]\nkind = \"carrier-pigeon\"",
+            "[providers.x]\ncolour = \"red\"",
+            "[providers.\"bad name\"]\nkind = \"openai\"",
+            "[providers.catalog]\nenabled = \"a/b\"",
+        ] {
+            let path = write(dir.path(), "s.toml", text);
+            let got = load_settings(&path, &missing);
+            assert!(
+                matches!(got, Err(ConfigError::Invalid(_))),
+                "{text}: {got:?}"
+            );
+        }
+        let path = dir.path().join("bin.toml");
+        std::fs::write(&path, [0xff, 0xfe, b'\n']).unwrap();
+        assert!(matches!(
+            load_settings(&path, &missing),
+            Err(ConfigError::Invalid(_))
+        ));
+        let path = write(dir.path(), "big.toml", &"#".repeat(SETTINGS_FILE_BYTES + 1));
+        assert!(matches!(
+            load_settings(&path, &missing),
+            Err(ConfigError::Invalid(_))
+        ));
+        // A directory where the file should be is unreadable, not missing.
+        assert!(matches!(
+            load_settings(dir.path(), &missing),
+            Err(ConfigError::Invalid(_))
+        ));
+    }
+}

@@ -1,0 +1,210 @@
+//! Startup of an admitted child: one consistent snapshot of storage, settings and the
+//! provider selection, checked locally.
+//!
+//! Startup runs on its own blocking worker and checks its cancellation flag between
+//! steps; a step already in progress (a slow filesystem call) finishes first.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use magi_config::{ConfigError, Env, Selection, Settings, load_settings, resolve_selection};
+use magi_protocol::StartupError;
+use magi_protocol::text::safe_display_name;
+use magi_store::{Home, context_id, resolve_home_path};
+
+/// What startup needs from the process: its working directory and environment.
+#[derive(Debug, Clone)]
+pub struct StartupRequest {
+    /// The working directory the client chose.
+    pub cwd: PathBuf,
+    /// The environment snapshot.
+    pub env: Env,
+}
+
+/// A shared flag that asks startup to stop at its next step.
+#[derive(Debug, Clone, Default)]
+pub struct CancelFlag(Arc<AtomicBool>);
+
+impl CancelFlag {
+    /// Asks the worker to stop.
+    pub fn cancel(&self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+
+    /// Whether cancellation was asked for.
+    pub fn is_cancelled(&self) -> bool {
+        self.0.load(Ordering::SeqCst)
+    }
+}
+
+/// An admitted child's runtime: the one configuration snapshot it works with.
+#[derive(Debug, Clone)]
+pub struct Runtime {
+    /// The prepared `MC_HOME`.
+    pub home: Home,
+    /// The canonical working directory.
+    pub cwd: PathBuf,
+    /// The opaque context identity.
+    pub context_id: String,
+    /// The admitted settings.
+    pub settings: Settings,
+    /// The effective, locally ready selection.
+    pub selection: Selection,
+}
+
+impl Runtime {
+    /// The provider name as a client may see it (null when unsafe to show).
+    pub fn display_provider(&self) -> Option<String> {
+        safe_display_name(&self.selection.provider.name).map(str::to_owned)
+    }
+
+    /// The model name as a client may see it (null when unsafe to show).
+    pub fn display_model(&self) -> Option<String> {
+        safe_display_name(&self.selection.model).map(str::to_owned)
+    }
+}
+
+/// A failed startup: the safe code, and whatever was learned before it failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StartupFailure {
+    /// The code answered to `initialize` and reported as `readiness`.
+    pub error: StartupError,
+    /// The context identity, when storage was prepared.
+    pub context_id: Option<String>,
+    /// The selected provider, when one was named (and safe to show).
+    pub provider: Option<String>,
+    /// The selected model, when one was named (and safe to show).
+    pub model: Option<String>,
+}
+
+impl StartupFailure {
+    fn new(error: StartupError) -> StartupFailure {
+        StartupFailure {
+            error,
+            context_id: None,
+            provider: None,
+            model: None,
+        }
+    }
+}
+
+/// Runs startup: resolve and prepare `MC_HOME`, canonicalize the working directory,
+/// compute the context identity, load the settings and check the selection's readiness.
+pub fn start(request: &StartupRequest, cancel: &CancelFlag) -> Result<Runtime, StartupFailure> {
+    let checkpoint = |failure: StartupFailure| {
+        if cancel.is_cancelled() {
+            Err(StartupFailure::new(StartupError::StartupCancelled))
+        } else {
+            Ok(failure)
+        }
+    };
+    checkpoint(StartupFailure::new(StartupError::StartupFailed))?;
+    let env = &request.env;
+    let home_path = resolve_home_path(env.get_os("MC_HOME"), env.get_os("HOME"))
+        .map_err(|_| StartupFailure::new(StartupError::StartupFailed))?;
+    let home =
+        Home::prepare(&home_path).map_err(|_| StartupFailure::new(StartupError::StartupFailed))?;
+    let cwd = request
+        .cwd
+        .canonicalize()
+        .map_err(|_| StartupFailure::new(StartupError::StartupFailed))?;
+    let context_id = context_id(&cwd, &home);
+    let mut failure = StartupFailure {
+        context_id: Some(context_id.clone()),
+        ..checkpoint(StartupFailure::new(StartupError::StartupFailed))?
+    };
+
+    let settings =
+        load_settings(&home.settings_path(), &project_settings_path(&cwd)).map_err(|e| {
+            failure.error = config_error_code(&e);
+            failure.clone()
+        })?;
+    failure = checkpoint(failure)?;
+    let selection = resolve_selection(&settings, env).map_err(|e| {
+        failure.error = config_error_code(&e);
+        failure.provider = env
+            .get("MAGI_PROVIDER")
+            .or(settings.provider.as_deref())
+            .and_then(safe_display_name)
+            .map(str::to_owned);
+        failure.clone()
+    })?;
+    checkpoint(failure)?;
+    Ok(Runtime {
+        home,
+        cwd,
+        context_id,
+        settings,
+        selection,
+    })
+}
+
+/// The project settings file of a canonical working directory.
+fn project_settings_path(cwd: &Path) -> PathBuf {
+    cwd.join(".magi").join("settings.toml")
+}
+
+fn config_error_code(error: &ConfigError) -> StartupError {
+    match error {
+        ConfigError::Invalid(_) => StartupError::ConfigurationInvalid,
+        ConfigError::ProviderUnavailable(_) => StartupError::ProviderUnavailable,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(dir: &Path, pairs: &[(&str, &str)]) -> StartupRequest {
+        let mut vars: Vec<(String, String)> = pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        vars.push(("MC_HOME".into(), dir.join("home").display().to_string()));
+        StartupRequest {
+            cwd: dir.to_path_buf(),
+            env: Env::from_pairs(vars),
+        }
+    }
+
+    #[test]
+    fn ready_startup_reports_selection_and_context() {
+        let dir = tempfile::tempdir().unwrap();
+        let rt = start(
+            &request(
+                dir.path(),
+                &[("MAGI_PROVIDER", "openai-chat"), ("MAGI_MODEL", "m")],
+            ),
+            &CancelFlag::default(),
+        )
+        .unwrap();
+        assert_eq!(rt.display_provider().as_deref(), Some("openai-chat"));
+        assert_eq!(rt.display_model().as_deref(), Some("m"));
+        assert_eq!(rt.context_id.len(), 64);
+        assert!(dir.path().join("home/sessions").is_dir());
+    }
+
+    #[test]
+    fn failures_map_to_safe_codes() {
+        let dir = tempfile::tempdir().unwrap();
+        let got = start(&request(dir.path(), &[]), &CancelFlag::default()).unwrap_err();
+        assert_eq!(got.error, StartupError::ProviderUnavailable);
+        assert!(got.context_id.is_some());
+
+        std::fs::create_dir_all(dir.path().join(".magi")).unwrap();
+        std::fs::write(dir.path().join(".magi/settings.toml"), "nonsense = ").unwrap();
+        let got = start(&request(dir.path(), &[]), &CancelFlag::default()).unwrap_err();
+        assert_eq!(got.error, StartupError::ConfigurationInvalid);
+    }
+
+    #[test]
+    fn cancelled_startup_does_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let cancel = CancelFlag::default();
+        cancel.cancel();
+        let got = start(&request(dir.path(), &[]), &cancel).unwrap_err();
+        assert_eq!(got.error, StartupError::StartupCancelled);
+        assert!(!dir.path().join("home").exists());
+    }
+}

@@ -1,0 +1,225 @@
+//! Every bound of protocol version 1, as named constants, and the `limits` object that
+//! `initialize` publishes from them.
+//!
+//! This module is the one place a bound is written down. Every layer that enforces a
+//! bound uses the constant from here, and `limits` is built from the same constants, so
+//! what a client reads is what the backend enforces.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// Largest input frame, in bytes, excluding the terminating LF (a CR before it counts).
+pub const INPUT_FRAME_BYTES: usize = 65_536;
+/// Largest output frame, in bytes, including the terminating LF.
+pub const OUTPUT_FRAME_BYTES: usize = 65_536;
+/// Deepest JSON nesting accepted, counting the request object itself as the first container.
+pub const JSON_DEPTH: usize = 32;
+/// Longest request ID, method name or capability name, in ASCII bytes.
+pub const ID_BYTES: usize = 64;
+/// Longest prompt, in UTF-8 bytes.
+pub const PROMPT_BYTES: usize = 16_384;
+/// Largest history content chunk, in raw UTF-8 bytes (smaller when JSON escaping needs it).
+pub const HISTORY_CHUNK_BYTES: usize = 16_384;
+/// Largest live content chunk (`message.delta`, `message.reconcile`), in UTF-8 bytes.
+pub const LIVE_CHUNK_BYTES: usize = 4_000;
+/// Largest serialized `history.page` result, in bytes.
+pub const HISTORY_PAGE_BYTES: usize = 32_768;
+/// Most entries on one `history.page`.
+pub const HISTORY_PAGE_ENTRIES: usize = 100;
+/// Largest serialized history entry projection of one revision, in bytes.
+pub const HISTORY_SNAPSHOT_BYTES: usize = 8 * 1024 * 1024;
+/// Most parts in one history projection.
+pub const HISTORY_SNAPSHOT_PARTS: usize = 10_000;
+/// Most original JSONL bytes read from one stored session.
+pub const STORED_READ_BYTES: usize = 64 * 1024 * 1024;
+/// Most JSONL lines read from one stored session.
+pub const STORED_READ_LINES: usize = 100_000;
+/// Most output frames waiting to be written, the one being written included.
+pub const PENDING_OUTPUT_FRAMES: usize = 32;
+/// Capacity of a run's worker event channel.
+pub const WORKER_EVENTS: usize = 32;
+/// Most authoritative assistant content per run, in bytes.
+pub const RUN_CONTENT_BYTES: usize = 8 * 1024 * 1024;
+/// Most assistant content segments per run.
+pub const RUN_CONTENT_SEGMENTS: usize = 512;
+/// Most activity identities per run.
+pub const RUN_ACTIVITIES: usize = 4_096;
+/// Longest activity, approval or diagnostic summary, in UTF-8 bytes after redaction.
+pub const SUMMARY_BYTES: usize = 1_024;
+/// Time after which an unanswered approval expires and is denied, in milliseconds.
+pub const APPROVAL_EXPIRY_MS: u64 = 60_000;
+/// Request IDs one child accepts in its life, rejected well-formed requests included.
+pub const REQUEST_IDS: usize = 4_096;
+/// Absolute deadline of an output frame from the moment it is enqueued, in milliseconds.
+pub const OUTPUT_DEADLINE_MS: u64 = 2_000;
+/// Longest wait for cleanup after output draining stops, in milliseconds.
+pub const CLEANUP_WAIT_MS: u64 = 2_000;
+/// Longest wait to deliver a critical run event, in milliseconds.
+pub const CRITICAL_EVENT_WAIT_MS: u64 = 2_000;
+/// Longest internal activity ID, in bytes.
+pub const ACTIVITY_INTERNAL_ID_BYTES: usize = 1_024;
+/// Longest provider or model name shown to a client, in bytes.
+pub const PROVIDER_MODEL_BYTES: usize = 256;
+/// Longest session title, in characters.
+pub const TITLE_CHARS: usize = 50;
+/// Largest serialized `session.list` result, in bytes.
+pub const DISCOVERY_PAGE_BYTES: usize = 32_768;
+/// Most sessions on one `session.list` page.
+pub const DISCOVERY_PAGE_ENTRIES: usize = 100;
+/// Most directory entries one discovery inventory pass may visit.
+pub const DISCOVERY_DIRECTORY_ENTRIES: usize = 4_096;
+/// Most sessions one discovery snapshot holds.
+pub const DISCOVERY_SESSIONS: usize = 256;
+/// Most bytes read from one session file during discovery.
+pub const DISCOVERY_SESSION_BYTES: usize = 8 * 1024 * 1024;
+/// Most lines read from one session file during discovery.
+pub const DISCOVERY_SESSION_LINES: usize = 10_000;
+/// Most bytes one discovery request reads in total.
+pub const DISCOVERY_SCAN_BYTES: usize = 64 * 1024 * 1024;
+/// Most lines one discovery request reads in total.
+pub const DISCOVERY_SCAN_LINES: usize = 100_000;
+/// Cooperative deadline of one discovery scan, in milliseconds.
+pub const DISCOVERY_SCAN_MS: u64 = 2_000;
+/// Most input bytes of a stored title considered by discovery.
+pub const DISCOVERY_TITLE_BYTES: usize = 256;
+/// Largest serialized `model.catalog` result, in bytes.
+pub const CATALOG_PAGE_BYTES: usize = 32_768;
+/// Most choices on one `model.catalog` page.
+pub const CATALOG_PAGE_ENTRIES: usize = 100;
+/// Most providers in the catalog, the three built-ins included.
+pub const CATALOG_PROVIDERS: usize = 32;
+/// Most models scanned, before exclusions.
+pub const CATALOG_MODELS: usize = 2_048;
+/// Largest provider catalog cache file, in bytes.
+pub const CATALOG_FILE_BYTES: usize = 1_048_576;
+/// Most cache bytes read by one catalog scan.
+pub const CATALOG_SCAN_BYTES: usize = 8_388_608;
+/// Largest serialized catalog snapshot, in bytes.
+pub const CATALOG_SNAPSHOT_BYTES: usize = 1_048_576;
+/// Longest catalog string, in bytes.
+pub const CATALOG_STRING_BYTES: usize = 256;
+/// Cooperative deadline of one catalog scan, in milliseconds.
+pub const CATALOG_SCAN_MS: u64 = 2_000;
+/// Largest `session_preferences` record appended by `selection.set`, in bytes.
+pub const SELECTION_APPEND_BYTES: usize = 4_096;
+/// Most names in `required_capabilities` without the `client.tools` extension.
+pub const REQUIRED_CAPABILITY_NAMES: usize = 16;
+/// Size of one read from standard input.
+pub const READ_BATCH_BYTES: usize = 4_096;
+
+/// The `limits` object of the `initialize` result: every bound, by name, as an integer.
+///
+/// The set of fields is always the same, whatever was negotiated.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[allow(
+    missing_docs,
+    reason = "each field mirrors the constant of the same name"
+)]
+pub struct Limits {
+    pub input_frame_bytes: u64,
+    pub output_frame_bytes: u64,
+    pub json_depth: u64,
+    pub id_bytes: u64,
+    pub prompt_bytes: u64,
+    pub history_chunk_bytes: u64,
+    pub live_chunk_bytes: u64,
+    pub history_page_bytes: u64,
+    pub history_page_entries: u64,
+    pub history_snapshot_bytes: u64,
+    pub history_snapshot_parts: u64,
+    pub stored_read_bytes: u64,
+    pub stored_read_lines: u64,
+    pub pending_output_frames: u64,
+    pub worker_events: u64,
+    pub run_content_bytes: u64,
+    pub run_content_segments: u64,
+    pub run_activities: u64,
+    pub summary_bytes: u64,
+    pub approval_expiry_ms: u64,
+    pub request_ids: u64,
+    pub output_deadline_ms: u64,
+    pub cleanup_wait_ms: u64,
+    pub critical_event_wait_ms: u64,
+    pub activity_internal_id_bytes: u64,
+    pub provider_model_bytes: u64,
+    pub title_chars: u64,
+    pub discovery_page_bytes: u64,
+    pub discovery_page_entries: u64,
+    pub discovery_directory_entries: u64,
+    pub discovery_sessions: u64,
+    pub discovery_session_bytes: u64,
+    pub discovery_session_lines: u64,
+    pub discovery_scan_bytes: u64,
+    pub discovery_scan_lines: u64,
+    pub discovery_scan_ms: u64,
+    pub discovery_title_bytes: u64,
+    pub catalog_page_bytes: u64,
+    pub catalog_page_entries: u64,
+    pub catalog_providers: u64,
+    pub catalog_models: u64,
+    pub catalog_file_bytes: u64,
+    pub catalog_scan_bytes: u64,
+    pub catalog_snapshot_bytes: u64,
+    pub catalog_string_bytes: u64,
+    pub catalog_scan_ms: u64,
+    pub selection_append_bytes: u64,
+}
+
+impl Limits {
+    /// The bounds of protocol version 1, built from the constants of this module.
+    pub const V1: Limits = Limits {
+        input_frame_bytes: INPUT_FRAME_BYTES as u64,
+        output_frame_bytes: OUTPUT_FRAME_BYTES as u64,
+        json_depth: JSON_DEPTH as u64,
+        id_bytes: ID_BYTES as u64,
+        prompt_bytes: PROMPT_BYTES as u64,
+        history_chunk_bytes: HISTORY_CHUNK_BYTES as u64,
+        live_chunk_bytes: LIVE_CHUNK_BYTES as u64,
+        history_page_bytes: HISTORY_PAGE_BYTES as u64,
+        history_page_entries: HISTORY_PAGE_ENTRIES as u64,
+        history_snapshot_bytes: HISTORY_SNAPSHOT_BYTES as u64,
+        history_snapshot_parts: HISTORY_SNAPSHOT_PARTS as u64,
+        stored_read_bytes: STORED_READ_BYTES as u64,
+        stored_read_lines: STORED_READ_LINES as u64,
+        pending_output_frames: PENDING_OUTPUT_FRAMES as u64,
+        worker_events: WORKER_EVENTS as u64,
+        run_content_bytes: RUN_CONTENT_BYTES as u64,
+        run_content_segments: RUN_CONTENT_SEGMENTS as u64,
+        run_activities: RUN_ACTIVITIES as u64,
+        summary_bytes: SUMMARY_BYTES as u64,
+        approval_expiry_ms: APPROVAL_EXPIRY_MS,
+        request_ids: REQUEST_IDS as u64,
+        output_deadline_ms: OUTPUT_DEADLINE_MS,
+        cleanup_wait_ms: CLEANUP_WAIT_MS,
+        critical_event_wait_ms: CRITICAL_EVENT_WAIT_MS,
+        activity_internal_id_bytes: ACTIVITY_INTERNAL_ID_BYTES as u64,
+        provider_model_bytes: PROVIDER_MODEL_BYTES as u64,
+        title_chars: TITLE_CHARS as u64,
+        discovery_page_bytes: DISCOVERY_PAGE_BYTES as u64,
+        discovery_page_entries: DISCOVERY_PAGE_ENTRIES as u64,
+        discovery_directory_entries: DISCOVERY_DIRECTORY_ENTRIES as u64,
+        discovery_sessions: DISCOVERY_SESSIONS as u64,
+        discovery_session_bytes: DISCOVERY_SESSION_BYTES as u64,
+        discovery_session_lines: DISCOVERY_SESSION_LINES as u64,
+        discovery_scan_bytes: DISCOVERY_SCAN_BYTES as u64,
+        discovery_scan_lines: DISCOVERY_SCAN_LINES as u64,
+        discovery_scan_ms: DISCOVERY_SCAN_MS,
+        discovery_title_bytes: DISCOVERY_TITLE_BYTES as u64,
+        catalog_page_bytes: CATALOG_PAGE_BYTES as u64,
+        catalog_page_entries: CATALOG_PAGE_ENTRIES as u64,
+        catalog_providers: CATALOG_PROVIDERS as u64,
+        catalog_models: CATALOG_MODELS as u64,
+        catalog_file_bytes: CATALOG_FILE_BYTES as u64,
+        catalog_scan_bytes: CATALOG_SCAN_BYTES as u64,
+        catalog_snapshot_bytes: CATALOG_SNAPSHOT_BYTES as u64,
+        catalog_string_bytes: CATALOG_STRING_BYTES as u64,
+        catalog_scan_ms: CATALOG_SCAN_MS,
+        selection_append_bytes: SELECTION_APPEND_BYTES as u64,
+    };
+}
+
+/// Largest settings file read, in bytes. Internal: not part of the published `limits`.
+pub const SETTINGS_FILE_BYTES: usize = 1_048_576;
+/// Largest credential file read for readiness, in bytes. Internal, like the above.
+pub const CREDENTIAL_FILE_BYTES: usize = 65_536;

@@ -1,0 +1,325 @@
+//! Params, results and event data of the implemented methods and of run events.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::error::{ErrorCode, StartupError};
+use crate::limits::Limits;
+
+/// Params that must be exactly `{}`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EmptyParams {}
+
+/// Params of `initialize`: exactly `{"required_capabilities": [...]}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct InitializeParams {
+    /// Capabilities the client needs. At most 16 names, duplicates counted; each follows
+    /// the name grammar. Gated capabilities work only when named here.
+    pub required_capabilities: Vec<String>,
+}
+
+/// A request's method and params, tagged as the envelope carries them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "method", content = "params")]
+pub enum Call {
+    /// `initialize`.
+    #[serde(rename = "initialize")]
+    Initialize(InitializeParams),
+    /// `status`.
+    #[serde(rename = "status")]
+    Status(EmptyParams),
+    /// `shutdown`.
+    #[serde(rename = "shutdown")]
+    Shutdown(EmptyParams),
+}
+
+/// The result of a successful `initialize`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct InitializeResult {
+    /// The sixteen base capabilities in the protocol's order, then negotiated extensions.
+    pub capabilities: Vec<String>,
+    /// Every bound of the protocol.
+    pub limits: Limits,
+    /// The child's status once ready.
+    pub status: StatusResult,
+}
+
+/// The lifecycle state reported by `status`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum RuntimeState {
+    /// Initialization was admitted and startup is running.
+    Starting,
+    /// Ready, with no active run.
+    Idle,
+    /// Ready, with an active run.
+    Running,
+    /// Startup failed; `readiness` holds the reason. Restart to retry.
+    Failed,
+}
+
+/// Where startup is, while it runs or once it ended well.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ReadinessPhase {
+    /// Startup is running.
+    Initializing,
+    /// Locally configured: provider selected and credential present (not remotely proven).
+    Ready,
+}
+
+/// `status.readiness`: a phase, or the startup error code after a failed startup.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum Readiness {
+    /// Initializing or ready.
+    Phase(ReadinessPhase),
+    /// The safe startup error code.
+    Failed(StartupError),
+}
+
+/// The result of `status` (and the `status` inside the `initialize` result).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct StatusResult {
+    /// Lifecycle state.
+    pub state: RuntimeState,
+    /// Startup phase or failure code.
+    pub readiness: Readiness,
+    /// The effective provider; null while starting or when unsafe to show.
+    pub provider: Option<String>,
+    /// The effective model; null while starting or when unsafe to show.
+    pub model: Option<String>,
+    /// The opaque context identity digest; null while starting.
+    pub context_id: Option<String>,
+    /// The attached session, if any.
+    pub session_id: Option<String>,
+    /// The active run, if any.
+    pub run_id: Option<String>,
+}
+
+/// The state in a `shutdown` result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum StoppingState {
+    /// No later input is admitted.
+    Stopping,
+}
+
+/// The result of `shutdown`: exactly `{"state":"stopping"}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ShutdownResult {
+    /// Always `stopping`.
+    pub state: StoppingState,
+}
+
+/// Any method's result. Results are told apart by the request they answer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum ResultBody {
+    /// `initialize`.
+    Initialize(InitializeResult),
+    /// `status`.
+    Status(StatusResult),
+    /// `shutdown`.
+    Shutdown(ShutdownResult),
+}
+
+/// Data of `input.persisted`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct InputPersisted {
+    /// The session.
+    pub session_id: String,
+    /// The run.
+    pub run_id: String,
+    /// The persisted input's message ID within `revision`.
+    pub message_id: String,
+    /// Always true.
+    pub durable: bool,
+    /// The history revision of the acknowledgement.
+    pub revision: String,
+}
+
+/// Data of `message.delta`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MessageDelta {
+    /// The session.
+    pub session_id: String,
+    /// The run.
+    pub run_id: String,
+    /// The assistant segment.
+    pub message_id: String,
+    /// Delta part number, from 0, increasing per message; a gap means a dropped delta.
+    pub part: u64,
+    /// Redacted text to append.
+    pub text: String,
+}
+
+/// Data of `message.reconcile`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MessageReconcile {
+    /// The session.
+    pub session_id: String,
+    /// The run.
+    pub run_id: String,
+    /// The assistant segment.
+    pub message_id: String,
+    /// Reconciliation part number, from 0.
+    pub part: u64,
+    /// Authoritative text of this part.
+    pub text: String,
+    /// Whether this part completes the reconciliation.
+    pub last_part: bool,
+    /// Whether the segment itself is partial (failed or cancelled).
+    pub partial: bool,
+}
+
+/// What an activity is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ActivityKind {
+    /// A tool call.
+    Tool,
+    /// A subagent.
+    Subagent,
+    /// A compaction.
+    Compaction,
+}
+
+/// Where an activity is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ActivityState {
+    /// Started.
+    Started,
+    /// Completed.
+    Completed,
+    /// Failed.
+    Failed,
+}
+
+/// Data of `activity`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Activity {
+    /// The session.
+    pub session_id: String,
+    /// The run.
+    pub run_id: String,
+    /// The activity, run-scoped.
+    pub activity_id: String,
+    /// What it is.
+    pub kind: ActivityKind,
+    /// Where it is.
+    pub state: ActivityState,
+    /// Its name (a tool name, a profile name).
+    pub name: String,
+    /// A safe summary, at most 1024 UTF-8 bytes; never raw params or results.
+    pub summary: String,
+}
+
+/// Data of `approval.requested`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ApprovalRequested {
+    /// The session.
+    pub session_id: String,
+    /// The run.
+    pub run_id: String,
+    /// The approval, a run-scoped UUID.
+    pub approval_id: String,
+    /// A safe summary, at most 1024 UTF-8 bytes.
+    pub summary: String,
+    /// Time left before the approval expires and is denied.
+    pub expires_in_ms: u64,
+}
+
+/// Data of `diagnostic`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Diagnostic {
+    /// The session.
+    pub session_id: String,
+    /// The run.
+    pub run_id: String,
+    /// What kind of diagnostic this is.
+    pub code: String,
+    /// A redacted summary, at most 1024 UTF-8 bytes.
+    pub summary: String,
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum RunOutcome {
+    /// The model stopped on its own.
+    Completed,
+    /// Cancelled by the client, shutdown or end of input.
+    Cancelled,
+    /// Failed.
+    Failed,
+}
+
+/// What of the run reached durable history.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Persistence {
+    /// Everything required was appended.
+    Durable,
+    /// The input was appended, something later was not.
+    Degraded,
+    /// Nothing was appended.
+    NotStarted,
+}
+
+/// Data of `run.finished`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RunFinished {
+    /// The session.
+    pub session_id: String,
+    /// The run.
+    pub run_id: String,
+    /// How the run ended.
+    pub outcome: RunOutcome,
+    /// What reached durable history.
+    pub persistence: Persistence,
+    /// The history revision to page next; null means reopen to obtain history.
+    pub revision: Option<String>,
+    /// Why the run failed, if it did.
+    pub error_code: Option<ErrorCode>,
+}
+
+/// A run event: its name and data, tagged as the event frame carries them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "event", content = "data")]
+pub enum Event {
+    /// `input.persisted`.
+    #[serde(rename = "input.persisted")]
+    InputPersisted(InputPersisted),
+    /// `message.delta`.
+    #[serde(rename = "message.delta")]
+    MessageDelta(MessageDelta),
+    /// `message.reconcile`.
+    #[serde(rename = "message.reconcile")]
+    MessageReconcile(MessageReconcile),
+    /// `activity`.
+    #[serde(rename = "activity")]
+    Activity(Activity),
+    /// `approval.requested`.
+    #[serde(rename = "approval.requested")]
+    ApprovalRequested(ApprovalRequested),
+    /// `diagnostic`.
+    #[serde(rename = "diagnostic")]
+    Diagnostic(Diagnostic),
+    /// `run.finished`.
+    #[serde(rename = "run.finished")]
+    RunFinished(RunFinished),
+}

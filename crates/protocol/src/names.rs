@@ -1,0 +1,143 @@
+//! The name grammar shared by request IDs, method names and capability names, and the
+//! closed sets of methods, capabilities and events of version 1.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::limits::ID_BYTES;
+
+/// Whether `name` is 1 to 64 ASCII bytes from `[A-Za-z0-9._-]`.
+///
+/// Request IDs, method names, capability names and the opaque revision, cursor and
+/// message identifiers all follow this grammar.
+pub fn is_valid_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= ID_BYTES
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+}
+
+/// Whether `id` follows the session ID grammar: `[A-Za-z0-9_-]+`, at most 64 bytes.
+pub fn is_valid_session_id(id: &str) -> bool {
+    !id.is_empty()
+        && id.len() <= ID_BYTES
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-'))
+}
+
+macro_rules! closed_name_set {
+    (
+        $(#[$meta:meta])*
+        pub enum $name:ident { $( $(#[$vmeta:meta])* $variant:ident => $wire:literal ),+ $(,)? }
+    ) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema)]
+        pub enum $name {
+            $( $(#[$vmeta])* #[serde(rename = $wire)] $variant ),+
+        }
+
+        impl $name {
+            /// Every member, in the order the protocol lists them.
+            pub const ALL: &'static [$name] = &[ $( $name::$variant ),+ ];
+
+            /// The name on the wire.
+            pub const fn as_str(self) -> &'static str {
+                match self { $( $name::$variant => $wire ),+ }
+            }
+
+            /// The member with this wire name, if there is one.
+            pub fn from_wire(name: &str) -> Option<$name> {
+                match name { $( $wire => Some($name::$variant), )+ _ => None }
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+    };
+}
+
+closed_name_set! {
+    /// A method of protocol version 1. The same sixteen names are the base capabilities.
+    pub enum Method {
+        /// Admit the child and start it.
+        Initialize => "initialize",
+        /// Report the child's state.
+        Status => "status",
+        /// Stop admitting input, cancel work, drain and exit.
+        Shutdown => "shutdown",
+        /// Allocate a lazy session handle.
+        SessionCreate => "session.create",
+        /// Attach an existing session by exact ID.
+        SessionOpen => "session.open",
+        /// List this workspace's sessions.
+        SessionList => "session.list",
+        /// Incremental discovery (gated).
+        SessionDiscover => "session.discover",
+        /// Page the cached model catalog.
+        ModelCatalog => "model.catalog",
+        /// Provider-scoped catalog reasons (gated).
+        ModelCatalogStatus => "model.catalog.status",
+        /// Refresh a provider's model list (gated).
+        ModelRefresh => "model.refresh",
+        /// Cancel a running operation (gated).
+        OperationCancel => "operation.cancel",
+        /// Change the attached session's selection.
+        SelectionSet => "selection.set",
+        /// Page a history revision.
+        HistoryPage => "history.page",
+        /// Start a turn.
+        TurnStart => "turn.start",
+        /// Cancel the active turn.
+        TurnCancel => "turn.cancel",
+        /// Answer an approval request.
+        ApprovalAnswer => "approval.answer",
+    }
+}
+
+impl Method {
+    /// The four operations that work only when required by name at initialization.
+    pub const GATED: [Method; 4] = [
+        Method::SessionDiscover,
+        Method::ModelCatalogStatus,
+        Method::ModelRefresh,
+        Method::OperationCancel,
+    ];
+
+    /// Whether this method answers `unsupported_capability` unless negotiated.
+    pub fn is_gated(self) -> bool {
+        Method::GATED.contains(&self)
+    }
+}
+
+/// The capabilities advertised by `initialize`, in the protocol's order.
+///
+/// The base capabilities are the sixteen method names; negotiated extensions are
+/// appended after them.
+pub fn base_capabilities() -> Vec<String> {
+    Method::ALL.iter().map(|m| m.as_str().to_owned()).collect()
+}
+
+closed_name_set! {
+    /// The name of a run event.
+    pub enum EventName {
+        /// The prompt was appended durably.
+        InputPersisted => "input.persisted",
+        /// Best-effort text appended to an assistant segment.
+        MessageDelta => "message.delta",
+        /// Authoritative replacement text of an assistant segment.
+        MessageReconcile => "message.reconcile",
+        /// A tool, subagent or compaction activity changed state.
+        Activity => "activity",
+        /// The run waits for an approval.
+        ApprovalRequested => "approval.requested",
+        /// A redacted diagnostic.
+        Diagnostic => "diagnostic",
+        /// The run ended.
+        RunFinished => "run.finished",
+    }
+}

@@ -1,0 +1,100 @@
+//! Pure text rules every layer shares: control characters, secret-like values and
+//! bounded display names.
+
+use crate::limits::PROVIDER_MODEL_BYTES;
+
+/// Prefixes of credentials issued by common providers and forges.
+const SECRET_PREFIXES: &[&str] = &[
+    "sk-",
+    "sk_",
+    "rk-",
+    "pk_live_",
+    "xoxb-",
+    "xoxp-",
+    "ghp_",
+    "gho_",
+    "ghs_",
+    "ghu_",
+    "github_pat_",
+    "glpat-",
+    "AKIA",
+    "ASIA",
+    "AIza",
+    "hf_",
+    "Bearer ",
+    "Basic ",
+    "-----BEGIN",
+];
+
+/// A run of this many letters and digits, with both present, looks like a token.
+const TOKEN_RUN_CHARS: usize = 32;
+
+/// Whether `text` holds a control character (C0, DEL or C1).
+pub fn has_control(text: &str) -> bool {
+    text.chars().any(char::is_control)
+}
+
+/// Whether `text` looks like it holds a credential: a known key prefix at the start of
+/// a word, or a long unbroken run of letters and digits mixing both.
+pub fn is_secret_like(text: &str) -> bool {
+    let starts_word = |i: usize| i == 0 || !text.as_bytes()[i - 1].is_ascii_alphanumeric();
+    let has_prefix = SECRET_PREFIXES.iter().any(|prefix| {
+        text.match_indices(prefix)
+            .any(|(i, _)| starts_word(i) && text.len() > i + prefix.len())
+    });
+    has_prefix
+        || text.split(|c: char| !c.is_ascii_alphanumeric()).any(|run| {
+            run.len() >= TOKEN_RUN_CHARS
+                && run.bytes().any(|b| b.is_ascii_digit())
+                && run.bytes().any(|b| b.is_ascii_alphabetic())
+        })
+}
+
+/// A provider or model name as it may be shown to a client: at most 256 bytes, no
+/// control characters, nothing secret-like. Anything else is withheld (`None`).
+pub fn safe_display_name(name: &str) -> Option<&str> {
+    let safe = !name.is_empty()
+        && name.len() <= PROVIDER_MODEL_BYTES
+        && !has_control(name)
+        && !is_secret_like(name);
+    safe.then_some(name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ordinary_model_names_are_shown() {
+        for name in [
+            "gpt-5",
+            "claude-sonnet-4-5-20250929",
+            "openai-chat",
+            "meta-llama/Meta-Llama-3.1-70B-Instruct",
+            "qwen2.5-coder:32b",
+            "skill-model",
+        ] {
+            assert_eq!(safe_display_name(name), Some(name), "{name}");
+        }
+    }
+
+    #[test]
+    fn unsafe_names_are_withheld() {
+        let long = "m".repeat(PROVIDER_MODEL_BYTES + 1);
+        for name in [
+            "",
+            long.as_str(),
+            "model\u{1b}[31m",
+            "line\nbreak",
+            "sk-proj-abcdef",
+            "my ghp_abcdefgh",
+            "a1b2c3d4e5f6a7b8c9d0e1f2a3b4c5d6e7f8",
+        ] {
+            assert_eq!(safe_display_name(name), None, "{name:?}");
+        }
+        assert_eq!(
+            safe_display_name(&"m".repeat(PROVIDER_MODEL_BYTES)).map(str::len),
+            Some(256)
+        );
+    }
+}

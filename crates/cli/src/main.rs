@@ -1,1 +1,68 @@
-fn main() {}
+//! `magi-code`: the backend (`serve --stdio`) and the commands people run.
+
+mod doctor;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use magi_config::Env;
+use magi_core::StartupRequest;
+
+/// Exit status of an invalid launch.
+const EXIT_INVALID_LAUNCH: u8 = 2;
+
+#[derive(Parser)]
+#[command(name = "magi-code", version, about = "A local coding agent")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Serve the magi-code.local-agent protocol on standard input and output (pipes only).
+    #[command(disable_help_flag = true)]
+    Serve {
+        /// Serve over inherited stdin/stdout pipes; the only transport.
+        #[arg(long)]
+        stdio: bool,
+    },
+    /// Start a backend, initialize it and show what it reports.
+    Doctor,
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return ExitCode::from(if e.use_stderr() {
+                EXIT_INVALID_LAUNCH
+            } else {
+                0
+            });
+        }
+    };
+    match cli.command {
+        Command::Serve { stdio: true } => serve(),
+        Command::Serve { stdio: false } => {
+            eprintln!("magi-code: serve requires --stdio");
+            ExitCode::from(EXIT_INVALID_LAUNCH)
+        }
+        Command::Doctor => doctor::run(),
+    }
+}
+
+fn serve() -> ExitCode {
+    if let Err(e) = magi_server::launch::check_stdio_pipes() {
+        eprintln!("magi-code: {e}");
+        return ExitCode::from(EXIT_INVALID_LAUNCH);
+    }
+    let status = magi_server::serve_stdio(StartupRequest {
+        cwd: PathBuf::from("."),
+        env: Env::from_process(),
+    });
+    // Exit at once: teardown still running after the cleanup wait is detached.
+    std::process::exit(status)
+}

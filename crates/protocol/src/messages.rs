@@ -37,7 +37,6 @@ pub enum Call {
 
 /// The result of a successful `initialize`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
 pub struct InitializeResult {
     /// The sixteen base capabilities in the protocol's order, then negotiated extensions.
     pub capabilities: Vec<String>,
@@ -83,7 +82,6 @@ pub enum Readiness {
 
 /// The result of `status` (and the `status` inside the `initialize` result).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
 pub struct StatusResult {
     /// Lifecycle state.
     pub state: RuntimeState,
@@ -111,7 +109,6 @@ pub enum StoppingState {
 
 /// The result of `shutdown`: exactly `{"state":"stopping"}`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
 pub struct ShutdownResult {
     /// Always `stopping`.
     pub state: StoppingState,
@@ -131,7 +128,6 @@ pub enum ResultBody {
 
 /// Data of `input.persisted`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
 pub struct InputPersisted {
     /// The session.
     pub session_id: String,
@@ -147,7 +143,6 @@ pub struct InputPersisted {
 
 /// Data of `message.delta`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
 pub struct MessageDelta {
     /// The session.
     pub session_id: String,
@@ -163,7 +158,6 @@ pub struct MessageDelta {
 
 /// Data of `message.reconcile`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
 pub struct MessageReconcile {
     /// The session.
     pub session_id: String,
@@ -207,7 +201,6 @@ pub enum ActivityState {
 
 /// Data of `activity`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
 pub struct Activity {
     /// The session.
     pub session_id: String,
@@ -227,7 +220,6 @@ pub struct Activity {
 
 /// Data of `approval.requested`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
 pub struct ApprovalRequested {
     /// The session.
     pub session_id: String,
@@ -243,7 +235,6 @@ pub struct ApprovalRequested {
 
 /// Data of `diagnostic`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
 pub struct Diagnostic {
     /// The session.
     pub session_id: String,
@@ -281,7 +272,6 @@ pub enum Persistence {
 
 /// Data of `run.finished`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
 pub struct RunFinished {
     /// The session.
     pub session_id: String,
@@ -322,4 +312,26 @@ pub enum Event {
     /// `run.finished`.
     #[serde(rename = "run.finished")]
     RunFinished(RunFinished),
+}
+
+/// Results and event data tolerate fields a later backend adds; params do not.
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn params_are_exact_and_results_tolerate_additions() {
+        assert!(serde_json::from_str::<EmptyParams>(r#"{"x":1}"#).is_err());
+        assert!(
+            serde_json::from_str::<InitializeParams>(r#"{"required_capabilities":[],"x":1}"#)
+                .is_err()
+        );
+        let status = r#"{"state":"failed","readiness":"provider_unavailable","provider":null,"model":null,"context_id":null,"session_id":null,"run_id":null,"selection":null}"#;
+        let status: StatusResult = serde_json::from_str(status).unwrap();
+        assert_eq!(
+            status.readiness,
+            Readiness::Failed(StartupError::ProviderUnavailable)
+        );
+        assert!(serde_json::from_str::<Readiness>(r#""maybe""#).is_err());
+    }
 }

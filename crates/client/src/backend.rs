@@ -1,0 +1,381 @@
+//! A spawned backend child and the connection to it.
+
+use std::collections::HashMap;
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::process::{ExitStatus, Stdio};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use magi_protocol::ErrorCode;
+use magi_protocol::frame::{Decoded, FrameDecoder};
+use magi_protocol::limits::{READ_BATCH_BYTES, REQUEST_IDS};
+use magi_protocol::messages::{Event, InitializeResult, StatusResult};
+use magi_protocol::{PROTOCOL_NAME, PROTOCOL_VERSION};
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command};
+use tokio::sync::{mpsc, oneshot};
+
+use crate::ClientError;
+use crate::decode::{FrameChecker, ServerFrame, Violation};
+
+/// Frames the reader holds for the application before it stops reading.
+const INCOMING_CAPACITY: usize = 1024;
+
+/// How to start a backend: `PROGRAM serve --stdio` with the given environment and
+/// working directory.
+#[derive(Debug, Clone)]
+pub struct BackendCommand {
+    program: PathBuf,
+    args: Vec<OsString>,
+    env_clear: bool,
+    envs: Vec<(OsString, OsString)>,
+    cwd: Option<PathBuf>,
+    capture_stderr: bool,
+}
+
+impl BackendCommand {
+    /// `program serve --stdio`, inheriting the environment and working directory.
+    pub fn new(program: impl Into<PathBuf>) -> BackendCommand {
+        BackendCommand {
+            program: program.into(),
+            args: vec!["serve".into(), "--stdio".into()],
+            env_clear: false,
+            envs: Vec::new(),
+            cwd: None,
+            capture_stderr: false,
+        }
+    }
+
+    /// Starts the child with an empty environment (plus what [`Self::env`] adds).
+    pub fn env_clear(mut self) -> Self {
+        self.env_clear = true;
+        self
+    }
+
+    /// Sets one environment variable.
+    pub fn env(mut self, key: impl Into<OsString>, value: impl Into<OsString>) -> Self {
+        self.envs.push((key.into(), value.into()));
+        self
+    }
+
+    /// Sets the child's working directory.
+    pub fn current_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.cwd = Some(dir.into());
+        self
+    }
+
+    /// Pipes the child's stderr so it can be read with [`Backend::take_stderr`];
+    /// otherwise it is discarded.
+    pub fn capture_stderr(mut self) -> Self {
+        self.capture_stderr = true;
+        self
+    }
+
+    /// Spawns the backend and starts reading its output.
+    pub fn spawn(&self) -> Result<Backend, ClientError> {
+        let mut command = Command::new(&self.program);
+        command
+            .args(&self.args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(if self.capture_stderr {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            })
+            .kill_on_drop(true);
+        if self.env_clear {
+            command.env_clear();
+        }
+        command.envs(self.envs.iter().map(|(k, v)| (k, v)));
+        if let Some(cwd) = &self.cwd {
+            command.current_dir(cwd);
+        }
+        let mut child = command.spawn().map_err(ClientError::Spawn)?;
+        let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+            return Err(ClientError::Spawn(std::io::Error::other("stdio not piped")));
+        };
+        let shared = Arc::new(Shared::default());
+        let (incoming_tx, incoming) = mpsc::channel(INCOMING_CAPACITY);
+        tokio::spawn(read_output(stdout, Arc::clone(&shared), incoming_tx));
+        Ok(Backend {
+            child,
+            stdin: Some(stdin),
+            shared,
+            incoming,
+            next_id: 0,
+        })
+    }
+}
+
+/// A response as the client received it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Response {
+    /// Its sequence number.
+    pub seq: u64,
+    /// The request ID it answers, or `None` for `id=null`.
+    pub id: Option<String>,
+    /// The result, or the error code.
+    pub outcome: Result<Value, ErrorCode>,
+}
+
+impl Response {
+    /// The result as `T`, or the error code; a result of another shape is an error.
+    pub fn parse<T: DeserializeOwned>(self) -> Result<Result<T, ErrorCode>, ClientError> {
+        match self.outcome {
+            Ok(value) => serde_json::from_value(value)
+                .map(Ok)
+                .map_err(|_| ClientError::UnexpectedResult),
+            Err(code) => Ok(Err(code)),
+        }
+    }
+}
+
+/// What arrives from the backend that no pending request claimed.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Incoming {
+    /// An event.
+    Event {
+        /// Its sequence number.
+        seq: u64,
+        /// The event.
+        event: Event,
+    },
+    /// A response to a request this client did not send through [`Backend::send`]
+    /// (raw frames), or with `id=null`.
+    Response(Response),
+    /// The backend broke the protocol; nothing follows.
+    Violation(Violation),
+}
+
+type Waiter = oneshot::Sender<Result<Response, ClientError>>;
+
+#[derive(Default)]
+struct Shared {
+    /// Requests sent and not yet answered, by ID.
+    pending: Mutex<HashMap<String, Waiter>>,
+    instance_id: Mutex<Option<String>>,
+}
+
+impl Shared {
+    fn pending(&self) -> std::sync::MutexGuard<'_, HashMap<String, Waiter>> {
+        self.pending.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// A response that has not arrived yet.
+pub struct PendingResponse {
+    id: String,
+    receiver: oneshot::Receiver<Result<Response, ClientError>>,
+}
+
+impl PendingResponse {
+    /// The request ID this waits for.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// Waits for the response.
+    pub async fn response(self) -> Result<Response, ClientError> {
+        self.receiver.await.unwrap_or(Err(ClientError::Closed))
+    }
+}
+
+/// A running backend child.
+pub struct Backend {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    shared: Arc<Shared>,
+    incoming: mpsc::Receiver<Incoming>,
+    next_id: usize,
+}
+
+impl Backend {
+    /// Sends a request with a fresh ID and returns a handle to its response.
+    pub async fn send(
+        &mut self,
+        method: &str,
+        params: Value,
+    ) -> Result<PendingResponse, ClientError> {
+        if self.next_id >= REQUEST_IDS {
+            return Err(ClientError::IdsExhausted);
+        }
+        self.next_id += 1;
+        let id = format!("c{}", self.next_id);
+        let frame = serde_json::json!({
+            "protocol": PROTOCOL_NAME,
+            "version": PROTOCOL_VERSION,
+            "id": id,
+            "method": method,
+            "params": params,
+        });
+        let (sender, receiver) = oneshot::channel();
+        self.shared.pending().insert(id.clone(), sender);
+        let mut line = frame.to_string().into_bytes();
+        line.push(b'\n');
+        if let Err(e) = self.send_raw(&line).await {
+            self.shared.pending().remove(&id);
+            return Err(e);
+        }
+        Ok(PendingResponse { id, receiver })
+    }
+
+    /// Sends a request and waits for its response.
+    pub async fn request(&mut self, method: &str, params: Value) -> Result<Response, ClientError> {
+        self.send(method, params).await?.response().await
+    }
+
+    /// `initialize` with these required capabilities: the result, or the error code.
+    pub async fn initialize(
+        &mut self,
+        required: &[&str],
+    ) -> Result<Result<InitializeResult, ErrorCode>, ClientError> {
+        let params = serde_json::json!({ "required_capabilities": required });
+        self.request("initialize", params).await?.parse()
+    }
+
+    /// `status`: the result, or the error code.
+    pub async fn status(&mut self) -> Result<Result<StatusResult, ErrorCode>, ClientError> {
+        self.request("status", serde_json::json!({})).await?.parse()
+    }
+
+    /// `shutdown`: the result, or the error code.
+    pub async fn shutdown(&mut self) -> Result<Result<Value, ErrorCode>, ClientError> {
+        Ok(self
+            .request("shutdown", serde_json::json!({}))
+            .await?
+            .outcome)
+    }
+
+    /// Request IDs this client may still use with this child.
+    pub fn ids_remaining(&self) -> usize {
+        REQUEST_IDS - self.next_id
+    }
+
+    /// Writes bytes to the backend as they are, for frames this library would not send.
+    pub async fn send_raw(&mut self, bytes: &[u8]) -> Result<(), ClientError> {
+        let stdin = self.stdin.as_mut().ok_or(ClientError::Closed)?;
+        stdin.write_all(bytes).await.map_err(ClientError::Io)?;
+        stdin.flush().await.map_err(ClientError::Io)
+    }
+
+    /// The next frame no request claimed, or `None` once output ended.
+    pub async fn next_incoming(&mut self) -> Option<Incoming> {
+        self.incoming.recv().await
+    }
+
+    /// Like [`Self::next_incoming`], giving up after `timeout`.
+    pub async fn next_incoming_within(&mut self, timeout: Duration) -> Option<Incoming> {
+        tokio::time::timeout(timeout, self.incoming.recv())
+            .await
+            .ok()
+            .flatten()
+    }
+
+    /// The backend's instance ID, once a frame arrived.
+    pub fn instance_id(&self) -> Option<String> {
+        self.shared
+            .instance_id
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Closes the backend's standard input (EOF).
+    pub fn close_stdin(&mut self) {
+        self.stdin = None;
+    }
+
+    /// The child's process ID, while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.id()
+    }
+
+    /// The child's stderr, when captured.
+    pub fn take_stderr(&mut self) -> Option<ChildStderr> {
+        self.child.stderr.take()
+    }
+
+    /// Waits for the child to exit, at most `timeout`; `None` if it is still running.
+    pub async fn wait_within(&mut self, timeout: Duration) -> Option<ExitStatus> {
+        tokio::time::timeout(timeout, self.child.wait())
+            .await
+            .ok()?
+            .ok()
+    }
+
+    /// Kills the child.
+    pub async fn kill(&mut self) {
+        let _ = self.child.kill().await;
+    }
+}
+
+/// Reads output frames, routes responses to their waiters and everything else to the
+/// incoming stream, and fails every waiter when output ends or breaks the protocol.
+async fn read_output(
+    mut stdout: ChildStdout,
+    shared: Arc<Shared>,
+    incoming: mpsc::Sender<Incoming>,
+) {
+    let mut decoder = FrameDecoder::new();
+    let mut checker = FrameChecker::default();
+    let mut buffer = vec![0u8; READ_BATCH_BYTES];
+    let mut units = Vec::new();
+    let failure = 'reading: loop {
+        let read = match stdout.read(&mut buffer).await {
+            Ok(0) | Err(_) => break ClientError::Closed,
+            Ok(read) => read,
+        };
+        decoder.feed(&buffer[..read], &mut units);
+        for unit in units.drain(..) {
+            let checked = match unit {
+                Decoded::Frame(line) => checker.check(&line),
+                Decoded::TooLarge => Err(Violation("output frame over the bound".into())),
+            };
+            if let Some(id) = checker.instance_id() {
+                let mut known = shared
+                    .instance_id
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner);
+                if known.is_none() {
+                    *known = Some(id.to_owned());
+                }
+            }
+            let message = match checked {
+                Ok(ServerFrame::Response { seq, id, outcome }) => {
+                    let response = Response { seq, id, outcome };
+                    let waiter = response
+                        .id
+                        .as_ref()
+                        .and_then(|id| shared.pending().remove(id));
+                    match waiter {
+                        Some(waiter) => {
+                            let _ = waiter.send(Ok(response));
+                            continue;
+                        }
+                        None => Incoming::Response(response),
+                    }
+                }
+                Ok(ServerFrame::Event { seq, event }) => Incoming::Event { seq, event },
+                Err(violation) => {
+                    let _ = incoming.send(Incoming::Violation(violation.clone())).await;
+                    break 'reading ClientError::Violation(violation);
+                }
+            };
+            if incoming.send(message).await.is_err() {
+                break 'reading ClientError::Closed;
+            }
+        }
+    };
+    let waiters: Vec<Waiter> = shared.pending().drain().map(|(_, w)| w).collect();
+    for waiter in waiters {
+        let error = match &failure {
+            ClientError::Violation(v) => ClientError::Violation(v.clone()),
+            _ => ClientError::Closed,
+        };
+        let _ = waiter.send(Err(error));
+    }
+}

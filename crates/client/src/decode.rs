@@ -1,0 +1,184 @@
+//! Fail-closed decoding of the frames a backend writes.
+
+use magi_protocol::limits::OUTPUT_FRAME_BYTES;
+use magi_protocol::messages::Event;
+use magi_protocol::{ErrorCode, PROTOCOL_NAME, PROTOCOL_VERSION};
+use serde_json::{Map, Value};
+
+/// A validated frame from the backend.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ServerFrame {
+    /// A response.
+    Response {
+        /// Its sequence number.
+        seq: u64,
+        /// The request ID, or `None` for `id=null`.
+        id: Option<String>,
+        /// The result, or the error code.
+        outcome: Result<Value, ErrorCode>,
+    },
+    /// An event.
+    Event {
+        /// Its sequence number.
+        seq: u64,
+        /// The event and its data.
+        event: Event,
+    },
+}
+
+/// How a backend broke the protocol.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Violation(pub String);
+
+impl std::fmt::Display for Violation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+fn violation(what: impl Into<String>) -> Violation {
+    Violation(what.into())
+}
+
+/// Per-connection checks that span frames: one instance, increasing `seq`.
+#[derive(Debug, Default)]
+pub(crate) struct FrameChecker {
+    instance_id: Option<String>,
+    last_seq: u64,
+}
+
+impl FrameChecker {
+    /// Decodes one output line (without its LF) and checks it against the connection.
+    pub(crate) fn check(&mut self, line: &[u8]) -> Result<ServerFrame, Violation> {
+        if line.len() + 1 > OUTPUT_FRAME_BYTES {
+            return Err(violation("output frame over the bound"));
+        }
+        let mut object: Map<String, Value> =
+            serde_json::from_slice(line).map_err(|_| violation("frame is not a JSON object"))?;
+        let mut take = |key: &str| object.remove(key);
+        if take("protocol") != Some(Value::from(PROTOCOL_NAME)) {
+            return Err(violation("unknown protocol"));
+        }
+        if take("version") != Some(Value::from(PROTOCOL_VERSION)) {
+            return Err(violation("unknown version"));
+        }
+        let Some(Value::String(instance_id)) = take("instance_id") else {
+            return Err(violation("missing instance_id"));
+        };
+        match &self.instance_id {
+            Some(known) if *known != instance_id => return Err(violation("instance_id changed")),
+            Some(_) => {}
+            None => self.instance_id = Some(instance_id),
+        }
+        let seq = take("seq")
+            .and_then(|s| s.as_u64())
+            .ok_or_else(|| violation("missing seq"))?;
+        if seq <= self.last_seq {
+            return Err(violation("seq did not increase"));
+        }
+        self.last_seq = seq;
+        match take("type").as_ref().and_then(Value::as_str) {
+            Some("response") => decode_response(seq, object),
+            Some("event") => decode_event(seq, object),
+            _ => Err(violation("unknown frame type")),
+        }
+    }
+
+    /// The backend's instance ID, once a frame arrived.
+    pub(crate) fn instance_id(&self) -> Option<&str> {
+        self.instance_id.as_deref()
+    }
+}
+
+fn decode_response(seq: u64, mut object: Map<String, Value>) -> Result<ServerFrame, Violation> {
+    let id = match object.remove("id") {
+        Some(Value::Null) => None,
+        Some(Value::String(id)) => Some(id),
+        _ => return Err(violation("response without a valid id")),
+    };
+    let outcome = match (object.remove("result"), object.remove("error")) {
+        (Some(result), None) => Ok(result),
+        (None, Some(Value::Object(mut error))) => {
+            let code = error
+                .remove("code")
+                .and_then(|c| c.as_str().and_then(ErrorCode::from_wire))
+                .ok_or_else(|| violation("unknown error code"))?;
+            if !error.is_empty() {
+                return Err(violation("error carries more than its code"));
+            }
+            Err(code)
+        }
+        _ => return Err(violation("response needs exactly one of result or error")),
+    };
+    Ok(ServerFrame::Response { seq, id, outcome })
+}
+
+fn decode_event(seq: u64, mut object: Map<String, Value>) -> Result<ServerFrame, Violation> {
+    let tagged = serde_json::json!({
+        "event": object.remove("event"),
+        "data": object.remove("data"),
+    });
+    let event: Event =
+        serde_json::from_value(tagged).map_err(|_| violation("unknown event or event data"))?;
+    Ok(ServerFrame::Event { seq, event })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check_all(lines: &[&str]) -> Vec<Result<ServerFrame, Violation>> {
+        let mut checker = FrameChecker::default();
+        lines.iter().map(|l| checker.check(l.as_bytes())).collect()
+    }
+
+    const OK: &str = r#"{"protocol":"magi-code.local-agent","version":1,"type":"response","instance_id":"i","seq":1,"id":"r1","result":{"state":"stopping"}}"#;
+
+    #[test]
+    fn accepts_responses_and_events() {
+        let error = r#"{"protocol":"magi-code.local-agent","version":1,"type":"response","instance_id":"i","seq":2,"id":null,"error":{"code":"invalid_frame"}}"#;
+        let event = r#"{"protocol":"magi-code.local-agent","version":1,"type":"event","instance_id":"i","seq":3,"event":"diagnostic","data":{"session_id":"s","run_id":"r","code":"c","summary":"x"}}"#;
+        let got = check_all(&[OK, error, event]);
+        assert!(matches!(
+            &got[0],
+            Ok(ServerFrame::Response {
+                seq: 1,
+                id: Some(_),
+                outcome: Ok(_)
+            })
+        ));
+        assert_eq!(
+            got[1],
+            Ok(ServerFrame::Response {
+                seq: 2,
+                id: None,
+                outcome: Err(ErrorCode::InvalidFrame)
+            })
+        );
+        assert!(matches!(&got[2], Ok(ServerFrame::Event { seq: 3, .. })));
+    }
+
+    #[test]
+    fn fails_closed() {
+        let cases = [
+            OK.replace("magi-code.local-agent", "other"),
+            OK.replace("\"version\":1", "\"version\":2"),
+            OK.replace("\"response\"", "\"notice\""),
+            OK.replace("\"result\":{\"state\":\"stopping\"}", "\"error\":{\"code\":\"brand_new\"}"),
+            OK.replace("\"result\":{\"state\":\"stopping\"}", "\"error\":{\"code\":\"busy\",\"message\":\"x\"}"),
+            OK.replace("\"result\"", "\"neither\""),
+            OK.replace("\"seq\":1", "\"seq\":0"),
+            r#"{"protocol":"magi-code.local-agent","version":1,"type":"event","instance_id":"i","seq":1,"event":"brand.new","data":{}}"#.to_owned(),
+            r#"{"protocol":"magi-code.local-agent","version":1,"type":"event","instance_id":"i","seq":1,"event":"run.finished","data":{"session_id":"s","run_id":"r","outcome":"maybe","persistence":"durable","revision":null,"error_code":null}}"#.to_owned(),
+            "[]".to_owned(),
+        ];
+        for case in cases {
+            assert!(check_all(&[&case])[0].is_err(), "{case}");
+        }
+        let second = OK
+            .replace("\"instance_id\":\"i\"", "\"instance_id\":\"j\"")
+            .replace("\"seq\":1", "\"seq\":2");
+        assert!(check_all(&[OK, &second])[1].is_err());
+        assert!(check_all(&[OK, OK])[1].is_err());
+    }
+}

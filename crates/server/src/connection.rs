@@ -1,0 +1,329 @@
+//! One child's protocol state: request identity, initialization, negotiation, and the
+//! answer to each admitted frame.
+//!
+//! Every frame is answered here, synchronously and in arrival order. Work that takes
+//! time (startup) is handed back to the serve loop as a [`Flow`] so that reading never
+//! waits for it.
+
+use std::sync::Arc;
+
+use magi_core::{CancelFlag, Runtime, StartupFailure, StartupRequest};
+use magi_protocol::limits::{Limits, REQUIRED_CAPABILITY_NAMES};
+use magi_protocol::messages::{
+    EmptyParams, InitializeParams, InitializeResult, Readiness, ReadinessPhase, ResultBody,
+    RuntimeState, ShutdownResult, StatusResult, StoppingState,
+};
+use magi_protocol::names::{base_capabilities, is_valid_name};
+use magi_protocol::request::{Envelope, parse_envelope};
+use magi_protocol::{ErrorCode, Method, StartupError};
+use serde::de::DeserializeOwned;
+use serde_json::value::RawValue;
+
+use crate::admission::{IdAdmission, IdRegistry};
+use crate::output::{Output, OutputFailure};
+
+/// What the serve loop does after a frame was answered.
+#[derive(Debug)]
+pub(crate) enum Flow {
+    /// Keep reading.
+    Continue,
+    /// Initialization was admitted: run startup on its worker.
+    StartStartup(StartupRequest, CancelFlag),
+    /// The connection closes (mismatch, request limit): stop reading, drain, exit.
+    Close,
+    /// `shutdown` was accepted: admit nothing more, drain, clean up, exit.
+    Shutdown,
+}
+
+/// Where initialization is.
+enum Init {
+    /// No initialization was admitted yet; a failed preflight leaves it here.
+    Unadmitted,
+    /// Startup runs; `request_id` is the `initialize` waiting for it.
+    Starting {
+        request_id: String,
+        cancel: CancelFlag,
+    },
+    /// Startup succeeded.
+    Ready(Box<Runtime>),
+    /// Startup failed; restart to retry.
+    Failed(StartupFailure),
+}
+
+/// The protocol state of one child.
+pub(crate) struct Connection {
+    output: Arc<Output>,
+    ids: IdRegistry,
+    init: Init,
+    /// Gated methods the client required at initialization.
+    negotiated: Vec<Method>,
+    startup: StartupRequest,
+}
+
+impl Connection {
+    pub(crate) fn new(output: Arc<Output>, startup: StartupRequest) -> Connection {
+        Connection {
+            output,
+            ids: IdRegistry::default(),
+            init: Init::Unadmitted,
+            negotiated: Vec::new(),
+            startup,
+        }
+    }
+
+    /// Answers one frame (without its LF).
+    pub(crate) fn handle_frame(&mut self, frame: &[u8]) -> Result<Flow, OutputFailure> {
+        match parse_envelope(frame) {
+            Err(rejection) => {
+                let admission = rejection.id.as_deref().map(|id| self.ids.admit(id));
+                self.output.error(rejection.id.as_deref(), rejection.code)?;
+                let closes = rejection.code == ErrorCode::ProtocolMismatch
+                    || admission == Some(IdAdmission::LimitReached);
+                Ok(if closes { Flow::Close } else { Flow::Continue })
+            }
+            Ok(envelope) => match self.ids.admit(&envelope.id) {
+                IdAdmission::New => self.dispatch(&envelope),
+                IdAdmission::Duplicate => {
+                    self.output
+                        .error(Some(&envelope.id), ErrorCode::DuplicateId)?;
+                    Ok(Flow::Continue)
+                }
+                IdAdmission::LimitReached => {
+                    self.output
+                        .error(Some(&envelope.id), ErrorCode::RequestLimit)?;
+                    Ok(Flow::Close)
+                }
+            },
+        }
+    }
+
+    fn dispatch(&mut self, envelope: &Envelope<'_>) -> Result<Flow, OutputFailure> {
+        let id = envelope.id.as_str();
+        let Some(method) = Method::from_wire(&envelope.method) else {
+            self.output.error(Some(id), ErrorCode::UnsupportedMethod)?;
+            return Ok(Flow::Continue);
+        };
+        let answer = match method {
+            Method::Shutdown => {
+                return match parse_params::<EmptyParams>(envelope.params) {
+                    Ok(_) => {
+                        let stopping = ShutdownResult {
+                            state: StoppingState::Stopping,
+                        };
+                        self.output.result(id, ResultBody::Shutdown(stopping))?;
+                        Ok(Flow::Shutdown)
+                    }
+                    Err(code) => self.output.error(Some(id), code).map(|()| Flow::Continue),
+                };
+            }
+            Method::Initialize => return self.initialize(id, envelope.params),
+            Method::Status => match &self.init {
+                Init::Unadmitted => Err(ErrorCode::NotInitialized),
+                _ => parse_params::<EmptyParams>(envelope.params)
+                    .map(|_| ResultBody::Status(self.status())),
+            },
+            other => Err(self.unavailable_method(other)),
+        };
+        match answer {
+            Ok(result) => self.output.result(id, result)?,
+            Err(code) => self.output.error(Some(id), code)?,
+        }
+        Ok(Flow::Continue)
+    }
+
+    /// The answer to a method that needs a ready child and is not served yet.
+    fn unavailable_method(&self, method: Method) -> ErrorCode {
+        match &self.init {
+            Init::Unadmitted | Init::Starting { .. } => ErrorCode::NotInitialized,
+            Init::Failed(failure) => failure.error.code(),
+            Init::Ready(_) if method.is_gated() && !self.negotiated.contains(&method) => {
+                ErrorCode::UnsupportedCapability
+            }
+            // Later capabilities implement the remaining methods; until then a ready
+            // child refuses them without effect.
+            Init::Ready(_) => ErrorCode::UnsupportedMethod,
+        }
+    }
+
+    fn initialize(&mut self, id: &str, params: &RawValue) -> Result<Flow, OutputFailure> {
+        if !matches!(self.init, Init::Unadmitted) {
+            self.output.error(Some(id), ErrorCode::AlreadyInitialized)?;
+            return Ok(Flow::Continue);
+        }
+        let required = match preflight_capabilities(params) {
+            Ok(required) => required,
+            Err(code) => {
+                self.output.error(Some(id), code)?;
+                return Ok(Flow::Continue);
+            }
+        };
+        self.negotiated = required.into_iter().filter(|m| m.is_gated()).collect();
+        let cancel = CancelFlag::default();
+        self.init = Init::Starting {
+            request_id: id.to_owned(),
+            cancel: cancel.clone(),
+        };
+        Ok(Flow::StartStartup(self.startup.clone(), cancel))
+    }
+
+    /// Records the startup worker's outcome and answers the waiting `initialize`.
+    pub(crate) fn finish_startup(
+        &mut self,
+        outcome: Result<Runtime, StartupFailure>,
+    ) -> Result<(), OutputFailure> {
+        let Init::Starting { request_id, .. } = &self.init else {
+            return Ok(());
+        };
+        let request_id = request_id.clone();
+        match outcome {
+            Ok(runtime) => {
+                self.init = Init::Ready(Box::new(runtime));
+                let result = InitializeResult {
+                    capabilities: base_capabilities(),
+                    limits: Limits::V1,
+                    status: self.status(),
+                };
+                self.output
+                    .result(&request_id, ResultBody::Initialize(result))
+            }
+            Err(failure) => {
+                let code = failure.error.code();
+                self.init = Init::Failed(failure);
+                self.output.error(Some(&request_id), code)
+            }
+        }
+    }
+
+    /// Cancels a running startup and answers its `initialize` with `startup_cancelled`.
+    pub(crate) fn cancel_startup(&mut self) -> Result<(), OutputFailure> {
+        if let Init::Starting { cancel, .. } = &self.init {
+            cancel.cancel();
+            self.finish_startup(Err(StartupFailure {
+                error: StartupError::StartupCancelled,
+                context_id: None,
+                provider: None,
+                model: None,
+            }))?;
+        }
+        Ok(())
+    }
+
+    fn status(&self) -> StatusResult {
+        let (state, readiness, provider, model, context_id) = match &self.init {
+            Init::Unadmitted | Init::Starting { .. } => (
+                RuntimeState::Starting,
+                Readiness::Phase(ReadinessPhase::Initializing),
+                None,
+                None,
+                None,
+            ),
+            Init::Ready(runtime) => (
+                RuntimeState::Idle,
+                Readiness::Phase(ReadinessPhase::Ready),
+                runtime.display_provider(),
+                runtime.display_model(),
+                Some(runtime.context_id.clone()),
+            ),
+            Init::Failed(failure) => (
+                RuntimeState::Failed,
+                Readiness::Failed(failure.error),
+                failure.provider.clone(),
+                failure.model.clone(),
+                failure.context_id.clone(),
+            ),
+        };
+        StatusResult {
+            state,
+            readiness,
+            provider,
+            model,
+            context_id,
+            session_id: None,
+            run_id: None,
+        }
+    }
+}
+
+/// Deserializes params strictly: unknown, missing, duplicate or mistyped fields are
+/// `invalid_params`.
+fn parse_params<T: DeserializeOwned>(params: &RawValue) -> Result<T, ErrorCode> {
+    serde_json::from_str(params.get()).map_err(|_| ErrorCode::InvalidParams)
+}
+
+/// Validates `required_capabilities` before any effect. A well-formed name this backend
+/// does not have is `unsupported_capability` (negotiation outranks params); too many
+/// names, a name off the grammar or malformed params is `invalid_params`.
+fn preflight_capabilities(params: &RawValue) -> Result<Vec<Method>, ErrorCode> {
+    #[derive(serde::Deserialize)]
+    struct Names {
+        required_capabilities: Vec<serde_json::Value>,
+    }
+    if let Ok(names) = serde_json::from_str::<Names>(params.get()) {
+        let unknown = names.required_capabilities.iter().any(|name| {
+            name.as_str()
+                .is_some_and(|n| is_valid_name(n) && Method::from_wire(n).is_none())
+        });
+        if unknown {
+            return Err(ErrorCode::UnsupportedCapability);
+        }
+    }
+    let params: InitializeParams = parse_params(params)?;
+    let names = &params.required_capabilities;
+    if names.len() > REQUIRED_CAPABILITY_NAMES || !names.iter().all(|n| is_valid_name(n)) {
+        return Err(ErrorCode::InvalidParams);
+    }
+    Ok(names.iter().filter_map(|n| Method::from_wire(n)).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn preflight(params: &str) -> Result<Vec<Method>, ErrorCode> {
+        let raw: Box<RawValue> = serde_json::from_str(params).unwrap();
+        preflight_capabilities(&raw)
+    }
+
+    #[test]
+    fn capability_preflight() {
+        use ErrorCode::*;
+        assert_eq!(preflight(r#"{"required_capabilities":[]}"#), Ok(vec![]));
+        assert_eq!(
+            preflight(r#"{"required_capabilities":["status","session.discover"]}"#),
+            Ok(vec![Method::Status, Method::SessionDiscover])
+        );
+        let sixteen: Vec<&str> = Method::ALL.iter().map(|m| m.as_str()).collect();
+        let params =
+            |names: &[&str]| serde_json::json!({ "required_capabilities": names }).to_string();
+        assert_eq!(preflight(&params(&sixteen)).map(|m| m.len()), Ok(16));
+        let seventeen = [&sixteen[..], &["status"]].concat();
+        assert_eq!(preflight(&params(&seventeen)), Err(InvalidParams));
+        assert_eq!(
+            preflight(&params(&["tool.cards"])),
+            Err(UnsupportedCapability)
+        );
+        assert_eq!(
+            preflight(&params(&["status", "bad name"])),
+            Err(InvalidParams)
+        );
+        assert_eq!(
+            preflight(&params(&["bad name", "unknown.cap"])),
+            Err(UnsupportedCapability)
+        );
+        let many_unknown = [&seventeen[..], &["unknown"]].concat();
+        assert_eq!(
+            preflight(&params(&many_unknown)),
+            Err(UnsupportedCapability)
+        );
+        for bad in [
+            r#"{}"#,
+            r#"{"required_capabilities":null}"#,
+            r#"{"required_capabilities":"status"}"#,
+            r#"{"required_capabilities":[1]}"#,
+            r#"{"required_capabilities":[],"x":1}"#,
+            r#"{"required_capabilities":[],"required_capabilities":[]}"#,
+        ] {
+            assert_eq!(preflight(bad), Err(InvalidParams), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,196 @@
+//! The serve loop: read, answer, and end the child within the protocol's bounds.
+
+use std::io;
+use std::os::fd::AsFd;
+use std::sync::Arc;
+use std::time::Duration;
+
+use magi_core::{Runtime, StartupFailure, StartupRequest, start};
+use magi_protocol::ErrorCode;
+use magi_protocol::frame::{Decoded, FrameDecoder};
+use magi_protocol::limits::{CLEANUP_WAIT_MS, OUTPUT_DEADLINE_MS, READ_BATCH_BYTES};
+use tokio::io::AsyncReadExt;
+use tokio::net::unix::pipe;
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+
+use crate::connection::{Connection, Flow};
+use crate::output::{Output, OutputFailure};
+
+/// Exit status after an orderly end with all output written.
+const EXIT_OK: i32 = 0;
+/// Exit status after a transport failure or an undrained end.
+const EXIT_TRANSPORT_FAILURE: i32 = 1;
+
+/// Serves the protocol on standard input and output until the child ends, and returns
+/// the process exit status. Call [`crate::launch::check_stdio_pipes`] first.
+///
+/// The caller should exit with the returned status straight away: slow teardown (a
+/// startup worker blocked in a filesystem call) is detached, not waited for.
+pub fn serve_stdio(startup: StartupRequest) -> i32 {
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .max_blocking_threads(2)
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(_) => return EXIT_TRANSPORT_FAILURE,
+    };
+    let status = runtime.block_on(async {
+        let Ok((input, output)) = open_stdio() else {
+            return EXIT_TRANSPORT_FAILURE;
+        };
+        let instance_id = uuid::Uuid::new_v4().to_string();
+        serve(input, Arc::new(Output::new(output, instance_id)), startup).await
+    });
+    runtime.shutdown_background();
+    status
+}
+
+fn open_stdio() -> io::Result<(pipe::Receiver, pipe::Sender)> {
+    let input = pipe::Receiver::from_owned_fd(io::stdin().as_fd().try_clone_to_owned()?)?;
+    let output = pipe::Sender::from_owned_fd(io::stdout().as_fd().try_clone_to_owned()?)?;
+    Ok((input, output))
+}
+
+/// How the reading phase ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Ending {
+    /// Input reached EOF (or could no longer be read).
+    Eof { partial_frame: bool },
+    /// The protocol closes the connection: input is no longer read.
+    Close,
+    /// `shutdown` was accepted: later input is read and discarded.
+    Shutdown,
+}
+
+/// What woke the loop.
+enum Wake {
+    WriterFailed,
+    Startup(Result<Runtime, StartupFailure>),
+    Read(io::Result<usize>),
+}
+
+async fn serve(mut input: pipe::Receiver, output: Arc<Output>, request: StartupRequest) -> i32 {
+    let writer_output = Arc::clone(&output);
+    let mut writer = tokio::spawn(async move { writer_output.run_writer().await });
+    let mut connection = Connection::new(Arc::clone(&output), request);
+    let mut decoder = FrameDecoder::new();
+    let mut startup: Option<JoinHandle<Result<Runtime, StartupFailure>>> = None;
+    let mut buffer = vec![0u8; READ_BATCH_BYTES];
+    let mut decoded = Vec::new();
+
+    let ending = 'reading: loop {
+        let wake = tokio::select! {
+            _ = &mut writer => Wake::WriterFailed,
+            outcome = join_startup(&mut startup) => Wake::Startup(outcome),
+            read = input.read(&mut buffer) => Wake::Read(read),
+        };
+        let flow = match wake {
+            Wake::WriterFailed => return EXIT_TRANSPORT_FAILURE,
+            Wake::Startup(outcome) => {
+                startup = None;
+                connection.finish_startup(outcome).map(|()| Flow::Continue)
+            }
+            Wake::Read(Ok(0) | Err(_)) => {
+                break 'reading Ending::Eof {
+                    partial_frame: decoder.has_partial(),
+                };
+            }
+            Wake::Read(Ok(read)) => {
+                decoder.feed(&buffer[..read], &mut decoded);
+                let mut flow = Ok(Flow::Continue);
+                for unit in decoded.drain(..) {
+                    flow = match unit {
+                        Decoded::Frame(frame) => connection.handle_frame(&frame),
+                        Decoded::TooLarge => output
+                            .error(None, ErrorCode::FrameTooLarge)
+                            .map(|()| Flow::Close),
+                    };
+                    match &mut flow {
+                        Ok(Flow::Continue) => {}
+                        Ok(Flow::StartStartup(request, cancel)) => {
+                            let (request, cancel) = (request.clone(), cancel.clone());
+                            startup = Some(tokio::task::spawn_blocking(move || {
+                                start(&request, &cancel)
+                            }));
+                        }
+                        Ok(Flow::Close | Flow::Shutdown) | Err(_) => break,
+                    }
+                }
+                decoded.clear();
+                flow
+            }
+        };
+        match flow {
+            Ok(Flow::Continue | Flow::StartStartup(..)) => {}
+            Ok(Flow::Close) => break 'reading Ending::Close,
+            Ok(Flow::Shutdown) => break 'reading Ending::Shutdown,
+            Err(_) => return EXIT_TRANSPORT_FAILURE,
+        }
+    };
+    finish(ending, input, &output, writer, connection, startup).await
+}
+
+/// Resolves with the startup worker's outcome; pending forever when none runs.
+async fn join_startup(
+    startup: &mut Option<JoinHandle<Result<Runtime, StartupFailure>>>,
+) -> Result<Runtime, StartupFailure> {
+    match startup {
+        Some(handle) => handle.await.unwrap_or_else(|_| {
+            Err(StartupFailure {
+                error: magi_protocol::StartupError::StartupFailed,
+                context_id: None,
+                provider: None,
+                model: None,
+            })
+        }),
+        None => std::future::pending().await,
+    }
+}
+
+/// Ends the child: answer what EOF leaves unanswered, cancel pending work, drain output
+/// under the closing deadline, then give cleanup its bounded wait.
+async fn finish(
+    ending: Ending,
+    mut input: pipe::Receiver,
+    output: &Output,
+    mut writer: JoinHandle<OutputFailure>,
+    mut connection: Connection,
+    startup: Option<JoinHandle<Result<Runtime, StartupFailure>>>,
+) -> i32 {
+    if let Ending::Eof {
+        partial_frame: true,
+    } = ending
+        && output.error(None, ErrorCode::IncompleteFrame).is_err()
+    {
+        return EXIT_TRANSPORT_FAILURE;
+    }
+    if connection.cancel_startup().is_err() {
+        return EXIT_TRANSPORT_FAILURE;
+    }
+
+    let closing_deadline = Instant::now() + Duration::from_millis(OUTPUT_DEADLINE_MS);
+    let mut discard = vec![0u8; READ_BATCH_BYTES];
+    let mut input_open = ending == Ending::Shutdown;
+    let drained = loop {
+        tokio::select! {
+            () = output.drained() => break true,
+            () = tokio::time::sleep_until(closing_deadline) => break false,
+            _ = &mut writer => break false,
+            read = input.read(&mut discard), if input_open => {
+                // After shutdown, later frames are read and discarded unanswered.
+                input_open = matches!(read, Ok(n) if n > 0);
+            }
+        }
+    };
+    if !drained {
+        return EXIT_TRANSPORT_FAILURE;
+    }
+
+    if let Some(worker) = startup {
+        // Slow teardown is detached for process exit after the cleanup wait.
+        let _ = tokio::time::timeout(Duration::from_millis(CLEANUP_WAIT_MS), worker).await;
+    }
+    EXIT_OK
+}

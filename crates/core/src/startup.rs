@@ -79,7 +79,8 @@ pub struct StartupFailure {
 }
 
 impl StartupFailure {
-    fn new(error: StartupError) -> StartupFailure {
+    /// A failure about which nothing else is known.
+    pub fn new(error: StartupError) -> StartupFailure {
         StartupFailure {
             error,
             context_id: None,

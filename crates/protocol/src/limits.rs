@@ -111,8 +111,7 @@ pub const READ_BATCH_BYTES: usize = 4_096;
 ///
 /// The set of fields is always the same, whatever was negotiated.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-#[allow(
+#[expect(
     missing_docs,
     reason = "each field mirrors the constant of the same name"
 )]

@@ -119,7 +119,7 @@ pub struct ShutdownResult {
 #[serde(untagged)]
 pub enum ResultBody {
     /// `initialize`.
-    Initialize(InitializeResult),
+    Initialize(Box<InitializeResult>),
     /// `status`.
     Status(StatusResult),
     /// `shutdown`.

@@ -2,6 +2,12 @@
 //! change to the wire is always deliberate. Regenerate with
 //! `MAGI_UPDATE_SCHEMA=1 cargo test -p magi-protocol --test schema_fixture`.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test code: a failed step is a failed test"
+)]
+
 use std::path::PathBuf;
 
 use magi_protocol::schema::{SCHEMA_PATH, contract_schema_json};

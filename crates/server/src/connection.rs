@@ -169,7 +169,7 @@ impl Connection {
     /// Records the startup worker's outcome and answers the waiting `initialize`.
     pub(crate) fn finish_startup(
         &mut self,
-        outcome: Result<Runtime, StartupFailure>,
+        outcome: Result<Box<Runtime>, StartupFailure>,
     ) -> Result<(), OutputFailure> {
         let Init::Starting { request_id, .. } = &self.init else {
             return Ok(());
@@ -177,14 +177,14 @@ impl Connection {
         let request_id = request_id.clone();
         match outcome {
             Ok(runtime) => {
-                self.init = Init::Ready(Box::new(runtime));
+                self.init = Init::Ready(runtime);
                 let result = InitializeResult {
                     capabilities: base_capabilities(),
                     limits: Limits::V1,
                     status: self.status(),
                 };
                 self.output
-                    .result(&request_id, ResultBody::Initialize(result))
+                    .result(&request_id, ResultBody::Initialize(Box::new(result)))
             }
             Err(failure) => {
                 let code = failure.error.code();
@@ -198,12 +198,7 @@ impl Connection {
     pub(crate) fn cancel_startup(&mut self) -> Result<(), OutputFailure> {
         if let Init::Starting { cancel, .. } = &self.init {
             cancel.cancel();
-            self.finish_startup(Err(StartupFailure {
-                error: StartupError::StartupCancelled,
-                context_id: None,
-                provider: None,
-                model: None,
-            }))?;
+            self.finish_startup(Err(StartupFailure::new(StartupError::StartupCancelled)))?;
         }
         Ok(())
     }

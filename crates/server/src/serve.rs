@@ -6,9 +6,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use magi_core::{Runtime, StartupFailure, StartupRequest, start};
-use magi_protocol::ErrorCode;
 use magi_protocol::frame::{Decoded, FrameDecoder};
 use magi_protocol::limits::{CLEANUP_WAIT_MS, OUTPUT_DEADLINE_MS, READ_BATCH_BYTES};
+use magi_protocol::{ErrorCode, StartupError};
 use tokio::io::AsyncReadExt;
 use tokio::net::unix::pipe;
 use tokio::task::JoinHandle;
@@ -53,6 +53,9 @@ fn open_stdio() -> io::Result<(pipe::Receiver, pipe::Sender)> {
     Ok((input, output))
 }
 
+/// What the startup worker hands back.
+type StartupOutcome = Result<Box<Runtime>, StartupFailure>;
+
 /// How the reading phase ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Ending {
@@ -67,7 +70,7 @@ enum Ending {
 /// What woke the loop.
 enum Wake {
     WriterFailed,
-    Startup(Result<Runtime, StartupFailure>),
+    Startup(StartupOutcome),
     Read(io::Result<usize>),
 }
 
@@ -76,7 +79,7 @@ async fn serve(mut input: pipe::Receiver, output: Arc<Output>, request: StartupR
     let mut writer = tokio::spawn(async move { writer_output.run_writer().await });
     let mut connection = Connection::new(Arc::clone(&output), request);
     let mut decoder = FrameDecoder::new();
-    let mut startup: Option<JoinHandle<Result<Runtime, StartupFailure>>> = None;
+    let mut startup: Option<JoinHandle<StartupOutcome>> = None;
     let mut buffer = vec![0u8; READ_BATCH_BYTES];
     let mut decoded = Vec::new();
 
@@ -112,7 +115,7 @@ async fn serve(mut input: pipe::Receiver, output: Arc<Output>, request: StartupR
                         Ok(Flow::StartStartup(request, cancel)) => {
                             let (request, cancel) = (request.clone(), cancel.clone());
                             startup = Some(tokio::task::spawn_blocking(move || {
-                                start(&request, &cancel)
+                                start(&request, &cancel).map(Box::new)
                             }));
                         }
                         Ok(Flow::Close | Flow::Shutdown) | Err(_) => break,
@@ -133,18 +136,11 @@ async fn serve(mut input: pipe::Receiver, output: Arc<Output>, request: StartupR
 }
 
 /// Resolves with the startup worker's outcome; pending forever when none runs.
-async fn join_startup(
-    startup: &mut Option<JoinHandle<Result<Runtime, StartupFailure>>>,
-) -> Result<Runtime, StartupFailure> {
+async fn join_startup(startup: &mut Option<JoinHandle<StartupOutcome>>) -> StartupOutcome {
     match startup {
-        Some(handle) => handle.await.unwrap_or_else(|_| {
-            Err(StartupFailure {
-                error: magi_protocol::StartupError::StartupFailed,
-                context_id: None,
-                provider: None,
-                model: None,
-            })
-        }),
+        Some(handle) => handle
+            .await
+            .unwrap_or(Err(StartupFailure::new(StartupError::StartupFailed))),
         None => std::future::pending().await,
     }
 }
@@ -157,7 +153,7 @@ async fn finish(
     output: &Output,
     mut writer: JoinHandle<OutputFailure>,
     mut connection: Connection,
-    startup: Option<JoinHandle<Result<Runtime, StartupFailure>>>,
+    startup: Option<JoinHandle<StartupOutcome>>,
 ) -> i32 {
     if let Ending::Eof {
         partial_frame: true,

@@ -1,0 +1,178 @@
+//! The black-box test harness: a temporary `MC_HOME` and workspace per test, the real
+//! `magi-code` binary spawned through the client library, and bounded waits.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test code: a failed step is a failed test"
+)]
+#![allow(
+    dead_code,
+    reason = "each test binary uses a different part of the harness"
+)]
+
+use std::path::{Path, PathBuf};
+use std::process::ExitStatus;
+use std::time::Duration;
+
+use magi_client::{Backend, BackendCommand, Incoming, Response};
+use serde_json::Value;
+use tokio::io::AsyncReadExt;
+
+/// The longest any single wait in a test may take.
+pub const WAIT: Duration = Duration::from_secs(10);
+
+/// The binary under test.
+pub fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_magi-code")
+}
+
+/// A temporary home and workspace, and the environment the backend gets.
+pub struct TestEnv {
+    root: tempfile::TempDir,
+    vars: Vec<(String, String)>,
+}
+
+impl TestEnv {
+    /// A workspace whose selection is the keyless built-in `openai-chat` provider.
+    pub fn new() -> TestEnv {
+        let root = tempfile::tempdir().unwrap();
+        std::fs::create_dir(root.path().join("work")).unwrap();
+        TestEnv {
+            root,
+            vars: vec![
+                ("MAGI_PROVIDER".into(), "openai-chat".into()),
+                ("MAGI_MODEL".into(), "test-model".into()),
+            ],
+        }
+    }
+
+    /// Sets (or replaces) an environment variable of the backend.
+    pub fn var(mut self, key: &str, value: &str) -> TestEnv {
+        self.vars.retain(|(k, _)| k != key);
+        self.vars.push((key.into(), value.into()));
+        self
+    }
+
+    /// Removes an environment variable of the backend.
+    pub fn without(mut self, key: &str) -> TestEnv {
+        self.vars.retain(|(k, _)| k != key);
+        self
+    }
+
+    /// `MC_HOME` (not created until the backend starts up).
+    pub fn mc_home(&self) -> PathBuf {
+        self.root.path().join("mc-home")
+    }
+
+    /// The working directory of the backend.
+    pub fn cwd(&self) -> PathBuf {
+        self.root.path().join("work")
+    }
+
+    /// The temporary root, for files a test adds.
+    pub fn root(&self) -> &Path {
+        self.root.path()
+    }
+
+    /// The command that starts the backend in this environment.
+    pub fn command(&self) -> BackendCommand {
+        self.command_with_home(&self.mc_home())
+    }
+
+    /// The same command with another `MC_HOME`.
+    pub fn command_with_home(&self, home: &Path) -> BackendCommand {
+        let mut command = BackendCommand::new(bin())
+            .env_clear()
+            .env("MC_HOME", home)
+            .current_dir(self.cwd())
+            .capture_stderr();
+        for (k, v) in &self.vars {
+            command = command.env(k, v);
+        }
+        command
+    }
+
+    /// Spawns the backend.
+    pub fn spawn(&self) -> Backend {
+        self.command().spawn().unwrap()
+    }
+}
+
+/// One request frame with its LF.
+pub fn frame(id: &str, method: &str, params: Value) -> Vec<u8> {
+    let mut line = serde_json::json!({
+        "protocol": "magi-code.local-agent",
+        "version": 1,
+        "id": id,
+        "method": method,
+        "params": params,
+    })
+    .to_string()
+    .into_bytes();
+    line.push(b'\n');
+    line
+}
+
+/// The next frame no request claimed, within [`WAIT`].
+pub async fn next(backend: &mut Backend) -> Incoming {
+    backend
+        .next_incoming_within(WAIT)
+        .await
+        .expect("the backend answered within the wait")
+}
+
+/// The next unclaimed response, within [`WAIT`].
+pub async fn next_response(backend: &mut Backend) -> Response {
+    match next(backend).await {
+        Incoming::Response(response) => response,
+        other => panic!("expected a response, got {other:?}"),
+    }
+}
+
+/// Asserts the next unclaimed response answers `id` with error `code`.
+pub async fn expect_error(backend: &mut Backend, id: Option<&str>, code: &str) {
+    let response = next_response(backend).await;
+    assert_eq!(response.id.as_deref(), id, "{response:?}");
+    let got = response.outcome.map_err(|c| c.as_str());
+    assert_eq!(got, Err(code), "answer to {id:?}");
+}
+
+/// Asserts that output ends with nothing more on it.
+pub async fn expect_end_of_output(backend: &mut Backend) {
+    assert_eq!(backend.next_incoming_within(WAIT).await, None);
+}
+
+/// Waits for the child's exit within [`WAIT`].
+pub async fn exit_status(backend: &mut Backend) -> ExitStatus {
+    backend
+        .wait_within(WAIT)
+        .await
+        .expect("the backend exited within the wait")
+}
+
+/// Everything the child wrote on stderr (after it exited).
+pub async fn stderr_text(backend: &mut Backend) -> String {
+    let mut text = String::new();
+    if let Some(mut stderr) = backend.take_stderr() {
+        stderr.read_to_string(&mut text).await.unwrap();
+    }
+    text
+}
+
+/// Initializes with the base capabilities it needs and asserts success.
+pub async fn initialize_ok(backend: &mut Backend) -> magi_protocol::messages::InitializeResult {
+    backend
+        .initialize(&["initialize", "status", "shutdown"])
+        .await
+        .unwrap()
+        .expect("initialization succeeds")
+}
+
+/// Shuts down and asserts a clean exit with nothing on stderr.
+pub async fn shutdown_clean(backend: &mut Backend) {
+    let stopping = backend.shutdown().await.unwrap().unwrap();
+    assert_eq!(stopping, serde_json::json!({"state": "stopping"}));
+    assert_eq!(exit_status(backend).await.code(), Some(0));
+    assert_eq!(stderr_text(backend).await, "");
+}

@@ -294,3 +294,49 @@ async fn reading_continues_while_output_is_consumed_slowly() {
     ));
     shutdown_clean(&mut backend).await;
 }
+
+#[tokio::test]
+async fn eof_with_output_that_cannot_drain_exits_1() {
+    let env = TestEnv::new();
+    let mut child = spawn_raw(&env);
+    let _unread_stdout = child.stdout.take();
+    let mut stdin = child.stdin.take().unwrap();
+    // More answers than the pipe holds, well under the queue bound, then EOF.
+    let mut requests = Vec::new();
+    let mut total = 0;
+    let mut seq = 1;
+    while total < 65_536 + 5 * answer_len("e00000", seq) {
+        let id = format!("e{seq:05}");
+        total += answer_len(&id, seq);
+        requests.extend_from_slice(&frame(&id, "status", json!({})));
+        seq += 1;
+    }
+    stdin.write_all(&requests).await.unwrap();
+    drop(stdin);
+    let (code, stderr) = exit_and_stderr(child).await;
+    assert_eq!(code, Some(1));
+    assert_eq!(stderr, "");
+}
+
+#[tokio::test]
+async fn a_startup_stuck_in_the_filesystem_is_left_behind_after_the_cleanup_wait() {
+    let env = TestEnv::new();
+    let _fifo = blocking_settings(&env);
+    let mut backend = env.spawn();
+    let init = backend
+        .send("initialize", json!({"required_capabilities": []}))
+        .await
+        .unwrap();
+    assert_eq!(
+        backend.status().await.unwrap().unwrap().state,
+        RuntimeState::Starting
+    );
+    // Nobody ever writes the settings FIFO: the worker may stay blocked for good.
+    backend.shutdown().await.unwrap().unwrap();
+    let cancelled = init.response().await.unwrap();
+    assert_eq!(
+        cancelled.outcome,
+        Err(magi_protocol::ErrorCode::StartupCancelled)
+    );
+    assert_eq!(exit_status(&mut backend).await.code(), Some(0));
+}

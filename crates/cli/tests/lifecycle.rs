@@ -49,6 +49,19 @@ fn release_if_waiting(fifo: &Path) {
         .open(fifo);
 }
 
+/// Spawns a backend and admits an `initialize` whose startup blocks on the settings
+/// FIFO; `status` confirms it is starting.
+async fn start_blocked(env: &TestEnv) -> (magi_client::Backend, magi_client::PendingResponse) {
+    let mut backend = env.spawn();
+    let init = backend
+        .send("initialize", json!({"required_capabilities": []}))
+        .await
+        .unwrap();
+    let status = backend.status().await.unwrap().unwrap();
+    assert_eq!(status.state, RuntimeState::Starting);
+    (backend, init)
+}
+
 #[tokio::test]
 async fn status_answers_while_startup_runs_and_initialize_answers_later() {
     let env = TestEnv::new();
@@ -86,15 +99,7 @@ async fn status_answers_while_startup_runs_and_initialize_answers_later() {
 async fn shutdown_during_startup_cancels_it_and_discards_later_input() {
     let env = TestEnv::new();
     let fifo = blocking_settings(&env);
-    let mut backend = env.spawn();
-    let init = backend
-        .send("initialize", json!({"required_capabilities": []}))
-        .await
-        .unwrap();
-    assert_eq!(
-        backend.status().await.unwrap().unwrap().state,
-        RuntimeState::Starting
-    );
+    let (mut backend, init) = start_blocked(&env).await;
     let mut bytes = frame("stop", "shutdown", json!({}));
     bytes.extend_from_slice(&frame("late", "status", json!({})));
     bytes.extend_from_slice(b"garbage\n");
@@ -120,15 +125,7 @@ async fn shutdown_during_startup_cancels_it_and_discards_later_input() {
 async fn eof_during_startup_cancels_it() {
     let env = TestEnv::new();
     let fifo = blocking_settings(&env);
-    let mut backend = env.spawn();
-    let init = backend
-        .send("initialize", json!({"required_capabilities": []}))
-        .await
-        .unwrap();
-    assert_eq!(
-        backend.status().await.unwrap().unwrap().state,
-        RuntimeState::Starting
-    );
+    let (mut backend, init) = start_blocked(&env).await;
     backend.close_stdin();
     let cancelled = init.response().await.unwrap();
     assert_eq!(
@@ -211,6 +208,21 @@ async fn exit_and_stderr(mut child: tokio::process::Child) -> (Option<i32>, Stri
     output.expect("the backend exited within the wait instead of hanging")
 }
 
+/// `status` requests (before initialization) whose answers fill a 64 KiB pipe and
+/// leave about `queued` frames waiting: below the output queue bound.
+fn overfilling_status_requests(queued: usize) -> Vec<u8> {
+    let mut requests = Vec::new();
+    let mut answers = 0;
+    let mut seq = 1;
+    while answers < 65_536 + queued * answer_len("r00000", seq) {
+        let id = format!("r{seq:05}");
+        answers += answer_len(&id, seq);
+        requests.extend_from_slice(&frame(&id, "status", json!({})));
+        seq += 1;
+    }
+    requests
+}
+
 /// The length of the `not_initialized` answer to `status` request `id` at `seq`.
 fn answer_len(id: &str, seq: u64) -> usize {
     let instance = "00000000-0000-0000-0000-000000000000";
@@ -228,15 +240,7 @@ async fn a_client_that_stops_reading_gets_exit_1_at_the_deadline() {
     let _unread_stdout = child.stdout.take();
     // Enough answers to fill the pipe and leave about ten frames queued: below the
     // queue bound, so only the deadline can end the child.
-    let mut total = 0;
-    let mut requests = Vec::new();
-    let mut seq = 1;
-    while total < 65_536 + 10 * answer_len("r00000", seq) {
-        let id = format!("r{seq:05}");
-        total += answer_len(&id, seq);
-        requests.extend_from_slice(&frame(&id, "status", json!({})));
-        seq += 1;
-    }
+    let requests = overfilling_status_requests(10);
     let mut stdin = child.stdin.take().unwrap();
     stdin.write_all(&requests).await.unwrap();
     let (code, stderr) = exit_and_stderr(child).await;
@@ -302,15 +306,7 @@ async fn eof_with_output_that_cannot_drain_exits_1() {
     let _unread_stdout = child.stdout.take();
     let mut stdin = child.stdin.take().unwrap();
     // More answers than the pipe holds, well under the queue bound, then EOF.
-    let mut requests = Vec::new();
-    let mut total = 0;
-    let mut seq = 1;
-    while total < 65_536 + 5 * answer_len("e00000", seq) {
-        let id = format!("e{seq:05}");
-        total += answer_len(&id, seq);
-        requests.extend_from_slice(&frame(&id, "status", json!({})));
-        seq += 1;
-    }
+    let requests = overfilling_status_requests(5);
     stdin.write_all(&requests).await.unwrap();
     drop(stdin);
     let (code, stderr) = exit_and_stderr(child).await;
@@ -322,15 +318,7 @@ async fn eof_with_output_that_cannot_drain_exits_1() {
 async fn a_startup_stuck_in_the_filesystem_is_left_behind_after_the_cleanup_wait() {
     let env = TestEnv::new();
     let _fifo = blocking_settings(&env);
-    let mut backend = env.spawn();
-    let init = backend
-        .send("initialize", json!({"required_capabilities": []}))
-        .await
-        .unwrap();
-    assert_eq!(
-        backend.status().await.unwrap().unwrap().state,
-        RuntimeState::Starting
-    );
+    let (mut backend, init) = start_blocked(&env).await;
     // Nobody ever writes the settings FIFO: the worker may stay blocked for good.
     backend.shutdown().await.unwrap().unwrap();
     let cancelled = init.response().await.unwrap();

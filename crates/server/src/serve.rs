@@ -103,25 +103,27 @@ async fn serve(mut input: pipe::Receiver, output: Arc<Output>, request: StartupR
             Wake::Read(Ok(read)) => {
                 decoder.feed(&buffer[..read], &mut decoded);
                 let mut flow = Ok(Flow::Continue);
+                // Dropping the drain discards the rest of a batch after a close.
                 for unit in decoded.drain(..) {
-                    flow = match unit {
+                    let step = match unit {
                         Decoded::Frame(frame) => connection.handle_frame(&frame),
                         Decoded::TooLarge => output
                             .error(None, ErrorCode::FrameTooLarge)
                             .map(|()| Flow::Close),
                     };
-                    match &mut flow {
-                        Ok(Flow::Continue) => {}
+                    flow = match step {
                         Ok(Flow::StartStartup(request, cancel)) => {
-                            let (request, cancel) = (request.clone(), cancel.clone());
                             startup = Some(tokio::task::spawn_blocking(move || {
                                 start(&request, &cancel).map(Box::new)
                             }));
+                            Ok(Flow::Continue)
                         }
-                        Ok(Flow::Close | Flow::Shutdown) | Err(_) => break,
+                        other => other,
+                    };
+                    if !matches!(flow, Ok(Flow::Continue)) {
+                        break;
                     }
                 }
-                decoded.clear();
                 flow
             }
         };

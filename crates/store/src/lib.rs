@@ -1,6 +1,7 @@
-//! magi-code's durable storage under `MC_HOME`: where things live, and (as later
-//! capabilities grow it) the session logs and their bounded reads.
+//! magi-code's durable storage under `MC_HOME`: where things live, the session logs
+//! (append-only JSONL, one file per session) and their bounded reads.
 
 mod home;
+pub mod records;
 
 pub use home::{Home, HomeError, context_id, resolve_home_path};

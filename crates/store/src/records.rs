@@ -1,0 +1,222 @@
+//! The session log's record format, version 1: one JSON object per line.
+//!
+//! Every record carries the format version `v`, the `session_id`, a UTC RFC 3339
+//! timestamp `ts` and a `kind`. Readers skip kinds they do not know, so later
+//! capabilities add kinds without migrating old logs. `docs/session-log.md` is the
+//! human-readable form of this module.
+
+use serde::{Deserialize, Serialize};
+
+/// The record format version this build writes.
+pub const LOG_FORMAT_VERSION: u32 = 1;
+
+/// One line of a session log.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Record {
+    /// The record format version (at least 1).
+    pub v: u32,
+    /// The session the record belongs to; a log holds one session only.
+    pub session_id: String,
+    /// When the record was written, UTC RFC 3339 with milliseconds.
+    pub ts: String,
+    /// What the record says.
+    #[serde(flatten)]
+    pub body: RecordBody,
+}
+
+/// How a turn ended, as recorded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TurnOutcome {
+    /// The model stopped on its own.
+    Completed,
+    /// The turn failed.
+    Failed,
+    /// The turn was cancelled.
+    Cancelled,
+}
+
+/// Where a tool call ended, as recorded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolOutcome {
+    /// It completed.
+    Completed,
+    /// It failed.
+    Failed,
+    /// It was cancelled.
+    Cancelled,
+    /// Whether it ran is unknown (settled after a crash).
+    Indeterminate,
+}
+
+/// The kind-specific part of a record, tagged by `kind`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum RecordBody {
+    /// Session metadata: the absolute working directory the session belongs to.
+    SessionMeta {
+        /// Absolute working directory; older logs may lack it.
+        #[serde(default)]
+        cwd: Option<String>,
+    },
+    /// A turn began.
+    TurnStarted {
+        /// The turn.
+        turn_id: String,
+    },
+    /// The user's prompt of a turn.
+    UserInput {
+        /// The turn.
+        turn_id: String,
+        /// The input's message ID.
+        message_id: String,
+        /// The prompt.
+        text: String,
+    },
+    /// One assistant segment, written once complete (or once the turn ended early).
+    AssistantOutput {
+        /// The turn.
+        turn_id: String,
+        /// The segment's message ID.
+        message_id: String,
+        /// The reconciled text; legacy records may carry only `chunks`.
+        #[serde(default)]
+        text: Option<String>,
+        /// Stored chunks of legacy records without `text`.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        chunks: Vec<String>,
+        /// Whether the segment was cut short (failure, cancellation).
+        #[serde(default)]
+        partial: bool,
+    },
+    /// A reasoning summary. Only `provider_summary: true` is ever shown.
+    ReasoningSummary {
+        /// The turn.
+        turn_id: String,
+        /// The provider's item identity; a repeated identified summary replaces the earlier.
+        #[serde(default)]
+        item_id: Option<String>,
+        /// The summary text.
+        text: String,
+        /// Whether the provider itself marked this as a summary.
+        #[serde(default)]
+        provider_summary: Option<bool>,
+    },
+    /// A tool call was made.
+    ToolCall {
+        /// The turn.
+        turn_id: String,
+        /// The call.
+        call_id: String,
+        /// The tool's name.
+        name: String,
+        /// A safe summary (no raw params).
+        summary: String,
+    },
+    /// A tool call settled. Bulky output lives in assets, never here.
+    ToolResult {
+        /// The turn.
+        turn_id: String,
+        /// The call.
+        call_id: String,
+        /// The tool's name.
+        name: String,
+        /// How it ended.
+        outcome: ToolOutcome,
+        /// A safe summary (no raw results).
+        summary: String,
+    },
+    /// A display-only preview of what a tool applied (never replayed to the model).
+    ToolAppliedPreview {
+        /// The call.
+        call_id: String,
+        /// The preview, as the card projection reads it.
+        preview: serde_json::Value,
+    },
+    /// The session's provider/model/effort selection.
+    SessionPreferences {
+        /// Provider.
+        provider: String,
+        /// Model.
+        model: String,
+        /// Requested effort.
+        #[serde(default)]
+        effort: Option<String>,
+    },
+    /// Older turns were summarised.
+    Compaction {
+        /// The summary shown in history.
+        summary: String,
+        /// A title learned at compaction, if any.
+        #[serde(default)]
+        title: Option<String>,
+    },
+    /// The session's title.
+    Title {
+        /// The title.
+        title: String,
+    },
+    /// A turn ended.
+    TurnFinished {
+        /// The turn.
+        turn_id: String,
+        /// How it ended.
+        outcome: TurnOutcome,
+        /// The error code of a failed turn.
+        #[serde(default)]
+        error_code: Option<String>,
+    },
+    /// A kind this build does not know: skipped when reading.
+    #[serde(other)]
+    Unknown,
+}
+
+impl Record {
+    /// A record of the current format version, stamped now.
+    pub fn now(session_id: &str, body: RecordBody) -> Record {
+        Record {
+            v: LOG_FORMAT_VERSION,
+            session_id: session_id.to_owned(),
+            ts: humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string(),
+            body,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips_and_tolerates_unknown_kinds() {
+        let record = Record::now(
+            "s1",
+            RecordBody::UserInput {
+                turn_id: "t".into(),
+                message_id: "m".into(),
+                text: "hi".into(),
+            },
+        );
+        let line = serde_json::to_string(&record).unwrap();
+        assert!(line.contains("\"kind\":\"user_input\""), "{line}");
+        assert_eq!(serde_json::from_str::<Record>(&line).unwrap(), record);
+        assert!(record.ts.ends_with('Z'));
+
+        let future =
+            r#"{"v":3,"session_id":"s1","ts":"2026-01-01T00:00:00.000Z","kind":"hologram","x":1}"#;
+        assert_eq!(
+            serde_json::from_str::<Record>(future).unwrap().body,
+            RecordBody::Unknown
+        );
+        let legacy =
+            r#"{"v":1,"session_id":"s1","ts":"2026-01-01T00:00:00.000Z","kind":"session_meta"}"#;
+        assert_eq!(
+            serde_json::from_str::<Record>(legacy).unwrap().body,
+            RecordBody::SessionMeta { cwd: None }
+        );
+        let broken =
+            r#"{"v":1,"session_id":"s1","ts":"2026-01-01T00:00:00.000Z","kind":"user_input"}"#;
+        assert!(serde_json::from_str::<Record>(broken).is_err());
+    }
+}

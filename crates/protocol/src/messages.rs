@@ -20,6 +20,90 @@ pub struct InitializeParams {
     pub required_capabilities: Vec<String>,
 }
 
+/// Params of `session.open`: exactly `{"session_id": …}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SessionOpenParams {
+    /// The exact session ID: `[A-Za-z0-9_-]`, 1–64 bytes.
+    pub session_id: String,
+}
+
+/// Params of `history.page`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct HistoryPageParams {
+    /// The attached session.
+    pub session_id: String,
+    /// The history revision being paged.
+    pub revision: String,
+    /// Null (or omitted) for the first page, else the previous page's `next_cursor`.
+    #[serde(default)]
+    pub cursor: Option<String>,
+}
+
+/// The result of `session.create` and `session.open`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct SessionResult {
+    /// The attached session.
+    pub session_id: String,
+    /// Whether the session has a durable log (false for a lazy handle).
+    pub durable: bool,
+    /// The history revision of the attachment.
+    pub revision: String,
+    /// Fixed notice codes, e.g. `cwd_unverified`.
+    pub notices: Vec<String>,
+}
+
+/// What a history entry shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum EntryKind {
+    /// The user's prompt.
+    User,
+    /// An assistant segment.
+    Assistant,
+    /// A provider-marked reasoning summary.
+    ReasoningSummary,
+    /// A tool call's summary.
+    Activity,
+    /// A compaction summary.
+    Compaction,
+    /// A diagnostic, e.g. an interrupted turn.
+    Diagnostic,
+}
+
+/// One part of one history message.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct HistoryEntry {
+    /// The message, scoped to the session and revision.
+    pub message_id: String,
+    /// What it shows.
+    pub kind: EntryKind,
+    /// This part's sanitized text.
+    pub text: String,
+    /// Whether the message is partial (interrupted, failed, cancelled, started only).
+    pub partial: bool,
+    /// Part number, from 0; concatenate contiguous parts of the same message.
+    pub part: u64,
+    /// Whether this is the message's last part.
+    pub last_part: bool,
+}
+
+/// The result of `history.page`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct HistoryPageResult {
+    /// The attached session.
+    pub session_id: String,
+    /// The revision paged.
+    pub revision: String,
+    /// Entries in stored order.
+    pub entries: Vec<HistoryEntry>,
+    /// The cursor of the next page; null on the last page.
+    pub next_cursor: Option<String>,
+    /// True only on the last page of a complete projection.
+    pub complete: bool,
+}
+
 /// A request's method and params, tagged as the envelope carries them.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "method", content = "params")]
@@ -33,6 +117,15 @@ pub enum Call {
     /// `shutdown`.
     #[serde(rename = "shutdown")]
     Shutdown(EmptyParams),
+    /// `session.create`.
+    #[serde(rename = "session.create")]
+    SessionCreate(EmptyParams),
+    /// `session.open`.
+    #[serde(rename = "session.open")]
+    SessionOpen(SessionOpenParams),
+    /// `history.page`.
+    #[serde(rename = "history.page")]
+    HistoryPage(HistoryPageParams),
 }
 
 /// The result of a successful `initialize`.
@@ -124,6 +217,10 @@ pub enum ResultBody {
     Status(StatusResult),
     /// `shutdown`.
     Shutdown(ShutdownResult),
+    /// `session.create`, `session.open`.
+    Session(SessionResult),
+    /// `history.page`.
+    HistoryPage(HistoryPageResult),
 }
 
 /// Data of `input.persisted`.

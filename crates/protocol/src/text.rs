@@ -50,6 +50,44 @@ pub fn is_secret_like(text: &str) -> bool {
         })
 }
 
+/// What a redacted value is replaced with.
+pub const REDACTED: &str = "[redacted]";
+
+/// Removes control characters except LF and TAB, which keep text readable.
+pub fn strip_controls(text: &str) -> String {
+    text.chars()
+        .filter(|&c| c == '\n' || c == '\t' || !c.is_control())
+        .collect()
+}
+
+/// Replaces every whitespace-separated token that looks like a credential with
+/// [`REDACTED`], keeping the whitespace around it.
+pub fn redact_secrets(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while !rest.is_empty() {
+        let token_start = rest
+            .find(|c: char| !c.is_whitespace())
+            .unwrap_or(rest.len());
+        out.push_str(&rest[..token_start]);
+        rest = &rest[token_start..];
+        let token_end = rest.find(char::is_whitespace).unwrap_or(rest.len());
+        let token = &rest[..token_end];
+        out.push_str(if is_secret_like(token) {
+            REDACTED
+        } else {
+            token
+        });
+        rest = &rest[token_end..];
+    }
+    out
+}
+
+/// Text as it may leave the process for a client: controls stripped, secrets redacted.
+pub fn sanitize(text: &str) -> String {
+    redact_secrets(&strip_controls(text))
+}
+
 /// A provider or model name as it may be shown to a client: at most 256 bytes, no
 /// control characters, nothing secret-like. Anything else is withheld (`None`).
 pub fn safe_display_name(name: &str) -> Option<&str> {
@@ -76,6 +114,20 @@ mod tests {
         ] {
             assert_eq!(safe_display_name(name), Some(name), "{name}");
         }
+    }
+
+    #[test]
+    fn sanitize_strips_controls_and_redacts_tokens() {
+        assert_eq!(strip_controls("a\u{1b}[31mb\r\n\tc\u{7f}"), "a[31mb\n\tc");
+        assert_eq!(
+            sanitize("key: sk-abc123def456 and\n ghp_XYZ rest"),
+            "key: [redacted] and\n [redacted] rest"
+        );
+        assert_eq!(
+            sanitize("plain text, nothing here"),
+            "plain text, nothing here"
+        );
+        assert_eq!(sanitize("  "), "  ");
     }
 
     #[test]

@@ -3,6 +3,11 @@
 
 pub mod history;
 mod home;
+mod layout;
+pub mod lease;
+pub mod log;
 pub mod records;
 
 pub use home::{Home, HomeError, context_id, resolve_home_path};
+pub use lease::{Lease, LeaseError, LeaseKind};
+pub use log::{AppendError, Appender, LogFingerprint, ReadError, ReadLimits, StoredLog, read_log};

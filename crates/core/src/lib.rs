@@ -1,6 +1,8 @@
-//! The magi-code runtime. Today it admits a child: startup resolves storage, loads the
-//! configuration and checks provider readiness. The agent runner grows here.
+//! The magi-code runtime: startup (storage, configuration, provider readiness) and the
+//! owned sessions of a child. The agent runner grows here.
 
+pub mod sessions;
 mod startup;
 
+pub use sessions::Sessions;
 pub use startup::{CancelFlag, Runtime, StartupFailure, StartupRequest, start};

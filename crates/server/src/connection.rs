@@ -7,11 +7,11 @@
 
 use std::sync::Arc;
 
-use magi_core::{CancelFlag, Runtime, StartupFailure, StartupRequest};
+use magi_core::{CancelFlag, Runtime, Sessions, StartupFailure, StartupRequest};
 use magi_protocol::limits::{Limits, REQUIRED_CAPABILITY_NAMES};
 use magi_protocol::messages::{
-    EmptyParams, InitializeParams, InitializeResult, Readiness, ReadinessPhase, ResultBody,
-    RuntimeState, ShutdownResult, StatusResult, StoppingState,
+    EmptyParams, HistoryPageParams, InitializeParams, InitializeResult, Readiness, ReadinessPhase,
+    ResultBody, RuntimeState, SessionOpenParams, ShutdownResult, StatusResult, StoppingState,
 };
 use magi_protocol::names::{base_capabilities, is_valid_name};
 use magi_protocol::request::{Envelope, parse_envelope};
@@ -33,6 +33,47 @@ pub(crate) enum Flow {
     Close,
     /// `shutdown` was accepted: admit nothing more, drain, clean up, exit.
     Shutdown,
+    /// A session operation was admitted: run it on the session worker.
+    SessionWork(SessionJob),
+}
+
+/// A session operation and the sessions it works on, moved to the worker.
+#[derive(Debug)]
+pub(crate) struct SessionJob {
+    sessions: Box<Sessions>,
+    operation: SessionOperation,
+}
+
+#[derive(Debug)]
+enum SessionOperation {
+    Open(SessionOpenParams),
+    Page(HistoryPageParams),
+}
+
+/// What the session worker hands back: the sessions, and the answer.
+#[derive(Debug)]
+pub(crate) struct SessionDone {
+    sessions: Box<Sessions>,
+    answer: Result<ResultBody, ErrorCode>,
+}
+
+impl SessionJob {
+    /// Runs the operation; may block on the filesystem.
+    pub(crate) fn run(mut self) -> SessionDone {
+        let answer = match &self.operation {
+            SessionOperation::Open(params) => self
+                .sessions
+                .open(&params.session_id)
+                .map(ResultBody::Session),
+            SessionOperation::Page(params) => {
+                self.sessions.page(params).map(ResultBody::HistoryPage)
+            }
+        };
+        SessionDone {
+            sessions: self.sessions,
+            answer,
+        }
+    }
 }
 
 /// Where initialization is.
@@ -58,6 +99,12 @@ pub(crate) struct Connection {
     /// Gated methods the client required at initialization.
     negotiated: Vec<Method>,
     startup: StartupRequest,
+    /// The child's sessions while no operation holds them.
+    sessions: Option<Box<Sessions>>,
+    /// The request whose session operation runs on the worker.
+    session_request: Option<String>,
+    /// The last completed attachment, which `status` reports even during an operation.
+    attached: Option<String>,
 }
 
 impl Connection {
@@ -68,6 +115,9 @@ impl Connection {
             init: Init::Unadmitted,
             negotiated: Vec::new(),
             startup,
+            sessions: None,
+            session_request: None,
+            attached: None,
         }
     }
 
@@ -122,6 +172,11 @@ impl Connection {
                 _ => parse_params::<EmptyParams>(envelope.params)
                     .map(|_| ResultBody::Status(self.status())),
             },
+            Method::SessionCreate | Method::SessionOpen | Method::HistoryPage
+                if matches!(self.init, Init::Ready(_)) =>
+            {
+                return self.session_operation(id, method, envelope.params);
+            }
             other => Err(self.unavailable_method(other)),
         };
         match answer {
@@ -129,6 +184,66 @@ impl Connection {
             Err(code) => self.output.error(Some(id), code)?,
         }
         Ok(Flow::Continue)
+    }
+
+    /// Admits a session operation: params first, then the one-at-a-time rule.
+    fn session_operation(
+        &mut self,
+        id: &str,
+        method: Method,
+        params: &RawValue,
+    ) -> Result<Flow, OutputFailure> {
+        let operation = match method {
+            Method::SessionOpen => parse_params(params).map(|p| Some(SessionOperation::Open(p))),
+            Method::HistoryPage => parse_params(params).map(|p| Some(SessionOperation::Page(p))),
+            _ => parse_params::<EmptyParams>(params).map(|_| None),
+        };
+        let operation = match operation {
+            Ok(operation) => operation,
+            Err(code) => return self.output.error(Some(id), code).map(|()| Flow::Continue),
+        };
+        let Some(mut sessions) = self.sessions.take() else {
+            return self
+                .output
+                .error(Some(id), ErrorCode::Busy)
+                .map(|()| Flow::Continue);
+        };
+        let Some(operation) = operation else {
+            // `session.create` touches no file: it is answered at once.
+            let result = sessions.create();
+            self.attached = Some(result.session_id.clone());
+            self.sessions = Some(sessions);
+            return self
+                .output
+                .result(id, ResultBody::Session(result))
+                .map(|()| Flow::Continue);
+        };
+        self.session_request = Some(id.to_owned());
+        Ok(Flow::SessionWork(SessionJob {
+            sessions,
+            operation,
+        }))
+    }
+
+    /// Takes the session worker's result back and answers its request.
+    pub(crate) fn finish_session_work(&mut self, done: SessionDone) -> Result<(), OutputFailure> {
+        self.attached = done.sessions.attached().map(str::to_owned);
+        self.sessions = Some(done.sessions);
+        match self.session_request.take() {
+            Some(id) => match done.answer {
+                Ok(result) => self.output.result(&id, result),
+                Err(code) => self.output.error(Some(&id), code),
+            },
+            None => Ok(()),
+        }
+    }
+
+    /// Answers a running session operation with `operation_cancelled`.
+    pub(crate) fn cancel_session_work(&mut self) -> Result<(), OutputFailure> {
+        match self.session_request.take() {
+            Some(id) => self.output.error(Some(&id), ErrorCode::OperationCancelled),
+            None => Ok(()),
+        }
     }
 
     /// The answer to a method that needs a ready child and is not served yet.
@@ -177,6 +292,10 @@ impl Connection {
         let request_id = request_id.clone();
         match outcome {
             Ok(runtime) => {
+                self.sessions = Some(Box::new(Sessions::new(
+                    runtime.home.clone(),
+                    runtime.cwd.clone(),
+                )));
                 self.init = Init::Ready(runtime);
                 let result = InitializeResult {
                     capabilities: base_capabilities(),
@@ -233,7 +352,7 @@ impl Connection {
             provider,
             model,
             context_id,
-            session_id: None,
+            session_id: self.attached.clone(),
             run_id: None,
         }
     }

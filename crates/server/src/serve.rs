@@ -14,7 +14,7 @@ use tokio::net::unix::pipe;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
-use crate::connection::{Connection, Flow};
+use crate::connection::{Connection, Flow, SessionDone};
 use crate::output::{Output, OutputFailure};
 
 /// Exit status after an orderly end with all output written.
@@ -71,6 +71,7 @@ enum Ending {
 enum Wake {
     WriterFailed,
     Startup(StartupOutcome),
+    Session(Option<SessionDone>),
     Read(io::Result<usize>),
 }
 
@@ -80,6 +81,7 @@ async fn serve(mut input: pipe::Receiver, output: Arc<Output>, request: StartupR
     let mut connection = Connection::new(Arc::clone(&output), request);
     let mut decoder = FrameDecoder::new();
     let mut startup: Option<JoinHandle<StartupOutcome>> = None;
+    let mut session_work: Option<JoinHandle<SessionDone>> = None;
     let mut buffer = vec![0u8; READ_BATCH_BYTES];
     let mut decoded = Vec::new();
 
@@ -87,6 +89,7 @@ async fn serve(mut input: pipe::Receiver, output: Arc<Output>, request: StartupR
         let wake = tokio::select! {
             _ = &mut writer => Wake::WriterFailed,
             outcome = join_startup(&mut startup) => Wake::Startup(outcome),
+            done = join_worker(&mut session_work) => Wake::Session(done),
             read = input.read(&mut buffer) => Wake::Read(read),
         };
         let flow = match wake {
@@ -94,6 +97,15 @@ async fn serve(mut input: pipe::Receiver, output: Arc<Output>, request: StartupR
             Wake::Startup(outcome) => {
                 startup = None;
                 connection.finish_startup(outcome).map(|()| Flow::Continue)
+            }
+            // A session worker that panicked lost the sessions: nothing can be
+            // trusted about them, so the child ends.
+            Wake::Session(None) => return EXIT_TRANSPORT_FAILURE,
+            Wake::Session(Some(done)) => {
+                session_work = None;
+                connection
+                    .finish_session_work(done)
+                    .map(|()| Flow::Continue)
             }
             Wake::Read(Ok(0) | Err(_)) => {
                 break 'reading Ending::Eof {
@@ -118,6 +130,10 @@ async fn serve(mut input: pipe::Receiver, output: Arc<Output>, request: StartupR
                             }));
                             Ok(Flow::Continue)
                         }
+                        Ok(Flow::SessionWork(job)) => {
+                            session_work = Some(tokio::task::spawn_blocking(move || job.run()));
+                            Ok(Flow::Continue)
+                        }
                         other => other,
                     };
                     if !matches!(flow, Ok(Flow::Continue)) {
@@ -128,13 +144,30 @@ async fn serve(mut input: pipe::Receiver, output: Arc<Output>, request: StartupR
             }
         };
         match flow {
-            Ok(Flow::Continue | Flow::StartStartup(..)) => {}
+            Ok(Flow::Continue | Flow::StartStartup(..) | Flow::SessionWork(_)) => {}
             Ok(Flow::Close) => break 'reading Ending::Close,
             Ok(Flow::Shutdown) => break 'reading Ending::Shutdown,
             Err(_) => return EXIT_TRANSPORT_FAILURE,
         }
     };
-    finish(ending, input, &output, writer, connection, startup).await
+    let workers = [startup.map(detach_result), session_work.map(detach_result)];
+    finish(ending, input, &output, writer, connection, workers).await
+}
+
+/// A worker's handle whose result no longer matters, only its end.
+fn detach_result<T: Send + 'static>(handle: JoinHandle<T>) -> JoinHandle<()> {
+    tokio::spawn(async move {
+        let _ = handle.await;
+    })
+}
+
+/// Resolves with a session worker's result (`None` if it panicked); pending forever
+/// when none runs.
+async fn join_worker(worker: &mut Option<JoinHandle<SessionDone>>) -> Option<SessionDone> {
+    match worker {
+        Some(handle) => handle.await.ok(),
+        None => std::future::pending().await,
+    }
 }
 
 /// Resolves with the startup worker's outcome; pending forever when none runs.
@@ -155,7 +188,7 @@ async fn finish(
     output: &Output,
     mut writer: JoinHandle<OutputFailure>,
     mut connection: Connection,
-    startup: Option<JoinHandle<StartupOutcome>>,
+    workers: [Option<JoinHandle<()>>; 2],
 ) -> i32 {
     if let Ending::Eof {
         partial_frame: true,
@@ -164,7 +197,7 @@ async fn finish(
     {
         return EXIT_TRANSPORT_FAILURE;
     }
-    if connection.cancel_startup().is_err() {
+    if connection.cancel_startup().is_err() || connection.cancel_session_work().is_err() {
         return EXIT_TRANSPORT_FAILURE;
     }
 
@@ -186,9 +219,15 @@ async fn finish(
         return EXIT_TRANSPORT_FAILURE;
     }
 
-    if let Some(worker) = startup {
-        // Slow teardown is detached for process exit after the cleanup wait.
-        let _ = tokio::time::timeout(Duration::from_millis(CLEANUP_WAIT_MS), worker).await;
-    }
+    // Workers finish within the cleanup wait, or are left to process exit.
+    let cleanup = async {
+        for worker in workers.into_iter().flatten() {
+            let _ = worker.await;
+        }
+    };
+    let _ = tokio::time::timeout(Duration::from_millis(CLEANUP_WAIT_MS), cleanup).await;
+    // Dropping the runtime state releases the attached session's lease; the process
+    // exits without running destructors.
+    drop(connection);
     EXIT_OK
 }

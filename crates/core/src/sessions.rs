@@ -1,0 +1,273 @@
+//! Owned sessions: the one attachment of a child, its lease, and the history snapshot
+//! `history.page` reads.
+//!
+//! Every method here is synchronous and may block on the filesystem; the server runs
+//! it on the session worker, one operation at a time. A failed operation leaves the
+//! previous attachment as it was.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+
+use magi_protocol::ErrorCode;
+use magi_protocol::messages::{HistoryPageParams, HistoryPageResult, SessionResult};
+use magi_protocol::names::{is_valid_name, is_valid_session_id};
+use magi_store::Home;
+use magi_store::history::{OverBudget, Projection, page, project};
+use magi_store::lease::{Lease, LeaseError, LeaseKind, acquire};
+use magi_store::log::{LogFingerprint, ReadError, ReadLimits, fingerprint, read_log};
+use magi_store::records::RecordBody;
+
+/// Notice: the session records no working directory, so it could not be verified.
+pub const NOTICE_CWD_UNVERIFIED: &str = "cwd_unverified";
+
+/// The sessions of one child: where they live and which one is attached.
+#[derive(Debug)]
+pub struct Sessions {
+    home: Home,
+    cwd: PathBuf,
+    attachment: Option<Attachment>,
+}
+
+#[derive(Debug)]
+struct Attachment {
+    session_id: String,
+    path: PathBuf,
+    /// Held while attached to a durable session; a lazy handle has none yet.
+    lease: Option<Lease>,
+    snapshot: Snapshot,
+}
+
+/// One immutable history projection and the cursors issued for it.
+#[derive(Debug)]
+struct Snapshot {
+    revision: String,
+    projection: Projection,
+    /// The log as it was read; `None` for a lazy handle (no file).
+    fingerprint: Option<LogFingerprint>,
+    issued_cursors: HashSet<usize>,
+    /// Once a mutation is seen the snapshot stays stale until the session is reopened.
+    stale: bool,
+}
+
+impl Snapshot {
+    fn new(projection: Projection, fingerprint: Option<LogFingerprint>) -> Snapshot {
+        Snapshot {
+            revision: format!("h{}", uuid::Uuid::new_v4().simple()),
+            projection,
+            fingerprint,
+            issued_cursors: HashSet::new(),
+            stale: false,
+        }
+    }
+
+    fn cursor(&self, index: usize) -> String {
+        format!("{}.{index}", self.revision)
+    }
+
+    fn cursor_index(&self, cursor: &str) -> Option<usize> {
+        let index = cursor
+            .strip_prefix(&self.revision)?
+            .strip_prefix('.')?
+            .parse()
+            .ok()?;
+        self.issued_cursors.contains(&index).then_some(index)
+    }
+}
+
+impl Sessions {
+    /// The sessions of the workspace `cwd` (canonical) under `home`.
+    pub fn new(home: Home, cwd: PathBuf) -> Sessions {
+        Sessions {
+            home,
+            cwd,
+            attachment: None,
+        }
+    }
+
+    /// The attached session's ID.
+    pub fn attached(&self) -> Option<&str> {
+        self.attachment.as_ref().map(|a| a.session_id.as_str())
+    }
+
+    /// `session.create`: a new lazy handle, attached; nothing is written.
+    pub fn create(&mut self) -> SessionResult {
+        let session_id = uuid::Uuid::now_v7().to_string();
+        let path = self.home.session_path(&self.cwd, &session_id);
+        let projection = Projection {
+            entries: Vec::new(),
+            complete: true,
+        };
+        let attachment = Attachment {
+            session_id,
+            path,
+            lease: None,
+            snapshot: Snapshot::new(projection, None),
+        };
+        let result = session_result(&attachment, false, Vec::new());
+        self.attachment = Some(attachment);
+        result
+    }
+
+    /// `session.open`: attach an existing session by exact ID, or reopen this child's
+    /// lazy handle.
+    pub fn open(&mut self, session_id: &str) -> Result<SessionResult, ErrorCode> {
+        if !is_valid_session_id(session_id) {
+            return Err(ErrorCode::InvalidParams);
+        }
+        let path = self.home.session_path(&self.cwd, session_id);
+        if !path_exists(&path)? {
+            if let Some(current) = &mut self.attachment
+                && current.session_id == session_id
+                && current.lease.is_none()
+            {
+                // This child's lazy handle, not yet durable: reopen it.
+                let projection = current.snapshot.projection.clone();
+                current.snapshot = Snapshot::new(projection, None);
+                return Ok(session_result(current, false, Vec::new()));
+            }
+            return match self.home.find_session_elsewhere(session_id) {
+                Ok(Some(_)) => Err(ErrorCode::CwdMismatch),
+                Ok(None) => Err(ErrorCode::SessionMissing),
+                Err(_) => Err(ErrorCode::SessionInvalid),
+            };
+        }
+        // Reopening the attached session keeps its lease; any other needs its own.
+        let holds_lease = self
+            .attachment
+            .as_ref()
+            .is_some_and(|a| a.session_id == session_id && a.lease.is_some());
+        let new_lease = if holds_lease {
+            None
+        } else {
+            let lease_path = self.home.lease_path(session_id, LeaseKind::Writer);
+            Some(acquire(&lease_path).map_err(|e| match e {
+                LeaseError::Busy => ErrorCode::SessionBusy,
+                LeaseError::Io => ErrorCode::SessionInvalid,
+            })?)
+        };
+        let (mut attachment, notices) = self.load(session_id, path)?;
+        attachment.lease = match new_lease {
+            Some(lease) => Some(lease),
+            None => self.attachment.take().and_then(|a| a.lease),
+        };
+        let result = session_result(&attachment, true, notices);
+        // Replacing the attachment releases the previous session's lease.
+        self.attachment = Some(attachment);
+        Ok(result)
+    }
+
+    /// Reads and projects a durable session; the caller holds its writer lease.
+    fn load(
+        &self,
+        session_id: &str,
+        path: PathBuf,
+    ) -> Result<(Attachment, Vec<String>), ErrorCode> {
+        let log = read_log(&path, session_id, ReadLimits::STORED).map_err(read_error_code)?;
+        let mut notices = Vec::new();
+        let recorded: Vec<&str> = log
+            .records
+            .iter()
+            .filter_map(|r| match &r.body {
+                RecordBody::SessionMeta { cwd: Some(cwd) } if !cwd.is_empty() => Some(cwd.as_str()),
+                _ => None,
+            })
+            .collect();
+        if recorded.is_empty() {
+            notices.push(NOTICE_CWD_UNVERIFIED.to_owned());
+        } else if !recorded.iter().all(|cwd| same_workspace(cwd, &self.cwd)) {
+            return Err(ErrorCode::CwdMismatch);
+        }
+        let projection =
+            project(&log.records, log.torn_tail).map_err(|OverBudget| ErrorCode::HistoryLimit)?;
+        let attachment = Attachment {
+            session_id: session_id.to_owned(),
+            path,
+            lease: None,
+            snapshot: Snapshot::new(projection, Some(log.fingerprint)),
+        };
+        Ok((attachment, notices))
+    }
+
+    /// `history.page`: one page of the attached session's snapshot.
+    pub fn page(&mut self, params: &HistoryPageParams) -> Result<HistoryPageResult, ErrorCode> {
+        let grammar_ok = is_valid_session_id(&params.session_id)
+            && is_valid_name(&params.revision)
+            && params.cursor.as_deref().is_none_or(is_valid_name);
+        if !grammar_ok {
+            return Err(ErrorCode::InvalidParams);
+        }
+        let attachment = self.attachment.as_mut().ok_or(ErrorCode::SessionMissing)?;
+        if attachment.session_id != params.session_id {
+            return Err(ErrorCode::StaleSession);
+        }
+        let snapshot = &mut attachment.snapshot;
+        if snapshot.revision != params.revision || snapshot.stale {
+            return Err(ErrorCode::StaleRevision);
+        }
+        let start = match params.cursor.as_deref() {
+            None => 0,
+            Some(cursor) => snapshot
+                .cursor_index(cursor)
+                .ok_or(ErrorCode::StaleRevision)?,
+        };
+        let current = match fingerprint(&attachment.path) {
+            Ok(current) => Some(current),
+            Err(ReadError::Missing) => None,
+            Err(_) => {
+                snapshot.stale = true;
+                return Err(ErrorCode::StaleRevision);
+            }
+        };
+        if current != snapshot.fingerprint {
+            snapshot.stale = true;
+            return Err(ErrorCode::StaleRevision);
+        }
+        let (result, next) = page(
+            &snapshot.projection,
+            &attachment.session_id,
+            &snapshot.revision,
+            start,
+            |index| snapshot.cursor(index),
+        );
+        if let Some(next) = next {
+            snapshot.issued_cursors.insert(next);
+        }
+        Ok(result)
+    }
+}
+
+fn session_result(attachment: &Attachment, durable: bool, notices: Vec<String>) -> SessionResult {
+    SessionResult {
+        session_id: attachment.session_id.clone(),
+        durable,
+        revision: attachment.snapshot.revision.clone(),
+        notices,
+    }
+}
+
+/// Whether a path exists, without following a final symlink.
+fn path_exists(path: &Path) -> Result<bool, ErrorCode> {
+    match std::fs::symlink_metadata(path) {
+        Ok(_) => Ok(true),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        Err(_) => Err(ErrorCode::SessionInvalid),
+    }
+}
+
+/// Whether a recorded working directory is absolute and names the child's (canonical)
+/// working directory. A recorded path that no longer exists does not.
+fn same_workspace(recorded: &str, canonical_cwd: &Path) -> bool {
+    let recorded = Path::new(recorded);
+    recorded.is_absolute() && recorded.canonicalize().is_ok_and(|c| c == canonical_cwd)
+}
+
+fn read_error_code(error: ReadError) -> ErrorCode {
+    match error {
+        ReadError::Missing => ErrorCode::SessionMissing,
+        ReadError::OverLimit => ErrorCode::HistoryLimit,
+        ReadError::Unsafe
+        | ReadError::Unreadable
+        | ReadError::Malformed
+        | ReadError::ForeignSession => ErrorCode::SessionInvalid,
+    }
+}

@@ -12,9 +12,9 @@ use magi_protocol::ErrorCode;
 use magi_protocol::messages::{HistoryPageParams, HistoryPageResult, SessionResult};
 use magi_protocol::names::{is_valid_name, is_valid_session_id};
 use magi_store::Home;
-use magi_store::history::{OverBudget, Projection, page, project};
+use magi_store::history::{OverBudget, Projection, Projector, page};
 use magi_store::lease::{Lease, LeaseError, LeaseKind, acquire};
-use magi_store::log::{LogFingerprint, ReadError, ReadLimits, fingerprint, read_log};
+use magi_store::log::{LogFingerprint, ReadError, ReadLimits, fingerprint, scan_log};
 use magi_store::records::RecordBody;
 
 /// Notice: the session records no working directory, so it could not be verified.
@@ -162,23 +162,30 @@ impl Sessions {
         session_id: &str,
         path: PathBuf,
     ) -> Result<(Attachment, Vec<String>), ErrorCode> {
-        let log = read_log(&path, session_id, ReadLimits::STORED).map_err(read_error_code)?;
-        let mut notices = Vec::new();
-        let recorded: Vec<&str> = log
-            .records
-            .iter()
-            .filter_map(|r| match &r.body {
-                RecordBody::SessionMeta { cwd: Some(cwd) } if !cwd.is_empty() => Some(cwd.as_str()),
-                _ => None,
-            })
-            .collect();
-        if recorded.is_empty() {
-            notices.push(NOTICE_CWD_UNVERIFIED.to_owned());
-        } else if !recorded.iter().all(|cwd| same_workspace(cwd, &self.cwd)) {
+        // Stream the log: only what history shows and the recorded working directories
+        // are kept, so memory follows the projection, not the log.
+        let mut projector = Projector::new();
+        let (mut cwd_recorded, mut cwd_matches) = (false, true);
+        let log = scan_log(&path, session_id, ReadLimits::STORED, |record| {
+            if let RecordBody::SessionMeta { cwd: Some(cwd) } = &record.body
+                && !cwd.is_empty()
+            {
+                cwd_recorded = true;
+                cwd_matches &= same_workspace(cwd, &self.cwd);
+            }
+            projector.push(&record);
+        })
+        .map_err(read_error_code)?;
+        if !cwd_matches {
             return Err(ErrorCode::CwdMismatch);
         }
-        let projection =
-            project(&log.records, log.torn_tail).map_err(|OverBudget| ErrorCode::HistoryLimit)?;
+        let mut notices = Vec::new();
+        if !cwd_recorded {
+            notices.push(NOTICE_CWD_UNVERIFIED.to_owned());
+        }
+        let projection = projector
+            .finish(log.torn_tail)
+            .map_err(|OverBudget| ErrorCode::HistoryLimit)?;
         let attachment = Attachment {
             session_id: session_id.to_owned(),
             path,

@@ -36,111 +36,128 @@ pub struct Projection {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct OverBudget;
 
-/// One message before chunking.
+/// One message, already sanitized and chunked into its entries.
 struct Message {
-    kind: EntryKind,
-    text: String,
-    partial: bool,
+    entries: Vec<HistoryEntry>,
+    /// Serialized bytes of its entries, each with a separating comma.
+    bytes: usize,
 }
 
-/// Projects stored records into history entries. `torn_tail` says the log ended in a
-/// record cut short by a crash: it is shown as an interruption, never as data.
-pub fn project(records: &[Record], torn_tail: bool) -> Result<Projection, OverBudget> {
-    let mut messages: Vec<Message> = Vec::new();
-    let mut complete = true;
-    // Index of the message showing each tool call, and of each identified summary.
-    let mut tool_calls: HashMap<&str, usize> = HashMap::new();
-    let mut summaries: HashMap<(&str, &str), usize> = HashMap::new();
-    let mut open_turn: Option<&str> = None;
-    let interrupted = |messages: &mut Vec<Message>| {
-        messages.push(Message {
-            kind: EntryKind::Diagnostic,
-            text: "The turn was interrupted before it finished.".into(),
-            partial: true,
-        })
-    };
+/// Builds a projection one record at a time, so a reader can stream a large log and
+/// keep only what history shows. Messages are chunked as they arrive; a tool result or
+/// a repeated identified summary replaces its message in place.
+#[derive(Default)]
+pub struct Projector {
+    messages: Vec<Message>,
+    complete: bool,
+    bytes: usize,
+    parts: usize,
+    over_budget: bool,
+    /// The message showing each tool call, by call ID.
+    tool_calls: HashMap<String, usize>,
+    /// The message of each identified summary, by turn and item.
+    summaries: HashMap<(String, String), usize>,
+    open_turn: Option<String>,
+}
 
-    for record in records {
-        match &record.body {
+/// What one record adds to history.
+enum Shown {
+    /// A new message.
+    New(EntryKind, String, bool),
+    /// A new message, or the replacement of an earlier one.
+    Replace(Option<usize>, EntryKind, String, bool),
+    /// Nothing.
+    Nothing,
+}
+
+const INTERRUPTED: &str = "The turn was interrupted before it finished.";
+
+impl Projector {
+    /// An empty projection.
+    pub fn new() -> Projector {
+        Projector {
+            complete: true,
+            ..Projector::default()
+        }
+    }
+
+    /// Adds one stored record.
+    pub fn push(&mut self, record: &Record) {
+        let shown = match &record.body {
             RecordBody::TurnStarted { turn_id } => {
-                if open_turn.is_some() {
-                    interrupted(&mut messages);
-                    complete = false;
+                if self.open_turn.replace(turn_id.clone()).is_some() {
+                    self.complete = false;
+                    Shown::New(EntryKind::Diagnostic, INTERRUPTED.into(), true)
+                } else {
+                    Shown::Nothing
                 }
-                open_turn = Some(turn_id);
             }
             RecordBody::TurnFinished {
                 turn_id,
                 outcome,
                 error_code,
             } => {
-                if open_turn == Some(turn_id.as_str()) {
-                    open_turn = None;
+                if self.open_turn.as_deref() == Some(turn_id.as_str()) {
+                    self.open_turn = None;
                 }
-                let text = match (outcome, error_code) {
-                    (TurnOutcome::Completed, _) => continue,
-                    (TurnOutcome::Cancelled, _) => "The turn was cancelled.".to_owned(),
-                    (TurnOutcome::Failed, Some(code)) => format!("The turn failed: {code}."),
-                    (TurnOutcome::Failed, None) => "The turn failed.".to_owned(),
-                };
-                messages.push(Message {
-                    kind: EntryKind::Diagnostic,
-                    text,
-                    partial: false,
-                });
+                match (outcome, error_code) {
+                    (TurnOutcome::Completed, _) => Shown::Nothing,
+                    (TurnOutcome::Cancelled, _) => Shown::New(
+                        EntryKind::Diagnostic,
+                        "The turn was cancelled.".into(),
+                        false,
+                    ),
+                    (TurnOutcome::Failed, Some(code)) => Shown::New(
+                        EntryKind::Diagnostic,
+                        format!("The turn failed: {code}."),
+                        false,
+                    ),
+                    (TurnOutcome::Failed, None) => {
+                        Shown::New(EntryKind::Diagnostic, "The turn failed.".into(), false)
+                    }
+                }
             }
-            RecordBody::UserInput { text, .. } => messages.push(Message {
-                kind: EntryKind::User,
-                text: text.clone(),
-                partial: false,
-            }),
+            RecordBody::UserInput { text, .. } => Shown::New(EntryKind::User, text.clone(), false),
             RecordBody::AssistantOutput {
                 text,
                 chunks,
                 partial,
                 ..
-            } => messages.push(Message {
-                kind: EntryKind::Assistant,
-                text: text.clone().unwrap_or_else(|| chunks.concat()),
-                partial: *partial,
-            }),
+            } => {
+                // One reconciled copy: the stored text, or the legacy chunks joined.
+                let text = text.clone().unwrap_or_else(|| chunks.concat());
+                Shown::New(EntryKind::Assistant, text, *partial)
+            }
             RecordBody::ReasoningSummary {
                 turn_id,
                 item_id,
                 text,
                 provider_summary,
-            } => {
-                if *provider_summary != Some(true) {
-                    continue;
+            } => match (provider_summary, item_id) {
+                (Some(true), Some(item)) => {
+                    let key = (turn_id.clone(), item.clone());
+                    let earlier = self.summaries.get(&key).copied();
+                    if earlier.is_none() {
+                        self.summaries.insert(key, self.messages.len());
+                    }
+                    Shown::Replace(earlier, EntryKind::ReasoningSummary, text.clone(), false)
                 }
-                let message = Message {
-                    kind: EntryKind::ReasoningSummary,
-                    text: text.clone(),
-                    partial: false,
-                };
-                match item_id {
-                    Some(item) => match summaries.get(&(turn_id.as_str(), item.as_str())) {
-                        Some(&index) => messages[index] = message,
-                        None => {
-                            summaries.insert((turn_id, item), messages.len());
-                            messages.push(message);
-                        }
-                    },
-                    None => messages.push(message),
-                }
-            }
+                (Some(true), None) => Shown::New(EntryKind::ReasoningSummary, text.clone(), false),
+                // Without the provider's own summary mark nothing is shown.
+                _ => Shown::Nothing,
+            },
             RecordBody::ToolCall {
                 call_id,
                 name,
                 summary,
                 ..
             } => {
-                tool_calls.insert(call_id, messages.len());
-                messages.push(Message {
-                    kind: EntryKind::Activity,
-                    text: format!("{name}: started. {summary}"),
-                    partial: true,
-                });
+                self.tool_calls.insert(call_id.clone(), self.messages.len());
+                Shown::New(
+                    EntryKind::Activity,
+                    format!("{name}: started. {summary}"),
+                    true,
+                )
             }
             RecordBody::ToolResult {
                 call_id,
@@ -155,60 +172,104 @@ pub fn project(records: &[Record], torn_tail: bool) -> Result<Projection, OverBu
                     ToolOutcome::Cancelled => "cancelled",
                     ToolOutcome::Indeterminate => "outcome unknown",
                 };
-                let message = Message {
-                    kind: EntryKind::Activity,
-                    text: format!("{name}: {state}. {summary}"),
-                    partial: false,
-                };
-                match tool_calls.get(call_id.as_str()) {
-                    Some(&index) => messages[index] = message,
-                    None => messages.push(message),
-                }
+                let call = self.tool_calls.get(call_id.as_str()).copied();
+                Shown::Replace(
+                    call,
+                    EntryKind::Activity,
+                    format!("{name}: {state}. {summary}"),
+                    false,
+                )
             }
-            RecordBody::Compaction { summary, .. } => messages.push(Message {
-                kind: EntryKind::Compaction,
-                text: summary.clone(),
-                partial: false,
-            }),
+            RecordBody::Compaction { summary, .. } => {
+                Shown::New(EntryKind::Compaction, summary.clone(), false)
+            }
             RecordBody::SessionMeta { .. }
             | RecordBody::SessionPreferences { .. }
             | RecordBody::Title { .. }
             | RecordBody::ToolAppliedPreview { .. }
-            | RecordBody::Unknown => {}
+            | RecordBody::Unknown => Shown::Nothing,
+        };
+        match shown {
+            Shown::New(kind, text, partial) | Shown::Replace(None, kind, text, partial) => {
+                self.place(None, kind, &text, partial)
+            }
+            Shown::Replace(Some(index), kind, text, partial) => {
+                self.place(Some(index), kind, &text, partial)
+            }
+            Shown::Nothing => {}
         }
     }
-    if open_turn.is_some() || torn_tail {
-        interrupted(&mut messages);
-        complete = false;
-    }
-    chunk_messages(messages).map(|entries| Projection { entries, complete })
-}
 
-/// Sanitizes and chunks messages into entries, within the snapshot budget.
-fn chunk_messages(messages: Vec<Message>) -> Result<Vec<HistoryEntry>, OverBudget> {
-    let mut entries = Vec::new();
-    let mut serialized = 0usize;
-    for (index, message) in messages.into_iter().enumerate() {
-        let text = sanitize(&message.text);
+    /// Sanitizes and chunks a message into the slot `index` (a replacement) or a new one.
+    fn place(&mut self, index: Option<usize>, kind: EntryKind, text: &str, partial: bool) {
+        if self.over_budget {
+            return;
+        }
+        let slot = index.unwrap_or(self.messages.len());
+        let text = sanitize(text);
         let parts = split_text(&text);
         let last = parts.len() - 1;
-        for (part, chunk) in parts.into_iter().enumerate() {
-            let entry = HistoryEntry {
-                message_id: format!("m{index}"),
-                kind: message.kind,
+        let entries: Vec<HistoryEntry> = parts
+            .into_iter()
+            .enumerate()
+            .map(|(part, chunk)| HistoryEntry {
+                message_id: format!("m{slot}"),
+                kind,
                 text: chunk.to_owned(),
-                partial: message.partial,
+                partial,
                 part: part as u64,
                 last_part: part == last,
-            };
-            serialized += entry_bytes(&entry) + 1;
-            entries.push(entry);
-            if entries.len() > HISTORY_SNAPSHOT_PARTS || serialized > HISTORY_SNAPSHOT_BYTES {
-                return Err(OverBudget);
+            })
+            .collect();
+        let message = Message {
+            bytes: entries.iter().map(|e| entry_bytes(e) + 1).sum(),
+            entries,
+        };
+        self.bytes += message.bytes;
+        self.parts += message.entries.len();
+        match index {
+            Some(index) => {
+                let old = std::mem::replace(&mut self.messages[index], message);
+                self.bytes -= old.bytes;
+                self.parts -= old.entries.len();
             }
+            None => self.messages.push(message),
+        }
+        // Replacements can shrink the projection again, so the exact check is at the
+        // end; this guard only keeps memory within twice the budget meanwhile.
+        if self.bytes > 2 * HISTORY_SNAPSHOT_BYTES || self.parts > 2 * HISTORY_SNAPSHOT_PARTS {
+            self.over_budget = true;
+            self.messages = Vec::new();
         }
     }
-    Ok(entries)
+
+    /// The projection. `torn_tail` says the log ended in a record cut short by a crash:
+    /// it is shown as an interruption, never as data.
+    pub fn finish(mut self, torn_tail: bool) -> Result<Projection, OverBudget> {
+        if self.open_turn.is_some() || torn_tail {
+            self.complete = false;
+            self.place(None, EntryKind::Diagnostic, INTERRUPTED, true);
+        }
+        if self.over_budget
+            || self.bytes > HISTORY_SNAPSHOT_BYTES
+            || self.parts > HISTORY_SNAPSHOT_PARTS
+        {
+            return Err(OverBudget);
+        }
+        Ok(Projection {
+            entries: self.messages.into_iter().flat_map(|m| m.entries).collect(),
+            complete: self.complete,
+        })
+    }
+}
+
+/// Projects stored records into history entries (see [`Projector`]).
+pub fn project(records: &[Record], torn_tail: bool) -> Result<Projection, OverBudget> {
+    let mut projector = Projector::new();
+    for record in records {
+        projector.push(record);
+    }
+    projector.finish(torn_tail)
 }
 
 /// Splits text into parts of at most [`HISTORY_CHUNK_BYTES`] raw bytes and
@@ -462,6 +523,7 @@ mod tests {
                     name: "read".into(),
                     outcome: ToolOutcome::Completed,
                     summary: "120 lines".into(),
+                    content: Some("fn main() {}\n".repeat(120)),
                 }),
             ],
             false,

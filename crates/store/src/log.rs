@@ -118,45 +118,91 @@ impl std::fmt::Display for ReadError {
 
 impl std::error::Error for ReadError {}
 
+/// What a streaming read learned about the log besides its records.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogSummary {
+    /// Whether bytes followed the last LF (they are not data).
+    pub torn_tail: bool,
+    /// Bytes read, torn tail included.
+    pub bytes: u64,
+    /// Complete lines read, skipped kinds included.
+    pub lines: usize,
+    /// The file as it was opened, taken before reading.
+    pub fingerprint: LogFingerprint,
+}
+
+/// Size of the read buffer of a streaming read.
+const SCAN_BUFFER_BYTES: usize = 256 * 1024;
+
 /// Reads the whole log at `path` for `session_id`, within `limits`.
 ///
 /// Fails closed: a symlink or special file, any malformed complete line, any record of
 /// another session, or a file over the limits is an error, never a partial result. The
 /// torn tail, if any, is reported and ignored.
 pub fn read_log(path: &Path, session_id: &str, limits: ReadLimits) -> Result<StoredLog, ReadError> {
+    let mut records = Vec::new();
+    let summary = scan_log(path, session_id, limits, |record| records.push(record))?;
+    Ok(StoredLog {
+        records,
+        torn_tail: summary.torn_tail,
+        bytes: summary.bytes,
+        lines: summary.lines,
+        fingerprint: summary.fingerprint,
+    })
+}
+
+/// Reads the log at `path` line by line and hands each record (of a kind this build
+/// knows) to `visit`, holding one line at a time, so memory does not grow with the
+/// log. The checks are those of [`read_log`]; on an error, records already visited
+/// must be discarded by the caller.
+pub fn scan_log(
+    path: &Path,
+    session_id: &str,
+    limits: ReadLimits,
+    mut visit: impl FnMut(Record),
+) -> Result<LogSummary, ReadError> {
     let file = open_regular(path)?;
     let opened = file.metadata().map_err(|_| ReadError::Unreadable)?;
     let fingerprint = LogFingerprint::of(&opened);
 
     // One byte past the bound tells "exactly at the bound" from "over it".
     let cap = limits.max_bytes.saturating_add(1);
-    let mut buf = Vec::with_capacity(usize::try_from(opened.len()).unwrap_or(cap).min(cap));
-    file.take(u64::try_from(cap).unwrap_or(u64::MAX))
-        .read_to_end(&mut buf)
-        .map_err(|_| ReadError::Unreadable)?;
-    if buf.len() > limits.max_bytes {
-        return Err(ReadError::OverLimit);
-    }
-
-    let complete_len = buf.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
-    let (complete, tail) = buf.split_at(complete_len);
-    let lines = complete.iter().filter(|&&b| b == b'\n').count();
-    if lines > limits.max_lines {
-        return Err(ReadError::OverLimit);
-    }
-
-    let mut records = Vec::new();
-    for line in complete.split_inclusive(|&b| b == b'\n') {
-        let line = line.strip_suffix(b"\n").unwrap_or(line);
-        let record = parse_line(line, session_id)?;
+    let mut reader = io::BufReader::with_capacity(
+        SCAN_BUFFER_BYTES,
+        file.take(u64::try_from(cap).unwrap_or(u64::MAX)),
+    );
+    let mut line = Vec::new();
+    let mut bytes = 0usize;
+    let mut lines = 0usize;
+    let mut torn_tail = false;
+    loop {
+        line.clear();
+        let read = io::BufRead::read_until(&mut reader, b'\n', &mut line)
+            .map_err(|_| ReadError::Unreadable)?;
+        if read == 0 {
+            break;
+        }
+        bytes += read;
+        if bytes > limits.max_bytes {
+            return Err(ReadError::OverLimit);
+        }
+        let Some(complete) = line.strip_suffix(b"\n") else {
+            // Only the last line can lack its LF: it is a torn tail, never data.
+            torn_tail = true;
+            break;
+        };
+        lines += 1;
+        if lines > limits.max_lines {
+            return Err(ReadError::OverLimit);
+        }
+        let record = parse_line(complete, session_id)?;
         if record.body != RecordBody::Unknown {
-            records.push(record);
+            visit(record);
         }
     }
-    Ok(StoredLog {
-        records,
-        torn_tail: !tail.is_empty(),
-        bytes: u64::try_from(buf.len()).unwrap_or(u64::MAX),
+    Ok(LogSummary {
+        torn_tail,
+        bytes: u64::try_from(bytes).unwrap_or(u64::MAX),
         lines,
         fingerprint,
     })

@@ -126,6 +126,10 @@ pub enum RecordBody {
         outcome: ToolOutcome,
         /// A safe summary (no raw results).
         summary: String,
+        /// What the model was given as the result (its agent projection), replayed to
+        /// the provider on later turns; history never shows it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        content: Option<String>,
     },
     /// A display-only preview of what a tool applied (never replayed to the model).
     ToolAppliedPreview {

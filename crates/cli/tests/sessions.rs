@@ -447,3 +447,42 @@ async fn session_methods_before_initialization() {
     }
     shutdown_clean(&mut backend).await;
 }
+
+#[tokio::test]
+async fn status_and_shutdown_answer_while_a_large_history_is_projected() {
+    let env = TestEnv::new();
+    // About 48 MiB of tool-result content, which history never shows.
+    let content = "x".repeat(64 * 1024);
+    let mut text = conversation(&env, SESSION);
+    for n in 0..750 {
+        text.push_str(&record(
+            SESSION,
+            "tool_result",
+            json!({"turn_id": "t1", "call_id": format!("bulk{n}"), "name": "read", "outcome": "completed", "summary": "ok", "content": content}),
+        ));
+    }
+    write_log(&env, SESSION, &text);
+    drop(text);
+    let mut backend = ready(&env).await;
+    let mut bytes = frame("big-open", "session.open", json!({"session_id": SESSION}));
+    bytes.extend_from_slice(&frame("during", "status", json!({})));
+    bytes.extend_from_slice(&frame("stop", "shutdown", json!({})));
+    backend.send_raw(&bytes).await.unwrap();
+    let mut order = Vec::new();
+    for _ in 0..3 {
+        let response = next_response(&mut backend).await;
+        order.push((response.id.clone().unwrap(), response.outcome));
+    }
+    // Status and shutdown were answered before the open finished, which shutdown
+    // then answered as cancelled.
+    assert_eq!(order[0].0, "during");
+    assert_eq!(
+        order[1],
+        ("stop".to_owned(), Ok(json!({"state": "stopping"})))
+    );
+    assert_eq!(
+        order[2],
+        ("big-open".to_owned(), Err(ErrorCode::OperationCancelled))
+    );
+    assert_eq!(exit_status(&mut backend).await.code(), Some(0));
+}

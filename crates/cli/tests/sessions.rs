@@ -486,3 +486,56 @@ async fn status_and_shutdown_answer_while_a_large_history_is_projected() {
     );
     assert_eq!(exit_status(&mut backend).await.code(), Some(0));
 }
+
+/// A log of exactly `bytes` bytes in `lines` lines of a kind history skips.
+fn log_of_exact_size(id: &str, lines: usize, bytes: usize) -> String {
+    let line = |pad: usize| {
+        format!(
+            "{{\"v\":1,\"session_id\":\"{id}\",\"ts\":\"2026-11-01T10:00:00.000Z\",\"kind\":\"future_kind\",\"pad\":\"{}\"}}\n",
+            "p".repeat(pad)
+        )
+    };
+    let overhead = line(0).len();
+    let per_line = bytes / lines;
+    let mut text = line(per_line - overhead).repeat(lines - 1);
+    text.push_str(&line(bytes - text.len() - overhead));
+    assert_eq!((text.len(), text.lines().count()), (bytes, lines));
+    text
+}
+
+#[tokio::test]
+async fn stored_reads_are_bounded_to_64_mib_and_100000_lines() {
+    use magi_protocol::limits::{STORED_READ_BYTES, STORED_READ_LINES};
+    let env = TestEnv::new();
+    let cases = [
+        (
+            "lines-at-bound",
+            STORED_READ_LINES,
+            STORED_READ_LINES * 100,
+            Ok(()),
+        ),
+        (
+            "lines-over",
+            STORED_READ_LINES + 1,
+            (STORED_READ_LINES + 1) * 100,
+            Err(ErrorCode::HistoryLimit),
+        ),
+        ("bytes-at-bound", 64, STORED_READ_BYTES, Ok(())),
+        (
+            "bytes-over",
+            64,
+            STORED_READ_BYTES + 1,
+            Err(ErrorCode::HistoryLimit),
+        ),
+    ];
+    let mut backend = ready(&env).await;
+    for (id, lines, bytes, expected) in cases {
+        write_log(&env, id, &log_of_exact_size(id, lines, bytes));
+        let got = open(&mut backend, id)
+            .await
+            .map(|opened| assert!(opened.durable));
+        assert_eq!(got, expected, "{id}");
+        std::fs::remove_file(log_path(&env, id)).unwrap();
+    }
+    shutdown_clean(&mut backend).await;
+}

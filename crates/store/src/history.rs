@@ -187,6 +187,7 @@ impl Projector {
             | RecordBody::SessionPreferences { .. }
             | RecordBody::Title { .. }
             | RecordBody::ToolAppliedPreview { .. }
+            | RecordBody::Diagnostic
             | RecordBody::Unknown => Shown::Nothing,
         };
         match shown {

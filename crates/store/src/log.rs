@@ -227,7 +227,7 @@ fn parse_line(line: &[u8], session_id: &str) -> Result<Record, ReadError> {
     }
     let text = std::str::from_utf8(line).map_err(|_| ReadError::Malformed)?;
     let record: Record = serde_json::from_str(text).map_err(|_| ReadError::Malformed)?;
-    if record.v < 1 {
+    if record.v < 1 || record.body == RecordBody::Diagnostic {
         return Err(ReadError::Malformed);
     }
     if record.session_id != session_id {
@@ -562,7 +562,10 @@ mod tests {
         let v0 =
             line(SID, started("t1")).replacen(&format!("\"v\":{LOG_FORMAT_VERSION}"), "\"v\":0", 1);
         assert!(v0.contains("\"v\":0"));
-        let cases: [&[u8]; 6] = [
+        let diagnostic =
+            format!("{{\"v\":1,\"session_id\":\"{SID}\",\"ts\":\"x\",\"kind\":\"diagnostic\"}}\n");
+        let cases: [&[u8]; 7] = [
+            diagnostic.as_bytes(),
             b"\n",
             b"not json\n",
             b"{\"v\":1,\"session_id\":\"s1\",\"ts\":\"x\",\"kind\":\"turn_started\"}\n",

@@ -171,6 +171,9 @@ pub enum RecordBody {
         #[serde(default)]
         error_code: Option<String>,
     },
+    /// Diagnostics are live-only and never stored: a log holding one was not written by
+    /// this format's writers, and reading it fails.
+    Diagnostic,
     /// A kind this build does not know: skipped when reading.
     #[serde(other)]
     Unknown,

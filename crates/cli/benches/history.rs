@@ -13,6 +13,8 @@
     reason = "a benchmark binary: failures abort the run, figures go to stdout"
 )]
 
+mod support;
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -20,6 +22,7 @@ use std::time::{Duration, Instant};
 use magi_client::{Backend, BackendCommand};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
+use support::{median, millis, status_kib, stop};
 
 const MIB: usize = 1024 * 1024;
 const ROUNDS: usize = 5;
@@ -121,25 +124,6 @@ fn generate_over_budget(path: &Path, id: &str, cwd: &Path) {
     out.flush().unwrap();
 }
 
-fn kib(pid: u32, field: &str) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix(field))
-        .and_then(|v| v.split_whitespace().next())
-        .and_then(|v| v.parse().ok())
-        .unwrap()
-}
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1e3
-}
-
-fn median(mut samples: Vec<Duration>) -> Duration {
-    samples.sort();
-    samples[samples.len() / 2]
-}
-
 async fn backend(home: &Path, cwd: &Path) -> Backend {
     let mut backend = BackendCommand::new(env!("CARGO_BIN_EXE_magi-code"))
         .env_clear()
@@ -155,11 +139,6 @@ async fn backend(home: &Path, cwd: &Path) -> Backend {
         .unwrap()
         .unwrap();
     backend
-}
-
-async fn stop(mut backend: Backend) {
-    backend.shutdown().await.unwrap().unwrap();
-    backend.wait_within(Duration::from_secs(10)).await.unwrap();
 }
 
 /// Opens and pages one session to the end; returns (first page, all pages, peak KiB, pages).
@@ -195,7 +174,7 @@ async fn open_and_page(home: &Path, cwd: &Path, id: &str) -> (Duration, Duration
         }
     }
     let all = started.elapsed();
-    let peak = kib(backend.pid().unwrap(), "VmHWM:");
+    let peak = status_kib(backend.pid().unwrap(), "VmHWM:");
     stop(backend).await;
     (first.unwrap(), all, peak, pages)
 }
@@ -234,8 +213,8 @@ async fn main() {
         println!(
             "  {:>5.1} MiB log: open + first page {:>7.1} ms; open + all {pages} pages {:>7.1} ms; peak child memory {:.1} MiB",
             bytes as f64 / MIB as f64,
-            ms(median(firsts)),
-            ms(median(alls)),
+            millis(median(firsts)),
+            millis(median(alls)),
             *peaks.iter().max().unwrap() as f64 / 1024.0
         );
     }
@@ -256,13 +235,13 @@ async fn main() {
             .outcome;
         times.push(started.elapsed());
         assert_eq!(outcome.unwrap_err().as_str(), "history_limit");
-        peak = peak.max(kib(backend.pid().unwrap(), "VmHWM:"));
+        peak = peak.max(status_kib(backend.pid().unwrap(), "VmHWM:"));
         stop(backend).await;
     }
     println!(
         "  {:>5.1} MiB log over the 8 MiB projection budget: history_limit in {:.1} ms; peak child memory {:.1} MiB",
         bytes as f64 / MIB as f64,
-        ms(median(times)),
+        millis(median(times)),
         peak as f64 / 1024.0
     );
 }

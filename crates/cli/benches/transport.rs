@@ -12,12 +12,15 @@
     reason = "a benchmark binary: failures abort the run, figures go to stdout"
 )]
 
+mod support;
+
 use std::collections::VecDeque;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 use magi_client::{Backend, BackendCommand};
 use serde_json::json;
+use support::{millis, status_kib, stop};
 
 const COLD_STARTS: usize = 20;
 const PIPELINED: usize = 4_000;
@@ -46,15 +49,6 @@ async fn initialized(home: &Path, work: &Path) -> (Backend, Duration) {
     (backend, started.elapsed())
 }
 
-async fn stop(mut backend: Backend) {
-    backend.shutdown().await.unwrap().unwrap();
-    backend.wait_within(Duration::from_secs(10)).await.unwrap();
-}
-
-fn millis(d: Duration) -> f64 {
-    d.as_secs_f64() * 1e3
-}
-
 fn summary(mut samples: Vec<Duration>) -> String {
     samples.sort();
     let median = samples[samples.len() / 2];
@@ -65,16 +59,6 @@ fn summary(mut samples: Vec<Duration>) -> String {
         millis(samples[samples.len() - 1]),
         samples.len()
     )
-}
-
-fn rss_kib(pid: u32, field: &str) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix(field))
-        .and_then(|v| v.split_whitespace().next())
-        .and_then(|v| v.parse().ok())
-        .unwrap()
 }
 
 #[tokio::main(flavor = "current_thread")]
@@ -121,8 +105,8 @@ async fn main() {
     let (mut backend, _) = initialized(&home, &work).await;
     backend.status().await.unwrap().unwrap();
     let pid = backend.pid().unwrap();
-    let rss = rss_kib(pid, "VmRSS:");
-    let hwm = rss_kib(pid, "VmHWM:");
+    let rss = status_kib(pid, "VmRSS:");
+    let hwm = status_kib(pid, "VmHWM:");
     stop(backend).await;
 
     println!("magi-code serve --stdio transport benchmark");

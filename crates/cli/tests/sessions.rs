@@ -9,38 +9,13 @@
 
 mod common;
 
-use std::path::PathBuf;
-
 use common::*;
 use magi_client::Backend;
 use magi_protocol::ErrorCode;
 use magi_protocol::messages::{EntryKind, HistoryPageResult, SessionResult};
 use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
 
 const SESSION: &str = "0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b";
-
-/// The log path of `id` for the test's working directory (see docs/session-log.md).
-fn log_path(env: &TestEnv, id: &str) -> PathBuf {
-    let cwd = env.cwd().canonicalize().unwrap();
-    let digest: String = Sha256::digest(cwd.as_os_str().as_encoded_bytes())
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
-    env.mc_home()
-        .join("sessions")
-        .join(&digest[..32])
-        .join(format!("{id}.jsonl"))
-}
-
-fn record(id: &str, kind: &str, fields: Value) -> String {
-    let mut object =
-        json!({"v": 1, "session_id": id, "ts": "2026-11-01T10:00:00.000Z", "kind": kind});
-    for (k, v) in fields.as_object().unwrap() {
-        object[k] = v.clone();
-    }
-    format!("{object}\n")
-}
 
 /// A finished one-turn session recorded in the test's working directory.
 fn conversation(env: &TestEnv, id: &str) -> String {
@@ -55,13 +30,6 @@ fn conversation(env: &TestEnv, id: &str) -> String {
         record(id, "turn_finished", json!({"turn_id": "t1", "outcome": "completed"})),
     ]
     .concat()
-}
-
-fn write_log(env: &TestEnv, id: &str, text: &str) -> PathBuf {
-    let path = log_path(env, id);
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(&path, text).unwrap();
-    path
 }
 
 async fn ready(env: &TestEnv) -> Backend {

@@ -1,6 +1,9 @@
-//! The magi-code runtime: startup (storage, configuration, provider readiness) and the
-//! owned sessions of a child. The agent runner grows here.
+//! The magi-code runtime: startup (storage, configuration, provider readiness), the
+//! owned sessions of a child and read-only session discovery. The agent runner grows
+//! here.
 
+pub mod discovery;
+mod revision;
 pub mod sessions;
 mod startup;
 

@@ -5,17 +5,21 @@
 //! it on the session worker, one operation at a time. A failed operation leaves the
 //! previous attachment as it was.
 
-use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use magi_protocol::ErrorCode;
-use magi_protocol::messages::{HistoryPageParams, HistoryPageResult, SessionResult};
+use magi_protocol::messages::{
+    HistoryPageParams, HistoryPageResult, SessionListParams, SessionListResult, SessionResult,
+};
 use magi_protocol::names::{is_valid_name, is_valid_session_id};
 use magi_store::Home;
 use magi_store::history::{OverBudget, Projection, Projector, page};
 use magi_store::lease::{Lease, LeaseError, LeaseKind, acquire};
 use magi_store::log::{LogFingerprint, ReadError, ReadLimits, fingerprint, scan_log};
 use magi_store::records::RecordBody;
+
+use crate::discovery::Discovery;
+use crate::revision::Revision;
 
 /// Notice: the session records no working directory, so it could not be verified.
 pub const NOTICE_CWD_UNVERIFIED: &str = "cwd_unverified";
@@ -26,6 +30,9 @@ pub struct Sessions {
     home: Home,
     cwd: PathBuf,
     attachment: Option<Attachment>,
+    /// The one discovery snapshot of this child (`session.list`), apart from the
+    /// attachment: a fresh listing replaces it and leaves the attachment alone.
+    discovery: Discovery,
 }
 
 #[derive(Debug)]
@@ -40,11 +47,10 @@ struct Attachment {
 /// One immutable history projection and the cursors issued for it.
 #[derive(Debug)]
 struct Snapshot {
-    revision: String,
+    revision: Revision,
     projection: Projection,
     /// The log as it was read; `None` for a lazy handle (no file).
     fingerprint: Option<LogFingerprint>,
-    issued_cursors: HashSet<usize>,
     /// Once a mutation is seen the snapshot stays stale until the session is reopened.
     stale: bool,
 }
@@ -52,25 +58,11 @@ struct Snapshot {
 impl Snapshot {
     fn new(projection: Projection, fingerprint: Option<LogFingerprint>) -> Snapshot {
         Snapshot {
-            revision: format!("h{}", uuid::Uuid::new_v4().simple()),
+            revision: Revision::new('h'),
             projection,
             fingerprint,
-            issued_cursors: HashSet::new(),
             stale: false,
         }
-    }
-
-    fn cursor(&self, index: usize) -> String {
-        format!("{}.{index}", self.revision)
-    }
-
-    fn cursor_index(&self, cursor: &str) -> Option<usize> {
-        let index = cursor
-            .strip_prefix(&self.revision)?
-            .strip_prefix('.')?
-            .parse()
-            .ok()?;
-        self.issued_cursors.contains(&index).then_some(index)
     }
 }
 
@@ -81,6 +73,7 @@ impl Sessions {
             home,
             cwd,
             attachment: None,
+            discovery: Discovery::default(),
         }
     }
 
@@ -208,13 +201,14 @@ impl Sessions {
             return Err(ErrorCode::StaleSession);
         }
         let snapshot = &mut attachment.snapshot;
-        if snapshot.revision != params.revision || snapshot.stale {
+        if snapshot.revision.id() != params.revision || snapshot.stale {
             return Err(ErrorCode::StaleRevision);
         }
         let start = match params.cursor.as_deref() {
             None => 0,
             Some(cursor) => snapshot
-                .cursor_index(cursor)
+                .revision
+                .resolve(cursor)
                 .ok_or(ErrorCode::StaleRevision)?,
         };
         let current = match fingerprint(&attachment.path) {
@@ -232,14 +226,21 @@ impl Sessions {
         let (result, next) = page(
             &snapshot.projection,
             &attachment.session_id,
-            &snapshot.revision,
+            snapshot.revision.id(),
             start,
-            |index| snapshot.cursor(index),
+            |index| snapshot.revision.cursor(index),
         );
         if let Some(next) = next {
-            snapshot.issued_cursors.insert(next);
+            snapshot.revision.issue(next);
         }
         Ok(result)
+    }
+
+    /// `session.list`: one page of this workspace's sessions. Reads only; the attached
+    /// session is never busy to this child.
+    pub fn list(&mut self, params: &SessionListParams) -> Result<SessionListResult, ErrorCode> {
+        let attached = self.attachment.as_ref().map(|a| a.session_id.as_str());
+        self.discovery.list(&self.home, &self.cwd, attached, params)
     }
 }
 
@@ -247,7 +248,7 @@ fn session_result(attachment: &Attachment, durable: bool, notices: Vec<String>) 
     SessionResult {
         session_id: attachment.session_id.clone(),
         durable,
-        revision: attachment.snapshot.revision.clone(),
+        revision: attachment.snapshot.revision.id().to_owned(),
         notices,
     }
 }

@@ -41,6 +41,78 @@ pub struct HistoryPageParams {
     pub cursor: Option<String>,
 }
 
+/// Params of `session.list`: `{"revision", "cursor", "limit"}`, each optional.
+///
+/// Revision and cursor are both null (or omitted) for a fresh listing, or both set to
+/// continue one. `limit` is 1–100 and defaults to 100; a null `limit` is refused, as
+/// the protocol types it an integer.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SessionListParams {
+    /// The discovery revision being paged; null for a fresh listing.
+    #[serde(default)]
+    pub revision: Option<String>,
+    /// The previous page's `next_cursor`; null for a fresh listing.
+    #[serde(default)]
+    pub cursor: Option<String>,
+    /// Most sessions on the page, 1–100; 100 when omitted.
+    #[serde(
+        default,
+        deserialize_with = "present_u64",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schemars(with = "u64", range(min = 1, max = 100))]
+    pub limit: Option<u64>,
+}
+
+/// A present `limit` must be an integer: `null` is not one.
+fn present_u64<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<u64>, D::Error> {
+    u64::deserialize(deserializer).map(Some)
+}
+
+/// Whether a listed session can be opened now, as far as discovery can tell.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Eligibility {
+    /// Every recorded working directory is this child's, and no other owner's lease
+    /// file is present.
+    Available,
+    /// The session records no working directory (an older log): not verified.
+    CwdUnverified,
+    /// A writer, active or append lease file of another owner is present.
+    Busy,
+}
+
+/// One session of a `session.list` page.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct SessionListEntry {
+    /// The exact session ID.
+    pub session_id: String,
+    /// The stored title, sanitized and at most 50 characters; null when missing or unsafe.
+    pub title: Option<String>,
+    /// The greatest stored record timestamp, UTC RFC 3339; null for an empty history.
+    pub updated_at: Option<String>,
+    /// Whether the session can be opened now, as far as discovery can tell.
+    pub eligibility: Eligibility,
+    /// Fixed notice codes, e.g. `cwd_unverified`.
+    pub notices: Vec<String>,
+}
+
+/// The result of `session.list`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct SessionListResult {
+    /// The discovery revision this page belongs to.
+    pub revision: String,
+    /// Sessions in ascending ASCII order of their IDs.
+    pub sessions: Vec<SessionListEntry>,
+    /// The cursor of the next page; null on the last page.
+    pub next_cursor: Option<String>,
+    /// True only on the last page.
+    pub complete: bool,
+    /// Fixed notice codes of the whole listing, e.g. `sessions_omitted_invalid`.
+    pub notices: Vec<String>,
+}
+
 /// The result of `session.create` and `session.open`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct SessionResult {
@@ -123,6 +195,9 @@ pub enum Call {
     /// `session.open`.
     #[serde(rename = "session.open")]
     SessionOpen(SessionOpenParams),
+    /// `session.list`.
+    #[serde(rename = "session.list")]
+    SessionList(SessionListParams),
     /// `history.page`.
     #[serde(rename = "history.page")]
     HistoryPage(HistoryPageParams),
@@ -221,6 +296,8 @@ pub enum ResultBody {
     Session(SessionResult),
     /// `history.page`.
     HistoryPage(HistoryPageResult),
+    /// `session.list`.
+    SessionList(SessionListResult),
 }
 
 /// Data of `input.persisted`.
@@ -430,5 +507,30 @@ mod tests {
             Readiness::Failed(StartupError::ProviderUnavailable)
         );
         assert!(serde_json::from_str::<Readiness>(r#""maybe""#).is_err());
+    }
+
+    #[test]
+    fn session_list_params_are_exact() {
+        let parse = serde_json::from_str::<SessionListParams>;
+        assert_eq!(parse("{}").unwrap(), SessionListParams::default());
+        let all = parse(r#"{"revision":"r","cursor":"c","limit":5}"#).unwrap();
+        assert_eq!(
+            (all.revision.as_deref(), all.cursor.as_deref(), all.limit),
+            (Some("r"), Some("c"), Some(5))
+        );
+        let nulls = parse(r#"{"revision":null,"cursor":null}"#).unwrap();
+        assert_eq!(nulls, SessionListParams::default());
+        for bad in [
+            r#"{"limit":null}"#,
+            r#"{"limit":-1}"#,
+            r#"{"limit":1.5}"#,
+            r#"{"limit":"1"}"#,
+            r#"{"revision":1}"#,
+            r#"{"x":1}"#,
+            r#"{"limit":1,"limit":2}"#,
+            r#"{"cursor":null,"cursor":null}"#,
+        ] {
+            assert!(parse(bad).is_err(), "{bad}");
+        }
     }
 }

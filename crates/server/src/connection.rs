@@ -11,7 +11,8 @@ use magi_core::{CancelFlag, Runtime, Sessions, StartupFailure, StartupRequest};
 use magi_protocol::limits::{Limits, REQUIRED_CAPABILITY_NAMES};
 use magi_protocol::messages::{
     EmptyParams, HistoryPageParams, InitializeParams, InitializeResult, Readiness, ReadinessPhase,
-    ResultBody, RuntimeState, SessionOpenParams, ShutdownResult, StatusResult, StoppingState,
+    ResultBody, RuntimeState, SessionListParams, SessionOpenParams, ShutdownResult, StatusResult,
+    StoppingState,
 };
 use magi_protocol::names::{base_capabilities, is_valid_name};
 use magi_protocol::request::{Envelope, parse_envelope};
@@ -48,6 +49,7 @@ pub(crate) struct SessionJob {
 enum SessionOperation {
     Open(SessionOpenParams),
     Page(HistoryPageParams),
+    List(SessionListParams),
 }
 
 /// What the session worker hands back: the sessions, and the answer.
@@ -67,6 +69,9 @@ impl SessionJob {
                 .map(ResultBody::Session),
             SessionOperation::Page(params) => {
                 self.sessions.page(params).map(ResultBody::HistoryPage)
+            }
+            SessionOperation::List(params) => {
+                self.sessions.list(params).map(ResultBody::SessionList)
             }
         };
         SessionDone {
@@ -172,7 +177,10 @@ impl Connection {
                 _ => parse_params::<EmptyParams>(envelope.params)
                     .map(|_| ResultBody::Status(self.status())),
             },
-            Method::SessionCreate | Method::SessionOpen | Method::HistoryPage
+            Method::SessionCreate
+            | Method::SessionOpen
+            | Method::SessionList
+            | Method::HistoryPage
                 if matches!(self.init, Init::Ready(_)) =>
             {
                 return self.session_operation(id, method, envelope.params);
@@ -196,6 +204,11 @@ impl Connection {
         let operation = match method {
             Method::SessionOpen => parse_params(params).map(|p| Some(SessionOperation::Open(p))),
             Method::HistoryPage => parse_params(params).map(|p| Some(SessionOperation::Page(p))),
+            // Its bounds and pairing rules are params too: checked before `busy`.
+            Method::SessionList => parse_params(params).and_then(|p: SessionListParams| {
+                magi_core::discovery::check_params(&p)?;
+                Ok(Some(SessionOperation::List(p)))
+            }),
             _ => parse_params::<EmptyParams>(params).map(|_| None),
         };
         let operation = match operation {

@@ -16,7 +16,8 @@ use std::process::ExitStatus;
 use std::time::Duration;
 
 use magi_client::{Backend, BackendCommand, Incoming, Response};
-use serde_json::Value;
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
 use tokio::io::AsyncReadExt;
 
 /// The longest any single wait in a test may take.
@@ -175,4 +176,46 @@ pub async fn shutdown_clean(backend: &mut Backend) {
     assert_eq!(stopping, serde_json::json!({"state": "stopping"}));
     assert_eq!(exit_status(backend).await.code(), Some(0));
     assert_eq!(stderr_text(backend).await, "");
+}
+
+/// The session folder of the test's working directory (see docs/session-log.md).
+pub fn workspace_dir(env: &TestEnv) -> PathBuf {
+    let cwd = env.cwd().canonicalize().unwrap();
+    let digest: String = Sha256::digest(cwd.as_os_str().as_encoded_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    env.mc_home().join("sessions").join(&digest[..32])
+}
+
+/// The log of session `id` in the test's working directory.
+pub fn log_path(env: &TestEnv, id: &str) -> PathBuf {
+    workspace_dir(env).join(format!("{id}.jsonl"))
+}
+
+/// One session log line of `kind` at `ts`, with `fields` added.
+pub fn record_at(id: &str, ts: &str, kind: &str, fields: Value) -> String {
+    let mut object = json!({"v": 1, "session_id": id, "ts": ts, "kind": kind});
+    for (k, v) in fields.as_object().unwrap() {
+        object[k] = v.clone();
+    }
+    format!("{object}\n")
+}
+
+/// One session log line of `kind`, with `fields` added.
+pub fn record(id: &str, kind: &str, fields: Value) -> String {
+    record_at(id, "2026-11-01T10:00:00.000Z", kind, fields)
+}
+
+/// Writes the log of session `id` in the test's working directory.
+pub fn write_log(env: &TestEnv, id: &str, text: &str) -> PathBuf {
+    write_file(env, &format!("{id}.jsonl"), text)
+}
+
+/// Writes a file named `name` in the test's session folder.
+pub fn write_file(env: &TestEnv, name: &str, text: &str) -> PathBuf {
+    let path = workspace_dir(env).join(name);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(&path, text).unwrap();
+    path
 }

@@ -134,7 +134,7 @@ async fn backend(home: &Path, cwd: &Path) -> Backend {
         .spawn()
         .unwrap();
     backend
-        .initialize(&["session.open", "history.page", "shutdown"])
+        .initialize(&["session.open", "session.list", "history.page", "shutdown"])
         .await
         .unwrap()
         .unwrap();
@@ -216,6 +216,52 @@ async fn main() {
             millis(median(firsts)),
             millis(median(alls)),
             *peaks.iter().max().unwrap() as f64 / 1024.0
+        );
+    }
+
+    // session.list over 256 sessions: one turn each, and about 60 MiB in all (the
+    // scan reads at most 64 MiB per request).
+    for per_session in [1, 200 * 1024] {
+        let list_cwd = root.path().join(format!("list-{per_session}"));
+        std::fs::create_dir_all(&list_cwd).unwrap();
+        let list_cwd = list_cwd.canonicalize().unwrap();
+        let mut total = 0;
+        for n in 0..256 {
+            let id = format!("list-{n:03}");
+            let path = log_path(&home, &list_cwd, &id);
+            generate(&path, &id, &list_cwd, per_session);
+            total += std::fs::metadata(&path).unwrap().len();
+        }
+        let mut times = Vec::new();
+        let mut peak = 0;
+        for _ in 0..ROUNDS {
+            let mut backend = backend(&home, &list_cwd).await;
+            let started = Instant::now();
+            let mut params = json!({});
+            let mut listed = 0;
+            loop {
+                let page = backend
+                    .request("session.list", params)
+                    .await
+                    .unwrap()
+                    .outcome
+                    .unwrap();
+                listed += page["sessions"].as_array().unwrap().len();
+                if page["next_cursor"].is_null() {
+                    break;
+                }
+                params = json!({"revision": page["revision"], "cursor": page["next_cursor"]});
+            }
+            times.push(started.elapsed());
+            assert_eq!(listed, 256);
+            peak = peak.max(status_kib(backend.pid().unwrap(), "VmHWM:"));
+            stop(backend).await;
+        }
+        println!(
+            "  session.list of 256 sessions, {:.2} MiB in all (3 pages): {:.1} ms; peak child memory {:.1} MiB",
+            total as f64 / MIB as f64,
+            millis(median(times)),
+            peak as f64 / 1024.0
         );
     }
 

@@ -1,0 +1,210 @@
+//! Model clients behind one streaming trait: the OpenAI Responses API, OpenAI-compatible
+//! Chat Completions (llama.cpp's server, vLLM, Ollama, LM Studio, OpenRouter) and the
+//! Anthropic Messages API.
+//!
+//! A client turns a [`ModelRequest`] into one streamed HTTP request and reports what
+//! the model produced as [`ModelEvent`]s. It knows nothing of sessions or tools' work;
+//! it never logs, and its errors never carry keys, headers or provider bodies.
+
+use std::future::Future;
+use std::pin::Pin;
+
+use serde::{Deserialize, Serialize};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+/// The wire format a provider speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WireFormat {
+    /// OpenAI Responses API (`POST {base}/responses`).
+    OpenAiResponses,
+    /// OpenAI-compatible Chat Completions (`POST {base}/chat/completions`).
+    ChatCompletions,
+    /// Anthropic Messages API (`POST {base}/v1/messages`).
+    AnthropicMessages,
+}
+
+/// Where and how to reach a provider. The credential is held here only for the
+/// request's authentication header and is never printed (`Debug` hides it).
+#[derive(Clone)]
+pub struct Endpoint {
+    /// The wire format.
+    pub format: WireFormat,
+    /// The base URL, e.g. `https://api.openai.com/v1` or `http://127.0.0.1:8080/v1`.
+    pub base_url: String,
+    /// The API key, if the provider takes one.
+    pub api_key: Option<String>,
+}
+
+impl std::fmt::Debug for Endpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Endpoint")
+            .field("format", &self.format)
+            .field("base_url", &self.base_url)
+            .field("api_key", &self.api_key.as_ref().map(|_| "[hidden]"))
+            .finish()
+    }
+}
+
+/// One item of the conversation sent to the model, in order.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Item {
+    /// The user's prompt.
+    User {
+        /// Its text.
+        text: String,
+    },
+    /// An assistant reply segment.
+    Assistant {
+        /// Its text.
+        text: String,
+    },
+    /// A tool call the model made.
+    ToolCall {
+        /// The provider's call ID.
+        call_id: String,
+        /// The tool's name.
+        name: String,
+        /// The arguments as JSON text, as the model sent them.
+        arguments: String,
+    },
+    /// The result given back for a tool call.
+    ToolResult {
+        /// The call it answers.
+        call_id: String,
+        /// What the model is told.
+        output: String,
+        /// Whether the call failed.
+        is_error: bool,
+    },
+}
+
+/// A tool the model may call.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolSpec {
+    /// Its name.
+    pub name: String,
+    /// What it does, for the model.
+    pub description: String,
+    /// JSON Schema of its arguments.
+    pub parameters: serde_json::Value,
+}
+
+/// One request to the model.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModelRequest {
+    /// The model.
+    pub model: String,
+    /// System instructions.
+    pub instructions: Option<String>,
+    /// The conversation so far.
+    pub items: Vec<Item>,
+    /// The tools offered.
+    pub tools: Vec<ToolSpec>,
+}
+
+/// Why the model stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StopReason {
+    /// It finished its reply.
+    EndTurn,
+    /// It asked for tool calls.
+    ToolCalls,
+    /// It hit its output token limit.
+    MaxTokens,
+    /// Anything else the provider reported.
+    Other,
+}
+
+/// What the model produced, in order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ModelEvent {
+    /// Reply text to append.
+    TextDelta(String),
+    /// A reasoning summary the provider itself marked as a summary (never raw
+    /// reasoning); a repeated `item_id` replaces the earlier text.
+    ReasoningSummary {
+        /// The provider's item identity, if it gave one.
+        item_id: Option<String>,
+        /// The summary so far.
+        text: String,
+    },
+    /// A complete tool call.
+    ToolCall {
+        /// The provider's call ID.
+        call_id: String,
+        /// The tool's name.
+        name: String,
+        /// The arguments as JSON text (possibly invalid JSON: the runner checks).
+        arguments: String,
+    },
+    /// Token usage, when reported.
+    Usage {
+        /// Input tokens.
+        input_tokens: u64,
+        /// Output tokens.
+        output_tokens: u64,
+    },
+    /// The response ended normally.
+    Completed(StopReason),
+}
+
+/// Why a model request failed. Only these codes leave the crate: never a key, a
+/// header or a provider's body.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProviderError {
+    /// The provider could not be reached, or did not answer in time.
+    Unavailable,
+    /// The provider refused the credential (401/403).
+    AuthenticationFailed,
+    /// Still rate-limited after the retries (429).
+    RateLimited,
+    /// The provider failed (5xx) after the retries.
+    ServerError,
+    /// The provider rejected the request (another 4xx).
+    Rejected,
+    /// The stream broke off or could not be understood.
+    MalformedStream,
+    /// The request was cancelled.
+    Cancelled,
+}
+
+impl ProviderError {
+    /// The safe code for diagnostics and history.
+    pub const fn code(self) -> &'static str {
+        match self {
+            ProviderError::Unavailable => "provider_unreachable",
+            ProviderError::AuthenticationFailed => "provider_authentication_failed",
+            ProviderError::RateLimited => "provider_rate_limited",
+            ProviderError::ServerError => "provider_server_error",
+            ProviderError::Rejected => "provider_rejected_request",
+            ProviderError::MalformedStream => "provider_stream_malformed",
+            ProviderError::Cancelled => "cancelled",
+        }
+    }
+}
+
+impl std::fmt::Display for ProviderError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.code())
+    }
+}
+
+impl std::error::Error for ProviderError {}
+
+/// A boxed future, so the trait stays object-safe.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// A model client: one streamed request at a time per call.
+pub trait ModelClient: Send + Sync {
+    /// Sends `request` and forwards what the model produces to `events`, ending with
+    /// [`ModelEvent::Completed`] on success. Retries (429 and 5xx, with backoff) happen
+    /// only before any event was sent. Cancelling `cancel` closes the stream and
+    /// returns [`ProviderError::Cancelled`].
+    fn stream<'a>(
+        &'a self,
+        request: &'a ModelRequest,
+        events: mpsc::Sender<ModelEvent>,
+        cancel: &'a CancellationToken,
+    ) -> BoxFuture<'a, Result<(), ProviderError>>;
+}

@@ -6,6 +6,17 @@
 //! the model produced as [`ModelEvent`]s. It knows nothing of sessions or tools' work;
 //! it never logs, and its errors never carry keys, headers or provider bodies.
 
+mod anthropic;
+mod chat;
+mod http;
+mod responses;
+mod sse;
+
+pub use anthropic::{ANTHROPIC_VERSION, DEFAULT_MAX_TOKENS};
+pub use http::{
+    BASE_BACKOFF, CONNECT_TIMEOUT, MAX_ATTEMPTS, MAX_EVENT_BYTES, MAX_RETRY_AFTER, READ_TIMEOUT,
+};
+
 use std::future::Future;
 use std::pin::Pin;
 
@@ -207,4 +218,12 @@ pub trait ModelClient: Send + Sync {
         events: mpsc::Sender<ModelEvent>,
         cancel: &'a CancellationToken,
     ) -> BoxFuture<'a, Result<(), ProviderError>>;
+}
+
+/// The model client for `endpoint`: one HTTP client (connection pool, timeouts) reused
+/// by every request made through it. Never fails here: a base URL that does not parse
+/// or a key that cannot be a header value is reported by the first request, as
+/// [`ProviderError::Unavailable`] and [`ProviderError::AuthenticationFailed`].
+pub fn client(endpoint: Endpoint) -> Box<dyn ModelClient> {
+    Box::new(http::HttpClient::new(endpoint))
 }

@@ -1,0 +1,412 @@
+//! The OpenAI Responses API (`POST {base}/responses`): the request body and the
+//! decoder of its typed SSE events.
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::http::{Decode, arguments, parse};
+use crate::sse::SseEvent;
+use crate::{Item, ModelEvent, ModelRequest, ProviderError, StopReason};
+
+/// The request URL for a base URL without its trailing slash.
+pub(crate) fn url(base: &str) -> String {
+    format!("{base}/responses")
+}
+
+/// The streamed request: conversation items as `input`, tools as function tools, and
+/// `store: false`, since every request carries the whole conversation.
+pub(crate) fn body(request: &ModelRequest) -> Value {
+    let input: Vec<Value> = request
+        .items
+        .iter()
+        .map(|item| match item {
+            Item::User { text } => json!({ "type": "message", "role": "user", "content": text }),
+            Item::Assistant { text } => json!({ "type": "message", "role": "assistant", "content": text }),
+            Item::ToolCall {
+                call_id,
+                name,
+                arguments,
+            } => json!({ "type": "function_call", "call_id": call_id, "name": name, "arguments": arguments }),
+            // The API has no error flag on a tool output; the output text says it.
+            Item::ToolResult { call_id, output, .. } => {
+                json!({ "type": "function_call_output", "call_id": call_id, "output": output })
+            }
+        })
+        .collect();
+    let mut body = json!({
+        "model": request.model,
+        "input": input,
+        "stream": true,
+        "store": false,
+    });
+    if let Some(instructions) = &request.instructions {
+        body["instructions"] = json!(instructions);
+    }
+    if !request.tools.is_empty() {
+        let tools: Vec<Value> = request
+            .tools
+            .iter()
+            .map(|t| {
+                json!({
+                    "type": "function", "name": t.name, "description": t.description,
+                    "parameters": t.parameters,
+                })
+            })
+            .collect();
+        body["tools"] = json!(tools);
+    }
+    body
+}
+
+/// Only the event type, read first to pick the shape of the rest.
+#[derive(Deserialize)]
+struct Head<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: std::borrow::Cow<'a, str>,
+}
+
+#[derive(Deserialize)]
+struct Delta {
+    delta: String,
+    #[serde(default)]
+    item_id: Option<String>,
+    #[serde(default)]
+    summary_index: u64,
+}
+
+#[derive(Deserialize)]
+struct SummaryDone {
+    #[serde(default)]
+    item_id: Option<String>,
+    #[serde(default)]
+    summary_index: u64,
+    #[serde(default)]
+    text: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct ItemEvent {
+    item: OutputItem,
+}
+
+#[derive(Deserialize)]
+struct OutputItem {
+    #[serde(rename = "type")]
+    kind: String,
+    #[serde(default)]
+    id: Option<String>,
+    #[serde(default)]
+    call_id: Option<String>,
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    arguments: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct ResponseEvent {
+    response: Response,
+}
+
+#[derive(Deserialize)]
+struct Response {
+    #[serde(default)]
+    usage: Option<Usage>,
+    #[serde(default)]
+    incomplete_details: Option<IncompleteDetails>,
+}
+
+#[derive(Deserialize)]
+struct Usage {
+    #[serde(default)]
+    input_tokens: u64,
+    #[serde(default)]
+    output_tokens: u64,
+}
+
+#[derive(Deserialize)]
+struct IncompleteDetails {
+    #[serde(default)]
+    reason: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct ErrorEvent {
+    #[serde(default)]
+    code: Option<String>,
+}
+
+/// A function call being streamed.
+struct PendingCall {
+    item_id: String,
+    call_id: String,
+    name: String,
+    arguments: String,
+}
+
+/// The summary parts of one reasoning item.
+struct Summary {
+    item_id: Option<String>,
+    parts: Vec<String>,
+}
+
+/// Decoder state for one response.
+#[derive(Default)]
+pub(crate) struct Decoder {
+    calls: Vec<PendingCall>,
+    summaries: Vec<Summary>,
+    saw_tool_call: bool,
+}
+
+impl Decoder {
+    fn summary_part(&mut self, item_id: Option<String>, index: u64) -> &mut String {
+        let at = match self.summaries.iter().position(|s| s.item_id == item_id) {
+            Some(at) => at,
+            None => {
+                self.summaries.push(Summary {
+                    item_id,
+                    parts: Vec::new(),
+                });
+                self.summaries.len() - 1
+            }
+        };
+        let parts = &mut self.summaries[at].parts;
+        // Indexes come from the provider: grow only as far as a plausible index needs.
+        let index = usize::try_from(index)
+            .unwrap_or(usize::MAX)
+            .min(parts.len());
+        if index == parts.len() {
+            parts.push(String::new());
+        }
+        &mut parts[index]
+    }
+
+    fn tool_call(&mut self, call: PendingCall, out: &mut Vec<ModelEvent>) {
+        self.saw_tool_call = true;
+        out.push(ModelEvent::ToolCall {
+            call_id: call.call_id,
+            name: call.name,
+            arguments: arguments(call.arguments),
+        });
+    }
+}
+
+impl Decode for Decoder {
+    fn event(
+        &mut self,
+        event: &SseEvent,
+        out: &mut Vec<ModelEvent>,
+    ) -> Result<bool, ProviderError> {
+        let head: Head<'_> = parse(&event.data)?;
+        match head.kind.as_ref() {
+            "response.output_text.delta" => {
+                let delta: Delta = parse(&event.data)?;
+                if !delta.delta.is_empty() {
+                    out.push(ModelEvent::TextDelta(delta.delta));
+                }
+            }
+            "response.reasoning_summary_text.delta" => {
+                let delta: Delta = parse(&event.data)?;
+                self.summary_part(delta.item_id, delta.summary_index)
+                    .push_str(&delta.delta);
+            }
+            "response.reasoning_summary_text.done" => {
+                let done: SummaryDone = parse(&event.data)?;
+                let part = self.summary_part(done.item_id.clone(), done.summary_index);
+                if let Some(text) = done.text {
+                    *part = text;
+                }
+                // The whole summary of the item so far: a repeated item ID replaces it.
+                if let Some(summary) = self.summaries.iter().find(|s| s.item_id == done.item_id) {
+                    out.push(ModelEvent::ReasoningSummary {
+                        item_id: summary.item_id.clone(),
+                        text: summary.parts.join("\n\n"),
+                    });
+                }
+            }
+            "response.output_item.added" => {
+                let ItemEvent { item } = parse(&event.data)?;
+                if item.kind == "function_call" {
+                    let item_id = item.id.unwrap_or_default();
+                    self.calls.push(PendingCall {
+                        call_id: item.call_id.unwrap_or_else(|| item_id.clone()),
+                        item_id,
+                        name: item.name.unwrap_or_default(),
+                        arguments: item.arguments.unwrap_or_default(),
+                    });
+                }
+            }
+            "response.function_call_arguments.delta" => {
+                let delta: Delta = parse(&event.data)?;
+                let item_id = delta.item_id.unwrap_or_default();
+                if let Some(call) = self.calls.iter_mut().find(|c| c.item_id == item_id) {
+                    call.arguments.push_str(&delta.delta);
+                }
+            }
+            "response.output_item.done" => {
+                let ItemEvent { item } = parse(&event.data)?;
+                if item.kind == "function_call" {
+                    let item_id = item.id.unwrap_or_default();
+                    let pending = self
+                        .calls
+                        .iter()
+                        .position(|c| c.item_id == item_id)
+                        .map(|at| self.calls.remove(at));
+                    // The finished item is authoritative; the streamed pieces fill in
+                    // what it leaves out.
+                    let call = match pending {
+                        Some(p) => PendingCall {
+                            call_id: item.call_id.unwrap_or(p.call_id),
+                            name: item.name.unwrap_or(p.name),
+                            arguments: item.arguments.unwrap_or(p.arguments),
+                            item_id,
+                        },
+                        None => PendingCall {
+                            call_id: item.call_id.unwrap_or_else(|| item_id.clone()),
+                            name: item.name.unwrap_or_default(),
+                            arguments: item.arguments.unwrap_or_default(),
+                            item_id,
+                        },
+                    };
+                    self.tool_call(call, out);
+                }
+            }
+            kind @ ("response.completed" | "response.incomplete") => {
+                let ResponseEvent { response } = parse(&event.data)?;
+                // A call whose item never finished is still a call the model made.
+                for call in std::mem::take(&mut self.calls) {
+                    self.tool_call(call, out);
+                }
+                if let Some(usage) = response.usage {
+                    out.push(ModelEvent::Usage {
+                        input_tokens: usage.input_tokens,
+                        output_tokens: usage.output_tokens,
+                    });
+                }
+                let stop = if kind == "response.completed" {
+                    if self.saw_tool_call {
+                        StopReason::ToolCalls
+                    } else {
+                        StopReason::EndTurn
+                    }
+                } else {
+                    match response
+                        .incomplete_details
+                        .and_then(|d| d.reason)
+                        .as_deref()
+                    {
+                        Some("max_output_tokens") => StopReason::MaxTokens,
+                        _ => StopReason::Other,
+                    }
+                };
+                out.push(ModelEvent::Completed(stop));
+                return Ok(true);
+            }
+            "response.failed" => return Err(ProviderError::ServerError),
+            "error" => {
+                let error: ErrorEvent = parse(&event.data)?;
+                let rate_limited = error.code.is_some_and(|c| c.contains("rate_limit"));
+                return Err(if rate_limited {
+                    ProviderError::RateLimited
+                } else {
+                    ProviderError::ServerError
+                });
+            }
+            // Everything else (created, in_progress, content parts, raw reasoning,
+            // annotations, ...) carries nothing this client reports.
+            _ => {}
+        }
+        Ok(false)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn feed(lines: &[Value]) -> (Vec<ModelEvent>, Result<bool, ProviderError>) {
+        let mut decoder = Decoder::default();
+        let mut out = Vec::new();
+        let mut last = Ok(false);
+        for line in lines {
+            let event = SseEvent {
+                event: String::new(),
+                data: line.to_string(),
+            };
+            last = decoder.event(&event, &mut out);
+            if last.is_err() {
+                break;
+            }
+        }
+        (out, last)
+    }
+
+    #[test]
+    fn summary_parts_of_one_item_are_joined_and_replace_earlier_text() {
+        let (out, _) = feed(&[
+            json!({"type":"response.reasoning_summary_text.delta","item_id":"rs","summary_index":0,"delta":"A"}),
+            json!({"type":"response.reasoning_summary_text.done","item_id":"rs","summary_index":0,"text":"A."}),
+            json!({"type":"response.reasoning_summary_text.delta","item_id":"rs","summary_index":1,"delta":"B"}),
+            json!({"type":"response.reasoning_summary_text.done","item_id":"rs","summary_index":1}),
+        ]);
+        let summaries: Vec<&ModelEvent> = out.iter().collect();
+        assert_eq!(
+            summaries,
+            [
+                &ModelEvent::ReasoningSummary {
+                    item_id: Some("rs".into()),
+                    text: "A.".into()
+                },
+                &ModelEvent::ReasoningSummary {
+                    item_id: Some("rs".into()),
+                    text: "A.\n\nB".into()
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn raw_reasoning_text_is_never_reported() {
+        let (out, _) = feed(&[
+            json!({"type":"response.reasoning_text.delta","item_id":"rs","delta":"secret thoughts"}),
+            json!({"type":"response.reasoning_text.done","item_id":"rs","text":"secret thoughts"}),
+        ]);
+        assert!(out.is_empty());
+    }
+
+    #[test]
+    fn a_call_without_a_done_item_is_reported_at_completion() {
+        let (out, last) = feed(&[
+            json!({"type":"response.output_item.added","item":{"type":"function_call","id":"fc","call_id":"c","name":"n","arguments":""}}),
+            json!({"type":"response.function_call_arguments.delta","item_id":"fc","delta":"{\"a\""}),
+            json!({"type":"response.function_call_arguments.delta","item_id":"fc","delta":":1}"}),
+            json!({"type":"response.completed","response":{"usage":null}}),
+        ]);
+        assert_eq!(last, Ok(true));
+        assert_eq!(
+            out,
+            [
+                ModelEvent::ToolCall {
+                    call_id: "c".into(),
+                    name: "n".into(),
+                    arguments: "{\"a\":1}".into()
+                },
+                ModelEvent::Completed(StopReason::ToolCalls),
+            ]
+        );
+    }
+
+    #[test]
+    fn failures_in_the_stream_map_to_codes() {
+        assert_eq!(
+            feed(&[json!({"type":"response.failed","response":{}})]).1,
+            Err(ProviderError::ServerError)
+        );
+        let limited = json!({"type":"error","code":"rate_limit_exceeded","message":"x"});
+        assert_eq!(feed(&[limited]).1, Err(ProviderError::RateLimited));
+        assert_eq!(
+            feed(&[json!({"no":"type"})]).1,
+            Err(ProviderError::MalformedStream)
+        );
+    }
+}

@@ -1,0 +1,177 @@
+//! What each wire format's client reports for a well-formed stream from the mock
+//! server: text, tool calls reassembled from fragments, reasoning summaries (Responses
+//! only), usage and stop reasons.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test code: a failed step is a failed test"
+)]
+
+mod common;
+
+use common::{FORMATS, prompt, run, text};
+use magi_provider::{ModelEvent, StopReason, WireFormat};
+use magi_testkit::{MockServer, Reply, Stop};
+
+#[tokio::test]
+async fn text_only() {
+    for format in FORMATS {
+        let server = MockServer::start().await;
+        server.enqueue(Reply::stream().text(["Hel", "lo", " world"]).usage(5, 3));
+        let (events, result) = run(&server, format, &prompt("hi")).await;
+        assert_eq!(result, Ok(()), "{format:?}");
+        assert_eq!(
+            events,
+            [
+                ModelEvent::TextDelta("Hel".into()),
+                ModelEvent::TextDelta("lo".into()),
+                ModelEvent::TextDelta(" world".into()),
+                ModelEvent::Usage {
+                    input_tokens: 5,
+                    output_tokens: 3
+                },
+                ModelEvent::Completed(StopReason::EndTurn),
+            ],
+            "{format:?}"
+        );
+        assert_eq!(server.requests().len(), 1);
+    }
+}
+
+#[tokio::test]
+async fn several_tool_calls_in_one_response_are_reassembled() {
+    for format in FORMATS {
+        let server = MockServer::start().await;
+        server.enqueue(
+            Reply::stream()
+                .text(["Let me look."])
+                .tool_call(
+                    "call_1",
+                    "read_file",
+                    [r#"{"pa"#, r#"th":"#, r#""src/main.rs"}"#],
+                )
+                .tool_call("call_2", "list_dir", [r#"{"path""#, r#":"."}"#])
+                .tool_call("call_3", "status", Vec::<String>::new())
+                .usage(30, 20),
+        );
+        let (events, result) = run(&server, format, &prompt("look")).await;
+        assert_eq!(result, Ok(()), "{format:?}");
+        let call = |id: &str, name: &str, arguments: &str| ModelEvent::ToolCall {
+            call_id: id.into(),
+            name: name.into(),
+            arguments: arguments.into(),
+        };
+        assert_eq!(
+            events,
+            [
+                ModelEvent::TextDelta("Let me look.".into()),
+                call("call_1", "read_file", r#"{"path":"src/main.rs"}"#),
+                call("call_2", "list_dir", r#"{"path":"."}"#),
+                call("call_3", "status", "{}"),
+                ModelEvent::Usage {
+                    input_tokens: 30,
+                    output_tokens: 20
+                },
+                ModelEvent::Completed(StopReason::ToolCalls),
+            ],
+            "{format:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn reasoning_summaries_come_only_from_the_responses_api() {
+    for format in FORMATS {
+        let server = MockServer::start().await;
+        server.enqueue(
+            Reply::stream()
+                .reasoning_summary(["Checking ", "the file."])
+                .text(["Done."]),
+        );
+        let (events, result) = run(&server, format, &prompt("think")).await;
+        assert_eq!(result, Ok(()));
+        let summaries: Vec<&ModelEvent> = events
+            .iter()
+            .filter(|e| matches!(e, ModelEvent::ReasoningSummary { .. }))
+            .collect();
+        if format == WireFormat::OpenAiResponses {
+            assert_eq!(
+                summaries,
+                [&ModelEvent::ReasoningSummary {
+                    item_id: Some("rs_0".into()),
+                    text: "Checking the file.".into()
+                }]
+            );
+        } else {
+            // Chat's `reasoning_content` and Anthropic's thinking are raw reasoning.
+            assert!(summaries.is_empty(), "{format:?}: {summaries:?}");
+        }
+        assert_eq!(
+            text(&events),
+            "Done.",
+            "{format:?}: reasoning never leaks into text"
+        );
+    }
+}
+
+#[tokio::test]
+async fn stop_reasons_and_missing_usage() {
+    let cases = [
+        (Stop::EndTurn, StopReason::EndTurn),
+        (Stop::MaxTokens, StopReason::MaxTokens),
+        (Stop::Other, StopReason::Other),
+        (Stop::ToolCalls, StopReason::ToolCalls),
+    ];
+    for format in FORMATS {
+        for (stop, expected) in cases {
+            let server = MockServer::start().await;
+            // No usage scripted: none is reported.
+            server.enqueue(Reply::stream().text(["x"]).stop(stop));
+            let (events, result) = run(&server, format, &prompt("go")).await;
+            assert_eq!(result, Ok(()));
+            let reported = if format == WireFormat::OpenAiResponses && stop == Stop::ToolCalls {
+                // The Responses API has no tool-call stop reason: with no call made, a
+                // completed response is the end of the turn.
+                StopReason::EndTurn
+            } else {
+                expected
+            };
+            assert_eq!(
+                events,
+                [
+                    ModelEvent::TextDelta("x".into()),
+                    ModelEvent::Completed(reported)
+                ],
+                "{format:?} {stop:?}"
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn an_empty_reply_completes() {
+    for format in FORMATS {
+        let server = MockServer::start().await;
+        server.enqueue(Reply::stream().usage(1, 0));
+        let (events, result) = run(&server, format, &prompt("...")).await;
+        assert_eq!(result, Ok(()));
+        assert_eq!(
+            events.last(),
+            Some(&ModelEvent::Completed(StopReason::EndTurn)),
+            "{format:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_long_stream_arrives_whole_and_in_order() {
+    for format in FORMATS {
+        let server = MockServer::start().await;
+        let chunks: Vec<String> = (0..2000).map(|i| format!("w{i} ")).collect();
+        server.enqueue(Reply::stream().text(chunks.clone()));
+        let (events, result) = run(&server, format, &prompt("long")).await;
+        assert_eq!(result, Ok(()));
+        assert_eq!(text(&events), chunks.concat(), "{format:?}");
+    }
+}

@@ -1,0 +1,28 @@
+//! Test and benchmark support for magi-code: a loopback mock model server that speaks
+//! the real streaming wire formats of the OpenAI Responses API, OpenAI-compatible Chat
+//! Completions and the Anthropic Messages API.
+//!
+//! A test starts a [`MockServer`], queues [`Reply`] scripts (text, reasoning, tool
+//! calls, usage, stop reasons, HTTP errors, slow streams, cut connections, garbage
+//! events), points a client at [`MockServer::base_url`] and checks what the client did
+//! through [`MockServer::requests`]. Nothing here reaches beyond `127.0.0.1`.
+//!
+//! ```no_run
+//! # async fn demo() {
+//! use magi_testkit::{MockServer, Reply};
+//! let server = MockServer::start().await;
+//! server.enqueue(Reply::stream().text(["Hel", "lo"]).usage(3, 2));
+//! // ... point a client at server.base_url() ...
+//! assert_eq!(server.requests().len(), 0);
+//! # }
+//! ```
+
+mod render;
+mod reply;
+mod scenario;
+mod server;
+
+pub use render::Format;
+pub use reply::{Reply, Stop, ToolCall};
+pub use scenario::{DELTAS, Scenario, TOOL_CALLS};
+pub use server::{MockServer, RESET_PATH, RecordedRequest, STATS_PATH};

@@ -1,0 +1,433 @@
+//! The loopback HTTP server: routes, the reply queue, the request log and the SSE
+//! body that plays a rendered script (delays, cut connections).
+
+use std::collections::{BTreeMap, VecDeque};
+use std::convert::Infallible;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use bytes::{Bytes, BytesMut};
+use http_body_util::BodyExt;
+use hyper::body::{Body, Frame, Incoming};
+use hyper::header::{CACHE_CONTROL, CONTENT_TYPE, HeaderName, HeaderValue};
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper::{Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use serde_json::{Value, json};
+use tokio::net::TcpListener;
+use tokio::task::{JoinHandle, JoinSet};
+use tokio::time::Sleep;
+
+use crate::render::{Format, render};
+use crate::reply::{Kind, Reply};
+use crate::scenario::{Player, Scenario};
+
+/// `GET` here returns the request count and the gaps as JSON (benchmarks).
+pub const STATS_PATH: &str = "/v1/mock/stats";
+/// `POST` here clears the request count, the gaps and the request log.
+pub const RESET_PATH: &str = "/v1/mock/reset";
+
+/// With no delay scripted, consecutive events are sent in frames up to this size, so
+/// the mock's own write calls stay out of what a benchmark measures.
+const COALESCE_BYTES: usize = 16 * 1024;
+
+/// One request the server received, as the client sent it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RecordedRequest {
+    /// The HTTP method, e.g. `POST`.
+    pub method: String,
+    /// The path, without the query.
+    pub path: String,
+    /// The headers, lowercase name → value (repeated headers joined with `, `).
+    pub headers: BTreeMap<String, String>,
+    /// The body parsed as JSON (`Null` when it was empty or not JSON).
+    pub body: Value,
+}
+
+impl RecordedRequest {
+    /// The value of header `name` (lowercase), if it was sent.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).map(String::as_str)
+    }
+}
+
+/// Where replies come from.
+enum Source {
+    /// Per-test scripts, first in first out.
+    Queue(Mutex<VecDeque<Reply>>),
+    /// A benchmark scenario, answering every request.
+    Scenario(Player),
+}
+
+/// What the server saw, shared by the handlers and the bodies.
+#[derive(Default)]
+struct Log {
+    requests: Vec<RecordedRequest>,
+    count: u64,
+    gaps: Vec<Duration>,
+    /// When the last response body ended, to measure the client's gap.
+    last_end: Option<Instant>,
+}
+
+struct State {
+    source: Source,
+    /// Whether full requests are kept (a benchmark scenario only counts them).
+    record: bool,
+    log: Mutex<Log>,
+}
+
+impl State {
+    fn log(&self) -> MutexGuard<'_, Log> {
+        // A handler that panicked while holding the lock left a consistent log: every
+        // update is a single push or assignment.
+        self.log.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn response_ended(&self) {
+        self.log().last_end = Some(Instant::now());
+    }
+}
+
+/// A loopback mock model server speaking the OpenAI Responses, Chat Completions and
+/// Anthropic Messages streaming formats.
+///
+/// Each model request (`POST /v1/responses`, `POST /v1/chat/completions`,
+/// `POST /v1/messages`) takes the next [`Reply`] from one FIFO queue and gets it
+/// rendered in the format of the route it used. A model request when the queue is
+/// empty gets HTTP 500 with a JSON error body. Every request is recorded. Dropping the
+/// server stops it and closes its connections.
+pub struct MockServer {
+    addr: SocketAddr,
+    state: Arc<State>,
+    task: JoinHandle<()>,
+}
+
+impl MockServer {
+    /// Starts a server on `127.0.0.1` with an ephemeral port and an empty queue. Must be
+    /// called inside a Tokio runtime, which then runs the server.
+    ///
+    /// # Panics
+    ///
+    /// If no loopback port can be bound: a test cannot go on without its server.
+    pub async fn start() -> MockServer {
+        match MockServer::bind(Source::Queue(Mutex::new(VecDeque::new())), true).await {
+            Ok(server) => server,
+            Err(error) => panic!("the mock model server could not bind a loopback port: {error}"),
+        }
+    }
+
+    /// Starts a server that answers every model request from a benchmark
+    /// [`Scenario`] instead of the queue, counting requests without keeping them.
+    pub async fn start_scenario(scenario: Scenario) -> std::io::Result<MockServer> {
+        MockServer::bind(Source::Scenario(Player::new(scenario)), false).await
+    }
+
+    async fn bind(source: Source, record: bool) -> std::io::Result<MockServer> {
+        let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
+        let addr = listener.local_addr()?;
+        let state = Arc::new(State {
+            source,
+            record,
+            log: Mutex::new(Log::default()),
+        });
+        let task = tokio::spawn(serve(listener, Arc::clone(&state)));
+        Ok(MockServer { addr, state, task })
+    }
+
+    /// The base URL of the OpenAI-style routes, `http://127.0.0.1:PORT/v1`.
+    pub fn base_url(&self) -> String {
+        format!("http://{}/v1", self.addr)
+    }
+
+    /// The server's origin without a path, `http://127.0.0.1:PORT` (Anthropic's base
+    /// URLs conventionally stop there).
+    pub fn origin(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Queues `reply` for a later model request.
+    pub fn enqueue(&self, reply: Reply) {
+        if let Source::Queue(queue) = &self.state.source {
+            queue
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push_back(reply);
+        }
+    }
+
+    /// The requests received so far, in arrival order (control routes excluded).
+    pub fn requests(&self) -> Vec<RecordedRequest> {
+        self.state.log().requests.clone()
+    }
+
+    /// For each request after the first, the time from the end of the previous
+    /// response body to the arrival of this request: the client's own gap.
+    pub fn gaps(&self) -> Vec<Duration> {
+        self.state.log().gaps.clone()
+    }
+}
+
+impl Drop for MockServer {
+    fn drop(&mut self) {
+        // The accept task owns the connections' JoinSet, so aborting it closes them too.
+        self.task.abort();
+    }
+}
+
+impl std::fmt::Debug for MockServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MockServer")
+            .field("addr", &self.addr)
+            .finish()
+    }
+}
+
+async fn serve(listener: TcpListener, state: Arc<State>) {
+    let mut connections = JoinSet::new();
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => {
+                // A failed accept concerns only that connection attempt.
+                let Ok((stream, _)) = accepted else { continue };
+                // Small SSE frames must leave at once, as a real server's do.
+                let _ = stream.set_nodelay(true);
+                let state = Arc::clone(&state);
+                connections.spawn(async move {
+                    let service = service_fn(move |request| handle(Arc::clone(&state), request));
+                    // A connection error (a client that went away) ends only that
+                    // connection.
+                    let _ = http1::Builder::new()
+                        .serve_connection(TokioIo::new(stream), service)
+                        .await;
+                });
+            }
+            Some(_) = connections.join_next(), if !connections.is_empty() => {}
+        }
+    }
+}
+
+async fn handle(
+    state: Arc<State>,
+    request: Request<Incoming>,
+) -> Result<Response<EventBody>, Infallible> {
+    let arrived = Instant::now();
+    let method = request.method().as_str().to_owned();
+    let path = request.uri().path().to_owned();
+    let mut headers = BTreeMap::<String, String>::new();
+    for (name, value) in request.headers() {
+        let value = String::from_utf8_lossy(value.as_bytes()).into_owned();
+        headers
+            .entry(name.as_str().to_owned())
+            .and_modify(|v| {
+                v.push_str(", ");
+                v.push_str(&value);
+            })
+            .or_insert(value);
+    }
+    // An unreadable body is recorded as `Null`, like one that is not JSON.
+    let bytes = match request.into_body().collect().await {
+        Ok(collected) => collected.to_bytes(),
+        Err(_) => Bytes::new(),
+    };
+    let body: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+
+    match (method.as_str(), path.as_str()) {
+        ("GET", STATS_PATH) => {
+            let stats = {
+                let log = state.log();
+                let gaps: Vec<u128> = log.gaps.iter().map(Duration::as_micros).collect();
+                json!({ "requests": log.count, "gaps_us": gaps })
+            };
+            return Ok(plain(200, stats.to_string(), None));
+        }
+        ("POST", RESET_PATH) => {
+            *state.log() = Log::default();
+            return Ok(plain(200, "{}".to_owned(), None));
+        }
+        _ => {}
+    }
+
+    let format = if method == "POST" {
+        Format::from_path(&path)
+    } else {
+        None
+    };
+    {
+        let mut log = state.log();
+        log.count += 1;
+        if let Some(end) = log.last_end {
+            let gap = arrived.saturating_duration_since(end);
+            log.gaps.push(gap);
+        }
+        if state.record {
+            log.requests.push(RecordedRequest {
+                method,
+                path,
+                headers,
+                body: body.clone(),
+            });
+        }
+    }
+    let Some(format) = format else {
+        return Ok(plain(404, error_body("mock: no such route"), Some(&state)));
+    };
+
+    let (events, break_at_end, delay, reply_headers) = match &state.source {
+        Source::Scenario(player) => (
+            player.events(format, &body),
+            false,
+            Duration::ZERO,
+            Vec::new(),
+        ),
+        Source::Queue(queue) => {
+            let next = queue
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .pop_front();
+            let Some(reply) = next else {
+                return Ok(plain(
+                    500,
+                    error_body("mock: no reply queued"),
+                    Some(&state),
+                ));
+            };
+            match reply.kind {
+                Kind::Error { status, body } => {
+                    let mut response = plain(status, body, Some(&state));
+                    add_headers(&mut response, &reply.headers);
+                    return Ok(response);
+                }
+                Kind::Stream(script) => {
+                    let (events, break_at_end) = render(format, &script);
+                    (events, break_at_end, script.chunk_delay, reply.headers)
+                }
+            }
+        }
+    };
+    let mut response = Response::new(EventBody::new(events, delay, break_at_end, Some(state)));
+    let headers = response.headers_mut();
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
+    headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    add_headers(&mut response, &reply_headers);
+    Ok(response)
+}
+
+fn error_body(message: &str) -> String {
+    json!({ "error": { "type": "mock_error", "message": message } }).to_string()
+}
+
+/// A complete JSON response; with `state`, its end counts as a response end.
+fn plain(status: u16, body: String, state: Option<&Arc<State>>) -> Response<EventBody> {
+    let body = EventBody::new(
+        vec![Bytes::from(body)],
+        Duration::ZERO,
+        false,
+        state.cloned(),
+    );
+    let mut response = Response::new(body);
+    *response.status_mut() =
+        StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    response
+        .headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    response
+}
+
+/// Adds scripted headers; one that is not a valid header is skipped (it is test data).
+fn add_headers(response: &mut Response<EventBody>, extra: &[(String, String)]) {
+    for (name, value) in extra {
+        if let (Ok(name), Ok(value)) = (
+            HeaderName::from_bytes(name.as_bytes()),
+            HeaderValue::from_str(value),
+        ) {
+            response.headers_mut().insert(name, value);
+        }
+    }
+}
+
+/// A response body that plays pre-rendered events: a delay before each, and at the
+/// end either a normal end or a broken connection.
+pub(crate) struct EventBody {
+    events: std::vec::IntoIter<Bytes>,
+    delay: Duration,
+    sleep: Option<Pin<Box<Sleep>>>,
+    break_at_end: bool,
+    /// Whether the connection has had a chance to flush before it is broken.
+    flushed: bool,
+    state: Option<Arc<State>>,
+}
+
+impl EventBody {
+    fn new(
+        events: Vec<Bytes>,
+        delay: Duration,
+        break_at_end: bool,
+        state: Option<Arc<State>>,
+    ) -> EventBody {
+        EventBody {
+            events: events.into_iter(),
+            delay,
+            sleep: None,
+            break_at_end,
+            flushed: false,
+            state,
+        }
+    }
+}
+
+impl Body for EventBody {
+    type Data = Bytes;
+    type Error = std::io::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, std::io::Error>>> {
+        let this = &mut *self;
+        if !this.delay.is_zero() && this.events.len() > 0 {
+            let delay = this.delay;
+            let sleep = this
+                .sleep
+                .get_or_insert_with(|| Box::pin(tokio::time::sleep(delay)));
+            if sleep.as_mut().poll(cx).is_pending() {
+                return Poll::Pending;
+            }
+            this.sleep = None;
+        }
+        if let Some(first) = this.events.next() {
+            if !this.delay.is_zero() || this.events.as_slice().is_empty() {
+                return Poll::Ready(Some(Ok(Frame::data(first))));
+            }
+            let mut frame = BytesMut::from(first.as_ref());
+            while frame.len() < COALESCE_BYTES {
+                let Some(next) = this.events.next() else {
+                    break;
+                };
+                frame.extend_from_slice(&next);
+            }
+            return Poll::Ready(Some(Ok(Frame::data(frame.freeze()))));
+        }
+        if this.break_at_end {
+            if !this.flushed {
+                // Pending once lets the connection flush what was written, so the
+                // client gets every event before the cut.
+                this.flushed = true;
+                cx.waker().wake_by_ref();
+                return Poll::Pending;
+            }
+            return Poll::Ready(Some(Err(std::io::Error::new(
+                std::io::ErrorKind::ConnectionAborted,
+                "scripted disconnect",
+            ))));
+        }
+        if let Some(state) = this.state.take() {
+            state.response_ended();
+        }
+        Poll::Ready(None)
+    }
+}

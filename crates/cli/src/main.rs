@@ -1,6 +1,7 @@
 //! `magi-code`: the backend (`serve --stdio`) and the commands people run.
 
 mod doctor;
+mod exec;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -30,6 +31,14 @@ enum Command {
     },
     /// Start a backend, initialize it and show what it reports.
     Doctor,
+    /// Run one turn in the current directory and print the reply as it streams.
+    Exec {
+        /// Print the protocol's event frames as JSON lines.
+        #[arg(long)]
+        json: bool,
+        /// The prompt.
+        prompt: String,
+    },
 }
 
 fn main() -> ExitCode {
@@ -51,6 +60,7 @@ fn main() -> ExitCode {
             ExitCode::from(EXIT_INVALID_LAUNCH)
         }
         Command::Doctor => doctor::run(),
+        Command::Exec { json, prompt } => exec::run(&prompt, json),
     }
 }
 

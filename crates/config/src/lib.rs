@@ -9,7 +9,9 @@ mod provider;
 mod settings;
 
 pub use env::Env;
-pub use provider::{Credential, ProviderDefinition, ProviderKind, Selection, resolve_selection};
+pub use provider::{
+    Credential, ProviderDefinition, ProviderKind, Selection, read_credential, resolve_selection,
+};
 pub use settings::{CatalogSettings, ProviderSettings, Settings, load_settings};
 
 /// Why configuration could not be admitted. Each maps to one startup error code.

@@ -204,6 +204,24 @@ fn configured_credential(
     })
 }
 
+/// The credential's value for a request, read now: the environment variable, or the
+/// key file's trimmed contents (bounded). `None` when the provider takes none or it is
+/// missing.
+pub fn read_credential(credential: &Credential, env: &Env) -> Option<String> {
+    let value = match credential {
+        Credential::Env(var) | Credential::OptionalEnv(var) => env.get(var).map(str::to_owned),
+        Credential::File(path) => std::fs::File::open(path).ok().and_then(|file| {
+            let mut bytes = Vec::new();
+            file.take(CREDENTIAL_FILE_BYTES as u64)
+                .read_to_end(&mut bytes)
+                .ok()?;
+            String::from_utf8(bytes).ok()
+        }),
+        Credential::None => None,
+    };
+    value.map(|v| v.trim().to_owned()).filter(|v| !v.is_empty())
+}
+
 /// Whether the credential is present, without reading more than a bounded prefix of a
 /// key file and without keeping the value.
 fn check_credential(credential: &Credential, env: &Env) -> Result<(), ConfigError> {

@@ -8,6 +8,7 @@
 use std::path::{Path, PathBuf};
 
 use magi_protocol::ErrorCode;
+use magi_protocol::limits::{STORED_READ_BYTES, STORED_READ_LINES};
 use magi_protocol::messages::{
     HistoryPageParams, HistoryPageResult, SessionListParams, SessionListResult, SessionResult,
 };
@@ -15,8 +16,10 @@ use magi_protocol::names::{is_valid_name, is_valid_session_id};
 use magi_store::Home;
 use magi_store::history::{OverBudget, Projection, Projector, page};
 use magi_store::lease::{Lease, LeaseError, LeaseKind, acquire};
-use magi_store::log::{LogFingerprint, ReadError, ReadLimits, fingerprint, scan_log};
-use magi_store::records::RecordBody;
+use magi_store::log::{
+    AppendError, Appender, LogFingerprint, ReadError, ReadLimits, fingerprint, scan_log,
+};
+use magi_store::records::{Record, RecordBody};
 
 use crate::discovery::Discovery;
 use crate::revision::Revision;
@@ -42,6 +45,11 @@ struct Attachment {
     /// Held while attached to a durable session; a lazy handle has none yet.
     lease: Option<Lease>,
     snapshot: Snapshot,
+    /// Opened at the first append of this attachment.
+    appender: Option<Appender>,
+    /// Bytes and lines of the log, as read and appended since.
+    log_bytes: u64,
+    log_lines: u64,
 }
 
 /// One immutable history projection and the cursors issued for it.
@@ -95,6 +103,9 @@ impl Sessions {
             path,
             lease: None,
             snapshot: Snapshot::new(projection, None),
+            appender: None,
+            log_bytes: 0,
+            log_lines: 0,
         };
         let result = session_result(&attachment, false, Vec::new());
         self.attachment = Some(attachment);
@@ -184,6 +195,9 @@ impl Sessions {
             path,
             lease: None,
             snapshot: Snapshot::new(projection, Some(log.fingerprint)),
+            appender: None,
+            log_bytes: log.bytes,
+            log_lines: log.lines as u64,
         };
         Ok((attachment, notices))
     }
@@ -242,6 +256,117 @@ impl Sessions {
         let attached = self.attachment.as_ref().map(|a| a.session_id.as_str());
         self.discovery.list(&self.home, &self.cwd, attached, params)
     }
+}
+
+/// Why a record could not be appended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AppendFailure {
+    /// No session is attached.
+    Detached,
+    /// Another child owns the session.
+    Busy,
+    /// Writing or syncing failed; the record may or may not be on disk.
+    Io,
+}
+
+impl Sessions {
+    /// Checks that `session_id` names the attachment: `session_missing` without one,
+    /// `stale_session` for another.
+    pub fn check_attached(&self, session_id: &str) -> Result<(), ErrorCode> {
+        match &self.attachment {
+            None => Err(ErrorCode::SessionMissing),
+            Some(a) if a.session_id != session_id => Err(ErrorCode::StaleSession),
+            Some(_) => Ok(()),
+        }
+    }
+
+    /// Whether the attached log has reached the stored-read bound, so a new turn
+    /// could not be read back.
+    pub fn at_history_limit(&self) -> bool {
+        self.attachment.as_ref().is_some_and(|a| {
+            a.log_bytes >= STORED_READ_BYTES as u64 || a.log_lines >= STORED_READ_LINES as u64
+        })
+    }
+
+    /// Appends one record to the attached session and syncs it. A lazy handle becomes
+    /// durable first: its writer lease is taken and its log starts with the session
+    /// metadata (the absolute working directory).
+    pub fn append(&mut self, body: RecordBody) -> Result<(), AppendFailure> {
+        let cwd = self.cwd.display().to_string();
+        let home = &self.home;
+        let attachment = self.attachment.as_mut().ok_or(AppendFailure::Detached)?;
+        if attachment.lease.is_none() {
+            let lease_path = home.lease_path(&attachment.session_id, LeaseKind::Writer);
+            attachment.lease = Some(acquire(&lease_path).map_err(|e| match e {
+                LeaseError::Busy => AppendFailure::Busy,
+                LeaseError::Io => AppendFailure::Io,
+            })?);
+        }
+        if attachment.appender.is_none() {
+            let appender = Appender::open(&attachment.path, &attachment.session_id)
+                .map_err(|_: AppendError| AppendFailure::Io)?;
+            attachment.appender = Some(appender);
+            if attachment.log_lines == 0 {
+                let meta = RecordBody::SessionMeta { cwd: Some(cwd) };
+                append_record(attachment, meta)?;
+            }
+        }
+        append_record(attachment, body)
+    }
+
+    /// Reads the attached log again and replaces the history snapshot with a fresh
+    /// revision. Returns the revision and the message ID of the last user entry.
+    pub fn refresh(&mut self) -> Result<(String, Option<String>), ErrorCode> {
+        let attachment = self.attachment.as_ref().ok_or(ErrorCode::SessionMissing)?;
+        let (session_id, path) = (attachment.session_id.clone(), attachment.path.clone());
+        let (loaded, _) = self.load(&session_id, path)?;
+        let attachment = self.attachment.as_mut().ok_or(ErrorCode::SessionMissing)?;
+        attachment.snapshot = loaded.snapshot;
+        attachment.log_bytes = loaded.log_bytes;
+        attachment.log_lines = loaded.log_lines;
+        let last_user = attachment
+            .snapshot
+            .projection
+            .entries
+            .iter()
+            .rev()
+            .find(|e| e.kind == magi_protocol::messages::EntryKind::User)
+            .map(|e| e.message_id.clone());
+        Ok((attachment.snapshot.revision.id().to_owned(), last_user))
+    }
+
+    /// The attached session's durable records, for replaying the conversation to the
+    /// model (an empty list for a lazy handle).
+    pub fn records(&self) -> Result<Vec<Record>, ErrorCode> {
+        let attachment = self.attachment.as_ref().ok_or(ErrorCode::SessionMissing)?;
+        if attachment.appender.is_none() && attachment.lease.is_none() {
+            return Ok(Vec::new());
+        }
+        let mut records = Vec::new();
+        scan_log(
+            &attachment.path,
+            &attachment.session_id,
+            ReadLimits::STORED,
+            |record| records.push(record),
+        )
+        .map_err(read_error_code)?;
+        Ok(records)
+    }
+
+    /// The attached session's ID and working directory.
+    pub fn cwd(&self) -> &Path {
+        &self.cwd
+    }
+}
+
+fn append_record(attachment: &mut Attachment, body: RecordBody) -> Result<(), AppendFailure> {
+    let record = Record::now(&attachment.session_id, body);
+    let appender = attachment.appender.as_mut().ok_or(AppendFailure::Io)?;
+    appender.append(&record).map_err(|_| AppendFailure::Io)?;
+    let line = serde_json::to_vec(&record).map_or(0, |v| v.len() as u64 + 1);
+    attachment.log_bytes += line;
+    attachment.log_lines += 1;
+    Ok(())
 }
 
 fn session_result(attachment: &Attachment, durable: bool, notices: Vec<String>) -> SessionResult {

@@ -51,6 +51,9 @@ pub struct Runtime {
     pub settings: Settings,
     /// The effective, locally ready selection.
     pub selection: Selection,
+    /// The environment snapshot startup admitted (credentials are read from it at
+    /// each turn, never stored elsewhere).
+    pub env: Env,
 }
 
 impl Runtime {
@@ -138,6 +141,7 @@ pub fn start(request: &StartupRequest, cancel: &CancelFlag) -> Result<Runtime, S
         context_id,
         settings,
         selection,
+        env: env.clone(),
     })
 }
 

@@ -222,3 +222,7 @@ impl Limits {
 pub const SETTINGS_FILE_BYTES: usize = 1_048_576;
 /// Largest credential file read for readiness, in bytes. Internal, like the above.
 pub const CREDENTIAL_FILE_BYTES: usize = 65_536;
+/// Most bytes the `read` tool returns to the model at once. Internal.
+pub const READ_TOOL_BYTES: usize = 256 * 1024;
+/// Most lines the `read` tool returns to the model at once. Internal.
+pub const READ_TOOL_LINES: usize = 2_000;

@@ -176,6 +176,56 @@ pub struct HistoryPageResult {
     pub complete: bool,
 }
 
+/// Params of `turn.start`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TurnStartParams {
+    /// The attached session.
+    pub session_id: String,
+    /// The prompt: non-blank, at most 16,384 UTF-8 bytes.
+    pub prompt: String,
+}
+
+/// Params of `turn.cancel`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TurnCancelParams {
+    /// The attached session.
+    pub session_id: String,
+    /// The active run.
+    pub run_id: String,
+}
+
+/// Params of `approval.answer`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ApprovalAnswerParams {
+    /// The attached session.
+    pub session_id: String,
+    /// The active run.
+    pub run_id: String,
+    /// The approval being answered.
+    pub approval_id: String,
+    /// Whether the action is allowed.
+    pub allow: bool,
+}
+
+/// The result of `turn.start`: admission only, not persistence or success.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct TurnStartResult {
+    /// The run's UUID.
+    pub run_id: String,
+    /// Always true.
+    pub accepted: bool,
+}
+
+/// The result of `turn.cancel`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct TurnCancelResult {
+    /// Always true; the terminal event follows cleanup.
+    pub cancellation_requested: bool,
+}
+
 /// A request's method and params, tagged as the envelope carries them.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "method", content = "params")]
@@ -201,6 +251,15 @@ pub enum Call {
     /// `history.page`.
     #[serde(rename = "history.page")]
     HistoryPage(HistoryPageParams),
+    /// `turn.start`.
+    #[serde(rename = "turn.start")]
+    TurnStart(TurnStartParams),
+    /// `turn.cancel`.
+    #[serde(rename = "turn.cancel")]
+    TurnCancel(TurnCancelParams),
+    /// `approval.answer`.
+    #[serde(rename = "approval.answer")]
+    ApprovalAnswer(ApprovalAnswerParams),
 }
 
 /// The result of a successful `initialize`.
@@ -296,6 +355,10 @@ pub enum ResultBody {
     Session(SessionResult),
     /// `history.page`.
     HistoryPage(HistoryPageResult),
+    /// `turn.start`.
+    TurnStart(TurnStartResult),
+    /// `turn.cancel`.
+    TurnCancel(TurnCancelResult),
     /// `session.list`.
     SessionList(SessionListResult),
 }

@@ -7,18 +7,22 @@
 
 use std::sync::Arc;
 
-use magi_core::{CancelFlag, Runtime, Sessions, StartupFailure, StartupRequest};
-use magi_protocol::limits::{Limits, REQUIRED_CAPABILITY_NAMES};
+use magi_core::runner::{TurnRequest, start_turn};
+use magi_core::{CancelFlag, Runtime, Sessions, StartupFailure, StartupRequest, agent_for};
+use magi_protocol::limits::{Limits, PROMPT_BYTES, REQUIRED_CAPABILITY_NAMES};
 use magi_protocol::messages::{
-    EmptyParams, HistoryPageParams, InitializeParams, InitializeResult, Readiness, ReadinessPhase,
-    ResultBody, RuntimeState, SessionListParams, SessionOpenParams, ShutdownResult, StatusResult,
-    StoppingState,
+    ApprovalAnswerParams, EmptyParams, Event, HistoryPageParams, InitializeParams,
+    InitializeResult, Readiness, ReadinessPhase, ResultBody, RuntimeState, SessionListParams,
+    SessionOpenParams, ShutdownResult, StatusResult, StoppingState, TurnCancelParams,
+    TurnCancelResult, TurnStartParams, TurnStartResult,
 };
-use magi_protocol::names::{base_capabilities, is_valid_name};
+use magi_protocol::names::{base_capabilities, is_valid_name, is_valid_session_id};
 use magi_protocol::request::{Envelope, parse_envelope};
 use magi_protocol::{ErrorCode, Method, StartupError};
 use serde::de::DeserializeOwned;
 use serde_json::value::RawValue;
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
 
 use crate::admission::{IdAdmission, IdRegistry};
 use crate::output::{Output, OutputFailure};
@@ -36,6 +40,24 @@ pub(crate) enum Flow {
     Shutdown,
     /// A session operation was admitted: run it on the session worker.
     SessionWork(SessionJob),
+    /// A turn was admitted and its thread started: forward its events.
+    RunStarted(RunChannels),
+}
+
+/// What the serve loop polls of a running turn.
+#[derive(Debug)]
+pub(crate) struct RunChannels {
+    /// The run's events; closed after `run.finished`.
+    pub(crate) events: mpsc::Receiver<Event>,
+    /// The sessions, back when the run's thread ends.
+    pub(crate) done: oneshot::Receiver<Box<Sessions>>,
+}
+
+/// The active run, as `turn.cancel` and `status` need it.
+struct ActiveRun {
+    session_id: String,
+    run_id: String,
+    cancel: CancellationToken,
 }
 
 /// A session operation and the sessions it works on, moved to the worker.
@@ -110,6 +132,8 @@ pub(crate) struct Connection {
     session_request: Option<String>,
     /// The last completed attachment, which `status` reports even during an operation.
     attached: Option<String>,
+    /// The turn running now, until its thread ended and its events were drained.
+    run: Option<ActiveRun>,
 }
 
 impl Connection {
@@ -123,6 +147,7 @@ impl Connection {
             sessions: None,
             session_request: None,
             attached: None,
+            run: None,
         }
     }
 
@@ -185,6 +210,18 @@ impl Connection {
             {
                 return self.session_operation(id, method, envelope.params);
             }
+            Method::TurnStart if matches!(self.init, Init::Ready(_)) => {
+                return self.turn_start(id, envelope.params);
+            }
+            Method::TurnCancel if matches!(self.init, Init::Ready(_)) => {
+                parse_params::<TurnCancelParams>(envelope.params)
+                    .and_then(|params| self.turn_cancel(&params))
+                    .map(ResultBody::TurnCancel)
+            }
+            Method::ApprovalAnswer if matches!(self.init, Init::Ready(_)) => {
+                parse_params::<ApprovalAnswerParams>(envelope.params)
+                    .and_then(|params| self.approval_answer(&params))
+            }
             other => Err(self.unavailable_method(other)),
         };
         match answer {
@@ -236,6 +273,119 @@ impl Connection {
             sessions,
             operation,
         }))
+    }
+
+    /// Admits a turn: params, then the one-run rule, the attachment, the stored-read
+    /// bound and the provider credential; answers with the run ID, then starts it.
+    fn turn_start(&mut self, id: &str, params: &RawValue) -> Result<Flow, OutputFailure> {
+        match self.admit_turn(params) {
+            Ok((sessions, agent, request)) => {
+                let run_id = request.run_id.clone();
+                let session_id = request.session_id.clone();
+                let accepted = TurnStartResult {
+                    run_id: run_id.clone(),
+                    accepted: true,
+                };
+                match start_turn(sessions, agent, request) {
+                    Ok(handle) => {
+                        self.output.result(id, ResultBody::TurnStart(accepted))?;
+                        self.run = Some(ActiveRun {
+                            session_id,
+                            run_id,
+                            cancel: handle.cancel,
+                        });
+                        Ok(Flow::RunStarted(RunChannels {
+                            events: handle.events,
+                            done: handle.done,
+                        }))
+                    }
+                    Err((sessions, code)) => {
+                        self.sessions = sessions;
+                        self.output.error(Some(id), code).map(|()| Flow::Continue)
+                    }
+                }
+            }
+            Err(code) => self.output.error(Some(id), code).map(|()| Flow::Continue),
+        }
+    }
+
+    fn admit_turn(
+        &mut self,
+        params: &RawValue,
+    ) -> Result<(Box<Sessions>, magi_core::runner::Agent, TurnRequest), ErrorCode> {
+        let params: TurnStartParams = parse_params(params)?;
+        let prompt_ok = !params.prompt.trim().is_empty() && params.prompt.len() <= PROMPT_BYTES;
+        if !prompt_ok || !is_valid_session_id(&params.session_id) {
+            return Err(ErrorCode::InvalidParams);
+        }
+        let Init::Ready(runtime) = &self.init else {
+            return Err(ErrorCode::NotInitialized);
+        };
+        let sessions = match (&self.run, &self.sessions) {
+            (None, Some(sessions)) => sessions,
+            _ => return Err(ErrorCode::Busy),
+        };
+        sessions.check_attached(&params.session_id)?;
+        if sessions.at_history_limit() {
+            return Err(ErrorCode::HistoryLimit);
+        }
+        let agent = agent_for(runtime)?;
+        let sessions = self.sessions.take().ok_or(ErrorCode::Busy)?;
+        let request = TurnRequest {
+            session_id: params.session_id,
+            run_id: uuid::Uuid::new_v4().to_string(),
+            prompt: params.prompt,
+        };
+        Ok((sessions, agent, request))
+    }
+
+    fn turn_cancel(&self, params: &TurnCancelParams) -> Result<TurnCancelResult, ErrorCode> {
+        self.check_run_identity(&params.session_id, &params.run_id)?;
+        let run = self.run.as_ref().ok_or(ErrorCode::StaleRun)?;
+        if run.session_id != params.session_id || run.run_id != params.run_id {
+            return Err(ErrorCode::StaleRun);
+        }
+        run.cancel.cancel();
+        Ok(TurnCancelResult {
+            cancellation_requested: true,
+        })
+    }
+
+    /// No approval is ever pending in this build, so every answer is stale.
+    fn approval_answer(&self, params: &ApprovalAnswerParams) -> Result<ResultBody, ErrorCode> {
+        self.check_run_identity(&params.session_id, &params.run_id)?;
+        if !is_valid_name(&params.approval_id) {
+            return Err(ErrorCode::InvalidParams);
+        }
+        Err(ErrorCode::StaleApproval)
+    }
+
+    /// Grammar of a run's identity, then the attachment it names.
+    fn check_run_identity(&self, session_id: &str, run_id: &str) -> Result<(), ErrorCode> {
+        if !is_valid_session_id(session_id) || !is_valid_name(run_id) {
+            return Err(ErrorCode::InvalidParams);
+        }
+        match &self.attached {
+            None => Err(ErrorCode::SessionMissing),
+            Some(attached) if attached != session_id => Err(ErrorCode::StaleSession),
+            Some(_) => Ok(()),
+        }
+    }
+
+    /// Takes the sessions back from a run whose thread ended and whose events drained.
+    pub(crate) fn finish_run(&mut self, sessions: Option<Box<Sessions>>) {
+        if let Some(sessions) = sessions {
+            self.attached = sessions.attached().map(str::to_owned);
+            self.sessions = Some(sessions);
+        }
+        self.run = None;
+    }
+
+    /// Cancels the active run (shutdown, EOF); its terminal event still follows.
+    pub(crate) fn cancel_run(&self) {
+        if let Some(run) = &self.run {
+            run.cancel.cancel();
+        }
     }
 
     /// Takes the session worker's result back and answers its request.
@@ -359,6 +509,10 @@ impl Connection {
                 failure.context_id.clone(),
             ),
         };
+        let (state, run_id) = match (&self.run, state) {
+            (Some(run), RuntimeState::Idle) => (RuntimeState::Running, Some(run.run_id.clone())),
+            (_, state) => (state, None),
+        };
         StatusResult {
             state,
             readiness,
@@ -366,7 +520,7 @@ impl Connection {
             model,
             context_id,
             session_id: self.attached.clone(),
-            run_id: None,
+            run_id,
         }
     }
 }

@@ -16,8 +16,8 @@ use std::time::Duration;
 
 use magi_protocol::frame::encode_frame;
 use magi_protocol::limits::{OUTPUT_DEADLINE_MS, PENDING_OUTPUT_FRAMES};
-use magi_protocol::messages::ResultBody;
-use magi_protocol::wire::{Outcome, ResponseFrame};
+use magi_protocol::messages::{Event, ResultBody};
+use magi_protocol::wire::{EventFrame, Outcome, ResponseFrame};
 use magi_protocol::{ErrorBody, ErrorCode};
 use tokio::net::unix::pipe;
 use tokio::sync::Notify;
@@ -83,6 +83,20 @@ impl Output {
     /// Enqueues an error response; `id` is `None` when identity was unrecoverable.
     pub(crate) fn error(&self, id: Option<&str>, code: ErrorCode) -> Result<(), OutputFailure> {
         self.respond(id, Outcome::Error(ErrorBody { code }))
+    }
+
+    /// Enqueues a run event.
+    pub(crate) fn event(&self, event: Event) -> Result<(), OutputFailure> {
+        self.push(|seq| {
+            encode_frame(&EventFrame {
+                protocol: Default::default(),
+                version: Default::default(),
+                kind: Default::default(),
+                instance_id: self.instance_id.clone(),
+                seq,
+                event,
+            })
+        })
     }
 
     fn respond(&self, id: Option<&str>, outcome: Outcome) -> Result<(), OutputFailure> {

@@ -14,6 +14,10 @@ use tokio::net::unix::pipe;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
+use magi_core::Sessions;
+use magi_protocol::messages::Event;
+use tokio::sync::{mpsc, oneshot};
+
 use crate::connection::{Connection, Flow, SessionDone};
 use crate::output::{Output, OutputFailure};
 
@@ -72,6 +76,7 @@ enum Wake {
     WriterFailed,
     Startup(StartupOutcome),
     Session(Option<SessionDone>),
+    RunEvent(Option<Event>),
     Read(io::Result<usize>),
 }
 
@@ -82,6 +87,8 @@ async fn serve(mut input: pipe::Receiver, output: Arc<Output>, request: StartupR
     let mut decoder = FrameDecoder::new();
     let mut startup: Option<JoinHandle<StartupOutcome>> = None;
     let mut session_work: Option<JoinHandle<SessionDone>> = None;
+    let mut run_events: Option<mpsc::Receiver<Event>> = None;
+    let mut run_done: Option<oneshot::Receiver<Box<Sessions>>> = None;
     let mut buffer = vec![0u8; READ_BATCH_BYTES];
     let mut decoded = Vec::new();
 
@@ -90,6 +97,7 @@ async fn serve(mut input: pipe::Receiver, output: Arc<Output>, request: StartupR
             _ = &mut writer => Wake::WriterFailed,
             outcome = join_startup(&mut startup) => Wake::Startup(outcome),
             done = join_worker(&mut session_work) => Wake::Session(done),
+            event = next_run_event(&mut run_events) => Wake::RunEvent(event),
             read = input.read(&mut buffer) => Wake::Read(read),
         };
         let flow = match wake {
@@ -101,6 +109,24 @@ async fn serve(mut input: pipe::Receiver, output: Arc<Output>, request: StartupR
             // A session worker that panicked lost the sessions: nothing can be
             // trusted about them, so the child ends.
             Wake::Session(None) => return EXIT_TRANSPORT_FAILURE,
+            Wake::RunEvent(Some(event)) => {
+                if matches!(event, Event::RunFinished(_)) {
+                    // The run's thread handed the sessions back before sending this:
+                    // take them first, so the child is idle when the client sees it.
+                    connection.finish_run(join_run(&mut run_done).await);
+                    run_done = None;
+                }
+                output.event(event).map(|()| Flow::Continue)
+            }
+            Wake::RunEvent(None) => {
+                run_events = None;
+                if run_done.is_some() {
+                    // The run ended without its terminal event (its thread died).
+                    connection.finish_run(join_run(&mut run_done).await);
+                    run_done = None;
+                }
+                Ok(Flow::Continue)
+            }
             Wake::Session(Some(done)) => {
                 session_work = None;
                 connection
@@ -130,6 +156,11 @@ async fn serve(mut input: pipe::Receiver, output: Arc<Output>, request: StartupR
                             }));
                             Ok(Flow::Continue)
                         }
+                        Ok(Flow::RunStarted(channels)) => {
+                            run_events = Some(channels.events);
+                            run_done = Some(channels.done);
+                            Ok(Flow::Continue)
+                        }
                         Ok(Flow::SessionWork(job)) => {
                             session_work = Some(tokio::task::spawn_blocking(move || job.run()));
                             Ok(Flow::Continue)
@@ -144,14 +175,20 @@ async fn serve(mut input: pipe::Receiver, output: Arc<Output>, request: StartupR
             }
         };
         match flow {
-            Ok(Flow::Continue | Flow::StartStartup(..) | Flow::SessionWork(_)) => {}
+            Ok(
+                Flow::Continue
+                | Flow::StartStartup(..)
+                | Flow::SessionWork(_)
+                | Flow::RunStarted(_),
+            ) => {}
             Ok(Flow::Close) => break 'reading Ending::Close,
             Ok(Flow::Shutdown) => break 'reading Ending::Shutdown,
             Err(_) => return EXIT_TRANSPORT_FAILURE,
         }
     };
     let workers = [startup.map(detach_result), session_work.map(detach_result)];
-    finish(ending, input, &output, writer, connection, workers).await
+    let run = (run_events, run_done);
+    finish(ending, input, &output, writer, connection, workers, run).await
 }
 
 /// A worker's handle whose result no longer matters, only its end.
@@ -166,6 +203,24 @@ fn detach_result<T: Send + 'static>(handle: JoinHandle<T>) -> JoinHandle<()> {
 async fn join_worker(worker: &mut Option<JoinHandle<SessionDone>>) -> Option<SessionDone> {
     match worker {
         Some(handle) => handle.await.ok(),
+        None => std::future::pending().await,
+    }
+}
+
+/// The next event of the running turn; `None` once its channel closed; pending forever
+/// when no run's events are open.
+async fn next_run_event(events: &mut Option<mpsc::Receiver<Event>>) -> Option<Event> {
+    match events {
+        Some(events) => events.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// The sessions handed back by the run's thread (`None` if it died); pending forever
+/// when no run is waited for.
+async fn join_run(done: &mut Option<oneshot::Receiver<Box<Sessions>>>) -> Option<Box<Sessions>> {
+    match done {
+        Some(done) => done.await.ok(),
         None => std::future::pending().await,
     }
 }
@@ -189,7 +244,13 @@ async fn finish(
     mut writer: JoinHandle<OutputFailure>,
     mut connection: Connection,
     workers: [Option<JoinHandle<()>>; 2],
+    run: (
+        Option<mpsc::Receiver<Event>>,
+        Option<oneshot::Receiver<Box<Sessions>>>,
+    ),
 ) -> i32 {
+    let (mut run_events, mut run_done) = run;
+    connection.cancel_run();
     if let Ending::Eof {
         partial_frame: true,
     } = ending
@@ -204,9 +265,23 @@ async fn finish(
     let closing_deadline = Instant::now() + Duration::from_millis(OUTPUT_DEADLINE_MS);
     let mut discard = vec![0u8; READ_BATCH_BYTES];
     let mut input_open = ending == Ending::Shutdown;
+    // The cancelled run's remaining events, its terminal one included, are still
+    // delivered within the closing deadline.
     let drained = loop {
         tokio::select! {
-            () = output.drained() => break true,
+            event = next_run_event(&mut run_events) => match event {
+                Some(event) => {
+                    if matches!(event, Event::RunFinished(_)) {
+                        connection.finish_run(join_run(&mut run_done).await);
+                        run_done = None;
+                    }
+                    if output.event(event).is_err() {
+                        break false;
+                    }
+                }
+                None => run_events = None,
+            },
+            () = output.drained(), if run_events.is_none() => break true,
             () = tokio::time::sleep_until(closing_deadline) => break false,
             _ = &mut writer => break false,
             read = input.read(&mut discard), if input_open => {
@@ -223,6 +298,9 @@ async fn finish(
     let cleanup = async {
         for worker in workers.into_iter().flatten() {
             let _ = worker.await;
+        }
+        if let Some(done) = run_done.take() {
+            connection.finish_run(done.await.ok());
         }
     };
     let _ = tokio::time::timeout(Duration::from_millis(CLEANUP_WAIT_MS), cleanup).await;

@@ -512,6 +512,7 @@ mod tests {
                 call_id: id.into(),
                 name: "read".into(),
                 summary: "src/main.rs".into(),
+                arguments: Some("{\"path\":\"src/main.rs\"}".into()),
             })
         };
         let p = project(

@@ -113,6 +113,10 @@ pub enum RecordBody {
         name: String,
         /// A safe summary (no raw params).
         summary: String,
+        /// The arguments as the model sent them, replayed to the provider on later
+        /// turns; history never shows them.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        arguments: Option<String>,
     },
     /// A tool call settled. Bulky output lives in assets, never here.
     ToolResult {

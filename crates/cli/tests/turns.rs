@@ -1,0 +1,515 @@
+//! Turns end to end through the real binary, against the loopback mock model server
+//! speaking each provider's real streaming wire format.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test code: a failed step is a failed test"
+)]
+
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+use magi_client::{Backend, Incoming};
+use magi_protocol::ErrorCode;
+use magi_protocol::messages::{
+    ActivityState, EntryKind, Event, HistoryPageResult, Persistence, RunFinished, RunOutcome,
+    SessionResult, TurnStartResult,
+};
+use magi_testkit::{MockServer, Reply};
+use serde_json::json;
+
+/// The three wire formats, and how to point the backend at the mock for each.
+#[derive(Debug, Clone, Copy)]
+enum Wire {
+    Responses,
+    Chat,
+    Anthropic,
+}
+
+const WIRES: [Wire; 3] = [Wire::Responses, Wire::Chat, Wire::Anthropic];
+const KEY: &str = "test-key-7f3a9c";
+
+fn env_for(wire: Wire, mock: &MockServer) -> TestEnv {
+    let env = TestEnv::new().var("MAGI_MODEL", "mock-model");
+    match wire {
+        Wire::Responses => env
+            .var("MAGI_PROVIDER", "openai")
+            .var("OPENAI_API_KEY", KEY)
+            .var("OPENAI_BASE_URL", &mock.base_url()),
+        Wire::Chat => env
+            .var("MAGI_PROVIDER", "openai-chat")
+            .var("OPENAI_BASE_URL", &mock.base_url()),
+        Wire::Anthropic => env
+            .var("MAGI_PROVIDER", "anthropic")
+            .var("ANTHROPIC_API_KEY", KEY)
+            .var("ANTHROPIC_BASE_URL", &mock.origin()),
+    }
+}
+
+async fn ready(env: &TestEnv) -> (Backend, String) {
+    let mut backend = env.spawn();
+    backend
+        .initialize(&["session.create", "turn.start", "history.page", "shutdown"])
+        .await
+        .unwrap()
+        .unwrap();
+    let session: SessionResult = backend
+        .request("session.create", json!({}))
+        .await
+        .unwrap()
+        .parse()
+        .unwrap()
+        .unwrap();
+    (backend, session.session_id)
+}
+
+async fn start(backend: &mut Backend, session: &str, prompt: &str) -> String {
+    let started: TurnStartResult = backend
+        .request(
+            "turn.start",
+            json!({"session_id": session, "prompt": prompt}),
+        )
+        .await
+        .unwrap()
+        .parse()
+        .unwrap()
+        .unwrap();
+    assert!(started.accepted);
+    started.run_id
+}
+
+/// Every event of the run, up to and including `run.finished`.
+async fn events_until_finished(backend: &mut Backend) -> (Vec<Event>, RunFinished) {
+    let mut events = Vec::new();
+    loop {
+        match next(backend).await {
+            Incoming::Event { event, .. } => {
+                if let Event::RunFinished(finished) = &event {
+                    let finished = finished.clone();
+                    events.push(event);
+                    return (events, finished);
+                }
+                events.push(event);
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+}
+
+/// The reconciled text of each assistant message, in order.
+fn reconciled(events: &[Event]) -> Vec<String> {
+    let mut messages: Vec<(String, String)> = Vec::new();
+    for event in events {
+        if let Event::MessageReconcile(part) = event {
+            match messages.iter_mut().find(|(id, _)| *id == part.message_id) {
+                Some((_, text)) => text.push_str(&part.text),
+                None => messages.push((part.message_id.clone(), part.text.clone())),
+            }
+        }
+    }
+    messages.into_iter().map(|(_, text)| text).collect()
+}
+
+async fn history(backend: &mut Backend, session: &str, revision: &str) -> HistoryPageResult {
+    backend
+        .request(
+            "history.page",
+            json!({"session_id": session, "revision": revision}),
+        )
+        .await
+        .unwrap()
+        .parse()
+        .unwrap()
+        .unwrap()
+}
+
+fn shown(page: &HistoryPageResult) -> Vec<(EntryKind, String, bool)> {
+    page.entries
+        .iter()
+        .map(|e| (e.kind, e.text.clone(), e.partial))
+        .collect()
+}
+
+#[tokio::test]
+async fn a_text_reply_streams_reconciles_and_lands_in_history() {
+    for wire in WIRES {
+        let mock = MockServer::start().await;
+        mock.enqueue(Reply::stream().text(["Hello", ", ", "world."]));
+        let env = env_for(wire, &mock);
+        let (mut backend, session) = ready(&env).await;
+        let run_id = start(&mut backend, &session, "Say hello").await;
+        let (events, finished) = events_until_finished(&mut backend).await;
+        assert!(
+            matches!(&events[0], Event::InputPersisted(p) if p.durable && p.run_id == run_id),
+            "{wire:?}: {events:?}"
+        );
+        let deltas: String = events
+            .iter()
+            .filter_map(|e| match e {
+                Event::MessageDelta(d) => Some(d.text.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(deltas, "Hello, world.", "{wire:?}");
+        assert_eq!(reconciled(&events), vec!["Hello, world."], "{wire:?}");
+        assert_eq!(
+            (finished.outcome, finished.persistence, finished.error_code),
+            (RunOutcome::Completed, Persistence::Durable, None),
+            "{wire:?}"
+        );
+        let page = history(
+            &mut backend,
+            &session,
+            finished.revision.as_deref().unwrap(),
+        )
+        .await;
+        assert_eq!(
+            shown(&page),
+            vec![
+                (EntryKind::User, "Say hello".into(), false),
+                (EntryKind::Assistant, "Hello, world.".into(), false)
+            ],
+            "{wire:?}"
+        );
+        assert!(page.complete);
+        let request = &mock.requests()[0];
+        assert_eq!(request.body["model"], json!("mock-model"), "{wire:?}");
+        shutdown_clean(&mut backend).await;
+    }
+}
+
+#[tokio::test]
+async fn the_tool_loop_reads_files_and_answers_with_their_content() {
+    for wire in WIRES {
+        let mock = MockServer::start().await;
+        mock.enqueue(
+            Reply::stream()
+                .tool_call("call_1", "read", ["{\"path\":", "\"notes.txt\"}"])
+                .tool_call("call_2", "read", ["{\"path\":\"missing.txt\"}"]),
+        );
+        mock.enqueue(Reply::stream().text(["The notes say hi."]));
+        let env = env_for(wire, &mock);
+        std::fs::write(env.cwd().join("notes.txt"), "hi from the notes\n").unwrap();
+        let (mut backend, session) = ready(&env).await;
+        start(&mut backend, &session, "What do the notes say?").await;
+        let (events, finished) = events_until_finished(&mut backend).await;
+        assert_eq!(finished.outcome, RunOutcome::Completed, "{wire:?}");
+        let activities: Vec<(String, ActivityState)> = events
+            .iter()
+            .filter_map(|e| match e {
+                Event::Activity(a) => Some((a.activity_id.clone(), a.state)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            activities,
+            vec![
+                ("tool-1".into(), ActivityState::Started),
+                ("tool-1".into(), ActivityState::Completed),
+                ("tool-2".into(), ActivityState::Started),
+                ("tool-2".into(), ActivityState::Failed),
+            ],
+            "{wire:?}"
+        );
+        // The second model request carried both results back.
+        let requests = mock.requests();
+        assert_eq!(requests.len(), 2, "{wire:?}");
+        let body = requests[1].body.to_string();
+        assert!(body.contains("hi from the notes"), "{wire:?}: {body}");
+        assert!(
+            body.contains("call_1") && body.contains("call_2"),
+            "{wire:?}"
+        );
+        let page = history(
+            &mut backend,
+            &session,
+            finished.revision.as_deref().unwrap(),
+        )
+        .await;
+        let kinds: Vec<EntryKind> = page.entries.iter().map(|e| e.kind).collect();
+        assert_eq!(
+            kinds,
+            vec![
+                EntryKind::User,
+                EntryKind::Activity,
+                EntryKind::Activity,
+                EntryKind::Assistant
+            ],
+            "{wire:?}"
+        );
+        assert!(
+            page.entries[1].text.starts_with("read: completed."),
+            "{wire:?}"
+        );
+        assert!(
+            !page
+                .entries
+                .iter()
+                .any(|e| e.text.contains("hi from the notes"))
+        );
+        shutdown_clean(&mut backend).await;
+    }
+}
+
+#[tokio::test]
+async fn a_disconnect_mid_stream_keeps_the_partial_reply_and_fails_truthfully() {
+    for wire in WIRES {
+        let mock = MockServer::start().await;
+        mock.enqueue(
+            Reply::stream()
+                .text(["Partial ", "answer ", "never finished"])
+                .disconnect_after(3),
+        );
+        let env = env_for(wire, &mock);
+        let (mut backend, session) = ready(&env).await;
+        start(&mut backend, &session, "Tell me").await;
+        let (events, finished) = events_until_finished(&mut backend).await;
+        assert_eq!(
+            (finished.outcome, finished.persistence, finished.error_code),
+            (
+                RunOutcome::Failed,
+                Persistence::Durable,
+                Some(ErrorCode::ExecutionFailed)
+            ),
+            "{wire:?}"
+        );
+        assert!(
+            events.iter().any(|e| matches!(e, Event::Diagnostic(_))),
+            "{wire:?}"
+        );
+        let page = history(
+            &mut backend,
+            &session,
+            finished.revision.as_deref().unwrap(),
+        )
+        .await;
+        let last = page.entries.last().unwrap();
+        assert_eq!(last.kind, EntryKind::Diagnostic, "{wire:?}");
+        if let Some(partial) = page.entries.iter().find(|e| e.kind == EntryKind::Assistant) {
+            assert!(partial.partial, "{wire:?}");
+        }
+        shutdown_clean(&mut backend).await;
+    }
+}
+
+#[tokio::test]
+async fn a_server_error_is_retried_before_any_output() {
+    let mock = MockServer::start().await;
+    mock.enqueue(Reply::error(500, "{\"error\":\"overloaded\"}"));
+    mock.enqueue(Reply::stream().text(["Recovered."]));
+    let env = env_for(Wire::Chat, &mock);
+    let (mut backend, session) = ready(&env).await;
+    start(&mut backend, &session, "Try").await;
+    let (events, finished) = events_until_finished(&mut backend).await;
+    assert_eq!(finished.outcome, RunOutcome::Completed);
+    assert_eq!(reconciled(&events), vec!["Recovered."]);
+    assert_eq!(mock.requests().len(), 2);
+    shutdown_clean(&mut backend).await;
+}
+
+#[tokio::test]
+async fn cancellation_mid_stream_ends_the_run_cancelled() {
+    let mock = MockServer::start().await;
+    let chunks: Vec<String> = (0..50).map(|n| format!("chunk {n} ")).collect();
+    mock.enqueue(
+        Reply::stream()
+            .text(chunks)
+            .chunk_delay(Duration::from_millis(50)),
+    );
+    let env = env_for(Wire::Chat, &mock);
+    let (mut backend, session) = ready(&env).await;
+    let run_id = start(&mut backend, &session, "Talk slowly").await;
+    // Wait for the first delta, then cancel (twice: it is idempotent).
+    loop {
+        if let Incoming::Event {
+            event: Event::MessageDelta(_),
+            ..
+        } = next(&mut backend).await
+        {
+            break;
+        }
+    }
+    let status = backend.status().await.unwrap().unwrap();
+    assert_eq!(status.run_id.as_deref(), Some(run_id.as_str()));
+    for _ in 0..2 {
+        let response = backend
+            .request(
+                "turn.cancel",
+                json!({"session_id": session, "run_id": run_id}),
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            response.outcome,
+            Ok(json!({"cancellation_requested": true}))
+        );
+    }
+    let (_, finished) = events_until_finished(&mut backend).await;
+    assert_eq!(finished.outcome, RunOutcome::Cancelled);
+    assert_eq!(finished.persistence, Persistence::Durable);
+    // The run is over: cancelling it again is stale.
+    let response = backend
+        .request(
+            "turn.cancel",
+            json!({"session_id": session, "run_id": run_id}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(response.outcome, Err(ErrorCode::StaleRun));
+    shutdown_clean(&mut backend).await;
+}
+
+#[tokio::test]
+async fn turn_admission_errors() {
+    let mock = MockServer::start().await;
+    let env = env_for(Wire::Chat, &mock);
+    let mut backend = env.spawn();
+    backend
+        .initialize(&["session.create", "turn.start", "shutdown"])
+        .await
+        .unwrap()
+        .unwrap();
+    let no_session = backend
+        .request("turn.start", json!({"session_id": "abc", "prompt": "hi"}))
+        .await
+        .unwrap();
+    assert_eq!(no_session.outcome, Err(ErrorCode::SessionMissing));
+    let session: SessionResult = backend
+        .request("session.create", json!({}))
+        .await
+        .unwrap()
+        .parse()
+        .unwrap()
+        .unwrap();
+    let id = session.session_id.as_str();
+    let cases = [
+        (
+            json!({"session_id": id, "prompt": "   \n"}),
+            ErrorCode::InvalidParams,
+        ),
+        (
+            json!({"session_id": id, "prompt": "x".repeat(16_385)}),
+            ErrorCode::InvalidParams,
+        ),
+        (json!({"session_id": id}), ErrorCode::InvalidParams),
+        (
+            json!({"session_id": id, "prompt": "hi", "extra": 1}),
+            ErrorCode::InvalidParams,
+        ),
+        (
+            json!({"session_id": "other", "prompt": "hi"}),
+            ErrorCode::StaleSession,
+        ),
+    ];
+    for (params, code) in cases {
+        let response = backend.request("turn.start", params.clone()).await.unwrap();
+        assert_eq!(response.outcome, Err(code), "{params}");
+    }
+    // Nothing was persisted by refused turns.
+    assert!(!log_path(&env, id).exists());
+    // A prompt of exactly the bound is accepted; a second turn meanwhile is busy.
+    mock.enqueue(
+        Reply::stream()
+            .text(["slow"])
+            .chunk_delay(Duration::from_millis(200)),
+    );
+    let prompt = "p".repeat(16_384);
+    let run = start(&mut backend, id, &prompt).await;
+    let busy = backend
+        .request("turn.start", json!({"session_id": id, "prompt": "again"}))
+        .await
+        .unwrap();
+    assert_eq!(busy.outcome, Err(ErrorCode::Busy));
+    let wrong_run = backend
+        .request(
+            "turn.cancel",
+            json!({"session_id": id, "run_id": "not-the-run"}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(wrong_run.outcome, Err(ErrorCode::StaleRun));
+    let approval = backend
+        .request(
+            "approval.answer",
+            json!({"session_id": id, "run_id": run, "approval_id": "a1", "allow": true}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(approval.outcome, Err(ErrorCode::StaleApproval));
+    let (_, finished) = events_until_finished(&mut backend).await;
+    assert_eq!(finished.outcome, RunOutcome::Completed);
+    shutdown_clean(&mut backend).await;
+}
+
+#[tokio::test]
+async fn a_provider_echoing_the_key_never_reaches_the_client() {
+    for wire in [Wire::Responses, Wire::Anthropic] {
+        let mock = MockServer::start().await;
+        mock.enqueue(Reply::error(
+            401,
+            format!("{{\"error\":{{\"message\":\"invalid key {KEY}\"}}}}"),
+        ));
+        let env = env_for(wire, &mock);
+        let (mut backend, session) = ready(&env).await;
+        start(&mut backend, &session, "hi").await;
+        let (events, finished) = events_until_finished(&mut backend).await;
+        assert_eq!(finished.outcome, RunOutcome::Failed, "{wire:?}");
+        let page = history(
+            &mut backend,
+            &session,
+            finished.revision.as_deref().unwrap(),
+        )
+        .await;
+        let everything = format!("{events:?}{page:?}");
+        assert!(!everything.contains(KEY), "{wire:?}");
+        assert!(!everything.contains("invalid key"), "{wire:?}");
+        let log = std::fs::read_to_string(log_path(&env, &session)).unwrap();
+        assert!(!log.contains(KEY), "{wire:?}");
+        // The key did go to the provider, in its header.
+        let request = &mock.requests()[0];
+        let sent = format!("{:?}", request.headers);
+        assert!(sent.contains(KEY), "{wire:?}");
+        shutdown_clean(&mut backend).await;
+    }
+}
+
+#[tokio::test]
+async fn a_second_turn_replays_the_conversation() {
+    let mock = MockServer::start().await;
+    mock.enqueue(Reply::stream().text(["First answer."]));
+    mock.enqueue(Reply::stream().text(["Second answer."]));
+    let env = env_for(Wire::Chat, &mock);
+    let (mut backend, session) = ready(&env).await;
+    start(&mut backend, &session, "First question").await;
+    events_until_finished(&mut backend).await;
+    start(&mut backend, &session, "Second question").await;
+    let (_, finished) = events_until_finished(&mut backend).await;
+    let body = mock.requests()[1].body.to_string();
+    for text in ["First question", "First answer.", "Second question"] {
+        assert!(body.contains(text), "{body}");
+    }
+    let page = history(
+        &mut backend,
+        &session,
+        finished.revision.as_deref().unwrap(),
+    )
+    .await;
+    assert_eq!(page.entries.len(), 4);
+    shutdown_clean(&mut backend).await;
+    // The session is durable: another child reopens it.
+    let mut backend = env.spawn();
+    backend
+        .initialize(&["session.open", "shutdown"])
+        .await
+        .unwrap()
+        .unwrap();
+    let reopened = backend
+        .request("session.open", json!({"session_id": session}))
+        .await
+        .unwrap();
+    assert_eq!(reopened.outcome.unwrap()["durable"], json!(true));
+    shutdown_clean(&mut backend).await;
+}

@@ -1,0 +1,710 @@
+//! The agent runner: one turn, from the durable prompt to the terminal event.
+//!
+//! A turn runs on its own thread (it blocks on appends and tools, and must never stall
+//! the protocol loop) with the child's sessions moved into it; it hands them back when
+//! it ends. Events go to the server through a channel of [`WORKER_EVENTS`]: deltas are
+//! best effort and dropped when the channel is full (their part numbers keep counting,
+//! so the client sees the gap), every other event is critical and waits at most
+//! [`CRITICAL_EVENT_WAIT_MS`]; a critical event that cannot be delivered cancels the
+//! run with `output_unavailable`.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use magi_protocol::ErrorCode;
+use magi_protocol::limits::{
+    CRITICAL_EVENT_WAIT_MS, LIVE_CHUNK_BYTES, RUN_CONTENT_BYTES, RUN_CONTENT_SEGMENTS,
+    SUMMARY_BYTES, WORKER_EVENTS,
+};
+use magi_protocol::messages::{
+    Activity, ActivityKind, ActivityState, Diagnostic, Event, InputPersisted, MessageDelta,
+    MessageReconcile, Persistence, RunFinished, RunOutcome,
+};
+use magi_protocol::text::sanitize;
+use magi_provider::{Item, ModelClient, ModelEvent, ModelRequest, ProviderError, ToolSpec};
+use magi_store::records::{Record, RecordBody, ToolOutcome, TurnOutcome};
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
+
+use crate::sessions::{AppendFailure, Sessions};
+
+/// Model round trips one turn may take before it is stopped as failed.
+const MAX_STEPS: usize = 64;
+/// Model events buffered between the provider and the runner.
+const MODEL_EVENTS: usize = 64;
+
+/// What the agent talks to: the model client and the selected model.
+#[derive(Clone)]
+pub struct Agent {
+    /// The provider's client.
+    pub client: Arc<dyn ModelClient>,
+    /// The model.
+    pub model: String,
+}
+
+/// One admitted turn.
+#[derive(Debug, Clone)]
+pub struct TurnRequest {
+    /// The attached session.
+    pub session_id: String,
+    /// The run's UUID.
+    pub run_id: String,
+    /// The prompt, already checked (non-blank, within the bound).
+    pub prompt: String,
+}
+
+/// A running turn, as the server sees it.
+pub struct RunHandle {
+    /// Cancels the run; its terminal event still follows.
+    pub cancel: CancellationToken,
+    /// The run's events; closed after `run.finished`.
+    pub events: mpsc::Receiver<Event>,
+    /// The sessions, handed back when the run's thread ends.
+    pub done: oneshot::Receiver<Box<Sessions>>,
+}
+
+/// Starts a turn on its own thread. If no thread can be started the sessions come
+/// back with the error.
+pub fn start_turn(
+    sessions: Box<Sessions>,
+    agent: Agent,
+    request: TurnRequest,
+) -> Result<RunHandle, (Option<Box<Sessions>>, ErrorCode)> {
+    let (events_tx, events) = mpsc::channel(WORKER_EVENTS);
+    let (done_tx, done) = oneshot::channel();
+    let cancel = CancellationToken::new();
+    let run_cancel = cancel.clone();
+    // The sessions travel through this slot so that a failed spawn can return them.
+    let slot = Arc::new(std::sync::Mutex::new(Some(sessions)));
+    let thread_slot = Arc::clone(&slot);
+    let spawned = std::thread::Builder::new()
+        .name("magi-run".into())
+        .spawn(move || {
+            let taken = thread_slot
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .take();
+            let Some(sessions) = taken else { return };
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build();
+            match runtime {
+                Ok(runtime) => runtime.block_on(async move {
+                    let mut turn = Turn::new(sessions, agent, request, events_tx, run_cancel);
+                    let finished = turn.run().await;
+                    // The sessions go back before the terminal event, so a client that
+                    // saw `run.finished` finds the child idle.
+                    let _ = done_tx.send(turn.sessions);
+                    if !turn.output_lost {
+                        let wait = Duration::from_millis(CRITICAL_EVENT_WAIT_MS);
+                        let _ = turn.events.send_timeout(finished, wait).await;
+                    }
+                }),
+                Err(_) => {
+                    let _ = done_tx.send(sessions);
+                }
+            };
+        });
+    match spawned {
+        Ok(_) => Ok(RunHandle {
+            cancel,
+            events,
+            done,
+        }),
+        // A thread that could not be spawned never ran: the sessions are still in
+        // the slot.
+        Err(_) => Err((
+            slot.lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .take(),
+            ErrorCode::ExecutionFailed,
+        )),
+    }
+}
+
+/// The state of one turn.
+struct Turn {
+    sessions: Box<Sessions>,
+    agent: Agent,
+    request: TurnRequest,
+    turn_id: String,
+    events: mpsc::Sender<Event>,
+    cancel: CancellationToken,
+    /// A critical event could not be delivered.
+    output_lost: bool,
+    /// The input was appended.
+    input_durable: bool,
+    /// An append after the input failed.
+    degraded: bool,
+    content_bytes: usize,
+    segments: usize,
+    activities: usize,
+}
+
+/// How the turn ends, before persistence is accounted.
+struct Ending {
+    outcome: RunOutcome,
+    error_code: Option<ErrorCode>,
+}
+
+impl Ending {
+    fn completed() -> Ending {
+        Ending {
+            outcome: RunOutcome::Completed,
+            error_code: None,
+        }
+    }
+
+    fn failed(code: ErrorCode) -> Ending {
+        Ending {
+            outcome: RunOutcome::Failed,
+            error_code: Some(code),
+        }
+    }
+
+    fn cancelled() -> Ending {
+        Ending {
+            outcome: RunOutcome::Cancelled,
+            error_code: None,
+        }
+    }
+}
+
+impl Turn {
+    fn new(
+        sessions: Box<Sessions>,
+        agent: Agent,
+        request: TurnRequest,
+        events: mpsc::Sender<Event>,
+        cancel: CancellationToken,
+    ) -> Turn {
+        Turn {
+            sessions,
+            agent,
+            turn_id: request.run_id.clone(),
+            request,
+            events,
+            cancel,
+            output_lost: false,
+            input_durable: false,
+            degraded: false,
+            content_bytes: 0,
+            segments: 0,
+            activities: 0,
+        }
+    }
+
+    /// Runs the turn and returns its `run.finished` event, for the caller to send once
+    /// the sessions are handed back.
+    async fn run(&mut self) -> Event {
+        let ending = match self.persist_input().await {
+            Ok(()) => self.converse().await,
+            Err(ending) => ending,
+        };
+        self.finish(ending)
+    }
+
+    /// Appends the turn's start and the prompt, then acknowledges them.
+    async fn persist_input(&mut self) -> Result<(), Ending> {
+        let started = RecordBody::TurnStarted {
+            turn_id: self.turn_id.clone(),
+        };
+        let input = RecordBody::UserInput {
+            turn_id: self.turn_id.clone(),
+            message_id: format!("u-{}", self.request.run_id),
+            text: self.request.prompt.clone(),
+        };
+        for body in [started, input] {
+            if self.sessions.append(body).is_err() {
+                return Err(Ending::failed(ErrorCode::PersistenceFailed));
+            }
+        }
+        self.input_durable = true;
+        let (revision, message_id) = match self.sessions.refresh() {
+            Ok((revision, Some(message_id))) => (revision, message_id),
+            Ok((_, None)) | Err(_) => {
+                // The prompt is on disk but cannot be shown as a projection entry.
+                self.degraded = true;
+                return Err(Ending::failed(ErrorCode::PersistenceFailed));
+            }
+        };
+        let event = Event::InputPersisted(InputPersisted {
+            session_id: self.request.session_id.clone(),
+            run_id: self.request.run_id.clone(),
+            message_id,
+            durable: true,
+            revision,
+        });
+        self.critical(event).await;
+        if self.output_lost {
+            return Err(Ending::failed(ErrorCode::OutputUnavailable));
+        }
+        Ok(())
+    }
+
+    /// Model round trips until the model stops asking for tools.
+    async fn converse(&mut self) -> Ending {
+        let mut items = match self.sessions.records() {
+            Ok(records) => conversation(&records),
+            Err(code) => return Ending::failed(code),
+        };
+        let tools: Vec<ToolSpec> = magi_tools::definitions()
+            .into_iter()
+            .map(|d| ToolSpec {
+                name: d.name.to_owned(),
+                description: d.description.to_owned(),
+                parameters: d.parameters,
+            })
+            .collect();
+        for _ in 0..MAX_STEPS {
+            let request = ModelRequest {
+                model: self.agent.model.clone(),
+                instructions: Some(instructions(self.sessions.cwd())),
+                items: items.clone(),
+                tools: tools.clone(),
+            };
+            let response = self.respond(&request).await;
+            if let Some(text) = &response.text {
+                items.push(Item::Assistant { text: text.clone() });
+            }
+            if let Some(ending) = response.ending {
+                return ending;
+            }
+            if response.calls.is_empty() {
+                return Ending::completed();
+            }
+            for (call_id, name, arguments) in response.calls {
+                if self.cancel.is_cancelled() {
+                    return self.cancelled_ending();
+                }
+                let output = self.call_tool(&call_id, &name, &arguments).await;
+                items.push(Item::ToolCall {
+                    call_id: call_id.clone(),
+                    name,
+                    arguments,
+                });
+                items.push(Item::ToolResult {
+                    call_id,
+                    output: output.content,
+                    is_error: output.is_error,
+                });
+                if self.output_lost {
+                    return Ending::failed(ErrorCode::OutputUnavailable);
+                }
+            }
+        }
+        self.diagnostic(
+            "step_limit",
+            "The turn reached its limit of model round trips.",
+        )
+        .await;
+        Ending::failed(ErrorCode::ExecutionFailed)
+    }
+
+    /// One model response: streams deltas, records the segment and its summaries.
+    async fn respond(&mut self, request: &ModelRequest) -> Response {
+        let (model_tx, mut model_rx) = mpsc::channel(MODEL_EVENTS);
+        let client = Arc::clone(&self.agent.client);
+        let cancel = self.cancel.clone();
+        let mut stream = std::pin::pin!(client.stream(request, model_tx, &cancel));
+        let message_id = format!("a{}", self.segments);
+        let mut text = String::new();
+        let mut part = 0u64;
+        let mut calls = Vec::new();
+        let mut summaries: Vec<(Option<String>, String)> = Vec::new();
+        let mut over_bound = false;
+        let mut result = None;
+        loop {
+            tokio::select! {
+                outcome = &mut stream, if result.is_none() => result = Some(outcome),
+                event = model_rx.recv() => match event {
+                    Some(ModelEvent::TextDelta(delta)) => {
+                        self.content_bytes += delta.len();
+                        if self.content_bytes > RUN_CONTENT_BYTES {
+                            over_bound = true;
+                            self.cancel.cancel();
+                            continue;
+                        }
+                        text.push_str(&delta);
+                        for chunk in chunks(&sanitize(&delta), LIVE_CHUNK_BYTES) {
+                            self.delta(&message_id, part, chunk);
+                            part += 1;
+                        }
+                    }
+                    Some(ModelEvent::ReasoningSummary { item_id, text }) => {
+                        match summaries.iter_mut().find(|(id, _)| id.is_some() && *id == item_id) {
+                            Some(existing) => existing.1 = text,
+                            None => summaries.push((item_id, text)),
+                        }
+                    }
+                    Some(ModelEvent::ToolCall { call_id, name, arguments }) => {
+                        calls.push((call_id, name, arguments));
+                    }
+                    Some(ModelEvent::Usage { .. } | ModelEvent::Completed(_)) => {}
+                    // The provider finished and dropped its sender.
+                    None => break,
+                },
+            }
+        }
+        let result = match result {
+            Some(result) => result,
+            None => stream.await,
+        };
+        for (item_id, summary) in summaries {
+            self.append(RecordBody::ReasoningSummary {
+                turn_id: self.turn_id.clone(),
+                item_id,
+                text: summary,
+                provider_summary: Some(true),
+            });
+        }
+        let ending = if over_bound {
+            Some(Ending::failed(ErrorCode::ContentLimit))
+        } else {
+            match result {
+                Ok(()) => None,
+                Err(ProviderError::Cancelled) => Some(self.cancelled_ending()),
+                Err(error) => {
+                    self.diagnostic(error.code(), "The model provider request failed.")
+                        .await;
+                    Some(Ending::failed(ErrorCode::ExecutionFailed))
+                }
+            }
+        };
+        let partial = ending.is_some();
+        let text = if text.is_empty() {
+            None
+        } else {
+            self.segments += 1;
+            if self.segments > RUN_CONTENT_SEGMENTS {
+                return Response {
+                    text: None,
+                    calls: Vec::new(),
+                    ending: Some(Ending::failed(ErrorCode::ContentLimit)),
+                };
+            }
+            self.append(RecordBody::AssistantOutput {
+                turn_id: self.turn_id.clone(),
+                message_id: message_id.clone(),
+                text: Some(text.clone()),
+                chunks: Vec::new(),
+                partial,
+            });
+            self.reconcile(&message_id, &text, partial).await;
+            Some(text)
+        };
+        Response {
+            text,
+            // Calls of a response that did not complete are never run.
+            calls: if partial { Vec::new() } else { calls },
+            ending,
+        }
+    }
+
+    /// Runs one tool call with its activities and records.
+    async fn call_tool(
+        &mut self,
+        call_id: &str,
+        name: &str,
+        arguments: &str,
+    ) -> magi_tools::ToolOutput {
+        self.activities += 1;
+        let activity_id = format!("tool-{}", self.activities);
+        let label = bounded(
+            &sanitize(&magi_tools::describe(name, arguments)),
+            SUMMARY_BYTES,
+        );
+        self.activity(&activity_id, name, ActivityState::Started, &label)
+            .await;
+        self.append(RecordBody::ToolCall {
+            turn_id: self.turn_id.clone(),
+            call_id: call_id.to_owned(),
+            name: name.to_owned(),
+            summary: label.clone(),
+            arguments: Some(arguments.to_owned()),
+        });
+        let output = magi_tools::run(name, arguments, self.sessions.cwd());
+        let summary = bounded(&sanitize(&output.summary), SUMMARY_BYTES);
+        self.append(RecordBody::ToolResult {
+            turn_id: self.turn_id.clone(),
+            call_id: call_id.to_owned(),
+            name: name.to_owned(),
+            outcome: if output.is_error {
+                ToolOutcome::Failed
+            } else {
+                ToolOutcome::Completed
+            },
+            summary: summary.clone(),
+            content: Some(output.content.clone()),
+        });
+        let state = if output.is_error {
+            ActivityState::Failed
+        } else {
+            ActivityState::Completed
+        };
+        self.activity(&activity_id, name, state, &summary).await;
+        output
+    }
+
+    fn cancelled_ending(&self) -> Ending {
+        if self.output_lost {
+            Ending::failed(ErrorCode::OutputUnavailable)
+        } else {
+            Ending::cancelled()
+        }
+    }
+
+    /// Records the end of the turn and builds `run.finished`.
+    fn finish(&mut self, ending: Ending) -> Event {
+        let persistence = if !self.input_durable {
+            Persistence::NotStarted
+        } else {
+            let outcome = match ending.outcome {
+                RunOutcome::Completed => TurnOutcome::Completed,
+                RunOutcome::Cancelled => TurnOutcome::Cancelled,
+                RunOutcome::Failed => TurnOutcome::Failed,
+            };
+            self.append(RecordBody::TurnFinished {
+                turn_id: self.turn_id.clone(),
+                outcome,
+                error_code: ending.error_code.map(|c| c.as_str().to_owned()),
+            });
+            if self.degraded {
+                Persistence::Degraded
+            } else {
+                Persistence::Durable
+            }
+        };
+        let revision = if self.input_durable {
+            self.sessions.refresh().ok().map(|(revision, _)| revision)
+        } else {
+            None
+        };
+        Event::RunFinished(RunFinished {
+            session_id: self.request.session_id.clone(),
+            run_id: self.request.run_id.clone(),
+            outcome: ending.outcome,
+            persistence,
+            revision,
+            error_code: ending.error_code,
+        })
+    }
+
+    /// Appends a record after the input; a failure degrades persistence.
+    fn append(&mut self, body: RecordBody) {
+        if let Err(AppendFailure::Detached | AppendFailure::Busy | AppendFailure::Io) =
+            self.sessions.append(body)
+        {
+            self.degraded = true;
+        }
+    }
+
+    /// Sends a delta if there is room; a dropped delta leaves a gap in the parts.
+    fn delta(&self, message_id: &str, part: u64, text: &str) {
+        let _ = self.events.try_send(Event::MessageDelta(MessageDelta {
+            session_id: self.request.session_id.clone(),
+            run_id: self.request.run_id.clone(),
+            message_id: message_id.to_owned(),
+            part,
+            text: text.to_owned(),
+        }));
+    }
+
+    async fn reconcile(&mut self, message_id: &str, text: &str, partial: bool) {
+        let text = sanitize(text);
+        let parts = chunks(&text, LIVE_CHUNK_BYTES);
+        let last = parts.len() - 1;
+        for (part, chunk) in parts.into_iter().enumerate() {
+            let event = Event::MessageReconcile(MessageReconcile {
+                session_id: self.request.session_id.clone(),
+                run_id: self.request.run_id.clone(),
+                message_id: message_id.to_owned(),
+                part: part as u64,
+                text: chunk.to_owned(),
+                last_part: part == last,
+                partial,
+            });
+            self.critical(event).await;
+        }
+    }
+
+    async fn activity(
+        &mut self,
+        activity_id: &str,
+        name: &str,
+        state: ActivityState,
+        summary: &str,
+    ) {
+        let event = Event::Activity(Activity {
+            session_id: self.request.session_id.clone(),
+            run_id: self.request.run_id.clone(),
+            activity_id: activity_id.to_owned(),
+            kind: ActivityKind::Tool,
+            state,
+            name: name.to_owned(),
+            summary: summary.to_owned(),
+        });
+        self.critical(event).await;
+    }
+
+    async fn diagnostic(&mut self, code: &str, summary: &str) {
+        let event = Event::Diagnostic(Diagnostic {
+            session_id: self.request.session_id.clone(),
+            run_id: self.request.run_id.clone(),
+            code: code.to_owned(),
+            summary: summary.to_owned(),
+        });
+        self.critical(event).await;
+    }
+
+    /// Sends a critical event, waiting at most the critical bound; on failure the run is
+    /// cancelled and ends with `output_unavailable`.
+    async fn critical(&mut self, event: Event) {
+        if self.output_lost {
+            return;
+        }
+        let wait = Duration::from_millis(CRITICAL_EVENT_WAIT_MS);
+        if self.events.send_timeout(event, wait).await.is_err() {
+            self.output_lost = true;
+            self.cancel.cancel();
+        }
+    }
+}
+
+/// What one model response left for the loop.
+struct Response {
+    text: Option<String>,
+    calls: Vec<(String, String, String)>,
+    ending: Option<Ending>,
+}
+
+/// The system instructions of a turn.
+fn instructions(cwd: &std::path::Path) -> String {
+    format!(
+        "You are magi-code, a coding agent working in the directory {}. Use the tools to \
+         inspect files before answering questions about them. Be concise.",
+        cwd.display()
+    )
+}
+
+/// The conversation the model is given, from the durable records: prompts, replies,
+/// and each tool call with its result. A call whose result was never recorded (a
+/// crashed turn) is answered as interrupted, so the provider sees a complete pairing.
+pub fn conversation(records: &[Record]) -> Vec<Item> {
+    let answered: std::collections::HashSet<&str> = records
+        .iter()
+        .filter_map(|r| match &r.body {
+            RecordBody::ToolResult { call_id, .. } => Some(call_id.as_str()),
+            _ => None,
+        })
+        .collect();
+    let mut items = Vec::new();
+    for record in records {
+        match &record.body {
+            RecordBody::UserInput { text, .. } => items.push(Item::User { text: text.clone() }),
+            RecordBody::AssistantOutput { text, chunks, .. } => items.push(Item::Assistant {
+                text: text.clone().unwrap_or_else(|| chunks.concat()),
+            }),
+            RecordBody::ToolCall {
+                call_id,
+                name,
+                arguments,
+                ..
+            } => {
+                items.push(Item::ToolCall {
+                    call_id: call_id.clone(),
+                    name: name.clone(),
+                    arguments: arguments.clone().unwrap_or_else(|| "{}".into()),
+                });
+                if !answered.contains(call_id.as_str()) {
+                    items.push(Item::ToolResult {
+                        call_id: call_id.clone(),
+                        output: "The call was interrupted; its outcome is unknown.".into(),
+                        is_error: true,
+                    });
+                }
+            }
+            RecordBody::ToolResult {
+                call_id,
+                outcome,
+                summary,
+                content,
+                ..
+            } => items.push(Item::ToolResult {
+                call_id: call_id.clone(),
+                output: content.clone().unwrap_or_else(|| summary.clone()),
+                is_error: *outcome != ToolOutcome::Completed,
+            }),
+            _ => {}
+        }
+    }
+    items
+}
+
+/// Splits text into pieces of at most `max` bytes, never inside a UTF-8 character.
+/// Empty text is one empty piece.
+fn chunks(text: &str, max: usize) -> Vec<&str> {
+    let mut pieces = Vec::new();
+    let mut rest = text;
+    while rest.len() > max {
+        let mut cut = max;
+        while !rest.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        pieces.push(&rest[..cut]);
+        rest = &rest[cut..];
+    }
+    pieces.push(rest);
+    pieces
+}
+
+/// Text cut to at most `max` bytes on a character boundary.
+fn bounded(text: &str, max: usize) -> String {
+    chunks(text, max)
+        .first()
+        .copied()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chunks_respect_bytes_and_characters() {
+        assert_eq!(chunks("", 4), vec![""]);
+        assert_eq!(chunks("abcdef", 4), vec!["abcd", "ef"]);
+        assert_eq!(chunks("ééé", 3), vec!["é", "é", "é"]);
+        assert_eq!(bounded("héllo", 2), "h");
+    }
+
+    #[test]
+    fn unanswered_calls_are_replayed_as_interrupted() {
+        let records = vec![
+            Record::now(
+                "s",
+                RecordBody::UserInput {
+                    turn_id: "t".into(),
+                    message_id: "u".into(),
+                    text: "q".into(),
+                },
+            ),
+            Record::now(
+                "s",
+                RecordBody::ToolCall {
+                    turn_id: "t".into(),
+                    call_id: "c1".into(),
+                    name: "read".into(),
+                    summary: "read a".into(),
+                    arguments: Some("{\"path\":\"a\"}".into()),
+                },
+            ),
+        ];
+        let items = conversation(&records);
+        assert_eq!(items.len(), 3);
+        assert!(
+            matches!(&items[2], Item::ToolResult { call_id, is_error: true, .. } if call_id == "c1")
+        );
+    }
+}

@@ -81,7 +81,7 @@ async fn follow(
     run_id: &str,
     json_output: bool,
 ) -> anyhow::Result<RunOutcome> {
-    let mut printer = Printer::default();
+    let mut printer = Printer::new();
     let mut interrupt = std::pin::pin!(tokio::signal::ctrl_c());
     let mut cancelling = false;
     loop {
@@ -124,7 +124,6 @@ async fn follow(
 }
 
 /// Human rendering: reply text as it streams, one line per activity.
-#[derive(Default)]
 struct Printer {
     /// Text already printed per message, from deltas.
     printed: HashMap<String, String>,
@@ -134,6 +133,14 @@ struct Printer {
 }
 
 impl Printer {
+    fn new() -> Printer {
+        Printer {
+            printed: HashMap::new(),
+            reconciled: HashMap::new(),
+            at_line_start: true,
+        }
+    }
+
     fn print(&mut self, event: &Event) -> std::io::Result<()> {
         let mut out = std::io::stdout().lock();
         match event {

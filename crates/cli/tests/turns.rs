@@ -513,3 +513,73 @@ async fn a_second_turn_replays_the_conversation() {
     assert_eq!(reopened.outcome.unwrap()["durable"], json!(true));
     shutdown_clean(&mut backend).await;
 }
+
+#[tokio::test]
+async fn a_session_at_its_stored_read_bound_refuses_new_turns_before_appending() {
+    let mock = MockServer::start().await;
+    let env = env_for(Wire::Chat, &mock);
+    let id = "full-session";
+    let cwd = env.cwd().canonicalize().unwrap().display().to_string();
+    let mut text = record(id, "session_meta", json!({"cwd": cwd}));
+    let line = record(id, "future_kind", json!({}));
+    text.push_str(&line.repeat(magi_protocol::limits::STORED_READ_LINES - 1));
+    let path = write_log(&env, id, &text);
+    let mut backend = env.spawn();
+    backend
+        .initialize(&["session.open", "turn.start", "shutdown"])
+        .await
+        .unwrap()
+        .unwrap();
+    backend
+        .request("session.open", json!({"session_id": id}))
+        .await
+        .unwrap()
+        .outcome
+        .unwrap();
+    let refused = backend
+        .request(
+            "turn.start",
+            json!({"session_id": id, "prompt": "one more"}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(refused.outcome, Err(ErrorCode::HistoryLimit));
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), text);
+    assert!(mock.requests().is_empty());
+    shutdown_clean(&mut backend).await;
+}
+
+#[tokio::test]
+async fn a_multi_step_tool_loop_and_unknown_tools_or_bad_arguments_are_reported() {
+    let mock = MockServer::start().await;
+    mock.enqueue(Reply::stream().tool_call("s1", "read", ["{\"path\":\"a.txt\"}"]));
+    mock.enqueue(Reply::stream().tool_call("s2", "teleport", ["{}"]));
+    mock.enqueue(Reply::stream().tool_call("s3", "read", ["{not json"]));
+    mock.enqueue(Reply::stream().text(["Done after three steps."]));
+    let env = env_for(Wire::Responses, &mock);
+    std::fs::write(env.cwd().join("a.txt"), "alpha\n").unwrap();
+    let (mut backend, session) = ready(&env).await;
+    start(&mut backend, &session, "Work").await;
+    let (events, finished) = events_until_finished(&mut backend).await;
+    assert_eq!(finished.outcome, RunOutcome::Completed);
+    let states: Vec<(String, ActivityState)> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Activity(a) if a.state != ActivityState::Started => {
+                Some((a.summary.clone(), a.state))
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        states,
+        vec![
+            ("1 lines".into(), ActivityState::Completed),
+            ("unknown tool".into(), ActivityState::Failed),
+            ("invalid arguments".into(), ActivityState::Failed),
+        ]
+    );
+    assert_eq!(mock.requests().len(), 4);
+    assert_eq!(reconciled(&events), vec!["Done after three steps."]);
+    shutdown_clean(&mut backend).await;
+}

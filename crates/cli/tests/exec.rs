@@ -1,0 +1,88 @@
+//! `magi-code exec`: one turn from the command line, through the same backend.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test code: a failed step is a failed test"
+)]
+
+mod common;
+
+use std::process::Output;
+
+use common::*;
+use magi_testkit::{MockServer, Reply};
+
+async fn exec(env: &TestEnv, mock: &MockServer, args: &[&str]) -> Output {
+    let output = tokio::process::Command::new(bin())
+        .arg("exec")
+        .args(args)
+        .env_clear()
+        .env("MC_HOME", env.mc_home())
+        .env("MAGI_PROVIDER", "openai-chat")
+        .env("MAGI_MODEL", "mock-model")
+        .env("OPENAI_BASE_URL", mock.base_url())
+        .current_dir(env.cwd())
+        .kill_on_drop(true)
+        .output();
+    tokio::time::timeout(WAIT, output).await.unwrap().unwrap()
+}
+
+#[tokio::test]
+async fn exec_streams_the_reply_and_one_line_per_activity() {
+    let mock = MockServer::start().await;
+    mock.enqueue(Reply::stream().tool_call("c1", "read", ["{\"path\":\"a.txt\"}"]));
+    mock.enqueue(Reply::stream().text(["The file ", "says hello."]));
+    let env = TestEnv::new();
+    std::fs::write(env.cwd().join("a.txt"), "hello\n").unwrap();
+    let output = exec(&env, &mock, &["What does a.txt say?"]).await;
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    assert_eq!(
+        stdout,
+        "· read: read a.txt\n✓ read: 1 lines\nThe file says hello.\n"
+    );
+    assert_eq!(String::from_utf8_lossy(&output.stderr), "");
+}
+
+#[tokio::test]
+async fn exec_json_prints_event_frames_and_the_exit_status_follows_the_run() {
+    let mock = MockServer::start().await;
+    mock.enqueue(Reply::stream().text(["Half"]).disconnect_after(2));
+    let env = TestEnv::new();
+    let output = exec(&env, &mock, &["--json", "Go"]).await;
+    assert_eq!(output.status.code(), Some(1), "{output:?}");
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    let frames: Vec<serde_json::Value> = stdout
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    assert!(
+        frames
+            .iter()
+            .all(|f| f["type"] == "event" && f["protocol"] == "magi-code.local-agent")
+    );
+    assert_eq!(frames[0]["event"], "input.persisted");
+    let last = frames.last().unwrap();
+    assert_eq!(last["event"], "run.finished");
+    assert_eq!(last["data"]["outcome"], "failed");
+    let seqs: Vec<u64> = frames.iter().map(|f| f["seq"].as_u64().unwrap()).collect();
+    assert!(seqs.windows(2).all(|w| w[0] < w[1]));
+}
+
+#[tokio::test]
+async fn exec_without_a_reachable_provider_fails_clearly() {
+    let mock = MockServer::start().await;
+    let env = TestEnv::new();
+    let output = tokio::process::Command::new(bin())
+        .args(["exec", "hi"])
+        .env_clear()
+        .env("MC_HOME", env.mc_home())
+        .current_dir(env.cwd())
+        .output();
+    let output = tokio::time::timeout(WAIT, output).await.unwrap().unwrap();
+    drop(mock);
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert!(stderr.contains("provider_unavailable"), "{stderr}");
+}

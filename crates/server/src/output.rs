@@ -59,7 +59,13 @@ pub(crate) struct Output {
     queued: Notify,
     /// Wakes drain waiters when the queue becomes empty.
     emptied: Notify,
+    /// Wakes room waiters whenever a frame was fully written.
+    written: Notify,
 }
+
+/// Queue slots run events may not take, so that answers to requests (a `status`, a
+/// `turn.cancel`) still fit while a run streams into a slow reader.
+const RESPONSE_RESERVE_FRAMES: usize = 4;
 
 impl Output {
     pub(crate) fn new(pipe: pipe::Sender, instance_id: String) -> Output {
@@ -72,6 +78,7 @@ impl Output {
             }),
             queued: Notify::new(),
             emptied: Notify::new(),
+            written: Notify::new(),
         }
     }
 
@@ -153,6 +160,7 @@ impl Output {
                     if queue.front_written == front.bytes.len() {
                         queue.frames.pop_front();
                         queue.front_written = 0;
+                        self.written.notify_waiters();
                     }
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
@@ -202,6 +210,25 @@ impl Output {
                 queue.failed = Some(failure);
                 return failure;
             }
+        }
+    }
+
+    /// Whether a run event may be enqueued now. Run events are taken from the run only
+    /// while this holds, so a slow reader makes the run's bounded channel fill (deltas
+    /// drop, critical events wait) instead of overflowing the output queue.
+    pub(crate) fn has_room_for_events(&self) -> bool {
+        self.lock().frames.len() < PENDING_OUTPUT_FRAMES - RESPONSE_RESERVE_FRAMES
+    }
+
+    /// Resolves once a run event may be enqueued.
+    pub(crate) async fn room_for_events(&self) {
+        loop {
+            let mut written = pin!(self.written.notified());
+            written.as_mut().enable();
+            if self.has_room_for_events() {
+                return;
+            }
+            written.await;
         }
     }
 

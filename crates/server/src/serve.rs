@@ -77,6 +77,7 @@ enum Wake {
     Startup(StartupOutcome),
     Session(Option<SessionDone>),
     RunEvent(Option<Event>),
+    OutputRoom,
     Read(io::Result<usize>),
 }
 
@@ -97,7 +98,12 @@ async fn serve(mut input: pipe::Receiver, output: Arc<Output>, request: StartupR
             _ = &mut writer => Wake::WriterFailed,
             outcome = join_startup(&mut startup) => Wake::Startup(outcome),
             done = join_worker(&mut session_work) => Wake::Session(done),
-            event = next_run_event(&mut run_events) => Wake::RunEvent(event),
+            event = next_run_event(&mut run_events), if output.has_room_for_events() => {
+                Wake::RunEvent(event)
+            }
+            () = output.room_for_events(), if run_events.is_some() && !output.has_room_for_events() => {
+                Wake::OutputRoom
+            }
             read = input.read(&mut buffer) => Wake::Read(read),
         };
         let flow = match wake {
@@ -118,6 +124,7 @@ async fn serve(mut input: pipe::Receiver, output: Arc<Output>, request: StartupR
                 }
                 output.event(event).map(|()| Flow::Continue)
             }
+            Wake::OutputRoom => Ok(Flow::Continue),
             Wake::RunEvent(None) => {
                 run_events = None;
                 if run_done.is_some() {
@@ -269,7 +276,8 @@ async fn finish(
     // delivered within the closing deadline.
     let drained = loop {
         tokio::select! {
-            event = next_run_event(&mut run_events) => match event {
+            () = output.room_for_events(), if run_events.is_some() && !output.has_room_for_events() => {}
+            event = next_run_event(&mut run_events), if output.has_room_for_events() => match event {
                 Some(event) => {
                     if matches!(event, Event::RunFinished(_)) {
                         connection.finish_run(join_run(&mut run_done).await);

@@ -1,0 +1,150 @@
+//! Turn benchmark against the loopback mock model answering at once, with the
+//! scenarios kept in `magi-testkit` (docs/providers.md): (A) one text reply, (T) one
+//! response asking for 10 read-only tool calls then a text reply, (S) a reply streamed
+//! as 10,000 deltas. Each runs as whole-process `magi-code exec` runs and as turns over
+//! `serve --stdio`.
+//!
+//! Run with `cargo bench -p magi-cli --bench turns`. It prints figures; it asserts
+//! nothing about them.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    reason = "a benchmark binary: failures abort the run, figures go to stdout"
+)]
+
+mod support;
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use magi_client::{BackendCommand, Incoming};
+use magi_protocol::messages::{Event, RunOutcome};
+use magi_testkit::{MockServer, Scenario};
+use serde_json::json;
+use support::{median, millis, status_kib, stop};
+
+const RUNS: usize = 15;
+
+fn scenarios() -> Vec<(&'static str, Scenario)> {
+    vec![
+        ("A: one text reply", Scenario::Text),
+        (
+            "T: 10 read-only tool calls, then text",
+            Scenario::Tools10 {
+                tool: Some("read".into()),
+                arguments: "{\"path\":\"bench.txt\"}".into(),
+            },
+        ),
+        ("S: 10,000 deltas", Scenario::Deltas10000),
+    ]
+}
+
+fn command(home: &Path, cwd: &Path, mock: &MockServer) -> BackendCommand {
+    BackendCommand::new(env!("CARGO_BIN_EXE_magi-code"))
+        .env_clear()
+        .env("MC_HOME", home)
+        .env("MAGI_PROVIDER", "openai-chat")
+        .env("MAGI_MODEL", "bench-model")
+        .env("OPENAI_BASE_URL", mock.base_url())
+        .current_dir(cwd)
+}
+
+/// Whole-process `magi-code exec` runs: wall time from spawn to exit.
+async fn exec_runs(home: &Path, cwd: &Path, mock: &MockServer) -> Vec<Duration> {
+    let mut times = Vec::new();
+    for _ in 0..RUNS {
+        let started = Instant::now();
+        let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_magi-code"))
+            .args(["exec", "Go"])
+            .env_clear()
+            .env("MC_HOME", home)
+            .env("MAGI_PROVIDER", "openai-chat")
+            .env("MAGI_MODEL", "bench-model")
+            .env("OPENAI_BASE_URL", mock.base_url())
+            .current_dir(cwd)
+            .output()
+            .await
+            .unwrap();
+        times.push(started.elapsed());
+        assert!(output.status.success(), "{output:?}");
+    }
+    times
+}
+
+/// Turns over one `serve --stdio` child: wall time from `turn.start` to `run.finished`,
+/// and the child's peak memory.
+async fn serve_runs(home: &Path, cwd: &Path, mock: &MockServer) -> (Vec<Duration>, u64) {
+    let mut backend = command(home, cwd, mock).spawn().unwrap();
+    backend
+        .initialize(&["session.create", "turn.start", "shutdown"])
+        .await
+        .unwrap()
+        .unwrap();
+    let mut times = Vec::new();
+    for _ in 0..RUNS {
+        // A fresh session per turn keeps every turn the same size.
+        let session = backend
+            .request("session.create", json!({}))
+            .await
+            .unwrap()
+            .outcome
+            .unwrap();
+        let started = Instant::now();
+        let params = json!({"session_id": session["session_id"], "prompt": "Go"});
+        backend
+            .request("turn.start", params)
+            .await
+            .unwrap()
+            .outcome
+            .unwrap();
+        loop {
+            if let Some(Incoming::Event {
+                event: Event::RunFinished(finished),
+                ..
+            }) = backend.next_incoming().await
+            {
+                assert_eq!(finished.outcome, RunOutcome::Completed);
+                break;
+            }
+        }
+        times.push(started.elapsed());
+    }
+    let peak = status_kib(backend.pid().unwrap(), "VmHWM:");
+    stop(backend).await;
+    (times, peak)
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() {
+    let root = tempfile::tempdir().unwrap();
+    let home = root.path().join("home");
+    let cwd = root.path().join("work");
+    std::fs::create_dir_all(&cwd).unwrap();
+    std::fs::write(cwd.join("bench.txt"), "line\n".repeat(200)).unwrap();
+
+    println!("magi-code turn benchmark (mock model answering at once; median of {RUNS})");
+    for (name, scenario) in scenarios() {
+        let tools = matches!(scenario, Scenario::Tools10 { .. });
+        let mock = MockServer::start_scenario(scenario).await.unwrap();
+        let exec = median(exec_runs(&home, &cwd, &mock).await);
+        let (serve, peak) = serve_runs(&home, &cwd, &mock).await;
+        println!(
+            "  {name}: exec {:.1} ms; over serve --stdio {:.1} ms; peak backend memory {:.1} MiB",
+            millis(exec),
+            millis(median(serve)),
+            peak as f64 / 1024.0
+        );
+        if tools {
+            // Each turn makes two requests; the gap before the second holds the ten
+            // tool calls, the gap before the next turn's first is the client's.
+            let gaps: Vec<Duration> = mock.gaps().into_iter().step_by(2).collect();
+            let per_call = median(gaps) / 10;
+            println!(
+                "     agent gap per tool call (end of the model response to the next request, on the mock's clock): {:.3} ms",
+                millis(per_call)
+            );
+        }
+    }
+}

@@ -583,3 +583,86 @@ async fn a_multi_step_tool_loop_and_unknown_tools_or_bad_arguments_are_reported(
     assert_eq!(reconciled(&events), vec!["Done after three steps."]);
     shutdown_clean(&mut backend).await;
 }
+
+#[tokio::test]
+async fn cancellation_during_the_tool_phase_ends_the_run_cancelled() {
+    let mock = MockServer::start().await;
+    let mut reply = Reply::stream();
+    for n in 0..40 {
+        reply = reply.tool_call(format!("c{n}"), "read", ["{\"path\":\"big.txt\"}"]);
+    }
+    mock.enqueue(reply);
+    // No further reply is queued: whatever the timing, the next model request could
+    // only fail, so the cancellation is what ends the run.
+    let env = env_for(Wire::Chat, &mock);
+    std::fs::write(env.cwd().join("big.txt"), "row\n".repeat(5_000)).unwrap();
+    let (mut backend, session) = ready(&env).await;
+    let run_id = start(&mut backend, &session, "Read it all").await;
+    let mut events = Vec::new();
+    loop {
+        if let Incoming::Event { event, .. } = next(&mut backend).await {
+            let first_activity = matches!(event, Event::Activity(_));
+            events.push(event);
+            if first_activity {
+                break;
+            }
+        }
+    }
+    let response = backend
+        .request(
+            "turn.cancel",
+            json!({"session_id": session, "run_id": run_id}),
+        )
+        .await
+        .unwrap();
+    assert!(response.outcome.is_ok());
+    let (rest, finished) = events_until_finished(&mut backend).await;
+    events.extend(rest);
+    assert_eq!(finished.outcome, RunOutcome::Cancelled);
+    let started = events
+        .iter()
+        .filter(|e| matches!(e, Event::Activity(a) if a.state == ActivityState::Started))
+        .count();
+    let ended = events
+        .iter()
+        .filter(|e| matches!(e, Event::Activity(a) if a.state != ActivityState::Started))
+        .count();
+    assert_eq!(started, ended, "every started tool call reports its end");
+    let page = history(
+        &mut backend,
+        &session,
+        finished.revision.as_deref().unwrap(),
+    )
+    .await;
+    let last = page.entries.last().unwrap();
+    assert_eq!(
+        (last.kind, last.text.as_str()),
+        (EntryKind::Diagnostic, "The turn was cancelled.")
+    );
+    assert!(page.complete);
+    shutdown_clean(&mut backend).await;
+}
+
+#[tokio::test]
+async fn assistant_content_over_8_mib_ends_the_run_with_content_limit() {
+    let mock = MockServer::start().await;
+    let chunk = "z".repeat(64 * 1024);
+    mock.enqueue(Reply::stream().text(vec![chunk; 130]));
+    let env = env_for(Wire::Chat, &mock);
+    let (mut backend, session) = ready(&env).await;
+    start(&mut backend, &session, "Say a lot").await;
+    let (events, finished) = events_until_finished(&mut backend).await;
+    assert_eq!(
+        (finished.outcome, finished.error_code),
+        (RunOutcome::Failed, Some(ErrorCode::ContentLimit))
+    );
+    // What was accepted is reconciled truthfully as partial, within the bound.
+    let text = reconciled(&events).concat();
+    assert!(!text.is_empty() && text.len() <= magi_protocol::limits::RUN_CONTENT_BYTES);
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, Event::MessageReconcile(p) if p.partial && p.last_part))
+    );
+    shutdown_clean(&mut backend).await;
+}

@@ -297,44 +297,63 @@ async fn a_disconnect_mid_stream_keeps_the_partial_reply_and_fails_truthfully() 
 
 #[tokio::test]
 async fn a_server_error_is_retried_before_any_output() {
-    let mock = MockServer::start().await;
-    mock.enqueue(Reply::error(500, "{\"error\":\"overloaded\"}"));
-    mock.enqueue(Reply::stream().text(["Recovered."]));
-    let env = env_for(Wire::Chat, &mock);
-    let (mut backend, session) = ready(&env).await;
-    start(&mut backend, &session, "Try").await;
-    let (events, finished) = events_until_finished(&mut backend).await;
-    assert_eq!(finished.outcome, RunOutcome::Completed);
-    assert_eq!(reconciled(&events), vec!["Recovered."]);
-    assert_eq!(mock.requests().len(), 2);
-    shutdown_clean(&mut backend).await;
+    for wire in WIRES {
+        let mock = MockServer::start().await;
+        mock.enqueue(Reply::error(500, "{\"error\":\"overloaded\"}"));
+        mock.enqueue(Reply::stream().text(["Recovered."]));
+        let env = env_for(wire, &mock);
+        let (mut backend, session) = ready(&env).await;
+        start(&mut backend, &session, "Try").await;
+        let (events, finished) = events_until_finished(&mut backend).await;
+        assert_eq!(finished.outcome, RunOutcome::Completed);
+        assert_eq!(reconciled(&events), vec!["Recovered."]);
+        assert_eq!(mock.requests().len(), 2);
+        shutdown_clean(&mut backend).await;
+    }
 }
 
 #[tokio::test]
 async fn cancellation_mid_stream_ends_the_run_cancelled() {
-    let mock = MockServer::start().await;
-    let chunks: Vec<String> = (0..50).map(|n| format!("chunk {n} ")).collect();
-    mock.enqueue(
-        Reply::stream()
-            .text(chunks)
-            .chunk_delay(Duration::from_millis(50)),
-    );
-    let env = env_for(Wire::Chat, &mock);
-    let (mut backend, session) = ready(&env).await;
-    let run_id = start(&mut backend, &session, "Talk slowly").await;
-    // Wait for the first delta, then cancel (twice: it is idempotent).
-    loop {
-        if let Incoming::Event {
-            event: Event::MessageDelta(_),
-            ..
-        } = next(&mut backend).await
-        {
-            break;
+    for wire in WIRES {
+        let mock = MockServer::start().await;
+        let chunks: Vec<String> = (0..50).map(|n| format!("chunk {n} ")).collect();
+        mock.enqueue(
+            Reply::stream()
+                .text(chunks)
+                .chunk_delay(Duration::from_millis(50)),
+        );
+        let env = env_for(wire, &mock);
+        let (mut backend, session) = ready(&env).await;
+        let run_id = start(&mut backend, &session, "Talk slowly").await;
+        // Wait for the first delta, then cancel (twice: it is idempotent).
+        loop {
+            if let Incoming::Event {
+                event: Event::MessageDelta(_),
+                ..
+            } = next(&mut backend).await
+            {
+                break;
+            }
         }
-    }
-    let status = backend.status().await.unwrap().unwrap();
-    assert_eq!(status.run_id.as_deref(), Some(run_id.as_str()));
-    for _ in 0..2 {
+        let status = backend.status().await.unwrap().unwrap();
+        assert_eq!(status.run_id.as_deref(), Some(run_id.as_str()));
+        for _ in 0..2 {
+            let response = backend
+                .request(
+                    "turn.cancel",
+                    json!({"session_id": session, "run_id": run_id}),
+                )
+                .await
+                .unwrap();
+            assert_eq!(
+                response.outcome,
+                Ok(json!({"cancellation_requested": true}))
+            );
+        }
+        let (_, finished) = events_until_finished(&mut backend).await;
+        assert_eq!(finished.outcome, RunOutcome::Cancelled);
+        assert_eq!(finished.persistence, Persistence::Durable);
+        // The run is over: cancelling it again is stale.
         let response = backend
             .request(
                 "turn.cancel",
@@ -342,24 +361,9 @@ async fn cancellation_mid_stream_ends_the_run_cancelled() {
             )
             .await
             .unwrap();
-        assert_eq!(
-            response.outcome,
-            Ok(json!({"cancellation_requested": true}))
-        );
+        assert_eq!(response.outcome, Err(ErrorCode::StaleRun));
+        shutdown_clean(&mut backend).await;
     }
-    let (_, finished) = events_until_finished(&mut backend).await;
-    assert_eq!(finished.outcome, RunOutcome::Cancelled);
-    assert_eq!(finished.persistence, Persistence::Durable);
-    // The run is over: cancelling it again is stale.
-    let response = backend
-        .request(
-            "turn.cancel",
-            json!({"session_id": session, "run_id": run_id}),
-        )
-        .await
-        .unwrap();
-    assert_eq!(response.outcome, Err(ErrorCode::StaleRun));
-    shutdown_clean(&mut backend).await;
 }
 
 #[tokio::test]
@@ -551,96 +555,100 @@ async fn a_session_at_its_stored_read_bound_refuses_new_turns_before_appending()
 
 #[tokio::test]
 async fn a_multi_step_tool_loop_and_unknown_tools_or_bad_arguments_are_reported() {
-    let mock = MockServer::start().await;
-    mock.enqueue(Reply::stream().tool_call("s1", "read", ["{\"path\":\"a.txt\"}"]));
-    mock.enqueue(Reply::stream().tool_call("s2", "teleport", ["{}"]));
-    mock.enqueue(Reply::stream().tool_call("s3", "read", ["{not json"]));
-    mock.enqueue(Reply::stream().text(["Done after three steps."]));
-    let env = env_for(Wire::Responses, &mock);
-    std::fs::write(env.cwd().join("a.txt"), "alpha\n").unwrap();
-    let (mut backend, session) = ready(&env).await;
-    start(&mut backend, &session, "Work").await;
-    let (events, finished) = events_until_finished(&mut backend).await;
-    assert_eq!(finished.outcome, RunOutcome::Completed);
-    let states: Vec<(String, ActivityState)> = events
-        .iter()
-        .filter_map(|e| match e {
-            Event::Activity(a) if a.state != ActivityState::Started => {
-                Some((a.summary.clone(), a.state))
-            }
-            _ => None,
-        })
-        .collect();
-    assert_eq!(
-        states,
-        vec![
-            ("1 lines".into(), ActivityState::Completed),
-            ("unknown tool".into(), ActivityState::Failed),
-            ("invalid arguments".into(), ActivityState::Failed),
-        ]
-    );
-    assert_eq!(mock.requests().len(), 4);
-    assert_eq!(reconciled(&events), vec!["Done after three steps."]);
-    shutdown_clean(&mut backend).await;
+    for wire in WIRES {
+        let mock = MockServer::start().await;
+        mock.enqueue(Reply::stream().tool_call("s1", "read", ["{\"path\":\"a.txt\"}"]));
+        mock.enqueue(Reply::stream().tool_call("s2", "teleport", ["{}"]));
+        mock.enqueue(Reply::stream().tool_call("s3", "read", ["{not json"]));
+        mock.enqueue(Reply::stream().text(["Done after three steps."]));
+        let env = env_for(wire, &mock);
+        std::fs::write(env.cwd().join("a.txt"), "alpha\n").unwrap();
+        let (mut backend, session) = ready(&env).await;
+        start(&mut backend, &session, "Work").await;
+        let (events, finished) = events_until_finished(&mut backend).await;
+        assert_eq!(finished.outcome, RunOutcome::Completed);
+        let states: Vec<(String, ActivityState)> = events
+            .iter()
+            .filter_map(|e| match e {
+                Event::Activity(a) if a.state != ActivityState::Started => {
+                    Some((a.summary.clone(), a.state))
+                }
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            states,
+            vec![
+                ("1 lines".into(), ActivityState::Completed),
+                ("unknown tool".into(), ActivityState::Failed),
+                ("invalid arguments".into(), ActivityState::Failed),
+            ]
+        );
+        assert_eq!(mock.requests().len(), 4);
+        assert_eq!(reconciled(&events), vec!["Done after three steps."]);
+        shutdown_clean(&mut backend).await;
+    }
 }
 
 #[tokio::test]
 async fn cancellation_during_the_tool_phase_ends_the_run_cancelled() {
-    let mock = MockServer::start().await;
-    let mut reply = Reply::stream();
-    for n in 0..40 {
-        reply = reply.tool_call(format!("c{n}"), "read", ["{\"path\":\"big.txt\"}"]);
-    }
-    mock.enqueue(reply);
-    // No further reply is queued: whatever the timing, the next model request could
-    // only fail, so the cancellation is what ends the run.
-    let env = env_for(Wire::Chat, &mock);
-    std::fs::write(env.cwd().join("big.txt"), "row\n".repeat(5_000)).unwrap();
-    let (mut backend, session) = ready(&env).await;
-    let run_id = start(&mut backend, &session, "Read it all").await;
-    let mut events = Vec::new();
-    loop {
-        if let Incoming::Event { event, .. } = next(&mut backend).await {
-            let first_activity = matches!(event, Event::Activity(_));
-            events.push(event);
-            if first_activity {
-                break;
+    for wire in WIRES {
+        let mock = MockServer::start().await;
+        let mut reply = Reply::stream();
+        for n in 0..40 {
+            reply = reply.tool_call(format!("c{n}"), "read", ["{\"path\":\"big.txt\"}"]);
+        }
+        mock.enqueue(reply);
+        // No further reply is queued: whatever the timing, the next model request could
+        // only fail, so the cancellation is what ends the run.
+        let env = env_for(wire, &mock);
+        std::fs::write(env.cwd().join("big.txt"), "row\n".repeat(5_000)).unwrap();
+        let (mut backend, session) = ready(&env).await;
+        let run_id = start(&mut backend, &session, "Read it all").await;
+        let mut events = Vec::new();
+        loop {
+            if let Incoming::Event { event, .. } = next(&mut backend).await {
+                let first_activity = matches!(event, Event::Activity(_));
+                events.push(event);
+                if first_activity {
+                    break;
+                }
             }
         }
-    }
-    let response = backend
-        .request(
-            "turn.cancel",
-            json!({"session_id": session, "run_id": run_id}),
+        let response = backend
+            .request(
+                "turn.cancel",
+                json!({"session_id": session, "run_id": run_id}),
+            )
+            .await
+            .unwrap();
+        assert!(response.outcome.is_ok());
+        let (rest, finished) = events_until_finished(&mut backend).await;
+        events.extend(rest);
+        assert_eq!(finished.outcome, RunOutcome::Cancelled);
+        let started = events
+            .iter()
+            .filter(|e| matches!(e, Event::Activity(a) if a.state == ActivityState::Started))
+            .count();
+        let ended = events
+            .iter()
+            .filter(|e| matches!(e, Event::Activity(a) if a.state != ActivityState::Started))
+            .count();
+        assert_eq!(started, ended, "every started tool call reports its end");
+        let page = history(
+            &mut backend,
+            &session,
+            finished.revision.as_deref().unwrap(),
         )
-        .await
-        .unwrap();
-    assert!(response.outcome.is_ok());
-    let (rest, finished) = events_until_finished(&mut backend).await;
-    events.extend(rest);
-    assert_eq!(finished.outcome, RunOutcome::Cancelled);
-    let started = events
-        .iter()
-        .filter(|e| matches!(e, Event::Activity(a) if a.state == ActivityState::Started))
-        .count();
-    let ended = events
-        .iter()
-        .filter(|e| matches!(e, Event::Activity(a) if a.state != ActivityState::Started))
-        .count();
-    assert_eq!(started, ended, "every started tool call reports its end");
-    let page = history(
-        &mut backend,
-        &session,
-        finished.revision.as_deref().unwrap(),
-    )
-    .await;
-    let last = page.entries.last().unwrap();
-    assert_eq!(
-        (last.kind, last.text.as_str()),
-        (EntryKind::Diagnostic, "The turn was cancelled.")
-    );
-    assert!(page.complete);
-    shutdown_clean(&mut backend).await;
+        .await;
+        let last = page.entries.last().unwrap();
+        assert_eq!(
+            (last.kind, last.text.as_str()),
+            (EntryKind::Diagnostic, "The turn was cancelled.")
+        );
+        assert!(page.complete);
+        shutdown_clean(&mut backend).await;
+    }
 }
 
 #[tokio::test]
@@ -665,4 +673,38 @@ async fn assistant_content_over_8_mib_ends_the_run_with_content_limit() {
             .any(|e| matches!(e, Event::MessageReconcile(p) if p.partial && p.last_part))
     );
     shutdown_clean(&mut backend).await;
+}
+
+#[tokio::test]
+async fn a_malformed_stream_fails_the_run_truthfully() {
+    for wire in WIRES {
+        let mock = MockServer::start().await;
+        mock.enqueue(
+            Reply::stream()
+                .text(["Before ", "garbage"])
+                .malformed_after(2),
+        );
+        let env = env_for(wire, &mock);
+        let (mut backend, session) = ready(&env).await;
+        start(&mut backend, &session, "Go").await;
+        let (events, finished) = events_until_finished(&mut backend).await;
+        assert_eq!(
+            (finished.outcome, finished.persistence, finished.error_code),
+            (
+                RunOutcome::Failed,
+                Persistence::Durable,
+                Some(ErrorCode::ExecutionFailed)
+            ),
+            "{wire:?}"
+        );
+        let codes: Vec<&str> = events
+            .iter()
+            .filter_map(|e| match e {
+                Event::Diagnostic(d) => Some(d.code.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(codes, vec!["provider_stream_malformed"], "{wire:?}");
+        shutdown_clean(&mut backend).await;
+    }
 }

@@ -264,6 +264,9 @@ impl Turn {
                 tools: tools.clone(),
             };
             let response = self.respond(&request).await;
+            if self.output_lost {
+                return Ending::failed(ErrorCode::OutputUnavailable);
+            }
             if let Some(text) = &response.text {
                 items.push(Item::Assistant { text: text.clone() });
             }
@@ -275,7 +278,7 @@ impl Turn {
             }
             for (call_id, name, arguments) in response.calls {
                 if self.cancel.is_cancelled() {
-                    return self.cancelled_ending();
+                    return Ending::cancelled();
                 }
                 let output = self.call_tool(&call_id, &name, &arguments).await;
                 items.push(Item::ToolCall {
@@ -363,7 +366,7 @@ impl Turn {
         } else {
             match result {
                 Ok(()) => None,
-                Err(ProviderError::Cancelled) => Some(self.cancelled_ending()),
+                Err(ProviderError::Cancelled) => Some(Ending::cancelled()),
                 Err(error) => {
                     self.diagnostic(error.code(), "The model provider request failed.")
                         .await;
@@ -446,16 +449,15 @@ impl Turn {
         output
     }
 
-    fn cancelled_ending(&self) -> Ending {
-        if self.output_lost {
-            Ending::failed(ErrorCode::OutputUnavailable)
-        } else {
-            Ending::cancelled()
-        }
-    }
-
     /// Records the end of the turn and builds `run.finished`.
     fn finish(&mut self, ending: Ending) -> Event {
+        // Whatever else happened, a run whose critical events could not be delivered
+        // ends as `output_unavailable`.
+        let ending = if self.output_lost {
+            Ending::failed(ErrorCode::OutputUnavailable)
+        } else {
+            ending
+        };
         let persistence = if !self.input_durable {
             Persistence::NotStarted
         } else {
@@ -677,6 +679,95 @@ mod tests {
         assert_eq!(chunks("abcdef", 4), vec!["abcd", "ef"]);
         assert_eq!(chunks("ééé", 3), vec!["é", "é", "é"]);
         assert_eq!(bounded("héllo", 2), "h");
+    }
+
+    /// A model client at the network edge that streams a fixed reply.
+    struct ScriptedClient {
+        deltas: usize,
+    }
+
+    impl ModelClient for ScriptedClient {
+        fn stream<'a>(
+            &'a self,
+            _request: &'a ModelRequest,
+            events: mpsc::Sender<ModelEvent>,
+            _cancel: &'a CancellationToken,
+        ) -> magi_provider::BoxFuture<'a, Result<(), ProviderError>> {
+            Box::pin(async move {
+                for n in 0..self.deltas {
+                    if events
+                        .send(ModelEvent::TextDelta(format!("d{n} ")))
+                        .await
+                        .is_err()
+                    {
+                        return Err(ProviderError::Cancelled);
+                    }
+                }
+                let _ = events
+                    .send(ModelEvent::Completed(magi_provider::StopReason::EndTurn))
+                    .await;
+                Ok(())
+            })
+        }
+    }
+
+    #[test]
+    fn undeliverable_critical_events_end_the_run_with_output_unavailable() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = magi_store::Home::prepare(&dir.path().join("home")).unwrap();
+        let cwd = dir.path().canonicalize().unwrap();
+        let mut sessions = Box::new(Sessions::new(home.clone(), cwd.clone()));
+        let session_id = sessions.create().session_id;
+        let agent = Agent {
+            client: Arc::new(ScriptedClient { deltas: 100 }),
+            model: "m".into(),
+        };
+        let request = TurnRequest {
+            session_id: session_id.clone(),
+            run_id: "run-1".into(),
+            prompt: "hi".into(),
+        };
+        let Ok(mut handle) = start_turn(sessions, agent, request) else {
+            panic!("the run's thread starts");
+        };
+        // Nobody reads the events: the channel fills, deltas drop, and the first
+        // reconciliation part waits its 2,000 ms in vain.
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let done = handle.done;
+        let sessions = runtime
+            .block_on(async { tokio::time::timeout(Duration::from_secs(10), done).await })
+            .unwrap()
+            .unwrap();
+        assert_eq!(sessions.attached(), Some(session_id.as_str()));
+        let mut events = Vec::new();
+        while let Ok(event) = handle.events.try_recv() {
+            events.push(event);
+        }
+        assert_eq!(events.len(), WORKER_EVENTS);
+        assert!(matches!(events[0], Event::InputPersisted(_)));
+        assert!(
+            events[1..]
+                .iter()
+                .all(|e| matches!(e, Event::MessageDelta(_)))
+        );
+        let log = magi_store::log::read_log(
+            &home.session_path(&cwd, &session_id),
+            &session_id,
+            magi_store::log::ReadLimits::STORED,
+        )
+        .unwrap();
+        let last = &log.records.last().unwrap().body;
+        assert_eq!(
+            *last,
+            RecordBody::TurnFinished {
+                turn_id: "run-1".into(),
+                outcome: TurnOutcome::Failed,
+                error_code: Some("output_unavailable".into()),
+            }
+        );
     }
 
     #[test]

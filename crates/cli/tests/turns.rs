@@ -254,44 +254,64 @@ async fn the_tool_loop_reads_files_and_answers_with_their_content() {
     }
 }
 
-#[tokio::test]
-async fn a_disconnect_mid_stream_keeps_the_partial_reply_and_fails_truthfully() {
-    for wire in WIRES {
-        let mock = MockServer::start().await;
-        mock.enqueue(
+/// A stream that breaks off, or carries an event that is not JSON.
+fn broken_streams() -> [(Reply, &'static str); 2] {
+    [
+        (
             Reply::stream()
                 .text(["Partial ", "answer ", "never finished"])
                 .disconnect_after(3),
-        );
-        let env = env_for(wire, &mock);
-        let (mut backend, session) = ready(&env).await;
-        start(&mut backend, &session, "Tell me").await;
-        let (events, finished) = events_until_finished(&mut backend).await;
-        assert_eq!(
-            (finished.outcome, finished.persistence, finished.error_code),
-            (
-                RunOutcome::Failed,
-                Persistence::Durable,
-                Some(ErrorCode::ExecutionFailed)
-            ),
-            "{wire:?}"
-        );
-        assert!(
-            events.iter().any(|e| matches!(e, Event::Diagnostic(_))),
-            "{wire:?}"
-        );
-        let page = history(
-            &mut backend,
-            &session,
-            finished.revision.as_deref().unwrap(),
-        )
-        .await;
-        let last = page.entries.last().unwrap();
-        assert_eq!(last.kind, EntryKind::Diagnostic, "{wire:?}");
-        if let Some(partial) = page.entries.iter().find(|e| e.kind == EntryKind::Assistant) {
-            assert!(partial.partial, "{wire:?}");
+            "provider_stream_malformed",
+        ),
+        (
+            Reply::stream()
+                .text(["Before ", "garbage"])
+                .malformed_after(2),
+            "provider_stream_malformed",
+        ),
+    ]
+}
+
+#[tokio::test]
+async fn a_broken_stream_keeps_the_partial_reply_and_fails_truthfully() {
+    for wire in WIRES {
+        for (reply, code) in broken_streams() {
+            let mock = MockServer::start().await;
+            mock.enqueue(reply);
+            let env = env_for(wire, &mock);
+            let (mut backend, session) = ready(&env).await;
+            start(&mut backend, &session, "Tell me").await;
+            let (events, finished) = events_until_finished(&mut backend).await;
+            assert_eq!(
+                (finished.outcome, finished.persistence, finished.error_code),
+                (
+                    RunOutcome::Failed,
+                    Persistence::Durable,
+                    Some(ErrorCode::ExecutionFailed)
+                ),
+                "{wire:?}"
+            );
+            let codes: Vec<&str> = events
+                .iter()
+                .filter_map(|e| match e {
+                    Event::Diagnostic(d) => Some(d.code.as_str()),
+                    _ => None,
+                })
+                .collect();
+            assert_eq!(codes, vec![code], "{wire:?}");
+            let page = history(
+                &mut backend,
+                &session,
+                finished.revision.as_deref().unwrap(),
+            )
+            .await;
+            let last = page.entries.last().unwrap();
+            assert_eq!(last.kind, EntryKind::Diagnostic, "{wire:?}");
+            if let Some(partial) = page.entries.iter().find(|e| e.kind == EntryKind::Assistant) {
+                assert!(partial.partial, "{wire:?}");
+            }
+            shutdown_clean(&mut backend).await;
         }
-        shutdown_clean(&mut backend).await;
     }
 }
 
@@ -673,38 +693,4 @@ async fn assistant_content_over_8_mib_ends_the_run_with_content_limit() {
             .any(|e| matches!(e, Event::MessageReconcile(p) if p.partial && p.last_part))
     );
     shutdown_clean(&mut backend).await;
-}
-
-#[tokio::test]
-async fn a_malformed_stream_fails_the_run_truthfully() {
-    for wire in WIRES {
-        let mock = MockServer::start().await;
-        mock.enqueue(
-            Reply::stream()
-                .text(["Before ", "garbage"])
-                .malformed_after(2),
-        );
-        let env = env_for(wire, &mock);
-        let (mut backend, session) = ready(&env).await;
-        start(&mut backend, &session, "Go").await;
-        let (events, finished) = events_until_finished(&mut backend).await;
-        assert_eq!(
-            (finished.outcome, finished.persistence, finished.error_code),
-            (
-                RunOutcome::Failed,
-                Persistence::Durable,
-                Some(ErrorCode::ExecutionFailed)
-            ),
-            "{wire:?}"
-        );
-        let codes: Vec<&str> = events
-            .iter()
-            .filter_map(|e| match e {
-                Event::Diagnostic(d) => Some(d.code.as_str()),
-                _ => None,
-            })
-            .collect();
-        assert_eq!(codes, vec!["provider_stream_malformed"], "{wire:?}");
-        shutdown_clean(&mut backend).await;
-    }
 }

@@ -8,6 +8,12 @@
 //! [`CRITICAL_EVENT_WAIT_MS`]; a critical event that cannot be delivered cancels the
 //! run with `output_unavailable`.
 
+mod conversation;
+mod emit;
+
+pub use conversation::conversation;
+use conversation::{bounded, chunks, instructions};
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -17,12 +23,11 @@ use magi_protocol::limits::{
     SUMMARY_BYTES, WORKER_EVENTS,
 };
 use magi_protocol::messages::{
-    Activity, ActivityKind, ActivityState, Diagnostic, Event, InputPersisted, MessageDelta,
-    MessageReconcile, Persistence, RunFinished, RunOutcome,
+    ActivityState, Event, InputPersisted, Persistence, RunFinished, RunOutcome,
 };
 use magi_protocol::text::sanitize;
 use magi_provider::{Item, ModelClient, ModelEvent, ModelRequest, ProviderError, ToolSpec};
-use magi_store::records::{Record, RecordBody, ToolOutcome, TurnOutcome};
+use magi_store::records::{RecordBody, ToolOutcome, TurnOutcome};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
@@ -500,77 +505,6 @@ impl Turn {
             self.degraded = true;
         }
     }
-
-    /// Sends a delta if there is room; a dropped delta leaves a gap in the parts.
-    fn delta(&self, message_id: &str, part: u64, text: &str) {
-        let _ = self.events.try_send(Event::MessageDelta(MessageDelta {
-            session_id: self.request.session_id.clone(),
-            run_id: self.request.run_id.clone(),
-            message_id: message_id.to_owned(),
-            part,
-            text: text.to_owned(),
-        }));
-    }
-
-    async fn reconcile(&mut self, message_id: &str, text: &str, partial: bool) {
-        let text = sanitize(text);
-        let parts = chunks(&text, LIVE_CHUNK_BYTES);
-        let last = parts.len() - 1;
-        for (part, chunk) in parts.into_iter().enumerate() {
-            let event = Event::MessageReconcile(MessageReconcile {
-                session_id: self.request.session_id.clone(),
-                run_id: self.request.run_id.clone(),
-                message_id: message_id.to_owned(),
-                part: part as u64,
-                text: chunk.to_owned(),
-                last_part: part == last,
-                partial,
-            });
-            self.critical(event).await;
-        }
-    }
-
-    async fn activity(
-        &mut self,
-        activity_id: &str,
-        name: &str,
-        state: ActivityState,
-        summary: &str,
-    ) {
-        let event = Event::Activity(Activity {
-            session_id: self.request.session_id.clone(),
-            run_id: self.request.run_id.clone(),
-            activity_id: activity_id.to_owned(),
-            kind: ActivityKind::Tool,
-            state,
-            name: name.to_owned(),
-            summary: summary.to_owned(),
-        });
-        self.critical(event).await;
-    }
-
-    async fn diagnostic(&mut self, code: &str, summary: &str) {
-        let event = Event::Diagnostic(Diagnostic {
-            session_id: self.request.session_id.clone(),
-            run_id: self.request.run_id.clone(),
-            code: code.to_owned(),
-            summary: summary.to_owned(),
-        });
-        self.critical(event).await;
-    }
-
-    /// Sends a critical event, waiting at most the critical bound; on failure the run is
-    /// cancelled and ends with `output_unavailable`.
-    async fn critical(&mut self, event: Event) {
-        if self.output_lost {
-            return;
-        }
-        let wait = Duration::from_millis(CRITICAL_EVENT_WAIT_MS);
-        if self.events.send_timeout(event, wait).await.is_err() {
-            self.output_lost = true;
-            self.cancel.cancel();
-        }
-    }
 }
 
 /// What one model response left for the loop.
@@ -580,106 +514,9 @@ struct Response {
     ending: Option<Ending>,
 }
 
-/// The system instructions of a turn.
-fn instructions(cwd: &std::path::Path) -> String {
-    format!(
-        "You are magi-code, a coding agent working in the directory {}. Use the tools to \
-         inspect files before answering questions about them. Be concise.",
-        cwd.display()
-    )
-}
-
-/// The conversation the model is given, from the durable records: prompts, replies,
-/// and each tool call with its result. A call whose result was never recorded (a
-/// crashed turn) is answered as interrupted, so the provider sees a complete pairing.
-pub fn conversation(records: &[Record]) -> Vec<Item> {
-    let answered: std::collections::HashSet<&str> = records
-        .iter()
-        .filter_map(|r| match &r.body {
-            RecordBody::ToolResult { call_id, .. } => Some(call_id.as_str()),
-            _ => None,
-        })
-        .collect();
-    let mut items = Vec::new();
-    for record in records {
-        match &record.body {
-            RecordBody::UserInput { text, .. } => items.push(Item::User { text: text.clone() }),
-            RecordBody::AssistantOutput { text, chunks, .. } => items.push(Item::Assistant {
-                text: text.clone().unwrap_or_else(|| chunks.concat()),
-            }),
-            RecordBody::ToolCall {
-                call_id,
-                name,
-                arguments,
-                ..
-            } => {
-                items.push(Item::ToolCall {
-                    call_id: call_id.clone(),
-                    name: name.clone(),
-                    arguments: arguments.clone().unwrap_or_else(|| "{}".into()),
-                });
-                if !answered.contains(call_id.as_str()) {
-                    items.push(Item::ToolResult {
-                        call_id: call_id.clone(),
-                        output: "The call was interrupted; its outcome is unknown.".into(),
-                        is_error: true,
-                    });
-                }
-            }
-            RecordBody::ToolResult {
-                call_id,
-                outcome,
-                summary,
-                content,
-                ..
-            } => items.push(Item::ToolResult {
-                call_id: call_id.clone(),
-                output: content.clone().unwrap_or_else(|| summary.clone()),
-                is_error: *outcome != ToolOutcome::Completed,
-            }),
-            _ => {}
-        }
-    }
-    items
-}
-
-/// Splits text into pieces of at most `max` bytes, never inside a UTF-8 character.
-/// Empty text is one empty piece.
-fn chunks(text: &str, max: usize) -> Vec<&str> {
-    let mut pieces = Vec::new();
-    let mut rest = text;
-    while rest.len() > max {
-        let mut cut = max;
-        while !rest.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        pieces.push(&rest[..cut]);
-        rest = &rest[cut..];
-    }
-    pieces.push(rest);
-    pieces
-}
-
-/// Text cut to at most `max` bytes on a character boundary.
-fn bounded(text: &str, max: usize) -> String {
-    chunks(text, max)
-        .first()
-        .copied()
-        .unwrap_or_default()
-        .to_owned()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn chunks_respect_bytes_and_characters() {
-        assert_eq!(chunks("", 4), vec![""]);
-        assert_eq!(chunks("abcdef", 4), vec!["abcd", "ef"]);
-        assert_eq!(chunks("ééé", 3), vec!["é", "é", "é"]);
-        assert_eq!(bounded("héllo", 2), "h");
-    }
 
     /// A model client at the network edge that streams a fixed reply.
     struct ScriptedClient {
@@ -767,35 +604,6 @@ mod tests {
                 outcome: TurnOutcome::Failed,
                 error_code: Some("output_unavailable".into()),
             }
-        );
-    }
-
-    #[test]
-    fn unanswered_calls_are_replayed_as_interrupted() {
-        let records = vec![
-            Record::now(
-                "s",
-                RecordBody::UserInput {
-                    turn_id: "t".into(),
-                    message_id: "u".into(),
-                    text: "q".into(),
-                },
-            ),
-            Record::now(
-                "s",
-                RecordBody::ToolCall {
-                    turn_id: "t".into(),
-                    call_id: "c1".into(),
-                    name: "read".into(),
-                    summary: "read a".into(),
-                    arguments: Some("{\"path\":\"a\"}".into()),
-                },
-            ),
-        ];
-        let items = conversation(&records);
-        assert_eq!(items.len(), 3);
-        assert!(
-            matches!(&items[2], Item::ToolResult { call_id, is_error: true, .. } if call_id == "c1")
         );
     }
 }

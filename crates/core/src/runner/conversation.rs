@@ -1,0 +1,136 @@
+//! What the model is told: the system instructions, the conversation replayed from
+//! the durable records, and the text cutting every live event shares.
+
+use magi_provider::Item;
+use magi_store::records::{Record, RecordBody, ToolOutcome};
+
+/// The system instructions of a turn.
+pub(super) fn instructions(cwd: &std::path::Path) -> String {
+    format!(
+        "You are magi-code, a coding agent working in the directory {}. Use the tools to \
+         inspect files before answering questions about them. Be concise.",
+        cwd.display()
+    )
+}
+
+/// The conversation the model is given, from the durable records: prompts, replies,
+/// and each tool call with its result. A call whose result was never recorded (a
+/// crashed turn) is answered as interrupted, so the provider sees a complete pairing.
+pub fn conversation(records: &[Record]) -> Vec<Item> {
+    let answered: std::collections::HashSet<&str> = records
+        .iter()
+        .filter_map(|r| match &r.body {
+            RecordBody::ToolResult { call_id, .. } => Some(call_id.as_str()),
+            _ => None,
+        })
+        .collect();
+    let mut items = Vec::new();
+    for record in records {
+        match &record.body {
+            RecordBody::UserInput { text, .. } => items.push(Item::User { text: text.clone() }),
+            RecordBody::AssistantOutput { text, chunks, .. } => items.push(Item::Assistant {
+                text: text.clone().unwrap_or_else(|| chunks.concat()),
+            }),
+            RecordBody::ToolCall {
+                call_id,
+                name,
+                arguments,
+                ..
+            } => {
+                items.push(Item::ToolCall {
+                    call_id: call_id.clone(),
+                    name: name.clone(),
+                    arguments: arguments.clone().unwrap_or_else(|| "{}".into()),
+                });
+                if !answered.contains(call_id.as_str()) {
+                    items.push(Item::ToolResult {
+                        call_id: call_id.clone(),
+                        output: "The call was interrupted; its outcome is unknown.".into(),
+                        is_error: true,
+                    });
+                }
+            }
+            RecordBody::ToolResult {
+                call_id,
+                outcome,
+                summary,
+                content,
+                ..
+            } => items.push(Item::ToolResult {
+                call_id: call_id.clone(),
+                output: content.clone().unwrap_or_else(|| summary.clone()),
+                is_error: *outcome != ToolOutcome::Completed,
+            }),
+            _ => {}
+        }
+    }
+    items
+}
+
+/// Splits text into pieces of at most `max` bytes, never inside a UTF-8 character.
+/// Empty text is one empty piece.
+pub(super) fn chunks(text: &str, max: usize) -> Vec<&str> {
+    let mut pieces = Vec::new();
+    let mut rest = text;
+    while rest.len() > max {
+        let mut cut = max;
+        while !rest.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        pieces.push(&rest[..cut]);
+        rest = &rest[cut..];
+    }
+    pieces.push(rest);
+    pieces
+}
+
+/// Text cut to at most `max` bytes on a character boundary.
+pub(super) fn bounded(text: &str, max: usize) -> String {
+    chunks(text, max)
+        .first()
+        .copied()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chunks_respect_bytes_and_characters() {
+        assert_eq!(chunks("", 4), vec![""]);
+        assert_eq!(chunks("abcdef", 4), vec!["abcd", "ef"]);
+        assert_eq!(chunks("ééé", 3), vec!["é", "é", "é"]);
+        assert_eq!(bounded("héllo", 2), "h");
+    }
+
+    #[test]
+    fn unanswered_calls_are_replayed_as_interrupted() {
+        let records = vec![
+            Record::now(
+                "s",
+                RecordBody::UserInput {
+                    turn_id: "t".into(),
+                    message_id: "u".into(),
+                    text: "q".into(),
+                },
+            ),
+            Record::now(
+                "s",
+                RecordBody::ToolCall {
+                    turn_id: "t".into(),
+                    call_id: "c1".into(),
+                    name: "read".into(),
+                    summary: "read a".into(),
+                    arguments: Some("{\"path\":\"a\"}".into()),
+                },
+            ),
+        ];
+        let items = conversation(&records);
+        assert_eq!(items.len(), 3);
+        assert!(
+            matches!(&items[2], Item::ToolResult { call_id, is_error: true, .. } if call_id == "c1")
+        );
+    }
+}

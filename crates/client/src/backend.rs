@@ -250,7 +250,14 @@ impl Backend {
             .outcome)
     }
 
-    /// Request IDs this client may still use with this child.
+    /// Request IDs this client may still use with this child (4,096 in its life).
+    ///
+    /// A long-lived client checks it before starting a turn: below
+    /// [`crate::fold::TURN_ID_RESERVE`] it shuts this child down, spawns a fresh one,
+    /// initializes it, opens [`crate::fold::Transcript::durable_session`] again and
+    /// folds the attachment and the new revision's pages into the same transcript.
+    /// Running out mid-turn would leave it unable to cancel, answer an approval or page
+    /// the turn's history.
     pub fn ids_remaining(&self) -> usize {
         REQUEST_IDS - self.next_id
     }

@@ -8,6 +8,7 @@
 
 mod backend;
 mod decode;
+pub mod fold;
 
 pub use backend::{Backend, BackendCommand, Incoming, PendingResponse, Response};
 pub use decode::{ServerFrame, Violation};

@@ -694,3 +694,73 @@ async fn assistant_content_over_8_mib_ends_the_run_with_content_limit() {
     );
     shutdown_clean(&mut backend).await;
 }
+
+#[tokio::test]
+async fn provider_reasoning_summaries_are_requested_when_configured_and_kept_with_provenance() {
+    let mock = MockServer::start().await;
+    mock.enqueue(
+        Reply::stream()
+            .reasoning_summary(["Checking ", "the question."])
+            .text(["Answer."]),
+    );
+    let env = env_for(Wire::Responses, &mock);
+    std::fs::create_dir_all(env.mc_home()).unwrap();
+    std::fs::write(
+        env.mc_home().join("settings.toml"),
+        "[providers.openai]\nreasoning_summaries = true\n",
+    )
+    .unwrap();
+    let (mut backend, session) = ready(&env).await;
+    start(&mut backend, &session, "Think").await;
+    let (_, finished) = events_until_finished(&mut backend).await;
+    assert_eq!(
+        mock.requests()[0].body["reasoning"],
+        json!({"summary": "auto"})
+    );
+    let page = history(
+        &mut backend,
+        &session,
+        finished.revision.as_deref().unwrap(),
+    )
+    .await;
+    assert_eq!(
+        shown(&page),
+        vec![
+            (EntryKind::User, "Think".into(), false),
+            (
+                EntryKind::ReasoningSummary,
+                "Checking the question.".into(),
+                false
+            ),
+            (EntryKind::Assistant, "Answer.".into(), false),
+        ]
+    );
+    shutdown_clean(&mut backend).await;
+}
+
+#[tokio::test]
+async fn raw_reasoning_of_other_formats_is_never_shown() {
+    for wire in [Wire::Chat, Wire::Anthropic] {
+        let mock = MockServer::start().await;
+        mock.enqueue(
+            Reply::stream()
+                .reasoning_summary(["private thoughts"])
+                .text(["Answer."]),
+        );
+        let env = env_for(wire, &mock);
+        let (mut backend, session) = ready(&env).await;
+        start(&mut backend, &session, "Think").await;
+        let (events, finished) = events_until_finished(&mut backend).await;
+        let page = history(
+            &mut backend,
+            &session,
+            finished.revision.as_deref().unwrap(),
+        )
+        .await;
+        let everything = format!("{events:?}{page:?}");
+        assert!(!everything.contains("private thoughts"), "{wire:?}");
+        let log = std::fs::read_to_string(log_path(&env, &session)).unwrap();
+        assert!(!log.contains("private thoughts"), "{wire:?}");
+        shutdown_clean(&mut backend).await;
+    }
+}

@@ -48,6 +48,8 @@ pub struct ProviderDefinition {
     pub base_url: String,
     /// Its credential source.
     pub credential: Credential,
+    /// Whether to ask the model for reasoning summaries.
+    pub reasoning_summaries: bool,
 }
 
 /// The effective provider and model of a child, locally ready.
@@ -154,6 +156,7 @@ fn definition(
                 kind: b.kind,
                 base_url,
                 credential,
+                reasoning_summaries: overrides.reasoning_summaries.unwrap_or(false),
             })
         }
         (None, Some(p)) => {
@@ -173,6 +176,7 @@ fn definition(
                 kind,
                 base_url,
                 credential,
+                reasoning_summaries: p.reasoning_summaries.unwrap_or(false),
             })
         }
     }

@@ -45,6 +45,8 @@ pub struct ProviderSettings {
     pub api_key_file: Option<PathBuf>,
     /// The provider needs no credential (a local server). Must be said explicitly.
     pub keyless: Option<bool>,
+    /// Ask the model for reasoning summaries (OpenAI Responses, reasoning models only).
+    pub reasoning_summaries: Option<bool>,
 }
 
 /// `[providers.catalog]`: which choices the model catalog admits.

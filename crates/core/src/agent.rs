@@ -35,5 +35,6 @@ pub fn agent_for(runtime: &Runtime) -> Result<Agent, ErrorCode> {
     Ok(Agent {
         client: Arc::from(client),
         model: runtime.selection.model.clone(),
+        reasoning_summaries: provider.reasoning_summaries,
     })
 }

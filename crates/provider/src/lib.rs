@@ -112,6 +112,9 @@ pub struct ModelRequest {
     pub items: Vec<Item>,
     /// The tools offered.
     pub tools: Vec<ToolSpec>,
+    /// Ask for reasoning summaries (the Responses API sends them only when asked, and
+    /// only reasoning models accept the request; the other formats ignore it).
+    pub reasoning_summaries: bool,
 }
 
 /// Why the model stopped.

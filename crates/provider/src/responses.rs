@@ -42,6 +42,9 @@ pub(crate) fn body(request: &ModelRequest) -> Value {
     if let Some(instructions) = &request.instructions {
         body["instructions"] = json!(instructions);
     }
+    if request.reasoning_summaries {
+        body["reasoning"] = json!({ "summary": "auto" });
+    }
     if !request.tools.is_empty() {
         let tools: Vec<Value> = request
             .tools

@@ -43,6 +43,7 @@ async fn responses_request_shape() {
     );
     assert_eq!(request.body["store"], false);
     assert_eq!(request.body["instructions"], "Be brief.");
+    assert_eq!(request.body["reasoning"], json!({ "summary": "auto" }));
     assert_eq!(
         request.body["input"],
         json!([
@@ -69,6 +70,8 @@ async fn chat_request_shape() {
     let request = recorded(WireFormat::ChatCompletions, Some(KEY)).await;
     assert_common(&request);
     assert_eq!(request.path, "/v1/chat/completions");
+    // Only the Responses API takes the reasoning-summary request.
+    assert!(request.body.get("reasoning").is_none());
     assert_eq!(
         request.header("authorization"),
         Some(format!("Bearer {KEY}").as_str())

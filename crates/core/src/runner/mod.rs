@@ -45,6 +45,8 @@ pub struct Agent {
     pub client: Arc<dyn ModelClient>,
     /// The model.
     pub model: String,
+    /// Whether to ask for reasoning summaries.
+    pub reasoning_summaries: bool,
 }
 
 /// One admitted turn.
@@ -267,6 +269,7 @@ impl Turn {
                 instructions: Some(instructions(self.sessions.cwd())),
                 items: items.clone(),
                 tools: tools.clone(),
+                reasoning_summaries: self.agent.reasoning_summaries,
             };
             let response = self.respond(&request).await;
             if self.output_lost {
@@ -558,6 +561,7 @@ mod tests {
         let agent = Agent {
             client: Arc::new(ScriptedClient { deltas: 100 }),
             model: "m".into(),
+            reasoning_summaries: false,
         };
         let request = TurnRequest {
             session_id: session_id.clone(),

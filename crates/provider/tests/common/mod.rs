@@ -51,6 +51,7 @@ pub fn prompt(text: &str) -> ModelRequest {
             text: text.to_owned(),
         }],
         tools: Vec::new(),
+        reasoning_summaries: false,
     }
 }
 
@@ -99,6 +100,7 @@ pub fn conversation() -> ModelRequest {
                 parameters: json!({ "type": "object" }),
             },
         ],
+        reasoning_summaries: true,
     }
 }
 

@@ -40,7 +40,7 @@ async fn exec_streams_the_reply_and_one_line_per_activity() {
     let stdout = String::from_utf8(output.stdout).unwrap();
     assert_eq!(
         stdout,
-        "· read: read a.txt\n✓ read: 1 lines\nThe file says hello.\n"
+        "· read: read a.txt\n✓ read: 1 line\nThe file says hello.\n"
     );
     assert_eq!(String::from_utf8_lossy(&output.stderr), "");
 }

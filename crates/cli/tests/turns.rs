@@ -599,7 +599,7 @@ async fn a_multi_step_tool_loop_and_unknown_tools_or_bad_arguments_are_reported(
         assert_eq!(
             states,
             vec![
-                ("1 lines".into(), ActivityState::Completed),
+                ("1 line".into(), ActivityState::Completed),
                 ("unknown tool".into(), ActivityState::Failed),
                 ("invalid arguments".into(), ActivityState::Failed),
             ]
@@ -763,4 +763,33 @@ async fn raw_reasoning_of_other_formats_is_never_shown() {
         assert!(!log.contains("private thoughts"), "{wire:?}");
         shutdown_clean(&mut backend).await;
     }
+}
+
+#[tokio::test]
+async fn the_search_tools_answer_the_model() {
+    let mock = MockServer::start().await;
+    mock.enqueue(
+        Reply::stream()
+            .tool_call("g1", "grep", ["{\"pattern\":\"needle\"}"])
+            .tool_call("f1", "find", ["{\"pattern\":\"*.txt\"}"])
+            .tool_call("l1", "list", ["{}"]),
+    );
+    mock.enqueue(Reply::stream().text(["Found it."]));
+    let env = env_for(Wire::Chat, &mock);
+    std::fs::write(env.cwd().join("hay.txt"), "straw\nneedle\n").unwrap();
+    let (mut backend, session) = ready(&env).await;
+    start(&mut backend, &session, "Where is the needle?").await;
+    let (events, finished) = events_until_finished(&mut backend).await;
+    assert_eq!(finished.outcome, RunOutcome::Completed);
+    let summaries: Vec<String> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Activity(a) if a.state == ActivityState::Completed => Some(a.summary.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(summaries, vec!["1 match in 1 file", "1 file", "1 entry"]);
+    let body = mock.requests()[1].body.to_string();
+    assert!(body.contains("hay.txt:2:needle"), "{body}");
+    shutdown_clean(&mut backend).await;
 }

@@ -226,3 +226,12 @@ pub const CREDENTIAL_FILE_BYTES: usize = 65_536;
 pub const READ_TOOL_BYTES: usize = 256 * 1024;
 /// Most lines the `read` tool returns to the model at once. Internal.
 pub const READ_TOOL_LINES: usize = 2_000;
+/// Most matches the `grep` tool returns at once (its default and maximum `limit`). Internal.
+pub const GREP_TOOL_MATCHES: usize = 200;
+/// Longest matching line the `grep` tool shows, in characters; longer lines are cut
+/// with a marker so one minified file cannot fill the model's context. Internal.
+pub const GREP_TOOL_LINE_CHARS: usize = 500;
+/// Most paths the `find` tool returns at once. Internal.
+pub const FIND_TOOL_FILES: usize = 1_000;
+/// Most entries the `list` tool returns for one directory. Internal.
+pub const LIST_TOOL_ENTRIES: usize = 1_000;

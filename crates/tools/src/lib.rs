@@ -2,7 +2,11 @@
 //! the session's working directory, and reports two things: what the model is given,
 //! and a short safe summary for activities and history.
 
+mod find;
+mod grep;
+mod list;
 mod read;
+mod walk;
 
 use std::path::Path;
 
@@ -42,7 +46,12 @@ impl ToolOutput {
 
 /// The tools of this build.
 pub fn definitions() -> Vec<ToolDefinition> {
-    vec![read::definition()]
+    vec![
+        read::definition(),
+        grep::definition(),
+        find::definition(),
+        list::definition(),
+    ]
 }
 
 /// Runs tool `name` with the model's `arguments` (JSON text) in `cwd`. An unknown tool
@@ -57,17 +66,111 @@ pub fn run(name: &str, arguments: &str, cwd: &Path) -> ToolOutput {
     };
     match name {
         "read" => read::run(&arguments, cwd),
+        "grep" => grep::run(&arguments, cwd),
+        "find" => find::run(&arguments, cwd),
+        "list" => list::run(&arguments, cwd),
         _ => ToolOutput::failed("unknown tool", format!("There is no tool named {name:?}.")),
     }
 }
 
-/// A short, safe label of a call for its `started` activity: the tool and its target.
+/// Longest regex or glob quoted in a label, in characters; the caller bounds the whole
+/// label, this only keeps a long pattern from crowding out the rest.
+const LABEL_PATTERN_CHARS: usize = 60;
+
+/// A short label of a call for its `started` activity: the tool and its target
+/// (`read src/main.rs`, `grep "fn main" in src`, `find **/*.rs`, `list src`). The caller
+/// bounds and sanitizes it.
 pub fn describe(name: &str, arguments: &str) -> String {
-    let target = serde_json::from_str::<Value>(arguments)
-        .ok()
-        .and_then(|v| v.get("path").and_then(Value::as_str).map(str::to_owned));
-    match target {
-        Some(path) => format!("{name} {path}"),
-        None => name.to_owned(),
+    let arguments = serde_json::from_str::<Value>(arguments).ok();
+    let field = |key: &str| {
+        arguments
+            .as_ref()
+            .and_then(|v| v.get(key))
+            .and_then(Value::as_str)
+    };
+    let path = field("path");
+    let Some(pattern) = field("pattern").filter(|_| matches!(name, "grep" | "find")) else {
+        // The path is the target of `read` and `list`.
+        return match path {
+            Some(path) => format!("{name} {path}"),
+            None => name.to_owned(),
+        };
+    };
+    let pattern = short(pattern, LABEL_PATTERN_CHARS);
+    let mut label = if name == "grep" {
+        format!("grep \"{pattern}\"")
+    } else {
+        format!("find {pattern}")
+    };
+    // For the search tools the path is where they look.
+    if let Some(path) = path {
+        label.push_str(" in ");
+        label.push_str(path);
+    }
+    label
+}
+
+/// `text` cut to `max` characters, with an ellipsis when something was cut.
+fn short(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((end, _)) => format!("{}…", &text[..end]),
+        None => text.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use magi_protocol::limits;
+
+    use super::*;
+
+    #[test]
+    fn labels_name_the_tool_and_its_target() {
+        assert_eq!(describe("read", r#"{"path": "src/a.rs"}"#), "read src/a.rs");
+        assert_eq!(
+            describe("grep", r#"{"pattern": "fn main"}"#),
+            "grep \"fn main\""
+        );
+        assert_eq!(
+            describe("grep", r#"{"pattern": "x", "path": "src"}"#),
+            "grep \"x\" in src"
+        );
+        assert_eq!(
+            describe("find", r#"{"pattern": "**/*.rs"}"#),
+            "find **/*.rs"
+        );
+        assert_eq!(describe("list", r#"{"path": "src"}"#), "list src");
+        assert_eq!(describe("list", "{}"), "list");
+        assert_eq!(describe("grep", "not json"), "grep");
+        let long = "a".repeat(100);
+        assert_eq!(
+            describe("grep", &format!(r#"{{"pattern": "{long}"}}"#)),
+            format!("grep \"{}…\"", "a".repeat(LABEL_PATTERN_CHARS))
+        );
+    }
+
+    #[test]
+    fn every_definition_runs_and_refuses_extra_properties() {
+        let dir = tempfile::tempdir().unwrap();
+        let names: Vec<&str> = definitions().iter().map(|d| d.name).collect();
+        assert_eq!(names, ["read", "grep", "find", "list"]);
+        for definition in definitions() {
+            assert_eq!(definition.parameters["additionalProperties"], false);
+            // The descriptions spell the bounds out; keep them in step with the constants.
+            let bound = match definition.name {
+                "grep" => limits::GREP_TOOL_MATCHES,
+                "find" => limits::FIND_TOOL_FILES,
+                "list" => limits::LIST_TOOL_ENTRIES,
+                _ => limits::READ_TOOL_LINES,
+            };
+            assert!(
+                definition.description.contains(&format!("maximum {bound}"))
+                    || definition.description.contains(&format!("most {bound}")),
+                "{}",
+                definition.name
+            );
+            let out = run(definition.name, r#"{"unexpected": 1}"#, dir.path());
+            assert!(out.is_error, "{}", definition.name);
+        }
     }
 }

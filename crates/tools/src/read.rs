@@ -78,7 +78,7 @@ pub(crate) fn run(arguments: &Value, cwd: &Path) -> ToolOutput {
     }
     ToolOutput {
         content,
-        summary: format!("{shown} lines"),
+        summary: format!("{shown} {}", if shown == 1 { "line" } else { "lines" }),
         is_error: false,
     }
 }

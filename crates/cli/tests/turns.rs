@@ -357,20 +357,35 @@ async fn cancellation_mid_stream_ends_the_run_cancelled() {
         }
         let status = backend.status().await.unwrap().unwrap();
         assert_eq!(status.run_id.as_deref(), Some(run_id.as_str()));
-        for _ in 0..2 {
-            let response = backend
-                .request(
-                    "turn.cancel",
-                    json!({"session_id": session, "run_id": run_id}),
-                )
-                .await
-                .unwrap();
-            assert_eq!(
-                response.outcome,
-                Ok(json!({"cancellation_requested": true}))
-            );
+        // Both cancels in one write: they reach the child together, while the run is
+        // still active, so the second shows idempotence rather than a race.
+        let params = json!({"session_id": session, "run_id": run_id});
+        let mut bytes = frame("cancel-a", "turn.cancel", params.clone());
+        bytes.extend_from_slice(&frame("cancel-b", "turn.cancel", params));
+        backend.send_raw(&bytes).await.unwrap();
+        let mut answered = 0;
+        let mut events = Vec::new();
+        while answered < 2 {
+            match next(&mut backend).await {
+                Incoming::Response(response) => {
+                    assert_eq!(
+                        response.outcome,
+                        Ok(json!({"cancellation_requested": true})),
+                        "{wire:?}"
+                    );
+                    answered += 1;
+                }
+                Incoming::Event { event, .. } => events.push(event),
+                other => panic!("{other:?}"),
+            }
         }
-        let (_, finished) = events_until_finished(&mut backend).await;
+        let finished = match events.iter().find_map(|e| match e {
+            Event::RunFinished(f) => Some(f.clone()),
+            _ => None,
+        }) {
+            Some(finished) => finished,
+            None => events_until_finished(&mut backend).await.1,
+        };
         assert_eq!(finished.outcome, RunOutcome::Cancelled);
         assert_eq!(finished.persistence, Persistence::Durable);
         // The run is over: cancelling it again is stale.

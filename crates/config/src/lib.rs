@@ -12,7 +12,9 @@ pub use env::Env;
 pub use provider::{
     Credential, ProviderDefinition, ProviderKind, Selection, read_credential, resolve_selection,
 };
-pub use settings::{CatalogSettings, ProviderSettings, Settings, load_settings};
+pub use settings::{
+    CatalogSettings, PermissionMode, PermissionSettings, ProviderSettings, Settings, load_settings,
+};
 
 /// Why configuration could not be admitted. Each maps to one startup error code.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -27,6 +27,36 @@ pub struct Settings {
     pub providers: BTreeMap<String, ProviderSettings>,
     /// `[providers.catalog]`.
     pub catalog: CatalogSettings,
+    /// `[permissions]`.
+    pub permissions: PermissionSettings,
+}
+
+/// Whether tools that change things run without asking.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+pub enum PermissionMode {
+    /// Ask the client before each call that is not read-only and not allowed by a rule.
+    #[default]
+    #[serde(rename = "ask")]
+    Ask,
+    /// Run every tool without asking (deny rules still apply).
+    #[serde(rename = "allow-all")]
+    AllowAll,
+}
+
+/// `[permissions]`: rules by tool name. Deny rules win over allow rules, which win
+/// over the mode. Read-only tools never ask.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PermissionSettings {
+    /// The mode; `ask` when absent.
+    #[serde(default)]
+    pub mode: PermissionMode,
+    /// Tools that run without asking.
+    #[serde(default)]
+    pub allow: Vec<String>,
+    /// Tools that never run.
+    #[serde(default)]
+    pub deny: Vec<String>,
 }
 
 /// One `[providers.<name>]` table.
@@ -65,6 +95,8 @@ struct RawSettings {
     provider: Option<String>,
     model: Option<String>,
     providers: Option<toml::Table>,
+    #[serde(default)]
+    permissions: PermissionSettings,
 }
 
 /// Reads and merges the global and project settings files. A missing file counts as
@@ -116,6 +148,7 @@ fn parse_settings(table: toml::Table) -> Result<Settings, ConfigError> {
     let mut settings = Settings {
         provider: raw.provider,
         model: raw.model,
+        permissions: raw.permissions,
         ..Settings::default()
     };
     for (name, value) in raw.providers.unwrap_or_default() {

@@ -36,5 +36,6 @@ pub fn agent_for(runtime: &Runtime) -> Result<Agent, ErrorCode> {
         client: Arc::from(client),
         model: runtime.selection.model.clone(),
         reasoning_summaries: provider.reasoning_summaries,
+        permissions: runtime.settings.permissions.clone(),
     })
 }

@@ -2,6 +2,7 @@
 //! owned sessions of a child, read-only session discovery, and the agent runner.
 
 mod agent;
+pub mod approvals;
 pub mod discovery;
 mod revision;
 pub mod runner;

@@ -235,3 +235,5 @@ pub const GREP_TOOL_LINE_CHARS: usize = 500;
 pub const FIND_TOOL_FILES: usize = 1_000;
 /// Most entries the `list` tool returns for one directory. Internal.
 pub const LIST_TOOL_ENTRIES: usize = 1_000;
+/// Most bytes the `write` tool writes in one call. Internal.
+pub const WRITE_TOOL_BYTES: usize = 1_048_576;

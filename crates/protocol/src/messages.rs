@@ -226,6 +226,13 @@ pub struct TurnCancelResult {
     pub cancellation_requested: bool,
 }
 
+/// The result of `approval.answer`: the one winning reply was recorded.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ApprovalAnswerResult {
+    /// Always true.
+    pub recorded: bool,
+}
+
 /// A request's method and params, tagged as the envelope carries them.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "method", content = "params")]
@@ -359,6 +366,8 @@ pub enum ResultBody {
     TurnStart(TurnStartResult),
     /// `turn.cancel`.
     TurnCancel(TurnCancelResult),
+    /// `approval.answer`.
+    ApprovalAnswer(ApprovalAnswerResult),
     /// `session.list`.
     SessionList(SessionListResult),
 }

@@ -7,14 +7,15 @@
 
 use std::sync::Arc;
 
+use magi_core::approvals::ApprovalGate;
 use magi_core::runner::{TurnRequest, start_turn};
 use magi_core::{CancelFlag, Runtime, Sessions, StartupFailure, StartupRequest, agent_for};
 use magi_protocol::limits::{Limits, PROMPT_BYTES, REQUIRED_CAPABILITY_NAMES};
 use magi_protocol::messages::{
-    ApprovalAnswerParams, EmptyParams, Event, HistoryPageParams, InitializeParams,
-    InitializeResult, Readiness, ReadinessPhase, ResultBody, RuntimeState, SessionListParams,
-    SessionOpenParams, ShutdownResult, StatusResult, StoppingState, TurnCancelParams,
-    TurnCancelResult, TurnStartParams, TurnStartResult,
+    ApprovalAnswerParams, ApprovalAnswerResult, EmptyParams, Event, HistoryPageParams,
+    InitializeParams, InitializeResult, Readiness, ReadinessPhase, ResultBody, RuntimeState,
+    SessionListParams, SessionOpenParams, ShutdownResult, StatusResult, StoppingState,
+    TurnCancelParams, TurnCancelResult, TurnStartParams, TurnStartResult,
 };
 use magi_protocol::names::{base_capabilities, is_valid_name, is_valid_session_id};
 use magi_protocol::request::{Envelope, parse_envelope};
@@ -58,6 +59,7 @@ struct ActiveRun {
     session_id: String,
     run_id: String,
     cancel: CancellationToken,
+    approvals: ApprovalGate,
 }
 
 /// A session operation and the sessions it works on, moved to the worker.
@@ -293,6 +295,7 @@ impl Connection {
                             session_id,
                             run_id,
                             cancel: handle.cancel,
+                            approvals: handle.approvals,
                         });
                         Ok(Flow::RunStarted(RunChannels {
                             events: handle.events,
@@ -351,13 +354,25 @@ impl Connection {
         })
     }
 
-    /// No approval is ever pending in this build, so every answer is stale.
+    /// Records the one winning answer of the active run's pending approval; an answer
+    /// for another run, another approval, a settled or expired one is stale.
     fn approval_answer(&self, params: &ApprovalAnswerParams) -> Result<ResultBody, ErrorCode> {
         self.check_run_identity(&params.session_id, &params.run_id)?;
         if !is_valid_name(&params.approval_id) {
             return Err(ErrorCode::InvalidParams);
         }
-        Err(ErrorCode::StaleApproval)
+        let recorded = self.run.as_ref().is_some_and(|run| {
+            run.session_id == params.session_id
+                && run.run_id == params.run_id
+                && run.approvals.answer(&params.approval_id, params.allow)
+        });
+        if recorded {
+            Ok(ResultBody::ApprovalAnswer(ApprovalAnswerResult {
+                recorded: true,
+            }))
+        } else {
+            Err(ErrorCode::StaleApproval)
+        }
     }
 
     /// Grammar of a run's identity, then the attachment it names.

@@ -7,6 +7,7 @@ mod grep;
 mod list;
 mod read;
 mod walk;
+mod write;
 
 use std::path::Path;
 
@@ -51,7 +52,19 @@ pub fn definitions() -> Vec<ToolDefinition> {
         grep::definition(),
         find::definition(),
         list::definition(),
+        write::definition(),
     ]
+}
+
+/// Whether this build has a tool of that name.
+pub fn exists(name: &str) -> bool {
+    definitions().iter().any(|d| d.name == name)
+}
+
+/// Whether a tool only reads: such calls never need an approval. Unknown names are
+/// not read-only.
+pub fn is_read_only(name: &str) -> bool {
+    matches!(name, "read" | "grep" | "find" | "list")
 }
 
 /// Runs tool `name` with the model's `arguments` (JSON text) in `cwd`. An unknown tool
@@ -69,6 +82,7 @@ pub fn run(name: &str, arguments: &str, cwd: &Path) -> ToolOutput {
         "grep" => grep::run(&arguments, cwd),
         "find" => find::run(&arguments, cwd),
         "list" => list::run(&arguments, cwd),
+        "write" => write::run(&arguments, cwd),
         _ => ToolOutput::failed("unknown tool", format!("There is no tool named {name:?}.")),
     }
 }
@@ -153,15 +167,16 @@ mod tests {
     fn every_definition_runs_and_refuses_extra_properties() {
         let dir = tempfile::tempdir().unwrap();
         let names: Vec<&str> = definitions().iter().map(|d| d.name).collect();
-        assert_eq!(names, ["read", "grep", "find", "list"]);
+        assert_eq!(names, ["read", "grep", "find", "list", "write"]);
         for definition in definitions() {
             assert_eq!(definition.parameters["additionalProperties"], false);
             // The descriptions spell the bounds out; keep them in step with the constants.
             let bound = match definition.name {
-                "grep" => limits::GREP_TOOL_MATCHES,
-                "find" => limits::FIND_TOOL_FILES,
-                "list" => limits::LIST_TOOL_ENTRIES,
-                _ => limits::READ_TOOL_LINES,
+                "grep" => limits::GREP_TOOL_MATCHES.to_string(),
+                "find" => limits::FIND_TOOL_FILES.to_string(),
+                "list" => limits::LIST_TOOL_ENTRIES.to_string(),
+                "write" => format!("{} MiB", limits::WRITE_TOOL_BYTES / 1_048_576),
+                _ => limits::READ_TOOL_LINES.to_string(),
             };
             assert!(
                 definition.description.contains(&format!("maximum {bound}"))

@@ -5,7 +5,8 @@ use std::time::Duration;
 
 use magi_protocol::limits::{CRITICAL_EVENT_WAIT_MS, LIVE_CHUNK_BYTES};
 use magi_protocol::messages::{
-    Activity, ActivityKind, ActivityState, Diagnostic, Event, MessageDelta, MessageReconcile,
+    Activity, ActivityKind, ActivityState, ApprovalRequested, Diagnostic, Event, MessageDelta,
+    MessageReconcile,
 };
 use magi_protocol::text::sanitize;
 
@@ -57,6 +58,22 @@ impl Turn {
             state,
             name: name.to_owned(),
             summary: summary.to_owned(),
+        });
+        self.critical(event).await;
+    }
+
+    pub(super) async fn approval_requested(
+        &mut self,
+        approval_id: &str,
+        summary: &str,
+        expires_in_ms: u64,
+    ) {
+        let event = Event::ApprovalRequested(ApprovalRequested {
+            session_id: self.request.session_id.clone(),
+            run_id: self.request.run_id.clone(),
+            approval_id: approval_id.to_owned(),
+            summary: summary.to_owned(),
+            expires_in_ms,
         });
         self.critical(event).await;
     }

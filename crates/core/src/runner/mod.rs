@@ -17,10 +17,11 @@ use conversation::{bounded, chunks, instructions};
 use std::sync::Arc;
 use std::time::Duration;
 
+use magi_config::{PermissionMode, PermissionSettings};
 use magi_protocol::ErrorCode;
 use magi_protocol::limits::{
-    CRITICAL_EVENT_WAIT_MS, LIVE_CHUNK_BYTES, RUN_CONTENT_BYTES, RUN_CONTENT_SEGMENTS,
-    SUMMARY_BYTES, WORKER_EVENTS,
+    APPROVAL_EXPIRY_MS, CRITICAL_EVENT_WAIT_MS, LIVE_CHUNK_BYTES, RUN_CONTENT_BYTES,
+    RUN_CONTENT_SEGMENTS, SUMMARY_BYTES, WORKER_EVENTS,
 };
 use magi_protocol::messages::{
     ActivityState, Event, InputPersisted, Persistence, RunFinished, RunOutcome,
@@ -31,7 +32,14 @@ use magi_store::records::{RecordBody, ToolOutcome, TurnOutcome};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
+use crate::approvals::{ApprovalGate, ApprovalOutcome};
 use crate::sessions::{AppendFailure, Sessions};
+
+/// The protection label of a call refused by the user or a deny rule.
+const LABEL_DENIED_BY_USER: &str = "denied by user";
+/// The protection label of a call whose approval expired, was cancelled or lost its
+/// client.
+const LABEL_APPROVAL_UNAVAILABLE: &str = "denied; approval unavailable";
 
 /// Model round trips one turn may take before it is stopped as failed.
 const MAX_STEPS: usize = 64;
@@ -47,6 +55,8 @@ pub struct Agent {
     pub model: String,
     /// Whether to ask for reasoning summaries.
     pub reasoning_summaries: bool,
+    /// The admitted permission rules.
+    pub permissions: PermissionSettings,
 }
 
 /// One admitted turn.
@@ -64,6 +74,8 @@ pub struct TurnRequest {
 pub struct RunHandle {
     /// Cancels the run; its terminal event still follows.
     pub cancel: CancellationToken,
+    /// Where `approval.answer` settles the run's pending approval.
+    pub approvals: ApprovalGate,
     /// The run's events; closed after `run.finished`.
     pub events: mpsc::Receiver<Event>,
     /// The sessions, handed back when the run's thread ends.
@@ -81,6 +93,8 @@ pub fn start_turn(
     let (done_tx, done) = oneshot::channel();
     let cancel = CancellationToken::new();
     let run_cancel = cancel.clone();
+    let approvals = ApprovalGate::default();
+    let run_approvals = approvals.clone();
     // The sessions travel through this slot so that a failed spawn can return them.
     let slot = Arc::new(std::sync::Mutex::new(Some(sessions)));
     let thread_slot = Arc::clone(&slot);
@@ -98,6 +112,7 @@ pub fn start_turn(
             match runtime {
                 Ok(runtime) => runtime.block_on(async move {
                     let mut turn = Turn::new(sessions, agent, request, events_tx, run_cancel);
+                    turn.approvals = run_approvals;
                     let finished = turn.run().await;
                     // The sessions go back before the terminal event, so a client that
                     // saw `run.finished` finds the child idle.
@@ -115,6 +130,7 @@ pub fn start_turn(
     match spawned {
         Ok(_) => Ok(RunHandle {
             cancel,
+            approvals,
             events,
             done,
         }),
@@ -137,6 +153,7 @@ struct Turn {
     turn_id: String,
     events: mpsc::Sender<Event>,
     cancel: CancellationToken,
+    approvals: ApprovalGate,
     /// A critical event could not be delivered.
     output_lost: bool,
     /// The input was appended.
@@ -192,6 +209,7 @@ impl Turn {
             request,
             events,
             cancel,
+            approvals: ApprovalGate::default(),
             output_lost: false,
             input_durable: false,
             degraded: false,
@@ -434,7 +452,14 @@ impl Turn {
             summary: label.clone(),
             arguments: Some(arguments.to_owned()),
         });
-        let output = magi_tools::run(name, arguments, self.sessions.cwd());
+        let output = match self.permit(name, &label).await {
+            Ok(()) => magi_tools::run(name, arguments, self.sessions.cwd()),
+            Err(label) => magi_tools::ToolOutput {
+                content: format!("The call was not run: {label}."),
+                summary: label.to_owned(),
+                is_error: true,
+            },
+        };
         let summary = bounded(&sanitize(&output.summary), SUMMARY_BYTES);
         self.append(RecordBody::ToolResult {
             turn_id: self.turn_id.clone(),
@@ -455,6 +480,38 @@ impl Turn {
         };
         self.activity(&activity_id, name, state, &summary).await;
         output
+    }
+
+    /// Decides whether a call may run: read-only tools always may; otherwise a deny
+    /// rule refuses, an allow rule or the allow-all mode permits, and anything else
+    /// asks the client and waits for the answer, the expiry or cancellation. A refusal
+    /// comes back as its protection label.
+    async fn permit(&mut self, name: &str, label: &str) -> Result<(), &'static str> {
+        // A call to a tool this build does not have fails without running anything,
+        // so there is nothing to ask about.
+        if magi_tools::is_read_only(name) || !magi_tools::exists(name) {
+            return Ok(());
+        }
+        let rules = &self.agent.permissions;
+        if rules.deny.iter().any(|n| n == name) {
+            return Err(LABEL_DENIED_BY_USER);
+        }
+        if rules.allow.iter().any(|n| n == name) || rules.mode == PermissionMode::AllowAll {
+            return Ok(());
+        }
+        let approval_id = uuid::Uuid::new_v4().to_string();
+        let expiry = Duration::from_millis(APPROVAL_EXPIRY_MS);
+        // Opened before it is announced, so an answer racing the event is not lost.
+        let wait = self.approvals.open(&approval_id, expiry);
+        self.approval_requested(&approval_id, label, APPROVAL_EXPIRY_MS)
+            .await;
+        match wait.settled(&self.cancel).await {
+            ApprovalOutcome::Allowed => Ok(()),
+            ApprovalOutcome::Denied => Err(LABEL_DENIED_BY_USER),
+            ApprovalOutcome::Expired | ApprovalOutcome::Cancelled => {
+                Err(LABEL_APPROVAL_UNAVAILABLE)
+            }
+        }
     }
 
     /// Records the end of the turn and builds `run.finished`.
@@ -562,6 +619,7 @@ mod tests {
             client: Arc::new(ScriptedClient { deltas: 100 }),
             model: "m".into(),
             reasoning_summaries: false,
+            permissions: PermissionSettings::default(),
         };
         let request = TurnRequest {
             session_id: session_id.clone(),

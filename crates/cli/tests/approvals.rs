@@ -1,0 +1,279 @@
+//! Approvals: a tool that changes the workspace asks first; the client's one winning
+//! answer, a deny, cancellation and settings rules decide.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test code: a failed step is a failed test"
+)]
+
+mod common;
+
+use common::*;
+use magi_client::{Backend, Incoming};
+use magi_protocol::ErrorCode;
+use magi_protocol::messages::{
+    ActivityState, ApprovalRequested, Event, RunFinished, RunOutcome, SessionResult,
+};
+use magi_testkit::{MockServer, Reply};
+use serde_json::json;
+
+fn env_for(mock: &MockServer) -> TestEnv {
+    TestEnv::new()
+        .var("MAGI_PROVIDER", "openai-chat")
+        .var("MAGI_MODEL", "mock-model")
+        .var("OPENAI_BASE_URL", &mock.base_url())
+}
+
+fn write_call(mock: &MockServer) {
+    mock.enqueue(Reply::stream().tool_call(
+        "w1",
+        "write",
+        ["{\"path\":\"out.txt\",", "\"content\":\"hello\\n\"}"],
+    ));
+}
+
+async fn turn(env: &TestEnv) -> (Backend, String, String) {
+    let mut backend = env.spawn();
+    backend
+        .initialize(&[
+            "session.create",
+            "turn.start",
+            "turn.cancel",
+            "approval.answer",
+            "shutdown",
+        ])
+        .await
+        .unwrap()
+        .unwrap();
+    let session: SessionResult = backend
+        .request("session.create", json!({}))
+        .await
+        .unwrap()
+        .parse()
+        .unwrap()
+        .unwrap();
+    let started = backend
+        .request(
+            "turn.start",
+            json!({"session_id": session.session_id, "prompt": "Write a file"}),
+        )
+        .await
+        .unwrap()
+        .outcome
+        .unwrap();
+    let run_id = started["run_id"].as_str().unwrap().to_owned();
+    (backend, session.session_id, run_id)
+}
+
+/// Events until the approval request (returned) or the end of the run (panics).
+async fn until_approval(backend: &mut Backend, seen: &mut Vec<Event>) -> ApprovalRequested {
+    loop {
+        if let Incoming::Event { event, .. } = next(backend).await {
+            seen.push(event.clone());
+            match event {
+                Event::ApprovalRequested(request) => return request,
+                Event::RunFinished(f) => panic!("no approval was asked: {f:?}"),
+                _ => {}
+            }
+        }
+    }
+}
+
+async fn until_finished(backend: &mut Backend, seen: &mut Vec<Event>) -> RunFinished {
+    loop {
+        if let Incoming::Event { event, .. } = next(backend).await {
+            seen.push(event.clone());
+            if let Event::RunFinished(finished) = event {
+                return finished;
+            }
+        }
+    }
+}
+
+async fn answer(
+    backend: &mut Backend,
+    session: &str,
+    run: &str,
+    approval: &str,
+    allow: bool,
+) -> Result<serde_json::Value, ErrorCode> {
+    let params =
+        json!({"session_id": session, "run_id": run, "approval_id": approval, "allow": allow});
+    backend
+        .request("approval.answer", params)
+        .await
+        .unwrap()
+        .outcome
+}
+
+fn tool_end(events: &[Event]) -> (ActivityState, String) {
+    events
+        .iter()
+        .find_map(|e| match e {
+            Event::Activity(a) if a.state != ActivityState::Started => {
+                Some((a.state, a.summary.clone()))
+            }
+            _ => None,
+        })
+        .unwrap()
+}
+
+#[tokio::test]
+async fn an_allowed_write_runs_once_and_later_answers_are_stale() {
+    let mock = MockServer::start().await;
+    write_call(&mock);
+    mock.enqueue(Reply::stream().text(["Written."]));
+    let env = env_for(&mock);
+    let (mut backend, session, run) = turn(&env).await;
+    let mut events = Vec::new();
+    let request = until_approval(&mut backend, &mut events).await;
+    assert_eq!(request.summary, "write out.txt");
+    assert_eq!(request.expires_in_ms, 60_000);
+    assert!(
+        !env.cwd().join("out.txt").exists(),
+        "nothing runs before the answer"
+    );
+    assert_eq!(
+        answer(&mut backend, &session, &run, "not-the-approval", true).await,
+        Err(ErrorCode::StaleApproval)
+    );
+    assert_eq!(
+        answer(&mut backend, &session, &run, &request.approval_id, true).await,
+        Ok(json!({"recorded": true}))
+    );
+    assert_eq!(
+        answer(&mut backend, &session, &run, &request.approval_id, false).await,
+        Err(ErrorCode::StaleApproval),
+        "exactly one reply wins"
+    );
+    let finished = until_finished(&mut backend, &mut events).await;
+    assert_eq!(finished.outcome, RunOutcome::Completed);
+    assert_eq!(
+        tool_end(&events),
+        (ActivityState::Completed, "wrote 1 line".into())
+    );
+    assert_eq!(
+        std::fs::read_to_string(env.cwd().join("out.txt")).unwrap(),
+        "hello\n"
+    );
+    shutdown_clean(&mut backend).await;
+}
+
+#[tokio::test]
+async fn a_denied_write_does_not_run_and_the_model_is_told() {
+    let mock = MockServer::start().await;
+    write_call(&mock);
+    mock.enqueue(Reply::stream().text(["Understood."]));
+    let env = env_for(&mock);
+    let (mut backend, session, run) = turn(&env).await;
+    let mut events = Vec::new();
+    let request = until_approval(&mut backend, &mut events).await;
+    assert!(
+        answer(&mut backend, &session, &run, &request.approval_id, false)
+            .await
+            .is_ok()
+    );
+    let finished = until_finished(&mut backend, &mut events).await;
+    assert_eq!(finished.outcome, RunOutcome::Completed);
+    assert_eq!(
+        tool_end(&events),
+        (ActivityState::Failed, "denied by user".into())
+    );
+    assert!(!env.cwd().join("out.txt").exists());
+    assert!(
+        mock.requests()[1]
+            .body
+            .to_string()
+            .contains("denied by user")
+    );
+    shutdown_clean(&mut backend).await;
+}
+
+#[tokio::test]
+async fn cancelling_a_run_with_a_pending_approval_denies_it() {
+    let mock = MockServer::start().await;
+    write_call(&mock);
+    let env = env_for(&mock);
+    let (mut backend, session, run) = turn(&env).await;
+    let mut events = Vec::new();
+    let request = until_approval(&mut backend, &mut events).await;
+    let cancel = backend
+        .request("turn.cancel", json!({"session_id": session, "run_id": run}))
+        .await
+        .unwrap();
+    assert!(cancel.outcome.is_ok());
+    let finished = until_finished(&mut backend, &mut events).await;
+    assert_eq!(finished.outcome, RunOutcome::Cancelled);
+    assert_eq!(
+        tool_end(&events),
+        (ActivityState::Failed, "denied; approval unavailable".into())
+    );
+    assert!(!env.cwd().join("out.txt").exists());
+    assert_eq!(
+        answer(&mut backend, &session, &run, &request.approval_id, true).await,
+        Err(ErrorCode::StaleApproval)
+    );
+    shutdown_clean(&mut backend).await;
+}
+
+#[tokio::test]
+async fn settings_rules_decide_without_asking() {
+    for (rules, expected) in [
+        (
+            "[permissions]\nallow = [\"write\"]\n",
+            (ActivityState::Completed, "wrote 1 line"),
+        ),
+        (
+            "[permissions]\nmode = \"allow-all\"\n",
+            (ActivityState::Completed, "wrote 1 line"),
+        ),
+        (
+            "[permissions]\nmode = \"allow-all\"\ndeny = [\"write\"]\n",
+            (ActivityState::Failed, "denied by user"),
+        ),
+    ] {
+        let mock = MockServer::start().await;
+        write_call(&mock);
+        mock.enqueue(Reply::stream().text(["Done."]));
+        let env = env_for(&mock);
+        std::fs::create_dir_all(env.mc_home()).unwrap();
+        std::fs::write(env.mc_home().join("settings.toml"), rules).unwrap();
+        let (mut backend, _, _) = turn(&env).await;
+        let mut events = Vec::new();
+        let finished = until_finished(&mut backend, &mut events).await;
+        assert_eq!(finished.outcome, RunOutcome::Completed, "{rules}");
+        assert!(
+            !events
+                .iter()
+                .any(|e| matches!(e, Event::ApprovalRequested(_))),
+            "{rules}"
+        );
+        assert_eq!(
+            tool_end(&events),
+            (expected.0, expected.1.to_owned()),
+            "{rules}"
+        );
+        assert_eq!(
+            env.cwd().join("out.txt").exists(),
+            expected.0 == ActivityState::Completed
+        );
+        shutdown_clean(&mut backend).await;
+    }
+}
+
+#[tokio::test]
+async fn invalid_permission_settings_fail_startup() {
+    let mock = MockServer::start().await;
+    let env = env_for(&mock);
+    std::fs::create_dir_all(env.mc_home()).unwrap();
+    std::fs::write(
+        env.mc_home().join("settings.toml"),
+        "[permissions]\nmode = \"yolo\"\n",
+    )
+    .unwrap();
+    let mut backend = env.spawn();
+    let got = backend.initialize(&[]).await.unwrap();
+    assert_eq!(got, Err(ErrorCode::ConfigurationInvalid));
+    shutdown_clean(&mut backend).await;
+}

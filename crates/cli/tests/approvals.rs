@@ -277,3 +277,36 @@ async fn invalid_permission_settings_fail_startup() {
     assert_eq!(got, Err(ErrorCode::ConfigurationInvalid));
     shutdown_clean(&mut backend).await;
 }
+
+#[tokio::test]
+async fn edit_asks_too_and_replaces_exactly_one_occurrence() {
+    let mock = MockServer::start().await;
+    mock.enqueue(Reply::stream().tool_call(
+        "e1",
+        "edit",
+        ["{\"path\":\"lib.rs\",\"old_text\":\"fn a() {}\",\"new_text\":\"fn a() { b() }\"}"],
+    ));
+    mock.enqueue(Reply::stream().text(["Edited."]));
+    let env = env_for(&mock);
+    std::fs::write(env.cwd().join("lib.rs"), "fn a() {}\nfn b() {}\n").unwrap();
+    let (mut backend, session, run) = turn(&env).await;
+    let mut events = Vec::new();
+    let request = until_approval(&mut backend, &mut events).await;
+    assert_eq!(request.summary, "edit lib.rs");
+    assert!(
+        answer(&mut backend, &session, &run, &request.approval_id, true)
+            .await
+            .is_ok()
+    );
+    let finished = until_finished(&mut backend, &mut events).await;
+    assert_eq!(finished.outcome, RunOutcome::Completed);
+    assert_eq!(
+        tool_end(&events),
+        (ActivityState::Completed, "-1 +1 lines".into())
+    );
+    assert_eq!(
+        std::fs::read_to_string(env.cwd().join("lib.rs")).unwrap(),
+        "fn a() { b() }\nfn b() {}\n"
+    );
+    shutdown_clean(&mut backend).await;
+}

@@ -2,6 +2,7 @@
 //! the session's working directory, and reports two things: what the model is given,
 //! and a short safe summary for activities and history.
 
+mod edit;
 mod find;
 mod grep;
 mod list;
@@ -53,6 +54,7 @@ pub fn definitions() -> Vec<ToolDefinition> {
         find::definition(),
         list::definition(),
         write::definition(),
+        edit::definition(),
     ]
 }
 
@@ -83,6 +85,7 @@ pub fn run(name: &str, arguments: &str, cwd: &Path) -> ToolOutput {
         "find" => find::run(&arguments, cwd),
         "list" => list::run(&arguments, cwd),
         "write" => write::run(&arguments, cwd),
+        "edit" => edit::run(&arguments, cwd),
         _ => ToolOutput::failed("unknown tool", format!("There is no tool named {name:?}.")),
     }
 }
@@ -167,7 +170,7 @@ mod tests {
     fn every_definition_runs_and_refuses_extra_properties() {
         let dir = tempfile::tempdir().unwrap();
         let names: Vec<&str> = definitions().iter().map(|d| d.name).collect();
-        assert_eq!(names, ["read", "grep", "find", "list", "write"]);
+        assert_eq!(names, ["read", "grep", "find", "list", "write", "edit"]);
         for definition in definitions() {
             assert_eq!(definition.parameters["additionalProperties"], false);
             // The descriptions spell the bounds out; keep them in step with the constants.
@@ -175,7 +178,7 @@ mod tests {
                 "grep" => limits::GREP_TOOL_MATCHES.to_string(),
                 "find" => limits::FIND_TOOL_FILES.to_string(),
                 "list" => limits::LIST_TOOL_ENTRIES.to_string(),
-                "write" => format!("{} MiB", limits::WRITE_TOOL_BYTES / 1_048_576),
+                "write" | "edit" => format!("{} MiB", limits::WRITE_TOOL_BYTES / 1_048_576),
                 _ => limits::READ_TOOL_LINES.to_string(),
             };
             assert!(

@@ -237,3 +237,21 @@ pub const FIND_TOOL_FILES: usize = 1_000;
 pub const LIST_TOOL_ENTRIES: usize = 1_000;
 /// Most bytes the `write` tool writes in one call. Internal.
 pub const WRITE_TOOL_BYTES: usize = 1_048_576;
+/// Default time a foreground `bash` command may run, in milliseconds. Internal.
+pub const BASH_TOOL_TIMEOUT_MS: u64 = 120_000;
+/// Largest `timeout_ms` a `bash` call may ask for, in milliseconds. Internal.
+pub const BASH_TOOL_MAX_TIMEOUT_MS: u64 = 600_000;
+/// Most bytes kept in each captured process file (stdout, stderr, interleaved output);
+/// bytes past it are counted and reported, not written. Internal.
+pub const PROCESS_CAPTURE_BYTES: usize = 16 * 1024 * 1024;
+/// Longest wait for a process's output pipes to close after its group was killed, in
+/// milliseconds: a process that left the group may hold them open for ever. Internal.
+pub const PROCESS_DRAIN_MS: u64 = 1_000;
+/// Most lines of process output `process_diagnostics` passes on as they are. Internal.
+pub const PROCESS_INLINE_LINES: usize = 84;
+/// Most bytes of process output `process_diagnostics` passes on as they are (12 KB). Internal.
+pub const PROCESS_INLINE_BYTES: usize = 12_288;
+/// Most lines of a `process_diagnostics` summary, omission markers included. Internal.
+pub const PROCESS_SUMMARY_LINES: usize = 16;
+/// Most bytes of a `process_diagnostics` summary, omission markers included (4 KB). Internal.
+pub const PROCESS_SUMMARY_BYTES: usize = 4_096;

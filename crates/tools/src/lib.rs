@@ -2,6 +2,8 @@
 //! the session's working directory, and reports two things: what the model is given,
 //! and a short safe summary for activities and history.
 
+mod bash;
+mod diagnostics;
 mod edit;
 mod find;
 mod grep;
@@ -13,6 +15,8 @@ mod write;
 use std::path::Path;
 
 use serde_json::Value;
+
+pub use diagnostics::{Projection, process_diagnostics};
 
 /// A tool as the model sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -55,6 +59,7 @@ pub fn definitions() -> Vec<ToolDefinition> {
         list::definition(),
         write::definition(),
         edit::definition(),
+        bash::definition(),
     ]
 }
 
@@ -69,10 +74,41 @@ pub fn is_read_only(name: &str) -> bool {
     matches!(name, "read" | "grep" | "find" | "list")
 }
 
-/// Runs tool `name` with the model's `arguments` (JSON text) in `cwd`. An unknown tool
+/// What a tool call runs against, beyond its arguments.
+pub struct ToolContext<'a> {
+    /// The session's working directory; relative paths are joined to it.
+    pub cwd: &'a Path,
+    /// Where a call may keep files that outlive it (`bash` writes its captures there);
+    /// without it, such files go to a temporary directory removed when the call ends.
+    pub assets_dir: Option<&'a Path>,
+    /// Polled while a call waits (every 50 ms at most); once it returns true the call
+    /// stops, killing what it started, and reports itself cancelled.
+    pub cancelled: &'a (dyn Fn() -> bool + Sync),
+    /// Environment variables a process a tool starts must not see: the backend's own
+    /// credentials never enter what the model can read.
+    pub hidden_env: &'a [String],
+}
+
+/// Runs tool `name` with the model's `arguments` (JSON text) in `cwd`, keeping no assets
+/// and never cancelled: `run_in` with the plainest context.
+pub fn run(name: &str, arguments: &str, cwd: &Path) -> ToolOutput {
+    run_in(
+        name,
+        arguments,
+        &ToolContext {
+            cwd,
+            assets_dir: None,
+            cancelled: &|| false,
+            hidden_env: &[],
+        },
+    )
+}
+
+/// Runs tool `name` with the model's `arguments` (JSON text) in `ctx`. An unknown tool
 /// or invalid arguments is a failed call the model is told about, not an error of the
 /// run.
-pub fn run(name: &str, arguments: &str, cwd: &Path) -> ToolOutput {
+pub fn run_in(name: &str, arguments: &str, ctx: &ToolContext) -> ToolOutput {
+    let cwd = ctx.cwd;
     let Ok(arguments) = serde_json::from_str::<Value>(arguments) else {
         return ToolOutput::failed(
             "invalid arguments",
@@ -86,6 +122,7 @@ pub fn run(name: &str, arguments: &str, cwd: &Path) -> ToolOutput {
         "list" => list::run(&arguments, cwd),
         "write" => write::run(&arguments, cwd),
         "edit" => edit::run(&arguments, cwd),
+        "bash" => bash::run(&arguments, ctx),
         _ => ToolOutput::failed("unknown tool", format!("There is no tool named {name:?}.")),
     }
 }
@@ -170,7 +207,10 @@ mod tests {
     fn every_definition_runs_and_refuses_extra_properties() {
         let dir = tempfile::tempdir().unwrap();
         let names: Vec<&str> = definitions().iter().map(|d| d.name).collect();
-        assert_eq!(names, ["read", "grep", "find", "list", "write", "edit"]);
+        assert_eq!(
+            names,
+            ["read", "grep", "find", "list", "write", "edit", "bash"]
+        );
         for definition in definitions() {
             assert_eq!(definition.parameters["additionalProperties"], false);
             // The descriptions spell the bounds out; keep them in step with the constants.
@@ -179,6 +219,7 @@ mod tests {
                 "find" => limits::FIND_TOOL_FILES.to_string(),
                 "list" => limits::LIST_TOOL_ENTRIES.to_string(),
                 "write" | "edit" => format!("{} MiB", limits::WRITE_TOOL_BYTES / 1_048_576),
+                "bash" => limits::BASH_TOOL_MAX_TIMEOUT_MS.to_string(),
                 _ => limits::READ_TOOL_LINES.to_string(),
             };
             assert!(
@@ -190,5 +231,14 @@ mod tests {
             let out = run(definition.name, r#"{"unexpected": 1}"#, dir.path());
             assert!(out.is_error, "{}", definition.name);
         }
+        assert!(!is_read_only("bash"));
+    }
+
+    #[test]
+    fn run_keeps_working_for_bash_without_a_context() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = run("bash", r#"{"command": "echo hi"}"#, dir.path());
+        assert_eq!(out.summary, "exit 0");
+        assert_eq!(out.content, "hi\n[exit code 0]");
     }
 }

@@ -1,0 +1,732 @@
+//! `bash`: run a shell command in the foreground, with a timeout, in its own process
+//! group so that a timeout or a cancellation kills everything it started. Its stdout,
+//! stderr and both interleaved are captured to files, each bounded, and the model is
+//! given the `process_diagnostics` projection of the interleaved capture and a status.
+//! It changes the workspace, so the runner asks before it runs unless a rule allows it.
+
+use std::fs::File;
+use std::io::{self, Read, Write};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::{Arc, Mutex, mpsc};
+use std::time::{Duration, Instant};
+
+use magi_protocol::limits::{
+    BASH_TOOL_MAX_TIMEOUT_MS, BASH_TOOL_TIMEOUT_MS, PROCESS_CAPTURE_BYTES, PROCESS_DRAIN_MS,
+};
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::diagnostics::process_diagnostics;
+use crate::{ToolContext, ToolDefinition, ToolOutput};
+
+/// Longest pause between two looks at the child and the cancellation flag. Short pauses
+/// come first so a quick command is not held up by the poll.
+const POLL_MAX: Duration = Duration::from_millis(50);
+/// Size of one read from an output pipe.
+const READ_CHUNK: usize = 64 * 1024;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Arguments {
+    command: String,
+    timeout_ms: Option<u64>,
+}
+
+pub(crate) fn definition() -> ToolDefinition {
+    ToolDefinition {
+        name: "bash",
+        description: "Run a command with `bash -c` in the working directory and wait for it. \
+                      It is killed, with everything it started, after `timeout_ms` \
+                      (default 120000, maximum 600000); processes it leaves in the \
+                      background are killed when it ends. Output (stdout and stderr \
+                      interleaved) is shown whole up to 84 lines and 12 KB, otherwise as a \
+                      summary of its first, last and error-like lines. Each stream is \
+                      captured up to 16 MiB.",
+        parameters: json!({
+            "type": "object",
+            "properties": {
+                "command": {"type": "string", "description": "The command line."},
+                "timeout_ms": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "maximum": BASH_TOOL_MAX_TIMEOUT_MS,
+                    "description": "Milliseconds before the command is killed."
+                }
+            },
+            "required": ["command"],
+            "additionalProperties": false
+        }),
+    }
+}
+
+pub(crate) fn run(arguments: &Value, ctx: &ToolContext) -> ToolOutput {
+    let args = match Arguments::deserialize(arguments) {
+        Ok(args) => args,
+        Err(e) => return invalid(&e.to_string()),
+    };
+    let timeout_ms = args.timeout_ms.unwrap_or(BASH_TOOL_TIMEOUT_MS);
+    if !(1..=BASH_TOOL_MAX_TIMEOUT_MS).contains(&timeout_ms) {
+        return invalid(&format!(
+            "timeout_ms must be from 1 to {BASH_TOOL_MAX_TIMEOUT_MS}, not {timeout_ms}"
+        ));
+    }
+    run_command(&args.command, timeout_ms, ctx, PROCESS_CAPTURE_BYTES as u64)
+}
+
+fn invalid(why: &str) -> ToolOutput {
+    ToolOutput::failed(
+        "invalid arguments",
+        format!("Expected {{\"command\": string, \"timeout_ms\"?: integer}}: {why}."),
+    )
+}
+
+/// How the command ended.
+enum End {
+    Exited(ExitStatus),
+    TimedOut,
+    Cancelled,
+}
+
+/// One captured file: bytes past `limit` are counted, not written.
+struct Capture {
+    file: File,
+    written: u64,
+    dropped: u64,
+    limit: u64,
+    /// The first write error, if any; later bytes are counted as dropped.
+    failed: bool,
+}
+
+impl Capture {
+    fn create(path: &Path, limit: u64) -> io::Result<Capture> {
+        Ok(Capture {
+            file: File::create(path)?,
+            written: 0,
+            dropped: 0,
+            limit,
+            failed: false,
+        })
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        let room = usize::try_from(self.limit.saturating_sub(self.written)).unwrap_or(usize::MAX);
+        let kept = if self.failed {
+            0
+        } else {
+            bytes.len().min(room)
+        };
+        if kept > 0 {
+            if self.file.write_all(&bytes[..kept]).is_ok() {
+                self.written += kept as u64;
+            } else {
+                self.failed = true;
+                self.dropped += kept as u64;
+            }
+        }
+        self.dropped += (bytes.len() - kept) as u64;
+    }
+}
+
+/// What a capture kept, once its stream ended.
+#[derive(Clone, Copy, Default)]
+struct Kept {
+    written: u64,
+    dropped: u64,
+    failed: bool,
+}
+
+impl Kept {
+    fn of(capture: &Capture) -> Kept {
+        Kept {
+            written: capture.written,
+            dropped: capture.dropped,
+            failed: capture.failed,
+        }
+    }
+}
+
+/// Where the captures go: the assets directory, or a temporary one removed on drop.
+struct Files {
+    dir: PathBuf,
+    /// Held only to remove the temporary directory when the call is over.
+    _temporary: Option<tempfile::TempDir>,
+}
+
+impl Files {
+    fn new(assets_dir: Option<&Path>) -> io::Result<Files> {
+        match assets_dir {
+            Some(dir) => {
+                std::fs::create_dir_all(dir)?;
+                Ok(Files {
+                    dir: dir.to_owned(),
+                    _temporary: None,
+                })
+            }
+            None => {
+                let temporary = tempfile::Builder::new().prefix("magi-bash-").tempdir()?;
+                Ok(Files {
+                    dir: temporary.path().to_owned(),
+                    _temporary: Some(temporary),
+                })
+            }
+        }
+    }
+}
+
+/// Runs `command`, keeping at most `capture_bytes` of each captured file; the bound is a
+/// parameter so tests can reach it without writing 16 MiB.
+pub(crate) fn run_command(
+    command: &str,
+    timeout_ms: u64,
+    ctx: &ToolContext,
+    capture_bytes: u64,
+) -> ToolOutput {
+    let files = match Files::new(ctx.assets_dir) {
+        Ok(files) => files,
+        Err(e) => {
+            return ToolOutput::failed(
+                "cannot capture output",
+                format!("Cannot create the capture directory: {e}."),
+            );
+        }
+    };
+    let paths = ["stdout.log", "stderr.log", "output.log"].map(|name| files.dir.join(name));
+    let captures = (|| {
+        Ok::<_, io::Error>((
+            Capture::create(&paths[0], capture_bytes)?,
+            Capture::create(&paths[1], capture_bytes)?,
+            Capture::create(&paths[2], capture_bytes)?,
+        ))
+    })();
+    let (stdout_capture, stderr_capture, output_capture) = match captures {
+        Ok(captures) => captures,
+        Err(e) => {
+            return ToolOutput::failed(
+                "cannot capture output",
+                format!("Cannot create the capture files: {e}."),
+            );
+        }
+    };
+    let mut command_line = Command::new("bash");
+    for name in ctx.hidden_env {
+        command_line.env_remove(name);
+    }
+    let mut child = match command_line
+        .arg("-c")
+        .arg(command)
+        .current_dir(ctx.cwd)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        // Its own group, so one signal reaches everything the command starts.
+        .process_group(0)
+        .spawn()
+    {
+        Ok(child) => child,
+        Err(e) => {
+            return ToolOutput::failed(
+                "cannot start the command",
+                format!("Cannot start bash: {e}."),
+            );
+        }
+    };
+    let group = Pid::from_raw(i32::try_from(child.id()).unwrap_or(i32::MAX));
+    let output = Arc::new(Mutex::new(output_capture));
+    let (done, finished) = mpsc::channel();
+    spawn_reader(child.stdout.take(), stdout_capture, &output, &done, 0);
+    spawn_reader(child.stderr.take(), stderr_capture, &output, &done, 1);
+    drop(done);
+
+    let end = wait(&mut child, Duration::from_millis(timeout_ms), ctx.cancelled);
+    // Whatever the command left running in its group dies with it: a foreground call
+    // owns everything it started, and a leftover would hold the output pipes open. While
+    // such members live the group's ID cannot be reused; with none left the signal finds
+    // nothing, unless the PID space wrapped in the instant since the shell was reaped.
+    let _ = killpg(group, Signal::SIGKILL);
+    if !matches!(end, End::Exited(_)) {
+        let _ = child.wait();
+    }
+
+    // Both readers end once every writer of the pipes is gone; a process that left the
+    // group may keep them open, so the wait is bounded.
+    let mut kept = [Kept::default(); 2];
+    let mut drained = 0;
+    let deadline = Instant::now() + Duration::from_millis(PROCESS_DRAIN_MS);
+    while drained < 2 {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match finished.recv_timeout(left) {
+            Ok((stream, stream_kept)) => {
+                kept[stream] = stream_kept;
+                drained += 1;
+            }
+            Err(_) => break,
+        }
+    }
+    let output_kept = match output.lock() {
+        Ok(capture) => Kept::of(&capture),
+        Err(poisoned) => Kept::of(&poisoned.into_inner()),
+    };
+    let text = read_bounded(&paths[2], capture_bytes);
+    report(
+        &end,
+        timeout_ms,
+        &text,
+        [kept[0], kept[1], output_kept],
+        drained == 2,
+        ctx.assets_dir.map(|_| &paths),
+    )
+}
+
+/// Copies one pipe into its own capture and the interleaved one until it ends, then
+/// sends what its capture kept.
+fn spawn_reader(
+    pipe: Option<impl Read + Send + 'static>,
+    mut capture: Capture,
+    output: &Arc<Mutex<Capture>>,
+    done: &mpsc::Sender<(usize, Kept)>,
+    stream: usize,
+) {
+    let output = Arc::clone(output);
+    let done = done.clone();
+    std::thread::spawn(move || {
+        if let Some(mut pipe) = pipe {
+            let mut buffer = vec![0; READ_CHUNK];
+            loop {
+                match pipe.read(&mut buffer) {
+                    Ok(0) => break,
+                    Ok(n) => {
+                        capture.write(&buffer[..n]);
+                        // One lock per chunk keeps each chunk whole in the interleaved file.
+                        match output.lock() {
+                            Ok(mut output) => output.write(&buffer[..n]),
+                            Err(poisoned) => poisoned.into_inner().write(&buffer[..n]),
+                        }
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(_) => break,
+                }
+            }
+        }
+        let _ = capture.file.flush();
+        // The receiver may have stopped waiting; then nobody needs the answer.
+        let _ = done.send((stream, Kept::of(&capture)));
+    });
+}
+
+/// Waits for the child, the timeout or the cancellation flag, whichever comes first,
+/// looking again at growing intervals up to `POLL_MAX`.
+fn wait(child: &mut Child, timeout: Duration, cancelled: &(dyn Fn() -> bool + Sync)) -> End {
+    let start = Instant::now();
+    let mut pause = Duration::from_millis(1);
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) => return End::Exited(status),
+            Ok(None) => {}
+            // The child cannot be watched; treat it as cancelled so the group is killed.
+            Err(_) => return End::Cancelled,
+        }
+        if cancelled() {
+            return End::Cancelled;
+        }
+        let elapsed = start.elapsed();
+        if elapsed >= timeout {
+            return End::TimedOut;
+        }
+        std::thread::sleep(pause.min(timeout - elapsed));
+        pause = (pause * 2).min(POLL_MAX);
+    }
+}
+
+/// The interleaved capture, read back no further than the bound it was written to.
+fn read_bounded(path: &Path, limit: u64) -> String {
+    let mut bytes = Vec::new();
+    if let Ok(file) = File::open(path) {
+        let _ = file.take(limit).read_to_end(&mut bytes);
+    }
+    match String::from_utf8(bytes) {
+        Ok(text) => text,
+        Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+    }
+}
+
+/// `120 s`, or `200 ms` when not whole seconds.
+fn duration_label(ms: u64) -> String {
+    if ms.is_multiple_of(1_000) {
+        format!("{} s", ms / 1_000)
+    } else {
+        format!("{ms} ms")
+    }
+}
+
+/// The output of the call: the projection, then status lines.
+fn report(
+    end: &End,
+    timeout_ms: u64,
+    text: &str,
+    kept: [Kept; 3],
+    drained: bool,
+    paths: Option<&[PathBuf; 3]>,
+) -> ToolOutput {
+    let (mut summary, status, is_error) = match end {
+        End::Exited(status) => match (status.code(), status.signal()) {
+            (Some(code), _) => (
+                format!("exit {code}"),
+                format!("exit code {code}"),
+                code != 0,
+            ),
+            (None, Some(signal)) => (
+                format!("killed by signal {signal}"),
+                format!("killed by signal {signal}"),
+                true,
+            ),
+            (None, None) => (
+                "ended".to_owned(),
+                "ended without a status".to_owned(),
+                true,
+            ),
+        },
+        End::TimedOut => {
+            let after = duration_label(timeout_ms);
+            (
+                format!("timed out after {after}"),
+                format!("timed out after {after}; the process group was killed"),
+                true,
+            )
+        }
+        End::Cancelled => (
+            "cancelled".to_owned(),
+            "cancelled; the process group was killed".to_owned(),
+            true,
+        ),
+    };
+    let projection = process_diagnostics(text);
+    let mut content = if text.is_empty() {
+        "(no output)".to_owned()
+    } else {
+        projection.text
+    };
+    if !content.ends_with('\n') {
+        content.push('\n');
+    }
+    content.push_str(&format!("[{status}]"));
+    let mut truncated = false;
+    for (name, kept) in ["stdout", "stderr", "output"].iter().zip(kept) {
+        if kept.dropped > 0 {
+            truncated = true;
+            let why = if kept.failed {
+                "could not be written"
+            } else {
+                "were past the capture bound and not kept"
+            };
+            content.push_str(&format!(
+                "\n[{name} capture cut: {} bytes kept, {} more {why}]",
+                kept.written, kept.dropped
+            ));
+        }
+    }
+    if !drained {
+        truncated = true;
+        content.push_str(
+            "\n[output may be incomplete: a process outside the group kept the output open]",
+        );
+    }
+    if !projection.inline {
+        match paths {
+            Some([stdout, stderr, output]) => content.push_str(&format!(
+                "\n[full output: {} (interleaved), {} and {}; use read or grep]",
+                output.display(),
+                stdout.display(),
+                stderr.display()
+            )),
+            None => content.push_str("\n[the full output was not kept]"),
+        }
+    }
+    if truncated {
+        summary.push_str(", output truncated");
+    }
+    ToolOutput {
+        content,
+        summary,
+        is_error,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    use super::*;
+
+    fn never() -> bool {
+        false
+    }
+
+    fn ctx<'a>(cwd: &'a Path, cancelled: &'a (dyn Fn() -> bool + Sync)) -> ToolContext<'a> {
+        ToolContext {
+            cwd,
+            assets_dir: None,
+            cancelled,
+            hidden_env: &[],
+        }
+    }
+
+    fn bash(cwd: &Path, command: &str, timeout_ms: u64) -> ToolOutput {
+        run(
+            &json!({"command": command, "timeout_ms": timeout_ms}),
+            &ctx(cwd, &never),
+        )
+    }
+
+    /// Whether a process is gone: no entry, or a zombie waiting for its parent.
+    fn gone(pid: i32) -> bool {
+        match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+            Err(_) => true,
+            Ok(stat) => stat
+                .rsplit(')')
+                .next()
+                .is_some_and(|rest| rest.trim_start().starts_with('Z')),
+        }
+    }
+
+    /// Waits at most a second for a killed process to be gone; killing is asynchronous.
+    fn eventually_gone(pid: i32) -> bool {
+        let deadline = Instant::now() + Duration::from_secs(1);
+        while Instant::now() < deadline {
+            if gone(pid) {
+                return true;
+            }
+            std::thread::yield_now();
+        }
+        gone(pid)
+    }
+
+    #[test]
+    fn hidden_variables_never_reach_the_command() {
+        let dir = tempfile::tempdir().unwrap();
+        // HOME is set in the test process; hiding it shows the mechanism without
+        // touching this process's environment (bash does not invent a HOME).
+        assert!(std::env::var_os("HOME").is_some());
+        let hidden = ["HOME".to_owned()];
+        let mut context = ctx(dir.path(), &never);
+        context.hidden_env = &hidden;
+        let args = json!({"command": "echo \"[${HOME:-}]\""});
+        let out = run(&args, &context);
+        assert!(out.content.contains("[]"), "{}", out.content);
+    }
+
+    #[test]
+    fn reports_exit_code_and_output() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("f.txt"), "hello\n").unwrap();
+        let out = bash(dir.path(), "cat f.txt", 5_000);
+        assert!(!out.is_error);
+        assert_eq!(out.summary, "exit 0");
+        assert_eq!(out.content, "hello\n[exit code 0]");
+        let out = bash(dir.path(), "echo oops; exit 2", 5_000);
+        assert!(out.is_error);
+        assert_eq!(out.summary, "exit 2");
+        assert_eq!(out.content, "oops\n[exit code 2]");
+        let out = bash(dir.path(), "true", 5_000);
+        assert_eq!(out.content, "(no output)\n[exit code 0]");
+        let out = bash(dir.path(), "kill -9 $$", 5_000);
+        assert!(out.is_error);
+        assert_eq!(out.summary, "killed by signal 9");
+    }
+
+    #[test]
+    fn stderr_is_captured_separately_and_interleaved() {
+        let dir = tempfile::tempdir().unwrap();
+        let assets = dir.path().join("assets/call-1");
+        let out = run(
+            &json!({"command": "echo one; echo two >&2; echo three"}),
+            &ToolContext {
+                cwd: dir.path(),
+                assets_dir: Some(&assets),
+                cancelled: &never,
+                hidden_env: &[],
+            },
+        );
+        assert_eq!(out.summary, "exit 0");
+        assert!(out.content.contains("two"));
+        let read = |name: &str| std::fs::read_to_string(assets.join(name)).unwrap();
+        assert_eq!(read("stdout.log"), "one\nthree\n");
+        assert_eq!(read("stderr.log"), "two\n");
+        // Chunks of the two streams interleave in arrival order, each kept whole.
+        let mut output: Vec<String> = read("output.log").lines().map(str::to_owned).collect();
+        output.sort();
+        assert_eq!(output, ["one", "three", "two"]);
+        // Inline output names no file.
+        assert!(!out.content.contains("stdout.log"));
+    }
+
+    #[test]
+    fn long_output_is_summarized_with_the_capture_paths() {
+        let dir = tempfile::tempdir().unwrap();
+        let assets = dir.path().join("assets");
+        let command = "for i in $(seq 1 200); do echo line $i; done; echo 'error: boom' >&2; \
+                       exit 1";
+        let out = run(
+            &json!({"command": command}),
+            &ToolContext {
+                cwd: dir.path(),
+                assets_dir: Some(&assets),
+                cancelled: &never,
+                hidden_env: &[],
+            },
+        );
+        assert!(out.is_error);
+        assert_eq!(out.summary, "exit 1");
+        assert!(out.content.contains("lines omitted"));
+        assert!(out.content.contains("error: boom"));
+        assert!(
+            out.content
+                .contains(&assets.join("output.log").display().to_string())
+        );
+        assert!(out.content.ends_with("use read or grep]"));
+        // Without an assets directory nothing is left behind to point at.
+        let out = bash(dir.path(), command, 5_000);
+        assert!(out.content.ends_with("[the full output was not kept]"));
+    }
+
+    #[test]
+    fn timeout_kills_the_whole_group() {
+        let dir = tempfile::tempdir().unwrap();
+        let started = Instant::now();
+        let out = bash(dir.path(), "sleep 30 & echo $! > bg.pid; sleep 30", 200);
+        assert!(started.elapsed() < Duration::from_secs(2));
+        assert!(out.is_error);
+        assert_eq!(out.summary, "timed out after 200 ms");
+        assert!(
+            out.content
+                .contains("[timed out after 200 ms; the process group was killed]")
+        );
+        let pid: i32 = std::fs::read_to_string(dir.path().join("bg.pid"))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        assert!(eventually_gone(pid), "background child {pid} survived");
+    }
+
+    #[test]
+    fn background_children_do_not_outlive_a_finished_command() {
+        let dir = tempfile::tempdir().unwrap();
+        let started = Instant::now();
+        let out = bash(dir.path(), "sleep 30 & echo $! > bg.pid; echo done", 5_000);
+        assert!(started.elapsed() < Duration::from_secs(2));
+        assert_eq!(out.summary, "exit 0");
+        assert_eq!(out.content, "done\n[exit code 0]");
+        let pid: i32 = std::fs::read_to_string(dir.path().join("bg.pid"))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        assert!(eventually_gone(pid), "background child {pid} survived");
+    }
+
+    #[test]
+    fn cancellation_kills_the_group() {
+        let dir = tempfile::tempdir().unwrap();
+        let marker = dir.path().join("started");
+        // Cancelled once the command says it started, so no timing is guessed.
+        let seen = AtomicBool::new(false);
+        let cancelled = || {
+            let started = marker.exists();
+            seen.store(started, Ordering::Relaxed);
+            started
+        };
+        let started = Instant::now();
+        let out = run(
+            &json!({"command": "sleep 30 & echo $! > bg.pid; touch started; sleep 30"}),
+            &ctx(dir.path(), &cancelled),
+        );
+        assert!(started.elapsed() < Duration::from_secs(2));
+        assert!(seen.load(Ordering::Relaxed));
+        assert!(out.is_error);
+        assert_eq!(out.summary, "cancelled");
+        let pid: i32 = std::fs::read_to_string(dir.path().join("bg.pid"))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        assert!(eventually_gone(pid), "background child {pid} survived");
+    }
+
+    #[test]
+    fn captures_past_the_bound_are_counted_and_reported() {
+        let dir = tempfile::tempdir().unwrap();
+        let assets = dir.path().join("assets");
+        let out = run_command(
+            "head -c 5000 /dev/zero | tr '\\0' a; echo; echo err >&2",
+            5_000,
+            &ToolContext {
+                cwd: dir.path(),
+                assets_dir: Some(&assets),
+                cancelled: &never,
+                hidden_env: &[],
+            },
+            1_000,
+        );
+        assert_eq!(out.summary, "exit 0, output truncated");
+        assert!(!out.is_error);
+        assert!(
+            out.content
+                .contains("[stdout capture cut: 1000 bytes kept, 4001 more")
+        );
+        assert!(
+            out.content
+                .contains("[output capture cut: 1000 bytes kept, ")
+        );
+        assert!(!out.content.contains("[stderr capture cut"));
+        assert_eq!(
+            std::fs::metadata(assets.join("stdout.log")).unwrap().len(),
+            1_000
+        );
+        assert_eq!(
+            std::fs::read_to_string(assets.join("stderr.log")).unwrap(),
+            "err\n"
+        );
+        assert_eq!(PROCESS_CAPTURE_BYTES, 16 * 1024 * 1024);
+    }
+
+    #[test]
+    fn a_flood_past_16_mib_is_cut_and_reported() {
+        let dir = tempfile::tempdir().unwrap();
+        let started = Instant::now();
+        // Lines of a realistic length; debug builds scan one-byte lines slowly.
+        let out = bash(
+            dir.path(),
+            "yes 'Compiling some-crate v1.2.3 (/work/some/path)' | head -c 20971520",
+            10_000,
+        );
+        assert!(started.elapsed() < Duration::from_secs(5));
+        assert_eq!(out.summary, "exit 0, output truncated");
+        let dropped = 20_971_520 - PROCESS_CAPTURE_BYTES;
+        assert!(out.content.contains(&format!(
+            "[stdout capture cut: {PROCESS_CAPTURE_BYTES} bytes kept, {dropped} more"
+        )));
+        assert!(out.content.contains("[the full output was not kept]"));
+    }
+
+    #[test]
+    fn refuses_bad_arguments() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = ctx(dir.path(), &never);
+        for arguments in [
+            json!({}),
+            json!({"command": 1}),
+            json!({"command": "true", "timeout_ms": 0}),
+            json!({"command": "true", "timeout_ms": BASH_TOOL_MAX_TIMEOUT_MS + 1}),
+            json!({"command": "true", "timeout_ms": -5}),
+            json!({"command": "true", "extra": 1}),
+        ] {
+            let out = run(&arguments, &c);
+            assert!(out.is_error, "{arguments}");
+            assert_eq!(out.summary, "invalid arguments");
+        }
+    }
+}

@@ -310,3 +310,44 @@ async fn edit_asks_too_and_replaces_exactly_one_occurrence() {
     );
     shutdown_clean(&mut backend).await;
 }
+
+#[tokio::test]
+async fn bash_asks_captures_its_output_and_never_sees_the_credential() {
+    let mock = MockServer::start().await;
+    mock.enqueue(Reply::stream().tool_call(
+        "b1",
+        "bash",
+        ["{\"command\":\"echo out; echo err >&2; echo \\\"key=[$OPENAI_API_KEY]\\\"; exit 3\"}"],
+    ));
+    mock.enqueue(Reply::stream().text(["Ran it."]));
+    let env = env_for(&mock).var("OPENAI_API_KEY", "sk-secret-value-123");
+    let (mut backend, session, run) = turn(&env).await;
+    let mut events = Vec::new();
+    let request = until_approval(&mut backend, &mut events).await;
+    assert_eq!(request.summary, "bash");
+    assert!(
+        answer(&mut backend, &session, &run, &request.approval_id, true)
+            .await
+            .is_ok()
+    );
+    let finished = until_finished(&mut backend, &mut events).await;
+    assert_eq!(finished.outcome, RunOutcome::Completed);
+    assert_eq!(tool_end(&events), (ActivityState::Failed, "exit 3".into()));
+    // The model got the output and the exit code, and no credential.
+    let body = mock.requests()[1].body.to_string();
+    assert!(
+        body.contains("out") && body.contains("err") && body.contains("exit code 3"),
+        "{body}"
+    );
+    assert!(body.contains("key=[]"), "{body}");
+    assert!(!body.contains("sk-secret-value-123"));
+    // The captures are kept with the session's tool-call assets.
+    let assets = env
+        .mc_home()
+        .join("data/conversations")
+        .join(&session)
+        .join("tool-calls/b1");
+    let output = std::fs::read_to_string(assets.join("output.log")).unwrap();
+    assert!(output.contains("out") && output.contains("err"));
+    shutdown_clean(&mut backend).await;
+}

@@ -37,5 +37,30 @@ pub fn agent_for(runtime: &Runtime) -> Result<Agent, ErrorCode> {
         model: runtime.selection.model.clone(),
         reasoning_summaries: provider.reasoning_summaries,
         permissions: runtime.settings.permissions.clone(),
+        hidden_env: credential_variables(runtime),
     })
+}
+
+/// Every environment variable that may hold a provider credential: the built-in
+/// providers' and each configured `api_key_env`. Tools' processes never see them.
+fn credential_variables(runtime: &Runtime) -> Vec<String> {
+    let mut names: Vec<String> = ["OPENAI_API_KEY", "ANTHROPIC_API_KEY"]
+        .into_iter()
+        .map(str::to_owned)
+        .collect();
+    names.extend(
+        runtime
+            .settings
+            .providers
+            .values()
+            .filter_map(|p| p.api_key_env.clone()),
+    );
+    if let magi_config::Credential::Env(var) | magi_config::Credential::OptionalEnv(var) =
+        &runtime.selection.provider.credential
+    {
+        names.push(var.clone());
+    }
+    names.sort();
+    names.dedup();
+    names
 }

@@ -353,9 +353,34 @@ impl Sessions {
         Ok(records)
     }
 
-    /// The attached session's ID and working directory.
+    /// The attached session's working directory.
     pub fn cwd(&self) -> &Path {
         &self.cwd
+    }
+
+    /// Where a tool call of the attached session keeps its bulky output:
+    /// `$MC_HOME/data/conversations/<session>/tool-calls/<call>/`. A provider's call ID
+    /// outside the ID grammar is replaced by its digest, so it can never name a path.
+    pub fn tool_assets_dir(&self, call_id: &str) -> Option<PathBuf> {
+        let attachment = self.attachment.as_ref()?;
+        let call = if is_valid_name(call_id) && call_id != "." && call_id != ".." {
+            call_id.to_owned()
+        } else {
+            use sha2::Digest;
+            sha2::Sha256::digest(call_id.as_bytes())
+                .iter()
+                .take(16)
+                .map(|b| format!("{b:02x}"))
+                .collect()
+        };
+        Some(
+            self.home
+                .root()
+                .join("data/conversations")
+                .join(&attachment.session_id)
+                .join("tool-calls")
+                .join(call),
+        )
     }
 }
 

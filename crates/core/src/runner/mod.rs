@@ -57,6 +57,8 @@ pub struct Agent {
     pub reasoning_summaries: bool,
     /// The admitted permission rules.
     pub permissions: PermissionSettings,
+    /// Environment variables holding credentials, hidden from the processes tools start.
+    pub hidden_env: Vec<String>,
 }
 
 /// One admitted turn.
@@ -453,7 +455,18 @@ impl Turn {
             arguments: Some(arguments.to_owned()),
         });
         let output = match self.permit(name, &label).await {
-            Ok(()) => magi_tools::run(name, arguments, self.sessions.cwd()),
+            Ok(()) => {
+                let assets = self.sessions.tool_assets_dir(call_id);
+                let cancel = self.cancel.clone();
+                let cancelled = move || cancel.is_cancelled();
+                let context = magi_tools::ToolContext {
+                    cwd: self.sessions.cwd(),
+                    assets_dir: assets.as_deref(),
+                    cancelled: &cancelled,
+                    hidden_env: &self.agent.hidden_env,
+                };
+                magi_tools::run_in(name, arguments, &context)
+            }
             Err(label) => magi_tools::ToolOutput {
                 content: format!("The call was not run: {label}."),
                 summary: label.to_owned(),
@@ -620,6 +633,7 @@ mod tests {
             model: "m".into(),
             reasoning_summaries: false,
             permissions: PermissionSettings::default(),
+            hidden_env: Vec::new(),
         };
         let request = TurnRequest {
             session_id: session_id.clone(),

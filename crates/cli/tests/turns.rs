@@ -808,3 +808,54 @@ async fn the_search_tools_answer_the_model() {
     assert!(body.contains("hay.txt:2:needle"), "{body}");
     shutdown_clean(&mut backend).await;
 }
+
+#[tokio::test]
+async fn calls_a_crashed_run_left_unsettled_are_settled_as_unknown_before_the_next_turn() {
+    let mock = MockServer::start().await;
+    mock.enqueue(Reply::stream().text(["Continuing."]));
+    let env = env_for(Wire::Chat, &mock);
+    let id = "crashed-session";
+    let cwd = env.cwd().canonicalize().unwrap().display().to_string();
+    let crashed = [
+        record(id, "session_meta", json!({"cwd": cwd})),
+        record(id, "turn_started", json!({"turn_id": "t1"})),
+        record(id, "user_input", json!({"turn_id": "t1", "message_id": "u1", "text": "Run it"})),
+        record(id, "tool_call", json!({"turn_id": "t1", "call_id": "c9", "name": "bash", "summary": "bash", "arguments": "{\"command\":\"make\"}"})),
+    ]
+    .concat();
+    let path = write_log(&env, id, &crashed);
+    let mut backend = env.spawn();
+    backend
+        .initialize(&["session.open", "turn.start", "history.page", "shutdown"])
+        .await
+        .unwrap()
+        .unwrap();
+    backend
+        .request("session.open", json!({"session_id": id}))
+        .await
+        .unwrap()
+        .outcome
+        .unwrap();
+    // Opening executed and appended nothing.
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), crashed);
+    start(&mut backend, id, "Go on").await;
+    let (_, finished) = events_until_finished(&mut backend).await;
+    assert_eq!(finished.outcome, RunOutcome::Completed);
+    // The orphan call was settled as unknown, never run again, and the model was told.
+    let log = std::fs::read_to_string(&path).unwrap();
+    let settled = log.lines().nth(4).unwrap();
+    assert!(
+        settled.contains("\"kind\":\"tool_result\"")
+            && settled.contains("\"outcome\":\"indeterminate\""),
+        "{settled}"
+    );
+    let body = mock.requests()[0].body.to_string();
+    assert!(body.contains("its outcome is unknown"), "{body}");
+    let page = history(&mut backend, id, finished.revision.as_deref().unwrap()).await;
+    assert!(
+        page.entries
+            .iter()
+            .any(|e| e.text == "bash: outcome unknown. interrupted; outcome unknown")
+    );
+    shutdown_clean(&mut backend).await;
+}

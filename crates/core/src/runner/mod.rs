@@ -12,7 +12,7 @@ mod conversation;
 mod emit;
 
 pub use conversation::conversation;
-use conversation::{bounded, chunks, instructions};
+use conversation::{INTERRUPTED_CALL, bounded, chunks, instructions, unsettled_calls};
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -225,14 +225,34 @@ impl Turn {
     /// the sessions are handed back.
     async fn run(&mut self) -> Event {
         let ending = match self.persist_input().await {
-            Ok(()) => self.converse().await,
+            Ok(items) => self.converse(items).await,
             Err(ending) => ending,
         };
         self.finish(ending)
     }
 
     /// Appends the turn's start and the prompt, then acknowledges them.
-    async fn persist_input(&mut self) -> Result<(), Ending> {
+    async fn persist_input(&mut self) -> Result<Vec<Item>, Ending> {
+        let records = self.sessions.records().map_err(Ending::failed)?;
+        // Calls a crashed run left without a result are settled first, as of unknown
+        // outcome: nothing runs them again, and the model is told the same.
+        for (turn_id, call_id, name) in unsettled_calls(&records) {
+            let settled = RecordBody::ToolResult {
+                turn_id,
+                call_id,
+                name,
+                outcome: ToolOutcome::Indeterminate,
+                summary: "interrupted; outcome unknown".into(),
+                content: Some(INTERRUPTED_CALL.into()),
+            };
+            if self.sessions.append(settled).is_err() {
+                return Err(Ending::failed(ErrorCode::PersistenceFailed));
+            }
+        }
+        let mut items = conversation(&records);
+        items.push(Item::User {
+            text: self.request.prompt.clone(),
+        });
         let started = RecordBody::TurnStarted {
             turn_id: self.turn_id.clone(),
         };
@@ -266,15 +286,11 @@ impl Turn {
         if self.output_lost {
             return Err(Ending::failed(ErrorCode::OutputUnavailable));
         }
-        Ok(())
+        Ok(items)
     }
 
     /// Model round trips until the model stops asking for tools.
-    async fn converse(&mut self) -> Ending {
-        let mut items = match self.sessions.records() {
-            Ok(records) => conversation(&records),
-            Err(code) => return Ending::failed(code),
-        };
+    async fn converse(&mut self, mut items: Vec<Item>) -> Ending {
         let tools: Vec<ToolSpec> = magi_tools::definitions()
             .into_iter()
             .map(|d| ToolSpec {

@@ -351,3 +351,45 @@ async fn bash_asks_captures_its_output_and_never_sees_the_credential() {
     assert!(output.contains("out") && output.contains("err"));
     shutdown_clean(&mut backend).await;
 }
+
+#[tokio::test]
+async fn hash_edit_applies_matching_anchors_and_refuses_stale_ones() {
+    use sha2::{Digest, Sha256};
+    let hash = |line: &str| -> String {
+        Sha256::digest(line.as_bytes())
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect::<String>()[..6]
+            .to_owned()
+    };
+    let mock = MockServer::start().await;
+    let operations = json!([
+        {"op": "replace", "line": 2, "hash": hash("fn b() {}"), "text": "fn b() { a() }"},
+        {"op": "delete", "line": 1, "hash": hash("stale view")}
+    ]);
+    let arguments = json!({"path": "lib.rs", "operations": operations}).to_string();
+    mock.enqueue(Reply::stream().tool_call("h1", "hash_edit", [arguments]));
+    mock.enqueue(Reply::stream().text(["Edited."]));
+    let env = env_for(&mock);
+    std::fs::write(env.cwd().join("lib.rs"), "fn a() {}\nfn b() {}\n").unwrap();
+    std::fs::create_dir_all(env.mc_home()).unwrap();
+    std::fs::write(
+        env.mc_home().join("settings.toml"),
+        "[permissions]\nallow = [\"hash_edit\"]\n",
+    )
+    .unwrap();
+    let (mut backend, _, _) = turn(&env).await;
+    let mut events = Vec::new();
+    let finished = until_finished(&mut backend, &mut events).await;
+    assert_eq!(finished.outcome, RunOutcome::Completed);
+    assert_eq!(
+        tool_end(&events),
+        (ActivityState::Completed, "applied 1 of 2 operations".into())
+    );
+    assert_eq!(
+        std::fs::read_to_string(env.cwd().join("lib.rs")).unwrap(),
+        "fn a() {}\nfn b() { a() }\n"
+    );
+    assert!(mock.requests()[1].body.to_string().contains("Refused"));
+    shutdown_clean(&mut backend).await;
+}

@@ -7,6 +7,7 @@ mod diagnostics;
 mod edit;
 mod find;
 mod grep;
+mod hash_edit;
 mod list;
 mod read;
 mod walk;
@@ -59,6 +60,7 @@ pub fn definitions() -> Vec<ToolDefinition> {
         list::definition(),
         write::definition(),
         edit::definition(),
+        hash_edit::definition(),
         bash::definition(),
     ]
 }
@@ -122,6 +124,7 @@ pub fn run_in(name: &str, arguments: &str, ctx: &ToolContext) -> ToolOutput {
         "list" => list::run(&arguments, cwd),
         "write" => write::run(&arguments, cwd),
         "edit" => edit::run(&arguments, cwd),
+        "hash_edit" => hash_edit::run(&arguments, cwd),
         "bash" => bash::run(&arguments, ctx),
         _ => ToolOutput::failed("unknown tool", format!("There is no tool named {name:?}.")),
     }
@@ -209,7 +212,16 @@ mod tests {
         let names: Vec<&str> = definitions().iter().map(|d| d.name).collect();
         assert_eq!(
             names,
-            ["read", "grep", "find", "list", "write", "edit", "bash"]
+            [
+                "read",
+                "grep",
+                "find",
+                "list",
+                "write",
+                "edit",
+                "hash_edit",
+                "bash"
+            ]
         );
         for definition in definitions() {
             assert_eq!(definition.parameters["additionalProperties"], false);
@@ -218,7 +230,9 @@ mod tests {
                 "grep" => limits::GREP_TOOL_MATCHES.to_string(),
                 "find" => limits::FIND_TOOL_FILES.to_string(),
                 "list" => limits::LIST_TOOL_ENTRIES.to_string(),
-                "write" | "edit" => format!("{} MiB", limits::WRITE_TOOL_BYTES / 1_048_576),
+                "write" | "edit" | "hash_edit" => {
+                    format!("{} MiB", limits::WRITE_TOOL_BYTES / 1_048_576)
+                }
                 "bash" => limits::BASH_TOOL_MAX_TIMEOUT_MS.to_string(),
                 _ => limits::READ_TOOL_LINES.to_string(),
             };

@@ -17,6 +17,9 @@ struct Arguments {
     offset: Option<usize>,
     #[serde(default)]
     limit: Option<usize>,
+    /// Show each line as `N:hash|text`, the anchors `hash_edit` takes.
+    #[serde(default)]
+    hashes: bool,
 }
 
 pub(crate) fn definition() -> ToolDefinition {
@@ -30,7 +33,8 @@ pub(crate) fn definition() -> ToolDefinition {
             "properties": {
                 "path": {"type": "string", "description": "The file to read."},
                 "offset": {"type": "integer", "minimum": 1},
-                "limit": {"type": "integer", "minimum": 1, "maximum": READ_TOOL_LINES}
+                "limit": {"type": "integer", "minimum": 1, "maximum": READ_TOOL_LINES},
+                "hashes": {"type": "boolean", "description": "Prefix each line with `N:hash|` for hash_edit."}
             },
             "required": ["path"],
             "additionalProperties": false
@@ -67,7 +71,22 @@ pub(crate) fn run(arguments: &Value, cwd: &Path) -> ToolOutput {
         .unwrap_or(READ_TOOL_LINES)
         .clamp(1, READ_TOOL_LINES);
     let lines: Vec<&str> = text.lines().skip(offset - 1).take(limit).collect();
-    let mut content = lines.join("\n");
+    let mut content = if args.hashes {
+        lines
+            .iter()
+            .enumerate()
+            .map(|(i, line)| {
+                format!(
+                    "{}:{}|{line}",
+                    offset + i,
+                    crate::hash_edit::line_hash(line)
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    } else {
+        lines.join("\n")
+    };
     let shown = lines.len();
     let more = text.lines().count() > offset - 1 + shown || cut_at_bound;
     if more {
@@ -86,6 +105,20 @@ pub(crate) fn run(arguments: &Value, cwd: &Path) -> ToolOutput {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn hashes_anchor_each_line_for_hash_edit() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a.txt"), "one\ntwo\n").unwrap();
+        let out = run(
+            &json!({"path": "a.txt", "offset": 2, "hashes": true}),
+            dir.path(),
+        );
+        assert_eq!(
+            out.content,
+            format!("2:{}|two", crate::hash_edit::line_hash("two"))
+        );
+    }
 
     #[test]
     fn reads_ranges_and_refuses_binary() {

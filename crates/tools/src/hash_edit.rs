@@ -1,0 +1,311 @@
+//! `hash_edit`: several line operations on one file, each anchored on a line number and
+//! the hash of that line's content as the model last read it (`read` with
+//! `hashes: true`). An operation whose anchor no longer matches is refused, so an edit
+//! made from a stale view never lands on the wrong line. The operations that match are
+//! applied together, against the file as read; the result says which applied and
+//! which did not. Like `write`, it asks before it runs unless a rule allows it.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use magi_protocol::limits::WRITE_TOOL_BYTES;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+use crate::{ToolDefinition, ToolOutput};
+
+/// Hex characters of a line hash: enough to tell a changed line, short to read.
+const LINE_HASH_HEX: usize = 6;
+
+/// The anchor hash of one line's content (without its line ending).
+pub(crate) fn line_hash(line: &str) -> String {
+    Sha256::digest(line.as_bytes())
+        .iter()
+        .flat_map(|b| [b >> 4, b & 0xf])
+        .take(LINE_HASH_HEX)
+        .map(|nibble| char::from_digit(u32::from(nibble), 16).unwrap_or('0'))
+        .collect()
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Arguments {
+    path: String,
+    operations: Vec<Operation>,
+}
+
+#[derive(Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case", deny_unknown_fields)]
+enum Operation {
+    /// Replace line `line` with `text` (which may span several lines).
+    Replace {
+        line: usize,
+        hash: String,
+        text: String,
+    },
+    /// Insert `text` after line `line` (0 inserts before the first line; hash "").
+    InsertAfter {
+        line: usize,
+        hash: String,
+        text: String,
+    },
+    /// Delete line `line`.
+    Delete { line: usize, hash: String },
+    /// Move line `line` to just after line `to_line`.
+    MoveAfter {
+        line: usize,
+        hash: String,
+        to_line: usize,
+        to_hash: String,
+    },
+}
+
+pub(crate) fn definition() -> ToolDefinition {
+    ToolDefinition {
+        name: "hash_edit",
+        description: "Edit a file with line operations anchored on `read` with `hashes: true` \
+                      (each line shown as `N:hash|text`). Operations: replace, insert_after \
+                      (line 0 with hash \"\" inserts at the top), delete, move_after. Every \
+                      anchor must still match the file, else that operation is refused; the \
+                      others are applied together. Files of at most 1 MiB.",
+        parameters: json!({
+            "type": "object",
+            "properties": {
+                "path": {"type": "string"},
+                "operations": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "properties": {
+                            "op": {"enum": ["replace", "insert_after", "delete", "move_after"]},
+                            "line": {"type": "integer", "minimum": 0},
+                            "hash": {"type": "string"},
+                            "text": {"type": "string"},
+                            "to_line": {"type": "integer", "minimum": 0},
+                            "to_hash": {"type": "string"}
+                        },
+                        "required": ["op", "line", "hash"]
+                    }
+                }
+            },
+            "required": ["path", "operations"],
+            "additionalProperties": false
+        }),
+    }
+}
+
+/// What happens at one original line.
+#[derive(Default)]
+struct LinePlan {
+    /// Replaced by this text, or deleted (`Some(None)`), or moved away.
+    replace: Option<Option<String>>,
+    /// Inserted after it, in operation order.
+    after: Vec<String>,
+}
+
+pub(crate) fn run(arguments: &Value, cwd: &Path) -> ToolOutput {
+    let args = match Arguments::deserialize(arguments) {
+        Ok(args) => args,
+        Err(e) => {
+            return ToolOutput::failed(
+                "invalid arguments",
+                format!("Invalid hash_edit arguments: {e}."),
+            );
+        }
+    };
+    let path = cwd.join(&args.path);
+    if std::fs::metadata(&path).is_ok_and(|m| m.len() > WRITE_TOOL_BYTES as u64) {
+        return ToolOutput::failed(
+            "file too large",
+            format!("{} is over the 1 MiB bound.", args.path),
+        );
+    }
+    let text = match std::fs::read_to_string(&path) {
+        Ok(text) => text,
+        Err(e) => {
+            return ToolOutput::failed(
+                "cannot read the file",
+                format!("Cannot read {}: {e}.", args.path),
+            );
+        }
+    };
+    let lines: Vec<&str> = text.lines().collect();
+    let anchored = |line: usize, hash: &str| {
+        (line == 0 && hash.is_empty())
+            || lines
+                .get(line.wrapping_sub(1))
+                .is_some_and(|l| line_hash(l) == hash)
+    };
+    // Index 0 stands for "before the first line".
+    let mut plan: HashMap<usize, LinePlan> = HashMap::new();
+    let mut applied = Vec::new();
+    let mut refused = Vec::new();
+    for (index, operation) in args.operations.into_iter().enumerate() {
+        let number = index + 1;
+        let outcome = match operation {
+            Operation::Replace { line, hash, text } if line > 0 && anchored(line, &hash) => {
+                claim(&mut plan, line, Some(text))
+                    .map(|()| format!("{number}: replaced line {line}"))
+            }
+            Operation::Delete { line, hash } if line > 0 && anchored(line, &hash) => {
+                claim(&mut plan, line, None).map(|()| format!("{number}: deleted line {line}"))
+            }
+            Operation::InsertAfter { line, hash, text } if anchored(line, &hash) => {
+                plan.entry(line).or_default().after.push(text);
+                Ok(format!("{number}: inserted after line {line}"))
+            }
+            Operation::MoveAfter {
+                line,
+                hash,
+                to_line,
+                to_hash,
+            } if line > 0
+                && line != to_line
+                && anchored(line, &hash)
+                && anchored(to_line, &to_hash) =>
+            {
+                let moved = lines[line - 1].to_owned();
+                claim(&mut plan, line, None).map(|()| {
+                    plan.entry(to_line).or_default().after.push(moved);
+                    format!("{number}: moved line {line} after line {to_line}")
+                })
+            }
+            _ => Err(format!(
+                "{number}: its anchor does not match the file (stale or out of range)"
+            )),
+        };
+        match outcome {
+            Ok(done) => applied.push(done),
+            Err(why) => refused.push(why),
+        }
+    }
+    if applied.is_empty() {
+        return ToolOutput::failed(
+            "no operation applied",
+            format!(
+                "Nothing changed in {}. Refused: {}.",
+                args.path,
+                refused.join("; ")
+            ),
+        );
+    }
+    let inserted = |line: usize| plan.get(&line).map(|p| p.after.clone()).unwrap_or_default();
+    let mut out: Vec<String> = inserted(0);
+    for (index, line) in lines.iter().enumerate() {
+        let number = index + 1;
+        match plan.get(&number).and_then(|p| p.replace.as_ref()) {
+            Some(Some(replacement)) => out.push(replacement.clone()),
+            Some(None) => {}
+            None => out.push((*line).to_owned()),
+        }
+        out.extend(inserted(number));
+    }
+    let mut edited = out.join("\n");
+    if text.ends_with('\n') || text.is_empty() {
+        edited.push('\n');
+    }
+    if edited.len() > WRITE_TOOL_BYTES {
+        return ToolOutput::failed(
+            "file too large",
+            "The edited file would be over 1 MiB; nothing changed.".into(),
+        );
+    }
+    if let Err(e) = std::fs::write(&path, &edited) {
+        return ToolOutput::failed(
+            "cannot write the file",
+            format!("Cannot write {}: {e}.", args.path),
+        );
+    }
+    let total = applied.len() + refused.len();
+    let mut content = format!(
+        "Applied {} of {total} operations to {}: {}.",
+        applied.len(),
+        args.path,
+        applied.join("; ")
+    );
+    if !refused.is_empty() {
+        content.push_str(&format!(" Refused: {}.", refused.join("; ")));
+    }
+    ToolOutput {
+        content,
+        summary: format!("applied {} of {total} operations", applied.len()),
+        is_error: false,
+    }
+}
+
+/// Marks an original line as replaced or deleted; one such change per line.
+fn claim(
+    plan: &mut HashMap<usize, LinePlan>,
+    line: usize,
+    text: Option<String>,
+) -> Result<(), String> {
+    let entry = plan.entry(line).or_default();
+    if entry.replace.is_some() {
+        return Err(format!(
+            "line {line} is already changed by an earlier operation"
+        ));
+    }
+    entry.replace = Some(text);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn setup(text: &str) -> (tempfile::TempDir, impl Fn(Value) -> (ToolOutput, String)) {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("f.txt"), text).unwrap();
+        let root = dir.path().to_path_buf();
+        let edit = move |operations: Value| {
+            let out = run(&json!({"path": "f.txt", "operations": operations}), &root);
+            (out, std::fs::read_to_string(root.join("f.txt")).unwrap())
+        };
+        (dir, edit)
+    }
+
+    #[test]
+    fn operations_apply_against_the_file_as_read() {
+        let (_dir, edit) = setup("a\nb\nc\n");
+        let (out, text) = edit(json!([
+            {"op": "replace", "line": 2, "hash": line_hash("b"), "text": "B"},
+            {"op": "insert_after", "line": 0, "hash": "", "text": "top"},
+            {"op": "delete", "line": 3, "hash": line_hash("c")},
+            {"op": "insert_after", "line": 3, "hash": line_hash("c"), "text": "end"}
+        ]));
+        assert_eq!(text, "top\na\nB\nend\n");
+        assert_eq!(out.summary, "applied 4 of 4 operations");
+    }
+
+    #[test]
+    fn stale_anchors_are_refused_and_the_rest_applied() {
+        let (_dir, edit) = setup("a\nb\nc\n");
+        let (out, text) = edit(json!([
+            {"op": "replace", "line": 1, "hash": line_hash("a"), "text": "A"},
+            {"op": "replace", "line": 2, "hash": line_hash("not b"), "text": "X"},
+            {"op": "delete", "line": 9, "hash": line_hash("c")},
+            {"op": "delete", "line": 1, "hash": line_hash("a")}
+        ]));
+        assert_eq!(text, "A\nb\nc\n");
+        assert_eq!(out.summary, "applied 1 of 4 operations");
+        assert!(
+            out.content.contains("2: its anchor does not match"),
+            "{}",
+            out.content
+        );
+        assert!(out.content.contains("already changed"), "{}", out.content);
+    }
+
+    #[test]
+    fn moves_and_all_refused() {
+        let (_dir, edit) = setup("a\nb\nc");
+        let (_, text) = edit(json!([
+            {"op": "move_after", "line": 1, "hash": line_hash("a"), "to_line": 3, "to_hash": line_hash("c")}
+        ]));
+        assert_eq!(text, "b\nc\na");
+        let (out, text) = edit(json!([{"op": "delete", "line": 1, "hash": "000000"}]));
+        assert!(out.is_error);
+        assert_eq!(text, "b\nc\na");
+    }
+}

@@ -255,3 +255,9 @@ pub const PROCESS_INLINE_BYTES: usize = 12_288;
 pub const PROCESS_SUMMARY_LINES: usize = 16;
 /// Most bytes of a `process_diagnostics` summary, omission markers included (4 KB). Internal.
 pub const PROCESS_SUMMARY_BYTES: usize = 4_096;
+/// Most response bytes `web_fetch` reads. Internal.
+pub const WEB_FETCH_BYTES: usize = 2 * 1_048_576;
+/// Most bytes of readable text `web_fetch` gives the model. Internal.
+pub const WEB_FETCH_TEXT_BYTES: usize = 65_536;
+/// Longest a `web_fetch` request may take, in milliseconds. Internal.
+pub const WEB_FETCH_TIMEOUT_MS: u64 = 30_000;

@@ -11,6 +11,7 @@ mod hash_edit;
 mod list;
 mod read;
 mod walk;
+mod web_fetch;
 mod write;
 
 use std::path::Path;
@@ -61,6 +62,7 @@ pub fn definitions() -> Vec<ToolDefinition> {
         write::definition(),
         edit::definition(),
         hash_edit::definition(),
+        web_fetch::definition(),
         bash::definition(),
     ]
 }
@@ -125,6 +127,7 @@ pub fn run_in(name: &str, arguments: &str, ctx: &ToolContext) -> ToolOutput {
         "write" => write::run(&arguments, cwd),
         "edit" => edit::run(&arguments, cwd),
         "hash_edit" => hash_edit::run(&arguments, cwd),
+        "web_fetch" => web_fetch::run(&arguments),
         "bash" => bash::run(&arguments, ctx),
         _ => ToolOutput::failed("unknown tool", format!("There is no tool named {name:?}.")),
     }
@@ -220,6 +223,7 @@ mod tests {
                 "write",
                 "edit",
                 "hash_edit",
+                "web_fetch",
                 "bash"
             ]
         );
@@ -230,6 +234,7 @@ mod tests {
                 "grep" => limits::GREP_TOOL_MATCHES.to_string(),
                 "find" => limits::FIND_TOOL_FILES.to_string(),
                 "list" => limits::LIST_TOOL_ENTRIES.to_string(),
+                "web_fetch" => "64 KiB".to_owned(),
                 "write" | "edit" | "hash_edit" => {
                     format!("{} MiB", limits::WRITE_TOOL_BYTES / 1_048_576)
                 }

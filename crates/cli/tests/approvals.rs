@@ -393,3 +393,59 @@ async fn hash_edit_applies_matching_anchors_and_refuses_stale_ones() {
     assert!(mock.requests()[1].body.to_string().contains("Refused"));
     shutdown_clean(&mut backend).await;
 }
+
+#[tokio::test]
+async fn background_jobs_are_read_and_end_with_the_backend() {
+    let mock = MockServer::start().await;
+    mock.enqueue(Reply::stream().tool_call(
+        "j1",
+        "async_bash",
+        ["{\"command\":\"echo $$ > job.pid; echo started; sleep 60\"}"],
+    ));
+    mock.enqueue(Reply::stream().text(["It runs."]));
+    let env = env_for(&mock);
+    std::fs::create_dir_all(env.mc_home()).unwrap();
+    std::fs::write(
+        env.mc_home().join("settings.toml"),
+        "[permissions]\nallow = [\"async_bash\"]\n",
+    )
+    .unwrap();
+    let (mut backend, _, _) = turn(&env).await;
+    let mut events = Vec::new();
+    let finished = until_finished(&mut backend, &mut events).await;
+    assert_eq!(finished.outcome, RunOutcome::Completed);
+    assert_eq!(
+        tool_end(&events),
+        (ActivityState::Completed, "started job-1".into())
+    );
+    let pid_file = env.cwd().join("job.pid");
+    let deadline = std::time::Instant::now() + WAIT;
+    while std::fs::read_to_string(&pid_file).map_or(true, |t| t.trim().is_empty()) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the job never started"
+        );
+        tokio::task::yield_now().await;
+    }
+    let pid = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .to_owned();
+    assert!(
+        std::path::Path::new(&format!("/proc/{pid}")).exists(),
+        "the job runs after its turn"
+    );
+    shutdown_clean(&mut backend).await;
+    // The backend has exited: its job's process group was killed with it.
+    let gone = std::path::PathBuf::from(format!("/proc/{pid}"));
+    let deadline = std::time::Instant::now() + WAIT;
+    while gone.exists()
+        && !std::fs::read_to_string(gone.join("stat")).is_ok_and(|s| s.contains(") Z "))
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the job outlived the backend"
+        );
+        tokio::task::yield_now().await;
+    }
+}

@@ -10,5 +10,11 @@ pub mod sessions;
 mod startup;
 
 pub use agent::agent_for;
+
+/// Kills every background job the agent started: the backend is ending, and its jobs
+/// end with it.
+pub fn stop_background_jobs() {
+    magi_tools::stop_background_jobs();
+}
 pub use sessions::Sessions;
 pub use startup::{CancelFlag, Runtime, StartupFailure, StartupRequest, start};

@@ -261,3 +261,9 @@ pub const WEB_FETCH_BYTES: usize = 2 * 1_048_576;
 pub const WEB_FETCH_TEXT_BYTES: usize = 65_536;
 /// Longest a `web_fetch` request may take, in milliseconds. Internal.
 pub const WEB_FETCH_TIMEOUT_MS: u64 = 30_000;
+/// Lines `bash_log` returns by default. Internal.
+pub const BASH_LOG_LINES: usize = 100;
+/// Most lines `bash_log` returns at once. Internal.
+pub const BASH_LOG_MAX_LINES: usize = 500;
+/// Most background jobs one backend keeps. Internal.
+pub const BACKGROUND_JOBS: usize = 64;

@@ -48,6 +48,8 @@ pub fn serve_stdio(startup: StartupRequest) -> i32 {
         serve(input, Arc::new(Output::new(output, instance_id)), startup).await
     });
     runtime.shutdown_background();
+    // Background jobs live no longer than the backend, whichever way it ends.
+    magi_core::stop_background_jobs();
     status
 }
 

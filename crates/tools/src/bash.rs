@@ -150,7 +150,7 @@ impl Kept {
 }
 
 /// Where the captures go: the assets directory, or a temporary one removed on drop.
-struct Files {
+pub(crate) struct Files {
     dir: PathBuf,
     /// Held only to remove the temporary directory when the call is over.
     _temporary: Option<tempfile::TempDir>,
@@ -177,23 +177,30 @@ impl Files {
     }
 }
 
-/// Runs `command`, keeping at most `capture_bytes` of each captured file; the bound is a
-/// parameter so tests can reach it without writing 16 MiB.
-pub(crate) fn run_command(
+/// A command started in its own process group, its three captures being written.
+pub(crate) struct Started {
+    pub(crate) child: Child,
+    pub(crate) group: Pid,
+    /// `stdout.log`, `stderr.log`, `output.log`.
+    pub(crate) paths: [PathBuf; 3],
+    pub(crate) files: Files,
+    output: Arc<Mutex<Capture>>,
+    finished: mpsc::Receiver<(usize, Kept)>,
+}
+
+/// Starts `command` with bounded captures, in its own group; refusals come back as the
+/// call's failed output.
+pub(crate) fn start(
     command: &str,
-    timeout_ms: u64,
     ctx: &ToolContext,
     capture_bytes: u64,
-) -> ToolOutput {
-    let files = match Files::new(ctx.assets_dir) {
-        Ok(files) => files,
-        Err(e) => {
-            return ToolOutput::failed(
-                "cannot capture output",
-                format!("Cannot create the capture directory: {e}."),
-            );
-        }
-    };
+) -> Result<Started, ToolOutput> {
+    let files = Files::new(ctx.assets_dir).map_err(|e| {
+        ToolOutput::failed(
+            "cannot capture output",
+            format!("Cannot create the capture directory: {e}."),
+        )
+    })?;
     let paths = ["stdout.log", "stderr.log", "output.log"].map(|name| files.dir.join(name));
     let captures = (|| {
         Ok::<_, io::Error>((
@@ -202,20 +209,17 @@ pub(crate) fn run_command(
             Capture::create(&paths[2], capture_bytes)?,
         ))
     })();
-    let (stdout_capture, stderr_capture, output_capture) = match captures {
-        Ok(captures) => captures,
-        Err(e) => {
-            return ToolOutput::failed(
-                "cannot capture output",
-                format!("Cannot create the capture files: {e}."),
-            );
-        }
-    };
+    let (stdout_capture, stderr_capture, output_capture) = captures.map_err(|e| {
+        ToolOutput::failed(
+            "cannot capture output",
+            format!("Cannot create the capture files: {e}."),
+        )
+    })?;
     let mut command_line = Command::new("bash");
     for name in ctx.hidden_env {
         command_line.env_remove(name);
     }
-    let mut child = match command_line
+    let mut child = command_line
         .arg("-c")
         .arg(command)
         .current_dir(ctx.cwd)
@@ -225,21 +229,46 @@ pub(crate) fn run_command(
         // Its own group, so one signal reaches everything the command starts.
         .process_group(0)
         .spawn()
-    {
-        Ok(child) => child,
-        Err(e) => {
-            return ToolOutput::failed(
+        .map_err(|e| {
+            ToolOutput::failed(
                 "cannot start the command",
                 format!("Cannot start bash: {e}."),
-            );
-        }
-    };
+            )
+        })?;
     let group = Pid::from_raw(i32::try_from(child.id()).unwrap_or(i32::MAX));
     let output = Arc::new(Mutex::new(output_capture));
     let (done, finished) = mpsc::channel();
     spawn_reader(child.stdout.take(), stdout_capture, &output, &done, 0);
     spawn_reader(child.stderr.take(), stderr_capture, &output, &done, 1);
-    drop(done);
+    Ok(Started {
+        child,
+        group,
+        paths,
+        files,
+        output,
+        finished,
+    })
+}
+
+/// Runs `command`, keeping at most `capture_bytes` of each captured file; the bound is a
+/// parameter so tests can reach it without writing 16 MiB.
+pub(crate) fn run_command(
+    command: &str,
+    timeout_ms: u64,
+    ctx: &ToolContext,
+    capture_bytes: u64,
+) -> ToolOutput {
+    let Started {
+        mut child,
+        group,
+        paths,
+        files: _files,
+        output,
+        finished,
+    } = match start(command, ctx, capture_bytes) {
+        Ok(started) => started,
+        Err(refused) => return refused,
+    };
 
     let end = wait(&mut child, Duration::from_millis(timeout_ms), ctx.cancelled);
     // Whatever the command left running in its group dies with it: a foreground call
@@ -342,7 +371,7 @@ fn wait(child: &mut Child, timeout: Duration, cancelled: &(dyn Fn() -> bool + Sy
 }
 
 /// The interleaved capture, read back no further than the bound it was written to.
-fn read_bounded(path: &Path, limit: u64) -> String {
+pub(crate) fn read_bounded(path: &Path, limit: u64) -> String {
     let mut bytes = Vec::new();
     if let Ok(file) = File::open(path) {
         let _ = file.take(limit).read_to_end(&mut bytes);

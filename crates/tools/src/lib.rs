@@ -8,6 +8,7 @@ mod edit;
 mod find;
 mod grep;
 mod hash_edit;
+mod jobs;
 mod list;
 mod read;
 mod walk;
@@ -54,7 +55,7 @@ impl ToolOutput {
 
 /// The tools of this build.
 pub fn definitions() -> Vec<ToolDefinition> {
-    vec![
+    let mut definitions = vec![
         read::definition(),
         grep::definition(),
         find::definition(),
@@ -64,7 +65,14 @@ pub fn definitions() -> Vec<ToolDefinition> {
         hash_edit::definition(),
         web_fetch::definition(),
         bash::definition(),
-    ]
+    ];
+    definitions.extend(jobs::definitions());
+    definitions
+}
+
+/// Kills every background job: the backend is ending.
+pub fn stop_background_jobs() {
+    jobs::stop_all();
 }
 
 /// Whether this build has a tool of that name.
@@ -72,10 +80,17 @@ pub fn exists(name: &str) -> bool {
     definitions().iter().any(|d| d.name == name)
 }
 
+/// Whether a call needs the client's approval (or a rule) before it runs: every tool
+/// of this build that is not read-only, except `bash_kill`, which only stops a job an
+/// approved call started.
+pub fn needs_approval(name: &str) -> bool {
+    exists(name) && !is_read_only(name) && name != "bash_kill"
+}
+
 /// Whether a tool only reads: such calls never need an approval. Unknown names are
 /// not read-only.
 pub fn is_read_only(name: &str) -> bool {
-    matches!(name, "read" | "grep" | "find" | "list")
+    matches!(name, "read" | "grep" | "find" | "list" | "bash_log")
 }
 
 /// What a tool call runs against, beyond its arguments.
@@ -128,6 +143,9 @@ pub fn run_in(name: &str, arguments: &str, ctx: &ToolContext) -> ToolOutput {
         "edit" => edit::run(&arguments, cwd),
         "hash_edit" => hash_edit::run(&arguments, cwd),
         "web_fetch" => web_fetch::run(&arguments),
+        "async_bash" => jobs::run_start(&arguments, ctx),
+        "bash_log" => jobs::run_log(&arguments),
+        "bash_kill" => jobs::run_kill(&arguments),
         "bash" => bash::run(&arguments, ctx),
         _ => ToolOutput::failed("unknown tool", format!("There is no tool named {name:?}.")),
     }
@@ -224,11 +242,16 @@ mod tests {
                 "edit",
                 "hash_edit",
                 "web_fetch",
-                "bash"
+                "bash",
+                "async_bash",
+                "bash_log",
+                "bash_kill"
             ]
         );
         for definition in definitions() {
             assert_eq!(definition.parameters["additionalProperties"], false);
+            let out = run(definition.name, r#"{"unexpected": 1}"#, dir.path());
+            assert!(out.is_error, "{}", definition.name);
             // The descriptions spell the bounds out; keep them in step with the constants.
             let bound = match definition.name {
                 "grep" => limits::GREP_TOOL_MATCHES.to_string(),
@@ -239,7 +262,10 @@ mod tests {
                     format!("{} MiB", limits::WRITE_TOOL_BYTES / 1_048_576)
                 }
                 "bash" => limits::BASH_TOOL_MAX_TIMEOUT_MS.to_string(),
-                _ => limits::READ_TOOL_LINES.to_string(),
+                "bash_log" => limits::BASH_LOG_MAX_LINES.to_string(),
+                "read" => limits::READ_TOOL_LINES.to_string(),
+                // Nothing bounded to spell out.
+                _ => continue,
             };
             assert!(
                 definition.description.contains(&format!("maximum {bound}"))
@@ -247,8 +273,6 @@ mod tests {
                 "{}",
                 definition.name
             );
-            let out = run(definition.name, r#"{"unexpected": 1}"#, dir.path());
-            assert!(out.is_error, "{}", definition.name);
         }
         assert!(!is_read_only("bash"));
     }

@@ -516,9 +516,9 @@ impl Turn {
     /// asks the client and waits for the answer, the expiry or cancellation. A refusal
     /// comes back as its protection label.
     async fn permit(&mut self, name: &str, label: &str) -> Result<(), &'static str> {
-        // A call to a tool this build does not have fails without running anything,
-        // so there is nothing to ask about.
-        if magi_tools::is_read_only(name) || !magi_tools::exists(name) {
+        // Read-only calls, stopping one's own job, and calls to a tool this build does
+        // not have (they fail without running anything) need nobody's approval.
+        if !magi_tools::needs_approval(name) {
             return Ok(());
         }
         let rules = &self.agent.permissions;

@@ -237,8 +237,7 @@ async fn settings_rules_decide_without_asking() {
         write_call(&mock);
         mock.enqueue(Reply::stream().text(["Done."]));
         let env = env_for(&mock);
-        std::fs::create_dir_all(env.mc_home()).unwrap();
-        std::fs::write(env.mc_home().join("settings.toml"), rules).unwrap();
+        env.write_settings(rules);
         let (mut backend, _, _) = turn(&env).await;
         let mut events = Vec::new();
         let finished = until_finished(&mut backend, &mut events).await;
@@ -266,12 +265,7 @@ async fn settings_rules_decide_without_asking() {
 async fn invalid_permission_settings_fail_startup() {
     let mock = MockServer::start().await;
     let env = env_for(&mock);
-    std::fs::create_dir_all(env.mc_home()).unwrap();
-    std::fs::write(
-        env.mc_home().join("settings.toml"),
-        "[permissions]\nmode = \"yolo\"\n",
-    )
-    .unwrap();
+    env.write_settings("[permissions]\nmode = \"yolo\"\n");
     let mut backend = env.spawn();
     let got = backend.initialize(&[]).await.unwrap();
     assert_eq!(got, Err(ErrorCode::ConfigurationInvalid));
@@ -372,12 +366,7 @@ async fn hash_edit_applies_matching_anchors_and_refuses_stale_ones() {
     mock.enqueue(Reply::stream().text(["Edited."]));
     let env = env_for(&mock);
     std::fs::write(env.cwd().join("lib.rs"), "fn a() {}\nfn b() {}\n").unwrap();
-    std::fs::create_dir_all(env.mc_home()).unwrap();
-    std::fs::write(
-        env.mc_home().join("settings.toml"),
-        "[permissions]\nallow = [\"hash_edit\"]\n",
-    )
-    .unwrap();
+    env.write_settings("[permissions]\nallow = [\"hash_edit\"]\n");
     let (mut backend, _, _) = turn(&env).await;
     let mut events = Vec::new();
     let finished = until_finished(&mut backend, &mut events).await;
@@ -404,12 +393,7 @@ async fn background_jobs_are_read_and_end_with_the_backend() {
     ));
     mock.enqueue(Reply::stream().text(["It runs."]));
     let env = env_for(&mock);
-    std::fs::create_dir_all(env.mc_home()).unwrap();
-    std::fs::write(
-        env.mc_home().join("settings.toml"),
-        "[permissions]\nallow = [\"async_bash\"]\n",
-    )
-    .unwrap();
+    env.write_settings("[permissions]\nallow = [\"async_bash\"]\n");
     let (mut backend, _, _) = turn(&env).await;
     let mut events = Vec::new();
     let finished = until_finished(&mut backend, &mut events).await;

@@ -249,8 +249,7 @@ async fn hosted_provider_with_its_key_is_ready() {
 #[tokio::test]
 async fn invalid_settings_fail_with_configuration_invalid() {
     let env = TestEnv::new();
-    std::fs::create_dir_all(env.mc_home()).unwrap();
-    std::fs::write(env.mc_home().join("settings.toml"), "provider = [unclosed").unwrap();
+    env.write_settings("provider = [unclosed");
     let mut backend = env.spawn();
     assert_eq!(
         backend.initialize(&[]).await.unwrap(),
@@ -269,12 +268,7 @@ async fn settings_select_the_provider_with_project_over_global() {
     let env = TestEnv::new()
         .without("MAGI_PROVIDER")
         .without("MAGI_MODEL");
-    std::fs::create_dir_all(env.mc_home()).unwrap();
-    std::fs::write(
-        env.mc_home().join("settings.toml"),
-        "provider = \"local\"\nmodel = \"global-model\"\n[providers.local]\nkind = \"openai-chat\"\nbase_url = \"http://127.0.0.1:9/v1\"\nkeyless = true\n",
-    )
-    .unwrap();
+    env.write_settings("provider = \"local\"\nmodel = \"global-model\"\n[providers.local]\nkind = \"openai-chat\"\nbase_url = \"http://127.0.0.1:9/v1\"\nkeyless = true\n");
     std::fs::create_dir_all(env.cwd().join(".magi")).unwrap();
     std::fs::write(
         env.cwd().join(".magi/settings.toml"),

@@ -719,12 +719,7 @@ async fn provider_reasoning_summaries_are_requested_when_configured_and_kept_wit
             .text(["Answer."]),
     );
     let env = env_for(Wire::Responses, &mock);
-    std::fs::create_dir_all(env.mc_home()).unwrap();
-    std::fs::write(
-        env.mc_home().join("settings.toml"),
-        "[providers.openai]\nreasoning_summaries = true\n",
-    )
-    .unwrap();
+    env.write_settings("[providers.openai]\nreasoning_summaries = true\n");
     let (mut backend, session) = ready(&env).await;
     start(&mut backend, &session, "Think").await;
     let (_, finished) = events_until_finished(&mut backend).await;

@@ -77,8 +77,25 @@ pub fn stop_background_jobs() {
 
 /// Whether this build has a tool of that name.
 pub fn exists(name: &str) -> bool {
-    definitions().iter().any(|d| d.name == name)
+    TOOL_NAMES.contains(&name)
 }
+
+/// The names of [`definitions`], in the same order (a test keeps them in step), so
+/// that asking about a name does not build every schema.
+const TOOL_NAMES: [&str; 12] = [
+    "read",
+    "grep",
+    "find",
+    "list",
+    "write",
+    "edit",
+    "hash_edit",
+    "web_fetch",
+    "bash",
+    "async_bash",
+    "bash_log",
+    "bash_kill",
+];
 
 /// Whether a call needs the client's approval (or a rule) before it runs: every tool
 /// of this build that is not read-only, except `bash_kill`, which only stops a job an
@@ -231,23 +248,7 @@ mod tests {
     fn every_definition_runs_and_refuses_extra_properties() {
         let dir = tempfile::tempdir().unwrap();
         let names: Vec<&str> = definitions().iter().map(|d| d.name).collect();
-        assert_eq!(
-            names,
-            [
-                "read",
-                "grep",
-                "find",
-                "list",
-                "write",
-                "edit",
-                "hash_edit",
-                "web_fetch",
-                "bash",
-                "async_bash",
-                "bash_log",
-                "bash_kill"
-            ]
-        );
+        assert_eq!(names, TOOL_NAMES);
         for definition in definitions() {
             assert_eq!(definition.parameters["additionalProperties"], false);
             let out = run(definition.name, r#"{"unexpected": 1}"#, dir.path());

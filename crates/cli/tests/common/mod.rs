@@ -66,6 +66,12 @@ impl TestEnv {
         self.root.path().join("mc-home")
     }
 
+    /// Writes the global settings file, `$MC_HOME/settings.toml`.
+    pub fn write_settings(&self, text: &str) {
+        std::fs::create_dir_all(self.mc_home()).unwrap();
+        std::fs::write(self.mc_home().join("settings.toml"), text).unwrap();
+    }
+
     /// The working directory of the backend.
     pub fn cwd(&self) -> PathBuf {
         self.root.path().join("work")

@@ -7,6 +7,7 @@
 //! it is trusted.
 
 mod backend;
+pub mod cards;
 mod decode;
 pub mod fold;
 

@@ -5,6 +5,7 @@
 //! This crate does no I/O and knows nothing about how work is done; the server, the
 //! client and every other crate speak the protocol through it.
 
+pub mod cards;
 pub mod error;
 pub mod frame;
 pub mod limits;

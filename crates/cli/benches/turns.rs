@@ -1,11 +1,12 @@
 //! Turn benchmark against the loopback mock model answering at once, with the
 //! scenarios kept in `magi-testkit` (docs/providers.md): (A) one text reply, (T) one
-//! response asking for 10 read-only tool calls then a text reply, (S) a reply streamed
-//! as 10,000 deltas. Each runs as whole-process `magi-code exec` runs and as turns over
-//! `serve --stdio`.
+//! response asking for 10 read-only tool calls then a text reply, (B) the same with 10
+//! `bash` calls of `echo hi`, allowed by policy (`exec --allow-all`), (S) a reply
+//! streamed as 10,000 deltas. Each runs as whole-process `magi-code exec` runs and as
+//! turns over `serve --stdio`.
 //!
-//! Run with `cargo bench -p magi-cli --bench turns`. It prints figures; it asserts
-//! nothing about them.
+//! Run with `cargo bench -p magi-cli --bench turns` (append `-- B` for one scenario).
+//! It prints figures; it asserts nothing about them.
 
 #![allow(
     clippy::unwrap_used,
@@ -37,6 +38,13 @@ fn scenarios() -> Vec<(&'static str, Scenario)> {
                 arguments: "{\"path\":\"bench.txt\"}".into(),
             },
         ),
+        (
+            "B: 10 bash `echo hi` calls (allowed by policy), then text",
+            Scenario::Tools10 {
+                tool: Some("bash".into()),
+                arguments: "{\"command\":\"echo hi\"}".into(),
+            },
+        ),
         ("S: 10,000 deltas", Scenario::Deltas10000),
     ]
 }
@@ -44,6 +52,8 @@ fn scenarios() -> Vec<(&'static str, Scenario)> {
 fn command(home: &Path, cwd: &Path, mock: &MockServer) -> BackendCommand {
     BackendCommand::new(env!("CARGO_BIN_EXE_magi-code"))
         .env_clear()
+        // What `exec --allow-all` gives its backend: tools that would ask run at once.
+        .env(magi_core::ALLOW_ALL_ENV, "1")
         .env("MC_HOME", home)
         .env("MAGI_PROVIDER", "openai-chat")
         .env("MAGI_MODEL", "bench-model")
@@ -57,7 +67,7 @@ async fn exec_runs(home: &Path, cwd: &Path, mock: &MockServer) -> Vec<Duration> 
     for _ in 0..RUNS {
         let started = Instant::now();
         let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_magi-code"))
-            .args(["exec", "Go"])
+            .args(["exec", "--allow-all", "Go"])
             .env_clear()
             .env("MC_HOME", home)
             .env("MAGI_PROVIDER", "openai-chat")
@@ -116,6 +126,59 @@ async fn serve_runs(home: &Path, cwd: &Path, mock: &MockServer) -> (Vec<Duration
     (times, peak)
 }
 
+/// Calls in the service-overhead measurement.
+const TRIVIAL_CALLS: usize = 1_000;
+
+/// The tool-call service's own cost: one response asking for 1,000 trivial calls
+/// (`bash_log` of a job that does not exist: read-only, fails at once, touches no
+/// file), then a text reply, over `serve --stdio`. Every call still gets its records
+/// (created in one batch, claimed, settled: two synced appends each), its activities
+/// and its dispatch to a tool thread. Returns the agent gap per call, median of 3.
+async fn service_overhead(home: &Path, cwd: &Path) -> Duration {
+    let mut per_call = Vec::new();
+    for _ in 0..3 {
+        let mock = MockServer::start().await;
+        let mut reply = magi_testkit::Reply::stream();
+        for n in 0..TRIVIAL_CALLS {
+            reply = reply.tool_call(format!("t{n}"), "bash_log", ["{\"job\":\"job-0\"}"]);
+        }
+        mock.enqueue(reply);
+        mock.enqueue(magi_testkit::Reply::stream().text(["Done."]));
+        let mut backend = command(home, cwd, &mock).spawn().unwrap();
+        backend
+            .initialize(&["session.create", "turn.start", "shutdown"])
+            .await
+            .unwrap()
+            .unwrap();
+        let session = backend
+            .request("session.create", json!({}))
+            .await
+            .unwrap()
+            .outcome
+            .unwrap();
+        let params = json!({"session_id": session["session_id"], "prompt": "Go"});
+        backend
+            .request("turn.start", params)
+            .await
+            .unwrap()
+            .outcome
+            .unwrap();
+        loop {
+            if let Some(Incoming::Event {
+                event: Event::RunFinished(finished),
+                ..
+            }) = backend.next_incoming().await
+            {
+                assert_eq!(finished.outcome, RunOutcome::Completed);
+                break;
+            }
+        }
+        stop(backend).await;
+        per_call.push(mock.gaps()[0] / TRIVIAL_CALLS as u32);
+    }
+    median(per_call)
+}
+
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
     let root = tempfile::tempdir().unwrap();
@@ -125,7 +188,22 @@ async fn main() {
     std::fs::write(cwd.join("bench.txt"), "line\n".repeat(200)).unwrap();
 
     println!("magi-code turn benchmark (mock model answering at once; median of {RUNS})");
+    // `cargo bench -p magi-cli --bench turns -- B` runs the scenarios whose name starts
+    // with one of the given letters.
+    let only: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .collect();
+    if only.is_empty() || only.iter().any(|o| o == "overhead") {
+        println!(
+            "  service overhead, {TRIVIAL_CALLS} trivial calls in one response: {:.3} ms per call",
+            millis(service_overhead(&home, &cwd).await)
+        );
+    }
     for (name, scenario) in scenarios() {
+        if !only.is_empty() && !only.iter().any(|o| name.starts_with(o.as_str())) {
+            continue;
+        }
         let tools = matches!(scenario, Scenario::Tools10 { .. });
         let mock = MockServer::start_scenario(scenario).await.unwrap();
         let exec = median(exec_runs(&home, &cwd, &mock).await);

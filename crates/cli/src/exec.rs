@@ -5,15 +5,22 @@
 //! `--json` prints the protocol's event frames as JSON lines instead. The exit status
 //! follows the run: 0 completed, 1 failed, 130 cancelled (Ctrl-C cancels the turn and
 //! still waits for its end).
+//!
+//! A tool call the permission policy would ask about is put to the person at the
+//! terminal (on stderr, answered on stdin) when stdin is a terminal, and denied with a
+//! message on stderr when it is not. `--allow-all` makes the backend it starts run
+//! every call without asking, through `MAGI_ALLOW_ALL=1` in that child's environment.
 
 use std::collections::HashMap;
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::{Context, anyhow};
 use magi_client::{Backend, BackendCommand, Incoming};
-use magi_protocol::messages::{ActivityState, Event, RunOutcome, SessionResult, TurnStartResult};
+use magi_protocol::messages::{
+    ActivityState, ApprovalRequested, Event, RunOutcome, SessionResult, TurnStartResult,
+};
 use magi_protocol::wire::EventFrame;
 use serde_json::json;
 
@@ -21,7 +28,7 @@ use serde_json::json;
 const EXIT_WAIT: Duration = Duration::from_secs(5);
 
 /// Runs one turn and returns the exit status.
-pub fn run(prompt: &str, json_output: bool) -> ExitCode {
+pub fn run(prompt: &str, json_output: bool, allow_all: bool) -> ExitCode {
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -29,7 +36,7 @@ pub fn run(prompt: &str, json_output: bool) -> ExitCode {
         Ok(runtime) => runtime,
         Err(e) => return fail(&anyhow::Error::new(e)),
     };
-    match runtime.block_on(turn(prompt, json_output)) {
+    match runtime.block_on(turn(prompt, json_output, allow_all)) {
         Ok(RunOutcome::Completed) => ExitCode::SUCCESS,
         Ok(RunOutcome::Failed) => ExitCode::FAILURE,
         Ok(RunOutcome::Cancelled) => ExitCode::from(130),
@@ -42,11 +49,21 @@ fn fail(error: &anyhow::Error) -> ExitCode {
     ExitCode::FAILURE
 }
 
-async fn turn(prompt: &str, json_output: bool) -> anyhow::Result<RunOutcome> {
+async fn turn(prompt: &str, json_output: bool, allow_all: bool) -> anyhow::Result<RunOutcome> {
     let exe = std::env::current_exe().context("cannot find the magi-code executable")?;
-    let mut backend = BackendCommand::new(exe).spawn()?;
+    let mut command = BackendCommand::new(exe);
+    if allow_all {
+        command = command.env(magi_core::ALLOW_ALL_ENV, "1");
+    }
+    let mut backend = command.spawn()?;
     backend
-        .initialize(&["session.create", "turn.start", "turn.cancel", "shutdown"])
+        .initialize(&[
+            "session.create",
+            "turn.start",
+            "turn.cancel",
+            "approval.answer",
+            "shutdown",
+        ])
         .await?
         .map_err(|code| anyhow!("initialization failed: {}", code.as_str()))?;
     let session: SessionResult = backend
@@ -117,8 +134,52 @@ async fn follow(
         } else {
             printer.print(&event)?;
         }
-        if let Event::RunFinished(finished) = event {
-            return Ok(finished.outcome);
+        match event {
+            Event::RunFinished(finished) => return Ok(finished.outcome),
+            Event::ApprovalRequested(request) => {
+                let allow = decide(&request).await;
+                let params = json!({
+                    "session_id": session_id,
+                    "run_id": run_id,
+                    "approval_id": request.approval_id,
+                    "allow": allow,
+                });
+                // A late answer is stale and changes nothing; the run goes on either way.
+                let _ = backend.send("approval.answer", params).await?;
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Asks the person at the terminal about a call, within the approval's expiry; with no
+/// terminal on stdin, or no answer in time, the call is denied.
+async fn decide(request: &ApprovalRequested) -> bool {
+    if !std::io::stdin().is_terminal() {
+        eprintln!(
+            "magi-code exec: denied \"{}\": no terminal to ask (use --allow-all or a \
+             permissions rule to allow it)",
+            request.summary
+        );
+        return false;
+    }
+    eprint!("Allow \"{}\"? [y/N] ", request.summary);
+    let _ = std::io::stderr().flush();
+    // A plain thread, not the runtime's blocking pool: a read nobody answers must not
+    // hold up the runtime's shutdown once the approval has expired.
+    let (tx, answer) = tokio::sync::oneshot::channel();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        if std::io::stdin().read_line(&mut line).is_ok() {
+            let _ = tx.send(line);
+        }
+    });
+    let wait = Duration::from_millis(request.expires_in_ms);
+    match tokio::time::timeout(wait, answer).await {
+        Ok(Ok(line)) => matches!(line.trim(), "y" | "Y" | "yes" | "Yes"),
+        _ => {
+            eprintln!("(no answer; denied)");
+            false
         }
     }
 }

@@ -36,6 +36,10 @@ enum Command {
         /// Print the protocol's event frames as JSON lines.
         #[arg(long)]
         json: bool,
+        /// Run every tool call without asking, for this run only (deny and ask rules
+        /// in settings still apply).
+        #[arg(long)]
+        allow_all: bool,
         /// The prompt.
         prompt: String,
     },
@@ -60,7 +64,11 @@ fn main() -> ExitCode {
             ExitCode::from(EXIT_INVALID_LAUNCH)
         }
         Command::Doctor => doctor::run(),
-        Command::Exec { json, prompt } => exec::run(&prompt, json),
+        Command::Exec {
+            json,
+            allow_all,
+            prompt,
+        } => exec::run(&prompt, json, allow_all),
     }
 }
 

@@ -341,7 +341,7 @@ async fn bash_asks_captures_its_output_and_never_sees_the_credential() {
         .join("data/conversations")
         .join(&session)
         .join("tool-calls/b1");
-    let output = std::fs::read_to_string(assets.join("output.log")).unwrap();
+    let output = std::fs::read_to_string(assets.join("output.txt")).unwrap();
     assert!(output.contains("out") && output.contains("err"));
     shutdown_clean(&mut backend).await;
 }

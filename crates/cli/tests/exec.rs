@@ -86,3 +86,28 @@ async fn exec_without_a_reachable_provider_fails_clearly() {
     let stderr = String::from_utf8(output.stderr).unwrap();
     assert!(stderr.contains("provider_unavailable"), "{stderr}");
 }
+
+#[tokio::test]
+async fn exec_denies_without_a_terminal_and_allow_all_runs_without_asking() {
+    let mock = MockServer::start().await;
+    let env = TestEnv::new();
+    let bash_call =
+        || Reply::stream().tool_call("c1", "bash", ["{\"command\":\"echo made > made.txt\"}"]);
+    mock.enqueue(bash_call());
+    mock.enqueue(Reply::stream().text(["Could not."]));
+    // Stdin is not a terminal here, as in a script or CI: nobody can be asked.
+    let denied = exec(&env, &mock, &["Make it"]).await;
+    assert!(denied.status.success());
+    let stderr = String::from_utf8_lossy(&denied.stderr);
+    assert!(stderr.contains("no terminal to ask"), "{stderr}");
+    assert!(!env.cwd().join("made.txt").exists());
+
+    mock.enqueue(bash_call());
+    mock.enqueue(Reply::stream().text(["Made."]));
+    let allowed = exec(&env, &mock, &["--allow-all", "Make it"]).await;
+    assert!(allowed.status.success(), "{allowed:?}");
+    assert_eq!(
+        std::fs::read_to_string(env.cwd().join("made.txt")).unwrap(),
+        "made\n"
+    );
+}

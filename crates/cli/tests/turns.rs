@@ -206,10 +206,12 @@ async fn the_tool_loop_reads_files_and_answers_with_their_content() {
             .collect();
         assert_eq!(
             activities,
+            // Read-only calls run side by side: both start before either settles, and
+            // they settle in the order they were asked for.
             vec![
                 ("tool-1".into(), ActivityState::Started),
-                ("tool-1".into(), ActivityState::Completed),
                 ("tool-2".into(), ActivityState::Started),
+                ("tool-1".into(), ActivityState::Completed),
                 ("tool-2".into(), ActivityState::Failed),
             ],
             "{wire:?}"
@@ -852,5 +854,39 @@ async fn calls_a_crashed_run_left_unsettled_are_settled_as_unknown_before_the_ne
             .iter()
             .any(|e| e.text == "bash: outcome unknown. interrupted; outcome unknown")
     );
+    shutdown_clean(&mut backend).await;
+}
+
+#[tokio::test]
+async fn the_backends_own_credential_never_leaves_it_whatever_it_looks_like() {
+    let mock = MockServer::start().await;
+    // The model repeats the key, and a tool reads it from a file the user left around.
+    mock.enqueue(
+        Reply::stream()
+            .text([format!("Your key is {KEY}, right?")])
+            .tool_call("c1", "read", ["{\"path\":\"leak.txt\"}"]),
+    );
+    mock.enqueue(Reply::stream().text(["Done."]));
+    let env = env_for(Wire::Responses, &mock);
+    std::fs::write(env.cwd().join("leak.txt"), format!("key={KEY}\n")).unwrap();
+    let (mut backend, session) = ready(&env).await;
+    start(&mut backend, &session, "hi").await;
+    let (events, finished) = events_until_finished(&mut backend).await;
+    assert_eq!(finished.outcome, RunOutcome::Completed);
+    let page = history(
+        &mut backend,
+        &session,
+        finished.revision.as_deref().unwrap(),
+    )
+    .await;
+    let everything = format!("{events:?}{page:?}");
+    assert!(!everything.contains(KEY), "{everything}");
+    assert!(everything.contains("Your key is [redacted], right?"));
+    let log = std::fs::read_to_string(log_path(&env, &session)).unwrap();
+    assert!(!log.contains(KEY), "{log}");
+    // The model is given the file without the key.
+    let second = mock.requests()[1].body.to_string();
+    assert!(!second.contains(KEY), "{second}");
+    assert!(second.contains("key=[redacted]"), "{second}");
     shutdown_clean(&mut backend).await;
 }

@@ -5,16 +5,16 @@
 //! present", never "the provider answered".
 
 mod env;
+mod permissions;
 mod provider;
 mod settings;
 
 pub use env::Env;
+pub use permissions::{CallSubject, PermissionMode, PermissionSettings, Rule, Verdict};
 pub use provider::{
     Credential, ProviderDefinition, ProviderKind, Selection, read_credential, resolve_selection,
 };
-pub use settings::{
-    CatalogSettings, PermissionMode, PermissionSettings, ProviderSettings, Settings, load_settings,
-};
+pub use settings::{CatalogSettings, ProviderSettings, Settings, load_settings};
 
 /// Why configuration could not be admitted. Each maps to one startup error code.
 #[derive(Debug, Clone, PartialEq, Eq)]

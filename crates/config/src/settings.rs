@@ -14,6 +14,7 @@ use magi_protocol::names::is_valid_name;
 use serde::Deserialize;
 
 use crate::ConfigError;
+use crate::permissions::PermissionSettings;
 use crate::provider::ProviderKind;
 
 /// The admitted settings of one child: the merge of both files.
@@ -29,34 +30,6 @@ pub struct Settings {
     pub catalog: CatalogSettings,
     /// `[permissions]`.
     pub permissions: PermissionSettings,
-}
-
-/// Whether tools that change things run without asking.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
-pub enum PermissionMode {
-    /// Ask the client before each call that is not read-only and not allowed by a rule.
-    #[default]
-    #[serde(rename = "ask")]
-    Ask,
-    /// Run every tool without asking (deny rules still apply).
-    #[serde(rename = "allow-all")]
-    AllowAll,
-}
-
-/// `[permissions]`: rules by tool name. Deny rules win over allow rules, which win
-/// over the mode. Read-only tools never ask.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct PermissionSettings {
-    /// The mode; `ask` when absent.
-    #[serde(default)]
-    pub mode: PermissionMode,
-    /// Tools that run without asking.
-    #[serde(default)]
-    pub allow: Vec<String>,
-    /// Tools that never run.
-    #[serde(default)]
-    pub deny: Vec<String>,
 }
 
 /// One `[providers.<name>]` table.

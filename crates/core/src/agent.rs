@@ -27,6 +27,16 @@ pub fn agent_for(runtime: &Runtime) -> Result<Agent, ErrorCode> {
         ProviderKind::OpenAiChat => WireFormat::ChatCompletions,
         ProviderKind::Anthropic => WireFormat::AnthropicMessages,
     };
+    let hidden_env = credential_variables(runtime);
+    // The values of every credential this backend can see, whatever they look like.
+    let mut secrets: Vec<String> = hidden_env
+        .iter()
+        .filter_map(|name| runtime.env.get(name))
+        .map(str::to_owned)
+        .chain(api_key.clone())
+        .collect();
+    secrets.sort();
+    secrets.dedup();
     let client = magi_provider::client(Endpoint {
         format,
         base_url: provider.base_url.clone(),
@@ -37,7 +47,8 @@ pub fn agent_for(runtime: &Runtime) -> Result<Agent, ErrorCode> {
         model: runtime.selection.model.clone(),
         reasoning_summaries: provider.reasoning_summaries,
         permissions: runtime.settings.permissions.clone(),
-        hidden_env: credential_variables(runtime),
+        hidden_env,
+        secrets,
     })
 }
 

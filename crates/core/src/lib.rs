@@ -17,4 +17,4 @@ pub fn stop_background_jobs() {
     magi_tools::stop_background_jobs();
 }
 pub use sessions::Sessions;
-pub use startup::{CancelFlag, Runtime, StartupFailure, StartupRequest, start};
+pub use startup::{ALLOW_ALL_ENV, CancelFlag, Runtime, StartupFailure, StartupRequest, start};

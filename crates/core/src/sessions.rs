@@ -292,6 +292,11 @@ impl Sessions {
     /// durable first: its writer lease is taken and its log starts with the session
     /// metadata (the absolute working directory).
     pub fn append(&mut self, body: RecordBody) -> Result<(), AppendFailure> {
+        self.append_all(vec![body])
+    }
+
+    /// Appends records together: one write and one sync, acknowledged as a whole.
+    pub fn append_all(&mut self, bodies: Vec<RecordBody>) -> Result<(), AppendFailure> {
         let cwd = self.cwd.display().to_string();
         let home = &self.home;
         let attachment = self.attachment.as_mut().ok_or(AppendFailure::Detached)?;
@@ -311,7 +316,7 @@ impl Sessions {
                 append_record(attachment, meta)?;
             }
         }
-        append_record(attachment, body)
+        append_records(attachment, bodies)
     }
 
     /// Reads the attached log again and replaces the history snapshot with a fresh
@@ -362,7 +367,7 @@ impl Sessions {
     /// `$MC_HOME/data/conversations/<session>/tool-calls/<call>/`. A provider's call ID
     /// outside the ID grammar is replaced by its digest, so it can never name a path.
     pub fn tool_assets_dir(&self, call_id: &str) -> Option<PathBuf> {
-        let attachment = self.attachment.as_ref()?;
+        let conversation = self.conversation_dir()?;
         let call = if is_valid_name(call_id) && call_id != "." && call_id != ".." {
             call_id.to_owned()
         } else {
@@ -373,24 +378,42 @@ impl Sessions {
                 .map(|b| format!("{b:02x}"))
                 .collect()
         };
+        Some(conversation.join("tool-calls").join(call))
+    }
+
+    /// The attached session's assets: `$MC_HOME/data/conversations/<session>/`.
+    pub fn conversation_dir(&self) -> Option<PathBuf> {
+        let attachment = self.attachment.as_ref()?;
         Some(
             self.home
                 .root()
                 .join("data/conversations")
-                .join(&attachment.session_id)
-                .join("tool-calls")
-                .join(call),
+                .join(&attachment.session_id),
         )
     }
 }
 
 fn append_record(attachment: &mut Attachment, body: RecordBody) -> Result<(), AppendFailure> {
-    let record = Record::now(&attachment.session_id, body);
+    append_records(attachment, vec![body])
+}
+
+fn append_records(
+    attachment: &mut Attachment,
+    bodies: Vec<RecordBody>,
+) -> Result<(), AppendFailure> {
+    let records: Vec<Record> = bodies
+        .into_iter()
+        .map(|body| Record::now(&attachment.session_id, body))
+        .collect();
     let appender = attachment.appender.as_mut().ok_or(AppendFailure::Io)?;
-    appender.append(&record).map_err(|_| AppendFailure::Io)?;
-    let line = serde_json::to_vec(&record).map_or(0, |v| v.len() as u64 + 1);
-    attachment.log_bytes += line;
-    attachment.log_lines += 1;
+    appender
+        .append_all(&records)
+        .map_err(|_| AppendFailure::Io)?;
+    for record in &records {
+        let line = serde_json::to_vec(record).map_or(0, |v| v.len() as u64 + 1);
+        attachment.log_bytes += line;
+        attachment.log_lines += 1;
+    }
     Ok(())
 }
 

@@ -119,11 +119,16 @@ pub fn start(request: &StartupRequest, cancel: &CancelFlag) -> Result<Runtime, S
         ..checkpoint(StartupFailure::new(StartupError::StartupFailed))?
     };
 
-    let settings =
+    let mut settings =
         load_settings(&home.settings_path(), &project_settings_path(&cwd)).map_err(|e| {
             failure.error = config_error_code(&e);
             failure.clone()
         })?;
+    // `magi-code exec --allow-all` reaches the backend it starts this way: one run's
+    // choice, not a setting that outlives it.
+    if env.get(ALLOW_ALL_ENV) == Some("1") {
+        settings.permissions.mode = magi_config::PermissionMode::AllowAll;
+    }
     failure = checkpoint(failure)?;
     let selection = resolve_selection(&settings, env).map_err(|e| {
         failure.error = config_error_code(&e);
@@ -144,6 +149,10 @@ pub fn start(request: &StartupRequest, cancel: &CancelFlag) -> Result<Runtime, S
         env: env.clone(),
     })
 }
+
+/// The environment variable that, set to `1`, makes every tool call of this backend run
+/// without asking (deny and ask rules still apply).
+pub const ALLOW_ALL_ENV: &str = "MAGI_ALLOW_ALL";
 
 /// The project settings file of a canonical working directory.
 fn project_settings_path(cwd: &Path) -> PathBuf {

@@ -241,6 +241,12 @@ pub const WRITE_TOOL_BYTES: usize = 1_048_576;
 pub const BASH_TOOL_TIMEOUT_MS: u64 = 120_000;
 /// Largest `timeout_ms` a `bash` call may ask for, in milliseconds. Internal.
 pub const BASH_TOOL_MAX_TIMEOUT_MS: u64 = 600_000;
+/// Read-only tool calls of one response that run side by side at most; the next waits
+/// for those in flight to settle. Internal.
+pub const PARALLEL_TOOL_CALLS: usize = 8;
+/// How long a foreground `bash` command runs before it moves to the background as a
+/// job, unless the call asks otherwise (`background_after_ms`).
+pub const BASH_BACKGROUND_AFTER_MS: u64 = 60_000;
 /// Most bytes kept in each captured process file (stdout, stderr, interleaved output);
 /// bytes past it are counted and reported, not written. Internal.
 pub const PROCESS_CAPTURE_BYTES: usize = 16 * 1024 * 1024;

@@ -83,6 +83,23 @@ pub fn redact_secrets(text: &str) -> String {
     out
 }
 
+/// Shortest credential value [`redact_values`] looks for: shorter values would match
+/// ordinary text.
+pub const REDACTED_VALUE_MIN_BYTES: usize = 8;
+
+/// Replaces every occurrence of each of `values` (the backend's own credentials, which
+/// need not look like a key) with [`REDACTED`]. Values shorter than
+/// [`REDACTED_VALUE_MIN_BYTES`] are ignored.
+pub fn redact_values(text: &str, values: &[String]) -> String {
+    let mut text = std::borrow::Cow::Borrowed(text);
+    for value in values {
+        if value.len() >= REDACTED_VALUE_MIN_BYTES && text.contains(value.as_str()) {
+            text = std::borrow::Cow::Owned(text.replace(value.as_str(), REDACTED));
+        }
+    }
+    text.into_owned()
+}
+
 /// Text as it may leave the process for a client: controls stripped, secrets redacted.
 pub fn sanitize(text: &str) -> String {
     redact_secrets(&strip_controls(text))

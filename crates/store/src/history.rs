@@ -171,6 +171,7 @@ impl Projector {
                     ToolOutcome::Failed => "failed",
                     ToolOutcome::Cancelled => "cancelled",
                     ToolOutcome::Indeterminate => "outcome unknown",
+                    ToolOutcome::Denied => "denied",
                 };
                 let call = self.tool_calls.get(call_id.as_str()).copied();
                 Shown::Replace(
@@ -180,6 +181,11 @@ impl Projector {
                     false,
                 )
             }
+            RecordBody::AsyncBashEvent { job_id, state, .. } => Shown::New(
+                EntryKind::Activity,
+                format!("async_bash: {job_id} ended. {state}"),
+                false,
+            ),
             RecordBody::Compaction { summary, .. } => {
                 Shown::New(EntryKind::Compaction, summary.clone(), false)
             }
@@ -187,6 +193,7 @@ impl Projector {
             | RecordBody::SessionPreferences { .. }
             | RecordBody::Title { .. }
             | RecordBody::ToolAppliedPreview { .. }
+            | RecordBody::ToolCallState { .. }
             | RecordBody::Diagnostic
             | RecordBody::Unknown => Shown::Nothing,
         };
@@ -526,6 +533,10 @@ mod tests {
                     outcome: ToolOutcome::Completed,
                     summary: "120 lines".into(),
                     content: Some("fn main() {}\n".repeat(120)),
+                    facts: None,
+                    protection: None,
+                    display_id: None,
+                    transcript: Vec::new(),
                 }),
             ],
             false,

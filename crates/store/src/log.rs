@@ -350,19 +350,29 @@ impl Appender {
     /// written with a single `write_all` and synced (`sync_data`), and on the first
     /// append to a new file its folder entry is synced too. `Ok` is the acknowledgement.
     pub fn append(&mut self, record: &Record) -> Result<(), AppendError> {
-        if record.session_id != self.session_id {
-            return Err(AppendError::ForeignSession);
-        }
-        if record.v < 1 {
-            return Err(AppendError::Serialize);
-        }
+        self.append_all(std::slice::from_ref(record))
+    }
+
+    /// Appends `records` as consecutive lines with one write and one sync: they are
+    /// durable together, and a crash during the write leaves at most a torn tail that
+    /// the next open cuts back (no record of the batch is acknowledged before all are).
+    pub fn append_all(&mut self, records: &[Record]) -> Result<(), AppendError> {
         if self.failed {
             return Err(AppendError::Io);
         }
-        // Compact JSON escapes control characters, so the line holds no LF of its own.
-        let mut line = serde_json::to_vec(record).map_err(|_| AppendError::Serialize)?;
-        line.push(b'\n');
-        let written = self.write_and_sync(&line);
+        let mut lines = Vec::new();
+        for record in records {
+            if record.session_id != self.session_id {
+                return Err(AppendError::ForeignSession);
+            }
+            if record.v < 1 {
+                return Err(AppendError::Serialize);
+            }
+            // Compact JSON escapes control characters, so a line holds no LF of its own.
+            serde_json::to_writer(&mut lines, record).map_err(|_| AppendError::Serialize)?;
+            lines.push(b'\n');
+        }
+        let written = self.write_and_sync(&lines);
         if written.is_err() {
             self.failed = true;
         }

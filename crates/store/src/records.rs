@@ -48,6 +48,19 @@ pub enum ToolOutcome {
     Cancelled,
     /// Whether it ran is unknown (settled after a crash).
     Indeterminate,
+    /// It never ran: a deny rule, the user, or an approval that could not be given
+    /// refused it.
+    Denied,
+}
+
+/// Where an unsettled call stands, as recorded between its creation and its result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolCallPhase {
+    /// The client was asked to approve it.
+    AwaitingApproval,
+    /// It was claimed for execution: from here on, its effects may have happened.
+    Running,
 }
 
 /// The kind-specific part of a record, tagged by `kind`.
@@ -134,12 +147,55 @@ pub enum RecordBody {
         /// the provider on later turns; history never shows it.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         content: Option<String>,
+        /// What the call observed, for cards (the tool's facts, tagged by `tool`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        facts: Option<serde_json::Value>,
+        /// The public protection label of the decision that let it run or refused it;
+        /// none when no decision was needed.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        protection: Option<String>,
+        /// The identity of its `tool_applied_preview`, when it applied a change.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        display_id: Option<String>,
+        /// The transcript projection: at most six lines of the result, sanitized, for
+        /// cards; history's base entry never shows them.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        transcript: Vec<String>,
     },
-    /// A display-only preview of what a tool applied (never replayed to the model).
-    ToolAppliedPreview {
+    /// An unsettled call moved on: it awaits approval, or it was claimed to run.
+    ToolCallState {
+        /// The turn.
+        turn_id: String,
         /// The call.
         call_id: String,
-        /// The preview, as the card projection reads it.
+        /// Where it stands.
+        state: ToolCallPhase,
+        /// The public protection label of the decision that let it run, when one was
+        /// needed.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        protection: Option<String>,
+    },
+    /// A background job ended, and the model was told (before the request this record
+    /// precedes).
+    AsyncBashEvent {
+        /// The turn whose model request carried the notice.
+        turn_id: String,
+        /// The job.
+        job_id: String,
+        /// How it ended (`exit 0`, `timed out`, `killed`, …).
+        state: String,
+        /// What the model was told; history never shows it.
+        text: String,
+        /// The command's facts, completed with its end.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        facts: Option<serde_json::Value>,
+    },
+    /// A display-only preview of what a tool applied, written after its `tool_result`
+    /// and joined to it by `display_id`; never replayed to the model.
+    ToolAppliedPreview {
+        /// The result's `display_id`.
+        display_id: String,
+        /// `{"schema_version": 1, "diff": "...", "truncated": bool}`.
         preview: serde_json::Value,
     },
     /// The session's provider/model/effort selection.

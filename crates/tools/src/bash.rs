@@ -13,7 +13,8 @@ use std::sync::{Arc, Mutex, mpsc};
 use std::time::{Duration, Instant};
 
 use magi_protocol::limits::{
-    BASH_TOOL_MAX_TIMEOUT_MS, BASH_TOOL_TIMEOUT_MS, PROCESS_CAPTURE_BYTES, PROCESS_DRAIN_MS,
+    BASH_BACKGROUND_AFTER_MS, BASH_TOOL_MAX_TIMEOUT_MS, BASH_TOOL_TIMEOUT_MS,
+    PROCESS_CAPTURE_BYTES, PROCESS_DRAIN_MS,
 };
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
@@ -21,7 +22,8 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::diagnostics::process_diagnostics;
-use crate::{ToolContext, ToolDefinition, ToolOutput};
+use crate::facts::{CommandFacts, FACT_STRING_BYTES, Facts, cut};
+use crate::{ToolContext, ToolDefinition, ToolOutput, ToolReport};
 
 /// Longest pause between two looks at the child and the cancellation flag. Short pauses
 /// come first so a quick command is not held up by the poll.
@@ -34,6 +36,7 @@ const READ_CHUNK: usize = 64 * 1024;
 struct Arguments {
     command: String,
     timeout_ms: Option<u64>,
+    background_after_ms: Option<u64>,
 }
 
 pub(crate) fn definition() -> ToolDefinition {
@@ -45,7 +48,10 @@ pub(crate) fn definition() -> ToolDefinition {
                       background are killed when it ends. Output (stdout and stderr \
                       interleaved) is shown whole up to 84 lines and 12 KB, otherwise as a \
                       summary of its first, last and error-like lines. Each stream is \
-                      captured up to 16 MiB.",
+                      captured up to 16 MiB. A command still running after \
+                      `background_after_ms` (default 60000) moves to the background as a \
+                      job: read it with bash_log, stop it with bash_kill; its timeout still \
+                      applies and you are told when it ends.",
         parameters: json!({
             "type": "object",
             "properties": {
@@ -55,6 +61,13 @@ pub(crate) fn definition() -> ToolDefinition {
                     "minimum": 1,
                     "maximum": BASH_TOOL_MAX_TIMEOUT_MS,
                     "description": "Milliseconds before the command is killed."
+                },
+                "background_after_ms": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "maximum": BASH_TOOL_MAX_TIMEOUT_MS,
+                    "description": "Milliseconds before a command still running moves to \
+                                    the background."
                 }
             },
             "required": ["command"],
@@ -63,32 +76,86 @@ pub(crate) fn definition() -> ToolDefinition {
     }
 }
 
+#[cfg(test)]
 pub(crate) fn run(arguments: &Value, ctx: &ToolContext) -> ToolOutput {
+    execute(arguments, ctx).output
+}
+
+/// Runs a `bash` call and reports it with its facts.
+pub(crate) fn execute(arguments: &Value, ctx: &ToolContext) -> ToolReport {
     let args = match Arguments::deserialize(arguments) {
         Ok(args) => args,
-        Err(e) => return invalid(&e.to_string()),
+        Err(e) => return invalid(&e.to_string()).into(),
     };
     let timeout_ms = args.timeout_ms.unwrap_or(BASH_TOOL_TIMEOUT_MS);
     if !(1..=BASH_TOOL_MAX_TIMEOUT_MS).contains(&timeout_ms) {
         return invalid(&format!(
             "timeout_ms must be from 1 to {BASH_TOOL_MAX_TIMEOUT_MS}, not {timeout_ms}"
-        ));
+        ))
+        .into();
     }
-    run_command(&args.command, timeout_ms, ctx, PROCESS_CAPTURE_BYTES as u64)
+    let background_after_ms = args.background_after_ms.unwrap_or(BASH_BACKGROUND_AFTER_MS);
+    if !(1..=BASH_TOOL_MAX_TIMEOUT_MS).contains(&background_after_ms) {
+        return invalid(&format!(
+            "background_after_ms must be from 1 to {BASH_TOOL_MAX_TIMEOUT_MS}, not \
+             {background_after_ms}"
+        ))
+        .into();
+    }
+    let invocation = Invocation {
+        command: &args.command,
+        timeout_ms,
+        timeout_argument: args.timeout_ms,
+        background_after_ms: Some(background_after_ms),
+    };
+    execute_command(&invocation, ctx, PROCESS_CAPTURE_BYTES as u64)
+}
+
+/// One foreground command, as asked for.
+pub(crate) struct Invocation<'a> {
+    pub(crate) command: &'a str,
+    /// The timeout that applies.
+    pub(crate) timeout_ms: u64,
+    /// The timeout the call gave, if it gave one.
+    pub(crate) timeout_argument: Option<u64>,
+    /// When a command still running moves to the background; never when none.
+    pub(crate) background_after_ms: Option<u64>,
+}
+
+/// The facts every command call starts from: what ran, where, with what timeout.
+pub(crate) fn command_facts(
+    command: &str,
+    ctx: &ToolContext,
+    timeout_argument: Option<u64>,
+    effective_timeout_ms: Option<u64>,
+) -> CommandFacts {
+    CommandFacts {
+        command: cut(command, FACT_STRING_BYTES),
+        working_directory: cut(&ctx.cwd.to_string_lossy(), FACT_STRING_BYTES),
+        timeout_ms: timeout_argument,
+        effective_timeout_ms,
+        tracking: Some(crate::tracking::track(command)),
+        ..CommandFacts::default()
+    }
 }
 
 fn invalid(why: &str) -> ToolOutput {
     ToolOutput::failed(
         "invalid arguments",
-        format!("Expected {{\"command\": string, \"timeout_ms\"?: integer}}: {why}."),
+        format!(
+            "Expected {{\"command\": string, \"timeout_ms\"?: integer, \
+             \"background_after_ms\"?: integer}}: {why}."
+        ),
     )
 }
 
 /// How the command ended.
-enum End {
+pub(crate) enum End {
     Exited(ExitStatus),
     TimedOut,
     Cancelled,
+    /// It ran past the moment it moves to the background.
+    Background,
 }
 
 /// One captured file: bytes past `limit` are counted, not written.
@@ -133,9 +200,9 @@ impl Capture {
 
 /// What a capture kept, once its stream ended.
 #[derive(Clone, Copy, Default)]
-struct Kept {
-    written: u64,
-    dropped: u64,
+pub(crate) struct Kept {
+    pub(crate) written: u64,
+    pub(crate) dropped: u64,
     failed: bool,
 }
 
@@ -181,11 +248,48 @@ impl Files {
 pub(crate) struct Started {
     pub(crate) child: Child,
     pub(crate) group: Pid,
-    /// `stdout.log`, `stderr.log`, `output.log`.
+    /// `stdout.txt`, `stderr.txt`, `output.txt`.
     pub(crate) paths: [PathBuf; 3],
-    pub(crate) files: Files,
+    /// Held, never read: a temporary capture directory lives as long as the command.
+    _files: Files,
     output: Arc<Mutex<Capture>>,
     finished: mpsc::Receiver<(usize, Kept)>,
+}
+
+impl Started {
+    /// Kills the group (whatever the command left running dies with it: a call owns
+    /// everything it started, and a leftover would hold the output pipes open), reaps
+    /// the shell, waits a bounded time for the captures to drain, and says what each
+    /// kept and whether both streams ended.
+    pub(crate) fn finish(&mut self, reaped: bool) -> ([Kept; 3], bool) {
+        // While members of the group live its ID cannot be reused; with none left the
+        // signal finds nothing, unless the PID space wrapped in the instant since the
+        // shell was reaped.
+        let _ = killpg(self.group, Signal::SIGKILL);
+        if !reaped {
+            let _ = self.child.wait();
+        }
+        // Both readers end once every writer of the pipes is gone; a process that left
+        // the group may keep them open, so the wait is bounded.
+        let mut kept = [Kept::default(); 3];
+        let mut drained = 0;
+        let deadline = Instant::now() + Duration::from_millis(PROCESS_DRAIN_MS);
+        while drained < 2 {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.finished.recv_timeout(left) {
+                Ok((stream, stream_kept)) => {
+                    kept[stream] = stream_kept;
+                    drained += 1;
+                }
+                Err(_) => break,
+            }
+        }
+        kept[2] = match self.output.lock() {
+            Ok(capture) => Kept::of(&capture),
+            Err(poisoned) => Kept::of(&poisoned.into_inner()),
+        };
+        (kept, drained == 2)
+    }
 }
 
 /// Starts `command` with bounded captures, in its own group; refusals come back as the
@@ -201,7 +305,7 @@ pub(crate) fn start(
             format!("Cannot create the capture directory: {e}."),
         )
     })?;
-    let paths = ["stdout.log", "stderr.log", "output.log"].map(|name| files.dir.join(name));
+    let paths = crate::facts::CAPTURE_FILES.map(|name| files.dir.join(name));
     let captures = (|| {
         Ok::<_, io::Error>((
             Capture::create(&paths[0], capture_bytes)?,
@@ -244,7 +348,7 @@ pub(crate) fn start(
         child,
         group,
         paths,
-        files,
+        _files: files,
         output,
         finished,
     })
@@ -252,62 +356,195 @@ pub(crate) fn start(
 
 /// Runs `command`, keeping at most `capture_bytes` of each captured file; the bound is a
 /// parameter so tests can reach it without writing 16 MiB.
+#[cfg(test)]
 pub(crate) fn run_command(
     command: &str,
     timeout_ms: u64,
     ctx: &ToolContext,
     capture_bytes: u64,
 ) -> ToolOutput {
-    let Started {
-        mut child,
-        group,
-        paths,
-        files: _files,
-        output,
-        finished,
-    } = match start(command, ctx, capture_bytes) {
-        Ok(started) => started,
-        Err(refused) => return refused,
+    let invocation = Invocation {
+        command,
+        timeout_ms,
+        timeout_argument: Some(timeout_ms),
+        background_after_ms: None,
     };
+    execute_command(&invocation, ctx, capture_bytes).output
+}
 
-    let end = wait(&mut child, Duration::from_millis(timeout_ms), ctx.cancelled);
-    // Whatever the command left running in its group dies with it: a foreground call
-    // owns everything it started, and a leftover would hold the output pipes open. While
-    // such members live the group's ID cannot be reused; with none left the signal finds
-    // nothing, unless the PID space wrapped in the instant since the shell was reaped.
-    let _ = killpg(group, Signal::SIGKILL);
-    if !matches!(end, End::Exited(_)) {
-        let _ = child.wait();
-    }
-
-    // Both readers end once every writer of the pipes is gone; a process that left the
-    // group may keep them open, so the wait is bounded.
-    let mut kept = [Kept::default(); 2];
-    let mut drained = 0;
-    let deadline = Instant::now() + Duration::from_millis(PROCESS_DRAIN_MS);
-    while drained < 2 {
-        let left = deadline.saturating_duration_since(Instant::now());
-        match finished.recv_timeout(left) {
-            Ok((stream, stream_kept)) => {
-                kept[stream] = stream_kept;
-                drained += 1;
+/// Runs a foreground command to its end, or until it moves to the background.
+pub(crate) fn execute_command(
+    invocation: &Invocation,
+    ctx: &ToolContext,
+    capture_bytes: u64,
+) -> ToolReport {
+    let mut facts = command_facts(
+        invocation.command,
+        ctx,
+        invocation.timeout_argument,
+        Some(invocation.timeout_ms),
+    );
+    let mut started = match start(invocation.command, ctx, capture_bytes) {
+        Ok(started) => started,
+        Err(refused) => return ToolReport::with_facts(refused, Facts::Command(Box::new(facts))),
+    };
+    let began = Instant::now();
+    let timeout = Duration::from_millis(invocation.timeout_ms);
+    let background_after = invocation
+        .background_after_ms
+        .map(Duration::from_millis)
+        .filter(|after| *after < timeout);
+    let mut end = wait(&mut started.child, timeout, background_after, ctx.cancelled);
+    if let End::Background = end {
+        let so_far = read_bounded(&started.paths[2], capture_bytes);
+        let paths = ctx.assets_dir.map(|_| started.paths.clone());
+        match crate::jobs::adopt(started, invocation.command, began + timeout, ctx) {
+            Ok(job_id) => {
+                facts.job_id = Some(job_id.clone());
+                return backgrounded(&job_id, &so_far, paths.as_ref(), facts);
             }
-            Err(_) => break,
+            // No room for another job: it stays in the foreground until its timeout.
+            Err(kept) => {
+                started = *kept;
+                let left = timeout.saturating_sub(began.elapsed());
+                end = wait(&mut started.child, left, None, ctx.cancelled);
+            }
         }
     }
-    let output_kept = match output.lock() {
-        Ok(capture) => Kept::of(&capture),
-        Err(poisoned) => Kept::of(&poisoned.into_inner()),
-    };
-    let text = read_bounded(&paths[2], capture_bytes);
-    report(
+    let (kept, drained) = started.finish(matches!(end, End::Exited(_)));
+    let text = read_bounded(&started.paths[2], capture_bytes);
+    record_end(
+        &mut facts,
         &end,
-        timeout_ms,
+        &kept,
+        drained,
+        &started.paths,
+        capture_bytes,
+    );
+    if ctx.assets_dir.is_some() {
+        facts.captures = capture_digests(&started.paths);
+    }
+    let output = report(
+        &end,
+        invocation.timeout_ms,
         &text,
-        [kept[0], kept[1], output_kept],
-        drained == 2,
-        ctx.assets_dir.map(|_| &paths),
+        kept,
+        drained,
+        ctx.assets_dir.map(|_| &started.paths),
+    );
+    ToolReport {
+        cancelled: matches!(end, End::Cancelled),
+        ..ToolReport::with_facts(output, Facts::Command(Box::new(facts)))
+    }
+}
+
+/// The report of a command that moved to the background as `job_id`.
+fn backgrounded(
+    job_id: &str,
+    so_far: &str,
+    paths: Option<&[PathBuf; 3]>,
+    facts: CommandFacts,
+) -> ToolReport {
+    let projection = process_diagnostics(so_far);
+    let mut content = if so_far.is_empty() {
+        "(no output yet)\n".to_owned()
+    } else {
+        let mut text = projection.text;
+        if !text.ends_with('\n') {
+            text.push('\n');
+        }
+        text
+    };
+    content.push_str(&format!(
+        "[still running; moved to the background as {job_id}: read its output with \
+         bash_log, stop it with bash_kill; you will be told when it ends]"
+    ));
+    if let Some([_, _, output]) = paths {
+        content.push_str(&format!("\n[output so far: {}]", output.display()));
+    }
+    ToolReport::with_facts(
+        ToolOutput {
+            content,
+            summary: format!("moved to the background as {job_id}"),
+            is_error: false,
+        },
+        Facts::Command(Box::new(facts)),
     )
+}
+
+/// Records how a command ended in its facts.
+pub(crate) fn record_end(
+    facts: &mut CommandFacts,
+    end: &End,
+    kept: &[Kept; 3],
+    drained: bool,
+    paths: &[PathBuf; 3],
+    capture_bytes: u64,
+) {
+    facts.timed_out = Some(matches!(end, End::TimedOut));
+    if let End::Exited(status) = end {
+        facts.exit_code = status.code();
+        facts.signal = status.signal().map(signal_name);
+    } else {
+        // The group was killed; the shell's own status is not what ended it.
+        facts.signal = Some(signal_name(Signal::SIGKILL as i32));
+    }
+    // A stream whose reader did not finish may have lost bytes nobody counted.
+    let truncated = |k: &Kept| (drained || k.written > 0).then_some(k.dropped > 0);
+    facts.stdout_truncated = truncated(&kept[0]);
+    facts.stderr_truncated = truncated(&kept[1]);
+    facts.stdout_lines = count_lines(&paths[0], capture_bytes);
+    facts.stderr_lines = count_lines(&paths[1], capture_bytes);
+    let failed = !matches!(end, End::Exited(status) if status.success());
+    if failed {
+        facts.failure_line = first_line(&paths[1]);
+    }
+    if !drained {
+        facts.cleanup_warning = Some("a process outside the group kept the output open".to_owned());
+    }
+}
+
+/// The digests of the captures that could be read.
+pub(crate) fn capture_digests(paths: &[PathBuf; 3]) -> Vec<crate::facts::CaptureDigest> {
+    paths
+        .iter()
+        .filter_map(|p| crate::facts::CaptureDigest::of(p))
+        .collect()
+}
+
+/// `SIGKILL` for 9; the number when it has no name.
+fn signal_name(number: i32) -> String {
+    Signal::try_from(number).map_or_else(|_| format!("signal {number}"), |s| s.as_str().to_owned())
+}
+
+/// Lines in a captured file (as `str::lines` counts them), read in chunks so a 16 MiB
+/// capture is never held whole; none when it cannot be read.
+fn count_lines(path: &Path, limit: u64) -> Option<u64> {
+    let mut file = File::open(path).ok()?.take(limit);
+    let mut buffer = vec![0; READ_CHUNK];
+    let mut lines = 0u64;
+    let mut last = b'\n';
+    loop {
+        match file.read(&mut buffer) {
+            Ok(0) => break,
+            Ok(n) => {
+                lines += buffer[..n].iter().filter(|b| **b == b'\n').count() as u64;
+                last = buffer[n - 1];
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => return None,
+        }
+    }
+    Some(lines + u64::from(last != b'\n'))
+}
+
+/// The first non-empty line of a captured file, cut to a fact's bound.
+fn first_line(path: &Path) -> Option<String> {
+    let head = read_bounded(path, READ_CHUNK as u64);
+    head.lines()
+        .map(str::trim)
+        .find(|line| !line.is_empty())
+        .map(|line| cut(line, FACT_STRING_BYTES))
 }
 
 /// Copies one pipe into its own capture and the interleaved one until it ends, then
@@ -346,11 +583,19 @@ fn spawn_reader(
     });
 }
 
-/// Waits for the child, the timeout or the cancellation flag, whichever comes first,
-/// looking again at growing intervals up to `POLL_MAX`.
-fn wait(child: &mut Child, timeout: Duration, cancelled: &(dyn Fn() -> bool + Sync)) -> End {
+/// Waits for the child, the timeout, the moment it moves to the background or the
+/// cancellation flag, whichever comes first, looking again at growing intervals up to
+/// `POLL_MAX`.
+fn wait(
+    child: &mut Child,
+    timeout: Duration,
+    background_after: Option<Duration>,
+    cancelled: &(dyn Fn() -> bool + Sync),
+) -> End {
     let start = Instant::now();
-    let mut pause = Duration::from_millis(1);
+    // A quick command (most are) is seen to end within a fraction of a millisecond.
+    let mut pause = Duration::from_micros(100);
+    let next_stop = background_after.unwrap_or(timeout).min(timeout);
     loop {
         match child.try_wait() {
             Ok(Some(status)) => return End::Exited(status),
@@ -365,7 +610,10 @@ fn wait(child: &mut Child, timeout: Duration, cancelled: &(dyn Fn() -> bool + Sy
         if elapsed >= timeout {
             return End::TimedOut;
         }
-        std::thread::sleep(pause.min(timeout - elapsed));
+        if background_after.is_some_and(|after| elapsed >= after) {
+            return End::Background;
+        }
+        std::thread::sleep(pause.min(next_stop.saturating_sub(elapsed)));
         pause = (pause * 2).min(POLL_MAX);
     }
 }
@@ -430,6 +678,11 @@ fn report(
             "cancelled".to_owned(),
             "cancelled; the process group was killed".to_owned(),
             true,
+        ),
+        End::Background => (
+            "moved to the background".to_owned(),
+            "moved to the background".to_owned(),
+            false,
         ),
     };
     let projection = process_diagnostics(text);
@@ -582,14 +835,14 @@ mod tests {
         assert_eq!(out.summary, "exit 0");
         assert!(out.content.contains("two"));
         let read = |name: &str| std::fs::read_to_string(assets.join(name)).unwrap();
-        assert_eq!(read("stdout.log"), "one\nthree\n");
-        assert_eq!(read("stderr.log"), "two\n");
+        assert_eq!(read("stdout.txt"), "one\nthree\n");
+        assert_eq!(read("stderr.txt"), "two\n");
         // Chunks of the two streams interleave in arrival order, each kept whole.
-        let mut output: Vec<String> = read("output.log").lines().map(str::to_owned).collect();
+        let mut output: Vec<String> = read("output.txt").lines().map(str::to_owned).collect();
         output.sort();
         assert_eq!(output, ["one", "three", "two"]);
         // Inline output names no file.
-        assert!(!out.content.contains("stdout.log"));
+        assert!(!out.content.contains("stdout.txt"));
     }
 
     #[test]
@@ -613,7 +866,7 @@ mod tests {
         assert!(out.content.contains("error: boom"));
         assert!(
             out.content
-                .contains(&assets.join("output.log").display().to_string())
+                .contains(&assets.join("output.txt").display().to_string())
         );
         assert!(out.content.ends_with("use read or grep]"));
         // Without an assets directory nothing is left behind to point at.
@@ -712,11 +965,11 @@ mod tests {
         );
         assert!(!out.content.contains("[stderr capture cut"));
         assert_eq!(
-            std::fs::metadata(assets.join("stdout.log")).unwrap().len(),
+            std::fs::metadata(assets.join("stdout.txt")).unwrap().len(),
             1_000
         );
         assert_eq!(
-            std::fs::read_to_string(assets.join("stderr.log")).unwrap(),
+            std::fs::read_to_string(assets.join("stderr.txt")).unwrap(),
             "err\n"
         );
         assert_eq!(PROCESS_CAPTURE_BYTES, 16 * 1024 * 1024);

@@ -8,7 +8,8 @@ use magi_protocol::limits::WRITE_TOOL_BYTES;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::{ToolDefinition, ToolOutput};
+use crate::facts::{FACT_STRING_BYTES, Facts, cut};
+use crate::{ToolDefinition, ToolOutput, ToolReport, preview};
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -37,7 +38,7 @@ pub(crate) fn definition() -> ToolDefinition {
     }
 }
 
-pub(crate) fn run(arguments: &Value, cwd: &Path) -> ToolOutput {
+pub(crate) fn run(arguments: &Value, cwd: &Path) -> ToolReport {
     let args = match Arguments::deserialize(arguments) {
         Ok(args) => args,
         Err(e) => {
@@ -46,11 +47,24 @@ pub(crate) fn run(arguments: &Value, cwd: &Path) -> ToolOutput {
                 format!(
                     "Expected {{\"path\": string, \"old_text\": string, \"new_text\": string}}: {e}."
                 ),
-            );
+            )
+            .into();
         }
     };
+    // An edit changes an existing file or nothing: it never creates one.
+    let facts = |written: bool, changed: bool| Facts::Change {
+        path: cut(&args.path, FACT_STRING_BYTES),
+        created: false,
+        operations: 1,
+        applied: u64::from(written),
+        changed,
+    };
+    let unchanged = |output| ToolReport::with_facts(output, facts(false, false));
     if args.old_text.is_empty() {
-        return ToolOutput::failed("empty old text", "`old_text` must not be empty.".into());
+        return unchanged(ToolOutput::failed(
+            "empty old text",
+            "`old_text` must not be empty.".into(),
+        ));
     }
     let path = cwd.join(&args.path);
     let metadata = std::fs::metadata(&path);
@@ -58,18 +72,18 @@ pub(crate) fn run(arguments: &Value, cwd: &Path) -> ToolOutput {
         .as_ref()
         .is_ok_and(|m| m.len() > WRITE_TOOL_BYTES as u64)
     {
-        return ToolOutput::failed(
+        return unchanged(ToolOutput::failed(
             "file too large",
             format!("{} is over the {WRITE_TOOL_BYTES}-byte bound.", args.path),
-        );
+        ));
     }
     let text = match std::fs::read_to_string(&path) {
         Ok(text) => text,
         Err(e) => {
-            return ToolOutput::failed(
+            return unchanged(ToolOutput::failed(
                 "cannot read the file",
                 format!("Cannot read {}: {e}.", args.path),
-            );
+            ));
         }
     };
     let found = text.matches(&args.old_text).count();
@@ -91,31 +105,35 @@ pub(crate) fn run(arguments: &Value, cwd: &Path) -> ToolOutput {
                 ),
             )
         };
-        return ToolOutput::failed(summary, content);
+        return unchanged(ToolOutput::failed(summary, content));
     }
     let edited = text.replacen(&args.old_text, &args.new_text, 1);
     if edited.len() > WRITE_TOOL_BYTES {
-        return ToolOutput::failed(
+        return unchanged(ToolOutput::failed(
             "file too large",
             "The edited file would be over the bound; nothing changed.".into(),
-        );
+        ));
     }
     match std::fs::write(&path, &edited) {
         Ok(()) => {
             let (removed, added) = (args.old_text.lines().count(), args.new_text.lines().count());
-            ToolOutput {
+            let output = ToolOutput {
                 content: format!(
                     "Edited {}: replaced {removed} lines with {added}.",
                     args.path
                 ),
                 summary: format!("-{removed} +{added} lines"),
                 is_error: false,
+            };
+            ToolReport {
+                preview: Some(preview::applied(&args.path, &text, &edited)),
+                ..ToolReport::with_facts(output, facts(true, edited != text))
             }
         }
-        Err(e) => ToolOutput::failed(
+        Err(e) => unchanged(ToolOutput::failed(
             "cannot write the file",
             format!("Cannot write {}: {e}.", args.path),
-        ),
+        )),
     }
 }
 
@@ -133,6 +151,7 @@ mod tests {
                 &json!({"path": "a.rs", "old_text": old, "new_text": new}),
                 dir.path(),
             )
+            .output
         };
         let out = run_edit("= 1;", "= 2;");
         assert_eq!(out.summary, "old text ambiguous");
@@ -155,7 +174,47 @@ mod tests {
                 &json!({"path": "missing.rs", "old_text": "a", "new_text": "b"}),
                 dir.path()
             )
+            .output
             .is_error
         );
+    }
+
+    #[test]
+    fn facts_and_preview_record_the_edit() {
+        let dir = tempfile::tempdir().unwrap();
+        let body: String = (1..=10).map(|i| format!("line {i}\n")).collect();
+        std::fs::write(dir.path().join("a.rs"), &body).unwrap();
+        let edit = |old: &str, new: &str| {
+            run(
+                &json!({"path": "a.rs", "old_text": old, "new_text": new}),
+                dir.path(),
+            )
+        };
+        let facts = |applied: u64, changed: bool| {
+            Some(Facts::Change {
+                path: "a.rs".into(),
+                created: false,
+                operations: 1,
+                applied,
+                changed,
+            })
+        };
+        let report = edit("line 5\n", "five\n");
+        assert_eq!(report.facts, facts(1, true));
+        let preview = report.preview.unwrap();
+        assert_eq!(
+            preview.diff,
+            "--- a.rs\n+++ a.rs\n@@ -2,7 +2,7 @@\n line 2\n line 3\n line 4\n-line 5\n+five\n \
+             line 6\n line 7\n line 8\n"
+        );
+        assert!(!preview.truncated);
+        // Replaced with itself: written, but the file is as it was.
+        let report = edit("five", "five");
+        assert_eq!(report.facts, facts(1, false));
+        assert_eq!(report.preview.unwrap().diff, "");
+        let report = edit("absent", "x");
+        assert_eq!(report.facts, facts(0, false));
+        assert_eq!(report.preview, None);
+        assert_eq!(run(&json!({"path": "a.rs"}), dir.path()).facts, None);
     }
 }

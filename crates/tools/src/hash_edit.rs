@@ -13,7 +13,8 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use crate::{ToolDefinition, ToolOutput};
+use crate::facts::{FACT_STRING_BYTES, Facts, cut};
+use crate::{ToolDefinition, ToolOutput, ToolReport, preview};
 
 /// Hex characters of a line hash: enough to tell a changed line, short to read.
 const LINE_HASH_HEX: usize = 6;
@@ -104,30 +105,43 @@ struct LinePlan {
     after: Vec<String>,
 }
 
-pub(crate) fn run(arguments: &Value, cwd: &Path) -> ToolOutput {
+pub(crate) fn run(arguments: &Value, cwd: &Path) -> ToolReport {
     let args = match Arguments::deserialize(arguments) {
         Ok(args) => args,
         Err(e) => {
             return ToolOutput::failed(
                 "invalid arguments",
                 format!("Invalid hash_edit arguments: {e}."),
-            );
+            )
+            .into();
         }
     };
+    // Counted before the operations are consumed below; a hash_edit changes an
+    // existing file or nothing, so it never creates one.
+    let operations = args.operations.len() as u64;
+    let fact_path = cut(&args.path, FACT_STRING_BYTES);
+    let facts = |applied: u64, changed: bool| Facts::Change {
+        path: fact_path.clone(),
+        created: false,
+        operations,
+        applied,
+        changed,
+    };
+    let unchanged = |output| ToolReport::with_facts(output, facts(0, false));
     let path = cwd.join(&args.path);
     if std::fs::metadata(&path).is_ok_and(|m| m.len() > WRITE_TOOL_BYTES as u64) {
-        return ToolOutput::failed(
+        return unchanged(ToolOutput::failed(
             "file too large",
             format!("{} is over the 1 MiB bound.", args.path),
-        );
+        ));
     }
     let text = match std::fs::read_to_string(&path) {
         Ok(text) => text,
         Err(e) => {
-            return ToolOutput::failed(
+            return unchanged(ToolOutput::failed(
                 "cannot read the file",
                 format!("Cannot read {}: {e}.", args.path),
-            );
+            ));
         }
     };
     let lines: Vec<&str> = text.lines().collect();
@@ -181,14 +195,14 @@ pub(crate) fn run(arguments: &Value, cwd: &Path) -> ToolOutput {
         }
     }
     if applied.is_empty() {
-        return ToolOutput::failed(
+        return unchanged(ToolOutput::failed(
             "no operation applied",
             format!(
                 "Nothing changed in {}. Refused: {}.",
                 args.path,
                 refused.join("; ")
             ),
-        );
+        ));
     }
     let inserted = |line: usize| plan.get(&line).map(|p| p.after.clone()).unwrap_or_default();
     let mut out: Vec<String> = inserted(0);
@@ -206,16 +220,16 @@ pub(crate) fn run(arguments: &Value, cwd: &Path) -> ToolOutput {
         edited.push('\n');
     }
     if edited.len() > WRITE_TOOL_BYTES {
-        return ToolOutput::failed(
+        return unchanged(ToolOutput::failed(
             "file too large",
             "The edited file would be over 1 MiB; nothing changed.".into(),
-        );
+        ));
     }
     if let Err(e) = std::fs::write(&path, &edited) {
-        return ToolOutput::failed(
+        return unchanged(ToolOutput::failed(
             "cannot write the file",
             format!("Cannot write {}: {e}.", args.path),
-        );
+        ));
     }
     let total = applied.len() + refused.len();
     let mut content = format!(
@@ -227,10 +241,16 @@ pub(crate) fn run(arguments: &Value, cwd: &Path) -> ToolOutput {
     if !refused.is_empty() {
         content.push_str(&format!(" Refused: {}.", refused.join("; ")));
     }
-    ToolOutput {
+    let output = ToolOutput {
         content,
         summary: format!("applied {} of {total} operations", applied.len()),
         is_error: false,
+    };
+    // The refused operations left nothing in the file, so the diff of what was read
+    // against what was written is exactly what applied.
+    ToolReport {
+        preview: Some(preview::applied(&args.path, &text, &edited)),
+        ..ToolReport::with_facts(output, facts(applied.len() as u64, edited != text))
     }
 }
 
@@ -259,7 +279,7 @@ mod tests {
         std::fs::write(dir.path().join("f.txt"), text).unwrap();
         let root = dir.path().to_path_buf();
         let edit = move |operations: Value| {
-            let out = run(&json!({"path": "f.txt", "operations": operations}), &root);
+            let out = run(&json!({"path": "f.txt", "operations": operations}), &root).output;
             (out, std::fs::read_to_string(root.join("f.txt")).unwrap())
         };
         (dir, edit)
@@ -307,5 +327,55 @@ mod tests {
         let (out, text) = edit(json!([{"op": "delete", "line": 1, "hash": "000000"}]));
         assert!(out.is_error);
         assert_eq!(text, "b\nc\na");
+    }
+
+    #[test]
+    fn facts_and_preview_cover_only_what_applied() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("f.txt"), "a\nb\nc\n").unwrap();
+        let edit = |operations: Value| {
+            run(
+                &json!({"path": "f.txt", "operations": operations}),
+                dir.path(),
+            )
+        };
+        let facts = |operations: u64, applied: u64, changed: bool| {
+            Some(Facts::Change {
+                path: "f.txt".into(),
+                created: false,
+                operations,
+                applied,
+                changed,
+            })
+        };
+        let report = edit(json!([
+            {"op": "replace", "line": 1, "hash": line_hash("a"), "text": "A"},
+            {"op": "replace", "line": 2, "hash": line_hash("stale"), "text": "X"},
+            {"op": "delete", "line": 3, "hash": line_hash("c")}
+        ]));
+        assert_eq!(report.facts, facts(3, 2, true));
+        let preview = report.preview.unwrap();
+        // The refused replacement of `b` is not in the preview.
+        assert_eq!(
+            preview.diff,
+            "--- f.txt\n+++ f.txt\n@@ -1,3 +1,2 @@\n-a\n+A\n b\n-c\n"
+        );
+        assert!(!preview.truncated);
+
+        // Applied, yet the same text: nothing on disk changed.
+        let report = edit(json!([
+            {"op": "replace", "line": 2, "hash": line_hash("b"), "text": "b"}
+        ]));
+        assert_eq!(report.facts, facts(1, 1, false));
+        assert_eq!(report.preview.unwrap().diff, "");
+
+        let report = edit(json!([
+            {"op": "delete", "line": 1, "hash": "000000"},
+            {"op": "delete", "line": 7, "hash": line_hash("a")}
+        ]));
+        assert!(report.output.is_error);
+        assert_eq!(report.facts, facts(2, 0, false));
+        assert_eq!(report.preview, None);
+        assert_eq!(edit(json!("not a list")).facts, None);
     }
 }

@@ -1,9 +1,18 @@
-//! Background commands: `async_bash` starts one and returns at once, `bash_log` reads
-//! its captured output, `bash_kill` stops it. Jobs belong to the backend process: they
-//! live until they exit, are killed, or the backend ends ([`stop_all`]).
+//! Background commands: `async_bash` starts one and returns at once, a foreground `bash`
+//! that runs too long moves here, `bash_log` reads a job's captured output, `bash_kill`
+//! stops it. Jobs belong to the backend process: they live until they exit, reach the
+//! timeout they were given, are killed, or the backend ends ([`stop_all`]).
+//!
+//! A watcher thread per job notices its end. A job whose captures live in a
+//! conversation's assets then has a notice waiting for that conversation
+//! ([`take_notices`]), which the runner gives the model before its next request: the
+//! completion arrives as a queued event, never as a second result of the call that
+//! started the job.
 
 use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
+use std::time::{Duration, Instant};
 
 use magi_protocol::limits::{
     BACKGROUND_JOBS, BASH_LOG_LINES, BASH_LOG_MAX_LINES, PROCESS_CAPTURE_BYTES,
@@ -12,18 +21,80 @@ use nix::sys::signal::{Signal, killpg};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::bash::{Started, read_bounded, start};
-use crate::{ToolContext, ToolDefinition, ToolOutput};
+use crate::bash::{End, Kept, Started, command_facts, read_bounded, record_end, start};
+use crate::diagnostics::process_diagnostics;
+use crate::facts::{CommandFacts, Facts};
+use crate::{ToolContext, ToolDefinition, ToolOutput, ToolReport};
+
+/// How often a watcher looks at its job.
+const WATCH_INTERVAL: Duration = Duration::from_millis(50);
+
+/// How a job ended.
+struct Ended {
+    /// `exit 0`, `killed`, `timed out`, …
+    state: String,
+    /// Its facts, completed.
+    facts: CommandFacts,
+    kept: [Kept; 3],
+    drained: bool,
+}
 
 struct Job {
     started: Started,
+    /// The facts of the call that started it, completed when it ends.
+    facts: CommandFacts,
+    /// When the timeout kills it, if it has one.
+    deadline: Option<Instant>,
+    /// Where its captures live; a conversation's jobs are found by this.
+    assets_dir: Option<PathBuf>,
+    /// Set once it ended.
+    ended: Option<Ended>,
+    /// `bash_kill` stopped it.
     killed: bool,
+    /// Its end was told to its conversation.
+    noticed: bool,
+    /// Order of start, to evict the oldest ended jobs first.
+    serial: u64,
+}
+
+impl Job {
+    fn state(&self) -> String {
+        match &self.ended {
+            Some(ended) => ended.state.clone(),
+            None => "running".into(),
+        }
+    }
 }
 
 #[derive(Default)]
 struct Jobs {
     next: u64,
-    running: BTreeMap<String, Job>,
+    all: BTreeMap<String, Job>,
+}
+
+impl Jobs {
+    fn running(&self) -> usize {
+        self.all.values().filter(|j| j.ended.is_none()).count()
+    }
+
+    /// Makes room for one more job's record: ended jobs beyond [`BACKGROUND_JOBS`] are
+    /// forgotten, those already told to their conversation first, oldest first.
+    fn evict(&mut self) {
+        while self.all.len() >= 2 * BACKGROUND_JOBS {
+            let oldest = self
+                .all
+                .iter()
+                .filter(|(_, j)| j.ended.is_some())
+                .min_by_key(|(_, j)| (!j.noticed, j.serial))
+                .map(|(id, _)| id.clone());
+            match oldest {
+                Some(id) => {
+                    self.all.remove(&id);
+                }
+                None => break,
+            }
+        }
+    }
 }
 
 fn jobs() -> MutexGuard<'static, Jobs> {
@@ -35,10 +106,181 @@ fn jobs() -> MutexGuard<'static, Jobs> {
 
 /// Kills every background job's process group: the backend is ending.
 pub fn stop_all() {
-    for job in jobs().running.values_mut() {
-        let _ = killpg(job.started.group, Signal::SIGKILL);
-        let _ = job.started.child.wait();
+    let mut jobs = jobs();
+    for job in jobs.all.values_mut() {
+        if job.ended.is_none() {
+            let _ = killpg(job.started.group, Signal::SIGKILL);
+            let _ = job.started.child.wait();
+        }
     }
+}
+
+/// A job's end, told to the conversation that started it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobNotice {
+    /// The job.
+    pub job_id: String,
+    /// How it ended (`exit 0`, `killed`, `timed out after 60 s`, …).
+    pub state: String,
+    /// What the model is told: the state and the `process_diagnostics` projection of
+    /// its whole output, with the capture's path when the projection is a summary.
+    pub text: String,
+    /// The facts of the command, completed with its end.
+    pub facts: Facts,
+}
+
+/// Takes the notices of jobs that ended and whose captures live under
+/// `conversation_dir`; each is given once.
+pub fn take_notices(conversation_dir: &Path) -> Vec<JobNotice> {
+    let mut jobs = jobs();
+    let mut notices = Vec::new();
+    for (id, job) in jobs.all.iter_mut() {
+        let owned = job
+            .assets_dir
+            .as_deref()
+            .is_some_and(|dir| dir.starts_with(conversation_dir));
+        let Some(ended) = job.ended.as_ref().filter(|_| owned && !job.noticed) else {
+            continue;
+        };
+        job.noticed = true;
+        let output = read_bounded(&job.started.paths[2], PROCESS_CAPTURE_BYTES as u64);
+        let projection = process_diagnostics(&output);
+        let mut text = format!("[background job {id} ended: {}]", ended.state);
+        if !output.is_empty() {
+            text.push('\n');
+            text.push_str(projection.text.trim_end_matches('\n'));
+        }
+        for (name, kept) in ["stdout", "stderr", "output"].iter().zip(&ended.kept) {
+            if kept.dropped > 0 {
+                text.push_str(&format!(
+                    "\n[{name} capture cut: {} bytes kept, {} more not kept]",
+                    kept.written, kept.dropped
+                ));
+            }
+        }
+        if !ended.drained {
+            text.push_str(
+                "\n[output may be incomplete: a process outside the group kept the output open]",
+            );
+        }
+        if !projection.inline {
+            text.push_str(&format!(
+                "\n[full output: {}; use read or grep]",
+                job.started.paths[2].display()
+            ));
+        }
+        notices.push(JobNotice {
+            job_id: id.clone(),
+            state: ended.state.clone(),
+            text,
+            facts: Facts::Command(Box::new(ended.facts.clone())),
+        });
+    }
+    notices
+}
+
+/// Takes over a foreground command that ran too long. Refused, with the command handed
+/// back, when [`BACKGROUND_JOBS`] jobs run already.
+pub(crate) fn adopt(
+    started: Started,
+    command: &str,
+    deadline: Instant,
+    ctx: &ToolContext,
+) -> Result<String, Box<Started>> {
+    let mut jobs = jobs();
+    if jobs.running() >= BACKGROUND_JOBS {
+        return Err(Box::new(started));
+    }
+    let facts = command_facts(command, ctx, None, None);
+    Ok(insert(&mut jobs, started, facts, Some(deadline), ctx))
+}
+
+/// Registers a started job and its watcher; returns its ID.
+fn insert(
+    jobs: &mut Jobs,
+    started: Started,
+    mut facts: CommandFacts,
+    deadline: Option<Instant>,
+    ctx: &ToolContext,
+) -> String {
+    jobs.evict();
+    jobs.next += 1;
+    let serial = jobs.next;
+    let id = format!("job-{serial}");
+    facts.job_id = Some(id.clone());
+    jobs.all.insert(
+        id.clone(),
+        Job {
+            started,
+            facts,
+            deadline,
+            assets_dir: ctx.assets_dir.map(Path::to_owned),
+            ended: None,
+            killed: false,
+            noticed: false,
+            serial,
+        },
+    );
+    let watched = id.clone();
+    // Without a watcher the job would only be seen to end when someone looks.
+    let _ = std::thread::Builder::new()
+        .name("magi-job".into())
+        .spawn(move || watch(&watched));
+    id
+}
+
+/// Looks at a job until it ends, killing it at its deadline.
+fn watch(id: &str) {
+    loop {
+        std::thread::sleep(WATCH_INTERVAL);
+        let mut jobs = jobs();
+        let Some(job) = jobs.all.get_mut(id) else {
+            return;
+        };
+        if job.ended.is_some() {
+            return;
+        }
+        let end = match job.started.child.try_wait() {
+            Ok(Some(status)) => End::Exited(status),
+            Ok(None) if job.deadline.is_some_and(|d| Instant::now() >= d) => End::TimedOut,
+            Ok(None) => continue,
+            Err(_) => End::Cancelled,
+        };
+        conclude(job, &end);
+        return;
+    }
+}
+
+/// Records a job's end: its group is killed, its captures drained, its facts completed.
+fn conclude(job: &mut Job, end: &End) {
+    let (kept, drained) = job.started.finish(matches!(end, End::Exited(_)));
+    let mut facts = job.facts.clone();
+    record_end(
+        &mut facts,
+        end,
+        &kept,
+        drained,
+        &job.started.paths,
+        PROCESS_CAPTURE_BYTES as u64,
+    );
+    if job.assets_dir.is_some() {
+        facts.captures = crate::bash::capture_digests(&job.started.paths);
+    }
+    let state = match end {
+        End::Exited(status) => match status.code() {
+            Some(code) => format!("exit {code}"),
+            None => "ended by a signal".into(),
+        },
+        End::TimedOut => "timed out".into(),
+        End::Cancelled if job.killed => "killed".into(),
+        End::Cancelled | End::Background => "ended; status unknown".into(),
+    };
+    job.ended = Some(Ended {
+        state,
+        facts,
+        kept,
+        drained,
+    });
 }
 
 pub(crate) fn definitions() -> [ToolDefinition; 3] {
@@ -46,7 +288,8 @@ pub(crate) fn definitions() -> [ToolDefinition; 3] {
         ToolDefinition {
             name: "async_bash",
             description: "Start a shell command in the background and return at once with a \
-                          job ID. Read its output with bash_log and stop it with bash_kill.",
+                          job ID. Read its output with bash_log and stop it with bash_kill; \
+                          you are told when it ends.",
             parameters: json!({
                 "type": "object",
                 "properties": {"command": {"type": "string"}},
@@ -56,14 +299,15 @@ pub(crate) fn definitions() -> [ToolDefinition; 3] {
         },
         ToolDefinition {
             name: "bash_log",
-            description: "Read a background job's output: `limit` lines (default 100, at most \
-                          500) from line `offset` (1-based), or the last lines when `offset` \
-                          is omitted; also says whether the job still runs.",
+            description: "Read a background job's output (stdout and stderr interleaved): \
+                          `limit` lines (default 100, at most 500) from line `offset` \
+                          (0-based), or the last lines when `offset` is omitted. Says whether \
+                          the job still runs and where the next page starts.",
             parameters: json!({
                 "type": "object",
                 "properties": {
                     "job": {"type": "string"},
-                    "offset": {"type": "integer", "minimum": 1},
+                    "offset": {"type": "integer", "minimum": 0},
                     "limit": {"type": "integer", "minimum": 1, "maximum": BASH_LOG_MAX_LINES}
                 },
                 "required": ["job"],
@@ -105,134 +349,158 @@ struct KillArguments {
     job: String,
 }
 
-pub(crate) fn run_start(arguments: &Value, ctx: &ToolContext) -> ToolOutput {
+pub(crate) fn run_start(arguments: &Value, ctx: &ToolContext) -> ToolReport {
     let Ok(args) = StartArguments::deserialize(arguments) else {
         return ToolOutput::failed(
             "invalid arguments",
             "Expected {\"command\": string}.".into(),
-        );
+        )
+        .into();
     };
+    let facts = command_facts(&args.command, ctx, None, None);
     let mut jobs = jobs();
-    if jobs.running.len() >= BACKGROUND_JOBS {
-        return ToolOutput::failed(
+    if jobs.running() >= BACKGROUND_JOBS {
+        let refused = ToolOutput::failed(
             "too many jobs",
-            format!("{BACKGROUND_JOBS} background jobs exist; stop one with bash_kill first."),
+            format!("{BACKGROUND_JOBS} background jobs run; stop one with bash_kill first."),
         );
+        return ToolReport::with_facts(refused, Facts::Command(Box::new(facts)));
     }
     let started = match start(&args.command, ctx, PROCESS_CAPTURE_BYTES as u64) {
         Ok(started) => started,
-        Err(refused) => return refused,
+        Err(refused) => {
+            return ToolReport::with_facts(refused, Facts::Command(Box::new(facts)));
+        }
     };
-    jobs.next += 1;
-    let id = format!("job-{}", jobs.next);
     let where_kept = if ctx.assets_dir.is_some() {
         format!(" Its output is kept in {}.", started.paths[2].display())
     } else {
         String::new()
     };
-    jobs.running.insert(
-        id.clone(),
-        Job {
-            started,
-            killed: false,
+    let id = insert(&mut jobs, started, facts.clone(), None, ctx);
+    let facts = CommandFacts {
+        job_id: Some(id.clone()),
+        ..facts
+    };
+    ToolReport::with_facts(
+        ToolOutput {
+            content: format!(
+                "Started {id}.{where_kept} Read it with bash_log; stop it with bash_kill. \
+                 You will be told when it ends."
+            ),
+            summary: format!("started {id}"),
+            is_error: false,
         },
-    );
-    ToolOutput {
-        content: format!(
-            "Started {id}.{where_kept} Read it with bash_log; stop it with bash_kill."
-        ),
-        summary: format!("started {id}"),
-        is_error: false,
-    }
+        Facts::Command(Box::new(facts)),
+    )
 }
 
-/// How a job stands now.
-fn state(job: &mut Job) -> String {
-    if job.killed {
-        return "killed".into();
-    }
-    match job.started.child.try_wait() {
-        Ok(None) => "running".into(),
-        Ok(Some(status)) => match status.code() {
-            Some(code) => format!("exited with code {code}"),
-            None => "ended by a signal".into(),
-        },
-        Err(_) => "unknown".into(),
-    }
-}
-
-pub(crate) fn run_log(arguments: &Value) -> ToolOutput {
+pub(crate) fn run_log(arguments: &Value) -> ToolReport {
     let Ok(args) = LogArguments::deserialize(arguments) else {
         return ToolOutput::failed(
             "invalid arguments",
             "Expected {\"job\": string, \"offset\"?: integer, \"limit\"?: integer}.".into(),
-        );
+        )
+        .into();
     };
-    let mut jobs = jobs();
-    let Some(job) = jobs.running.get_mut(&args.job) else {
-        return ToolOutput::failed("unknown job", format!("There is no job {:?}.", args.job));
+    let jobs = jobs();
+    let Some(job) = jobs.all.get(&args.job) else {
+        return ToolOutput::failed("unknown job", format!("There is no job {:?}.", args.job))
+            .into();
     };
-    let state = state(job);
-    let text = read_bounded(&job.started.paths[2], PROCESS_CAPTURE_BYTES as u64);
+    let state = job.state();
+    let path = job.started.paths[2].clone();
+    drop(jobs);
+    let text = read_bounded(&path, PROCESS_CAPTURE_BYTES as u64);
     let lines: Vec<&str> = text.lines().collect();
+    let total = lines.len();
     let limit = args
         .limit
         .unwrap_or(BASH_LOG_LINES)
         .clamp(1, BASH_LOG_MAX_LINES);
-    let first = match args.offset {
-        Some(offset) => offset.max(1),
-        None => lines.len().saturating_sub(limit) + 1,
-    };
-    let shown: Vec<&str> = lines.iter().skip(first - 1).take(limit).copied().collect();
-    let last = first + shown.len().saturating_sub(1);
+    let first = args
+        .offset
+        .unwrap_or_else(|| total.saturating_sub(limit))
+        .min(total);
+    let shown = &lines[first..(first + limit).min(total)];
+    let end = first + shown.len();
     let range = if shown.is_empty() {
         format!("no lines from {first}")
     } else {
-        format!("lines {first}-{last}")
+        format!("lines {first}-{}", end - 1)
     };
-    let mut content = format!("[{} {state}; {range} of {}]", args.job, lines.len());
-    for line in &shown {
+    let page = shown.join("\n");
+    let projection = process_diagnostics(&page);
+    let mut content = format!("[{} {state}; {range} of {total} (0-based)]", args.job);
+    if !page.is_empty() {
         content.push('\n');
-        content.push_str(line);
+        content.push_str(&projection.text);
     }
-    ToolOutput {
-        content,
-        summary: format!("{} {state}, {range} of {}", args.job, lines.len()),
-        is_error: false,
+    if end < total {
+        content.push_str(&format!("\n[next offset: {end}]"));
     }
+    if first > 0 || end < total || !projection.inline {
+        content.push_str(&format!("\n[full output: {}]", path.display()));
+    }
+    let facts = Facts::Job {
+        job_id: args.job.clone(),
+        state: Some(state.clone()),
+        first_line: Some(first as u64),
+        lines: Some(shown.len() as u64),
+        total_lines: Some(total as u64),
+    };
+    ToolReport::with_facts(
+        ToolOutput {
+            content,
+            summary: format!("{} {state}, {range} of {total}", args.job),
+            is_error: false,
+        },
+        facts,
+    )
 }
 
-pub(crate) fn run_kill(arguments: &Value) -> ToolOutput {
+pub(crate) fn run_kill(arguments: &Value) -> ToolReport {
     let Ok(args) = KillArguments::deserialize(arguments) else {
-        return ToolOutput::failed("invalid arguments", "Expected {\"job\": string}.".into());
+        return ToolOutput::failed("invalid arguments", "Expected {\"job\": string}.".into())
+            .into();
     };
     let mut jobs = jobs();
-    let Some(job) = jobs.running.get_mut(&args.job) else {
-        return ToolOutput::failed("unknown job", format!("There is no job {:?}.", args.job));
+    let Some(job) = jobs.all.get_mut(&args.job) else {
+        return ToolOutput::failed("unknown job", format!("There is no job {:?}.", args.job))
+            .into();
     };
-    let before = state(job);
-    if before == "running" {
-        let _ = killpg(job.started.group, Signal::SIGKILL);
-        let _ = job.started.child.wait();
+    let was_running = job.ended.is_none();
+    if was_running {
         job.killed = true;
+        conclude(job, &End::Cancelled);
     }
-    ToolOutput {
-        content: format!(
-            "{}: {}.",
-            args.job,
-            if job.killed { "killed" } else { &before }
-        ),
-        summary: format!(
-            "{} {}",
-            args.job,
-            if job.killed {
-                "killed"
-            } else {
-                "already ended"
-            }
-        ),
-        is_error: false,
-    }
+    let state = job.state();
+    let facts = Facts::Job {
+        job_id: args.job.clone(),
+        state: Some(state.clone()),
+        first_line: None,
+        lines: None,
+        total_lines: None,
+    };
+    let (content, summary) = if was_running {
+        (
+            format!("{}: killed.", args.job),
+            format!("{} killed", args.job),
+        )
+    } else {
+        (
+            format!("{}: already ended ({state}).", args.job),
+            format!("{} already ended", args.job),
+        )
+    };
+    ToolReport::with_facts(
+        ToolOutput {
+            content,
+            summary,
+            is_error: false,
+        },
+        facts,
+    )
 }
 
 #[cfg(test)]
@@ -247,8 +515,16 @@ mod tests {
         out.summary.trim_start_matches("started ").to_owned()
     }
 
+    fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !done() {
+            assert!(Instant::now() < deadline, "{what} never happened");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
     #[test]
-    fn a_background_job_is_read_and_killed() {
+    fn a_background_job_is_read_by_0_based_pages_and_killed() {
         let dir = tempfile::tempdir().unwrap();
         let ctx = ToolContext {
             cwd: dir.path(),
@@ -258,36 +534,88 @@ mod tests {
         };
         // The job writes its lines, then signals through a file and keeps running.
         let out = run_start(
-            &json!({"command": "for i in $(seq 1 150); do echo line$i; done; touch ready; sleep 30"}),
+            &json!({"command": "for i in $(seq 0 149); do echo line$i; done; touch ready; sleep 30"}),
             &ctx,
-        );
+        )
+        .output;
         assert!(!out.is_error, "{}", out.content);
         let id = job_id(&out);
-        let ready = dir.path().join("ready");
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-        while !ready.exists() {
-            assert!(
-                std::time::Instant::now() < deadline,
-                "the job never got ready"
-            );
-            std::thread::yield_now();
-        }
-        let tail = run_log(&json!({"job": id}));
+        wait_for("the job's output", || dir.path().join("ready").exists());
+        let tail = run_log(&json!({"job": id})).output;
         assert!(
             tail.content
-                .starts_with(&format!("[{id} running; lines 51-150 of 150]")),
+                .starts_with(&format!("[{id} running; lines 50-149 of 150 (0-based)]")),
             "{}",
             tail.content
         );
-        assert!(tail.content.ends_with("line150"));
-        let head = run_log(&json!({"job": id, "offset": 1, "limit": 2}));
-        assert_eq!(
-            head.content,
-            format!("[{id} running; lines 1-2 of 150]\nline1\nline2")
+        assert!(tail.content.contains("\nline149\n[full output: "));
+        let head = run_log(&json!({"job": id, "offset": 0, "limit": 2})).output;
+        assert!(
+            head.content.starts_with(&format!(
+                "[{id} running; lines 0-1 of 150 (0-based)]\nline0\nline1\n[next offset: 2]"
+            )),
+            "{}",
+            head.content
         );
-        let killed = run_kill(&json!({"job": id}));
+        let past = run_log(&json!({"job": id, "offset": 500})).output;
+        assert!(
+            past.content.contains("no lines from 150"),
+            "{}",
+            past.content
+        );
+        let killed = run_kill(&json!({"job": id})).output;
         assert_eq!(killed.summary, format!("{id} killed"));
-        assert!(run_log(&json!({"job": id})).content.contains("killed"));
-        assert_eq!(run_log(&json!({"job": "job-0"})).summary, "unknown job");
+        assert!(
+            run_log(&json!({"job": id}))
+                .output
+                .content
+                .contains("killed")
+        );
+        assert_eq!(
+            run_kill(&json!({"job": id})).output.summary,
+            format!("{id} already ended")
+        );
+        assert_eq!(
+            run_log(&json!({"job": "job-0"})).output.summary,
+            "unknown job"
+        );
+    }
+
+    #[test]
+    fn an_ended_job_is_noticed_once_by_its_conversation() {
+        let dir = tempfile::tempdir().unwrap();
+        let conversation = dir.path().join("conversations/s1");
+        let assets = conversation.join("tool-calls/c1");
+        let ctx = ToolContext {
+            cwd: dir.path(),
+            assets_dir: Some(&assets),
+            cancelled: &never,
+            hidden_env: &[],
+        };
+        let out = run_start(&json!({"command": "echo done; exit 3"}), &ctx);
+        let id = job_id(&out.output);
+        let Some(Facts::Command(facts)) = &out.facts else {
+            panic!("command facts")
+        };
+        assert_eq!(facts.job_id.as_deref(), Some(id.as_str()));
+        let mut notices = Vec::new();
+        wait_for("the notice", || {
+            notices.extend(take_notices(&conversation));
+            !notices.is_empty()
+        });
+        assert_eq!(notices.len(), 1);
+        assert_eq!(notices[0].job_id, id);
+        assert_eq!(notices[0].state, "exit 3");
+        assert_eq!(
+            notices[0].text,
+            format!("[background job {id} ended: exit 3]\ndone")
+        );
+        let Facts::Command(facts) = &notices[0].facts else {
+            panic!("command facts")
+        };
+        assert_eq!(facts.exit_code, Some(3));
+        assert_eq!(facts.stdout_lines, Some(1));
+        assert!(take_notices(&conversation).is_empty());
+        assert!(take_notices(&dir.path().join("conversations/s2")).is_empty());
     }
 }

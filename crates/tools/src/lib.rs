@@ -5,12 +5,16 @@
 mod bash;
 mod diagnostics;
 mod edit;
+pub mod facts;
 mod find;
 mod grep;
 mod hash_edit;
 mod jobs;
 mod list;
+mod preview;
 mod read;
+mod scope;
+pub mod tracking;
 mod walk;
 mod web_fetch;
 mod write;
@@ -20,6 +24,9 @@ use std::path::Path;
 use serde_json::Value;
 
 pub use diagnostics::{Projection, process_diagnostics};
+pub use facts::{AppliedPreview, CommandFacts, Facts};
+pub use jobs::{JobNotice, take_notices};
+pub use scope::{outside_workspace, subject};
 
 /// A tool as the model sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -41,6 +48,49 @@ pub struct ToolOutput {
     pub summary: String,
     /// Whether the call failed.
     pub is_error: bool,
+}
+
+/// Everything a call reports: its output, and what a card will need of it later.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolReport {
+    /// What the model is given, and the summary.
+    pub output: ToolOutput,
+    /// What the call observed, recorded for cards; none when it observed nothing (for
+    /// example, arguments it refused).
+    pub facts: Option<Facts>,
+    /// The change it applied, as a display-only preview.
+    pub preview: Option<AppliedPreview>,
+    /// Whether it stopped because it was cancelled.
+    pub cancelled: bool,
+    /// The transcript projection: at most [`TRANSCRIPT_LINES`] lines of the result a
+    /// transcript shows (the first lines read or found, the last lines a command
+    /// printed), kept as display data for cards; never the base activity summary.
+    pub transcript: Vec<String>,
+}
+
+/// Lines in a call's transcript projection.
+pub const TRANSCRIPT_LINES: usize = 6;
+
+impl From<ToolOutput> for ToolReport {
+    fn from(output: ToolOutput) -> ToolReport {
+        ToolReport {
+            output,
+            facts: None,
+            preview: None,
+            cancelled: false,
+            transcript: Vec::new(),
+        }
+    }
+}
+
+impl ToolReport {
+    /// The report of `output` with its facts.
+    pub fn with_facts(output: ToolOutput, facts: Facts) -> ToolReport {
+        ToolReport {
+            facts: Some(facts),
+            ..ToolReport::from(output)
+        }
+    }
 }
 
 impl ToolOutput {
@@ -144,28 +194,73 @@ pub fn run(name: &str, arguments: &str, cwd: &Path) -> ToolOutput {
 /// or invalid arguments is a failed call the model is told about, not an error of the
 /// run.
 pub fn run_in(name: &str, arguments: &str, ctx: &ToolContext) -> ToolOutput {
+    execute(name, arguments, ctx).output
+}
+
+/// Runs tool `name` with the model's `arguments` (JSON text) in `ctx` and reports its
+/// output with its facts. An unknown tool or invalid arguments is a failed call the
+/// model is told about, not an error of the run.
+pub fn execute(name: &str, arguments: &str, ctx: &ToolContext) -> ToolReport {
+    let mut report = dispatch(name, arguments, ctx);
+    report.transcript = transcript(name, &report.output);
+    report
+}
+
+/// The transcript projection of a call's output: what a transcript shows of it in at
+/// most [`TRANSCRIPT_LINES`] lines, each cut to [`facts::FACT_STRING_BYTES`]. Reads,
+/// searches and fetches show their first lines; commands and logs their last lines
+/// before the status lines the tool appends; changes show nothing (their applied
+/// preview says more), nor does a failed call of a tool that produced no result.
+fn transcript(name: &str, output: &ToolOutput) -> Vec<String> {
+    let lines: Vec<&str> = output.content.lines().collect();
+    let selected: Vec<&str> = match name {
+        "read" | "grep" | "find" | "list" | "web_fetch" if !output.is_error => {
+            lines.into_iter().take(TRANSCRIPT_LINES).collect()
+        }
+        "bash" | "bash_log" => {
+            // The tool's own status lines come last, each one bracketed.
+            let body_end = lines
+                .iter()
+                .rposition(|l| !(l.starts_with('[') && l.ends_with(']')))
+                .map_or(0, |i| i + 1);
+            let body = &lines[..body_end];
+            let from = body.len().saturating_sub(TRANSCRIPT_LINES);
+            body[from..].to_vec()
+        }
+        _ => Vec::new(),
+    };
+    selected
+        .into_iter()
+        .map(|l| facts::cut(l, facts::FACT_STRING_BYTES))
+        .collect()
+}
+
+/// Runs the tool a call names.
+fn dispatch(name: &str, arguments: &str, ctx: &ToolContext) -> ToolReport {
     let cwd = ctx.cwd;
     let Ok(arguments) = serde_json::from_str::<Value>(arguments) else {
         return ToolOutput::failed(
             "invalid arguments",
             "The arguments were not valid JSON.".into(),
-        );
+        )
+        .into();
     };
-    match name {
-        "read" => read::run(&arguments, cwd),
+    let output = match name {
+        "read" => return read::run(&arguments, cwd),
         "grep" => grep::run(&arguments, cwd),
-        "find" => find::run(&arguments, cwd),
-        "list" => list::run(&arguments, cwd),
-        "write" => write::run(&arguments, cwd),
-        "edit" => edit::run(&arguments, cwd),
-        "hash_edit" => hash_edit::run(&arguments, cwd),
-        "web_fetch" => web_fetch::run(&arguments),
-        "async_bash" => jobs::run_start(&arguments, ctx),
-        "bash_log" => jobs::run_log(&arguments),
-        "bash_kill" => jobs::run_kill(&arguments),
-        "bash" => bash::run(&arguments, ctx),
+        "find" => return find::run(&arguments, cwd),
+        "list" => return list::run(&arguments, cwd),
+        "write" => return write::run(&arguments, cwd),
+        "edit" => return edit::run(&arguments, cwd),
+        "hash_edit" => return hash_edit::run(&arguments, cwd),
+        "web_fetch" => return web_fetch::run(&arguments),
+        "async_bash" => return jobs::run_start(&arguments, ctx),
+        "bash_log" => return jobs::run_log(&arguments),
+        "bash_kill" => return jobs::run_kill(&arguments),
+        "bash" => return bash::execute(&arguments, ctx),
         _ => ToolOutput::failed("unknown tool", format!("There is no tool named {name:?}.")),
-    }
+    };
+    output.into()
 }
 
 /// Longest regex or glob quoted in a label, in characters; the caller bounds the whole

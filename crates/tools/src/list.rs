@@ -9,8 +9,9 @@ use magi_protocol::limits::LIST_TOOL_ENTRIES;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use crate::facts::{FACT_PATHS, FACT_STRING_BYTES, Facts, cut as fact_cut};
 use crate::walk;
-use crate::{ToolDefinition, ToolOutput};
+use crate::{ToolDefinition, ToolOutput, ToolReport};
 
 const EXPECTED: &str = "{\"path\"?: string}";
 /// Appended to an entry that `.gitignore`/`.ignore` exclude. Such entries are marked
@@ -45,21 +46,24 @@ pub(crate) fn definition() -> ToolDefinition {
     }
 }
 
-pub(crate) fn run(arguments: &Value, cwd: &Path) -> ToolOutput {
+pub(crate) fn run(arguments: &Value, cwd: &Path) -> ToolReport {
     let args = match Arguments::deserialize(arguments) {
         Ok(args) => args,
-        Err(e) => return walk::invalid_arguments(&e, EXPECTED),
+        Err(e) => return walk::invalid_arguments(&e, EXPECTED).into(),
     };
+    // A listing that fails once its arguments are understood still names its
+    // directory: nothing was reported and the directory was not read.
+    let failed = |output: ToolOutput| ToolReport::with_facts(output, list_facts(&args, &[], false));
     let root = walk::resolve(cwd, args.path.as_deref());
     let read = match std::fs::read_dir(&root) {
         Ok(read) => read,
         Err(_) if root.is_file() => {
-            return ToolOutput::failed(
+            return failed(ToolOutput::failed(
                 "not a directory",
                 format!("{} is not a directory.", walk::shown(cwd, &root)),
-            );
+            ));
         }
-        Err(e) => return walk::cannot_access(cwd, &root, &e),
+        Err(e) => return failed(walk::cannot_access(cwd, &root, &e)),
     };
     let mut entries: Vec<(OsString, bool)> = read
         .flatten()
@@ -98,6 +102,7 @@ pub(crate) fn run(arguments: &Value, cwd: &Path) -> ToolOutput {
             line
         })
         .collect();
+    let facts = list_facts(&args, &lines, !cut);
     if lines.is_empty() {
         lines.push("(empty directory)".to_owned());
     }
@@ -111,10 +116,30 @@ pub(crate) fn run(arguments: &Value, cwd: &Path) -> ToolOutput {
     } else {
         walk::plural(total, "entry", "entries")
     };
-    ToolOutput {
-        content: lines.join("\n"),
-        summary,
-        is_error: false,
+    ToolReport::with_facts(
+        ToolOutput {
+            content: lines.join("\n"),
+            summary,
+            is_error: false,
+        },
+        facts,
+    )
+}
+
+/// The facts of a listing that reported `shown`: entries exactly as the model sees
+/// them, with a directory's `/` and the `(ignored)` mark.
+fn list_facts(args: &Arguments, shown: &[String], complete: bool) -> Facts {
+    Facts::Search {
+        pattern: None,
+        path: args.path.as_deref().map(|p| fact_cut(p, FACT_STRING_BYTES)),
+        matches: shown.len() as u64,
+        files: None,
+        complete,
+        paths: shown
+            .iter()
+            .take(FACT_PATHS)
+            .map(|p| fact_cut(p, FACT_STRING_BYTES))
+            .collect(),
     }
 }
 
@@ -134,16 +159,16 @@ mod tests {
         std::fs::write(root.join("a.log"), "").unwrap();
         std::fs::write(root.join(".env"), "").unwrap();
         std::fs::write(root.join("src/lib.rs"), "").unwrap();
-        let out = run(&json!({}), root);
+        let out = run(&json!({}), root).output;
         assert!(!out.is_error, "{}", out.content);
         assert_eq!(
             out.content,
             ".env\n.git/\n.gitignore\na.log (ignored)\nb.txt\nsrc/\ntarget/ (ignored)"
         );
         assert_eq!(out.summary, "7 entries");
-        let out = run(&json!({"path": "src"}), root);
+        let out = run(&json!({"path": "src"}), root).output;
         assert_eq!(out.content, "inner/\nlib.rs");
-        let out = run(&json!({"path": "src/inner"}), root);
+        let out = run(&json!({"path": "src/inner"}), root).output;
         assert_eq!(out.content, "(empty directory)");
         assert_eq!(out.summary, "0 entries");
     }
@@ -154,7 +179,7 @@ mod tests {
         for i in 0..LIST_TOOL_ENTRIES + 2 {
             std::fs::write(dir.path().join(format!("f{i:05}")), "").unwrap();
         }
-        let out = run(&json!({}), dir.path());
+        let out = run(&json!({}), dir.path()).output;
         let lines: Vec<&str> = out.content.lines().collect();
         assert_eq!(lines.len(), LIST_TOOL_ENTRIES + 1);
         assert_eq!(lines[LIST_TOOL_ENTRIES - 1], "f00999");
@@ -170,12 +195,63 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("a.txt"), "").unwrap();
         assert_eq!(
-            run(&json!({"path": "a.txt"}), dir.path()).summary,
+            run(&json!({"path": "a.txt"}), dir.path()).output.summary,
             "not a directory"
         );
-        assert!(run(&json!({"path": "missing"}), dir.path()).is_error);
-        let out = run(&json!({"path": ".", "all": true}), dir.path());
+        assert!(run(&json!({"path": "missing"}), dir.path()).output.is_error);
+        let out = run(&json!({"path": ".", "all": true}), dir.path()).output;
         assert!(out.is_error);
         assert!(out.content.contains("unknown field `all`"));
+    }
+
+    #[test]
+    fn facts_record_the_entries_shown_and_whether_the_listing_finished() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::create_dir_all(root.join("src")).unwrap();
+        std::fs::write(root.join(".gitignore"), "*.log\n").unwrap();
+        std::fs::write(root.join("a.log"), "").unwrap();
+        assert_eq!(
+            run(&json!({}), root).facts,
+            Some(Facts::Search {
+                pattern: None,
+                path: None,
+                matches: 3,
+                files: None,
+                complete: true,
+                paths: vec![".gitignore".into(), "a.log (ignored)".into(), "src/".into()],
+            })
+        );
+        assert!(matches!(
+            run(&json!({"path": "src"}), root).facts,
+            Some(Facts::Search { matches: 0, complete: true, ref path, .. })
+                if path.as_deref() == Some("src")
+        ));
+        assert!(matches!(
+            run(&json!({"path": "missing"}), root).facts,
+            Some(Facts::Search {
+                matches: 0,
+                complete: false,
+                ..
+            })
+        ));
+        assert_eq!(run(&json!({"all": true}), root).facts, None);
+
+        for i in 0..=LIST_TOOL_ENTRIES {
+            std::fs::write(root.join(format!("src/f{i:05}")), "").unwrap();
+        }
+        let Some(Facts::Search {
+            matches,
+            complete,
+            paths,
+            ..
+        }) = run(&json!({"path": "src"}), root).facts
+        else {
+            panic!("list reports search facts");
+        };
+        assert_eq!(matches, LIST_TOOL_ENTRIES as u64);
+        assert!(!complete);
+        assert_eq!(paths.len(), FACT_PATHS);
+        assert_eq!(paths[0], "f00000");
     }
 }

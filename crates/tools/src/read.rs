@@ -7,7 +7,8 @@ use magi_protocol::limits::{READ_TOOL_BYTES, READ_TOOL_LINES};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::{ToolDefinition, ToolOutput};
+use crate::facts::{FACT_STRING_BYTES, Facts, cut};
+use crate::{ToolDefinition, ToolOutput, ToolReport};
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -42,25 +43,41 @@ pub(crate) fn definition() -> ToolDefinition {
     }
 }
 
-pub(crate) fn run(arguments: &Value, cwd: &Path) -> ToolOutput {
+pub(crate) fn run(arguments: &Value, cwd: &Path) -> ToolReport {
     let Ok(args) = Arguments::deserialize(arguments) else {
         return ToolOutput::failed(
             "invalid arguments",
             "Expected {\"path\": string, \"offset\"?: integer, \"limit\"?: integer}.".into(),
-        );
+        )
+        .into();
+    };
+    // What is known before anything is read; each outcome fills in what it saw.
+    let facts = |first_line, last_line, total_lines, truncated, binary| Facts::Read {
+        path: cut(&args.path, FACT_STRING_BYTES),
+        first_line,
+        last_line,
+        total_lines,
+        truncated,
+        binary,
     };
     let path = cwd.join(&args.path);
     let mut bytes = Vec::new();
     let read = std::fs::File::open(&path)
         .and_then(|f| f.take(READ_TOOL_BYTES as u64 + 1).read_to_end(&mut bytes));
     if let Err(e) = read {
-        return ToolOutput::failed(
-            "cannot read the file",
-            format!("Cannot read {}: {e}.", args.path),
+        return ToolReport::with_facts(
+            ToolOutput::failed(
+                "cannot read the file",
+                format!("Cannot read {}: {e}.", args.path),
+            ),
+            facts(None, None, None, false, false),
         );
     }
     if bytes.contains(&0) {
-        return ToolOutput::failed("binary file", format!("{} is a binary file.", args.path));
+        return ToolReport::with_facts(
+            ToolOutput::failed("binary file", format!("{} is a binary file.", args.path)),
+            facts(None, None, None, false, true),
+        );
     }
     let cut_at_bound = bytes.len() > READ_TOOL_BYTES;
     bytes.truncate(READ_TOOL_BYTES);
@@ -88,23 +105,54 @@ pub(crate) fn run(arguments: &Value, cwd: &Path) -> ToolOutput {
         lines.join("\n")
     };
     let shown = lines.len();
-    let more = text.lines().count() > offset - 1 + shown || cut_at_bound;
+    let total = text.lines().count();
+    let more = total > offset - 1 + shown || cut_at_bound;
     if more {
         content.push_str(&format!(
             "\n[showing lines {offset}-{}; the file continues: read again with a larger offset]",
             offset + shown.saturating_sub(1)
         ));
     }
-    ToolOutput {
-        content,
-        summary: format!("{shown} {}", if shown == 1 { "line" } else { "lines" }),
-        is_error: false,
-    }
+    // The range asked for ends after `limit` lines, or at the end of the file when no
+    // limit was given; the text stopped short of it at a bound when the file goes on
+    // and fewer lines came back than were asked for.
+    let truncated = more && args.limit.is_none_or(|asked| shown < asked);
+    let (first_line, last_line) = if shown == 0 {
+        (None, None)
+    } else {
+        (Some(offset as u64), Some((offset + shown - 1) as u64))
+    };
+    // Past the byte bound the file's length in lines is not known.
+    let total_lines = (!cut_at_bound).then_some(total as u64);
+    ToolReport::with_facts(
+        ToolOutput {
+            content,
+            summary: format!("{shown} {}", if shown == 1 { "line" } else { "lines" }),
+            is_error: false,
+        },
+        facts(first_line, last_line, total_lines, truncated, false),
+    )
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn read_facts(
+        first_line: Option<u64>,
+        last_line: Option<u64>,
+        total_lines: Option<u64>,
+        truncated: bool,
+    ) -> Facts {
+        Facts::Read {
+            path: "a.txt".into(),
+            first_line,
+            last_line,
+            total_lines,
+            truncated,
+            binary: false,
+        }
+    }
 
     #[test]
     fn hashes_anchor_each_line_for_hash_edit() {
@@ -113,7 +161,8 @@ mod tests {
         let out = run(
             &json!({"path": "a.txt", "offset": 2, "hashes": true}),
             dir.path(),
-        );
+        )
+        .output;
         assert_eq!(
             out.content,
             format!("2:{}|two", crate::hash_edit::line_hash("two"))
@@ -128,20 +177,127 @@ mod tests {
         let out = run(
             &json!({"path": "a.txt", "offset": 2, "limit": 1}),
             dir.path(),
-        );
+        )
+        .output;
         assert_eq!(
             out.content,
             "two\n[showing lines 2-2; the file continues: read again with a larger offset]"
         );
         assert!(!out.is_error);
         assert_eq!(
-            run(&json!({"path": "a.txt"}), dir.path()).content,
+            run(&json!({"path": "a.txt"}), dir.path()).output.content,
             "one\ntwo\nthree"
         );
-        assert!(run(&json!({"path": "b.bin"}), dir.path()).is_error);
-        assert!(run(&json!({"path": "missing"}), dir.path()).is_error);
-        assert!(run(&json!({"file": "a.txt"}), dir.path()).is_error);
+        assert!(run(&json!({"path": "b.bin"}), dir.path()).output.is_error);
+        assert!(run(&json!({"path": "missing"}), dir.path()).output.is_error);
+        assert!(run(&json!({"file": "a.txt"}), dir.path()).output.is_error);
         assert!(crate::run("read", "not json", dir.path()).is_error);
         assert!(crate::run("write", "{}", dir.path()).is_error);
+    }
+
+    #[test]
+    fn facts_record_the_lines_returned_and_what_stopped_them() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a.txt"), "one\ntwo\nthree\n").unwrap();
+        std::fs::write(dir.path().join("b.bin"), [1, 0, 2]).unwrap();
+        let facts = |arguments: Value| run(&arguments, dir.path()).facts;
+
+        // The whole file, and a range the model asked for, stop at no bound.
+        assert_eq!(
+            facts(json!({"path": "a.txt"})),
+            Some(read_facts(Some(1), Some(3), Some(3), false))
+        );
+        assert_eq!(
+            facts(json!({"path": "a.txt", "offset": 2, "limit": 1})),
+            Some(read_facts(Some(2), Some(2), Some(3), false))
+        );
+        // Past the end nothing is returned, but the length is still known.
+        assert_eq!(
+            facts(json!({"path": "a.txt", "offset": 9})),
+            Some(read_facts(None, None, Some(3), false))
+        );
+        assert_eq!(
+            facts(json!({"path": "b.bin"})),
+            Some(Facts::Read {
+                path: "b.bin".into(),
+                first_line: None,
+                last_line: None,
+                total_lines: None,
+                truncated: false,
+                binary: true,
+            })
+        );
+        assert_eq!(
+            facts(json!({"path": "missing"})),
+            Some(Facts::Read {
+                path: "missing".into(),
+                first_line: None,
+                last_line: None,
+                total_lines: None,
+                truncated: false,
+                binary: false,
+            })
+        );
+        assert_eq!(facts(json!({"file": "a.txt"})), None);
+        // The report `execute` gives is the tool's own.
+        let report = crate::execute(
+            "read",
+            r#"{"path": "a.txt", "limit": 2}"#,
+            &crate::ToolContext {
+                cwd: dir.path(),
+                assets_dir: None,
+                cancelled: &|| false,
+                hidden_env: &[],
+            },
+        );
+        assert_eq!(
+            report.facts,
+            Some(read_facts(Some(1), Some(2), Some(3), false))
+        );
+    }
+
+    #[test]
+    fn facts_say_when_a_bound_cut_the_range_asked_for() {
+        let dir = tempfile::tempdir().unwrap();
+        let long: String = (1..=READ_TOOL_LINES + 5)
+            .map(|i| format!("{i}\n"))
+            .collect();
+        std::fs::write(dir.path().join("a.txt"), &long).unwrap();
+        let total = Some((READ_TOOL_LINES + 5) as u64);
+        let last = Some(READ_TOOL_LINES as u64);
+        // No limit asks for the whole file: the line bound stopped it.
+        assert_eq!(
+            run(&json!({"path": "a.txt"}), dir.path()).facts,
+            Some(read_facts(Some(1), last, total, true))
+        );
+        // A limit over the bound is clamped to it.
+        assert_eq!(
+            run(
+                &json!({"path": "a.txt", "limit": READ_TOOL_LINES + 3}),
+                dir.path()
+            )
+            .facts,
+            Some(read_facts(Some(1), last, total, true))
+        );
+        // Exactly the bound was asked for and given.
+        assert_eq!(
+            run(
+                &json!({"path": "a.txt", "limit": READ_TOOL_LINES}),
+                dir.path()
+            )
+            .facts,
+            Some(read_facts(Some(1), last, total, false))
+        );
+        // Past the byte bound the file's length in lines is unknown.
+        let wide = format!("{}\n", "x".repeat(READ_TOOL_BYTES)).repeat(2);
+        std::fs::write(dir.path().join("a.txt"), wide).unwrap();
+        assert_eq!(
+            run(
+                &json!({"path": "a.txt", "offset": 2, "limit": 1}),
+                dir.path()
+            )
+            .facts,
+            Some(read_facts(None, None, None, true))
+        );
     }
 }

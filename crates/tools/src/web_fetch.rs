@@ -1,13 +1,15 @@
 //! `web_fetch`: an HTTP(S) GET turned into readable text, bounded. It reaches the
 //! network, so the runner asks before it runs unless a rule allows it.
 
+use std::io::Read;
 use std::time::Duration;
 
 use magi_protocol::limits::{WEB_FETCH_BYTES, WEB_FETCH_TEXT_BYTES, WEB_FETCH_TIMEOUT_MS};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::{ToolDefinition, ToolOutput};
+use crate::facts::{FACT_STRING_BYTES, Facts, cut as fact_cut};
+use crate::{ToolDefinition, ToolOutput, ToolReport};
 
 /// Redirects followed before giving up.
 const MAX_REDIRECTS: u32 = 5;
@@ -32,17 +34,44 @@ pub(crate) fn definition() -> ToolDefinition {
     }
 }
 
-pub(crate) fn run(arguments: &Value) -> ToolOutput {
+pub(crate) fn run(arguments: &Value) -> ToolReport {
     let args = match Arguments::deserialize(arguments) {
         Ok(args) => args,
         Err(e) => {
             return ToolOutput::failed(
                 "invalid arguments",
                 format!("Expected {{\"url\": string}}: {e}."),
-            );
+            )
+            .into();
         }
     };
-    if !(args.url.starts_with("http://") || args.url.starts_with("https://")) {
+    // What the call has seen so far; each step fills in more before it can fail.
+    let mut seen = Seen::default();
+    let output = fetch(&args.url, &mut seen);
+    ToolReport::with_facts(
+        output,
+        Facts::Web {
+            url: fact_cut(&args.url, FACT_STRING_BYTES),
+            status: seen.status,
+            content_type: seen.content_type,
+            bytes: seen.bytes,
+            truncated: seen.truncated,
+        },
+    )
+}
+
+/// What a fetch observed of the response, for its facts.
+#[derive(Default)]
+struct Seen {
+    status: Option<u16>,
+    content_type: Option<String>,
+    bytes: Option<u64>,
+    truncated: bool,
+}
+
+/// Fetches `url` as text for the model, noting in `seen` what the response showed.
+fn fetch(url: &str, seen: &mut Seen) -> ToolOutput {
+    if !(url.starts_with("http://") || url.starts_with("https://")) {
         return ToolOutput::failed(
             "unsupported URL",
             "Only http:// and https:// URLs can be fetched.".into(),
@@ -54,48 +83,50 @@ pub(crate) fn run(arguments: &Value) -> ToolOutput {
         .http_status_as_error(false)
         .build()
         .into();
-    let mut response = match agent.get(&args.url).call() {
+    let mut response = match agent.get(url).call() {
         Ok(response) => response,
         Err(e) => {
-            return ToolOutput::failed(
-                "request failed",
-                format!("Fetching {} failed: {e}.", args.url),
-            );
+            return ToolOutput::failed("request failed", format!("Fetching {url} failed: {e}."));
         }
     };
     let status = response.status().as_u16();
+    seen.status = Some(status);
+    let header = response
+        .headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok());
+    seen.content_type = header.map(|v| fact_cut(v, FACT_STRING_BYTES));
+    let content_type = header.unwrap_or("").to_ascii_lowercase();
     if status >= 400 {
         return ToolOutput::failed(
             &format!("HTTP {status}"),
-            format!("{} answered HTTP {status}.", args.url),
+            format!("{url} answered HTTP {status}."),
         );
     }
-    let content_type = response
-        .headers()
-        .get("content-type")
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("")
-        .to_ascii_lowercase();
+    // Read through the body's reader rather than into a fresh vector so that the
+    // bytes that did arrive are counted even when reading stops with an error.
+    let mut bytes = Vec::new();
     let body = response
         .body_mut()
         .with_config()
         .limit(WEB_FETCH_BYTES as u64)
-        .read_to_vec();
-    let bytes = match body {
-        Ok(bytes) => bytes,
+        .reader()
+        .read_to_end(&mut bytes)
+        .map_err(ureq::Error::from);
+    seen.bytes = Some(bytes.len() as u64);
+    match body {
+        Ok(_) => {}
         Err(ureq::Error::BodyExceedsLimit(_)) => {
+            seen.truncated = true;
             return ToolOutput::failed(
                 "response too large",
                 format!("The response is over the {WEB_FETCH_BYTES}-byte bound; nothing is shown."),
             );
         }
         Err(e) => {
-            return ToolOutput::failed(
-                "request failed",
-                format!("Reading {} failed: {e}.", args.url),
-            );
+            return ToolOutput::failed("request failed", format!("Reading {url} failed: {e}."));
         }
-    };
+    }
     let textual = content_type.starts_with("text/")
         || content_type.contains("json")
         || content_type.contains("xml")
@@ -104,8 +135,7 @@ pub(crate) fn run(arguments: &Value) -> ToolOutput {
         return ToolOutput::failed(
             "not text",
             format!(
-                "{} is not text ({}).",
-                args.url,
+                "{url} is not text ({}).",
                 if content_type.is_empty() {
                     "binary"
                 } else {
@@ -121,6 +151,7 @@ pub(crate) fn run(arguments: &Value) -> ToolOutput {
         raw.into_owned()
     };
     let (shown, cut) = cut_at(&text, WEB_FETCH_TEXT_BYTES);
+    seen.truncated = cut;
     let mut content = shown.to_owned();
     if cut {
         content.push_str(&format!(
@@ -276,7 +307,7 @@ mod tests {
         let page = b"<html><head><style>p{}</style><script>var x = 1;</script></head>\
             <body><h1>Title</h1><p>Fish &amp; chips</p><ul><li>one</li><li>two</li></ul></body></html>";
         let url = serve(vec![response("200 OK", "text/html; charset=utf-8", page)]);
-        let out = run(&json!({"url": url}));
+        let out = run(&json!({"url": url})).output;
         assert!(!out.is_error, "{}", out.content);
         assert_eq!(out.content, "Title\nFish & chips\none\ntwo");
         assert!(out.summary.starts_with("HTTP 200"));
@@ -290,15 +321,86 @@ mod tests {
             response("200 OK", "application/octet-stream", &[0, 1, 2]),
             response("200 OK", "text/plain", &big),
         ]);
-        assert_eq!(run(&json!({"url": url})).summary, "HTTP 404");
-        assert_eq!(run(&json!({"url": url})).summary, "not text");
-        let out = run(&json!({"url": url}));
+        assert_eq!(run(&json!({"url": url})).output.summary, "HTTP 404");
+        assert_eq!(run(&json!({"url": url})).output.summary, "not text");
+        let out = run(&json!({"url": url})).output;
         assert!(!out.is_error);
         assert!(out.content.ends_with(&format!(
             "[text cut at {WEB_FETCH_TEXT_BYTES} bytes of {}]",
             big.len()
         )));
-        assert!(run(&json!({"url": "file:///etc/passwd"})).is_error);
-        assert!(run(&json!({"url": "http://127.0.0.1:1/"})).is_error);
+        assert!(run(&json!({"url": "file:///etc/passwd"})).output.is_error);
+        assert!(run(&json!({"url": "http://127.0.0.1:1/"})).output.is_error);
+    }
+
+    fn web(
+        url: &str,
+        status: Option<u16>,
+        content_type: Option<&str>,
+        bytes: Option<u64>,
+        truncated: bool,
+    ) -> Option<Facts> {
+        Some(Facts::Web {
+            url: url.to_owned(),
+            status,
+            content_type: content_type.map(str::to_owned),
+            bytes,
+            truncated,
+        })
+    }
+
+    #[test]
+    fn facts_record_what_the_response_showed() {
+        let big = vec![b'a'; WEB_FETCH_TEXT_BYTES + 10];
+        let huge = vec![b'a'; WEB_FETCH_BYTES + 1];
+        let url = serve(vec![
+            response("200 OK", "Text/Plain", b"hello"),
+            response("404 Not Found", "text/plain", b"missing"),
+            response("200 OK", "text/plain", &big),
+            response("200 OK", "text/plain", &huge),
+            response("200 OK", "image/png", &[0, 1, 2]),
+        ]);
+        assert_eq!(
+            run(&json!({"url": url})).facts,
+            web(&url, Some(200), Some("Text/Plain"), Some(5), false)
+        );
+        // An error status ends the call before the body is read.
+        assert_eq!(
+            run(&json!({"url": url})).facts,
+            web(&url, Some(404), Some("text/plain"), None, false)
+        );
+        assert_eq!(
+            run(&json!({"url": url})).facts,
+            web(
+                &url,
+                Some(200),
+                Some("text/plain"),
+                Some(big.len() as u64),
+                true
+            )
+        );
+        assert_eq!(
+            run(&json!({"url": url})).facts,
+            web(
+                &url,
+                Some(200),
+                Some("text/plain"),
+                Some(WEB_FETCH_BYTES as u64),
+                true
+            )
+        );
+        assert_eq!(
+            run(&json!({"url": url})).facts,
+            web(&url, Some(200), Some("image/png"), Some(3), false)
+        );
+        assert_eq!(
+            run(&json!({"url": "ftp://example.com/"})).facts,
+            web("ftp://example.com/", None, None, None, false)
+        );
+        assert_eq!(
+            run(&json!({"url": "http://127.0.0.1:1/"})).facts,
+            web("http://127.0.0.1:1/", None, None, None, false)
+        );
+        assert_eq!(run(&json!({"link": url})).facts, None);
     }
 }

@@ -7,31 +7,6 @@ use magi_store::records::{Record, RecordBody, ToolOutcome};
 /// What the model is told of a call a crashed run left without a result.
 pub(super) const INTERRUPTED_CALL: &str = "The call was interrupted; its outcome is unknown.";
 
-/// The calls of `records` that have no recorded result: `(turn, call, tool)`.
-pub(super) fn unsettled_calls(records: &[Record]) -> Vec<(String, String, String)> {
-    let settled: std::collections::HashSet<&str> = records
-        .iter()
-        .filter_map(|r| match &r.body {
-            RecordBody::ToolResult { call_id, .. } => Some(call_id.as_str()),
-            _ => None,
-        })
-        .collect();
-    records
-        .iter()
-        .filter_map(|r| match &r.body {
-            RecordBody::ToolCall {
-                turn_id,
-                call_id,
-                name,
-                ..
-            } if !settled.contains(call_id.as_str()) => {
-                Some((turn_id.clone(), call_id.clone(), name.clone()))
-            }
-            _ => None,
-        })
-        .collect()
-}
-
 /// The system instructions of a turn.
 pub(super) fn instructions(cwd: &std::path::Path) -> String {
     format!(
@@ -77,6 +52,9 @@ pub fn conversation(records: &[Record]) -> Vec<Item> {
                         is_error: true,
                     });
                 }
+            }
+            RecordBody::AsyncBashEvent { text, .. } => {
+                items.push(Item::User { text: text.clone() })
             }
             RecordBody::ToolResult {
                 call_id,

@@ -8,7 +8,6 @@ use magi_protocol::messages::{
     Activity, ActivityKind, ActivityState, ApprovalRequested, Diagnostic, Event, MessageDelta,
     MessageReconcile,
 };
-use magi_protocol::text::sanitize;
 
 use super::Turn;
 use super::conversation::chunks;
@@ -26,7 +25,7 @@ impl Turn {
     }
 
     pub(super) async fn reconcile(&mut self, message_id: &str, text: &str, partial: bool) {
-        let text = sanitize(text);
+        let text = self.safe(text);
         let parts = chunks(&text, LIVE_CHUNK_BYTES);
         let last = parts.len() - 1;
         for (part, chunk) in parts.into_iter().enumerate() {

@@ -8,38 +8,32 @@
 //! [`CRITICAL_EVENT_WAIT_MS`]; a critical event that cannot be delivered cancels the
 //! run with `output_unavailable`.
 
+mod calls;
 mod conversation;
 mod emit;
 
+use calls::Call;
 pub use conversation::conversation;
-use conversation::{INTERRUPTED_CALL, bounded, chunks, instructions, unsettled_calls};
+use conversation::{chunks, instructions};
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use magi_config::{PermissionMode, PermissionSettings};
+use magi_config::PermissionSettings;
 use magi_protocol::ErrorCode;
 use magi_protocol::limits::{
-    APPROVAL_EXPIRY_MS, CRITICAL_EVENT_WAIT_MS, LIVE_CHUNK_BYTES, RUN_CONTENT_BYTES,
-    RUN_CONTENT_SEGMENTS, SUMMARY_BYTES, WORKER_EVENTS,
+    CRITICAL_EVENT_WAIT_MS, LIVE_CHUNK_BYTES, RUN_CONTENT_BYTES, RUN_CONTENT_SEGMENTS,
+    WORKER_EVENTS,
 };
-use magi_protocol::messages::{
-    ActivityState, Event, InputPersisted, Persistence, RunFinished, RunOutcome,
-};
-use magi_protocol::text::sanitize;
+use magi_protocol::messages::{Event, InputPersisted, Persistence, RunFinished, RunOutcome};
+use magi_protocol::text::{redact_values, sanitize};
 use magi_provider::{Item, ModelClient, ModelEvent, ModelRequest, ProviderError, ToolSpec};
-use magi_store::records::{RecordBody, ToolOutcome, TurnOutcome};
+use magi_store::records::{RecordBody, TurnOutcome};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
-use crate::approvals::{ApprovalGate, ApprovalOutcome};
+use crate::approvals::ApprovalGate;
 use crate::sessions::{AppendFailure, Sessions};
-
-/// The protection label of a call refused by the user or a deny rule.
-const LABEL_DENIED_BY_USER: &str = "denied by user";
-/// The protection label of a call whose approval expired, was cancelled or lost its
-/// client.
-const LABEL_APPROVAL_UNAVAILABLE: &str = "denied; approval unavailable";
 
 /// Model round trips one turn may take before it is stopped as failed.
 const MAX_STEPS: usize = 64;
@@ -59,6 +53,9 @@ pub struct Agent {
     pub permissions: PermissionSettings,
     /// Environment variables holding credentials, hidden from the processes tools start.
     pub hidden_env: Vec<String>,
+    /// The credential values themselves: redacted from everything the run sends, records
+    /// or gives the model.
+    pub secrets: Vec<String>,
 }
 
 /// One admitted turn.
@@ -234,21 +231,13 @@ impl Turn {
     /// Appends the turn's start and the prompt, then acknowledges them.
     async fn persist_input(&mut self) -> Result<Vec<Item>, Ending> {
         let records = self.sessions.records().map_err(Ending::failed)?;
-        // Calls a crashed run left without a result are settled first, as of unknown
-        // outcome: nothing runs them again, and the model is told the same.
-        for (turn_id, call_id, name) in unsettled_calls(&records) {
-            let settled = RecordBody::ToolResult {
-                turn_id,
-                call_id,
-                name,
-                outcome: ToolOutcome::Indeterminate,
-                summary: "interrupted; outcome unknown".into(),
-                content: Some(INTERRUPTED_CALL.into()),
-            };
-            if self.sessions.append(settled).is_err() {
-                return Err(Ending::failed(ErrorCode::PersistenceFailed));
-            }
-        }
+        // Calls a crashed run left without a result are settled first: nothing that
+        // might have had effects runs again, and the model is told what is known.
+        let records = match self.recover(&records) {
+            Some(0) => records,
+            Some(_) => self.sessions.records().map_err(Ending::failed)?,
+            None => return Err(Ending::failed(ErrorCode::PersistenceFailed)),
+        };
         let mut items = conversation(&records);
         items.push(Item::User {
             text: self.request.prompt.clone(),
@@ -300,6 +289,7 @@ impl Turn {
             })
             .collect();
         for _ in 0..MAX_STEPS {
+            self.deliver_job_notices(&mut items);
             let request = ModelRequest {
                 model: self.agent.model.clone(),
                 instructions: Some(instructions(self.sessions.cwd())),
@@ -320,24 +310,23 @@ impl Turn {
             if response.calls.is_empty() {
                 return Ending::completed();
             }
-            for (call_id, name, arguments) in response.calls {
-                if self.cancel.is_cancelled() {
-                    return Ending::cancelled();
-                }
-                let output = self.call_tool(&call_id, &name, &arguments).await;
-                items.push(Item::ToolCall {
-                    call_id: call_id.clone(),
+            let calls = response
+                .calls
+                .into_iter()
+                .map(|(call_id, name, arguments)| Call {
+                    call_id,
                     name,
                     arguments,
-                });
-                items.push(Item::ToolResult {
-                    call_id,
-                    output: output.content,
-                    is_error: output.is_error,
-                });
-                if self.output_lost {
-                    return Ending::failed(ErrorCode::OutputUnavailable);
-                }
+                })
+                .collect();
+            if let Some(ending) = self.run_calls(calls, &mut items).await {
+                return ending;
+            }
+            if self.output_lost {
+                return Ending::failed(ErrorCode::OutputUnavailable);
+            }
+            if self.cancel.is_cancelled() {
+                return Ending::cancelled();
             }
         }
         self.diagnostic(
@@ -373,7 +362,7 @@ impl Turn {
                             continue;
                         }
                         text.push_str(&delta);
-                        for chunk in chunks(&sanitize(&delta), LIVE_CHUNK_BYTES) {
+                        for chunk in chunks(&self.safe(&delta), LIVE_CHUNK_BYTES) {
                             self.delta(&message_id, part, chunk);
                             part += 1;
                         }
@@ -401,7 +390,7 @@ impl Turn {
             self.append(RecordBody::ReasoningSummary {
                 turn_id: self.turn_id.clone(),
                 item_id,
-                text: summary,
+                text: self.without_credentials(&summary),
                 provider_summary: Some(true),
             });
         }
@@ -422,6 +411,7 @@ impl Turn {
         let text = if text.is_empty() {
             None
         } else {
+            let text = self.without_credentials(&text);
             self.segments += 1;
             if self.segments > RUN_CONTENT_SEGMENTS {
                 return Response {
@@ -448,98 +438,21 @@ impl Turn {
         }
     }
 
-    /// Runs one tool call with its activities and records.
-    async fn call_tool(
-        &mut self,
-        call_id: &str,
-        name: &str,
-        arguments: &str,
-    ) -> magi_tools::ToolOutput {
-        self.activities += 1;
-        let activity_id = format!("tool-{}", self.activities);
-        let label = bounded(
-            &sanitize(&magi_tools::describe(name, arguments)),
-            SUMMARY_BYTES,
-        );
-        self.activity(&activity_id, name, ActivityState::Started, &label)
-            .await;
-        self.append(RecordBody::ToolCall {
-            turn_id: self.turn_id.clone(),
-            call_id: call_id.to_owned(),
-            name: name.to_owned(),
-            summary: label.clone(),
-            arguments: Some(arguments.to_owned()),
-        });
-        let output = match self.permit(name, &label).await {
-            Ok(()) => {
-                let assets = self.sessions.tool_assets_dir(call_id);
-                let cancel = self.cancel.clone();
-                let cancelled = move || cancel.is_cancelled();
-                let context = magi_tools::ToolContext {
-                    cwd: self.sessions.cwd(),
-                    assets_dir: assets.as_deref(),
-                    cancelled: &cancelled,
-                    hidden_env: &self.agent.hidden_env,
-                };
-                magi_tools::run_in(name, arguments, &context)
-            }
-            Err(label) => magi_tools::ToolOutput {
-                content: format!("The call was not run: {label}."),
-                summary: label.to_owned(),
-                is_error: true,
-            },
+    /// Gives the model the ends of this session's background jobs that it was not told
+    /// of yet, each recorded before the request that carries it.
+    fn deliver_job_notices(&mut self, items: &mut Vec<Item>) {
+        let Some(conversation) = self.sessions.conversation_dir() else {
+            return;
         };
-        let summary = bounded(&sanitize(&output.summary), SUMMARY_BYTES);
-        self.append(RecordBody::ToolResult {
-            turn_id: self.turn_id.clone(),
-            call_id: call_id.to_owned(),
-            name: name.to_owned(),
-            outcome: if output.is_error {
-                ToolOutcome::Failed
-            } else {
-                ToolOutcome::Completed
-            },
-            summary: summary.clone(),
-            content: Some(output.content.clone()),
-        });
-        let state = if output.is_error {
-            ActivityState::Failed
-        } else {
-            ActivityState::Completed
-        };
-        self.activity(&activity_id, name, state, &summary).await;
-        output
-    }
-
-    /// Decides whether a call may run: read-only tools always may; otherwise a deny
-    /// rule refuses, an allow rule or the allow-all mode permits, and anything else
-    /// asks the client and waits for the answer, the expiry or cancellation. A refusal
-    /// comes back as its protection label.
-    async fn permit(&mut self, name: &str, label: &str) -> Result<(), &'static str> {
-        // Read-only calls, stopping one's own job, and calls to a tool this build does
-        // not have (they fail without running anything) need nobody's approval.
-        if !magi_tools::needs_approval(name) {
-            return Ok(());
-        }
-        let rules = &self.agent.permissions;
-        if rules.deny.iter().any(|n| n == name) {
-            return Err(LABEL_DENIED_BY_USER);
-        }
-        if rules.allow.iter().any(|n| n == name) || rules.mode == PermissionMode::AllowAll {
-            return Ok(());
-        }
-        let approval_id = uuid::Uuid::new_v4().to_string();
-        let expiry = Duration::from_millis(APPROVAL_EXPIRY_MS);
-        // Opened before it is announced, so an answer racing the event is not lost.
-        let wait = self.approvals.open(&approval_id, expiry);
-        self.approval_requested(&approval_id, label, APPROVAL_EXPIRY_MS)
-            .await;
-        match wait.settled(&self.cancel).await {
-            ApprovalOutcome::Allowed => Ok(()),
-            ApprovalOutcome::Denied => Err(LABEL_DENIED_BY_USER),
-            ApprovalOutcome::Expired | ApprovalOutcome::Cancelled => {
-                Err(LABEL_APPROVAL_UNAVAILABLE)
-            }
+        for notice in magi_tools::take_notices(&conversation) {
+            self.append(RecordBody::AsyncBashEvent {
+                turn_id: self.turn_id.clone(),
+                job_id: notice.job_id,
+                state: notice.state,
+                text: notice.text.clone(),
+                facts: serde_json::to_value(notice.facts).ok(),
+            });
+            items.push(Item::User { text: notice.text });
         }
     }
 
@@ -586,10 +499,27 @@ impl Turn {
         })
     }
 
+    /// Text as it may leave the run: controls stripped, secret-like tokens and the
+    /// backend's own credential values redacted.
+    fn safe(&self, text: &str) -> String {
+        redact_values(&sanitize(text), &self.agent.secrets)
+    }
+
+    /// `text` with the backend's credential values redacted and nothing else changed:
+    /// what the model and the log may hold of a reply or a tool result.
+    fn without_credentials(&self, text: &str) -> String {
+        redact_values(text, &self.agent.secrets)
+    }
+
     /// Appends a record after the input; a failure degrades persistence.
     fn append(&mut self, body: RecordBody) {
+        self.append_all(vec![body]);
+    }
+
+    /// Appends records together after the input; a failure degrades persistence.
+    fn append_all(&mut self, bodies: Vec<RecordBody>) {
         if let Err(AppendFailure::Detached | AppendFailure::Busy | AppendFailure::Io) =
-            self.sessions.append(body)
+            self.sessions.append_all(bodies)
         {
             self.degraded = true;
         }
@@ -650,6 +580,7 @@ mod tests {
             reasoning_summaries: false,
             permissions: PermissionSettings::default(),
             hidden_env: Vec::new(),
+            secrets: Vec::new(),
         };
         let request = TurnRequest {
             session_id: session_id.clone(),

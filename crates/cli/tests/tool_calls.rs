@@ -1,0 +1,380 @@
+//! The tool-call lifecycle through the real binary: recovery after a killed backend,
+//! replay-safe re-runs, pending approvals denied at recovery, paths outside the
+//! workspace, and commands moved to the background with their completion notices.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test code: a failed step is a failed test"
+)]
+
+mod common;
+
+use common::*;
+use magi_client::{Backend, Incoming};
+use magi_protocol::messages::{
+    ActivityState, Event, HistoryPageResult, RunFinished, RunOutcome, SessionResult,
+};
+use magi_testkit::{MockServer, Reply};
+use serde_json::{Value, json};
+
+fn env_for(mock: &MockServer) -> TestEnv {
+    TestEnv::new()
+        .var("MAGI_PROVIDER", "openai-chat")
+        .var("MAGI_MODEL", "mock-model")
+        .var("OPENAI_BASE_URL", &mock.base_url())
+}
+
+const CAPABILITIES: [&str; 7] = [
+    "session.create",
+    "session.open",
+    "turn.start",
+    "turn.cancel",
+    "approval.answer",
+    "history.page",
+    "shutdown",
+];
+
+async fn ready(env: &TestEnv) -> Backend {
+    let mut backend = env.spawn();
+    backend.initialize(&CAPABILITIES).await.unwrap().unwrap();
+    backend
+}
+
+async fn create(backend: &mut Backend) -> String {
+    let session: SessionResult = backend
+        .request("session.create", json!({}))
+        .await
+        .unwrap()
+        .parse()
+        .unwrap()
+        .unwrap();
+    session.session_id
+}
+
+async fn start(backend: &mut Backend, session: &str, prompt: &str) -> String {
+    let started = backend
+        .request(
+            "turn.start",
+            json!({"session_id": session, "prompt": prompt}),
+        )
+        .await
+        .unwrap()
+        .outcome
+        .unwrap();
+    started["run_id"].as_str().unwrap().to_owned()
+}
+
+async fn until_finished(backend: &mut Backend, seen: &mut Vec<Event>) -> RunFinished {
+    loop {
+        if let Incoming::Event { event, .. } = next(backend).await {
+            seen.push(event.clone());
+            if let Event::RunFinished(finished) = event {
+                return finished;
+            }
+        }
+    }
+}
+
+/// The session's log records, parsed.
+fn records(env: &TestEnv, session: &str) -> Vec<Value> {
+    std::fs::read_to_string(log_path(env, session))
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect()
+}
+
+fn results(records: &[Value]) -> Vec<&Value> {
+    records
+        .iter()
+        .filter(|r| r["kind"] == "tool_result")
+        .collect()
+}
+
+async fn history(backend: &mut Backend, session: &str, revision: &str) -> HistoryPageResult {
+    backend
+        .request(
+            "history.page",
+            json!({"session_id": session, "revision": revision}),
+        )
+        .await
+        .unwrap()
+        .parse()
+        .unwrap()
+        .unwrap()
+}
+
+async fn wait_for_file(path: &std::path::Path) {
+    let deadline = std::time::Instant::now() + WAIT;
+    while !path.exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{} never appeared",
+            path.display()
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_command_running_when_the_backend_dies_settles_unknown_and_never_runs_again() {
+    let mock = MockServer::start().await;
+    mock.enqueue(Reply::stream().tool_call(
+        "c1",
+        "bash",
+        ["{\"command\":\"echo ran >> count.txt; touch started; sleep 5\"}"],
+    ));
+    let env = env_for(&mock);
+    env.write_settings("[permissions]\nallow = [\"bash\"]\n");
+    let mut backend = ready(&env).await;
+    let session = create(&mut backend).await;
+    start(&mut backend, &session, "Run it").await;
+    wait_for_file(&env.cwd().join("started")).await;
+    backend.kill().await;
+
+    // The claim was durable before the command started; nothing settled it.
+    let crashed = records(&env, &session);
+    assert!(crashed.iter().any(|r| r["kind"] == "tool_call_state"
+        && r["call_id"] == "c1"
+        && r["state"] == "running"
+        && r["protection"] == "allowed automatically"));
+    assert!(results(&crashed).is_empty());
+
+    mock.enqueue(Reply::stream().text(["Noted."]));
+    let mut backend = ready(&env).await;
+    backend
+        .request("session.open", json!({"session_id": session}))
+        .await
+        .unwrap()
+        .outcome
+        .unwrap();
+    assert_eq!(records(&env, &session), crashed, "opening appends nothing");
+    start(&mut backend, &session, "What happened?").await;
+    let finished = until_finished(&mut backend, &mut Vec::new()).await;
+    assert_eq!(finished.outcome, RunOutcome::Completed);
+
+    let after = records(&env, &session);
+    let settled = results(&after);
+    assert_eq!(settled.len(), 1);
+    assert_eq!(settled[0]["call_id"], "c1");
+    assert_eq!(settled[0]["outcome"], "indeterminate");
+    // Never run again: the command's one effect happened once.
+    assert_eq!(
+        std::fs::read_to_string(env.cwd().join("count.txt")).unwrap(),
+        "ran\n"
+    );
+    let body = mock.requests()[1].body.to_string();
+    assert!(body.contains("its outcome is unknown"), "{body}");
+    let page = history(
+        &mut backend,
+        &session,
+        finished.revision.as_deref().unwrap(),
+    )
+    .await;
+    assert!(
+        page.entries
+            .iter()
+            .any(|e| e.text == "bash: outcome unknown. interrupted; outcome unknown"),
+        "{:?}",
+        page.entries
+    );
+    shutdown_clean(&mut backend).await;
+}
+
+#[tokio::test]
+async fn recovery_reruns_reads_and_denies_pending_approvals() {
+    let mock = MockServer::start().await;
+    mock.enqueue(Reply::stream().text(["Continuing."]));
+    let env = env_for(&mock);
+    std::fs::write(env.cwd().join("notes.txt"), "alpha\nbeta\n").unwrap();
+    let id = "recovering-session";
+    let cwd = env.cwd().canonicalize().unwrap().display().to_string();
+    let call = |call_id: &str, name: &str, arguments: Value| {
+        record(
+            id,
+            "tool_call",
+            json!({"turn_id": "t1", "call_id": call_id, "name": name, "summary": name,
+                   "arguments": arguments.to_string()}),
+        )
+    };
+    let crashed = [
+        record(id, "session_meta", json!({"cwd": cwd})),
+        record(id, "turn_started", json!({"turn_id": "t1"})),
+        record(
+            id,
+            "user_input",
+            json!({"turn_id": "t1", "message_id": "u1", "text": "Look"}),
+        ),
+        call("r1", "read", json!({"path": "notes.txt"})),
+        call("w1", "write", json!({"path": "x.txt", "content": "x"})),
+        record(
+            id,
+            "tool_call_state",
+            json!({"turn_id": "t1", "call_id": "r1", "state": "running"}),
+        ),
+        record(
+            id,
+            "tool_call_state",
+            json!({"turn_id": "t1", "call_id": "w1", "state": "awaiting_approval"}),
+        ),
+    ]
+    .concat();
+    write_log(&env, id, &crashed);
+    let mut backend = ready(&env).await;
+    backend
+        .request("session.open", json!({"session_id": id}))
+        .await
+        .unwrap()
+        .outcome
+        .unwrap();
+    start(&mut backend, id, "Go on").await;
+    let finished = until_finished(&mut backend, &mut Vec::new()).await;
+    assert_eq!(finished.outcome, RunOutcome::Completed);
+    let after = records(&env, id);
+    let settled = results(&after);
+    assert_eq!(settled.len(), 2);
+    // The read was run again and answered for real.
+    assert_eq!(settled[0]["call_id"], "r1");
+    assert_eq!(settled[0]["outcome"], "completed");
+    assert!(settled[0]["content"].as_str().unwrap().contains("beta"));
+    assert_eq!(settled[0]["facts"]["tool"], "read");
+    // The write that awaited an answer was denied, and never ran.
+    assert_eq!(settled[1]["call_id"], "w1");
+    assert_eq!(settled[1]["outcome"], "denied");
+    assert_eq!(settled[1]["protection"], "denied; approval unavailable");
+    assert!(!env.cwd().join("x.txt").exists());
+    let body = mock.requests()[0].body.to_string();
+    assert!(body.contains("alpha"), "{body}");
+    shutdown_clean(&mut backend).await;
+}
+
+#[tokio::test]
+async fn a_path_outside_the_workspace_is_asked_about_even_for_reads() {
+    let mock = MockServer::start().await;
+    let env = env_for(&mock);
+    let outside = env.root().join("outside.txt");
+    std::fs::write(&outside, "secret plans\n").unwrap();
+    std::os::unix::fs::symlink(env.root(), env.cwd().join("up")).unwrap();
+    mock.enqueue(Reply::stream().tool_call(
+        "r1",
+        "read",
+        [json!({"path": outside.display().to_string()}).to_string()],
+    ));
+    mock.enqueue(Reply::stream().tool_call(
+        "r2",
+        "read",
+        [json!({"path": "up/outside.txt"}).to_string()],
+    ));
+    mock.enqueue(Reply::stream().text(["Done."]));
+    let mut backend = ready(&env).await;
+    let session = create(&mut backend).await;
+    let run = start(&mut backend, &session, "Read it").await;
+    let mut seen = Vec::new();
+    // Both reads ask: an absolute path elsewhere, and a link that points out.
+    for allow in [false, true] {
+        let request = loop {
+            match next(&mut backend).await {
+                Incoming::Event {
+                    event: Event::ApprovalRequested(request),
+                    ..
+                } => break request,
+                Incoming::Event {
+                    event: Event::RunFinished(f),
+                    ..
+                } => panic!("no approval was asked: {f:?}"),
+                Incoming::Event { event, .. } => seen.push(event),
+                _ => {}
+            }
+        };
+        backend
+            .request(
+                "approval.answer",
+                json!({"session_id": session, "run_id": run,
+                       "approval_id": request.approval_id, "allow": allow}),
+            )
+            .await
+            .unwrap()
+            .outcome
+            .unwrap();
+    }
+    let finished = until_finished(&mut backend, &mut seen).await;
+    assert_eq!(finished.outcome, RunOutcome::Completed);
+    let settled = records(&env, &session);
+    let settled = results(&settled);
+    assert_eq!(settled[0]["outcome"], "denied");
+    assert_eq!(settled[0]["protection"], "denied by user");
+    assert_eq!(settled[1]["outcome"], "completed");
+    assert_eq!(settled[1]["protection"], "allowed by user");
+    let second = mock.requests()[1].body.to_string();
+    assert!(!second.contains("secret plans"), "{second}");
+    let third = mock.requests()[2].body.to_string();
+    assert!(third.contains("secret plans"), "{third}");
+    shutdown_clean(&mut backend).await;
+}
+
+#[tokio::test]
+async fn a_long_command_moves_to_the_background_and_its_end_is_told_once() {
+    let mock = MockServer::start().await;
+    mock.enqueue(Reply::stream().tool_call(
+        "b1",
+        "bash",
+        ["{\"command\":\"echo begun; sleep 30\",\"background_after_ms\":300}"],
+    ));
+    mock.enqueue(Reply::stream().tool_call("k1", "bash_kill", ["{\"job\":\"job-1\"}"]));
+    mock.enqueue(Reply::stream().text(["Stopped it."]));
+    let env = env_for(&mock);
+    env.write_settings("[permissions]\nallow = [\"bash\"]\n");
+    let mut backend = ready(&env).await;
+    let session = create(&mut backend).await;
+    start(&mut backend, &session, "Run it").await;
+    let mut seen = Vec::new();
+    let finished = until_finished(&mut backend, &mut seen).await;
+    assert_eq!(finished.outcome, RunOutcome::Completed);
+    let ends: Vec<(ActivityState, String)> = seen
+        .iter()
+        .filter_map(|e| match e {
+            Event::Activity(a) if a.state != ActivityState::Started => {
+                Some((a.state, a.summary.clone()))
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        ends,
+        vec![
+            (
+                ActivityState::Completed,
+                "moved to the background as job-1".into()
+            ),
+            (ActivityState::Completed, "job-1 killed".into()),
+        ]
+    );
+    let requests = mock.requests();
+    let promoted = requests[1].body.to_string();
+    assert!(promoted.contains("begun"), "{promoted}");
+    assert!(
+        promoted.contains("moved to the background as job-1"),
+        "{promoted}"
+    );
+    // The job's end reaches the model once, as a notice before the next request.
+    let noticed = requests[2].body.to_string();
+    assert_eq!(
+        noticed
+            .matches("[background job job-1 ended: killed]")
+            .count(),
+        1,
+        "{noticed}"
+    );
+    let log = records(&env, &session);
+    let notice = log
+        .iter()
+        .find(|r| r["kind"] == "async_bash_event")
+        .unwrap();
+    assert_eq!(notice["job_id"], "job-1");
+    assert_eq!(notice["state"], "killed");
+    let promoted_result = results(&log)[0];
+    assert_eq!(promoted_result["facts"]["job_id"], "job-1");
+    assert_eq!(promoted_result["facts"]["timeout_ms"], Value::Null);
+    shutdown_clean(&mut backend).await;
+}

@@ -1,0 +1,253 @@
+//! `[permissions]`: which tool calls run without asking, which ask, which never run.
+//!
+//! A rule is a tool name (`"write"`), optionally with a glob over the call's subject in
+//! parentheses: the command line of `bash` and `async_bash` (`"bash(cargo test*)"`),
+//! the path of the file tools relative to the working directory (`"edit(src/**)"`), the
+//! URL of `web_fetch`. In a subject glob `*` matches any characters, `/` included.
+//! Deny rules win over ask rules, which win over allow rules, which win over the mode
+//! and the defaults (read-only tools run, every other tool asks).
+
+use globset::{GlobBuilder, GlobMatcher};
+use serde::Deserialize;
+
+/// Whether tools that change things run without asking.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+pub enum PermissionMode {
+    /// Ask the client before each call that is not read-only and not allowed by a rule.
+    #[default]
+    #[serde(rename = "ask")]
+    Ask,
+    /// Run every tool without asking (deny and ask rules still apply).
+    #[serde(rename = "allow-all")]
+    AllowAll,
+}
+
+/// One rule: a tool, and optionally a glob its subject must match.
+#[derive(Debug, Clone)]
+pub struct Rule {
+    text: String,
+    tool: String,
+    subject: Option<GlobMatcher>,
+}
+
+impl PartialEq for Rule {
+    fn eq(&self, other: &Rule) -> bool {
+        self.text == other.text
+    }
+}
+
+impl Eq for Rule {}
+
+impl Rule {
+    /// Parses `tool` or `tool(glob)`.
+    pub fn parse(text: &str) -> Result<Rule, String> {
+        let (tool, subject) = match text.split_once('(') {
+            Some((tool, rest)) => {
+                let Some(glob) = rest.strip_suffix(')') else {
+                    return Err(format!("rule {text:?} does not end with ')'"));
+                };
+                if glob.is_empty() {
+                    return Err(format!("rule {text:?} has an empty pattern"));
+                }
+                let matcher = GlobBuilder::new(glob)
+                    .literal_separator(false)
+                    .build()
+                    .map_err(|e| format!("rule {text:?}: {e}"))?
+                    .compile_matcher();
+                (tool, Some(matcher))
+            }
+            None => (text, None),
+        };
+        if !magi_protocol::names::is_valid_name(tool) {
+            return Err(format!("rule {text:?} does not start with a tool name"));
+        }
+        Ok(Rule {
+            text: text.to_owned(),
+            tool: tool.to_owned(),
+            subject,
+        })
+    }
+
+    /// Whether the rule covers a call of `tool` whose subject is `subject`. A rule with
+    /// a pattern never covers a call without a subject.
+    pub fn covers(&self, tool: &str, subject: Option<&str>) -> bool {
+        if self.tool != tool {
+            return false;
+        }
+        match (&self.subject, subject) {
+            (None, _) => true,
+            (Some(glob), Some(subject)) => glob.is_match(subject),
+            (Some(_), None) => false,
+        }
+    }
+
+    /// Whether the rule names a subject pattern (not the whole tool).
+    pub fn has_pattern(&self) -> bool {
+        self.subject.is_some()
+    }
+}
+
+impl<'de> Deserialize<'de> for Rule {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Rule, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        Rule::parse(&text).map_err(serde::de::Error::custom)
+    }
+}
+
+/// `[permissions]`, as admitted at startup.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PermissionSettings {
+    /// The mode; `ask` when absent.
+    #[serde(default)]
+    pub mode: PermissionMode,
+    /// Calls that run without asking.
+    #[serde(default)]
+    pub allow: Vec<Rule>,
+    /// Calls that ask even when the mode or an allow rule would run them.
+    #[serde(default)]
+    pub ask: Vec<Rule>,
+    /// Calls that never run.
+    #[serde(default)]
+    pub deny: Vec<Rule>,
+}
+
+/// What the policy says of one call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// It runs; no decision was needed (a read-only tool inside the workspace).
+    Run,
+    /// It runs because a rule or the mode allows it.
+    Allowed,
+    /// The client is asked.
+    Ask,
+    /// A deny rule refuses it.
+    Denied,
+}
+
+/// A call, as the policy sees it.
+#[derive(Debug, Clone, Copy)]
+pub struct CallSubject<'a> {
+    /// The tool.
+    pub tool: &'a str,
+    /// The command, path or URL the call acts on, when it has one.
+    pub subject: Option<&'a str>,
+    /// Whether the tool only reads.
+    pub read_only: bool,
+    /// Whether the call reaches outside the working directory (a path that resolves,
+    /// symbolic links followed, outside it).
+    pub outside_workspace: bool,
+}
+
+impl PermissionSettings {
+    /// The verdict on `call`: a deny rule refuses; an ask rule asks; a call outside the
+    /// workspace asks unless the mode allows everything or an allow rule with a pattern
+    /// names it; otherwise an allow rule or the allow-all mode allows, a read-only call
+    /// runs, and anything else asks.
+    pub fn verdict(&self, call: &CallSubject<'_>) -> Verdict {
+        let covered = |rules: &[Rule]| rules.iter().any(|r| r.covers(call.tool, call.subject));
+        if covered(&self.deny) {
+            return Verdict::Denied;
+        }
+        if covered(&self.ask) {
+            return Verdict::Ask;
+        }
+        let allowed_by_pattern = self
+            .allow
+            .iter()
+            .any(|r| r.has_pattern() && r.covers(call.tool, call.subject));
+        if call.outside_workspace {
+            return if self.mode == PermissionMode::AllowAll || allowed_by_pattern {
+                Verdict::Allowed
+            } else {
+                Verdict::Ask
+            };
+        }
+        if call.read_only {
+            return Verdict::Run;
+        }
+        if self.mode == PermissionMode::AllowAll || covered(&self.allow) {
+            return Verdict::Allowed;
+        }
+        Verdict::Ask
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn call<'a>(tool: &'a str, subject: Option<&'a str>) -> CallSubject<'a> {
+        CallSubject {
+            tool,
+            subject,
+            read_only: matches!(tool, "read" | "grep"),
+            outside_workspace: false,
+        }
+    }
+
+    fn settings(allow: &[&str], ask: &[&str], deny: &[&str]) -> PermissionSettings {
+        let rules = |texts: &[&str]| texts.iter().map(|t| Rule::parse(t).unwrap()).collect();
+        PermissionSettings {
+            mode: PermissionMode::Ask,
+            allow: rules(allow),
+            ask: rules(ask),
+            deny: rules(deny),
+        }
+    }
+
+    #[test]
+    fn rules_parse_and_refuse_malformed_text() {
+        assert!(Rule::parse("write").is_ok());
+        assert!(Rule::parse("bash(cargo test*)").is_ok());
+        assert!(Rule::parse("bash(cargo").is_err());
+        assert!(Rule::parse("bash()").is_err());
+        assert!(Rule::parse("(x)").is_err());
+        assert!(Rule::parse("edit([)").is_err());
+    }
+
+    #[test]
+    fn deny_beats_ask_beats_allow_and_defaults_follow_the_tool() {
+        let s = settings(
+            &["bash(cargo *)", "write"],
+            &["bash(cargo publish*)"],
+            &["bash(rm *)"],
+        );
+        assert_eq!(
+            s.verdict(&call("bash", Some("cargo test -q"))),
+            Verdict::Allowed
+        );
+        assert_eq!(
+            s.verdict(&call("bash", Some("cargo publish"))),
+            Verdict::Ask
+        );
+        assert_eq!(s.verdict(&call("bash", Some("rm -rf /"))), Verdict::Denied);
+        assert_eq!(s.verdict(&call("bash", Some("ls"))), Verdict::Ask);
+        assert_eq!(s.verdict(&call("write", Some("a.txt"))), Verdict::Allowed);
+        assert_eq!(s.verdict(&call("read", Some("a.txt"))), Verdict::Run);
+        // `*` crosses `/` in a subject glob.
+        let s = settings(&["edit(src/*)"], &[], &["read(secrets/*)"]);
+        assert_eq!(
+            s.verdict(&call("edit", Some("src/a/b.rs"))),
+            Verdict::Allowed
+        );
+        assert_eq!(s.verdict(&call("read", Some("secrets/k"))), Verdict::Denied);
+    }
+
+    #[test]
+    fn outside_the_workspace_asks_unless_named_or_everything_is_allowed() {
+        let outside = |tool| CallSubject {
+            outside_workspace: true,
+            ..call(tool, Some("/etc/hosts"))
+        };
+        let s = settings(&["write", "read(/etc/*)"], &[], &[]);
+        assert_eq!(s.verdict(&outside("write")), Verdict::Ask);
+        assert_eq!(s.verdict(&outside("grep")), Verdict::Ask);
+        assert_eq!(s.verdict(&outside("read")), Verdict::Allowed);
+        let all = PermissionSettings {
+            mode: PermissionMode::AllowAll,
+            ..PermissionSettings::default()
+        };
+        assert_eq!(all.verdict(&outside("write")), Verdict::Allowed);
+    }
+}

@@ -1,0 +1,516 @@
+//! The tool-call service: the calls of one persisted assistant message, from creation
+//! to settlement.
+//!
+//! Every call of the message is recorded first (`tool_call`: supervising). Each is then
+//! supervised in the model's order: the permission policy decides, or the client is
+//! asked (`tool_call_state: awaiting_approval`); a call that may run is claimed
+//! (`tool_call_state: running`, synced before anything starts) and executed on a
+//! blocking thread. Settlement appends one `tool_result` with the terminal outcome
+//! (completed, failed, denied, cancelled) and the call's facts, then the display-only
+//! preview of a change it applied. Read-only calls run side by side (at most
+//! [`PARALLEL_TOOL_CALLS`] at once); a call that may
+//! change something waits until every earlier call of the message has settled, and
+//! later calls wait for it, so effects happen in the order the model asked for. The
+//! next model request waits for all of them.
+//!
+//! After a crash, the next turn first settles what the crashed one left: a read-only
+//! call the policy lets run without asking is run again (reading twice is harmless),
+//! a call that was awaiting approval is denied, and every other call settles
+//! `indeterminate`: it may or may not have had its effects, and it never runs again.
+
+use std::path::PathBuf;
+
+use magi_config::{CallSubject, Verdict};
+use magi_protocol::limits::{
+    APPROVAL_EXPIRY_MS, PARALLEL_TOOL_CALLS, RUN_ACTIVITIES, SUMMARY_BYTES,
+};
+use magi_protocol::messages::ActivityState;
+use magi_provider::Item;
+use magi_store::records::{Record, RecordBody, ToolCallPhase, ToolOutcome};
+use magi_tools::{ToolOutput, ToolReport};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use super::conversation::{INTERRUPTED_CALL, bounded};
+use super::{Ending, Turn};
+use crate::approvals::ApprovalOutcome;
+use magi_protocol::ErrorCode;
+
+/// The protection label of a call a settings rule or the allow-all mode let run.
+pub(super) const LABEL_ALLOWED_AUTOMATICALLY: &str = "allowed automatically";
+/// The protection label of a call the user approved.
+pub(super) const LABEL_ALLOWED_BY_USER: &str = "allowed by user";
+/// The protection label of a call refused by the user or a deny rule.
+pub(super) const LABEL_DENIED_BY_USER: &str = "denied by user";
+/// The protection label of a call whose approval expired, was cancelled or lost its
+/// client.
+pub(super) const LABEL_APPROVAL_UNAVAILABLE: &str = "denied; approval unavailable";
+
+/// One call the model asked for.
+pub(super) struct Call {
+    pub(super) call_id: String,
+    pub(super) name: String,
+    pub(super) arguments: String,
+}
+
+/// A call being executed on a blocking thread.
+struct InFlight {
+    index: usize,
+    activity_id: String,
+    protection: Option<&'static str>,
+    read_only: bool,
+    task: JoinHandle<ToolReport>,
+}
+
+/// How a call settled, for the model's next request.
+struct Settled {
+    content: String,
+    is_error: bool,
+}
+
+/// Everything a call's execution needs, owned, so it can move to a blocking thread.
+struct Execution {
+    name: String,
+    arguments: String,
+    cwd: PathBuf,
+    assets_dir: Option<PathBuf>,
+    cancel: CancellationToken,
+    hidden_env: Vec<String>,
+}
+
+impl Execution {
+    fn run(self) -> ToolReport {
+        let cancel = self.cancel;
+        let cancelled = move || cancel.is_cancelled();
+        let context = magi_tools::ToolContext {
+            cwd: &self.cwd,
+            assets_dir: self.assets_dir.as_deref(),
+            cancelled: &cancelled,
+            hidden_env: &self.hidden_env,
+        };
+        magi_tools::execute(&self.name, &self.arguments, &context)
+    }
+}
+
+impl Turn {
+    /// Runs the calls of one assistant response and appends each call with its result
+    /// to `items`. Returns how the turn ends when it cannot go on.
+    pub(super) async fn run_calls(
+        &mut self,
+        calls: Vec<Call>,
+        items: &mut Vec<Item>,
+    ) -> Option<Ending> {
+        if self.activities + calls.len() > RUN_ACTIVITIES {
+            // None of them is recorded or run: a call the run cannot show is a call the
+            // user cannot see.
+            self.diagnostic(
+                "activity_limit",
+                "The model asked for more tool calls than one run may show.",
+            )
+            .await;
+            return Some(Ending::failed(ErrorCode::ContentLimit));
+        }
+        let created = calls
+            .iter()
+            .map(|call| RecordBody::ToolCall {
+                turn_id: self.turn_id.clone(),
+                call_id: call.call_id.clone(),
+                name: call.name.clone(),
+                summary: self.label(call),
+                arguments: Some(call.arguments.clone()),
+            })
+            .collect();
+        self.append_all(created);
+        let mut settled: Vec<Option<Settled>> = (0..calls.len()).map(|_| None).collect();
+        let mut in_flight: Vec<InFlight> = Vec::new();
+        for (index, call) in calls.iter().enumerate() {
+            self.activities += 1;
+            let activity_id = format!("tool-{}", self.activities);
+            let label = self.label(call);
+            self.activity(&activity_id, &call.name, ActivityState::Started, &label)
+                .await;
+            if self.cancel.is_cancelled() {
+                let report = refused("not started: the turn was cancelled");
+                settled[index] = Some(
+                    self.settle(call, &activity_id, report, ToolOutcome::Cancelled, None)
+                        .await,
+                );
+                continue;
+            }
+            let protection = match self.supervise(call, &label).await {
+                Ok(protection) => protection,
+                Err(refusal) => {
+                    let report = refused(&format!("The call was not run: {refusal}."));
+                    settled[index] = Some(
+                        self.settle(
+                            call,
+                            &activity_id,
+                            report,
+                            ToolOutcome::Denied,
+                            Some(refusal),
+                        )
+                        .await,
+                    );
+                    continue;
+                }
+            };
+            let read_only = magi_tools::is_read_only(&call.name);
+            if !(read_only && in_flight.iter().all(|f| f.read_only))
+                || in_flight.len() >= PARALLEL_TOOL_CALLS
+            {
+                self.drain(&calls, &mut in_flight, &mut settled).await;
+            }
+            if self.cancel.is_cancelled() {
+                let report = refused("not started: the turn was cancelled");
+                settled[index] = Some(
+                    self.settle(
+                        call,
+                        &activity_id,
+                        report,
+                        ToolOutcome::Cancelled,
+                        protection,
+                    )
+                    .await,
+                );
+                continue;
+            }
+            // The claim is durable before anything runs, so a crash from here on is
+            // known to have possibly had effects. A claim that cannot be written runs
+            // nothing.
+            let claim = RecordBody::ToolCallState {
+                turn_id: self.turn_id.clone(),
+                call_id: call.call_id.clone(),
+                state: ToolCallPhase::Running,
+                protection: protection.map(str::to_owned),
+            };
+            if self.sessions.append(claim).is_err() {
+                self.degraded = true;
+                let report = refused("not run: the call could not be recorded");
+                settled[index] = Some(
+                    self.settle(call, &activity_id, report, ToolOutcome::Failed, protection)
+                        .await,
+                );
+                continue;
+            }
+            let execution = self.execution(call);
+            in_flight.push(InFlight {
+                index,
+                activity_id,
+                protection,
+                read_only,
+                task: tokio::task::spawn_blocking(move || execution.run()),
+            });
+        }
+        self.drain(&calls, &mut in_flight, &mut settled).await;
+        for (call, settled) in calls.into_iter().zip(settled) {
+            let Settled { content, is_error } = settled.unwrap_or_else(|| Settled {
+                content: INTERRUPTED_CALL.into(),
+                is_error: true,
+            });
+            items.push(Item::ToolCall {
+                call_id: call.call_id.clone(),
+                name: call.name,
+                arguments: call.arguments,
+            });
+            items.push(Item::ToolResult {
+                call_id: call.call_id,
+                output: content,
+                is_error,
+            });
+        }
+        None
+    }
+
+    /// The bounded, sanitized label of a call.
+    fn label(&self, call: &Call) -> String {
+        bounded(
+            &self.safe(&magi_tools::describe(&call.name, &call.arguments)),
+            SUMMARY_BYTES,
+        )
+    }
+
+    fn execution(&self, call: &Call) -> Execution {
+        Execution {
+            name: call.name.clone(),
+            arguments: call.arguments.clone(),
+            cwd: self.sessions.cwd().to_owned(),
+            assets_dir: self.sessions.tool_assets_dir(&call.call_id),
+            cancel: self.cancel.clone(),
+            hidden_env: self.agent.hidden_env.clone(),
+        }
+    }
+
+    /// What the policy says of a call, from its arguments.
+    fn verdict(&self, call: &Call) -> Verdict {
+        let cwd = self.sessions.cwd();
+        if !magi_tools::exists(&call.name) {
+            // It fails without running anything.
+            return Verdict::Run;
+        }
+        let subject = magi_tools::subject(&call.name, &call.arguments, cwd);
+        self.agent.permissions.verdict(&CallSubject {
+            tool: &call.name,
+            subject: subject.as_deref(),
+            // Stopping one's own job needs no more approval than starting it had.
+            read_only: magi_tools::is_read_only(&call.name) || call.name == "bash_kill",
+            outside_workspace: magi_tools::outside_workspace(&call.name, &call.arguments, cwd),
+        })
+    }
+
+    /// Decides whether a call may run, asking the client when the policy says so. Ok
+    /// carries the protection label of the decision (none when no decision was
+    /// needed); Err the label of the refusal.
+    async fn supervise(
+        &mut self,
+        call: &Call,
+        label: &str,
+    ) -> Result<Option<&'static str>, &'static str> {
+        match self.verdict(call) {
+            Verdict::Run => return Ok(None),
+            Verdict::Allowed => return Ok(Some(LABEL_ALLOWED_AUTOMATICALLY)),
+            Verdict::Denied => return Err(LABEL_DENIED_BY_USER),
+            Verdict::Ask => {}
+        }
+        self.append(RecordBody::ToolCallState {
+            turn_id: self.turn_id.clone(),
+            call_id: call.call_id.clone(),
+            state: ToolCallPhase::AwaitingApproval,
+            protection: None,
+        });
+        let approval_id = uuid::Uuid::new_v4().to_string();
+        let expiry = std::time::Duration::from_millis(APPROVAL_EXPIRY_MS);
+        // Opened before it is announced, so an answer racing the event is not lost.
+        let wait = self.approvals.open(&approval_id, expiry);
+        self.approval_requested(&approval_id, label, APPROVAL_EXPIRY_MS)
+            .await;
+        match wait.settled(&self.cancel).await {
+            ApprovalOutcome::Allowed => Ok(Some(LABEL_ALLOWED_BY_USER)),
+            ApprovalOutcome::Denied => Err(LABEL_DENIED_BY_USER),
+            ApprovalOutcome::Expired | ApprovalOutcome::Cancelled => {
+                Err(LABEL_APPROVAL_UNAVAILABLE)
+            }
+        }
+    }
+
+    /// Waits for every call in flight, in the order they started, and settles each.
+    async fn drain(
+        &mut self,
+        calls: &[Call],
+        in_flight: &mut Vec<InFlight>,
+        settled: &mut [Option<Settled>],
+    ) {
+        for flight in std::mem::take(in_flight) {
+            let call = &calls[flight.index];
+            let (report, outcome) = match flight.task.await {
+                Ok(report) => {
+                    let outcome = if report.cancelled {
+                        ToolOutcome::Cancelled
+                    } else if report.output.is_error {
+                        ToolOutcome::Failed
+                    } else {
+                        ToolOutcome::Completed
+                    };
+                    (report, outcome)
+                }
+                // The tool's thread panicked: what it did before is unknown.
+                Err(_) => (
+                    refused("the tool stopped unexpectedly; its effects are unknown"),
+                    ToolOutcome::Indeterminate,
+                ),
+            };
+            settled[flight.index] = Some(
+                self.settle(
+                    call,
+                    &flight.activity_id,
+                    report,
+                    outcome,
+                    flight.protection,
+                )
+                .await,
+            );
+        }
+    }
+
+    /// Records a call's result (and its preview), then reports its end.
+    async fn settle(
+        &mut self,
+        call: &Call,
+        activity_id: &str,
+        report: ToolReport,
+        outcome: ToolOutcome,
+        protection: Option<&'static str>,
+    ) -> Settled {
+        let summary = bounded(&self.safe(&report.output.summary), SUMMARY_BYTES);
+        let facts = self.recorded_facts(report.facts.as_ref());
+        let display_id = report
+            .preview
+            .as_ref()
+            .map(|_| format!("{}-preview", call.call_id));
+        let mut settlement = vec![RecordBody::ToolResult {
+            turn_id: self.turn_id.clone(),
+            call_id: call.call_id.clone(),
+            name: call.name.clone(),
+            outcome,
+            summary: summary.clone(),
+            content: Some(self.without_credentials(&report.output.content)),
+            facts,
+            protection: protection.map(str::to_owned),
+            display_id: display_id.clone(),
+            transcript: report.transcript.iter().map(|l| self.safe(l)).collect(),
+        }];
+        // The display-only preview follows its result in the same write.
+        if let (Some(display_id), Some(preview)) = (display_id, report.preview) {
+            settlement.push(RecordBody::ToolAppliedPreview {
+                display_id,
+                preview: serde_json::json!({
+                    "schema_version": 1,
+                    "diff": self.without_credentials(&preview.diff),
+                    "truncated": preview.truncated,
+                }),
+            });
+        }
+        self.append_all(settlement);
+        let state = if outcome == ToolOutcome::Completed {
+            ActivityState::Completed
+        } else {
+            ActivityState::Failed
+        };
+        self.activity(activity_id, &call.name, state, &summary)
+            .await;
+        Settled {
+            content: self.without_credentials(&report.output.content),
+            is_error: outcome != ToolOutcome::Completed,
+        }
+    }
+
+    /// A call's facts as recorded: every string made safe (controls stripped, secrets
+    /// and credential values redacted) before it reaches the log and the cards.
+    fn recorded_facts(&self, facts: Option<&magi_tools::Facts>) -> Option<serde_json::Value> {
+        let mut value = serde_json::to_value(facts?).ok()?;
+        self.make_safe(&mut value);
+        Some(value)
+    }
+
+    fn make_safe(&self, value: &mut serde_json::Value) {
+        match value {
+            serde_json::Value::String(text) => *text = self.safe(text),
+            serde_json::Value::Array(items) => items.iter_mut().for_each(|v| self.make_safe(v)),
+            serde_json::Value::Object(fields) => {
+                fields.values_mut().for_each(|v| self.make_safe(v))
+            }
+            _ => {}
+        }
+    }
+
+    /// Settles the calls a crashed run left unsettled, before this turn's input is
+    /// recorded. Returns how many it settled, or none when a settlement could not be
+    /// recorded.
+    pub(super) fn recover(&mut self, records: &[Record]) -> Option<usize> {
+        let unsettled = unsettled_calls(records);
+        let count = unsettled.len();
+        for unsettled in unsettled {
+            let call = Call {
+                call_id: unsettled.call_id,
+                name: unsettled.name,
+                arguments: unsettled.arguments.unwrap_or_else(|| "{}".into()),
+            };
+            let replayable = magi_tools::is_read_only(&call.name)
+                && unsettled.phase != Some(ToolCallPhase::AwaitingApproval)
+                && self.verdict(&call) == Verdict::Run;
+            let (report, outcome, protection) = if replayable {
+                let report = self.execution(&call).run();
+                let outcome = if report.output.is_error {
+                    ToolOutcome::Failed
+                } else {
+                    ToolOutcome::Completed
+                };
+                (report, outcome, None)
+            } else if unsettled.phase == Some(ToolCallPhase::AwaitingApproval) {
+                (
+                    refused(&format!(
+                        "The call was not run: {LABEL_APPROVAL_UNAVAILABLE}."
+                    )),
+                    ToolOutcome::Denied,
+                    Some(LABEL_APPROVAL_UNAVAILABLE),
+                )
+            } else {
+                let mut report = refused(INTERRUPTED_CALL);
+                report.output.summary = "interrupted; outcome unknown".into();
+                (report, ToolOutcome::Indeterminate, None)
+            };
+            let summary = bounded(&self.safe(&report.output.summary), SUMMARY_BYTES);
+            let settled = RecordBody::ToolResult {
+                turn_id: unsettled.turn_id,
+                call_id: call.call_id,
+                name: call.name,
+                outcome,
+                summary,
+                content: Some(self.without_credentials(&report.output.content)),
+                facts: self.recorded_facts(report.facts.as_ref()),
+                protection: protection.map(str::to_owned),
+                display_id: None,
+                transcript: report.transcript.iter().map(|l| self.safe(l)).collect(),
+            };
+            self.sessions.append(settled).ok()?;
+        }
+        Some(count)
+    }
+}
+
+/// The report of a call that did not run, or whose run left nothing to report.
+fn refused(content: &str) -> ToolReport {
+    let summary = content
+        .strip_prefix("The call was not run: ")
+        .map_or(content, |s| s.trim_end_matches('.'));
+    ToolReport::from(ToolOutput {
+        content: content.to_owned(),
+        summary: summary.to_owned(),
+        is_error: true,
+    })
+}
+
+/// A call of the log without a result.
+struct Unsettled {
+    turn_id: String,
+    call_id: String,
+    name: String,
+    arguments: Option<String>,
+    /// The last phase recorded for it, if any.
+    phase: Option<ToolCallPhase>,
+}
+
+/// The calls of `records` that have no recorded result, in the order they were made.
+fn unsettled_calls(records: &[Record]) -> Vec<Unsettled> {
+    let mut settled = std::collections::HashSet::new();
+    let mut phases = std::collections::HashMap::new();
+    for record in records {
+        match &record.body {
+            RecordBody::ToolResult { call_id, .. } => {
+                settled.insert(call_id.as_str());
+            }
+            RecordBody::ToolCallState { call_id, state, .. } => {
+                phases.insert(call_id.as_str(), *state);
+            }
+            _ => {}
+        }
+    }
+    records
+        .iter()
+        .filter_map(|r| match &r.body {
+            RecordBody::ToolCall {
+                turn_id,
+                call_id,
+                name,
+                arguments,
+                ..
+            } if !settled.contains(call_id.as_str()) => Some(Unsettled {
+                turn_id: turn_id.clone(),
+                call_id: call_id.clone(),
+                name: name.clone(),
+                arguments: arguments.clone(),
+                phase: phases.get(call_id.as_str()).copied(),
+            }),
+            _ => None,
+        })
+        .collect()
+}

@@ -1,0 +1,255 @@
+//! The facts a tool call records about itself for the cards a client shows later.
+//!
+//! Saved cards are projected from recorded facts only, never from today's files, so a
+//! call records, when it settles, everything a card needs and could not reconstruct:
+//! what it touched, the counts it saw, whether it stopped at a bound, and for a command
+//! its working directory, timeout argument, exit code, signal and truncation. Facts are
+//! display data: the model never sees them. Every count is the tool's own observation;
+//! `None` means not known, never zero.
+
+use serde::{Deserialize, Serialize};
+
+use crate::tracking::Tracking;
+
+/// Most paths a fact list keeps (the first ones, in the tool's order): a card shows at
+/// most 32 rows.
+pub const FACT_PATHS: usize = 32;
+/// Longest string a fact keeps, in bytes; longer ones are cut on a character boundary
+/// and the cut is recorded.
+pub const FACT_STRING_BYTES: usize = 1_024;
+
+/// What one call observed, by tool.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "tool", rename_all = "snake_case")]
+pub enum Facts {
+    /// `read`.
+    Read {
+        /// The path as given.
+        path: String,
+        /// First line returned (1-based), when lines were returned.
+        first_line: Option<u64>,
+        /// Last line returned.
+        last_line: Option<u64>,
+        /// Lines in the whole file, when the read reached its end.
+        total_lines: Option<u64>,
+        /// Whether the text returned stopped at a bound before the range asked for.
+        truncated: bool,
+        /// Whether the file was refused as binary.
+        binary: bool,
+    },
+    /// `grep`, `find` and `list`: a search or listing over a tree.
+    Search {
+        /// What was looked for (`grep`'s regex, `find`'s glob); none for `list`.
+        pattern: Option<String>,
+        /// Where, as given; none for the working directory.
+        path: Option<String>,
+        /// Matches (`grep`) or entries (`find`, `list`) reported.
+        matches: u64,
+        /// Files with at least one match (`grep`); none for the others.
+        files: Option<u64>,
+        /// Whether the whole tree was examined: false when a bound stopped the search.
+        complete: bool,
+        /// The first paths reported, at most [`FACT_PATHS`].
+        paths: Vec<String>,
+    },
+    /// `write`, `edit` and `hash_edit`: a change to one file.
+    Change {
+        /// The file, as given.
+        path: String,
+        /// Whether the file did not exist before.
+        created: bool,
+        /// Operations asked for (`hash_edit`'s list, 1 for the others).
+        operations: u64,
+        /// Operations applied and written.
+        applied: u64,
+        /// Whether the file's content on disk was changed.
+        changed: bool,
+    },
+    /// `web_fetch`.
+    Web {
+        /// The URL, as given.
+        url: String,
+        /// The HTTP status, when a response arrived.
+        status: Option<u16>,
+        /// The response's content type, when given.
+        content_type: Option<String>,
+        /// Body bytes read.
+        bytes: Option<u64>,
+        /// Whether the body or its text stopped at a bound.
+        truncated: bool,
+    },
+    /// `bash` and `async_bash`.
+    Command(Box<CommandFacts>),
+    /// `bash_log` and `bash_kill`: a look at, or the end of, a background job.
+    Job {
+        /// The job.
+        job_id: String,
+        /// The job's state as the call saw it (`running`, `exit 0`, `killed`, …).
+        state: Option<String>,
+        /// First line returned (0-based, as the tool's offsets are), for `bash_log`.
+        first_line: Option<u64>,
+        /// Lines returned.
+        lines: Option<u64>,
+        /// Lines in the job's output so far.
+        total_lines: Option<u64>,
+    },
+}
+
+/// What a command call observed.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CommandFacts {
+    /// The command line as given, cut to [`FACT_STRING_BYTES`].
+    pub command: String,
+    /// Where it ran.
+    pub working_directory: String,
+    /// The `timeout_ms` argument, when the model gave one (the default is not an
+    /// argument).
+    pub timeout_ms: Option<u64>,
+    /// The timeout that applied, in milliseconds.
+    pub effective_timeout_ms: Option<u64>,
+    /// Whether the timeout killed it; none while it runs on as a job.
+    pub timed_out: Option<bool>,
+    /// The exit code, when it exited.
+    pub exit_code: Option<i32>,
+    /// The signal that ended it (`SIGKILL`), when one did.
+    pub signal: Option<String>,
+    /// Whether stdout's capture stopped at its bound; none when not captured.
+    pub stdout_truncated: Option<bool>,
+    /// Whether stderr's capture stopped at its bound.
+    pub stderr_truncated: Option<bool>,
+    /// Lines in the captured stdout, when it was read back.
+    pub stdout_lines: Option<u64>,
+    /// Lines in the captured stderr.
+    pub stderr_lines: Option<u64>,
+    /// The first non-empty stderr line of a failed command.
+    pub failure_line: Option<String>,
+    /// What could not be cleaned up after it (a process that kept the output open).
+    pub cleanup_warning: Option<String>,
+    /// The background job it runs as (`async_bash`, or a promoted `bash`).
+    pub job_id: Option<String>,
+    /// The static reading of the command line for the files it names.
+    pub tracking: Option<Tracking>,
+    /// The captures kept with the call's assets, each with its size and digest, so a
+    /// later reader can tell the file is the one this call wrote.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub captures: Vec<CaptureDigest>,
+}
+
+/// One capture file kept with a call's assets.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CaptureDigest {
+    /// Its name in the call's assets directory (`output.txt`, `stdout.txt`, `stderr.txt`).
+    pub file: String,
+    /// Its size in bytes.
+    pub bytes: u64,
+    /// The SHA-256 of its content, in lower-case hex.
+    pub sha256: String,
+}
+
+/// The capture files a command keeps, by name.
+pub const CAPTURE_FILES: [&str; 3] = ["stdout.txt", "stderr.txt", "output.txt"];
+
+impl CaptureDigest {
+    /// The digest of the file at `path`, none when it cannot be read.
+    pub fn of(path: &std::path::Path) -> Option<CaptureDigest> {
+        use sha2::Digest;
+        use std::io::Read;
+        let mut file = std::fs::File::open(path).ok()?;
+        let mut hasher = sha2::Sha256::new();
+        let mut buffer = vec![0; 64 * 1024];
+        let mut bytes = 0u64;
+        loop {
+            match file.read(&mut buffer) {
+                Ok(0) => break,
+                Ok(n) => {
+                    hasher.update(&buffer[..n]);
+                    bytes += n as u64;
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(_) => return None,
+            }
+        }
+        let sha256 = hasher
+            .finalize()
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        Some(CaptureDigest {
+            file: path.file_name()?.to_string_lossy().into_owned(),
+            bytes,
+            sha256,
+        })
+    }
+
+    /// Whether `assets_dir` (a call's own assets directory: the owner's scope) still
+    /// holds exactly this capture. Only the known capture names are looked up, so a
+    /// recorded name can never reach outside the directory.
+    pub fn verify(&self, assets_dir: &std::path::Path) -> bool {
+        CAPTURE_FILES.contains(&self.file.as_str())
+            && CaptureDigest::of(&assets_dir.join(&self.file)).as_ref() == Some(self)
+    }
+}
+
+/// A display-only preview of a change a call applied: a unified diff of the file,
+/// bounded and made safe before it is recorded. Never given to the model.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AppliedPreview {
+    /// The file the diff is of.
+    pub path: String,
+    /// The diff's lines, as `similar` writes a unified diff.
+    pub diff: String,
+    /// Whether lines were left out to keep within the preview bounds.
+    pub truncated: bool,
+}
+
+/// `text` cut to at most `max` bytes on a character boundary.
+pub fn cut(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_owned();
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    text[..end].to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn facts_round_trip_tagged_by_tool() {
+        let facts = Facts::Change {
+            path: "a.rs".into(),
+            created: false,
+            operations: 3,
+            applied: 2,
+            changed: true,
+        };
+        let json = serde_json::to_value(&facts).unwrap();
+        assert_eq!(json["tool"], "change");
+        assert_eq!(serde_json::from_value::<Facts>(json).unwrap(), facts);
+        assert_eq!(cut("héllo", 2), "h");
+    }
+
+    #[test]
+    fn capture_digests_verify_only_the_file_they_were_taken_of() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("output.txt"), "hi\n").unwrap();
+        let digest = CaptureDigest::of(&dir.path().join("output.txt")).unwrap();
+        assert_eq!(digest.bytes, 3);
+        assert_eq!(
+            digest.sha256,
+            "98ea6e4f216f2fb4b69fff9b3a44842c38686ca685f3f55dc48c5d3fb1107be4"
+        );
+        assert!(digest.verify(dir.path()));
+        std::fs::write(dir.path().join("output.txt"), "hi!\n").unwrap();
+        assert!(!digest.verify(dir.path()));
+        let escaping = CaptureDigest {
+            file: "../output.txt".into(),
+            ..digest
+        };
+        assert!(!escaping.verify(dir.path()));
+    }
+}

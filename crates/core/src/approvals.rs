@@ -178,6 +178,61 @@ mod tests {
         assert_eq!(outcome, ApprovalOutcome::Allowed);
     }
 
+    #[test]
+    fn the_real_expiry_denies_on_a_paused_clock() {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .start_paused(true)
+            .build()
+            .unwrap();
+        let gate = ApprovalGate::default();
+        let expiry = Duration::from_millis(magi_protocol::limits::APPROVAL_EXPIRY_MS);
+        let outcome = runtime.block_on(async {
+            let wait = gate.open("a1", expiry);
+            let started = tokio::time::Instant::now();
+            let outcome = wait.settled(&CancellationToken::new()).await;
+            // The paused clock jumped exactly to the deadline: 60 s, not a moment less.
+            assert_eq!(started.elapsed(), expiry);
+            outcome
+        });
+        assert_eq!(outcome, ApprovalOutcome::Expired);
+        assert!(!gate.answer("a1", true), "an expired approval is stale");
+    }
+
+    #[test]
+    fn racing_answers_have_exactly_one_winner() {
+        for _ in 0..50 {
+            let gate = ApprovalGate::default();
+            let wait = gate.open("a1", Duration::from_secs(60));
+            let barrier = std::sync::Arc::new(std::sync::Barrier::new(4));
+            let answers: Vec<_> = (0..4)
+                .map(|n| {
+                    let gate = gate.clone();
+                    let barrier = std::sync::Arc::clone(&barrier);
+                    std::thread::spawn(move || {
+                        barrier.wait();
+                        (n % 2 == 0, gate.answer("a1", n % 2 == 0))
+                    })
+                })
+                .collect();
+            let results: Vec<(bool, bool)> =
+                answers.into_iter().map(|h| h.join().unwrap()).collect();
+            let winners: Vec<bool> = results
+                .iter()
+                .filter(|(_, won)| *won)
+                .map(|(allow, _)| *allow)
+                .collect();
+            assert_eq!(winners.len(), 1, "{results:?}");
+            let outcome = runtime().block_on(wait.settled(&CancellationToken::new()));
+            let expected = if winners[0] {
+                ApprovalOutcome::Allowed
+            } else {
+                ApprovalOutcome::Denied
+            };
+            assert_eq!(outcome, expected, "the winner's answer is the outcome");
+        }
+    }
+
     impl ApprovalWait {
         async fn settled_owned(self) -> ApprovalOutcome {
             self.settled(&CancellationToken::new()).await

@@ -247,7 +247,7 @@ fn dispatch(name: &str, arguments: &str, ctx: &ToolContext) -> ToolReport {
     };
     let output = match name {
         "read" => return read::run(&arguments, cwd),
-        "grep" => grep::run(&arguments, cwd),
+        "grep" => return grep::run(&arguments, cwd),
         "find" => return find::run(&arguments, cwd),
         "list" => return list::run(&arguments, cwd),
         "write" => return write::run(&arguments, cwd),

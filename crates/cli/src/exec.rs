@@ -254,7 +254,7 @@ impl Printer {
                     eprintln!("magi-code: the run failed: {}", code.as_str());
                 }
             }
-            Event::InputPersisted(_) | Event::ApprovalRequested(_) => {}
+            Event::InputPersisted(_) | Event::ApprovalRequested(_) | Event::ToolCard(_) => {}
         }
         out.flush()
     }

@@ -146,7 +146,7 @@ async fn capability_preflight_leaves_the_child_unadmitted_and_effect_free() {
     let mut backend = env.spawn();
     let cases: &[(serde_json::Value, &str)] = &[
         (
-            json!({"required_capabilities": ["status", "tool.cards"]}),
+            json!({"required_capabilities": ["status", "client.tools"]}),
             "unsupported_capability",
         ),
         (

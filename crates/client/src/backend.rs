@@ -158,6 +158,8 @@ struct Shared {
     /// Requests sent and not yet answered, by ID.
     pending: Mutex<HashMap<String, Waiter>>,
     instance_id: Mutex<Option<String>>,
+    /// Set once `initialize` admitted `tool.cards`; the reader then accepts cards.
+    tool_cards: std::sync::atomic::AtomicBool,
 }
 
 impl Shared {
@@ -234,7 +236,16 @@ impl Backend {
         required: &[&str],
     ) -> Result<Result<InitializeResult, ErrorCode>, ClientError> {
         let params = serde_json::json!({ "required_capabilities": required });
-        self.request("initialize", params).await?.parse()
+        let result: Result<InitializeResult, ErrorCode> =
+            self.request("initialize", params).await?.parse()?;
+        if let Ok(result) = &result {
+            let cards = required.contains(&magi_protocol::cards::CAPABILITY);
+            check_advertisement(result, cards).map_err(ClientError::Violation)?;
+            self.shared
+                .tool_cards
+                .store(cards, std::sync::atomic::Ordering::SeqCst);
+        }
+        Ok(result)
     }
 
     /// `status`: the result, or the error code.
@@ -320,6 +331,27 @@ impl Backend {
     }
 }
 
+/// Checks what an admitted `initialize` advertises: the sixteen base capabilities in
+/// order, then `tool.cards` with exactly schema 1's descriptor when it was required,
+/// and nothing of it when it was not.
+fn check_advertisement(result: &InitializeResult, tool_cards: bool) -> Result<(), Violation> {
+    let mut expected = magi_protocol::names::base_capabilities();
+    if tool_cards {
+        expected.push(magi_protocol::cards::CAPABILITY.to_owned());
+    }
+    if result.capabilities != expected {
+        return Err(Violation("initialize advertised other capabilities".into()));
+    }
+    let descriptor = result.extensions.as_ref().map(|e| &e.tool_cards);
+    match (tool_cards, descriptor) {
+        (false, None) => Ok(()),
+        (true, Some(d)) if *d == magi_protocol::cards::ToolCardsDescriptor::schema_1() => Ok(()),
+        _ => Err(Violation(
+            "initialize advertised a tool.cards descriptor other than the one negotiated".into(),
+        )),
+    }
+}
+
 /// Reads output frames, routes responses to their waiters and everything else to the
 /// incoming stream, and fails every waiter when output ends or breaks the protocol.
 async fn read_output(
@@ -338,6 +370,7 @@ async fn read_output(
         };
         decoder.feed(&buffer[..read], &mut units);
         for unit in units.drain(..) {
+            checker.tool_cards = shared.tool_cards.load(std::sync::atomic::Ordering::SeqCst);
             let checked = match unit {
                 Decoded::Frame(line) => checker.check(&line),
                 Decoded::TooLarge => Err(Violation("output frame over the bound".into())),

@@ -180,7 +180,7 @@ fn compact_len(value: &Value) -> usize {
 /// own nesting limit (128) is far above the protocol's, so this walks the text with
 /// its own visitor instead. The visitor records why it stopped, as the parser's error
 /// only carries a message.
-fn strict_value(json: &str) -> Result<Value, DecodeError> {
+pub(crate) fn strict_value(json: &str) -> Result<Value, DecodeError> {
     if json.len() > LIVE_ENVELOPE_BYTES {
         return Err(DecodeError::TooLarge);
     }

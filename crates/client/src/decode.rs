@@ -1,5 +1,6 @@
 //! Fail-closed decoding of the frames a backend writes.
 
+use magi_protocol::cards;
 use magi_protocol::limits::OUTPUT_FRAME_BYTES;
 use magi_protocol::messages::Event;
 use magi_protocol::{ErrorCode, PROTOCOL_NAME, PROTOCOL_VERSION};
@@ -45,6 +46,8 @@ fn violation(what: impl Into<String>) -> Violation {
 pub(crate) struct FrameChecker {
     instance_id: Option<String>,
     last_seq: u64,
+    /// Whether `tool.cards` was negotiated: only then is a `tool.card` event allowed.
+    pub(crate) tool_cards: bool,
 }
 
 impl FrameChecker {
@@ -79,7 +82,7 @@ impl FrameChecker {
         self.last_seq = seq;
         match take("type").as_ref().and_then(Value::as_str) {
             Some("response") => decode_response(seq, object),
-            Some("event") => decode_event(seq, object),
+            Some("event") => decode_event(seq, object, line, self.tool_cards),
             _ => Err(violation("unknown frame type")),
         }
     }
@@ -113,7 +116,31 @@ fn decode_response(seq: u64, mut object: Map<String, Value>) -> Result<ServerFra
     Ok(ServerFrame::Response { seq, id, outcome })
 }
 
-fn decode_event(seq: u64, mut object: Map<String, Value>) -> Result<ServerFrame, Violation> {
+fn decode_event(
+    seq: u64,
+    mut object: Map<String, Value>,
+    line: &[u8],
+    tool_cards: bool,
+) -> Result<ServerFrame, Violation> {
+    if object.get("event").and_then(Value::as_str) == Some(cards::EVENT) {
+        if !tool_cards {
+            return Err(violation("tool.card without tool.cards negotiated"));
+        }
+        // The map above kept the last of any duplicate field; a card is read again
+        // from the raw text, which refuses duplicates anywhere in the frame.
+        let text = std::str::from_utf8(line).map_err(|_| violation("frame is not UTF-8"))?;
+        let strict = crate::cards::strict_value(text)
+            .map_err(|e| violation(format!("tool.card frame: {e}")))?;
+        let data = strict
+            .get("data")
+            .ok_or_else(|| violation("tool.card without data"))?;
+        let card = crate::cards::decode_event(&data.to_string())
+            .map_err(|e| violation(format!("tool.card: {e}")))?;
+        return Ok(ServerFrame::Event {
+            seq,
+            event: Event::ToolCard(Box::new(card)),
+        });
+    }
     let tagged = serde_json::json!({
         "event": object.remove("event"),
         "data": object.remove("data"),

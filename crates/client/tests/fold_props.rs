@@ -127,6 +127,7 @@ fn any_input() -> impl Strategy<Value = FoldInput> {
                     partial: false,
                     part: 0,
                     last_part: true,
+                    tool_card: Default::default(),
                 }],
                 next_cursor: (!last).then(|| "h2.1".into()),
                 complete: last,
@@ -264,6 +265,7 @@ proptest! {
             partial: false,
             part: 0,
             last_part: true,
+            tool_card: Default::default(),
         }];
         for (n, (text, cut)) in [(first.0, cuts[0]), (second.0, cuts[1])].into_iter().enumerate() {
             // Cut the text into `cut` parts (ASCII, so any byte is a boundary).
@@ -281,6 +283,7 @@ proptest! {
                 partial: false,
                 part: i as u64,
                 last_part: i == last,
+                tool_card: Default::default(),
             }));
         }
         let pages: Vec<&[HistoryEntry]> = entries.chunks(page_size).collect();

@@ -3,6 +3,7 @@
 
 mod agent;
 pub mod approvals;
+pub mod cards;
 pub mod discovery;
 mod revision;
 pub mod runner;

@@ -159,6 +159,50 @@ pub struct HistoryEntry {
     pub part: u64,
     /// Whether this is the message's last part.
     pub last_part: bool,
+    /// With `tool.cards` negotiated, an activity's `part=0` carries its saved card, or
+    /// null when the activity cannot be mapped safely; absent everywhere else.
+    #[serde(default, skip_serializing_if = "SavedCard::is_absent")]
+    pub tool_card: SavedCard,
+}
+
+/// The `tool_card` field of a history entry: absent, null, or a card.
+#[derive(Debug, Clone, Default, PartialEq, Eq, JsonSchema)]
+pub enum SavedCard {
+    /// The field is not sent (cards not negotiated, not an activity, a later part).
+    #[default]
+    Absent,
+    /// `null`: the activity cannot be mapped to a card safely.
+    Null,
+    /// The saved card.
+    Card(Box<crate::cards::Card>),
+}
+
+impl SavedCard {
+    /// Whether the field is left out.
+    pub fn is_absent(&self) -> bool {
+        matches!(self, SavedCard::Absent)
+    }
+}
+
+impl Serialize for SavedCard {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            SavedCard::Absent | SavedCard::Null => serializer.serialize_none(),
+            SavedCard::Card(card) => serializer.serialize_some(card),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for SavedCard {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<SavedCard, D::Error> {
+        // Present: null or a card (absent fields take the default instead).
+        Ok(
+            match Option::<crate::cards::Card>::deserialize(deserializer)? {
+                Some(card) => SavedCard::Card(Box::new(card)),
+                None => SavedCard::Null,
+            },
+        )
+    }
 }
 
 /// The result of `history.page`.
@@ -278,6 +322,17 @@ pub struct InitializeResult {
     pub limits: Limits,
     /// The child's status once ready.
     pub status: StatusResult,
+    /// The descriptors of negotiated extensions; absent when none was negotiated.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub extensions: Option<Extensions>,
+}
+
+/// The `extensions` object of an `initialize` result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Extensions {
+    /// The `tool.cards` descriptor, schema 1.
+    #[serde(rename = "tool.cards")]
+    pub tool_cards: crate::cards::ToolCardsDescriptor,
 }
 
 /// The lifecycle state reported by `status`.
@@ -558,6 +613,9 @@ pub enum Event {
     /// `run.finished`.
     #[serde(rename = "run.finished")]
     RunFinished(RunFinished),
+    /// `tool.card`, only with `tool.cards` negotiated.
+    #[serde(rename = "tool.card")]
+    ToolCard(Box<crate::cards::ToolCardEvent>),
 }
 
 /// Results and event data tolerate fields a later backend adds; params do not.

@@ -10,9 +10,10 @@ use std::sync::Arc;
 use magi_core::approvals::ApprovalGate;
 use magi_core::runner::{TurnRequest, start_turn};
 use magi_core::{CancelFlag, Runtime, Sessions, StartupFailure, StartupRequest, agent_for};
+use magi_protocol::cards;
 use magi_protocol::limits::{Limits, PROMPT_BYTES, REQUIRED_CAPABILITY_NAMES};
 use magi_protocol::messages::{
-    ApprovalAnswerParams, ApprovalAnswerResult, EmptyParams, Event, HistoryPageParams,
+    ApprovalAnswerParams, ApprovalAnswerResult, EmptyParams, Event, Extensions, HistoryPageParams,
     InitializeParams, InitializeResult, Readiness, ReadinessPhase, ResultBody, RuntimeState,
     SessionListParams, SessionOpenParams, ShutdownResult, StatusResult, StoppingState,
     TurnCancelParams, TurnCancelResult, TurnStartParams, TurnStartResult,
@@ -127,6 +128,8 @@ pub(crate) struct Connection {
     init: Init,
     /// Gated methods the client required at initialization.
     negotiated: Vec<Method>,
+    /// Whether the client required the `tool.cards` extension.
+    tool_cards: bool,
     startup: StartupRequest,
     /// The child's sessions while no operation holds them.
     sessions: Option<Box<Sessions>>,
@@ -145,6 +148,7 @@ impl Connection {
             ids: IdRegistry::default(),
             init: Init::Unadmitted,
             negotiated: Vec::new(),
+            tool_cards: false,
             startup,
             sessions: None,
             session_request: None,
@@ -338,6 +342,7 @@ impl Connection {
             session_id: params.session_id,
             run_id: uuid::Uuid::new_v4().to_string(),
             prompt: params.prompt,
+            tool_cards: self.tool_cards,
         };
         Ok((sessions, agent, request))
     }
@@ -450,7 +455,12 @@ impl Connection {
                 return Ok(Flow::Continue);
             }
         };
-        self.negotiated = required.into_iter().filter(|m| m.is_gated()).collect();
+        self.tool_cards = required.tool_cards;
+        self.negotiated = required
+            .methods
+            .into_iter()
+            .filter(|m| m.is_gated())
+            .collect();
         let cancel = CancelFlag::default();
         self.init = Init::Starting {
             request_id: id.to_owned(),
@@ -475,10 +485,19 @@ impl Connection {
                     runtime.cwd.clone(),
                 )));
                 self.init = Init::Ready(runtime);
+                let mut capabilities = base_capabilities();
+                let mut extensions = None;
+                if self.tool_cards {
+                    capabilities.push(cards::CAPABILITY.to_owned());
+                    extensions = Some(Extensions {
+                        tool_cards: cards::ToolCardsDescriptor::schema_1(),
+                    });
+                }
                 let result = InitializeResult {
-                    capabilities: base_capabilities(),
+                    capabilities,
                     limits: Limits::V1,
                     status: self.status(),
+                    extensions,
                 };
                 self.output
                     .result(&request_id, ResultBody::Initialize(Box::new(result)))
@@ -546,10 +565,24 @@ fn parse_params<T: DeserializeOwned>(params: &RawValue) -> Result<T, ErrorCode> 
     serde_json::from_str(params.get()).map_err(|_| ErrorCode::InvalidParams)
 }
 
+/// What `initialize` negotiated.
+#[derive(Debug, PartialEq, Eq)]
+struct Negotiation {
+    /// The methods required.
+    methods: Vec<Method>,
+    /// Whether `tool.cards` was required.
+    tool_cards: bool,
+}
+
+/// Whether a capability name is known: a method, or an extension this build has.
+fn is_known_capability(name: &str) -> bool {
+    Method::from_wire(name).is_some() || name == cards::CAPABILITY
+}
+
 /// Validates `required_capabilities` before any effect. A well-formed name this backend
 /// does not have is `unsupported_capability` (negotiation outranks params); too many
 /// names, a name off the grammar or malformed params is `invalid_params`.
-fn preflight_capabilities(params: &RawValue) -> Result<Vec<Method>, ErrorCode> {
+fn preflight_capabilities(params: &RawValue) -> Result<Negotiation, ErrorCode> {
     #[derive(serde::Deserialize)]
     struct Names {
         required_capabilities: Vec<serde_json::Value>,
@@ -557,7 +590,7 @@ fn preflight_capabilities(params: &RawValue) -> Result<Vec<Method>, ErrorCode> {
     if let Ok(names) = serde_json::from_str::<Names>(params.get()) {
         let unknown = names.required_capabilities.iter().any(|name| {
             name.as_str()
-                .is_some_and(|n| is_valid_name(n) && Method::from_wire(n).is_none())
+                .is_some_and(|n| is_valid_name(n) && !is_known_capability(n))
         });
         if unknown {
             return Err(ErrorCode::UnsupportedCapability);
@@ -568,7 +601,10 @@ fn preflight_capabilities(params: &RawValue) -> Result<Vec<Method>, ErrorCode> {
     if names.len() > REQUIRED_CAPABILITY_NAMES || !names.iter().all(|n| is_valid_name(n)) {
         return Err(ErrorCode::InvalidParams);
     }
-    Ok(names.iter().filter_map(|n| Method::from_wire(n)).collect())
+    Ok(Negotiation {
+        methods: names.iter().filter_map(|n| Method::from_wire(n)).collect(),
+        tool_cards: names.iter().any(|n| n == cards::CAPABILITY),
+    })
 }
 
 #[cfg(test)]
@@ -577,7 +613,7 @@ mod tests {
 
     fn preflight(params: &str) -> Result<Vec<Method>, ErrorCode> {
         let raw: Box<RawValue> = serde_json::from_str(params).unwrap();
-        preflight_capabilities(&raw)
+        preflight_capabilities(&raw).map(|n| n.methods)
     }
 
     #[test]
@@ -594,8 +630,16 @@ mod tests {
         assert_eq!(preflight(&params(&sixteen)).map(|m| m.len()), Ok(16));
         let seventeen = [&sixteen[..], &["status"]].concat();
         assert_eq!(preflight(&params(&seventeen)), Err(InvalidParams));
+        let raw: Box<RawValue> = serde_json::from_str(&params(&["status", "tool.cards"])).unwrap();
         assert_eq!(
-            preflight(&params(&["tool.cards"])),
+            preflight_capabilities(&raw),
+            Ok(Negotiation {
+                methods: vec![Method::Status],
+                tool_cards: true
+            })
+        );
+        assert_eq!(
+            preflight(&params(&["client.tools"])),
             Err(UnsupportedCapability)
         );
         assert_eq!(

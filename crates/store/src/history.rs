@@ -12,7 +12,7 @@ use magi_protocol::limits::{
     HISTORY_CHUNK_BYTES, HISTORY_PAGE_BYTES, HISTORY_PAGE_ENTRIES, HISTORY_SNAPSHOT_BYTES,
     HISTORY_SNAPSHOT_PARTS,
 };
-use magi_protocol::messages::{EntryKind, HistoryEntry, HistoryPageResult};
+use magi_protocol::messages::{EntryKind, HistoryEntry, HistoryPageResult, SavedCard};
 use magi_protocol::text::sanitize;
 
 use crate::records::{Record, RecordBody, ToolOutcome, TurnOutcome};
@@ -227,6 +227,7 @@ impl Projector {
                 partial,
                 part: part as u64,
                 last_part: part == last,
+                tool_card: SavedCard::Absent,
             })
             .collect();
         let message = Message {

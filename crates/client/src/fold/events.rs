@@ -73,6 +73,9 @@ impl Transcript {
                 summary: e.summary,
             })),
             Event::RunFinished(e) => self.finished(e),
+            // Cards are checked and kept by `crate::cards::LiveCards`, beside the fold:
+            // the base activity this card enhances is folded from its own events.
+            Event::ToolCard(_) => {}
         }
     }
 

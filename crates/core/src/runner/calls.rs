@@ -32,8 +32,10 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::conversation::{INTERRUPTED_CALL, bounded};
+use super::live_cards::Snapshot;
 use super::{Ending, Turn};
 use crate::approvals::ApprovalOutcome;
+use crate::cards::{CardSource, PreviewSource, Settlement};
 use magi_protocol::ErrorCode;
 
 /// The protection label of a call a settings rule or the allow-all mode let run.
@@ -129,6 +131,8 @@ impl Turn {
             let label = self.label(call);
             self.activity(&activity_id, &call.name, ActivityState::Started, &label)
                 .await;
+            let running = self.running_card(call, &label, None, false);
+            self.card(&activity_id, Snapshot::Initial, running).await;
             if self.cancel.is_cancelled() {
                 let report = refused("not started: the turn was cancelled");
                 settled[index] = Some(
@@ -137,7 +141,7 @@ impl Turn {
                 );
                 continue;
             }
-            let protection = match self.supervise(call, &label).await {
+            let protection = match self.supervise(call, &label, &activity_id).await {
                 Ok(protection) => protection,
                 Err(refusal) => {
                     let report = refused(&format!("The call was not run: {refusal}."));
@@ -221,6 +225,30 @@ impl Turn {
         None
     }
 
+    /// The card source of a call that has not settled; identity, origin and revision
+    /// are filled in when it is sent.
+    fn running_card<'a>(
+        &self,
+        call: &'a Call,
+        label: &'a str,
+        protection: Option<&'a str>,
+        awaiting_approval: bool,
+    ) -> CardSource<'a> {
+        CardSource {
+            activity_id: "",
+            origin: magi_protocol::cards::Origin::Live,
+            revision: 0,
+            tool_name: &call.name,
+            label,
+            working_directory: None,
+            settlement: Settlement::Running,
+            facts: None,
+            protection,
+            awaiting_approval,
+            preview: PreviewSource::NotApplicable,
+        }
+    }
+
     /// The bounded, sanitized label of a call.
     fn label(&self, call: &Call) -> String {
         bounded(
@@ -264,6 +292,7 @@ impl Turn {
         &mut self,
         call: &Call,
         label: &str,
+        activity_id: &str,
     ) -> Result<Option<&'static str>, &'static str> {
         match self.verdict(call) {
             Verdict::Run => return Ok(None),
@@ -283,6 +312,8 @@ impl Turn {
         let wait = self.approvals.open(&approval_id, expiry);
         self.approval_requested(&approval_id, label, APPROVAL_EXPIRY_MS)
             .await;
+        let waiting = self.running_card(call, label, None, true);
+        self.card(activity_id, Snapshot::Interim, waiting).await;
         match wait.settled(&self.cancel).await {
             ApprovalOutcome::Allowed => Ok(Some(LABEL_ALLOWED_BY_USER)),
             ApprovalOutcome::Denied => Err(LABEL_DENIED_BY_USER),
@@ -346,6 +377,7 @@ impl Turn {
             .preview
             .as_ref()
             .map(|_| format!("{}-preview", call.call_id));
+        let facts_for_card = facts.clone();
         let mut settlement = vec![RecordBody::ToolResult {
             turn_id: self.turn_id.clone(),
             call_id: call.call_id.clone(),
@@ -359,17 +391,20 @@ impl Turn {
             transcript: report.transcript.iter().map(|l| self.safe(l)).collect(),
         }];
         // The display-only preview follows its result in the same write.
+        let mut preview_payload = None;
         if let (Some(display_id), Some(preview)) = (display_id, report.preview) {
+            let payload = serde_json::json!({
+                "schema_version": 1,
+                "diff": self.without_credentials(&preview.diff),
+                "truncated": preview.truncated,
+            });
+            preview_payload = Some(payload.clone());
             settlement.push(RecordBody::ToolAppliedPreview {
                 display_id,
-                preview: serde_json::json!({
-                    "schema_version": 1,
-                    "diff": self.without_credentials(&preview.diff),
-                    "truncated": preview.truncated,
-                }),
+                preview: payload,
             });
         }
-        self.append_all(settlement);
+        let recorded = self.append_all(settlement);
         let state = if outcome == ToolOutcome::Completed {
             ActivityState::Completed
         } else {
@@ -377,6 +412,31 @@ impl Turn {
         };
         self.activity(activity_id, &call.name, state, &summary)
             .await;
+        // A preview that did not reach the log is not shown either.
+        let preview = match (&preview_payload, recorded) {
+            (Some(payload), true) => PreviewSource::Recorded(payload),
+            (Some(_), false) => PreviewSource::NotRecorded,
+            (None, _) => PreviewSource::NotApplicable,
+        };
+        let label = self.label(call);
+        let cwd = self.sessions.cwd().to_string_lossy().into_owned();
+        let settled = CardSource {
+            activity_id,
+            origin: magi_protocol::cards::Origin::Live,
+            revision: 0,
+            tool_name: &call.name,
+            label: &label,
+            working_directory: Some(&cwd),
+            settlement: Settlement::Settled {
+                outcome,
+                summary: &summary,
+            },
+            facts: facts_for_card.as_ref(),
+            protection,
+            awaiting_approval: false,
+            preview,
+        };
+        self.card(activity_id, Snapshot::Final, settled).await;
         Settled {
             content: self.without_credentials(&report.output.content),
             is_error: outcome != ToolOutcome::Completed,

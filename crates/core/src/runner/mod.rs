@@ -11,6 +11,7 @@
 mod calls;
 mod conversation;
 mod emit;
+mod live_cards;
 
 use calls::Call;
 pub use conversation::conversation;
@@ -67,6 +68,9 @@ pub struct TurnRequest {
     pub run_id: String,
     /// The prompt, already checked (non-blank, within the bound).
     pub prompt: String,
+    /// Whether the client negotiated `tool.cards`: the run then sends `tool.card`
+    /// events.
+    pub tool_cards: bool,
 }
 
 /// A running turn, as the server sees it.
@@ -162,6 +166,8 @@ struct Turn {
     content_bytes: usize,
     segments: usize,
     activities: usize,
+    /// The run's live cards.
+    cards: live_cards::LiveCards,
 }
 
 /// How the turn ends, before persistence is accounted.
@@ -205,6 +211,7 @@ impl Turn {
             sessions,
             agent,
             turn_id: request.run_id.clone(),
+            cards: live_cards::LiveCards::new(request.tool_cards),
             request,
             events,
             cancel,
@@ -513,15 +520,18 @@ impl Turn {
 
     /// Appends a record after the input; a failure degrades persistence.
     fn append(&mut self, body: RecordBody) {
-        self.append_all(vec![body]);
+        let _ = self.append_all(vec![body]);
     }
 
     /// Appends records together after the input; a failure degrades persistence.
-    fn append_all(&mut self, bodies: Vec<RecordBody>) {
-        if let Err(AppendFailure::Detached | AppendFailure::Busy | AppendFailure::Io) =
-            self.sessions.append_all(bodies)
-        {
-            self.degraded = true;
+    /// Returns whether they were appended.
+    fn append_all(&mut self, bodies: Vec<RecordBody>) -> bool {
+        match self.sessions.append_all(bodies) {
+            Ok(()) => true,
+            Err(AppendFailure::Detached | AppendFailure::Busy | AppendFailure::Io) => {
+                self.degraded = true;
+                false
+            }
         }
     }
 }
@@ -586,6 +596,7 @@ mod tests {
             session_id: session_id.clone(),
             run_id: "run-1".into(),
             prompt: "hi".into(),
+            tool_cards: false,
         };
         let Ok(mut handle) = start_turn(sessions, agent, request) else {
             panic!("the run's thread starts");

@@ -102,6 +102,7 @@ fn entry(id: &str, kind: EntryKind, text: &str, part: u64, last_part: bool) -> H
         partial: false,
         part,
         last_part,
+        tool_card: Default::default(),
     }
 }
 

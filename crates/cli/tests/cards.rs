@@ -11,8 +11,12 @@ mod common;
 
 use common::*;
 use magi_client::{Backend, Incoming};
-use magi_protocol::cards::{CardOutcome, CardState, Changes, ProtectionDecision, ToolKind};
-use magi_protocol::messages::{ActivityState, Event, RunFinished, RunOutcome};
+use magi_protocol::cards::{
+    Card, CardOutcome, CardState, Changes, Origin, ProtectionDecision, ToolKind,
+};
+use magi_protocol::messages::{
+    ActivityState, Event, HistoryPageResult, RunFinished, RunOutcome, SavedCard,
+};
 use magi_testkit::{MockServer, Reply};
 use serde_json::json;
 
@@ -170,5 +174,162 @@ async fn live_cards_follow_their_activities_with_increasing_revisions() {
         ProtectionDecision::Denied
     );
     assert!(!env.cwd().join("x.txt").exists());
+
+    // The saved cards of the same calls, projected from the log, agree with the live
+    // final cards on everything that does not depend on identity or origin.
+    let page: HistoryPageResult = backend
+        .request(
+            "history.page",
+            json!({"session_id": session["session_id"], "revision": finished.revision}),
+        )
+        .await
+        .unwrap()
+        .parse()
+        .unwrap()
+        .unwrap();
+    magi_client::cards::check_page(&page, true).unwrap();
+    let saved: Vec<&Card> = page
+        .entries
+        .iter()
+        .filter_map(|e| match &e.tool_card {
+            SavedCard::Card(card) => Some(&**card),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(saved.len(), 3);
+    for (live, saved) in ["tool-1", "tool-2", "tool-3"].iter().zip(saved) {
+        let live = &finals[*live];
+        assert_eq!(saved.origin, Origin::Saved);
+        assert_eq!(saved.revision, 0);
+        assert_eq!(
+            (saved.tool_kind, saved.state, saved.outcome, saved.changes),
+            (live.tool_kind, live.state, live.outcome, live.changes)
+        );
+        assert_eq!(saved.title, live.title);
+        assert_eq!(saved.metadata.tool_name, live.metadata.tool_name);
+        assert_eq!(saved.metadata.resource_path, live.metadata.resource_path);
+        assert_eq!(
+            saved.metadata.public_protection,
+            live.metadata.public_protection
+        );
+        assert_eq!(saved.blocks, live.blocks, "{}", live.activity_id);
+    }
+    // The same page again shows the same cards.
+    let again: HistoryPageResult = backend
+        .request(
+            "history.page",
+            json!({"session_id": session["session_id"], "revision": finished.revision}),
+        )
+        .await
+        .unwrap()
+        .parse()
+        .unwrap()
+        .unwrap();
+    assert_eq!(again, page);
+    shutdown_clean(&mut backend).await;
+}
+
+#[tokio::test]
+async fn base_clients_get_history_without_cards() {
+    let mock = MockServer::start().await;
+    mock.enqueue(Reply::stream().tool_call("r1", "read", ["{\"path\":\"notes.txt\"}"]));
+    mock.enqueue(Reply::stream().text(["Done."]));
+    let env = env_for(&mock);
+    std::fs::write(env.cwd().join("notes.txt"), "one\n").unwrap();
+    let mut backend = env.spawn();
+    backend.initialize(&BASE).await.unwrap().unwrap();
+    let session = backend
+        .request("session.create", json!({}))
+        .await
+        .unwrap()
+        .outcome
+        .unwrap();
+    backend
+        .request(
+            "turn.start",
+            json!({"session_id": session["session_id"], "prompt": "Go"}),
+        )
+        .await
+        .unwrap()
+        .outcome
+        .unwrap();
+    let mut seen = Vec::new();
+    let finished = until_finished(&mut backend, &mut seen).await;
+    assert!(!seen.iter().any(|e| matches!(e, Event::ToolCard(_))));
+    let page = backend
+        .request(
+            "history.page",
+            json!({"session_id": session["session_id"], "revision": finished.revision}),
+        )
+        .await
+        .unwrap()
+        .outcome
+        .unwrap();
+    assert!(!page.to_string().contains("tool_card"), "{page}");
+    shutdown_clean(&mut backend).await;
+}
+
+#[tokio::test]
+async fn a_run_at_the_activity_bound_keeps_every_card_budget_and_ends_with_content_limit() {
+    let mock = MockServer::start().await;
+    let calls = |prefix: &str, count: usize| {
+        let mut reply = Reply::stream();
+        for n in 0..count {
+            reply = reply.tool_call(format!("{prefix}{n}"), "bash_log", ["{\"job\":\"job-0\"}"]);
+        }
+        reply
+    };
+    mock.enqueue(calls("a", magi_protocol::limits::RUN_ACTIVITIES));
+    mock.enqueue(calls("b", 1));
+    let env = env_for(&mock);
+    let mut backend = env.spawn();
+    let required = [&BASE[..], &["tool.cards"]].concat();
+    backend.initialize(&required).await.unwrap().unwrap();
+    let session = backend
+        .request("session.create", json!({}))
+        .await
+        .unwrap()
+        .outcome
+        .unwrap();
+    backend
+        .request(
+            "turn.start",
+            json!({"session_id": session["session_id"], "prompt": "Go"}),
+        )
+        .await
+        .unwrap()
+        .outcome
+        .unwrap();
+    let mut seen = Vec::new();
+    let finished = until_finished(&mut backend, &mut seen).await;
+    assert_eq!(finished.outcome, RunOutcome::Failed);
+    assert_eq!(
+        finished.error_code,
+        Some(magi_protocol::ErrorCode::ContentLimit)
+    );
+    let mut identities = std::collections::HashSet::new();
+    let mut snapshots = 0;
+    let mut bytes = 0;
+    let mut finals = 0;
+    for event in &seen {
+        if let Event::ToolCard(e) = event {
+            identities.insert(e.activity_id.clone());
+            snapshots += 1;
+            bytes += serde_json::to_vec(&e.card).unwrap().len();
+            finals += usize::from(e.card.state == CardState::Finished);
+        }
+    }
+    assert_eq!(identities.len(), magi_protocol::cards::CARDS_PER_RUN);
+    assert_eq!(finals, magi_protocol::cards::CARDS_PER_RUN);
+    assert!(snapshots <= magi_protocol::cards::SNAPSHOTS_PER_RUN);
+    assert!(bytes <= magi_protocol::cards::RUN_SNAPSHOT_BYTES);
+    // The one call past the bound was neither shown nor recorded, and the run said why.
+    assert!(
+        seen.iter()
+            .any(|e| matches!(e, Event::Diagnostic(d) if d.code == "activity_limit"))
+    );
+    let log =
+        std::fs::read_to_string(log_path(&env, session["session_id"].as_str().unwrap())).unwrap();
+    assert!(!log.contains("\"call_id\":\"b0\""));
     shutdown_clean(&mut backend).await;
 }

@@ -567,6 +567,37 @@ fn successor(current: Option<&Card>, next: &Card) -> Result<Applied, LiveViolati
     Ok(Applied::Replaced)
 }
 
+/// Checks the saved cards of a `history.page` result: none at all unless `tool.cards`
+/// was negotiated; with it, the field on every activity's first part and nowhere else,
+/// and every card a valid saved card of its entry.
+pub fn check_page(
+    page: &magi_protocol::messages::HistoryPageResult,
+    negotiated: bool,
+) -> Result<(), DecodeError> {
+    use magi_protocol::messages::{EntryKind, SavedCard};
+    for entry in &page.entries {
+        let carries = entry.kind == EntryKind::Activity && entry.part == 0;
+        match (&entry.tool_card, negotiated && carries) {
+            (SavedCard::Absent, false) => {}
+            (SavedCard::Null, true) => {}
+            (SavedCard::Card(card), true) => {
+                cards::validate_saved(card, &entry.message_id).map_err(DecodeError::Invalid)?;
+                let size = serde_json::to_vec(card).map_or(usize::MAX, |v| v.len());
+                if size > cards::CARD_BYTES {
+                    return Err(DecodeError::TooLarge);
+                }
+            }
+            _ => {
+                return Err(DecodeError::Shape(format!(
+                    "tool_card on entry {} part {} is not allowed here",
+                    entry.message_id, entry.part
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use magi_protocol::cards::{CardOutcome, Origin};

@@ -7,6 +7,7 @@ pub mod cards;
 pub mod discovery;
 mod revision;
 pub mod runner;
+pub mod saved_cards;
 pub mod sessions;
 mod startup;
 

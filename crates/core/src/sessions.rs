@@ -36,6 +36,8 @@ pub struct Sessions {
     /// The one discovery snapshot of this child (`session.list`), apart from the
     /// attachment: a fresh listing replaces it and leaves the attachment alone.
     discovery: Discovery,
+    /// Whether history entries carry saved cards (`tool.cards` negotiated).
+    tool_cards: bool,
 }
 
 #[derive(Debug)]
@@ -82,7 +84,14 @@ impl Sessions {
             cwd,
             attachment: None,
             discovery: Discovery::default(),
+            tool_cards: false,
         }
+    }
+
+    /// Makes history entries carry saved cards from now on (`tool.cards` negotiated).
+    pub fn with_tool_cards(mut self, tool_cards: bool) -> Sessions {
+        self.tool_cards = tool_cards;
+        self
     }
 
     /// The attached session's ID.
@@ -168,7 +177,11 @@ impl Sessions {
     ) -> Result<(Attachment, Vec<String>), ErrorCode> {
         // Stream the log: only what history shows and the recorded working directories
         // are kept, so memory follows the projection, not the log.
-        let mut projector = Projector::new();
+        let mut projector = if self.tool_cards {
+            Projector::with_cards(crate::saved_cards::selector())
+        } else {
+            Projector::new()
+        };
         let (mut cwd_recorded, mut cwd_matches) = (false, true);
         let log = scan_log(&path, session_id, ReadLimits::STORED, |record| {
             if let RecordBody::SessionMeta { cwd: Some(cwd) } = &record.body

@@ -480,10 +480,10 @@ impl Connection {
         let request_id = request_id.clone();
         match outcome {
             Ok(runtime) => {
-                self.sessions = Some(Box::new(Sessions::new(
-                    runtime.home.clone(),
-                    runtime.cwd.clone(),
-                )));
+                self.sessions = Some(Box::new(
+                    Sessions::new(runtime.home.clone(), runtime.cwd.clone())
+                        .with_tool_cards(self.tool_cards),
+                ));
                 self.init = Init::Ready(runtime);
                 let mut capabilities = base_capabilities();
                 let mut extensions = None;

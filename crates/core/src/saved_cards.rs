@@ -1,0 +1,49 @@
+//! Saved cards: the card of each activity in `history.page`, selected from what the
+//! log recorded of its call by the same selector as live cards.
+
+use magi_protocol::cards::{Origin, validate_saved};
+use magi_protocol::messages::SavedCard;
+use magi_store::history::{CardSelector, SavedCall, SavedPreview};
+
+use crate::cards::{CardSource, PreviewSource, Settlement, project};
+
+/// The selector the history projection uses with `tool.cards` negotiated.
+pub fn selector() -> CardSelector {
+    Box::new(saved_card)
+}
+
+/// The saved card of one call, or null when the selector's card does not hold as a
+/// saved card (it always should; a card that would break the contract is withheld).
+fn saved_card(call: &SavedCall, message_id: &str) -> SavedCard {
+    let settlement = match &call.result {
+        Some((outcome, summary)) => Settlement::Settled {
+            outcome: *outcome,
+            summary,
+        },
+        // No result was recorded: the turn that made the call ended without one.
+        None => Settlement::Interrupted,
+    };
+    let preview = match (&call.display_id, &call.preview) {
+        (_, SavedPreview::Recorded(payload)) => PreviewSource::Recorded(payload),
+        (_, SavedPreview::Unusable) => PreviewSource::Malformed,
+        (Some(_), SavedPreview::Missing) => PreviewSource::NotRecorded,
+        (None, SavedPreview::Missing) => PreviewSource::NotApplicable,
+    };
+    let card = project(&CardSource {
+        activity_id: message_id,
+        origin: Origin::Saved,
+        revision: 0,
+        tool_name: &call.name,
+        label: &call.label,
+        working_directory: None,
+        settlement,
+        facts: call.facts.as_ref(),
+        protection: call.protection.as_deref(),
+        awaiting_approval: false,
+        preview,
+    });
+    match validate_saved(&card, message_id) {
+        Ok(()) => SavedCard::Card(Box::new(card)),
+        Err(_) => SavedCard::Null,
+    }
+}

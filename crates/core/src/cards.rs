@@ -7,7 +7,7 @@
 //! say. Outcome, changes and the protection decision come from authoritative evidence
 //! only (the result record, the change facts, the recorded protection label); display
 //! detail comes from the facts and the recorded preview. Every string passes through
-//! [`sanitize`] before it is sized, and every cut, exclusion, redaction or missing value
+//! [`magi_protocol::text::sanitize`] before it is sized, and every cut, exclusion, redaction or missing value
 //! is stated as an omission. The fixed rows are documented in `docs/protocol/cards.md`.
 
 use magi_protocol::cards::{
@@ -20,7 +20,7 @@ use magi_protocol::cards::{
     TITLE_BYTES, ToolKind, WORKING_DIRECTORY_BYTES, merge_omissions, serialized_len,
     strongest_reason,
 };
-use magi_protocol::text::{REDACTED, sanitize, strip_controls};
+use magi_protocol::text::{REDACTED, redact_secrets, strip_controls};
 use magi_store::records::ToolOutcome;
 use magi_tools::facts::{CommandFacts, Facts};
 use magi_tools::tracking::{
@@ -175,8 +175,10 @@ pub struct CardSource<'a> {
 /// not fit, the result is [`core`] of the card.
 pub fn project(source: &CardSource) -> Card {
     let mut draft = Draft::new(source);
-    if draft.fits() {
-        return draft.card();
+    // Most cards fit as selected: build and size them once.
+    let card = draft.card();
+    if serialized_len(&card) <= CARD_BYTES {
+        return card;
     }
     draft.trim_diff_lines();
     if draft.fits() {
@@ -460,8 +462,9 @@ impl Notes {
 
     /// `raw` made safe: controls stripped and secrets redacted, the redaction recorded.
     fn safe(&mut self, subject: Subject, raw: &str) -> String {
-        let safe = sanitize(raw);
-        if safe != strip_controls(raw) {
+        let stripped = strip_controls(raw);
+        let safe = redact_secrets(&stripped);
+        if safe != stripped {
             self.add(subject, Reason::Redacted, None);
         }
         safe

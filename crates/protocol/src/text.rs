@@ -37,17 +37,31 @@ pub fn has_control(text: &str) -> bool {
 /// Whether `text` looks like it holds a credential: a known key prefix at the start of
 /// a word, or a long unbroken run of letters and digits mixing both.
 pub fn is_secret_like(text: &str) -> bool {
-    let starts_word = |i: usize| i == 0 || !text.as_bytes()[i - 1].is_ascii_alphanumeric();
-    let has_prefix = SECRET_PREFIXES.iter().any(|prefix| {
-        text.match_indices(prefix)
-            .any(|(i, _)| starts_word(i) && text.len() > i + prefix.len())
-    });
-    has_prefix
-        || text.split(|c: char| !c.is_ascii_alphanumeric()).any(|run| {
-            run.len() >= TOKEN_RUN_CHARS
-                && run.bytes().any(|b| b.is_ascii_digit())
-                && run.bytes().any(|b| b.is_ascii_alphabetic())
-        })
+    // One pass over the bytes: a prefix can only start a word, and a run of letters and
+    // digits is counted as it goes (every string leaving the process passes here).
+    let bytes = text.as_bytes();
+    let (mut run, mut digits, mut letters) = (0usize, false, false);
+    for (i, &b) in bytes.iter().enumerate() {
+        let starts_word = i == 0 || !bytes[i - 1].is_ascii_alphanumeric();
+        if starts_word
+            && SECRET_PREFIXES
+                .iter()
+                .any(|p| bytes[i..].starts_with(p.as_bytes()) && bytes.len() > i + p.len())
+        {
+            return true;
+        }
+        if b.is_ascii_alphanumeric() {
+            run += 1;
+            digits |= b.is_ascii_digit();
+            letters |= b.is_ascii_alphabetic();
+            if run >= TOKEN_RUN_CHARS && digits && letters {
+                return true;
+            }
+        } else {
+            (run, digits, letters) = (0, false, false);
+        }
+    }
+    false
 }
 
 /// What a redacted value is replaced with.
@@ -55,6 +69,13 @@ pub const REDACTED: &str = "[redacted]";
 
 /// Removes control characters except LF and TAB, which keep text readable.
 pub fn strip_controls(text: &str) -> String {
+    // Most text has nothing to strip: copy it whole.
+    if !text
+        .chars()
+        .any(|c| c != '\n' && c != '\t' && c.is_control())
+    {
+        return text.to_owned();
+    }
     text.chars()
         .filter(|&c| c == '\n' || c == '\t' || !c.is_control())
         .collect()
@@ -63,6 +84,10 @@ pub fn strip_controls(text: &str) -> String {
 /// Replaces every whitespace-separated token that looks like a credential with
 /// [`REDACTED`], keeping the whitespace around it.
 pub fn redact_secrets(text: &str) -> String {
+    // Most text holds no secret: one pass to find out, and a whole copy.
+    if !text.split_whitespace().any(is_secret_like) {
+        return text.to_owned();
+    }
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     while !rest.is_empty() {

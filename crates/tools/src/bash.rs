@@ -159,27 +159,50 @@ pub(crate) enum End {
 }
 
 /// One captured file: bytes past `limit` are counted, not written.
+///
+/// The file is created by the thread that fills it, not before the command starts:
+/// creating files is slow on some disks (a few hundred microseconds each), and done
+/// this way it overlaps the command's own start instead of delaying it.
 struct Capture {
-    file: File,
+    path: PathBuf,
+    file: Option<File>,
     written: u64,
     dropped: u64,
     limit: u64,
-    /// The first write error, if any; later bytes are counted as dropped.
+    /// The file could not be created or written; later bytes are counted as dropped.
     failed: bool,
 }
 
 impl Capture {
-    fn create(path: &Path, limit: u64) -> io::Result<Capture> {
-        Ok(Capture {
-            file: File::create(path)?,
+    fn deferred(path: PathBuf, limit: u64) -> Capture {
+        Capture {
+            path,
+            file: None,
             written: 0,
             dropped: 0,
             limit,
             failed: false,
-        })
+        }
+    }
+
+    /// Creates the file (and its directory) unless done or failed already.
+    fn open(&mut self) {
+        if self.file.is_some() || self.failed {
+            return;
+        }
+        let created = self
+            .path
+            .parent()
+            .map_or(Ok(()), std::fs::create_dir_all)
+            .and_then(|()| File::create(&self.path));
+        match created {
+            Ok(file) => self.file = Some(file),
+            Err(_) => self.failed = true,
+        }
     }
 
     fn write(&mut self, bytes: &[u8]) {
+        self.open();
         let room = usize::try_from(self.limit.saturating_sub(self.written)).unwrap_or(usize::MAX);
         let kept = if self.failed {
             0
@@ -187,7 +210,11 @@ impl Capture {
             bytes.len().min(room)
         };
         if kept > 0 {
-            if self.file.write_all(&bytes[..kept]).is_ok() {
+            let written = self
+                .file
+                .as_mut()
+                .is_some_and(|file| file.write_all(&bytes[..kept]).is_ok());
+            if written {
                 self.written += kept as u64;
             } else {
                 self.failed = true;
@@ -226,13 +253,11 @@ pub(crate) struct Files {
 impl Files {
     fn new(assets_dir: Option<&Path>) -> io::Result<Files> {
         match assets_dir {
-            Some(dir) => {
-                std::fs::create_dir_all(dir)?;
-                Ok(Files {
-                    dir: dir.to_owned(),
-                    _temporary: None,
-                })
-            }
+            // Created with the capture files, by the threads that fill them.
+            Some(dir) => Ok(Files {
+                dir: dir.to_owned(),
+                _temporary: None,
+            }),
             None => {
                 let temporary = tempfile::Builder::new().prefix("magi-bash-").tempdir()?;
                 Ok(Files {
@@ -254,6 +279,8 @@ pub(crate) struct Started {
     _files: Files,
     output: Arc<Mutex<Capture>>,
     finished: mpsc::Receiver<(usize, Kept)>,
+    /// Streams whose reader already ended, taken from `finished` while waiting.
+    ended: Vec<(usize, Kept)>,
 }
 
 impl Started {
@@ -273,6 +300,10 @@ impl Started {
         // the group may keep them open, so the wait is bounded.
         let mut kept = [Kept::default(); 3];
         let mut drained = 0;
+        for (stream, stream_kept) in self.ended.drain(..) {
+            kept[stream] = stream_kept;
+            drained += 1;
+        }
         let deadline = Instant::now() + Duration::from_millis(PROCESS_DRAIN_MS);
         while drained < 2 {
             let left = deadline.saturating_duration_since(Instant::now());
@@ -306,19 +337,9 @@ pub(crate) fn start(
         )
     })?;
     let paths = crate::facts::CAPTURE_FILES.map(|name| files.dir.join(name));
-    let captures = (|| {
-        Ok::<_, io::Error>((
-            Capture::create(&paths[0], capture_bytes)?,
-            Capture::create(&paths[1], capture_bytes)?,
-            Capture::create(&paths[2], capture_bytes)?,
-        ))
-    })();
-    let (stdout_capture, stderr_capture, output_capture) = captures.map_err(|e| {
-        ToolOutput::failed(
-            "cannot capture output",
-            format!("Cannot create the capture files: {e}."),
-        )
-    })?;
+    let [stdout_capture, stderr_capture, output_capture] = paths
+        .clone()
+        .map(|path| Capture::deferred(path, capture_bytes));
     let mut command_line = Command::new("bash");
     for name in ctx.hidden_env {
         command_line.env_remove(name);
@@ -351,6 +372,7 @@ pub(crate) fn start(
         _files: files,
         output,
         finished,
+        ended: Vec::new(),
     })
 }
 
@@ -394,7 +416,7 @@ pub(crate) fn execute_command(
         .background_after_ms
         .map(Duration::from_millis)
         .filter(|after| *after < timeout);
-    let mut end = wait(&mut started.child, timeout, background_after, ctx.cancelled);
+    let mut end = wait(&mut started, timeout, background_after, ctx.cancelled);
     if let End::Background = end {
         let so_far = read_bounded(&started.paths[2], capture_bytes);
         let paths = ctx.assets_dir.map(|_| started.paths.clone());
@@ -407,7 +429,7 @@ pub(crate) fn execute_command(
             Err(kept) => {
                 started = *kept;
                 let left = timeout.saturating_sub(began.elapsed());
-                end = wait(&mut started.child, left, None, ctx.cancelled);
+                end = wait(&mut started, left, None, ctx.cancelled);
             }
         }
     }
@@ -559,6 +581,12 @@ fn spawn_reader(
     let output = Arc::clone(output);
     let done = done.clone();
     std::thread::spawn(move || {
+        // The files exist even for a stream that stays empty.
+        capture.open();
+        match output.lock() {
+            Ok(mut output) => output.open(),
+            Err(poisoned) => poisoned.into_inner().open(),
+        }
         if let Some(mut pipe) = pipe {
             let mut buffer = vec![0; READ_CHUNK];
             loop {
@@ -577,7 +605,9 @@ fn spawn_reader(
                 }
             }
         }
-        let _ = capture.file.flush();
+        if let Some(file) = capture.file.as_mut() {
+            let _ = file.flush();
+        }
         // The receiver may have stopped waiting; then nobody needs the answer.
         let _ = done.send((stream, Kept::of(&capture)));
     });
@@ -585,19 +615,19 @@ fn spawn_reader(
 
 /// Waits for the child, the timeout, the moment it moves to the background or the
 /// cancellation flag, whichever comes first, looking again at growing intervals up to
-/// `POLL_MAX`.
+/// `POLL_MAX`. Between looks it waits on its output readers rather than sleeping:
+/// a command's output ends when it exits, so its end is seen at once.
 fn wait(
-    child: &mut Child,
+    started: &mut Started,
     timeout: Duration,
     background_after: Option<Duration>,
     cancelled: &(dyn Fn() -> bool + Sync),
 ) -> End {
     let start = Instant::now();
-    // A quick command (most are) is seen to end within a fraction of a millisecond.
     let mut pause = Duration::from_micros(100);
     let next_stop = background_after.unwrap_or(timeout).min(timeout);
     loop {
-        match child.try_wait() {
+        match started.child.try_wait() {
             Ok(Some(status)) => return End::Exited(status),
             Ok(None) => {}
             // The child cannot be watched; treat it as cancelled so the group is killed.
@@ -613,8 +643,21 @@ fn wait(
         if background_after.is_some_and(|after| elapsed >= after) {
             return End::Background;
         }
-        std::thread::sleep(pause.min(next_stop.saturating_sub(elapsed)));
+        let nap = pause.min(next_stop.saturating_sub(elapsed));
         pause = (pause * 2).min(POLL_MAX);
+        if started.ended.len() < 2 {
+            match started.finished.recv_timeout(nap) {
+                Ok(ended) => {
+                    started.ended.push(ended);
+                    // The output closed: the exit is a moment away.
+                    pause = Duration::from_micros(50);
+                }
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+                Err(mpsc::RecvTimeoutError::Disconnected) => std::thread::sleep(nap),
+            }
+        } else {
+            std::thread::sleep(nap);
+        }
     }
 }
 
@@ -708,6 +751,9 @@ fn report(
                 "\n[{name} capture cut: {} bytes kept, {} more {why}]",
                 kept.written, kept.dropped
             ));
+        } else if kept.failed {
+            // Nothing was lost, but the file the capture promised does not exist.
+            content.push_str(&format!("\n[{name} capture file could not be created]"));
         }
     }
     if !drained {

@@ -540,7 +540,12 @@ mod tests {
         .output;
         assert!(!out.is_error, "{}", out.content);
         let id = job_id(&out);
-        wait_for("the job's output", || dir.path().join("ready").exists());
+        // The command wrote everything before `ready`; the capture may still be catching
+        // up with the pipe.
+        wait_for("the job's output", || {
+            dir.path().join("ready").exists()
+                && run_log(&json!({"job": id})).output.content.contains("of 150 (0-based)")
+        });
         let tail = run_log(&json!({"job": id})).output;
         assert!(
             tail.content

@@ -544,7 +544,10 @@ mod tests {
         // up with the pipe.
         wait_for("the job's output", || {
             dir.path().join("ready").exists()
-                && run_log(&json!({"job": id})).output.content.contains("of 150 (0-based)")
+                && run_log(&json!({"job": id}))
+                    .output
+                    .content
+                    .contains("of 150 (0-based)")
         });
         let tail = run_log(&json!({"job": id})).output;
         assert!(

@@ -90,6 +90,7 @@ async fn initialize_result_frame_is_exact() {
             "provider",
             "readiness",
             "run_id",
+            "selection",
             "session_id",
             "state"
         ]
@@ -367,12 +368,15 @@ async fn every_method_is_answered_after_initialization() {
         .iter()
         .filter(|m| !matches!(m, Method::Initialize | Method::Shutdown | Method::Status))
     {
-        // Every method is answered; with these params only `session.create` and
-        // `session.list` are valid.
+        // Every method is answered; with these params only `session.create`,
+        // `session.list` and `model.catalog` are valid.
         let response = backend.request(method.as_str(), json!({})).await.unwrap();
         assert_eq!(
             response.outcome.is_ok(),
-            matches!(method, Method::SessionCreate | Method::SessionList),
+            matches!(
+                method,
+                Method::SessionCreate | Method::SessionList | Method::ModelCatalog
+            ),
             "{method}: {response:?}"
         );
     }

@@ -4,15 +4,18 @@
 //! Nothing here touches the network. Readiness means "configured and a credential is
 //! present", never "the provider answered".
 
+mod effort;
 mod env;
 mod permissions;
 mod provider;
 mod settings;
 
+pub use effort::{Effort, EffortProfile, EffortSupport, profile as effort_profile};
 pub use env::Env;
 pub use permissions::{CallSubject, PermissionMode, PermissionSettings, Rule, Verdict};
 pub use provider::{
-    Credential, ProviderDefinition, ProviderKind, Selection, read_credential, resolve_selection,
+    Credential, ProviderDefinition, ProviderKind, Selection, provider_definition, provider_names,
+    read_credential, resolve_selection,
 };
 pub use settings::{CatalogSettings, ProviderSettings, Settings, load_settings};
 

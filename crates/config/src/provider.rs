@@ -126,6 +126,25 @@ pub fn resolve_selection(settings: &Settings, env: &Env) -> Result<Selection, Co
     })
 }
 
+/// The definition of provider `name` under `settings` and `env`: a built-in with its
+/// overrides, or a configured one.
+pub fn provider_definition(
+    name: &str,
+    settings: &Settings,
+    env: &Env,
+) -> Result<ProviderDefinition, ConfigError> {
+    definition(name, settings, env)
+}
+
+/// Every provider name: the built-ins and the configured ones, sorted by bytes.
+pub fn provider_names(settings: &Settings) -> Vec<String> {
+    let mut names: Vec<String> = BUILT_INS.iter().map(|b| b.name.to_owned()).collect();
+    names.extend(settings.providers.keys().cloned());
+    names.sort();
+    names.dedup();
+    names
+}
+
 /// The definition of provider `name`: a built-in with its overrides, or a configured one.
 fn definition(
     name: &str,

@@ -8,12 +8,13 @@ use magi_protocol::ErrorCode;
 use magi_provider::{Endpoint, WireFormat};
 
 use crate::runner::Agent;
+use crate::selection::ActiveSelection;
 use crate::startup::Runtime;
 
-/// The agent for the runtime's selection. A credential that went missing since startup
+/// The agent for the child's current selection. A credential that went missing since startup
 /// is `provider_unavailable`.
-pub fn agent_for(runtime: &Runtime) -> Result<Agent, ErrorCode> {
-    let provider = &runtime.selection.provider;
+pub fn agent_for(runtime: &Runtime, selection: &ActiveSelection) -> Result<Agent, ErrorCode> {
+    let provider = &selection.provider;
     let api_key = read_credential(&provider.credential, &runtime.env);
     let required = matches!(
         provider.credential,
@@ -44,8 +45,9 @@ pub fn agent_for(runtime: &Runtime) -> Result<Agent, ErrorCode> {
     });
     Ok(Agent {
         client: Arc::from(client),
-        model: runtime.selection.model.clone(),
+        model: selection.model.clone(),
         reasoning_summaries: provider.reasoning_summaries,
+        reasoning_effort: selection.request_effort(),
         permissions: runtime.settings.permissions.clone(),
         hidden_env,
         secrets,

@@ -4,10 +4,12 @@
 mod agent;
 pub mod approvals;
 pub mod cards;
+pub mod catalog;
 pub mod discovery;
 mod revision;
 pub mod runner;
 pub mod saved_cards;
+pub mod selection;
 pub mod sessions;
 mod startup;
 

@@ -7,14 +7,18 @@
 
 use std::path::{Path, PathBuf};
 
+use magi_config::{Env, Settings};
 use magi_protocol::ErrorCode;
 use magi_protocol::limits::{STORED_READ_BYTES, STORED_READ_LINES};
 use magi_protocol::messages::{
     HistoryPageParams, HistoryPageResult, SessionListParams, SessionListResult, SessionResult,
 };
+use magi_protocol::messages::{ModelCatalogParams, ModelCatalogResult};
 use magi_protocol::names::{is_valid_name, is_valid_session_id};
 use magi_store::Home;
 use magi_store::history::{OverBudget, Projection, Projector, page};
+
+use crate::catalog::{Catalog, CatalogInputs};
 use magi_store::lease::{Lease, LeaseError, LeaseKind, acquire};
 use magi_store::log::{
     AppendError, Appender, LogFingerprint, ReadError, ReadLimits, fingerprint, scan_log,
@@ -38,6 +42,10 @@ pub struct Sessions {
     discovery: Discovery,
     /// Whether history entries carry saved cards (`tool.cards` negotiated).
     tool_cards: bool,
+    /// The one catalog snapshot of this child (`model.catalog`).
+    catalog: Catalog,
+    /// What the catalog reads: the admitted settings and environment.
+    admitted: Option<(Settings, Env)>,
 }
 
 #[derive(Debug)]
@@ -85,7 +93,34 @@ impl Sessions {
             attachment: None,
             discovery: Discovery::default(),
             tool_cards: false,
+            catalog: Catalog::default(),
+            admitted: None,
         }
+    }
+
+    /// Gives the catalog the admitted settings and environment.
+    pub fn with_admitted(mut self, settings: Settings, env: Env) -> Sessions {
+        self.admitted = Some((settings, env));
+        self
+    }
+
+    /// `model.catalog`; `selected_provider` is the current selection's provider.
+    pub fn catalog_page(
+        &mut self,
+        params: &ModelCatalogParams,
+        selected_provider: &str,
+    ) -> Result<ModelCatalogResult, ErrorCode> {
+        let (settings, env) = self
+            .admitted
+            .as_ref()
+            .ok_or(ErrorCode::CatalogUnavailable)?;
+        let inputs = CatalogInputs {
+            home: &self.home,
+            settings,
+            env,
+            selected_provider,
+        };
+        self.catalog.page(&inputs, params)
     }
 
     /// Makes history entries carry saved cards from now on (`tool.cards` negotiated).

@@ -273,3 +273,12 @@ pub const BASH_LOG_LINES: usize = 100;
 pub const BASH_LOG_MAX_LINES: usize = 500;
 /// Most background jobs one backend keeps. Internal.
 pub const BACKGROUND_JOBS: usize = 64;
+
+// ---- `model.refresh` bounds ----
+// The `refresh_*` bounds of the `model.refresh` extension (docs/protocol/extensions.md).
+// They are enforced by the refresh fetch; publishing them in `limits` is a separate step.
+
+/// Most response bytes one `model.refresh` reads, all pages together.
+pub const REFRESH_RESPONSE_BYTES: usize = 1_048_576;
+/// Longest one `model.refresh` fetch may take, all pages together, in milliseconds.
+pub const REFRESH_TIMEOUT_MS: u64 = 30_000;

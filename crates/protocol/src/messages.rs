@@ -65,6 +65,148 @@ pub struct SessionListParams {
     pub limit: Option<u64>,
 }
 
+/// Params of `model.catalog`: a fresh snapshot (revision and cursor both null or
+/// omitted) or a continuation (both given).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ModelCatalogParams {
+    /// The catalog revision being paged; null for a fresh snapshot.
+    #[serde(default)]
+    pub revision: Option<String>,
+    /// The previous page's `next_cursor`; null for a fresh snapshot.
+    #[serde(default)]
+    pub cursor: Option<String>,
+    /// Most choices on the page, 1–100; 100 when omitted.
+    #[serde(
+        default,
+        deserialize_with = "present_u64",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schemars(with = "u64", range(min = 1, max = 100))]
+    pub limit: Option<u64>,
+}
+
+/// A reasoning effort value. No aliases, no case folding.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum Effort {
+    /// No explicit override (not a prediction of the provider's default).
+    Default,
+    /// Low.
+    Low,
+    /// Medium.
+    Medium,
+    /// High.
+    High,
+    /// Extra high.
+    Xhigh,
+    /// Maximum.
+    Max,
+}
+
+impl Effort {
+    /// The wire value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Effort::Default => "default",
+            Effort::Low => "low",
+            Effort::Medium => "medium",
+            Effort::High => "high",
+            Effort::Xhigh => "xhigh",
+            Effort::Max => "max",
+        }
+    }
+}
+
+/// Whether a model's effort can be controlled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum EffortSupport {
+    /// The backend sends an explicit effort.
+    Supported,
+    /// The model takes no effort control.
+    Unsupported,
+    /// Nothing is known of it.
+    Unknown,
+}
+
+/// Whether a catalog choice can be selected now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Availability {
+    /// Locally admitted (not remotely proven).
+    Available,
+    /// Its provider's credential is missing.
+    AuthenticationUnavailable,
+}
+
+/// One choice of `model.catalog`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct CatalogChoice {
+    /// A stable digest of the provider/model pair (64 hex characters).
+    pub selection_id: String,
+    /// The provider.
+    pub provider: String,
+    /// The model.
+    pub model: String,
+    /// The provider's display name, when safe.
+    pub provider_name: Option<String>,
+    /// The model's display name, when safe.
+    pub model_name: Option<String>,
+    /// Whether it can be selected now.
+    pub availability: Availability,
+    /// Whether its effort can be controlled.
+    pub effort_support: EffortSupport,
+    /// The efforts a selection may request.
+    pub permitted_efforts: Vec<Effort>,
+}
+
+/// The result of `model.catalog`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ModelCatalogResult {
+    /// The catalog revision.
+    pub revision: String,
+    /// This page's choices, by provider then model.
+    pub choices: Vec<CatalogChoice>,
+    /// The next page's cursor; null on the last page.
+    pub next_cursor: Option<String>,
+    /// Whether every safely admitted cached choice was paged.
+    pub complete: bool,
+    /// Fixed notice codes.
+    pub notices: Vec<String>,
+    /// Always `cache_only`.
+    pub source: CatalogSource,
+}
+
+/// Where catalog choices come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum CatalogSource {
+    /// Validated local caches only; nothing was fetched.
+    CacheOnly,
+}
+
+/// The `status.selection` object: the child's current selection.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct SelectionStatus {
+    /// The selection revision (changes with every attachment and mutation).
+    pub revision: String,
+    /// The provider, when safe to show.
+    pub provider: Option<String>,
+    /// The model, when safe to show.
+    pub model: Option<String>,
+    /// The retained requested effort.
+    pub requested_effort: Effort,
+    /// The effort it resolves to; null when not applicable or unknown.
+    pub effective_effort: Option<Effort>,
+    /// Whether the model's effort can be controlled.
+    pub effort_support: EffortSupport,
+    /// The efforts a selection may request.
+    pub permitted_efforts: Vec<Effort>,
+}
+
 /// A present `limit` must be an integer: `null` is not one.
 fn present_u64<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<u64>, D::Error> {
     u64::deserialize(deserializer).map(Some)
@@ -386,6 +528,9 @@ pub struct StatusResult {
     pub session_id: Option<String>,
     /// The active run, if any.
     pub run_id: Option<String>,
+    /// The current selection; null while starting and after a failed startup.
+    #[serde(default)]
+    pub selection: Option<SelectionStatus>,
 }
 
 /// The state in a `shutdown` result.
@@ -410,7 +555,7 @@ pub enum ResultBody {
     /// `initialize`.
     Initialize(Box<InitializeResult>),
     /// `status`.
-    Status(StatusResult),
+    Status(Box<StatusResult>),
     /// `shutdown`.
     Shutdown(ShutdownResult),
     /// `session.create`, `session.open`.
@@ -425,6 +570,8 @@ pub enum ResultBody {
     ApprovalAnswer(ApprovalAnswerResult),
     /// `session.list`.
     SessionList(SessionListResult),
+    /// `model.catalog`.
+    ModelCatalog(Box<ModelCatalogResult>),
 }
 
 /// Data of `input.persisted`.

@@ -9,6 +9,7 @@
 mod anthropic;
 mod chat;
 mod http;
+pub mod models;
 mod responses;
 mod sse;
 
@@ -16,6 +17,7 @@ pub use anthropic::{ANTHROPIC_VERSION, DEFAULT_MAX_TOKENS};
 pub use http::{
     BASE_BACKOFF, CONNECT_TIMEOUT, MAX_ATTEMPTS, MAX_EVENT_BYTES, MAX_RETRY_AFTER, READ_TIMEOUT,
 };
+pub use models::{ListedModel, RefreshError, list_models};
 
 use std::future::Future;
 use std::pin::Pin;
@@ -115,6 +117,10 @@ pub struct ModelRequest {
     /// Ask for reasoning summaries (the Responses API sends them only when asked, and
     /// only reasoning models accept the request; the other formats ignore it).
     pub reasoning_summaries: bool,
+    /// An explicit reasoning effort (`low`, `medium`, `high`), sent only by the Responses
+    /// format and only when the selection's profile supports it; none leaves the
+    /// provider's own behaviour.
+    pub reasoning_effort: Option<String>,
 }
 
 /// Why the model stopped.

@@ -45,6 +45,9 @@ pub(crate) fn body(request: &ModelRequest) -> Value {
     if request.reasoning_summaries {
         body["reasoning"] = json!({ "summary": "auto" });
     }
+    if let Some(effort) = &request.reasoning_effort {
+        body["reasoning"]["effort"] = json!(effort);
+    }
     if !request.tools.is_empty() {
         let tools: Vec<Value> = request
             .tools

@@ -9,14 +9,15 @@ use std::sync::Arc;
 
 use magi_core::approvals::ApprovalGate;
 use magi_core::runner::{TurnRequest, start_turn};
+use magi_core::selection::ActiveSelection;
 use magi_core::{CancelFlag, Runtime, Sessions, StartupFailure, StartupRequest, agent_for};
 use magi_protocol::cards;
 use magi_protocol::limits::{Limits, PROMPT_BYTES, REQUIRED_CAPABILITY_NAMES};
 use magi_protocol::messages::{
     ApprovalAnswerParams, ApprovalAnswerResult, EmptyParams, Event, Extensions, HistoryPageParams,
-    InitializeParams, InitializeResult, Readiness, ReadinessPhase, ResultBody, RuntimeState,
-    SessionListParams, SessionOpenParams, ShutdownResult, StatusResult, StoppingState,
-    TurnCancelParams, TurnCancelResult, TurnStartParams, TurnStartResult,
+    InitializeParams, InitializeResult, ModelCatalogParams, Readiness, ReadinessPhase, ResultBody,
+    RuntimeState, SessionListParams, SessionOpenParams, ShutdownResult, StatusResult,
+    StoppingState, TurnCancelParams, TurnCancelResult, TurnStartParams, TurnStartResult,
 };
 use magi_protocol::names::{base_capabilities, is_valid_name, is_valid_session_id};
 use magi_protocol::request::{Envelope, parse_envelope};
@@ -75,6 +76,8 @@ enum SessionOperation {
     Open(SessionOpenParams),
     Page(HistoryPageParams),
     List(SessionListParams),
+    /// `model.catalog`, with the current selection's provider.
+    Catalog(ModelCatalogParams, String),
 }
 
 /// What the session worker hands back: the sessions, and the answer.
@@ -98,6 +101,10 @@ impl SessionJob {
             SessionOperation::List(params) => {
                 self.sessions.list(params).map(ResultBody::SessionList)
             }
+            SessionOperation::Catalog(params, provider) => self
+                .sessions
+                .catalog_page(params, provider)
+                .map(|result| ResultBody::ModelCatalog(Box::new(result))),
         };
         SessionDone {
             sessions: self.sessions,
@@ -130,6 +137,9 @@ pub(crate) struct Connection {
     negotiated: Vec<Method>,
     /// Whether the client required the `tool.cards` extension.
     tool_cards: bool,
+    /// The current selection, once startup succeeded: what `status` reports (the last
+    /// completed one, even while a worker holds the sessions) and turns use.
+    selection: Option<ActiveSelection>,
     startup: StartupRequest,
     /// The child's sessions while no operation holds them.
     sessions: Option<Box<Sessions>>,
@@ -149,6 +159,7 @@ impl Connection {
             init: Init::Unadmitted,
             negotiated: Vec::new(),
             tool_cards: false,
+            selection: None,
             startup,
             sessions: None,
             session_request: None,
@@ -206,12 +217,13 @@ impl Connection {
             Method::Status => match &self.init {
                 Init::Unadmitted => Err(ErrorCode::NotInitialized),
                 _ => parse_params::<EmptyParams>(envelope.params)
-                    .map(|_| ResultBody::Status(self.status())),
+                    .map(|_| ResultBody::Status(Box::new(self.status()))),
             },
             Method::SessionCreate
             | Method::SessionOpen
             | Method::SessionList
             | Method::HistoryPage
+            | Method::ModelCatalog
                 if matches!(self.init, Init::Ready(_)) =>
             {
                 return self.session_operation(id, method, envelope.params);
@@ -251,6 +263,14 @@ impl Connection {
             Method::SessionList => parse_params(params).and_then(|p: SessionListParams| {
                 magi_core::discovery::check_params(&p)?;
                 Ok(Some(SessionOperation::List(p)))
+            }),
+            Method::ModelCatalog => parse_params(params).map(|p: ModelCatalogParams| {
+                let provider = self
+                    .selection
+                    .as_ref()
+                    .map(|s| s.provider.name.clone())
+                    .unwrap_or_default();
+                Some(SessionOperation::Catalog(p, provider))
             }),
             _ => parse_params::<EmptyParams>(params).map(|_| None),
         };
@@ -336,7 +356,11 @@ impl Connection {
         if sessions.at_history_limit() {
             return Err(ErrorCode::HistoryLimit);
         }
-        let agent = agent_for(runtime)?;
+        let selection = self
+            .selection
+            .as_ref()
+            .ok_or(ErrorCode::ProviderUnavailable)?;
+        let agent = agent_for(runtime, selection)?;
         let sessions = self.sessions.take().ok_or(ErrorCode::Busy)?;
         let request = TurnRequest {
             session_id: params.session_id,
@@ -482,8 +506,10 @@ impl Connection {
             Ok(runtime) => {
                 self.sessions = Some(Box::new(
                     Sessions::new(runtime.home.clone(), runtime.cwd.clone())
-                        .with_tool_cards(self.tool_cards),
+                        .with_tool_cards(self.tool_cards)
+                        .with_admitted(runtime.settings.clone(), runtime.env.clone()),
                 ));
+                self.selection = Some(ActiveSelection::from_runtime(&runtime));
                 self.init = Init::Ready(runtime);
                 let mut capabilities = base_capabilities();
                 let mut extensions = None;
@@ -528,13 +554,20 @@ impl Connection {
                 None,
                 None,
             ),
-            Init::Ready(runtime) => (
-                RuntimeState::Idle,
-                Readiness::Phase(ReadinessPhase::Ready),
-                runtime.display_provider(),
-                runtime.display_model(),
-                Some(runtime.context_id.clone()),
-            ),
+            Init::Ready(runtime) => {
+                let current = self.selection.as_ref().map(ActiveSelection::status);
+                (
+                    RuntimeState::Idle,
+                    Readiness::Phase(ReadinessPhase::Ready),
+                    current
+                        .as_ref()
+                        .map_or_else(|| runtime.display_provider(), |s| s.provider.clone()),
+                    current
+                        .as_ref()
+                        .map_or_else(|| runtime.display_model(), |s| s.model.clone()),
+                    Some(runtime.context_id.clone()),
+                )
+            }
             Init::Failed(failure) => (
                 RuntimeState::Failed,
                 Readiness::Failed(failure.error),
@@ -555,6 +588,10 @@ impl Connection {
             context_id,
             session_id: self.attached.clone(),
             run_id,
+            selection: match &self.init {
+                Init::Ready(_) => self.selection.as_ref().map(ActiveSelection::status),
+                _ => None,
+            },
         }
     }
 }

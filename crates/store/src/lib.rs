@@ -1,6 +1,7 @@
 //! magi-code's durable storage under `MC_HOME`: where things live, the session logs
 //! (append-only JSONL, one file per session) and their bounded reads.
 
+pub mod catalog;
 pub mod history;
 mod home;
 mod layout;

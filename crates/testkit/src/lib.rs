@@ -5,7 +5,9 @@
 //! A test starts a [`MockServer`], queues [`Reply`] scripts (text, reasoning, tool
 //! calls, usage, stop reasons, HTTP errors, slow streams, cut connections, garbage
 //! events), points a client at [`MockServer::base_url`] and checks what the client did
-//! through [`MockServer::requests`]. Nothing here reaches beyond `127.0.0.1`.
+//! through [`MockServer::requests`]. Model-list requests (`GET …/models`, OpenAI's
+//! shape or Anthropic's pages) are answered from [`MockServer::set_models`] and its
+//! knobs instead of the queue. Nothing here reaches beyond `127.0.0.1`.
 //!
 //! ```no_run
 //! # async fn demo() {
@@ -17,6 +19,7 @@
 //! # }
 //! ```
 
+mod models;
 mod render;
 mod reply;
 mod scenario;

@@ -1,5 +1,5 @@
-//! The loopback HTTP server: routes, the reply queue, the request log and the SSE
-//! body that plays a rendered script (delays, cut connections).
+//! The loopback HTTP server: routes, the reply queue, the model-list route, the request
+//! log and the SSE body that plays a rendered script (delays, cut connections).
 
 use std::collections::{BTreeMap, VecDeque};
 use std::convert::Infallible;
@@ -23,6 +23,7 @@ use tokio::net::TcpListener;
 use tokio::task::{JoinHandle, JoinSet};
 use tokio::time::Sleep;
 
+use crate::models::ModelsRoute;
 use crate::render::{Format, render};
 use crate::reply::{Kind, Reply};
 use crate::scenario::{Player, Scenario};
@@ -43,6 +44,8 @@ pub struct RecordedRequest {
     pub method: String,
     /// The path, without the query.
     pub path: String,
+    /// The query, without its `?`, if the request had one.
+    pub query: Option<String>,
     /// The headers, lowercase name → value (repeated headers joined with `, `).
     pub headers: BTreeMap<String, String>,
     /// The body parsed as JSON (`Null` when it was empty or not JSON).
@@ -79,6 +82,8 @@ struct State {
     /// Whether full requests are kept (a benchmark scenario only counts them).
     record: bool,
     log: Mutex<Log>,
+    /// How model-list requests are answered.
+    models: Mutex<ModelsRoute>,
 }
 
 impl State {
@@ -86,6 +91,12 @@ impl State {
         // A handler that panicked while holding the lock left a consistent log: every
         // update is a single push or assignment.
         self.log.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn models(&self) -> MutexGuard<'_, ModelsRoute> {
+        // Every update is a single assignment, so a poisoned lock still holds a
+        // consistent route.
+        self.models.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     fn response_ended(&self) {
@@ -99,8 +110,15 @@ impl State {
 /// Each model request (`POST /v1/responses`, `POST /v1/chat/completions`,
 /// `POST /v1/messages`) takes the next [`Reply`] from one FIFO queue and gets it
 /// rendered in the format of the route it used. A model request when the queue is
-/// empty gets HTTP 500 with a JSON error body. Every request is recorded. Dropping the
-/// server stops it and closes its connections.
+/// empty gets HTTP 500 with a JSON error body.
+///
+/// A `GET` of any path ending in `/models` is a model-list request, answered from what
+/// [`MockServer::set_models`] and its sibling knobs set, never from the queue: with the
+/// `anthropic-version` header, one Anthropic page (`limit` and `after_id` honoured,
+/// `has_more`/`first_id`/`last_id` set); without it, OpenAI's
+/// `{"object":"list","data":[…]}` with every model at once.
+///
+/// Every request is recorded. Dropping the server stops it and closes its connections.
 pub struct MockServer {
     addr: SocketAddr,
     state: Arc<State>,
@@ -134,6 +152,7 @@ impl MockServer {
             source,
             record,
             log: Mutex::new(Log::default()),
+            models: Mutex::new(ModelsRoute::default()),
         });
         let task = tokio::spawn(serve(listener, Arc::clone(&state)));
         Ok(MockServer { addr, state, task })
@@ -158,6 +177,40 @@ impl MockServer {
                 .unwrap_or_else(PoisonError::into_inner)
                 .push_back(reply);
         }
+    }
+
+    /// Sets the models that model-list requests list, in order: ID and optional
+    /// display name (Anthropic's `display_name`, sent only when there is one; OpenAI's
+    /// shape has none).
+    pub fn set_models<S: Into<String>>(&self, models: impl IntoIterator<Item = (S, Option<S>)>) {
+        self.state.models().models = models
+            .into_iter()
+            .map(|(id, name)| (id.into(), name.map(Into::into)))
+            .collect();
+    }
+
+    /// With `Some(status)`, model-list requests get that status and a JSON error body
+    /// instead of the list; `None` restores the list.
+    pub fn set_models_status(&self, status: Option<u16>) {
+        self.state.models().status = status;
+    }
+
+    /// With `Some(body)`, model-list requests get 200 and exactly that body instead of
+    /// the list; `None` restores the list.
+    pub fn set_models_body(&self, body: Option<String>) {
+        self.state.models().body = body;
+    }
+
+    /// Caps Anthropic pages at `size` models, whatever the request's `limit`, so a
+    /// short list still needs several pages; `None` leaves only `limit`.
+    pub fn set_models_page_size(&self, size: Option<usize>) {
+        self.state.models().page_size = size;
+    }
+
+    /// With `true`, model-list requests are recorded but never answered: no status
+    /// line, no headers, until the client gives up or the server is dropped.
+    pub fn set_models_hang(&self, hang: bool) {
+        self.state.models().hang = hang;
     }
 
     /// The requests received so far, in arrival order (control routes excluded).
@@ -218,6 +271,8 @@ async fn handle(
     let arrived = Instant::now();
     let method = request.method().as_str().to_owned();
     let path = request.uri().path().to_owned();
+    let query = request.uri().query().map(str::to_owned);
+    let anthropic = request.headers().contains_key("anthropic-version");
     let mut headers = BTreeMap::<String, String>::new();
     for (name, value) in request.headers() {
         let value = String::from_utf8_lossy(value.as_bytes()).into_owned();
@@ -266,12 +321,23 @@ async fn handle(
         }
         if state.record {
             log.requests.push(RecordedRequest {
-                method,
-                path,
+                method: method.clone(),
+                path: path.clone(),
+                query: query.clone(),
                 headers,
                 body: body.clone(),
             });
         }
+    }
+    if method == "GET" && path.ends_with("/models") {
+        // Read the route once: a knob changed mid-request applies to the next one.
+        let route = state.models().clone();
+        if route.hang {
+            // Dropping the server aborts this connection's task, ending the wait.
+            std::future::pending::<()>().await;
+        }
+        let answer = route.answer(query.as_deref(), anthropic);
+        return Ok(plain(answer.status, answer.body, Some(&state)));
     }
     let Some(format) = format else {
         return Ok(plain(404, error_body("mock: no such route"), Some(&state)));
@@ -429,5 +495,87 @@ impl Body for EventBody {
             state.response_ended();
         }
         Poll::Ready(None)
+    }
+}
+
+#[cfg(test)]
+#[allow(
+    clippy::unwrap_used,
+    reason = "test code: a failed step is a failed test"
+)]
+mod tests {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::net::TcpStream;
+
+    use super::*;
+
+    /// One HTTP/1.0 GET over a fresh connection, read to the close: (status, body).
+    async fn get(server: &MockServer, target: &str, extra: &str) -> (u16, String) {
+        let mut stream = TcpStream::connect(server.addr).await.unwrap();
+        let request = format!("GET {target} HTTP/1.0\r\nhost: mock\r\n{extra}\r\n");
+        stream.write_all(request.as_bytes()).await.unwrap();
+        let mut raw = Vec::new();
+        stream.read_to_end(&mut raw).await.unwrap();
+        let raw = String::from_utf8(raw).unwrap();
+        let (head, body) = raw.split_once("\r\n\r\n").unwrap();
+        let status = head.split(' ').nth(1).unwrap().parse().unwrap();
+        (status, body.to_owned())
+    }
+
+    #[tokio::test]
+    async fn model_lists_are_served_in_both_shapes_and_recorded() {
+        let server = MockServer::start().await;
+        server.set_models([("m-1", Some("One")), ("m-2", None)]);
+        let (status, body) = get(&server, "/v1/models", "").await;
+        assert_eq!(status, 200);
+        let body: Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(body["data"][1]["id"], "m-2");
+        let (status, body) = get(
+            &server,
+            "/v1/models?limit=1&after_id=m-1",
+            "anthropic-version: 2023-06-01\r\n",
+        )
+        .await;
+        assert_eq!(status, 200);
+        let body: Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(body["data"][0]["id"], "m-2");
+        assert_eq!(body["has_more"], false);
+        // A model-list request never takes a queued reply.
+        server.enqueue(Reply::stream().text(["kept"]));
+        server.set_models_status(Some(503));
+        assert_eq!(get(&server, "/models", "").await.0, 503);
+        server.set_models_status(None);
+        server.set_models_body(Some("[]".to_owned()));
+        assert_eq!(get(&server, "/v1/models", "").await, (200, "[]".to_owned()));
+        let requests = server.requests();
+        assert_eq!(requests.len(), 4);
+        assert_eq!(requests[0].method, "GET");
+        assert_eq!(requests[0].path, "/v1/models");
+        assert_eq!(requests[0].query, None);
+        assert_eq!(requests[1].query.as_deref(), Some("limit=1&after_id=m-1"));
+        assert_eq!(requests[1].header("anthropic-version"), Some("2023-06-01"));
+        assert_eq!(requests[2].path, "/models");
+        let queue_len = match &server.state.source {
+            Source::Queue(queue) => queue.lock().unwrap().len(),
+            Source::Scenario(_) => 0,
+        };
+        assert_eq!(queue_len, 1);
+    }
+
+    #[tokio::test]
+    async fn a_hanging_model_list_is_recorded_but_never_answered() {
+        let server = MockServer::start().await;
+        server.set_models_hang(true);
+        let waited =
+            tokio::time::timeout(Duration::from_millis(200), get(&server, "/v1/models", "")).await;
+        assert!(waited.is_err());
+        assert_eq!(server.requests().len(), 1);
+    }
+
+    #[tokio::test]
+    async fn other_gets_are_still_not_found() {
+        let server = MockServer::start().await;
+        server.set_models([("m", None)]);
+        assert_eq!(get(&server, "/v1/models/m", "").await.0, 404);
     }
 }

@@ -50,6 +50,8 @@ pub struct Agent {
     pub model: String,
     /// Whether to ask for reasoning summaries.
     pub reasoning_summaries: bool,
+    /// The explicit reasoning effort the selection resolves to, if any.
+    pub reasoning_effort: Option<String>,
     /// The admitted permission rules.
     pub permissions: PermissionSettings,
     /// Environment variables holding credentials, hidden from the processes tools start.
@@ -303,6 +305,7 @@ impl Turn {
                 items: items.clone(),
                 tools: tools.clone(),
                 reasoning_summaries: self.agent.reasoning_summaries,
+                reasoning_effort: self.agent.reasoning_effort.clone(),
             };
             let response = self.respond(&request).await;
             if self.output_lost {
@@ -588,6 +591,7 @@ mod tests {
             client: Arc::new(ScriptedClient { deltas: 100 }),
             model: "m".into(),
             reasoning_summaries: false,
+            reasoning_effort: None,
             permissions: PermissionSettings::default(),
             hidden_env: Vec::new(),
             secrets: Vec::new(),

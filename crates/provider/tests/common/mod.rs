@@ -52,6 +52,7 @@ pub fn prompt(text: &str) -> ModelRequest {
         }],
         tools: Vec::new(),
         reasoning_summaries: false,
+        reasoning_effort: None,
     }
 }
 
@@ -101,6 +102,7 @@ pub fn conversation() -> ModelRequest {
             },
         ],
         reasoning_summaries: true,
+        reasoning_effort: None,
     }
 }
 

@@ -1,0 +1,262 @@
+//! `model.catalog` and `status.selection` through the real binary: choices from
+//! validated caches and enabled settings only, paging, notices, stale snapshots and
+//! every parameter rule.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test code: a failed step is a failed test"
+)]
+
+mod common;
+
+use common::*;
+use magi_client::Backend;
+use magi_protocol::ErrorCode;
+use magi_protocol::messages::{
+    Availability, Effort, EffortSupport, ModelCatalogResult, StatusResult,
+};
+use serde_json::{Value, json};
+
+const CAPABILITIES: [&str; 4] = ["model.catalog", "selection.set", "status", "shutdown"];
+
+/// Writes a provider's catalog cache as `docs/catalog.md` describes it.
+fn write_cache(env: &TestEnv, provider: &str, models: &[(&str, Option<&str>)]) {
+    let dir = env.mc_home().join("data/catalog");
+    std::fs::create_dir_all(&dir).unwrap();
+    let models: Vec<Value> = models
+        .iter()
+        .map(|(id, name)| json!({"id": id, "name": name}))
+        .collect();
+    let cache = json!({
+        "format": 1,
+        "provider": provider,
+        "fetched_at": "2026-11-29T00:00:00.000Z",
+        "models": models,
+    });
+    std::fs::write(dir.join(format!("{provider}.json")), cache.to_string()).unwrap();
+}
+
+fn env() -> TestEnv {
+    TestEnv::new()
+        .var("MAGI_PROVIDER", "openai")
+        .var("MAGI_MODEL", "gpt-4.1")
+        .var("OPENAI_API_KEY", "test-openai-key-123")
+        .without("ANTHROPIC_API_KEY")
+}
+
+async fn ready(env: &TestEnv) -> Backend {
+    let mut backend = env.spawn();
+    backend.initialize(&CAPABILITIES).await.unwrap().unwrap();
+    backend
+}
+
+async fn catalog(backend: &mut Backend, params: Value) -> Result<ModelCatalogResult, ErrorCode> {
+    backend
+        .request("model.catalog", params)
+        .await
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn choices_come_from_enabled_cached_models_in_order() {
+    let env = env();
+    env.write_settings(
+        "[providers.catalog]\nenabled = [\"openai/o3\", \"openai/gpt-4.1\", \"anthropic/claude-sonnet-4\", \"openai/retired\", \"openai-chat/qwen\"]\n",
+    );
+    write_cache(
+        &env,
+        "openai",
+        &[
+            ("gpt-4.1", Some("GPT-4.1")),
+            ("o3", None),
+            ("not-enabled", None),
+        ],
+    );
+    write_cache(
+        &env,
+        "anthropic",
+        &[("claude-sonnet-4", Some("Claude Sonnet 4"))],
+    );
+    let mut backend = ready(&env).await;
+    let result = catalog(&mut backend, json!({})).await.unwrap();
+    let pairs: Vec<(&str, &str)> = result
+        .choices
+        .iter()
+        .map(|c| (c.provider.as_str(), c.model.as_str()))
+        .collect();
+    assert_eq!(
+        pairs,
+        vec![
+            ("anthropic", "claude-sonnet-4"),
+            ("openai", "gpt-4.1"),
+            ("openai", "o3")
+        ]
+    );
+    assert!(result.complete);
+    assert_eq!(result.next_cursor, None);
+    // openai-chat is enabled but has no cache.
+    assert_eq!(result.notices, vec!["provider_catalog_unavailable"]);
+    let anthropic = &result.choices[0];
+    assert_eq!(
+        anthropic.availability,
+        Availability::AuthenticationUnavailable
+    );
+    assert_eq!(anthropic.provider_name.as_deref(), Some("Anthropic"));
+    assert_eq!(anthropic.model_name.as_deref(), Some("Claude Sonnet 4"));
+    let o3 = &result.choices[2];
+    assert_eq!(o3.availability, Availability::Available);
+    assert_eq!(o3.effort_support, EffortSupport::Supported);
+    assert_eq!(
+        o3.permitted_efforts,
+        vec![Effort::Default, Effort::Low, Effort::Medium, Effort::High]
+    );
+    assert_eq!(o3.selection_id.len(), 64);
+    assert_eq!(result.choices[1].effort_support, EffortSupport::Unsupported);
+    shutdown_clean(&mut backend).await;
+}
+
+#[tokio::test]
+async fn pages_continue_and_a_changed_cache_is_stale_for_good() {
+    let env = env();
+    let models: Vec<String> = (0..5).map(|n| format!("model-{n}")).collect();
+    let enabled: Vec<String> = models.iter().map(|m| format!("\"openai/{m}\"")).collect();
+    env.write_settings(&format!(
+        "[providers.catalog]\nenabled = [{}]\n",
+        enabled.join(", ")
+    ));
+    let cached: Vec<(&str, Option<&str>)> = models.iter().map(|m| (m.as_str(), None)).collect();
+    write_cache(&env, "openai", &cached);
+    let mut backend = ready(&env).await;
+    let first = catalog(&mut backend, json!({"limit": 2})).await.unwrap();
+    assert_eq!(first.choices.len(), 2);
+    assert!(!first.complete);
+    let cursor = first.next_cursor.clone().unwrap();
+    let second = catalog(
+        &mut backend,
+        json!({"revision": first.revision, "cursor": cursor, "limit": 2}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(second.choices[0].model, "model-2");
+    assert_eq!(second.revision, first.revision);
+    // The cache changes: the snapshot is stale, and stays so after restoring it.
+    write_cache(&env, "openai", &cached[..4]);
+    let next = json!({"revision": second.revision, "cursor": second.next_cursor, "limit": 2});
+    assert_eq!(
+        catalog(&mut backend, next.clone()).await,
+        Err(ErrorCode::StaleCatalog)
+    );
+    write_cache(&env, "openai", &cached);
+    assert_eq!(
+        catalog(&mut backend, next).await,
+        Err(ErrorCode::StaleCatalog)
+    );
+    // A fresh request starts over with a new revision.
+    let fresh = catalog(&mut backend, json!({})).await.unwrap();
+    assert_ne!(fresh.revision, first.revision);
+    assert_eq!(fresh.choices.len(), 5);
+    shutdown_clean(&mut backend).await;
+}
+
+#[tokio::test]
+async fn nothing_enabled_means_no_choices_and_bad_caches_are_notices() {
+    let env = env();
+    write_cache(&env, "openai", &[("gpt-4.1", None)]);
+    let mut backend = ready(&env).await;
+    let result = catalog(&mut backend, json!({})).await.unwrap();
+    assert!(result.choices.is_empty());
+    assert!(result.complete);
+    shutdown_clean(&mut backend).await;
+
+    let env = self::env();
+    env.write_settings("[providers.catalog]\nenabled = [\"openai/gpt-4.1\", \"openai/sk-abcdefghijklmnopqrstuvwxyz0123456789\"]\n");
+    write_cache(
+        &env,
+        "openai",
+        &[
+            ("gpt-4.1", None),
+            ("sk-abcdefghijklmnopqrstuvwxyz0123456789", None),
+        ],
+    );
+    let mut backend = ready(&env).await;
+    let result = catalog(&mut backend, json!({})).await.unwrap();
+    assert_eq!(result.choices.len(), 1);
+    assert_eq!(result.notices, vec!["catalog_entries_omitted_unsafe"]);
+    assert!(!format!("{result:?}").contains("sk-abc"));
+    shutdown_clean(&mut backend).await;
+
+    let env = self::env();
+    env.write_settings("[providers.catalog]\nenabled = [\"openai/gpt-4.1\"]\n");
+    std::fs::create_dir_all(env.mc_home().join("data/catalog")).unwrap();
+    std::fs::write(env.mc_home().join("data/catalog/openai.json"), "not json").unwrap();
+    let mut backend = ready(&env).await;
+    let result = catalog(&mut backend, json!({})).await.unwrap();
+    assert!(result.choices.is_empty());
+    assert_eq!(result.notices, vec!["provider_catalog_unavailable"]);
+    shutdown_clean(&mut backend).await;
+}
+
+#[tokio::test]
+async fn catalog_params_are_exact() {
+    let env = env();
+    let mut backend = ready(&env).await;
+    for bad in [
+        json!({"limit": 0}),
+        json!({"limit": 101}),
+        json!({"limit": null}),
+        json!({"revision": "c1"}),
+        json!({"cursor": "c1.1"}),
+        json!({"revision": "bad id!", "cursor": "x"}),
+        json!({"extra": 1}),
+    ] {
+        assert_eq!(
+            catalog(&mut backend, bad.clone()).await,
+            Err(ErrorCode::InvalidParams),
+            "{bad}"
+        );
+    }
+    // A continuation this child never issued is stale.
+    assert_eq!(
+        catalog(&mut backend, json!({"revision": "c1", "cursor": "c1.1"})).await,
+        Err(ErrorCode::StaleCatalog)
+    );
+    shutdown_clean(&mut backend).await;
+}
+
+#[tokio::test]
+async fn status_reports_the_selection_once_ready() {
+    let env = env();
+    let mut backend = ready(&env).await;
+    let status: StatusResult = backend
+        .request("status", json!({}))
+        .await
+        .unwrap()
+        .parse()
+        .unwrap()
+        .unwrap();
+    let selection = status.selection.unwrap();
+    assert_eq!(selection.provider.as_deref(), Some("openai"));
+    assert_eq!(selection.model.as_deref(), Some("gpt-4.1"));
+    assert_eq!(selection.requested_effort, Effort::Default);
+    assert_eq!(selection.effective_effort, None);
+    assert_eq!(selection.effort_support, EffortSupport::Unsupported);
+    assert_eq!(selection.permitted_efforts, vec![Effort::Default]);
+    assert!(selection.revision.len() <= 64);
+    shutdown_clean(&mut backend).await;
+
+    // A failed startup reports no selection.
+    let failed = TestEnv::new().without("MAGI_PROVIDER");
+    let mut backend = failed.spawn();
+    let _ = backend.initialize(&CAPABILITIES).await.unwrap();
+    let status = backend
+        .request("status", json!({}))
+        .await
+        .unwrap()
+        .outcome
+        .unwrap();
+    assert_eq!(status["selection"], Value::Null);
+    shutdown_clean(&mut backend).await;
+}

@@ -1,0 +1,348 @@
+//! `model.catalog`: the choices a client may select, from validated local caches only.
+//!
+//! A choice is a provider/model pair named in `providers.catalog.enabled` whose model is
+//! in the provider's cache (`docs/catalog.md`); nothing is fetched. One snapshot per
+//! child: a fresh request scans and replaces it, a continuation scans again and pages
+//! the snapshot only if nothing a client could notice changed (the caches' bytes, the
+//! credentials' presence); otherwise the snapshot is stale for good (`stale_catalog`).
+
+use std::time::{Duration, Instant};
+
+use magi_config::{
+    Credential, Settings, effort_profile, provider_definition, provider_names, read_credential,
+};
+use magi_protocol::ErrorCode;
+use magi_protocol::limits::{
+    CATALOG_MODELS, CATALOG_PAGE_BYTES, CATALOG_PAGE_ENTRIES, CATALOG_PROVIDERS,
+    CATALOG_SCAN_BYTES, CATALOG_SCAN_MS, CATALOG_SNAPSHOT_BYTES, CATALOG_STRING_BYTES,
+};
+use magi_protocol::messages::{
+    Availability, CatalogChoice, CatalogSource, ModelCatalogParams, ModelCatalogResult,
+};
+use magi_protocol::names::is_valid_name;
+use magi_protocol::text::{has_control, is_secret_like, safe_display_name};
+use magi_store::Home;
+use magi_store::catalog::{CacheRead, read_cache};
+use sha2::Digest;
+
+use crate::revision::Revision;
+
+/// Notice: a relevant provider's cache is missing, invalid or empty.
+pub const NOTICE_PROVIDER_CATALOG_UNAVAILABLE: &str = "provider_catalog_unavailable";
+/// Notice: choices with unsafe identifiers were left out.
+pub const NOTICE_UNSAFE_OMITTED: &str = "catalog_entries_omitted_unsafe";
+
+/// What the catalog reads: the admitted settings and environment, and the selection's
+/// provider (always relevant).
+pub struct CatalogInputs<'a> {
+    /// `MC_HOME`.
+    pub home: &'a Home,
+    /// The admitted settings.
+    pub settings: &'a Settings,
+    /// The environment snapshot.
+    pub env: &'a magi_config::Env,
+    /// The currently selected provider.
+    pub selected_provider: &'a str,
+}
+
+/// The child's catalog state: at most one snapshot.
+#[derive(Debug, Default)]
+pub struct Catalog {
+    snapshot: Option<Snapshot>,
+}
+
+#[derive(Debug)]
+struct Snapshot {
+    revision: Revision,
+    scan: Scan,
+    stale: bool,
+}
+
+/// What one scan saw.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Scan {
+    pub(crate) choices: Vec<CatalogChoice>,
+    pub(crate) notices: Vec<String>,
+    /// Each relevant provider's cache state and credential presence.
+    fingerprint: Vec<String>,
+}
+
+/// A checked request.
+enum Request {
+    Fresh {
+        limit: usize,
+    },
+    Continue {
+        revision: String,
+        cursor: String,
+        limit: usize,
+    },
+}
+
+fn check_params(params: &ModelCatalogParams) -> Result<Request, ErrorCode> {
+    let limit = match params.limit {
+        None => CATALOG_PAGE_ENTRIES,
+        Some(n) if (1..=CATALOG_PAGE_ENTRIES as u64).contains(&n) => n as usize,
+        Some(_) => return Err(ErrorCode::InvalidParams),
+    };
+    match (&params.revision, &params.cursor) {
+        (None, None) => Ok(Request::Fresh { limit }),
+        (Some(revision), Some(cursor)) if is_valid_name(revision) && is_valid_name(cursor) => {
+            Ok(Request::Continue {
+                revision: revision.clone(),
+                cursor: cursor.clone(),
+                limit,
+            })
+        }
+        _ => Err(ErrorCode::InvalidParams),
+    }
+}
+
+impl Catalog {
+    /// The revision of the current snapshot, when it is not stale.
+    pub fn revision(&self) -> Option<&str> {
+        self.snapshot
+            .as_ref()
+            .filter(|s| !s.stale)
+            .map(|s| s.revision.id())
+    }
+
+    /// `model.catalog`.
+    pub fn page(
+        &mut self,
+        inputs: &CatalogInputs,
+        params: &ModelCatalogParams,
+    ) -> Result<ModelCatalogResult, ErrorCode> {
+        match check_params(params)? {
+            Request::Fresh { limit } => {
+                // A fresh request replaces the snapshot, even when it fails.
+                self.snapshot = None;
+                let scan = scan(inputs)?;
+                let snapshot = self.snapshot.insert(Snapshot {
+                    revision: Revision::new('c'),
+                    scan,
+                    stale: false,
+                });
+                snapshot.page(0, limit)
+            }
+            Request::Continue {
+                revision,
+                cursor,
+                limit,
+            } => {
+                let snapshot = self.snapshot.as_mut().ok_or(ErrorCode::StaleCatalog)?;
+                if snapshot.revision.id() != revision || snapshot.stale {
+                    return Err(ErrorCode::StaleCatalog);
+                }
+                let start = snapshot
+                    .revision
+                    .resolve(&cursor)
+                    .ok_or(ErrorCode::StaleCatalog)?;
+                match scan(inputs) {
+                    Ok(scan) if scan == snapshot.scan => snapshot.page(start, limit),
+                    // Changed, unreadable or over a bound: stale for good.
+                    _ => {
+                        snapshot.stale = true;
+                        Err(ErrorCode::StaleCatalog)
+                    }
+                }
+            }
+        }
+    }
+}
+
+impl Snapshot {
+    fn page(&mut self, start: usize, limit: usize) -> Result<ModelCatalogResult, ErrorCode> {
+        let choices = &self.scan.choices;
+        let envelope = ModelCatalogResult {
+            revision: self.revision.id().to_owned(),
+            choices: Vec::new(),
+            next_cursor: Some(self.revision.cursor(choices.len())),
+            complete: false,
+            notices: self.scan.notices.clone(),
+            source: CatalogSource::CacheOnly,
+        };
+        let mut bytes = serialized_len(&envelope);
+        let mut end = start;
+        for choice in choices.iter().skip(start).take(limit) {
+            let grown = bytes + usize::from(end > start) + serialized_len(choice);
+            if grown > CATALOG_PAGE_BYTES {
+                break;
+            }
+            bytes = grown;
+            end += 1;
+        }
+        if end == start && start < choices.len() {
+            return Err(ErrorCode::CatalogLimit);
+        }
+        let next_cursor = (end < choices.len()).then(|| self.revision.issue(end));
+        Ok(ModelCatalogResult {
+            revision: self.revision.id().to_owned(),
+            choices: choices.get(start..end).unwrap_or_default().to_vec(),
+            complete: next_cursor.is_none(),
+            next_cursor,
+            notices: self.scan.notices.clone(),
+            source: CatalogSource::CacheOnly,
+        })
+    }
+}
+
+fn serialized_len<T: serde::Serialize>(value: &T) -> usize {
+    serde_json::to_vec(value).map_or(usize::MAX, |v| v.len())
+}
+
+/// The stable, opaque selection ID of a provider/model pair: 64 hex digits.
+pub fn selection_id(provider: &str, model: &str) -> String {
+    let mut hasher = sha2::Sha256::new();
+    hasher.update(provider.as_bytes());
+    hasher.update([0]);
+    hasher.update(model.as_bytes());
+    hasher
+        .finalize()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// The display name of a built-in provider.
+fn provider_display_name(name: &str) -> Option<String> {
+    match name {
+        "openai" => Some("OpenAI".into()),
+        "anthropic" => Some("Anthropic".into()),
+        "openai-chat" => Some("OpenAI-compatible server".into()),
+        _ => None,
+    }
+}
+
+/// Whether an identifier may be shown as a choice.
+fn is_safe_identifier(text: &str) -> bool {
+    !text.is_empty() && !has_control(text) && !is_secret_like(text)
+}
+
+/// One bounded scan of every relevant provider's cache.
+pub(crate) fn scan(inputs: &CatalogInputs) -> Result<Scan, ErrorCode> {
+    let deadline = Instant::now() + Duration::from_millis(CATALOG_SCAN_MS);
+    let providers = provider_names(inputs.settings);
+    if providers.len() > CATALOG_PROVIDERS {
+        return Err(ErrorCode::CatalogLimit);
+    }
+    // `provider/model` entries, split at the first slash; others are ignored.
+    let mut enabled: Vec<(&str, &str)> = inputs
+        .settings
+        .catalog
+        .enabled
+        .iter()
+        .filter_map(|entry| entry.split_once('/'))
+        .collect();
+    enabled.sort_unstable();
+    enabled.dedup();
+    let mut choices = Vec::new();
+    let mut notices = Vec::new();
+    let mut fingerprint = Vec::new();
+    let (mut models_scanned, mut bytes_scanned) = (0usize, 0u64);
+    for name in &providers {
+        let wanted: Vec<&str> = enabled
+            .iter()
+            .filter(|(p, _)| p == name)
+            .map(|(_, m)| *m)
+            .collect();
+        if wanted.is_empty() && name != inputs.selected_provider {
+            continue;
+        }
+        let Ok(definition) = provider_definition(name, inputs.settings, inputs.env) else {
+            continue;
+        };
+        let authenticated = match &definition.credential {
+            Credential::None | Credential::OptionalEnv(_) => true,
+            credential => read_credential(credential, inputs.env).is_some(),
+        };
+        let cache = read_cache(inputs.home, name);
+        if Instant::now() > deadline {
+            return Err(ErrorCode::CatalogLimit);
+        }
+        let models = match &cache {
+            CacheRead::Ready {
+                cache,
+                fingerprint: print,
+                bytes,
+            } => {
+                fingerprint.push(format!("{name}:{print}:{authenticated}"));
+                bytes_scanned += bytes;
+                models_scanned += cache.models.len();
+                if models_scanned > CATALOG_MODELS || bytes_scanned > CATALOG_SCAN_BYTES as u64 {
+                    return Err(ErrorCode::CatalogLimit);
+                }
+                if cache.models.is_empty() {
+                    push_once(&mut notices, NOTICE_PROVIDER_CATALOG_UNAVAILABLE);
+                }
+                &cache.models[..]
+            }
+            CacheRead::Missing | CacheRead::Invalid => {
+                fingerprint.push(format!("{name}:{}:{authenticated}", cache_state(&cache)));
+                push_once(&mut notices, NOTICE_PROVIDER_CATALOG_UNAVAILABLE);
+                &[]
+            }
+        };
+        for model in wanted {
+            if model.len() > CATALOG_STRING_BYTES || name.len() > CATALOG_STRING_BYTES {
+                return Err(ErrorCode::CatalogLimit);
+            }
+            // A model missing from the cache is retired or unknown: no choice.
+            let Some(cached) = models.iter().find(|m| m.id == model) else {
+                continue;
+            };
+            if cached.unsafe_id || !is_safe_identifier(model) || !is_safe_identifier(name) {
+                push_once(&mut notices, NOTICE_UNSAFE_OMITTED);
+                continue;
+            }
+            let profile = effort_profile(definition.kind, model);
+            choices.push(CatalogChoice {
+                selection_id: selection_id(name, model),
+                provider: name.clone(),
+                model: model.to_owned(),
+                provider_name: provider_display_name(name),
+                model_name: cached
+                    .name
+                    .as_deref()
+                    .and_then(safe_display_name)
+                    .map(str::to_owned),
+                availability: if authenticated {
+                    Availability::Available
+                } else {
+                    Availability::AuthenticationUnavailable
+                },
+                effort_support: profile.support,
+                permitted_efforts: profile.permitted,
+            });
+        }
+    }
+    choices.sort_by(|a, b| (&a.provider, &a.model).cmp(&(&b.provider, &b.model)));
+    if choices
+        .windows(2)
+        .any(|w| w[0].provider == w[1].provider && w[0].model == w[1].model)
+    {
+        return Err(ErrorCode::CatalogUnavailable);
+    }
+    if serialized_len(&choices) > CATALOG_SNAPSHOT_BYTES {
+        return Err(ErrorCode::CatalogLimit);
+    }
+    Ok(Scan {
+        choices,
+        notices,
+        fingerprint,
+    })
+}
+
+fn cache_state(cache: &CacheRead) -> &'static str {
+    match cache {
+        CacheRead::Missing => "missing",
+        CacheRead::Invalid => "invalid",
+        CacheRead::Ready { .. } => "ready",
+    }
+}
+
+fn push_once(notices: &mut Vec<String>, notice: &str) {
+    if !notices.iter().any(|n| n == notice) {
+        notices.push(notice.to_owned());
+    }
+}

@@ -260,3 +260,241 @@ async fn status_reports_the_selection_once_ready() {
     assert_eq!(status["selection"], Value::Null);
     shutdown_clean(&mut backend).await;
 }
+
+/// A child with `o3` and `gpt-4.1` cached and enabled at `openai` (keyed), and
+/// `claude-sonnet-4` cached and enabled at `anthropic` (no key).
+fn selection_env(mock_base: Option<&str>) -> TestEnv {
+    let mut env = env();
+    if let Some(base) = mock_base {
+        env = env.var("OPENAI_BASE_URL", base);
+    }
+    env.write_settings(
+        "[providers.catalog]\nenabled = [\"openai/o3\", \"openai/gpt-4.1\", \"anthropic/claude-sonnet-4\"]\n",
+    );
+    write_cache(&env, "openai", &[("gpt-4.1", None), ("o3", None)]);
+    write_cache(&env, "anthropic", &[("claude-sonnet-4", None)]);
+    env
+}
+
+async fn status(backend: &mut Backend) -> StatusResult {
+    backend
+        .request("status", json!({}))
+        .await
+        .unwrap()
+        .parse()
+        .unwrap()
+        .unwrap()
+}
+
+async fn select(backend: &mut Backend, params: Value) -> Result<Value, ErrorCode> {
+    backend
+        .request("selection.set", params)
+        .await
+        .unwrap()
+        .outcome
+}
+
+const SELECTING: [&str; 7] = [
+    "model.catalog",
+    "selection.set",
+    "session.create",
+    "session.open",
+    "turn.start",
+    "status",
+    "shutdown",
+];
+
+#[tokio::test]
+async fn a_selection_is_validated_persisted_and_restored_after_a_restart() {
+    let mock = magi_testkit::MockServer::start().await;
+    let env = selection_env(Some(&mock.base_url()));
+    let mut backend = env.spawn();
+    backend.initialize(&SELECTING).await.unwrap().unwrap();
+    let session = backend
+        .request("session.create", json!({}))
+        .await
+        .unwrap()
+        .outcome
+        .unwrap();
+    let session_id = session["session_id"].as_str().unwrap().to_owned();
+    let before = status(&mut backend).await.selection.unwrap();
+    let catalog = catalog(&mut backend, json!({})).await.unwrap();
+    let request = |revision: &str, provider: &str, model: &str, effort: Value| {
+        json!({"session_id": session_id, "selection_revision": revision,
+               "catalog_revision": catalog.revision, "provider": provider,
+               "model": model, "effort": effort})
+    };
+    // Refusals write nothing.
+    let log = log_path(&env, &session_id);
+    let refusals = [
+        (
+            request(&before.revision, "openai", "gpt-9", json!({"mode": "keep"})),
+            ErrorCode::SelectionInvalid,
+        ),
+        (
+            request(
+                &before.revision,
+                "anthropic",
+                "claude-sonnet-4",
+                json!({"mode": "keep"}),
+            ),
+            ErrorCode::ProviderUnavailable,
+        ),
+        (
+            request(
+                &before.revision,
+                "openai",
+                "gpt-4.1",
+                json!({"mode": "set", "value": "high"}),
+            ),
+            ErrorCode::EffortUnsupported,
+        ),
+        (
+            request("s0", "openai", "o3", json!({"mode": "keep"})),
+            ErrorCode::StaleSelection,
+        ),
+        (
+            {
+                let mut r = request(&before.revision, "openai", "o3", json!({"mode": "keep"}));
+                r["session_id"] = json!("other-session");
+                r
+            },
+            ErrorCode::StaleSession,
+        ),
+        (
+            {
+                let mut r = request(&before.revision, "openai", "o3", json!({"mode": "keep"}));
+                r["catalog_revision"] = json!("c0");
+                r
+            },
+            ErrorCode::StaleCatalog,
+        ),
+        (
+            request(&before.revision, "openai", "o3", json!(null)),
+            ErrorCode::InvalidParams,
+        ),
+        (
+            request(&before.revision, "", "o3", json!({"mode": "keep"})),
+            ErrorCode::InvalidParams,
+        ),
+    ];
+    for (params, code) in refusals {
+        assert_eq!(
+            select(&mut backend, params.clone()).await,
+            Err(code),
+            "{params}"
+        );
+    }
+    assert!(!log.exists(), "a refused selection writes nothing");
+
+    let chosen = select(
+        &mut backend,
+        request(
+            &before.revision,
+            "openai",
+            "o3",
+            json!({"mode": "set", "value": "high"}),
+        ),
+    )
+    .await
+    .unwrap();
+    assert_eq!(chosen["durable"], true);
+    assert_eq!(chosen["scope"], "session");
+    assert_eq!(chosen["catalog_revision"], json!(catalog.revision));
+    assert!(chosen["history_revision"].is_string());
+    assert_eq!(chosen["selection"]["model"], "o3");
+    assert_eq!(chosen["selection"]["requested_effort"], "high");
+    assert_eq!(chosen["selection"]["effective_effort"], "high");
+    let now = status(&mut backend).await;
+    assert_eq!(
+        serde_json::to_value(now.selection.as_ref().unwrap()).unwrap(),
+        chosen["selection"]
+    );
+    assert_eq!(now.model.as_deref(), Some("o3"));
+    assert!(
+        std::fs::read_to_string(&log)
+            .unwrap()
+            .contains("\"kind\":\"session_preferences\"")
+    );
+    // The old revision is stale now.
+    assert_eq!(
+        select(
+            &mut backend,
+            request(&before.revision, "openai", "o3", json!({"mode": "keep"}))
+        )
+        .await,
+        Err(ErrorCode::StaleSelection)
+    );
+    // A turn sends the selected model and effort.
+    mock.enqueue(magi_testkit::Reply::stream().text(["Thought hard."]));
+    backend
+        .request(
+            "turn.start",
+            json!({"session_id": session_id, "prompt": "Think"}),
+        )
+        .await
+        .unwrap()
+        .outcome
+        .unwrap();
+    loop {
+        if let magi_client::Incoming::Event {
+            event: magi_protocol::messages::Event::RunFinished(_),
+            ..
+        } = next(&mut backend).await
+        {
+            break;
+        }
+    }
+    let body = &mock.requests()[0].body;
+    assert_eq!(body["model"], "o3");
+    assert_eq!(body["reasoning"]["effort"], "high");
+    shutdown_clean(&mut backend).await;
+
+    // A new child restores the saved selection on open.
+    let mut backend = env.spawn();
+    backend.initialize(&SELECTING).await.unwrap().unwrap();
+    let opened = backend
+        .request("session.open", json!({"session_id": session_id}))
+        .await
+        .unwrap()
+        .outcome
+        .unwrap();
+    assert_eq!(opened["notices"], json!([]));
+    let restored = status(&mut backend).await.selection.unwrap();
+    assert_eq!(restored.model.as_deref(), Some("o3"));
+    assert_eq!(restored.requested_effort, Effort::High);
+    shutdown_clean(&mut backend).await;
+
+    // Retired from the cache: the startup selection, the saved request kept, a notice.
+    write_cache(&env, "openai", &[("gpt-4.1", None)]);
+    let mut backend = env.spawn();
+    backend.initialize(&SELECTING).await.unwrap().unwrap();
+    let opened = backend
+        .request("session.open", json!({"session_id": session_id}))
+        .await
+        .unwrap()
+        .outcome
+        .unwrap();
+    assert_eq!(opened["notices"], json!(["saved_selection_unavailable"]));
+    let fallback = status(&mut backend).await.selection.unwrap();
+    assert_eq!(fallback.model.as_deref(), Some("gpt-4.1"));
+    assert_eq!(fallback.requested_effort, Effort::High);
+    assert_eq!(fallback.effective_effort, None);
+    shutdown_clean(&mut backend).await;
+}
+
+#[tokio::test]
+async fn selection_needs_an_attachment() {
+    let env = selection_env(None);
+    let mut backend = env.spawn();
+    backend.initialize(&SELECTING).await.unwrap().unwrap();
+    let revision = status(&mut backend).await.selection.unwrap().revision;
+    let catalog = catalog(&mut backend, json!({})).await.unwrap();
+    let params = json!({"session_id": "s1", "selection_revision": revision,
+        "catalog_revision": catalog.revision, "provider": "openai", "model": "o3"});
+    assert_eq!(
+        select(&mut backend, params).await,
+        Err(ErrorCode::SessionMissing)
+    );
+    shutdown_clean(&mut backend).await;
+}

@@ -107,6 +107,28 @@ impl Catalog {
             .map(|s| s.revision.id())
     }
 
+    /// The choice of the current snapshot for a provider/model pair.
+    pub(crate) fn choice(&self, provider: &str, model: &str) -> Option<&CatalogChoice> {
+        self.snapshot
+            .as_ref()
+            .filter(|s| !s.stale)?
+            .scan
+            .choices
+            .iter()
+            .find(|c| c.provider == provider && c.model == model)
+    }
+
+    /// Scans again and marks the snapshot stale for good if anything changed or the
+    /// scan failed; returns whether it still holds.
+    pub(crate) fn recheck(&mut self, inputs: &CatalogInputs) -> bool {
+        let Some(snapshot) = self.snapshot.as_mut().filter(|s| !s.stale) else {
+            return false;
+        };
+        let holds = scan(inputs).is_ok_and(|scan| scan == snapshot.scan);
+        snapshot.stale |= !holds;
+        holds
+    }
+
     /// `model.catalog`.
     pub fn page(
         &mut self,

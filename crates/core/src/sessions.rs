@@ -7,18 +7,27 @@
 
 use std::path::{Path, PathBuf};
 
-use magi_config::{Env, Settings};
+use magi_config::{Env, Settings, effort_profile, provider_definition};
 use magi_protocol::ErrorCode;
 use magi_protocol::limits::{STORED_READ_BYTES, STORED_READ_LINES};
 use magi_protocol::messages::{
+    Availability, Effort, EffortRequest, ModelCatalogParams, ModelCatalogResult, SelectionScope,
+    SelectionSetParams, SelectionSetResult,
+};
+use magi_protocol::messages::{
     HistoryPageParams, HistoryPageResult, SessionListParams, SessionListResult, SessionResult,
 };
-use magi_protocol::messages::{ModelCatalogParams, ModelCatalogResult};
 use magi_protocol::names::{is_valid_name, is_valid_session_id};
 use magi_store::Home;
 use magi_store::history::{OverBudget, Projection, Projector, page};
 
 use crate::catalog::{Catalog, CatalogInputs};
+use crate::selection::{ActiveSelection, fresh_revision};
+
+/// `selection.set` notice: the selection is durable, its history projection is not.
+const NOTICE_HISTORY_UNAVAILABLE: &str = "history_unavailable";
+/// `session.open` notice: the saved selection cannot be restored now.
+const NOTICE_SAVED_SELECTION_UNAVAILABLE: &str = "saved_selection_unavailable";
 use magi_store::lease::{Lease, LeaseError, LeaseKind, acquire};
 use magi_store::log::{
     AppendError, Appender, LogFingerprint, ReadError, ReadLimits, fingerprint, scan_log,
@@ -46,6 +55,16 @@ pub struct Sessions {
     catalog: Catalog,
     /// What the catalog reads: the admitted settings and environment.
     admitted: Option<(Settings, Env)>,
+    /// The last `session_preferences` of the session the last open attached.
+    saved_preferences: Option<SavedPreferences>,
+}
+
+/// A session's saved selection, as its log recorded it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct SavedPreferences {
+    provider: String,
+    model: String,
+    effort: Option<String>,
 }
 
 #[derive(Debug)]
@@ -95,6 +114,7 @@ impl Sessions {
             tool_cards: false,
             catalog: Catalog::default(),
             admitted: None,
+            saved_preferences: None,
         }
     }
 
@@ -102,6 +122,165 @@ impl Sessions {
     pub fn with_admitted(mut self, settings: Settings, env: Env) -> Sessions {
         self.admitted = Some((settings, env));
         self
+    }
+
+    /// Checks `selection.set` params beyond their shape, before any state: the session
+    /// ID and revision grammars, and provider and model of 1 to 256 bytes without
+    /// control characters.
+    pub fn check_selection_params(params: &SelectionSetParams) -> Result<(), ErrorCode> {
+        let text_ok = |t: &str| {
+            !t.is_empty()
+                && t.len() <= magi_protocol::limits::CATALOG_STRING_BYTES
+                && !magi_protocol::text::has_control(t)
+        };
+        let ok = is_valid_session_id(&params.session_id)
+            && is_valid_name(&params.selection_revision)
+            && is_valid_name(&params.catalog_revision)
+            && text_ok(&params.provider)
+            && text_ok(&params.model);
+        if ok {
+            Ok(())
+        } else {
+            Err(ErrorCode::InvalidParams)
+        }
+    }
+
+    /// `selection.set`: validates the whole request (attachment, both revisions, the
+    /// choice, its authentication and the effort) against a second catalog scan before
+    /// anything is written, appends one `session_preferences` record, and returns the
+    /// result with the new selection. Nothing is written on any refusal.
+    pub fn select(
+        &mut self,
+        params: &SelectionSetParams,
+        current: &ActiveSelection,
+    ) -> Result<(SelectionSetResult, ActiveSelection), ErrorCode> {
+        let attachment = self.attachment.as_ref().ok_or(ErrorCode::SessionMissing)?;
+        if attachment.session_id != params.session_id {
+            return Err(ErrorCode::StaleSession);
+        }
+        if params.selection_revision != current.revision {
+            return Err(ErrorCode::StaleSelection);
+        }
+        if self.catalog.revision() != Some(params.catalog_revision.as_str()) {
+            return Err(ErrorCode::StaleCatalog);
+        }
+        let (settings, env) = self
+            .admitted
+            .as_ref()
+            .ok_or(ErrorCode::CatalogUnavailable)?;
+        let inputs = CatalogInputs {
+            home: &self.home,
+            settings,
+            env,
+            selected_provider: &current.provider.name,
+        };
+        if !self.catalog.recheck(&inputs) {
+            return Err(ErrorCode::StaleCatalog);
+        }
+        let choice = self
+            .catalog
+            .choice(&params.provider, &params.model)
+            .ok_or(ErrorCode::SelectionInvalid)?;
+        if choice.availability != Availability::Available {
+            return Err(ErrorCode::ProviderUnavailable);
+        }
+        let definition = provider_definition(&params.provider, settings, env)
+            .map_err(|_| ErrorCode::SelectionInvalid)?;
+        let requested = match params.effort.unwrap_or(EffortRequest::Keep) {
+            EffortRequest::Keep => current.requested_effort,
+            EffortRequest::Default => Effort::Default,
+            EffortRequest::Set { value } => value,
+        };
+        if !effort_profile(definition.kind, &params.model)
+            .permitted
+            .contains(&requested)
+        {
+            return Err(ErrorCode::EffortUnsupported);
+        }
+        // The second look, right before anything is written.
+        if !self.catalog.recheck(&inputs) {
+            return Err(ErrorCode::StaleCatalog);
+        }
+        let record = RecordBody::SessionPreferences {
+            provider: params.provider.clone(),
+            model: params.model.clone(),
+            effort: Some(requested.as_str().to_owned()),
+        };
+        self.append(record)
+            .map_err(|_| ErrorCode::PersistenceFailed)?;
+        let selection = ActiveSelection {
+            provider: definition,
+            model: params.model.clone(),
+            requested_effort: requested,
+            revision: fresh_revision(),
+        };
+        let (history_revision, notices) = match self.refresh() {
+            Ok((revision, _)) => (Some(revision), Vec::new()),
+            Err(_) => (None, vec![NOTICE_HISTORY_UNAVAILABLE.to_owned()]),
+        };
+        let result = SelectionSetResult {
+            session_id: params.session_id.clone(),
+            selection: selection.status(),
+            catalog_revision: params.catalog_revision.clone(),
+            scope: SelectionScope::Session,
+            durable: true,
+            history_revision,
+            notices,
+        };
+        Ok((result, selection))
+    }
+
+    /// The selection after an open: the session's saved one when its choice is
+    /// available now, else `startup`'s provider and model with the saved requested
+    /// effort and the notice `saved_selection_unavailable`. Always a fresh revision.
+    pub fn restored_selection(
+        &mut self,
+        startup: &ActiveSelection,
+    ) -> (ActiveSelection, Option<&'static str>) {
+        let fresh = ActiveSelection {
+            revision: fresh_revision(),
+            ..startup.clone()
+        };
+        let Some(saved) = self.saved_preferences.take() else {
+            return (fresh, None);
+        };
+        let requested = saved
+            .effort
+            .as_deref()
+            .and_then(|e| serde_json::from_value::<Effort>(serde_json::json!(e)).ok())
+            .unwrap_or(Effort::Default);
+        let restored = self.admitted.as_ref().and_then(|(settings, env)| {
+            let inputs = CatalogInputs {
+                home: &self.home,
+                settings,
+                env,
+                selected_provider: &startup.provider.name,
+            };
+            let scan = crate::catalog::scan(&inputs).ok()?;
+            scan.choices
+                .iter()
+                .find(|c| c.provider == saved.provider && c.model == saved.model)
+                .filter(|c| c.availability == Availability::Available)?;
+            provider_definition(&saved.provider, settings, env).ok()
+        });
+        match restored {
+            Some(provider) => (
+                ActiveSelection {
+                    provider,
+                    model: saved.model,
+                    requested_effort: requested,
+                    ..fresh
+                },
+                None,
+            ),
+            None => (
+                ActiveSelection {
+                    requested_effort: requested,
+                    ..fresh
+                },
+                Some(NOTICE_SAVED_SELECTION_UNAVAILABLE),
+            ),
+        }
     }
 
     /// `model.catalog`; `selected_provider` is the current selection's provider.
@@ -162,6 +341,7 @@ impl Sessions {
         if !is_valid_session_id(session_id) {
             return Err(ErrorCode::InvalidParams);
         }
+        self.saved_preferences = None;
         let path = self.home.session_path(&self.cwd, session_id);
         if !path_exists(&path)? {
             if let Some(current) = &mut self.attachment
@@ -193,7 +373,8 @@ impl Sessions {
                 LeaseError::Io => ErrorCode::SessionInvalid,
             })?)
         };
-        let (mut attachment, notices) = self.load(session_id, path)?;
+        let (mut attachment, notices, preferences) = self.load(session_id, path)?;
+        self.saved_preferences = preferences;
         attachment.lease = match new_lease {
             Some(lease) => Some(lease),
             None => self.attachment.take().and_then(|a| a.lease),
@@ -209,7 +390,7 @@ impl Sessions {
         &self,
         session_id: &str,
         path: PathBuf,
-    ) -> Result<(Attachment, Vec<String>), ErrorCode> {
+    ) -> Result<(Attachment, Vec<String>, Option<SavedPreferences>), ErrorCode> {
         // Stream the log: only what history shows and the recorded working directories
         // are kept, so memory follows the projection, not the log.
         let mut projector = if self.tool_cards {
@@ -218,7 +399,20 @@ impl Sessions {
             Projector::new()
         };
         let (mut cwd_recorded, mut cwd_matches) = (false, true);
+        let mut preferences = None;
         let log = scan_log(&path, session_id, ReadLimits::STORED, |record| {
+            if let RecordBody::SessionPreferences {
+                provider,
+                model,
+                effort,
+            } = &record.body
+            {
+                preferences = Some(SavedPreferences {
+                    provider: provider.clone(),
+                    model: model.clone(),
+                    effort: effort.clone(),
+                });
+            }
             if let RecordBody::SessionMeta { cwd: Some(cwd) } = &record.body
                 && !cwd.is_empty()
             {
@@ -247,7 +441,7 @@ impl Sessions {
             log_bytes: log.bytes,
             log_lines: log.lines as u64,
         };
-        Ok((attachment, notices))
+        Ok((attachment, notices, preferences))
     }
 
     /// `history.page`: one page of the attached session's snapshot.
@@ -372,7 +566,7 @@ impl Sessions {
     pub fn refresh(&mut self) -> Result<(String, Option<String>), ErrorCode> {
         let attachment = self.attachment.as_ref().ok_or(ErrorCode::SessionMissing)?;
         let (session_id, path) = (attachment.session_id.clone(), attachment.path.clone());
-        let (loaded, _) = self.load(&session_id, path)?;
+        let (loaded, _, _) = self.load(&session_id, path)?;
         let attachment = self.attachment.as_mut().ok_or(ErrorCode::SessionMissing)?;
         attachment.snapshot = loaded.snapshot;
         attachment.log_bytes = loaded.log_bytes;

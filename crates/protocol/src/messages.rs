@@ -207,6 +207,120 @@ pub struct SelectionStatus {
     pub permitted_efforts: Vec<Effort>,
 }
 
+/// How `selection.set` changes the requested effort: exactly `{"mode":"keep"}`,
+/// `{"mode":"default"}` or `{"mode":"set","value":<effort>}`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "mode", rename_all = "snake_case", try_from = "RawEffortRequest")]
+pub enum EffortRequest {
+    /// Keep the previous requested effort.
+    Keep,
+    /// Reset to no explicit effort.
+    Default,
+    /// Request this explicit effort (not `default`: use the reset mode).
+    Set {
+        /// The effort.
+        value: Effort,
+    },
+}
+
+/// The mode of an effort request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+enum EffortMode {
+    Keep,
+    Default,
+    Set,
+}
+
+/// An effort request as written, checked into [`EffortRequest`]: serde's tagged enums
+/// would let a `value` ride along with `keep`.
+#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct RawEffortRequest {
+    mode: EffortMode,
+    #[serde(default, deserialize_with = "present_effort")]
+    value: Option<Effort>,
+}
+
+fn present_effort<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<Effort>, D::Error> {
+    Effort::deserialize(deserializer).map(Some)
+}
+
+impl TryFrom<RawEffortRequest> for EffortRequest {
+    type Error = &'static str;
+
+    fn try_from(raw: RawEffortRequest) -> Result<EffortRequest, &'static str> {
+        match (raw.mode, raw.value) {
+            (EffortMode::Keep, None) => Ok(EffortRequest::Keep),
+            (EffortMode::Default, None) => Ok(EffortRequest::Default),
+            (EffortMode::Set, Some(Effort::Default)) => Err("set/default: use mode default"),
+            (EffortMode::Set, Some(value)) => Ok(EffortRequest::Set { value }),
+            (EffortMode::Set, None) => Err("set needs a value"),
+            (_, Some(_)) => Err("only set takes a value"),
+        }
+    }
+}
+
+/// Params of `selection.set`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SelectionSetParams {
+    /// The attached session.
+    pub session_id: String,
+    /// The `status.selection` revision the client saw.
+    pub selection_revision: String,
+    /// The catalog revision the choice came from.
+    pub catalog_revision: String,
+    /// The provider.
+    pub provider: String,
+    /// The model.
+    pub model: String,
+    /// The effort change; `keep` when omitted (null is not allowed).
+    #[serde(
+        default,
+        deserialize_with = "present_effort_request",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub effort: Option<EffortRequest>,
+}
+
+/// A present `effort` must be an object: `null` is not one.
+fn present_effort_request<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<EffortRequest>, D::Error> {
+    EffortRequest::deserialize(deserializer).map(Some)
+}
+
+/// The scope a selection applies to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum SelectionScope {
+    /// The attached session.
+    Session,
+}
+
+/// The result of `selection.set`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct SelectionSetResult {
+    /// The attached session.
+    pub session_id: String,
+    /// The new selection, as `status` reports it from now on.
+    pub selection: SelectionStatus,
+    /// The catalog revision, unchanged.
+    pub catalog_revision: String,
+    /// Always `session`.
+    pub scope: SelectionScope,
+    /// Always true: only a durable append acknowledges a selection.
+    pub durable: bool,
+    /// The history revision after the preferences record; null when it could not be
+    /// projected (reopen explicitly).
+    pub history_revision: Option<String>,
+    /// Fixed notice codes.
+    pub notices: Vec<String>,
+}
+
 /// A present `limit` must be an integer: `null` is not one.
 fn present_u64<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<u64>, D::Error> {
     u64::deserialize(deserializer).map(Some)
@@ -572,6 +686,8 @@ pub enum ResultBody {
     SessionList(SessionListResult),
     /// `model.catalog`.
     ModelCatalog(Box<ModelCatalogResult>),
+    /// `selection.set`.
+    SelectionSet(Box<SelectionSetResult>),
 }
 
 /// Data of `input.persisted`.
@@ -769,6 +885,41 @@ pub enum Event {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn effort_requests_are_exact() {
+        let parse = |effort: &str| {
+            serde_json::from_str::<SelectionSetParams>(&format!(
+                r#"{{"session_id":"s","selection_revision":"r","catalog_revision":"c","provider":"p","model":"m"{effort}}}"#
+            ))
+        };
+        assert_eq!(parse("").unwrap().effort, None);
+        assert_eq!(
+            parse(r#","effort":{"mode":"keep"}"#).unwrap().effort,
+            Some(EffortRequest::Keep)
+        );
+        assert_eq!(
+            parse(r#","effort":{"mode":"set","value":"high"}"#)
+                .unwrap()
+                .effort,
+            Some(EffortRequest::Set {
+                value: Effort::High
+            })
+        );
+        for bad in [
+            r#","effort":null"#,
+            r#","effort":{"mode":"keep","value":"high"}"#,
+            r#","effort":{"mode":"default","value":"low"}"#,
+            r#","effort":{"mode":"set"}"#,
+            r#","effort":{"mode":"set","value":null}"#,
+            r#","effort":{"mode":"set","value":"HIGH"}"#,
+            r#","effort":{"mode":"turbo"}"#,
+            r#","effort":{"mode":"set","value":"high","x":1}"#,
+            r#","extra":1"#,
+        ] {
+            assert!(parse(bad).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn params_are_exact_and_results_tolerate_additions() {

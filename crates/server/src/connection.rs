@@ -16,8 +16,9 @@ use magi_protocol::limits::{Limits, PROMPT_BYTES, REQUIRED_CAPABILITY_NAMES};
 use magi_protocol::messages::{
     ApprovalAnswerParams, ApprovalAnswerResult, EmptyParams, Event, Extensions, HistoryPageParams,
     InitializeParams, InitializeResult, ModelCatalogParams, Readiness, ReadinessPhase, ResultBody,
-    RuntimeState, SessionListParams, SessionOpenParams, ShutdownResult, StatusResult,
-    StoppingState, TurnCancelParams, TurnCancelResult, TurnStartParams, TurnStartResult,
+    RuntimeState, SelectionSetParams, SessionListParams, SessionOpenParams, ShutdownResult,
+    StatusResult, StoppingState, TurnCancelParams, TurnCancelResult, TurnStartParams,
+    TurnStartResult,
 };
 use magi_protocol::names::{base_capabilities, is_valid_name, is_valid_session_id};
 use magi_protocol::request::{Envelope, parse_envelope};
@@ -42,7 +43,7 @@ pub(crate) enum Flow {
     /// `shutdown` was accepted: admit nothing more, drain, clean up, exit.
     Shutdown,
     /// A session operation was admitted: run it on the session worker.
-    SessionWork(SessionJob),
+    SessionWork(Box<SessionJob>),
     /// A turn was admitted and its thread started: forward its events.
     RunStarted(RunChannels),
 }
@@ -73,7 +74,10 @@ pub(crate) struct SessionJob {
 
 #[derive(Debug)]
 enum SessionOperation {
-    Open(SessionOpenParams),
+    /// `session.open`, with the startup selection an unavailable saved one falls back to.
+    Open(SessionOpenParams, ActiveSelection),
+    /// `selection.set`, with the current selection.
+    Select(SelectionSetParams, ActiveSelection),
     Page(HistoryPageParams),
     List(SessionListParams),
     /// `model.catalog`, with the current selection's provider.
@@ -85,16 +89,32 @@ enum SessionOperation {
 pub(crate) struct SessionDone {
     sessions: Box<Sessions>,
     answer: Result<ResultBody, ErrorCode>,
+    /// The selection the operation established, if it changed it.
+    selection: Option<ActiveSelection>,
 }
 
 impl SessionJob {
     /// Runs the operation; may block on the filesystem.
     pub(crate) fn run(mut self) -> SessionDone {
+        let mut selection = None;
         let answer = match &self.operation {
-            SessionOperation::Open(params) => self
-                .sessions
-                .open(&params.session_id)
-                .map(ResultBody::Session),
+            SessionOperation::Open(params, startup) => {
+                self.sessions.open(&params.session_id).map(|mut result| {
+                    // Every successful attachment gets a fresh selection revision.
+                    let (restored, notice) = self.sessions.restored_selection(startup);
+                    result.notices.extend(notice.map(str::to_owned));
+                    selection = Some(restored);
+                    ResultBody::Session(result)
+                })
+            }
+            SessionOperation::Select(params, current) => {
+                self.sessions
+                    .select(params, current)
+                    .map(|(result, chosen)| {
+                        selection = Some(chosen);
+                        ResultBody::SelectionSet(Box::new(result))
+                    })
+            }
             SessionOperation::Page(params) => {
                 self.sessions.page(params).map(ResultBody::HistoryPage)
             }
@@ -109,6 +129,7 @@ impl SessionJob {
         SessionDone {
             sessions: self.sessions,
             answer,
+            selection,
         }
     }
 }
@@ -224,6 +245,7 @@ impl Connection {
             | Method::SessionList
             | Method::HistoryPage
             | Method::ModelCatalog
+            | Method::SelectionSet
                 if matches!(self.init, Init::Ready(_)) =>
             {
                 return self.session_operation(id, method, envelope.params);
@@ -257,7 +279,20 @@ impl Connection {
         params: &RawValue,
     ) -> Result<Flow, OutputFailure> {
         let operation = match method {
-            Method::SessionOpen => parse_params(params).map(|p| Some(SessionOperation::Open(p))),
+            Method::SessionOpen => parse_params(params).and_then(|p| {
+                let startup = self
+                    .startup_selection()
+                    .ok_or(ErrorCode::ProviderUnavailable)?;
+                Ok(Some(SessionOperation::Open(p, startup)))
+            }),
+            Method::SelectionSet => parse_params(params).and_then(|p: SelectionSetParams| {
+                Sessions::check_selection_params(&p)?;
+                let current = self
+                    .selection
+                    .clone()
+                    .ok_or(ErrorCode::ProviderUnavailable)?;
+                Ok(Some(SessionOperation::Select(p, current)))
+            }),
             Method::HistoryPage => parse_params(params).map(|p| Some(SessionOperation::Page(p))),
             // Its bounds and pairing rules are params too: checked before `busy`.
             Method::SessionList => parse_params(params).and_then(|p: SessionListParams| {
@@ -288,6 +323,10 @@ impl Connection {
             // `session.create` touches no file: it is answered at once.
             let result = sessions.create();
             self.attached = Some(result.session_id.clone());
+            // A new attachment starts from the startup selection, with a fresh revision.
+            if let Some(startup) = self.startup_selection() {
+                self.selection = Some(startup);
+            }
             self.sessions = Some(sessions);
             return self
                 .output
@@ -295,10 +334,10 @@ impl Connection {
                 .map(|()| Flow::Continue);
         };
         self.session_request = Some(id.to_owned());
-        Ok(Flow::SessionWork(SessionJob {
+        Ok(Flow::SessionWork(Box::new(SessionJob {
             sessions,
             operation,
-        }))
+        })))
     }
 
     /// Admits a turn: params, then the one-run rule, the attachment, the stored-read
@@ -436,12 +475,24 @@ impl Connection {
     pub(crate) fn finish_session_work(&mut self, done: SessionDone) -> Result<(), OutputFailure> {
         self.attached = done.sessions.attached().map(str::to_owned);
         self.sessions = Some(done.sessions);
+        if let Some(selection) = done.selection {
+            self.selection = Some(selection);
+        }
         match self.session_request.take() {
             Some(id) => match done.answer {
                 Ok(result) => self.output.result(&id, result),
                 Err(code) => self.output.error(Some(&id), code),
             },
             None => Ok(()),
+        }
+    }
+
+    /// The selection startup admitted, with a fresh revision; none before startup
+    /// succeeded.
+    fn startup_selection(&self) -> Option<ActiveSelection> {
+        match &self.init {
+            Init::Ready(runtime) => Some(ActiveSelection::from_runtime(runtime)),
+            _ => None,
         }
     }
 

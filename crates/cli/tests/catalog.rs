@@ -498,3 +498,85 @@ async fn selection_needs_an_attachment() {
     );
     shutdown_clean(&mut backend).await;
 }
+
+#[tokio::test]
+async fn a_deliberate_refresh_fills_the_cache_and_failures_keep_it() {
+    let mock = magi_testkit::MockServer::start().await;
+    mock.set_models([("local-a", None), ("local-b", Some("Local B"))]);
+    let env = TestEnv::new()
+        .var("MAGI_PROVIDER", "openai-chat")
+        .var("MAGI_MODEL", "local-a")
+        .var("OPENAI_BASE_URL", &mock.base_url())
+        .without("OPENAI_API_KEY");
+    env.write_settings(
+        "[providers.catalog]\nenabled = [\"openai-chat/local-a\", \"openai-chat/local-b\"]\n",
+    );
+    // Without negotiation the operation does not exist for this client.
+    let mut base = env.spawn();
+    base.initialize(&CAPABILITIES).await.unwrap().unwrap();
+    let refused = base
+        .request("model.refresh", json!({"provider": "openai-chat"}))
+        .await
+        .unwrap();
+    assert_eq!(refused.outcome, Err(ErrorCode::UnsupportedCapability));
+    shutdown_clean(&mut base).await;
+
+    let mut backend = env.spawn();
+    backend
+        .initialize(&["model.catalog", "model.refresh", "shutdown"])
+        .await
+        .unwrap()
+        .unwrap();
+    let before = catalog(&mut backend, json!({"limit": 1})).await.unwrap();
+    assert!(before.choices.is_empty());
+    let refreshed = backend
+        .request("model.refresh", json!({"provider": "openai-chat"}))
+        .await
+        .unwrap()
+        .outcome
+        .unwrap();
+    assert_eq!(
+        refreshed,
+        json!({"provider": "openai-chat", "cached_models": 2, "notices": []})
+    );
+    let cache = env.mc_home().join("data/catalog/openai-chat.json");
+    let written = std::fs::read_to_string(&cache).unwrap();
+    let after = catalog(&mut backend, json!({})).await.unwrap();
+    let models: Vec<&str> = after.choices.iter().map(|c| c.model.as_str()).collect();
+    assert_eq!(models, vec!["local-a", "local-b"]);
+    // An OpenAI-style list has IDs only: no display names.
+    assert_eq!(after.choices[1].model_name, None);
+
+    let refresh = |provider: &str| json!({ "provider": provider });
+    for (params, code) in [
+        (refresh("nowhere"), ErrorCode::SelectionInvalid),
+        (refresh("anthropic"), ErrorCode::ProviderUnavailable),
+        (json!({"provider": ""}), ErrorCode::InvalidParams),
+        (
+            json!({"provider": "openai-chat", "x": 1}),
+            ErrorCode::InvalidParams,
+        ),
+    ] {
+        let answer = backend
+            .request("model.refresh", params.clone())
+            .await
+            .unwrap();
+        assert_eq!(answer.outcome, Err(code), "{params}");
+    }
+    // A failing server and a garbage answer leave the cache as it was.
+    mock.set_models_status(Some(500));
+    let failed = backend
+        .request("model.refresh", refresh("openai-chat"))
+        .await
+        .unwrap();
+    assert_eq!(failed.outcome, Err(ErrorCode::ProviderUnavailable));
+    mock.set_models_status(None);
+    mock.set_models_body(Some("not a model list".into()));
+    let garbage = backend
+        .request("model.refresh", refresh("openai-chat"))
+        .await
+        .unwrap();
+    assert_eq!(garbage.outcome, Err(ErrorCode::CatalogUnavailable));
+    assert_eq!(std::fs::read_to_string(&cache).unwrap(), written);
+    shutdown_clean(&mut backend).await;
+}

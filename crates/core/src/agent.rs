@@ -23,11 +23,7 @@ pub fn agent_for(runtime: &Runtime, selection: &ActiveSelection) -> Result<Agent
     if required && api_key.is_none() {
         return Err(ErrorCode::ProviderUnavailable);
     }
-    let format = match provider.kind {
-        ProviderKind::OpenAi => WireFormat::OpenAiResponses,
-        ProviderKind::OpenAiChat => WireFormat::ChatCompletions,
-        ProviderKind::Anthropic => WireFormat::AnthropicMessages,
-    };
+    let format = wire_format(provider.kind);
     let hidden_env = credential_variables(runtime);
     // The values of every credential this backend can see, whatever they look like.
     let mut secrets: Vec<String> = hidden_env
@@ -76,4 +72,13 @@ fn credential_variables(runtime: &Runtime) -> Vec<String> {
     names.sort();
     names.dedup();
     names
+}
+
+/// The wire format of a provider kind.
+pub(crate) fn wire_format(kind: ProviderKind) -> WireFormat {
+    match kind {
+        ProviderKind::OpenAi => WireFormat::OpenAiResponses,
+        ProviderKind::OpenAiChat => WireFormat::ChatCompletions,
+        ProviderKind::Anthropic => WireFormat::AnthropicMessages,
+    }
 }

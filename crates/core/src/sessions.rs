@@ -7,18 +7,21 @@
 
 use std::path::{Path, PathBuf};
 
-use magi_config::{Env, Settings, effort_profile, provider_definition};
+use magi_config::{
+    Credential, Env, Settings, effort_profile, provider_definition, provider_names, read_credential,
+};
 use magi_protocol::ErrorCode;
 use magi_protocol::limits::{STORED_READ_BYTES, STORED_READ_LINES};
 use magi_protocol::messages::{
-    Availability, Effort, EffortRequest, ModelCatalogParams, ModelCatalogResult, SelectionScope,
-    SelectionSetParams, SelectionSetResult,
+    Availability, Effort, EffortRequest, ModelCatalogParams, ModelCatalogResult,
+    ModelRefreshParams, ModelRefreshResult, SelectionScope, SelectionSetParams, SelectionSetResult,
 };
 use magi_protocol::messages::{
     HistoryPageParams, HistoryPageResult, SessionListParams, SessionListResult, SessionResult,
 };
 use magi_protocol::names::{is_valid_name, is_valid_session_id};
 use magi_store::Home;
+use magi_store::catalog::{CachedModel, ProviderCache, write_cache};
 use magi_store::history::{OverBudget, Projection, Projector, page};
 
 use crate::catalog::{Catalog, CatalogInputs};
@@ -281,6 +284,60 @@ impl Sessions {
                 Some(NOTICE_SAVED_SELECTION_UNAVAILABLE),
             ),
         }
+    }
+
+    /// `model.refresh`: fetches `params.provider`'s model list with its credential and
+    /// replaces its cache atomically. Nothing changes when it fails or is cancelled.
+    pub fn refresh_models(
+        &mut self,
+        params: &ModelRefreshParams,
+        cancel: &tokio_util::sync::CancellationToken,
+    ) -> Result<ModelRefreshResult, ErrorCode> {
+        let (settings, env) = self
+            .admitted
+            .as_ref()
+            .ok_or(ErrorCode::CatalogUnavailable)?;
+        if !provider_names(settings).contains(&params.provider) {
+            return Err(ErrorCode::SelectionInvalid);
+        }
+        let definition = provider_definition(&params.provider, settings, env)
+            .map_err(|_| ErrorCode::SelectionInvalid)?;
+        let api_key = read_credential(&definition.credential, env);
+        if api_key.is_none()
+            && matches!(
+                definition.credential,
+                Credential::Env(_) | Credential::File(_)
+            )
+        {
+            return Err(ErrorCode::ProviderUnavailable);
+        }
+        let endpoint = magi_provider::Endpoint {
+            format: crate::agent::wire_format(definition.kind),
+            base_url: definition.base_url.clone(),
+            api_key,
+        };
+        // The worker is a plain thread: the fetch gets its own small runtime.
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|_| ErrorCode::ProviderUnavailable)?;
+        let listed = runtime
+            .block_on(magi_provider::models::list_models(&endpoint, cancel))
+            .map_err(|e| e.error_code())?;
+        let cache = ProviderCache {
+            provider: params.provider.clone(),
+            fetched_at: std::time::SystemTime::now(),
+            models: listed
+                .into_iter()
+                .map(|m| CachedModel::new(m.id, m.name))
+                .collect(),
+        };
+        write_cache(&self.home, &cache).map_err(|_| ErrorCode::CatalogUnavailable)?;
+        Ok(ModelRefreshResult {
+            provider: params.provider.clone(),
+            cached_models: cache.models.len() as u64,
+            notices: Vec::new(),
+        })
     }
 
     /// `model.catalog`; `selected_provider` is the current selection's provider.

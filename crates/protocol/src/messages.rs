@@ -223,6 +223,25 @@ pub enum EffortRequest {
     },
 }
 
+/// Params of `model.refresh`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ModelRefreshParams {
+    /// The provider whose model list is fetched.
+    pub provider: String,
+}
+
+/// The result of `model.refresh`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ModelRefreshResult {
+    /// The provider refreshed.
+    pub provider: String,
+    /// Models now in its cache.
+    pub cached_models: u64,
+    /// Fixed notice codes.
+    pub notices: Vec<String>,
+}
+
 /// The mode of an effort request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
@@ -688,6 +707,8 @@ pub enum ResultBody {
     ModelCatalog(Box<ModelCatalogResult>),
     /// `selection.set`.
     SelectionSet(Box<SelectionSetResult>),
+    /// `model.refresh`.
+    ModelRefresh(ModelRefreshResult),
 }
 
 /// Data of `input.persisted`.

@@ -15,10 +15,10 @@ use magi_protocol::cards;
 use magi_protocol::limits::{Limits, PROMPT_BYTES, REQUIRED_CAPABILITY_NAMES};
 use magi_protocol::messages::{
     ApprovalAnswerParams, ApprovalAnswerResult, EmptyParams, Event, Extensions, HistoryPageParams,
-    InitializeParams, InitializeResult, ModelCatalogParams, Readiness, ReadinessPhase, ResultBody,
-    RuntimeState, SelectionSetParams, SessionListParams, SessionOpenParams, ShutdownResult,
-    StatusResult, StoppingState, TurnCancelParams, TurnCancelResult, TurnStartParams,
-    TurnStartResult,
+    InitializeParams, InitializeResult, ModelCatalogParams, ModelRefreshParams, Readiness,
+    ReadinessPhase, ResultBody, RuntimeState, SelectionSetParams, SessionListParams,
+    SessionOpenParams, ShutdownResult, StatusResult, StoppingState, TurnCancelParams,
+    TurnCancelResult, TurnStartParams, TurnStartResult,
 };
 use magi_protocol::names::{base_capabilities, is_valid_name, is_valid_session_id};
 use magi_protocol::request::{Envelope, parse_envelope};
@@ -78,6 +78,8 @@ enum SessionOperation {
     Open(SessionOpenParams, ActiveSelection),
     /// `selection.set`, with the current selection.
     Select(SelectionSetParams, ActiveSelection),
+    /// `model.refresh`, stopped when the token is cancelled.
+    Refresh(ModelRefreshParams, CancellationToken),
     Page(HistoryPageParams),
     List(SessionListParams),
     /// `model.catalog`, with the current selection's provider.
@@ -107,6 +109,10 @@ impl SessionJob {
                     ResultBody::Session(result)
                 })
             }
+            SessionOperation::Refresh(params, cancel) => self
+                .sessions
+                .refresh_models(params, cancel)
+                .map(ResultBody::ModelRefresh),
             SessionOperation::Select(params, current) => {
                 self.sessions
                     .select(params, current)
@@ -166,6 +172,8 @@ pub(crate) struct Connection {
     sessions: Option<Box<Sessions>>,
     /// The request whose session operation runs on the worker.
     session_request: Option<String>,
+    /// Stops the running session operation where it can stop (a refresh's fetch).
+    session_cancel: CancellationToken,
     /// The last completed attachment, which `status` reports even during an operation.
     attached: Option<String>,
     /// The turn running now, until its thread ended and its events were drained.
@@ -184,6 +192,7 @@ impl Connection {
             startup,
             sessions: None,
             session_request: None,
+            session_cancel: CancellationToken::new(),
             attached: None,
             run: None,
         }
@@ -250,6 +259,12 @@ impl Connection {
             {
                 return self.session_operation(id, method, envelope.params);
             }
+            Method::ModelRefresh
+                if matches!(self.init, Init::Ready(_))
+                    && self.negotiated.contains(&Method::ModelRefresh) =>
+            {
+                return self.session_operation(id, method, envelope.params);
+            }
             Method::TurnStart if matches!(self.init, Init::Ready(_)) => {
                 return self.turn_start(id, envelope.params);
             }
@@ -284,6 +299,18 @@ impl Connection {
                     .startup_selection()
                     .ok_or(ErrorCode::ProviderUnavailable)?;
                 Ok(Some(SessionOperation::Open(p, startup)))
+            }),
+            Method::ModelRefresh => parse_params(params).and_then(|p: ModelRefreshParams| {
+                if p.provider.is_empty()
+                    || p.provider.len() > magi_protocol::limits::CATALOG_STRING_BYTES
+                {
+                    return Err(ErrorCode::InvalidParams);
+                }
+                self.session_cancel = CancellationToken::new();
+                Ok(Some(SessionOperation::Refresh(
+                    p,
+                    self.session_cancel.clone(),
+                )))
             }),
             Method::SelectionSet => parse_params(params).and_then(|p: SelectionSetParams| {
                 Sessions::check_selection_params(&p)?;
@@ -498,6 +525,7 @@ impl Connection {
 
     /// Answers a running session operation with `operation_cancelled`.
     pub(crate) fn cancel_session_work(&mut self) -> Result<(), OutputFailure> {
+        self.session_cancel.cancel();
         match self.session_request.take() {
             Some(id) => self.output.error(Some(&id), ErrorCode::OperationCancelled),
             None => Ok(()),

@@ -580,3 +580,117 @@ async fn a_deliberate_refresh_fills_the_cache_and_failures_keep_it() {
     assert_eq!(std::fs::read_to_string(&cache).unwrap(), written);
     shutdown_clean(&mut backend).await;
 }
+
+#[tokio::test]
+async fn catalog_status_says_why_choices_are_missing() {
+    let env = env();
+    env.write_settings(
+        "[providers.catalog]\nenabled = [\"openai/gpt-4.1\", \"openai/o3\", \"ghost/x\"]\n",
+    );
+    write_cache(&env, "openai", &[("gpt-4.1", None)]);
+    let mut backend = env.spawn();
+    backend
+        .initialize(&["model.catalog.status", "shutdown"])
+        .await
+        .unwrap()
+        .unwrap();
+    let all = backend
+        .request("model.catalog.status", json!({}))
+        .await
+        .unwrap()
+        .outcome
+        .unwrap();
+    assert_eq!(
+        all,
+        json!({"providers": [
+            {"provider": "anthropic", "cache": "missing", "authentication": "unavailable",
+             "enabled_models": 0, "cached_models": 0,
+             "reasons": ["cache_missing", "authentication_unavailable", "no_enabled_models"]},
+            {"provider": "ghost", "cache": "missing", "authentication": "not_required",
+             "enabled_models": 1, "cached_models": 0, "reasons": ["provider_not_configured"]},
+            {"provider": "openai", "cache": "ready", "authentication": "available",
+             "enabled_models": 2, "cached_models": 1, "reasons": ["enabled_model_not_cached"]},
+            {"provider": "openai-chat", "cache": "missing", "authentication": "not_required",
+             "enabled_models": 0, "cached_models": 0,
+             "reasons": ["cache_missing", "no_enabled_models"]}
+        ], "notices": []})
+    );
+    let one = backend
+        .request("model.catalog.status", json!({"provider": "openai"}))
+        .await
+        .unwrap()
+        .outcome
+        .unwrap();
+    assert_eq!(one["providers"].as_array().unwrap().len(), 1);
+    for (params, code) in [
+        (json!({"provider": "nope"}), ErrorCode::SelectionInvalid),
+        (json!({"provider": ""}), ErrorCode::InvalidParams),
+        (json!({"provider": null}), ErrorCode::InvalidParams),
+        (json!({"x": 1}), ErrorCode::InvalidParams),
+    ] {
+        let answer = backend
+            .request("model.catalog.status", params.clone())
+            .await
+            .unwrap();
+        assert_eq!(answer.outcome, Err(code), "{params}");
+    }
+    shutdown_clean(&mut backend).await;
+}
+
+#[tokio::test]
+async fn operation_cancel_stops_a_hanging_refresh() {
+    let mock = magi_testkit::MockServer::start().await;
+    mock.set_models([("m", None)]);
+    mock.set_models_hang(true);
+    let env = TestEnv::new()
+        .var("MAGI_PROVIDER", "openai-chat")
+        .var("MAGI_MODEL", "m")
+        .var("OPENAI_BASE_URL", &mock.base_url());
+    let mut backend = env.spawn();
+    backend
+        .initialize(&["model.refresh", "operation.cancel", "status", "shutdown"])
+        .await
+        .unwrap()
+        .unwrap();
+    let refresh = backend
+        .send("model.refresh", json!({"provider": "openai-chat"}))
+        .await
+        .unwrap();
+    // Wait until the fetch is on its way.
+    let deadline = std::time::Instant::now() + WAIT;
+    while mock.requests().is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the refresh never fetched"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    // Status stays answered while the worker runs.
+    backend.status().await.unwrap().unwrap();
+    let cancel = backend
+        .request("operation.cancel", json!({"request_id": refresh.id()}))
+        .await
+        .unwrap()
+        .outcome
+        .unwrap();
+    assert_eq!(cancel, json!({"cancellation_requested": true}));
+    let answer = tokio::time::timeout(WAIT, refresh.response())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(answer.outcome, Err(ErrorCode::OperationCancelled));
+    assert!(!env.mc_home().join("data/catalog/openai-chat.json").exists());
+    let idle = backend
+        .request("operation.cancel", json!({"request_id": "nothing-running"}))
+        .await
+        .unwrap()
+        .outcome
+        .unwrap();
+    assert_eq!(idle, json!({"cancellation_requested": false}));
+    let bad = backend
+        .request("operation.cancel", json!({"request_id": "bad id!"}))
+        .await
+        .unwrap();
+    assert_eq!(bad.outcome, Err(ErrorCode::InvalidParams));
+    shutdown_clean(&mut backend).await;
+}

@@ -369,13 +369,16 @@ async fn every_method_is_answered_after_initialization() {
         .filter(|m| !matches!(m, Method::Initialize | Method::Shutdown | Method::Status))
     {
         // Every method is answered; with these params only `session.create`,
-        // `session.list` and `model.catalog` are valid.
+        // `session.list`, `model.catalog` and `model.catalog.status` are valid.
         let response = backend.request(method.as_str(), json!({})).await.unwrap();
         assert_eq!(
             response.outcome.is_ok(),
             matches!(
                 method,
-                Method::SessionCreate | Method::SessionList | Method::ModelCatalog
+                Method::SessionCreate
+                    | Method::SessionList
+                    | Method::ModelCatalog
+                    | Method::ModelCatalogStatus
             ),
             "{method}: {response:?}"
         );

@@ -13,11 +13,13 @@ use magi_config::{
 };
 use magi_protocol::ErrorCode;
 use magi_protocol::limits::{
-    CATALOG_MODELS, CATALOG_PAGE_BYTES, CATALOG_PAGE_ENTRIES, CATALOG_PROVIDERS,
-    CATALOG_SCAN_BYTES, CATALOG_SCAN_MS, CATALOG_SNAPSHOT_BYTES, CATALOG_STRING_BYTES,
+    CATALOG_FILE_BYTES, CATALOG_MODELS, CATALOG_PAGE_BYTES, CATALOG_PAGE_ENTRIES,
+    CATALOG_PROVIDERS, CATALOG_SCAN_BYTES, CATALOG_SCAN_MS, CATALOG_SNAPSHOT_BYTES,
+    CATALOG_STRING_BYTES,
 };
 use magi_protocol::messages::{
-    Availability, CatalogChoice, CatalogSource, ModelCatalogParams, ModelCatalogResult,
+    AuthenticationState, Availability, CacheState, CatalogChoice, CatalogSource,
+    CatalogStatusResult, ModelCatalogParams, ModelCatalogResult, ProviderCatalogStatus,
 };
 use magi_protocol::names::is_valid_name;
 use magi_protocol::text::{has_control, is_secret_like, safe_display_name};
@@ -367,4 +369,130 @@ fn push_once(notices: &mut Vec<String>, notice: &str) {
     if !notices.iter().any(|n| n == notice) {
         notices.push(notice.to_owned());
     }
+}
+
+/// `model.catalog.status`: why each provider's choices are missing or unavailable,
+/// from memory and cache reads only.
+pub fn status(
+    inputs: &CatalogInputs,
+    provider: Option<&str>,
+) -> Result<CatalogStatusResult, ErrorCode> {
+    let deadline = Instant::now() + Duration::from_millis(CATALOG_SCAN_MS);
+    let defined = provider_names(inputs.settings);
+    let enabled: Vec<(&str, &str)> = {
+        let mut enabled: Vec<(&str, &str)> = inputs
+            .settings
+            .catalog
+            .enabled
+            .iter()
+            .filter_map(|entry| entry.split_once('/'))
+            .collect();
+        enabled.sort_unstable();
+        enabled.dedup();
+        enabled
+    };
+    let names: Vec<String> = match provider {
+        Some(name) if defined.iter().any(|d| d == name) => vec![name.to_owned()],
+        Some(_) => return Err(ErrorCode::SelectionInvalid),
+        None => {
+            let mut names = defined.clone();
+            names.push(inputs.selected_provider.to_owned());
+            names.extend(enabled.iter().map(|(p, _)| (*p).to_owned()));
+            names.sort();
+            names.dedup();
+            names
+        }
+    };
+    if names.len() > CATALOG_PROVIDERS {
+        return Err(ErrorCode::CatalogLimit);
+    }
+    let mut providers = Vec::new();
+    let mut bytes_scanned = 0u64;
+    for name in names {
+        let wanted: Vec<&str> = enabled
+            .iter()
+            .filter(|(p, _)| *p == name)
+            .map(|(_, m)| *m)
+            .collect();
+        let definition = provider_definition(&name, inputs.settings, inputs.env).ok();
+        let authentication = match definition.as_ref().map(|d| &d.credential) {
+            Some(Credential::None | Credential::OptionalEnv(_)) | None => {
+                AuthenticationState::NotRequired
+            }
+            Some(credential) if read_credential(credential, inputs.env).is_some() => {
+                AuthenticationState::Available
+            }
+            Some(_) => AuthenticationState::Unavailable,
+        };
+        let (cache, cached): (CacheState, Vec<&str>);
+        let read = if definition.is_some() {
+            read_cache(inputs.home, &name)
+        } else {
+            CacheRead::Missing
+        };
+        match &read {
+            CacheRead::Ready {
+                cache: c, bytes, ..
+            } => {
+                bytes_scanned += bytes;
+                cached = c
+                    .models
+                    .iter()
+                    .filter(|m| !m.unsafe_id)
+                    .map(|m| m.id.as_str())
+                    .collect();
+                cache = if c.models.is_empty() {
+                    CacheState::Empty
+                } else {
+                    CacheState::Ready
+                };
+            }
+            CacheRead::Missing => {
+                cached = Vec::new();
+                cache = CacheState::Missing;
+            }
+            CacheRead::Invalid => {
+                // What an invalid file cost is unknown: charge the whole file bound.
+                bytes_scanned += CATALOG_FILE_BYTES as u64;
+                cached = Vec::new();
+                cache = CacheState::Invalid;
+            }
+        }
+        if bytes_scanned > CATALOG_SCAN_BYTES as u64 || Instant::now() > deadline {
+            return Err(ErrorCode::CatalogLimit);
+        }
+        let mut reasons = Vec::new();
+        match cache {
+            CacheState::Missing if definition.is_some() => reasons.push("cache_missing"),
+            CacheState::Invalid => reasons.push("cache_invalid"),
+            CacheState::Empty => reasons.push("cache_empty"),
+            _ => {}
+        }
+        if authentication == AuthenticationState::Unavailable {
+            reasons.push("authentication_unavailable");
+        }
+        if wanted.is_empty() {
+            reasons.push("no_enabled_models");
+        } else if definition.is_some() && wanted.iter().any(|m| !cached.contains(m)) {
+            reasons.push("enabled_model_not_cached");
+        }
+        if definition.is_none() {
+            reasons.push("provider_not_configured");
+        }
+        providers.push(ProviderCatalogStatus {
+            provider: name,
+            cache,
+            authentication,
+            enabled_models: wanted.len() as u64,
+            cached_models: match &read {
+                CacheRead::Ready { cache, .. } => cache.models.len() as u64,
+                _ => 0,
+            },
+            reasons: reasons.into_iter().map(str::to_owned).collect(),
+        });
+    }
+    Ok(CatalogStatusResult {
+        providers,
+        notices: Vec::new(),
+    })
 }

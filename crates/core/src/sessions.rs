@@ -13,8 +13,9 @@ use magi_config::{
 use magi_protocol::ErrorCode;
 use magi_protocol::limits::{STORED_READ_BYTES, STORED_READ_LINES};
 use magi_protocol::messages::{
-    Availability, Effort, EffortRequest, ModelCatalogParams, ModelCatalogResult,
-    ModelRefreshParams, ModelRefreshResult, SelectionScope, SelectionSetParams, SelectionSetResult,
+    Availability, CatalogStatusParams, CatalogStatusResult, Effort, EffortRequest,
+    ModelCatalogParams, ModelCatalogResult, ModelRefreshParams, ModelRefreshResult, SelectionScope,
+    SelectionSetParams, SelectionSetResult,
 };
 use magi_protocol::messages::{
     HistoryPageParams, HistoryPageResult, SessionListParams, SessionListResult, SessionResult,
@@ -338,6 +339,25 @@ impl Sessions {
             cached_models: cache.models.len() as u64,
             notices: Vec::new(),
         })
+    }
+
+    /// `model.catalog.status`; `selected_provider` is the current selection's provider.
+    pub fn catalog_status(
+        &self,
+        params: &CatalogStatusParams,
+        selected_provider: &str,
+    ) -> Result<CatalogStatusResult, ErrorCode> {
+        let (settings, env) = self
+            .admitted
+            .as_ref()
+            .ok_or(ErrorCode::CatalogUnavailable)?;
+        let inputs = CatalogInputs {
+            home: &self.home,
+            settings,
+            env,
+            selected_provider,
+        };
+        crate::catalog::status(&inputs, params.provider.as_deref())
     }
 
     /// `model.catalog`; `selected_provider` is the current selection's provider.

@@ -388,6 +388,125 @@ pub struct SessionListResult {
     pub notices: Vec<String>,
 }
 
+/// Params of `session.discover`: a new pass (null cursor) or its continuation.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SessionDiscoverParams {
+    /// The previous call's `next_cursor`; null starts a new pass.
+    #[serde(default)]
+    pub cursor: Option<String>,
+    /// Most sessions in this batch, 1–100; 100 when omitted.
+    #[serde(
+        default,
+        deserialize_with = "present_u64",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schemars(with = "u64", range(min = 1, max = 100))]
+    pub limit: Option<u64>,
+}
+
+/// The result of `session.discover`: one batch of a pass.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct SessionDiscoverResult {
+    /// The sessions of this batch, in ascending ID order, entries as in `session.list`.
+    pub sessions: Vec<SessionListEntry>,
+    /// The cursor of the next batch; null when the pass reached the folder's end.
+    pub next_cursor: Option<String>,
+    /// Whether this pass has visited every name of the folder.
+    pub complete: bool,
+    /// Always true: each batch is its own snapshot.
+    pub provisional: bool,
+    /// Fixed notice codes.
+    pub notices: Vec<String>,
+}
+
+/// Params of `model.catalog.status`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CatalogStatusParams {
+    /// One provider; every relevant provider when omitted.
+    #[serde(
+        default,
+        deserialize_with = "present_string",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub provider: Option<String>,
+}
+
+/// A present string field must be a string: `null` is not one.
+fn present_string<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<String>, D::Error> {
+    String::deserialize(deserializer).map(Some)
+}
+
+/// The state of a provider's catalog cache.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum CacheState {
+    /// Valid and not empty.
+    Ready,
+    /// No cache file.
+    Missing,
+    /// A file that does not validate.
+    Invalid,
+    /// Valid, listing no model.
+    Empty,
+}
+
+/// Whether a provider's credential is there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum AuthenticationState {
+    /// Its credential is present.
+    Available,
+    /// Its required credential is absent.
+    Unavailable,
+    /// It takes none.
+    NotRequired,
+}
+
+/// One provider of `model.catalog.status`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ProviderCatalogStatus {
+    /// The provider.
+    pub provider: String,
+    /// Its cache.
+    pub cache: CacheState,
+    /// Its credential.
+    pub authentication: AuthenticationState,
+    /// Its entries in `providers.catalog.enabled`.
+    pub enabled_models: u64,
+    /// Models in its cache.
+    pub cached_models: u64,
+    /// Fixed reason codes, in the documented order.
+    pub reasons: Vec<String>,
+}
+
+/// The result of `model.catalog.status`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct CatalogStatusResult {
+    /// Providers by name.
+    pub providers: Vec<ProviderCatalogStatus>,
+    /// Fixed notice codes.
+    pub notices: Vec<String>,
+}
+
+/// Params of `operation.cancel`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct OperationCancelParams {
+    /// The request ID of the operation to cancel.
+    pub request_id: String,
+}
+
+/// The result of `operation.cancel`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct OperationCancelResult {
+    /// Whether that request's operation was running and was asked to stop.
+    pub cancellation_requested: bool,
+}
+
 /// The result of `session.create` and `session.open`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct SessionResult {
@@ -709,6 +828,12 @@ pub enum ResultBody {
     SelectionSet(Box<SelectionSetResult>),
     /// `model.refresh`.
     ModelRefresh(ModelRefreshResult),
+    /// `session.discover`.
+    SessionDiscover(SessionDiscoverResult),
+    /// `model.catalog.status`.
+    CatalogStatus(CatalogStatusResult),
+    /// `operation.cancel`.
+    OperationCancel(OperationCancelResult),
 }
 
 /// Data of `input.persisted`.

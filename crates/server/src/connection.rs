@@ -14,11 +14,12 @@ use magi_core::{CancelFlag, Runtime, Sessions, StartupFailure, StartupRequest, a
 use magi_protocol::cards;
 use magi_protocol::limits::{Limits, PROMPT_BYTES, REQUIRED_CAPABILITY_NAMES};
 use magi_protocol::messages::{
-    ApprovalAnswerParams, ApprovalAnswerResult, EmptyParams, Event, Extensions, HistoryPageParams,
-    InitializeParams, InitializeResult, ModelCatalogParams, ModelRefreshParams, Readiness,
-    ReadinessPhase, ResultBody, RuntimeState, SelectionSetParams, SessionListParams,
-    SessionOpenParams, ShutdownResult, StatusResult, StoppingState, TurnCancelParams,
-    TurnCancelResult, TurnStartParams, TurnStartResult,
+    ApprovalAnswerParams, ApprovalAnswerResult, CatalogStatusParams, EmptyParams, Event,
+    Extensions, HistoryPageParams, InitializeParams, InitializeResult, ModelCatalogParams,
+    ModelRefreshParams, OperationCancelParams, OperationCancelResult, Readiness, ReadinessPhase,
+    ResultBody, RuntimeState, SelectionSetParams, SessionListParams, SessionOpenParams,
+    ShutdownResult, StatusResult, StoppingState, TurnCancelParams, TurnCancelResult,
+    TurnStartParams, TurnStartResult,
 };
 use magi_protocol::names::{base_capabilities, is_valid_name, is_valid_session_id};
 use magi_protocol::request::{Envelope, parse_envelope};
@@ -80,6 +81,8 @@ enum SessionOperation {
     Select(SelectionSetParams, ActiveSelection),
     /// `model.refresh`, stopped when the token is cancelled.
     Refresh(ModelRefreshParams, CancellationToken),
+    /// `model.catalog.status`, with the current selection's provider.
+    CatalogStatus(CatalogStatusParams, String),
     Page(HistoryPageParams),
     List(SessionListParams),
     /// `model.catalog`, with the current selection's provider.
@@ -109,6 +112,10 @@ impl SessionJob {
                     ResultBody::Session(result)
                 })
             }
+            SessionOperation::CatalogStatus(params, provider) => self
+                .sessions
+                .catalog_status(params, provider)
+                .map(ResultBody::CatalogStatus),
             SessionOperation::Refresh(params, cancel) => self
                 .sessions
                 .refresh_models(params, cancel)
@@ -259,9 +266,22 @@ impl Connection {
             {
                 return self.session_operation(id, method, envelope.params);
             }
-            Method::ModelRefresh
+            Method::ModelRefresh | Method::ModelCatalogStatus
+                if matches!(self.init, Init::Ready(_)) && self.negotiated.contains(&method) =>
+            {
+                return self.session_operation(id, method, envelope.params);
+            }
+            Method::OperationCancel
                 if matches!(self.init, Init::Ready(_))
-                    && self.negotiated.contains(&Method::ModelRefresh) =>
+                    && self.negotiated.contains(&Method::OperationCancel) =>
+            {
+                parse_params::<OperationCancelParams>(envelope.params)
+                    .and_then(|params| self.operation_cancel(&params))
+                    .map(ResultBody::OperationCancel)
+            }
+            Method::SessionDiscover
+                if matches!(self.init, Init::Ready(_))
+                    && self.negotiated.contains(&Method::SessionDiscover) =>
             {
                 return self.session_operation(id, method, envelope.params);
             }
@@ -300,6 +320,23 @@ impl Connection {
                     .ok_or(ErrorCode::ProviderUnavailable)?;
                 Ok(Some(SessionOperation::Open(p, startup)))
             }),
+            // Wired with its implementation; until then nothing runs for it.
+            Method::SessionDiscover => Err(ErrorCode::UnsupportedMethod),
+            Method::ModelCatalogStatus => {
+                parse_params(params).and_then(|p: CatalogStatusParams| {
+                    if p.provider.as_deref().is_some_and(|p| {
+                        p.is_empty() || p.len() > magi_protocol::limits::CATALOG_STRING_BYTES
+                    }) {
+                        return Err(ErrorCode::InvalidParams);
+                    }
+                    let provider = self
+                        .selection
+                        .as_ref()
+                        .map(|s| s.provider.name.clone())
+                        .unwrap_or_default();
+                    Ok(Some(SessionOperation::CatalogStatus(p, provider)))
+                })
+            }
             Method::ModelRefresh => parse_params(params).and_then(|p: ModelRefreshParams| {
                 if p.provider.is_empty()
                     || p.provider.len() > magi_protocol::limits::CATALOG_STRING_BYTES
@@ -512,6 +549,24 @@ impl Connection {
             },
             None => Ok(()),
         }
+    }
+
+    /// `operation.cancel`: asks the session operation started by `request_id` to stop.
+    /// Answered here, on the protocol loop, never `busy`.
+    fn operation_cancel(
+        &mut self,
+        params: &OperationCancelParams,
+    ) -> Result<OperationCancelResult, ErrorCode> {
+        if !is_valid_name(&params.request_id) {
+            return Err(ErrorCode::InvalidParams);
+        }
+        let running = self.session_request.as_deref() == Some(params.request_id.as_str());
+        if running {
+            self.session_cancel.cancel();
+        }
+        Ok(OperationCancelResult {
+            cancellation_requested: running,
+        })
     }
 
     /// The selection startup admitted, with a fresh revision; none before startup

@@ -542,3 +542,85 @@ async fn the_snapshot_holds_at_most_256_sessions() {
     );
     shutdown_clean(&mut backend).await;
 }
+
+#[tokio::test]
+async fn discover_visits_every_session_once_in_bounded_batches() {
+    let env = TestEnv::new();
+    // 150 sessions with a prompt each: more than one batch of 64 logs.
+    let mut ids: Vec<String> = (0..150)
+        .map(|n| format!("0190a1b2-c3d4-7e5f-8a9b-{n:012}"))
+        .collect();
+    for id in &ids {
+        let log = [
+            meta(&env, id),
+            record(id, "turn_started", json!({"turn_id": "t"})),
+            record(
+                id,
+                "user_input",
+                json!({"turn_id": "t", "message_id": "u", "text": "hello"}),
+            ),
+            record(
+                id,
+                "turn_finished",
+                json!({"turn_id": "t", "outcome": "completed"}),
+            ),
+        ]
+        .concat();
+        write_log(&env, id, &log);
+    }
+    ids.sort();
+    let mut backend = env.spawn();
+    backend
+        .initialize(&["session.discover", "session.list", "shutdown"])
+        .await
+        .unwrap()
+        .unwrap();
+    let mut seen = Vec::new();
+    let mut params = json!({});
+    let mut batches = 0;
+    loop {
+        let batch = backend
+            .request("session.discover", params)
+            .await
+            .unwrap()
+            .outcome
+            .unwrap();
+        batches += 1;
+        assert_eq!(batch["provisional"], true);
+        for entry in batch["sessions"].as_array().unwrap() {
+            seen.push(entry["session_id"].as_str().unwrap().to_owned());
+        }
+        match batch["next_cursor"].as_str() {
+            Some(cursor) => {
+                assert_eq!(batch["complete"], false);
+                params = json!({ "cursor": cursor });
+            }
+            None => {
+                assert_eq!(batch["complete"], true);
+                break;
+            }
+        }
+    }
+    assert_eq!(seen, ids, "every session once, in order");
+    assert!(batches >= 3, "64 logs at most per batch: {batches}");
+    for (params, code) in [
+        (json!({"cursor": "p0.1"}), ErrorCode::StaleRevision),
+        (json!({"limit": 0}), ErrorCode::InvalidParams),
+        (json!({"limit": 101}), ErrorCode::InvalidParams),
+        (json!({"cursor": "bad cursor!"}), ErrorCode::InvalidParams),
+        (json!({"revision": null}), ErrorCode::InvalidParams),
+    ] {
+        let answer = backend
+            .request("session.discover", params.clone())
+            .await
+            .unwrap();
+        assert_eq!(answer.outcome, Err(code), "{params}");
+    }
+    shutdown_clean(&mut backend).await;
+
+    // Without negotiation it does not exist for this client.
+    let mut base = ready(&env).await;
+    let refused = base.request("session.discover", json!({})).await.unwrap();
+    assert_eq!(refused.outcome, Err(ErrorCode::UnsupportedCapability));
+    shutdown_clean(&mut base).await;
+}

@@ -369,7 +369,8 @@ async fn every_method_is_answered_after_initialization() {
         .filter(|m| !matches!(m, Method::Initialize | Method::Shutdown | Method::Status))
     {
         // Every method is answered; with these params only `session.create`,
-        // `session.list`, `model.catalog` and `model.catalog.status` are valid.
+        // `session.list`, `session.discover`, `model.catalog` and `model.catalog.status`
+        // are valid.
         let response = backend.request(method.as_str(), json!({})).await.unwrap();
         assert_eq!(
             response.outcome.is_ok(),
@@ -377,6 +378,7 @@ async fn every_method_is_answered_after_initialization() {
                 method,
                 Method::SessionCreate
                     | Method::SessionList
+                    | Method::SessionDiscover
                     | Method::ModelCatalog
                     | Method::ModelCatalogStatus
             ),

@@ -1,10 +1,15 @@
-//! Read-only session discovery (`session.list`): a bounded scan of the working
-//! directory's folder of session logs, kept as one snapshot per child and paged by
-//! cursor.
+//! Read-only session discovery of the working directory's folder of session logs.
 //!
-//! Listing only reads: it never takes, renews or removes a lease, never repairs a log
-//! and writes nothing. Every continuation scans again and compares what it saw with the
-//! snapshot, so a page is never served from an inventory that changed under it.
+//! `session.list` is a bounded scan kept as one snapshot per child and paged by cursor.
+//! Every continuation scans again and compares what it saw with the snapshot, so a page
+//! is never served from an inventory that changed under it.
+//!
+//! `session.discover` has no ceiling on the number of sessions: each call reads one
+//! bounded batch of logs after the last session ID its cursor visited, so a pass moves
+//! through any folder one batch at a time, every batch its own snapshot.
+//!
+//! Both only read: they never take, renew or remove a lease, never repair a log and
+//! write nothing.
 
 use std::collections::HashMap;
 use std::ffi::OsString;
@@ -16,12 +21,15 @@ use std::time::{Duration, Instant, SystemTime};
 
 use magi_protocol::ErrorCode;
 use magi_protocol::limits::{
-    DISCOVERY_DIRECTORY_ENTRIES, DISCOVERY_PAGE_BYTES, DISCOVERY_PAGE_ENTRIES,
-    DISCOVERY_SCAN_BYTES, DISCOVERY_SCAN_LINES, DISCOVERY_SCAN_MS, DISCOVERY_SESSION_BYTES,
-    DISCOVERY_SESSION_LINES, DISCOVERY_SESSIONS, DISCOVERY_TITLE_BYTES, TITLE_CHARS,
+    DISCOVER_BATCH_BYTES, DISCOVER_BATCH_FILES, DISCOVER_BATCH_LINES, DISCOVER_DIRECTORY_ENTRIES,
+    DISCOVER_PAGE_BYTES, DISCOVER_SCAN_MS, DISCOVERY_DIRECTORY_ENTRIES, DISCOVERY_PAGE_BYTES,
+    DISCOVERY_PAGE_ENTRIES, DISCOVERY_SCAN_BYTES, DISCOVERY_SCAN_LINES, DISCOVERY_SCAN_MS,
+    DISCOVERY_SESSION_BYTES, DISCOVERY_SESSION_LINES, DISCOVERY_SESSIONS, DISCOVERY_TITLE_BYTES,
+    ID_BYTES, TITLE_CHARS,
 };
 use magi_protocol::messages::{
-    Eligibility, SessionListEntry, SessionListParams, SessionListResult,
+    Eligibility, SessionDiscoverParams, SessionDiscoverResult, SessionListEntry, SessionListParams,
+    SessionListResult,
 };
 use magi_protocol::names::{is_valid_name, is_valid_session_id};
 use magi_protocol::text::{has_control, is_secret_like, sanitize};
@@ -34,6 +42,10 @@ use crate::revision::Revision;
 
 /// Top-level notice: at least one log could not be trusted and was left out.
 pub const NOTICE_SESSIONS_OMITTED_INVALID: &str = "sessions_omitted_invalid";
+
+/// Top-level notice of `session.discover`: at least one log was over its own read
+/// bound and was left out.
+pub const NOTICE_SESSIONS_OMITTED_OVER_LIMIT: &str = "sessions_omitted_over_limit";
 
 /// Entry notice: the session records no working directory, so it was not verified.
 pub const NOTICE_CWD_UNVERIFIED: &str = "cwd_unverified";
@@ -73,13 +85,7 @@ pub enum ListRequest {
 /// cursor both absent or both present, each following the name grammar. Anything else
 /// is `invalid_params`. Pure, so the server can answer it before the `busy` rule.
 pub fn check_params(params: &SessionListParams) -> Result<ListRequest, ErrorCode> {
-    let limit = match params.limit {
-        None => DISCOVERY_PAGE_ENTRIES,
-        Some(limit) => usize::try_from(limit)
-            .ok()
-            .filter(|l| (1..=DISCOVERY_PAGE_ENTRIES).contains(l))
-            .ok_or(ErrorCode::InvalidParams)?,
-    };
+    let limit = check_limit(params.limit)?;
     match (&params.revision, &params.cursor) {
         (None, None) => Ok(ListRequest::Fresh { limit }),
         (Some(revision), Some(cursor)) if is_valid_name(revision) && is_valid_name(cursor) => {
@@ -93,10 +99,140 @@ pub fn check_params(params: &SessionListParams) -> Result<ListRequest, ErrorCode
     }
 }
 
-/// The discovery state of one child: at most one snapshot.
+/// A page size of 1–100, 100 when absent; anything else is `invalid_params`.
+fn check_limit(limit: Option<u64>) -> Result<usize, ErrorCode> {
+    match limit {
+        None => Ok(DISCOVERY_PAGE_ENTRIES),
+        Some(limit) => usize::try_from(limit)
+            .ok()
+            .filter(|l| (1..=DISCOVERY_PAGE_ENTRIES).contains(l))
+            .ok_or(ErrorCode::InvalidParams),
+    }
+}
+
+/// A `session.discover` request whose params passed every check.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DiscoverRequest {
+    /// The cursor to continue from; `None` starts a new pass.
+    pub cursor: Option<String>,
+    /// Most entries in the batch.
+    pub limit: usize,
+}
+
+/// Checks `session.discover` params beyond their shape: `limit` 1–100 and a cursor
+/// following the name grammar, else `invalid_params`. Pure, so the server can answer
+/// it before the `busy` rule.
+pub fn check_discover_params(params: &SessionDiscoverParams) -> Result<DiscoverRequest, ErrorCode> {
+    let limit = check_limit(params.limit)?;
+    if params.cursor.as_deref().is_some_and(|c| !is_valid_name(c)) {
+        return Err(ErrorCode::InvalidParams);
+    }
+    Ok(DiscoverRequest {
+        cursor: params.cursor.clone(),
+        limit,
+    })
+}
+
+/// The discovery state of one child: at most one `session.list` snapshot and at most
+/// one `session.discover` pass.
 #[derive(Debug, Default)]
 pub struct Discovery {
     snapshot: Option<Snapshot>,
+    pass: Option<Pass>,
+}
+
+/// One `session.discover` pass: its identity and, for each cursor it issued, the last
+/// session ID visited before it.
+///
+/// A cursor is `p<32 hex>.<index>` (at most 54 bytes), so it stays opaque and within
+/// the name grammar while a session ID alone may already take 64 bytes.
+#[derive(Debug)]
+struct Pass {
+    revision: Revision,
+    /// The last session ID behind each cursor, by cursor index; `""` sorts before
+    /// every session ID and stands for the start of the folder.
+    last_ids: Vec<String>,
+}
+
+impl Pass {
+    fn new() -> Pass {
+        Pass {
+            revision: Revision::new('p'),
+            last_ids: Vec::new(),
+        }
+    }
+
+    /// The last session ID behind a cursor this pass issued.
+    fn resolve(&self, cursor: &str) -> Option<&str> {
+        let index = self.revision.resolve(cursor)?;
+        self.last_ids.get(index).map(String::as_str)
+    }
+
+    /// The cursor continuing after `last`.
+    fn issue(&mut self, last: String) -> String {
+        // One cursor per ID: asking for the same batch again does not grow the pass.
+        let index = match self.last_ids.iter().position(|id| *id == last) {
+            Some(index) => index,
+            None => {
+                self.last_ids.push(last);
+                self.last_ids.len() - 1
+            }
+        };
+        self.revision.issue(index)
+    }
+}
+
+/// The bounds of one `session.discover` call (separate from the constants so tests
+/// can reach each of them with a small folder).
+#[derive(Debug, Clone, Copy)]
+struct DiscoverBounds {
+    directory_entries: usize,
+    files: usize,
+    bytes: usize,
+    lines: usize,
+    page_bytes: usize,
+    scan_ms: u64,
+}
+
+impl DiscoverBounds {
+    const V1: DiscoverBounds = DiscoverBounds {
+        directory_entries: DISCOVER_DIRECTORY_ENTRIES,
+        files: DISCOVER_BATCH_FILES,
+        bytes: DISCOVER_BATCH_BYTES,
+        lines: DISCOVER_BATCH_LINES,
+        page_bytes: DISCOVER_PAGE_BYTES,
+        scan_ms: DISCOVER_SCAN_MS,
+    };
+}
+
+/// The serialized size of a page as entries join it: the envelope at its longest,
+/// then each entry with its separator.
+struct PageBytes {
+    used: usize,
+    entries: usize,
+    max: usize,
+}
+
+impl PageBytes {
+    fn new<T: serde::Serialize>(envelope: &T, max: usize) -> Result<PageBytes, ErrorCode> {
+        Ok(PageBytes {
+            used: serialized_len(envelope)?,
+            entries: 0,
+            max,
+        })
+    }
+
+    /// Counts `entry` in if the page still has room for it; `false` leaves it out.
+    fn add(&mut self, entry: &SessionListEntry) -> Result<bool, ErrorCode> {
+        let separator = usize::from(self.entries > 0);
+        let grown = self.used + separator + serialized_len(entry)?;
+        if grown > self.max {
+            return Ok(false);
+        }
+        self.used = grown;
+        self.entries += 1;
+        Ok(true)
+    }
 }
 
 /// One listing as scanned, and the cursors issued for it.
@@ -122,15 +258,12 @@ impl Snapshot {
             complete: false,
             notices: self.scan.notices.clone(),
         };
-        let mut bytes = serialized_len(&envelope)?;
+        let mut bytes = PageBytes::new(&envelope, DISCOVERY_PAGE_BYTES)?;
         let mut end = start;
         for entry in entries.iter().skip(start).take(limit) {
-            let separator = usize::from(end > start);
-            let grown = bytes + separator + serialized_len(entry)?;
-            if grown > DISCOVERY_PAGE_BYTES {
+            if !bytes.add(entry)? {
                 break;
             }
-            bytes = grown;
             end += 1;
         }
         if end == start && start < entries.len() {
@@ -212,6 +345,81 @@ impl Discovery {
             }
         }
     }
+
+    /// `session.discover` for the sessions of `cwd` (canonical) under `home`, with the
+    /// scope arguments of [`Discovery::list`]: one batch of the current pass, or of a
+    /// new one when the cursor is null.
+    pub fn discover(
+        &mut self,
+        home: &Home,
+        cwd: &Path,
+        attached: Option<&str>,
+        params: &SessionDiscoverParams,
+    ) -> Result<SessionDiscoverResult, ErrorCode> {
+        let scope = Scope {
+            home,
+            cwd,
+            attached,
+        };
+        self.discover_within(&scope, params, DiscoverBounds::V1)
+    }
+
+    fn discover_within(
+        &mut self,
+        scope: &Scope<'_>,
+        params: &SessionDiscoverParams,
+        bounds: DiscoverBounds,
+    ) -> Result<SessionDiscoverResult, ErrorCode> {
+        let request = check_discover_params(params)?;
+        let after = match &request.cursor {
+            None => {
+                // The new pass replaces the old one even if this call fails: the client
+                // started over, so the old cursors are not worth keeping.
+                self.pass = Some(Pass::new());
+                String::new()
+            }
+            Some(cursor) => self
+                .pass
+                .as_ref()
+                .and_then(|pass| pass.resolve(cursor))
+                .ok_or(ErrorCode::StaleRevision)?
+                .to_owned(),
+        };
+        let batch = scope.batch(&after, request.limit, bounds)?;
+        let next_cursor = if batch.complete {
+            None
+        } else {
+            let pass = self.pass.as_mut().ok_or(ErrorCode::StaleRevision)?;
+            Some(pass.issue(batch.last))
+        };
+        let mut notices = Vec::new();
+        if batch.invalid {
+            notices.push(NOTICE_SESSIONS_OMITTED_INVALID.to_owned());
+        }
+        if batch.over_limit {
+            notices.push(NOTICE_SESSIONS_OMITTED_OVER_LIMIT.to_owned());
+        }
+        Ok(SessionDiscoverResult {
+            sessions: batch.entries,
+            complete: next_cursor.is_none(),
+            next_cursor,
+            provisional: true,
+            notices,
+        })
+    }
+}
+
+/// What one `session.discover` call found after one session ID.
+struct Batch {
+    entries: Vec<SessionListEntry>,
+    /// The last session ID visited; the one the batch started after when none was.
+    last: String,
+    /// Whether every primary log after the start was visited.
+    complete: bool,
+    /// Whether a log was left out as invalid.
+    invalid: bool,
+    /// Whether a log was left out as over its own read bound.
+    over_limit: bool,
 }
 
 /// What one scan saw: the listing it yields and the inventory it yields it from.
@@ -236,14 +444,11 @@ struct FileState {
     leases: [bool; 3],
 }
 
-/// What a failed read is charged. A regular file unchanged since it was listed cannot
-/// have yielded more bytes than its length, nor more lines than bytes, so those bound
-/// the charge; anything else charges the whole per-file budget.
-fn failed_read_charge(path: &Path, listed: Option<&MetaPrint>) -> (u64, u64) {
-    let whole = (
-        as_u64(DISCOVERY_SESSION_BYTES),
-        as_u64(DISCOVERY_SESSION_LINES),
-    );
+/// What a failed read under `limits` is charged. A regular file unchanged since it was
+/// listed cannot have yielded more bytes than its length, nor more lines than bytes, so
+/// those bound the charge; anything else charges the whole of `limits`.
+fn failed_read_charge(path: &Path, listed: Option<&MetaPrint>, limits: ReadLimits) -> (u64, u64) {
+    let whole = (as_u64(limits.max_bytes), as_u64(limits.max_lines));
     let Ok(now) = std::fs::symlink_metadata(path) else {
         return whole;
     };
@@ -305,11 +510,30 @@ struct Budget {
 }
 
 impl Budget {
-    fn new() -> Budget {
+    fn new(bytes: usize, lines: usize, ms: u64) -> Budget {
         Budget {
-            bytes: as_u64(DISCOVERY_SCAN_BYTES),
-            lines: as_u64(DISCOVERY_SCAN_LINES),
-            deadline: Instant::now() + Duration::from_millis(DISCOVERY_SCAN_MS),
+            bytes: as_u64(bytes),
+            lines: as_u64(lines),
+            deadline: Instant::now() + Duration::from_millis(ms),
+        }
+    }
+
+    /// Takes a read off the budget, which may end a batch but never fails it.
+    fn spend(&mut self, bytes: u64, lines: u64) {
+        self.bytes = self.bytes.saturating_sub(bytes);
+        self.lines = self.lines.saturating_sub(lines);
+    }
+
+    fn exhausted(&self) -> bool {
+        self.bytes == 0 || self.lines == 0
+    }
+
+    /// The per-file bounds, narrowed to what the budget has left, so that a read
+    /// cannot take the batch past its own bounds.
+    fn read_limits(&self) -> ReadLimits {
+        ReadLimits {
+            max_bytes: SESSION_LIMITS.max_bytes.min(as_usize(self.bytes)),
+            max_lines: SESSION_LIMITS.max_lines.min(as_usize(self.lines)),
         }
     }
 
@@ -328,11 +552,19 @@ impl Budget {
     /// The cooperative deadline, checked between files and entries; a filesystem call
     /// in progress is not interrupted.
     fn check_deadline(&self) -> Result<(), ErrorCode> {
-        if Instant::now() > self.deadline {
-            Err(ErrorCode::DiscoveryLimit)
-        } else {
-            Ok(())
-        }
+        before(Some(self.deadline))
+    }
+
+    fn expired(&self) -> bool {
+        before(Some(self.deadline)).is_err()
+    }
+}
+
+/// `discovery_limit` once `deadline` has passed; no deadline never passes.
+fn before(deadline: Option<Instant>) -> Result<(), ErrorCode> {
+    match deadline {
+        Some(deadline) if Instant::now() > deadline => Err(ErrorCode::DiscoveryLimit),
+        _ => Ok(()),
     }
 }
 
@@ -340,11 +572,79 @@ fn as_u64(n: usize) -> u64 {
     u64::try_from(n).unwrap_or(u64::MAX)
 }
 
+fn as_usize(n: u64) -> usize {
+    usize::try_from(n).unwrap_or(usize::MAX)
+}
+
+/// One primary log as one visit found it.
+struct Visit {
+    /// `None` when its metadata could not be read.
+    meta: Option<MetaPrint>,
+    leases: [bool; 3],
+    read: Read,
+}
+
+/// How reading one primary log went.
+enum Read {
+    Log(StoredLog),
+    /// Listed a moment ago, gone now.
+    Gone,
+    /// Over the read bounds it was read with; carries the read's charge.
+    OverLimit((u64, u64)),
+    /// Not a log that can be trusted; carries the read's charge.
+    Invalid((u64, u64)),
+}
+
 impl Scope<'_> {
+    /// The workspace folder, or `None` when no session was ever stored for this
+    /// working directory.
+    fn folder(&self) -> Result<Option<PathBuf>, ErrorCode> {
+        let dir = self.home.workspace_dir(self.cwd);
+        match std::fs::symlink_metadata(&dir) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Ok(meta) if meta.file_type().is_dir() => Ok(Some(dir)),
+            // A symlink, a file, or a folder that cannot be inspected.
+            _ => Err(ErrorCode::DiscoveryUnavailable),
+        }
+    }
+
+    /// Takes one primary log's metadata and leases, then reads it under `limits`.
+    fn visit(&self, session_id: &str, path: &Path, limits: ReadLimits) -> Visit {
+        let meta = match std::fs::symlink_metadata(path) {
+            Ok(meta) => Some(MetaPrint::of(&meta)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Visit {
+                    meta: None,
+                    leases: [false; 3],
+                    read: Read::Gone,
+                };
+            }
+            Err(_) => None,
+        };
+        let leases = LEASE_KINDS.map(|kind| is_present(&self.home.lease_path(session_id, kind)));
+        let read = match read_log(path, session_id, limits) {
+            Ok(log) => Read::Log(log),
+            Err(ReadError::Missing) => Read::Gone,
+            Err(ReadError::OverLimit) => {
+                Read::OverLimit(failed_read_charge(path, meta.as_ref(), limits))
+            }
+            Err(
+                ReadError::Unsafe
+                | ReadError::Unreadable
+                | ReadError::Malformed
+                | ReadError::ForeignSession,
+            ) => Read::Invalid(failed_read_charge(path, meta.as_ref(), limits)),
+        };
+        Visit { meta, leases, read }
+    }
+
     /// Scans the workspace folder within every discovery bound.
     fn scan(&self) -> Result<Scan, ErrorCode> {
-        let mut budget = Budget::new();
-        let dir = self.home.workspace_dir(self.cwd);
+        let mut budget = Budget::new(
+            DISCOVERY_SCAN_BYTES,
+            DISCOVERY_SCAN_LINES,
+            DISCOVERY_SCAN_MS,
+        );
         let mut scan = Scan {
             entries: Vec::new(),
             notices: Vec::new(),
@@ -352,46 +652,31 @@ impl Scope<'_> {
             files: Vec::new(),
             attached: self.attached.map(str::to_owned),
         };
-        match std::fs::symlink_metadata(&dir) {
-            // No session was ever stored for this working directory.
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(scan),
-            Ok(meta) if meta.file_type().is_dir() => {}
-            // A symlink, a file, or a folder that cannot be inspected.
-            _ => return Err(ErrorCode::DiscoveryUnavailable),
-        }
-        scan.names = list_names(&dir, &budget)?;
+        let Some(dir) = self.folder()? else {
+            return Ok(scan);
+        };
+        let deadline = Some(budget.deadline);
+        // A folder that vanished since it was inspected: the inventory is changing.
+        scan.names = list_names(&dir, DISCOVERY_DIRECTORY_ENTRIES, deadline)?
+            .ok_or(ErrorCode::StaleRevision)?;
         let candidates = primary_candidates(&dir, &scan.names)?;
         let mut cwd_checks = CwdChecks::new(self.cwd);
         let mut omitted = false;
         for (session_id, path) in candidates {
             budget.check_deadline()?;
-            let meta = match std::fs::symlink_metadata(&path) {
-                Ok(meta) => Some(MetaPrint::of(&meta)),
-                // Listed a moment ago, gone now: the inventory is changing.
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                    return Err(ErrorCode::StaleRevision);
-                }
-                Err(_) => None,
-            };
-            let leases =
-                LEASE_KINDS.map(|kind| is_present(&self.home.lease_path(&session_id, kind)));
-            let entry = match read_log(&path, &session_id, SESSION_LIMITS) {
-                Ok(log) => {
+            let visit = self.visit(&session_id, &path, SESSION_LIMITS);
+            let entry = match visit.read {
+                Read::Log(log) => {
                     budget.charge(log.bytes, as_u64(log.lines))?;
-                    if !meta.is_some_and(|m| m.matches(&log)) {
+                    if !visit.meta.is_some_and(|m| m.matches(&log)) {
                         return Err(ErrorCode::StaleRevision);
                     }
-                    self.entry(&session_id, &log, leases, &mut cwd_checks, &budget)?
+                    self.entry(&session_id, &log, visit.leases, &mut cwd_checks, deadline)?
                 }
-                Err(ReadError::Missing) => return Err(ErrorCode::StaleRevision),
-                Err(ReadError::OverLimit) => return Err(ErrorCode::DiscoveryLimit),
-                Err(
-                    ReadError::Unsafe
-                    | ReadError::Unreadable
-                    | ReadError::Malformed
-                    | ReadError::ForeignSession,
-                ) => {
-                    let (bytes, lines) = failed_read_charge(&path, meta.as_ref());
+                // Listed a moment ago, gone now: the inventory is changing.
+                Read::Gone => return Err(ErrorCode::StaleRevision),
+                Read::OverLimit(_) => return Err(ErrorCode::DiscoveryLimit),
+                Read::Invalid((bytes, lines)) => {
                     budget.charge(bytes, lines)?;
                     omitted = true;
                     None
@@ -399,8 +684,8 @@ impl Scope<'_> {
             };
             scan.files.push(FileState {
                 session_id,
-                meta,
-                leases,
+                meta: visit.meta,
+                leases: visit.leases,
             });
             if let Some(entry) = entry {
                 scan.entries.push(entry);
@@ -412,7 +697,7 @@ impl Scope<'_> {
         // The second inventory pass: a name that came or went while the logs were
         // read means the listing describes no moment of the folder.
         budget.check_deadline()?;
-        if list_names(&dir, &budget)? != scan.names {
+        if list_names(&dir, DISCOVERY_DIRECTORY_ENTRIES, deadline)?.as_ref() != Some(&scan.names) {
             return Err(ErrorCode::StaleRevision);
         }
         if omitted {
@@ -422,6 +707,115 @@ impl Scope<'_> {
         Ok(scan)
     }
 
+    /// Reads one `session.discover` batch: the primary logs after `after`, in order,
+    /// until the folder ends or the first of `limit` entries and `bounds` is reached.
+    ///
+    /// The first log of a batch is read under its own bound alone and without the
+    /// deadline, and fits an empty page, so every call moves its pass on. A log read
+    /// but not kept (no room left, the deadline) is not visited: the next call reads it
+    /// again.
+    fn batch(&self, after: &str, limit: usize, bounds: DiscoverBounds) -> Result<Batch, ErrorCode> {
+        let mut batch = Batch {
+            entries: Vec::new(),
+            last: after.to_owned(),
+            complete: true,
+            invalid: false,
+            over_limit: false,
+        };
+        let Some(dir) = self.folder()? else {
+            return Ok(batch);
+        };
+        // Listing is bounded by the name count alone: a batch that ran out of time
+        // before its first log could not move the pass on.
+        let Some(names) = list_names(&dir, bounds.directory_entries, None)? else {
+            // Removed since it was inspected: nothing is stored any more.
+            return Ok(batch);
+        };
+        let candidates = primary_candidates(&dir, &names)?;
+        let mut budget = Budget::new(bounds.bytes, bounds.lines, bounds.scan_ms);
+        // The longest cursor and both notices make the envelope as long as it can get.
+        let envelope = SessionDiscoverResult {
+            sessions: Vec::new(),
+            next_cursor: Some("c".repeat(ID_BYTES)),
+            complete: false,
+            provisional: true,
+            notices: vec![
+                NOTICE_SESSIONS_OMITTED_INVALID.to_owned(),
+                NOTICE_SESSIONS_OMITTED_OVER_LIMIT.to_owned(),
+            ],
+        };
+        let mut page = PageBytes::new(&envelope, bounds.page_bytes)?;
+        let mut cwd_checks = CwdChecks::new(self.cwd);
+        let after_cursor = candidates.into_iter().filter(|(id, _)| id.as_str() > after);
+        for (visited, (session_id, path)) in after_cursor.enumerate() {
+            let first = visited == 0;
+            if !first
+                && (batch.entries.len() == limit
+                    || visited == bounds.files
+                    || budget.exhausted()
+                    || budget.expired())
+            {
+                batch.complete = false;
+                break;
+            }
+            let (limits, deadline) = if first {
+                (SESSION_LIMITS, None)
+            } else {
+                (budget.read_limits(), Some(budget.deadline))
+            };
+            let visit = self.visit(&session_id, &path, limits);
+            match visit.read {
+                Read::Log(log) => {
+                    budget.spend(log.bytes, as_u64(log.lines));
+                    let kept = match self.entry(
+                        &session_id,
+                        &log,
+                        visit.leases,
+                        &mut cwd_checks,
+                        deadline,
+                    ) {
+                        Ok(kept) => kept,
+                        Err(code) if first => return Err(code),
+                        // The deadline passed while its working directory was checked.
+                        Err(_) => {
+                            batch.complete = false;
+                            break;
+                        }
+                    };
+                    if let Some(entry) = kept {
+                        if !page.add(&entry)? {
+                            // Not even one entry fits: a bound was exceeded; never a
+                            // fake empty page.
+                            if batch.entries.is_empty() {
+                                return Err(ErrorCode::DiscoveryLimit);
+                            }
+                            batch.complete = false;
+                            break;
+                        }
+                        batch.entries.push(entry);
+                    }
+                }
+                // Removed since the folder was listed: there is nothing to show.
+                Read::Gone => {}
+                // Over what the budget had left, not over its own bound.
+                Read::OverLimit(_) if limits != SESSION_LIMITS => {
+                    batch.complete = false;
+                    break;
+                }
+                Read::OverLimit((bytes, lines)) => {
+                    budget.spend(bytes, lines);
+                    batch.over_limit = true;
+                }
+                Read::Invalid((bytes, lines)) => {
+                    budget.spend(bytes, lines);
+                    batch.invalid = true;
+                }
+            }
+            batch.last = session_id;
+        }
+        Ok(batch)
+    }
+
     /// The entry of one readable log, or `None` when it belongs to another workspace.
     fn entry(
         &self,
@@ -429,7 +823,7 @@ impl Scope<'_> {
         log: &StoredLog,
         leases: [bool; 3],
         cwd_checks: &mut CwdChecks<'_>,
-        budget: &Budget,
+        deadline: Option<Instant>,
     ) -> Result<Option<SessionListEntry>, ErrorCode> {
         let mut recorded = false;
         for record in &log.records {
@@ -437,7 +831,7 @@ impl Scope<'_> {
                 && !cwd.is_empty()
             {
                 recorded = true;
-                if !cwd_checks.same_workspace(cwd, budget)? {
+                if !cwd_checks.same_workspace(cwd, deadline)? {
                     return Ok(None);
                 }
             }
@@ -465,27 +859,29 @@ impl Scope<'_> {
     }
 }
 
-/// Every name in `dir`, sorted; more than `DISCOVERY_DIRECTORY_ENTRIES` iterations is
-/// `discovery_limit`.
-fn list_names(dir: &Path, budget: &Budget) -> Result<Vec<OsString>, ErrorCode> {
+/// Every name in `dir`, sorted, or `None` when the folder is gone. More than `max`
+/// iterations, or passing `deadline`, is `discovery_limit`.
+fn list_names(
+    dir: &Path,
+    max: usize,
+    deadline: Option<Instant>,
+) -> Result<Option<Vec<OsString>>, ErrorCode> {
     let entries = match std::fs::read_dir(dir) {
         Ok(entries) => entries,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Err(ErrorCode::StaleRevision);
-        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(_) => return Err(ErrorCode::DiscoveryUnavailable),
     };
     let mut names = Vec::new();
     for entry in entries {
-        if names.len() == DISCOVERY_DIRECTORY_ENTRIES {
+        if names.len() == max {
             return Err(ErrorCode::DiscoveryLimit);
         }
-        budget.check_deadline()?;
+        before(deadline)?;
         let entry = entry.map_err(|_| ErrorCode::DiscoveryUnavailable)?;
         names.push(entry.file_name());
     }
     names.sort();
-    Ok(names)
+    Ok(Some(names))
 }
 
 /// The primary logs among `names`, by session ID in ascending ASCII order. A name
@@ -526,11 +922,15 @@ impl<'a> CwdChecks<'a> {
 
     /// Whether a recorded working directory is absolute and canonicalizes to the
     /// child's. A recorded path that no longer exists does not.
-    fn same_workspace(&mut self, recorded: &str, budget: &Budget) -> Result<bool, ErrorCode> {
+    fn same_workspace(
+        &mut self,
+        recorded: &str,
+        deadline: Option<Instant>,
+    ) -> Result<bool, ErrorCode> {
         if let Some(&same) = self.known.get(recorded) {
             return Ok(same);
         }
-        budget.check_deadline()?;
+        before(deadline)?;
         let path = Path::new(recorded);
         let same = path.is_absolute() && path.canonicalize().is_ok_and(|c| c == self.canonical_cwd);
         self.known.insert(recorded.to_owned(), same);
@@ -639,6 +1039,72 @@ mod tests {
             let params: SessionListParams = serde_json::from_value(params).unwrap();
             discovery.list(&self.home, &self.cwd, attached, &params)
         }
+
+        fn discover(
+            &self,
+            discovery: &mut Discovery,
+            params: Value,
+        ) -> Result<SessionDiscoverResult, ErrorCode> {
+            let params: SessionDiscoverParams = serde_json::from_value(params).unwrap();
+            discovery.discover(&self.home, &self.cwd, None, &params)
+        }
+
+        fn discover_within(
+            &self,
+            discovery: &mut Discovery,
+            attached: Option<&str>,
+            params: Value,
+            bounds: DiscoverBounds,
+        ) -> Result<SessionDiscoverResult, ErrorCode> {
+            let params: SessionDiscoverParams = serde_json::from_value(params).unwrap();
+            let scope = Scope {
+                home: &self.home,
+                cwd: &self.cwd,
+                attached,
+            };
+            discovery.discover_within(&scope, &params, bounds)
+        }
+
+        /// Every batch of a new pass, following its cursors to the end.
+        fn pass(&self, limit: u64, bounds: DiscoverBounds) -> Vec<SessionDiscoverResult> {
+            let mut discovery = Discovery::default();
+            let mut batches = Vec::new();
+            let mut cursor: Option<String> = None;
+            loop {
+                let params = json!({"cursor": cursor, "limit": limit});
+                let batch = self
+                    .discover_within(&mut discovery, None, params, bounds)
+                    .unwrap();
+                assert!(batch.provisional);
+                assert!(serialized_len(&batch).unwrap() <= bounds.page_bytes);
+                assert_eq!(batch.complete, batch.next_cursor.is_none());
+                cursor = batch.next_cursor.clone();
+                batches.push(batch);
+                if cursor.is_none() {
+                    return batches;
+                }
+                assert!(batches.len() <= 1_000, "the pass does not move on");
+            }
+        }
+
+        /// Sessions `prefix000`, `prefix001`, … of this workspace.
+        fn sessions(&self, prefix: &str, count: usize) -> Vec<String> {
+            (0..count)
+                .map(|n| {
+                    let id = format!("{prefix}{n:03}");
+                    self.write(&id, &[self.meta(&id)]);
+                    id
+                })
+                .collect()
+        }
+    }
+
+    fn all_ids(batches: &[SessionDiscoverResult]) -> Vec<&str> {
+        batches.iter().flat_map(|b| ids(&b.sessions)).collect()
+    }
+
+    fn sizes(batches: &[SessionDiscoverResult]) -> Vec<usize> {
+        batches.iter().map(|b| b.sessions.len()).collect()
     }
 
     fn record(id: &str, kind: &str, fields: Value) -> Value {
@@ -653,12 +1119,8 @@ mod tests {
         object
     }
 
-    fn ids(result: &SessionListResult) -> Vec<&str> {
-        result
-            .sessions
-            .iter()
-            .map(|s| s.session_id.as_str())
-            .collect()
+    fn ids(sessions: &[SessionListEntry]) -> Vec<&str> {
+        sessions.iter().map(|s| s.session_id.as_str()).collect()
     }
 
     #[test]
@@ -815,7 +1277,10 @@ mod tests {
         f.write_raw("a.jsonl.tmp", "x");
         let mut d = Discovery::default();
         let result = f.list(&mut d, json!({})).unwrap();
-        assert_eq!(ids(&result), vec!["Z", "a", "a-b", "a_", "b", "blank"]);
+        assert_eq!(
+            ids(&result.sessions),
+            vec!["Z", "a", "a-b", "a_", "b", "blank"]
+        );
         assert!(result.notices.is_empty());
     }
 
@@ -828,7 +1293,7 @@ mod tests {
         std::fs::create_dir(f.home.workspace_dir(&f.cwd).join("bad3.jsonl")).unwrap();
         let mut d = Discovery::default();
         let result = f.list(&mut d, json!({})).unwrap();
-        assert_eq!(ids(&result), vec!["good"]);
+        assert_eq!(ids(&result.sessions), vec!["good"]);
         assert_eq!(result.notices, vec![NOTICE_SESSIONS_OMITTED_INVALID]);
     }
 
@@ -905,7 +1370,7 @@ mod tests {
         }
         let mut d = Discovery::default();
         let first = f.list(&mut d, json!({"limit": 2})).unwrap();
-        assert_eq!(ids(&first), vec!["s0", "s1"]);
+        assert_eq!(ids(&first.sessions), vec!["s0", "s1"]);
         assert!(first.revision.starts_with('d') && first.revision.len() == 33);
         let cursor = first.next_cursor.clone().unwrap();
         assert!(!first.complete);
@@ -916,9 +1381,9 @@ mod tests {
             )
         };
         let second = next(&mut d, &cursor, 2).unwrap();
-        assert_eq!(ids(&second), vec!["s2", "s3"]);
+        assert_eq!(ids(&second.sessions), vec!["s2", "s3"]);
         let last = next(&mut d, second.next_cursor.as_deref().unwrap(), 100).unwrap();
-        assert_eq!(ids(&last), vec!["s4"]);
+        assert_eq!(ids(&last.sessions), vec!["s4"]);
         assert!(last.complete && last.next_cursor.is_none());
         // A page can be asked for again while nothing changed.
         assert_eq!(next(&mut d, &cursor, 2).unwrap(), second);
@@ -1050,5 +1515,406 @@ mod tests {
         assert!(f.list(&mut d, json!({})).unwrap().sessions.is_empty());
         f.write_raw("one-more", "");
         assert_eq!(f.list(&mut d, json!({})), Err(ErrorCode::DiscoveryLimit));
+    }
+
+    #[test]
+    fn discover_params_are_checked_before_any_work() {
+        let check = |v: Value| check_discover_params(&serde_json::from_value(v).unwrap());
+        let request = |cursor: Option<&str>, limit| DiscoverRequest {
+            cursor: cursor.map(str::to_owned),
+            limit,
+        };
+        assert_eq!(check(json!({})), Ok(request(None, 100)));
+        assert_eq!(
+            check(json!({"cursor": null, "limit": 1})),
+            Ok(request(None, 1))
+        );
+        assert_eq!(
+            check(json!({"cursor": "p.1", "limit": 100})),
+            Ok(request(Some("p.1"), 100))
+        );
+        for bad in [
+            json!({"limit": 0}),
+            json!({"limit": 101}),
+            json!({"cursor": ""}),
+            json!({"cursor": "bad cursor"}),
+            json!({"cursor": "é"}),
+            json!({"cursor": "c".repeat(65)}),
+        ] {
+            assert_eq!(check(bad.clone()), Err(ErrorCode::InvalidParams), "{bad}");
+        }
+        // Checked before the cursor is looked up, whatever pass there is.
+        assert_eq!(
+            Fixture::new().discover(&mut Discovery::default(), json!({"limit": 0})),
+            Err(ErrorCode::InvalidParams)
+        );
+    }
+
+    #[test]
+    fn a_pass_lists_every_session_once_in_bounded_batches() {
+        let f = Fixture::new();
+        let all = f.sessions("s", 150);
+        // The 64-file batch bound ends a batch before `limit` does.
+        let batches = f.pass(100, DiscoverBounds::V1);
+        assert_eq!(sizes(&batches), vec![64, 64, 22]);
+        assert_eq!(all_ids(&batches), all);
+        let completes: Vec<bool> = batches.iter().map(|b| b.complete).collect();
+        assert_eq!(completes, vec![false, false, true]);
+        for cursor in batches.iter().filter_map(|b| b.next_cursor.as_deref()) {
+            assert!(is_valid_name(cursor) && cursor.starts_with('p'), "{cursor}");
+        }
+        // `limit` ends a batch too, and one ending on the folder's last log is complete.
+        let batches = f.pass(50, DiscoverBounds::V1);
+        assert_eq!(sizes(&batches), vec![50, 50, 50]);
+        assert_eq!(all_ids(&batches), all);
+        assert!(batches.iter().all(|b| b.notices.is_empty()));
+    }
+
+    #[test]
+    fn the_batch_file_bound_counts_logs_not_entries() {
+        let f = Fixture::new();
+        f.sessions("s", DISCOVER_BATCH_FILES);
+        let one = f.pass(100, DiscoverBounds::V1);
+        assert_eq!(sizes(&one), vec![DISCOVER_BATCH_FILES]);
+        assert!(one[0].complete);
+        // Logs of other workspaces and invalid logs are read, so they count as well.
+        f.write(
+            "other",
+            &[record("other", "session_meta", json!({"cwd": "/"}))],
+        );
+        f.write_raw("invalid.jsonl", "not json\n");
+        let mut d = Discovery::default();
+        let first = f.discover(&mut d, json!({})).unwrap();
+        assert_eq!(first.sessions.len(), DISCOVER_BATCH_FILES - 2);
+        assert!(!first.complete && first.next_cursor.is_some());
+        assert_eq!(first.notices, vec![NOTICE_SESSIONS_OMITTED_INVALID]);
+        let rest = f
+            .discover(&mut d, json!({"cursor": first.next_cursor}))
+            .unwrap();
+        assert_eq!(rest.sessions.len(), 2);
+        assert!(rest.complete && rest.next_cursor.is_none() && rest.notices.is_empty());
+    }
+
+    #[test]
+    fn a_continuation_follows_the_folder_as_it_changes() {
+        let f = Fixture::new();
+        f.sessions("s", 10);
+        let mut d = Discovery::default();
+        let first = f.discover(&mut d, json!({"limit": 3})).unwrap();
+        assert_eq!(ids(&first.sessions), vec!["s000", "s001", "s002"]);
+        let cursor = first.next_cursor.clone().unwrap();
+        // Behind the cursor, ahead of it, and a removal.
+        f.sessions("s001", 1);
+        f.sessions("s005", 1);
+        f.sessions("s9", 1);
+        std::fs::remove_file(f.home.workspace_dir(&f.cwd).join("s004.jsonl")).unwrap();
+        let second = f
+            .discover(&mut d, json!({"cursor": cursor, "limit": 3}))
+            .unwrap();
+        assert_eq!(ids(&second.sessions), vec!["s003", "s005", "s005000"]);
+        // Any cursor of the pass can be followed again, and issues the same next one.
+        let again = f
+            .discover(&mut d, json!({"cursor": cursor, "limit": 3}))
+            .unwrap();
+        assert_eq!(again, second);
+        let third = f
+            .discover(&mut d, json!({"cursor": second.next_cursor, "limit": 3}))
+            .unwrap();
+        assert_eq!(ids(&third.sessions), vec!["s006", "s007", "s008"]);
+        std::fs::remove_file(f.home.workspace_dir(&f.cwd).join("s9000.jsonl")).unwrap();
+        let last = f
+            .discover(&mut d, json!({"cursor": third.next_cursor, "limit": 3}))
+            .unwrap();
+        assert_eq!(ids(&last.sessions), vec!["s009"]);
+        assert!(last.complete && last.next_cursor.is_none());
+        // A log that vanished between the listing and its read is skipped.
+        let scope = Scope {
+            home: &f.home,
+            cwd: &f.cwd,
+            attached: None,
+        };
+        let gone = f.home.workspace_dir(&f.cwd).join("s004.jsonl");
+        assert!(matches!(
+            scope.visit("s004", &gone, SESSION_LIMITS).read,
+            Read::Gone
+        ));
+    }
+
+    #[test]
+    fn cursors_belong_to_their_pass() {
+        let f = Fixture::new();
+        f.sessions("s", 5);
+        let mut d = Discovery::default();
+        let first = f.discover(&mut d, json!({"limit": 2})).unwrap();
+        let cursor = first.next_cursor.clone().unwrap();
+        let (pass, _) = cursor.rsplit_once('.').unwrap();
+        for invented in [format!("{pass}.9"), format!("{pass}x.0"), "p0.0".to_owned()] {
+            assert_eq!(
+                f.discover(&mut d, json!({"cursor": invented})),
+                Err(ErrorCode::StaleRevision),
+                "{invented}"
+            );
+        }
+        // Another child's pass, and no pass at all.
+        let mut other = Discovery::default();
+        f.discover(&mut other, json!({})).unwrap();
+        assert_eq!(
+            f.discover(&mut other, json!({"cursor": cursor})),
+            Err(ErrorCode::StaleRevision)
+        );
+        assert_eq!(
+            f.discover(&mut Discovery::default(), json!({"cursor": cursor})),
+            Err(ErrorCode::StaleRevision)
+        );
+        // A session.list cursor is not a discovery cursor, and the reverse.
+        let listed = f.list(&mut d, json!({"limit": 2})).unwrap();
+        assert_eq!(
+            f.discover(&mut d, json!({"cursor": listed.next_cursor})),
+            Err(ErrorCode::StaleRevision)
+        );
+        assert!(f.discover(&mut d, json!({"cursor": cursor})).is_ok());
+        // A new pass ends the old one, even when it fails.
+        let fresh = f.discover(&mut d, json!({"limit": 2})).unwrap();
+        assert_ne!(fresh.next_cursor.as_deref(), Some(cursor.as_str()));
+        assert_eq!(
+            f.discover(&mut d, json!({"cursor": cursor})),
+            Err(ErrorCode::StaleRevision)
+        );
+        let fresh_cursor = fresh.next_cursor.unwrap();
+        assert_eq!(
+            ids(&f
+                .discover(&mut d, json!({"cursor": fresh_cursor}))
+                .unwrap()
+                .sessions),
+            vec!["s002", "s003", "s004"]
+        );
+        f.write_raw("bad name.jsonl", "");
+        assert_eq!(
+            f.discover(&mut d, json!({})),
+            Err(ErrorCode::DiscoveryUnavailable)
+        );
+        assert_eq!(
+            f.discover(&mut d, json!({"cursor": fresh_cursor})),
+            Err(ErrorCode::StaleRevision)
+        );
+    }
+
+    #[test]
+    fn limit_counts_listed_entries_only() {
+        let f = Fixture::new();
+        f.write("a", &[record("a", "session_meta", json!({"cwd": "/"}))]);
+        f.sessions("b", 2);
+        f.write("c", &[]);
+        std::fs::write(f.home.lease_path("c", LeaseKind::Writer), "").unwrap();
+        let batches = f.pass(1, DiscoverBounds::V1);
+        assert_eq!(all_ids(&batches), vec!["b000", "b001", "c"]);
+        assert_eq!(sizes(&batches), vec![1, 1, 1]);
+        // Entries are those of session.list.
+        let listed = f.list(&mut Discovery::default(), json!({})).unwrap();
+        let discovered: Vec<SessionListEntry> =
+            batches.into_iter().flat_map(|b| b.sessions).collect();
+        assert_eq!(discovered, listed.sessions);
+        assert_eq!(discovered[2].eligibility, Eligibility::Busy);
+    }
+
+    #[test]
+    fn over_size_and_invalid_logs_are_omitted_with_notices() {
+        let f = Fixture::new();
+        let lines: Vec<Value> = (0..=DISCOVERY_SESSION_LINES)
+            .map(|_| record("big", "future_kind", json!({})))
+            .collect();
+        f.write("big", &lines);
+        f.sessions("s", 2);
+        let mut d = Discovery::default();
+        let result = f.discover(&mut d, json!({})).unwrap();
+        assert_eq!(ids(&result.sessions), vec!["s000", "s001"]);
+        assert_eq!(result.notices, vec![NOTICE_SESSIONS_OMITTED_OVER_LIMIT]);
+        assert!(result.complete);
+        f.write_raw("a.jsonl", "{not json}\n");
+        let result = f.discover(&mut d, json!({})).unwrap();
+        assert_eq!(
+            result.notices,
+            vec![
+                NOTICE_SESSIONS_OMITTED_INVALID,
+                NOTICE_SESSIONS_OMITTED_OVER_LIMIT
+            ]
+        );
+        // The notices belong to the batch that met the log; a batch may list nothing.
+        let one_file = DiscoverBounds {
+            files: 1,
+            ..DiscoverBounds::V1
+        };
+        let batches = f.pass(100, one_file);
+        let shown: Vec<(Vec<&str>, Vec<String>)> = batches
+            .iter()
+            .map(|b| (ids(&b.sessions), b.notices.clone()))
+            .collect();
+        assert_eq!(
+            shown,
+            vec![
+                (vec![], vec![NOTICE_SESSIONS_OMITTED_INVALID.to_owned()]),
+                (vec![], vec![NOTICE_SESSIONS_OMITTED_OVER_LIMIT.to_owned()]),
+                (vec!["s000"], vec![]),
+                (vec!["s001"], vec![]),
+            ]
+        );
+    }
+
+    #[test]
+    fn discover_pages_stay_within_their_byte_bound() {
+        let f = Fixture::new();
+        // Long IDs and titles of four-byte characters: the largest entries there are.
+        let title = "\u{1d11e}".repeat(TITLE_CHARS);
+        let all: Vec<String> = (0..150)
+            .map(|n| {
+                let id = format!("{n:03}{}", "x".repeat(61));
+                f.write(
+                    &id,
+                    &[f.meta(&id), record(&id, "title", json!({"title": title}))],
+                );
+                id
+            })
+            .collect();
+        // `pass` checks every batch against the bound it was given.
+        assert_eq!(all_ids(&f.pass(100, DiscoverBounds::V1)), all);
+        let small = DiscoverBounds {
+            page_bytes: 2_000,
+            ..DiscoverBounds::V1
+        };
+        let batches = f.pass(100, small);
+        assert_eq!(all_ids(&batches), all);
+        assert!(batches.iter().all(|b| (1..10).contains(&b.sessions.len())));
+        // A bound no entry fits in fails the call rather than answering an empty page.
+        let tiny = DiscoverBounds {
+            page_bytes: 400,
+            ..DiscoverBounds::V1
+        };
+        assert_eq!(
+            f.discover_within(&mut Discovery::default(), None, json!({}), tiny),
+            Err(ErrorCode::DiscoveryLimit)
+        );
+    }
+
+    #[test]
+    fn read_budgets_and_the_deadline_end_a_batch_early() {
+        let f = Fixture::new();
+        let all = f.sessions("s", 6);
+        let size = std::fs::metadata(f.home.workspace_dir(&f.cwd).join("s000.jsonl"))
+            .unwrap()
+            .len();
+        let size = usize::try_from(size).unwrap();
+        let cases = [
+            // The third log does not fit what is left: it waits for the next batch.
+            DiscoverBounds {
+                bytes: 2 * size + size / 2,
+                ..DiscoverBounds::V1
+            },
+            DiscoverBounds {
+                lines: 2,
+                ..DiscoverBounds::V1
+            },
+            DiscoverBounds {
+                files: 2,
+                ..DiscoverBounds::V1
+            },
+            // Past the deadline, each batch still reads its first log.
+            DiscoverBounds {
+                scan_ms: 0,
+                ..DiscoverBounds::V1
+            },
+        ];
+        let expected = [vec![2, 2, 2], vec![2, 2, 2], vec![2, 2, 2], vec![1; 6]];
+        for (bounds, expected) in cases.into_iter().zip(expected) {
+            let batches = f.pass(100, bounds);
+            assert_eq!(sizes(&batches), expected, "{bounds:?}");
+            assert_eq!(all_ids(&batches), all);
+            assert!(batches.iter().all(|b| b.notices.is_empty()));
+        }
+        // A log over the whole batch budget is still read, alone, under its own bound.
+        let bounds = DiscoverBounds {
+            bytes: size / 2,
+            ..DiscoverBounds::V1
+        };
+        assert_eq!(sizes(&f.pass(100, bounds)), vec![1; 6]);
+    }
+
+    #[test]
+    fn discover_folders_and_names() {
+        let f = Fixture::new();
+        let mut d = Discovery::default();
+        // No folder yet: nothing stored, a complete empty pass.
+        let empty = f.discover(&mut d, json!({})).unwrap();
+        assert!(empty.sessions.is_empty() && empty.complete && empty.next_cursor.is_none());
+        f.sessions("s", 3);
+        let first = f.discover(&mut d, json!({"limit": 2})).unwrap();
+        // An invalid primary name fails the call even behind the cursor.
+        let bad = f.write_raw("a.b.jsonl", "");
+        assert_eq!(
+            f.discover(&mut d, json!({"cursor": first.next_cursor})),
+            Err(ErrorCode::DiscoveryUnavailable)
+        );
+        std::fs::remove_file(bad).unwrap();
+        // Every name counts against the directory bound, sidecars included.
+        f.write_raw("sidecar", "");
+        let bounds = DiscoverBounds {
+            directory_entries: 4,
+            ..DiscoverBounds::V1
+        };
+        let params = json!({"cursor": first.next_cursor});
+        assert_eq!(
+            ids(&f
+                .discover_within(&mut d, None, params.clone(), bounds)
+                .unwrap()
+                .sessions),
+            vec!["s002"]
+        );
+        f.write_raw("one-more", "");
+        assert_eq!(
+            f.discover_within(&mut d, None, params, bounds),
+            Err(ErrorCode::DiscoveryLimit)
+        );
+        // A folder removed mid-pass ends it; one replaced by a file is unavailable.
+        let ws = f.home.workspace_dir(&f.cwd);
+        std::fs::remove_dir_all(&ws).unwrap();
+        let gone = f
+            .discover(&mut d, json!({"cursor": first.next_cursor}))
+            .unwrap();
+        assert!(gone.sessions.is_empty() && gone.complete);
+        std::fs::write(&ws, "").unwrap();
+        assert_eq!(
+            f.discover(&mut d, json!({})),
+            Err(ErrorCode::DiscoveryUnavailable)
+        );
+    }
+
+    #[test]
+    fn discovery_takes_no_lease_and_honours_the_attachment() {
+        let f = Fixture::new();
+        f.sessions("s", 2);
+        std::fs::write(f.home.lease_path("s000", LeaseKind::Active), "").unwrap();
+        let mut d = Discovery::default();
+        let shown = |attached| {
+            let result = f
+                .discover_within(
+                    &mut Discovery::default(),
+                    attached,
+                    json!({}),
+                    DiscoverBounds::V1,
+                )
+                .unwrap();
+            result
+                .sessions
+                .iter()
+                .map(|s| s.eligibility)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(shown(None), vec![Eligibility::Busy, Eligibility::Available]);
+        assert_eq!(
+            shown(Some("s000")),
+            vec![Eligibility::Available, Eligibility::Available]
+        );
+        f.discover(&mut d, json!({})).unwrap();
+        assert!(is_present(&f.home.lease_path("s000", LeaseKind::Active)));
+        assert!(!is_present(&f.home.lease_path("s001", LeaseKind::Writer)));
     }
 }

@@ -18,7 +18,8 @@ use magi_protocol::messages::{
     SelectionSetParams, SelectionSetResult,
 };
 use magi_protocol::messages::{
-    HistoryPageParams, HistoryPageResult, SessionListParams, SessionListResult, SessionResult,
+    HistoryPageParams, HistoryPageResult, SessionDiscoverParams, SessionDiscoverResult,
+    SessionListParams, SessionListResult, SessionResult,
 };
 use magi_protocol::names::{is_valid_name, is_valid_session_id};
 use magi_store::Home;
@@ -574,6 +575,17 @@ impl Sessions {
     pub fn list(&mut self, params: &SessionListParams) -> Result<SessionListResult, ErrorCode> {
         let attached = self.attachment.as_ref().map(|a| a.session_id.as_str());
         self.discovery.list(&self.home, &self.cwd, attached, params)
+    }
+
+    /// `session.discover`: one bounded batch of an incremental pass over this
+    /// workspace's sessions.
+    pub fn discover(
+        &mut self,
+        params: &SessionDiscoverParams,
+    ) -> Result<SessionDiscoverResult, ErrorCode> {
+        let attached = self.attachment.as_ref().map(|a| a.session_id.as_str());
+        self.discovery
+            .discover(&self.home, &self.cwd, attached, params)
     }
 }
 

@@ -282,3 +282,21 @@ pub const BACKGROUND_JOBS: usize = 64;
 pub const REFRESH_RESPONSE_BYTES: usize = 1_048_576;
 /// Longest one `model.refresh` fetch may take, all pages together, in milliseconds.
 pub const REFRESH_TIMEOUT_MS: u64 = 30_000;
+
+// ---- `session.discover` bounds ----
+// The `discover_*` bounds of the `session.discover` extension (docs/protocol/extensions.md).
+// They are not published in `limits`: a client reads them from that page.
+
+/// Most names one `session.discover` call may list in the folder, sidecars included.
+pub const DISCOVER_DIRECTORY_ENTRIES: usize = 65_536;
+/// Most session logs one `session.discover` call reads before it ends its batch.
+pub const DISCOVER_BATCH_FILES: usize = 64;
+/// Most log bytes one `session.discover` call reads before it ends its batch.
+pub const DISCOVER_BATCH_BYTES: usize = 64 * 1024 * 1024;
+/// Most log lines one `session.discover` call reads before it ends its batch.
+pub const DISCOVER_BATCH_LINES: usize = 100_000;
+/// Largest serialized `session.discover` result, in bytes.
+pub const DISCOVER_PAGE_BYTES: usize = 32_768;
+/// Cooperative deadline after which a `session.discover` call ends its batch, in
+/// milliseconds.
+pub const DISCOVER_SCAN_MS: u64 = 2_000;

@@ -17,9 +17,9 @@ use magi_protocol::messages::{
     ApprovalAnswerParams, ApprovalAnswerResult, CatalogStatusParams, EmptyParams, Event,
     Extensions, HistoryPageParams, InitializeParams, InitializeResult, ModelCatalogParams,
     ModelRefreshParams, OperationCancelParams, OperationCancelResult, Readiness, ReadinessPhase,
-    ResultBody, RuntimeState, SelectionSetParams, SessionListParams, SessionOpenParams,
-    ShutdownResult, StatusResult, StoppingState, TurnCancelParams, TurnCancelResult,
-    TurnStartParams, TurnStartResult,
+    ResultBody, RuntimeState, SelectionSetParams, SessionDiscoverParams, SessionListParams,
+    SessionOpenParams, ShutdownResult, StatusResult, StoppingState, TurnCancelParams,
+    TurnCancelResult, TurnStartParams, TurnStartResult,
 };
 use magi_protocol::names::{base_capabilities, is_valid_name, is_valid_session_id};
 use magi_protocol::request::{Envelope, parse_envelope};
@@ -81,6 +81,8 @@ enum SessionOperation {
     Select(SelectionSetParams, ActiveSelection),
     /// `model.refresh`, stopped when the token is cancelled.
     Refresh(ModelRefreshParams, CancellationToken),
+    /// `session.discover`.
+    Discover(SessionDiscoverParams),
     /// `model.catalog.status`, with the current selection's provider.
     CatalogStatus(CatalogStatusParams, String),
     Page(HistoryPageParams),
@@ -112,6 +114,10 @@ impl SessionJob {
                     ResultBody::Session(result)
                 })
             }
+            SessionOperation::Discover(params) => self
+                .sessions
+                .discover(params)
+                .map(ResultBody::SessionDiscover),
             SessionOperation::CatalogStatus(params, provider) => self
                 .sessions
                 .catalog_status(params, provider)
@@ -320,8 +326,11 @@ impl Connection {
                     .ok_or(ErrorCode::ProviderUnavailable)?;
                 Ok(Some(SessionOperation::Open(p, startup)))
             }),
-            // Wired with its implementation; until then nothing runs for it.
-            Method::SessionDiscover => Err(ErrorCode::UnsupportedMethod),
+            // Its bounds are params too: checked before `busy`.
+            Method::SessionDiscover => parse_params(params).and_then(|p: SessionDiscoverParams| {
+                magi_core::discovery::check_discover_params(&p)?;
+                Ok(Some(SessionOperation::Discover(p)))
+            }),
             Method::ModelCatalogStatus => {
                 parse_params(params).and_then(|p: CatalogStatusParams| {
                     if p.provider.as_deref().is_some_and(|p| {

@@ -254,7 +254,11 @@ impl Printer {
                     eprintln!("magi-code: the run failed: {}", code.as_str());
                 }
             }
-            Event::InputPersisted(_) | Event::ApprovalRequested(_) | Event::ToolCard(_) => {}
+            Event::InputPersisted(_)
+            | Event::ApprovalRequested(_)
+            | Event::ToolCard(_)
+            | Event::ClientToolCall(_)
+            | Event::ClientToolCancel(_) => {}
         }
         out.flush()
     }

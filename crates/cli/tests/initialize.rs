@@ -148,7 +148,7 @@ async fn capability_preflight_leaves_the_child_unadmitted_and_effect_free() {
     let cases: &[(serde_json::Value, &str)] = &[
         (
             json!({"required_capabilities": ["status", "client.tools"]}),
-            "unsupported_capability",
+            "invalid_params",
         ),
         (
             json!({"required_capabilities": ["warp.drive"]}),

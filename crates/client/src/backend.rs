@@ -10,7 +10,7 @@ use std::time::Duration;
 use magi_protocol::ErrorCode;
 use magi_protocol::frame::{Decoded, FrameDecoder};
 use magi_protocol::limits::{READ_BATCH_BYTES, REQUEST_IDS};
-use magi_protocol::messages::{Event, InitializeResult, StatusResult};
+use magi_protocol::messages::{ClientToolDefinition, Event, InitializeResult, StatusResult};
 use magi_protocol::{PROTOCOL_NAME, PROTOCOL_VERSION};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -160,6 +160,8 @@ struct Shared {
     instance_id: Mutex<Option<String>>,
     /// Set once `initialize` admitted `tool.cards`; the reader then accepts cards.
     tool_cards: std::sync::atomic::AtomicBool,
+    /// Set once `initialize` admitted `client.tools`; the reader then accepts its events.
+    client_tools: std::sync::atomic::AtomicBool,
 }
 
 impl Shared {
@@ -235,15 +237,33 @@ impl Backend {
         &mut self,
         required: &[&str],
     ) -> Result<Result<InitializeResult, ErrorCode>, ClientError> {
-        let params = serde_json::json!({ "required_capabilities": required });
+        self.initialize_with_tools(required, None).await
+    }
+
+    /// `initialize`, registering `client_tools` when `client.tools` is required.
+    pub async fn initialize_with_tools(
+        &mut self,
+        required: &[&str],
+        client_tools: Option<&[ClientToolDefinition]>,
+    ) -> Result<Result<InitializeResult, ErrorCode>, ClientError> {
+        let mut params = serde_json::json!({ "required_capabilities": required });
+        if let Some(tools) = client_tools {
+            params["client_tools"] = serde_json::to_value(tools).map_err(|_| {
+                ClientError::Io(std::io::Error::other("client tools do not serialize"))
+            })?;
+        }
         let result: Result<InitializeResult, ErrorCode> =
             self.request("initialize", params).await?.parse()?;
         if let Ok(result) = &result {
             let cards = required.contains(&magi_protocol::cards::CAPABILITY);
-            check_advertisement(result, cards).map_err(ClientError::Violation)?;
+            let tools = required.contains(&CLIENT_TOOLS_CAPABILITY);
+            check_advertisement(result, cards, tools).map_err(ClientError::Violation)?;
             self.shared
                 .tool_cards
                 .store(cards, std::sync::atomic::Ordering::SeqCst);
+            self.shared
+                .client_tools
+                .store(tools, std::sync::atomic::Ordering::SeqCst);
         }
         Ok(result)
     }
@@ -331,24 +351,52 @@ impl Backend {
     }
 }
 
+/// The `client.tools` capability name.
+pub const CLIENT_TOOLS_CAPABILITY: &str = "client.tools";
+
 /// Checks what an admitted `initialize` advertises: the sixteen base capabilities in
-/// order, then `tool.cards` with exactly schema 1's descriptor when it was required,
-/// and nothing of it when it was not.
-fn check_advertisement(result: &InitializeResult, tool_cards: bool) -> Result<(), Violation> {
+/// order, then `tool.cards` with exactly schema 1's descriptor and `client.tools` with
+/// its descriptor, each exactly when it was required, and nothing of them otherwise.
+fn check_advertisement(
+    result: &InitializeResult,
+    tool_cards: bool,
+    client_tools: bool,
+) -> Result<(), Violation> {
     let mut expected = magi_protocol::names::base_capabilities();
     if tool_cards {
         expected.push(magi_protocol::cards::CAPABILITY.to_owned());
     }
+    if client_tools {
+        expected.push(CLIENT_TOOLS_CAPABILITY.to_owned());
+    }
     if result.capabilities != expected {
         return Err(Violation("initialize advertised other capabilities".into()));
     }
-    let descriptor = result.extensions.as_ref().map(|e| &e.tool_cards);
-    match (tool_cards, descriptor) {
-        (false, None) => Ok(()),
-        (true, Some(d)) if *d == magi_protocol::cards::ToolCardsDescriptor::schema_1() => Ok(()),
-        _ => Err(Violation(
-            "initialize advertised a tool.cards descriptor other than the one negotiated".into(),
-        )),
+    let cards = result
+        .extensions
+        .as_ref()
+        .and_then(|e| e.tool_cards.as_ref());
+    let cards_ok = match (tool_cards, cards) {
+        (false, None) => true,
+        (true, Some(d)) => *d == magi_protocol::cards::ToolCardsDescriptor::schema_1(),
+        _ => false,
+    };
+    let tools = result
+        .extensions
+        .as_ref()
+        .and_then(|e| e.client_tools.as_ref());
+    let tools_ok = match (client_tools, tools) {
+        (false, None) => true,
+        (true, Some(d)) => d.schema_version == 1,
+        _ => false,
+    };
+    let extensions_ok = result.extensions.is_some() == (tool_cards || client_tools);
+    if cards_ok && tools_ok && extensions_ok {
+        Ok(())
+    } else {
+        Err(Violation(
+            "initialize advertised extension descriptors other than the ones negotiated".into(),
+        ))
     }
 }
 
@@ -371,6 +419,9 @@ async fn read_output(
         decoder.feed(&buffer[..read], &mut units);
         for unit in units.drain(..) {
             checker.tool_cards = shared.tool_cards.load(std::sync::atomic::Ordering::SeqCst);
+            checker.client_tools = shared
+                .client_tools
+                .load(std::sync::atomic::Ordering::SeqCst);
             let checked = match unit {
                 Decoded::Frame(line) => checker.check(&line),
                 Decoded::TooLarge => Err(Violation("output frame over the bound".into())),

@@ -48,6 +48,8 @@ pub(crate) struct FrameChecker {
     last_seq: u64,
     /// Whether `tool.cards` was negotiated: only then is a `tool.card` event allowed.
     pub(crate) tool_cards: bool,
+    /// Whether `client.tools` was negotiated: only then are its events allowed.
+    pub(crate) client_tools: bool,
 }
 
 impl FrameChecker {
@@ -82,7 +84,17 @@ impl FrameChecker {
         self.last_seq = seq;
         match take("type").as_ref().and_then(Value::as_str) {
             Some("response") => decode_response(seq, object),
-            Some("event") => decode_event(seq, object, line, self.tool_cards),
+            Some("event") => {
+                let name = object.get("event").and_then(Value::as_str);
+                if !self.client_tools
+                    && matches!(name, Some("client.tool.call" | "client.tool.cancel"))
+                {
+                    return Err(violation(
+                        "client tool event without client.tools negotiated",
+                    ));
+                }
+                decode_event(seq, object, line, self.tool_cards)
+            }
             _ => Err(violation("unknown frame type")),
         }
     }

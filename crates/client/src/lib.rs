@@ -11,7 +11,9 @@ pub mod cards;
 mod decode;
 pub mod fold;
 
-pub use backend::{Backend, BackendCommand, Incoming, PendingResponse, Response};
+pub use backend::{
+    Backend, BackendCommand, CLIENT_TOOLS_CAPABILITY, Incoming, PendingResponse, Response,
+};
 pub use decode::{ServerFrame, Violation};
 
 /// Why a client operation failed.

@@ -5,6 +5,7 @@ mod agent;
 pub mod approvals;
 pub mod cards;
 pub mod catalog;
+pub mod client_tools;
 pub mod discovery;
 mod revision;
 pub mod runner;
@@ -22,3 +23,8 @@ pub fn stop_background_jobs() {
 }
 pub use sessions::Sessions;
 pub use startup::{ALLOW_ALL_ENV, CancelFlag, Runtime, StartupFailure, StartupRequest, start};
+
+/// Whether this build has a built-in tool of that name (client tools may not take it).
+pub fn is_built_in_tool(name: &str) -> bool {
+    magi_tools::exists(name)
+}

@@ -300,3 +300,24 @@ pub const DISCOVER_PAGE_BYTES: usize = 32_768;
 /// Cooperative deadline after which a `session.discover` call ends its batch, in
 /// milliseconds.
 pub const DISCOVER_SCAN_MS: u64 = 2_000;
+
+// `client.tools`: the bounds its contract (docs/protocol/client-tools.md) fixes. Not
+// part of the published `limits`: the descriptor of the extension carries them.
+
+/// Most names in `required_capabilities` when `client.tools` is among them.
+pub const REQUIRED_CAPABILITY_NAMES_WITH_CLIENT_TOOLS: usize = 18;
+/// Most tools a client registers.
+pub const CLIENT_TOOLS: usize = 16;
+/// Longest client tool description, in bytes.
+pub const CLIENT_TOOL_DESCRIPTION_BYTES: usize = 1_024;
+/// Longest serialized parameters schema of a client tool, in bytes.
+pub const CLIENT_TOOL_SCHEMA_BYTES: usize = 16_384;
+/// Longest serialized arguments a `client.tool.call` carries, in bytes; a call with
+/// more fails without being sent.
+pub const CLIENT_TOOL_ARGUMENTS_BYTES: usize = 32_768;
+/// Longest `content` of a `client.tool.result`, in bytes.
+pub const CLIENT_TOOL_RESULT_BYTES: usize = 32_768;
+/// Default time a client has to answer a call, in milliseconds.
+pub const CLIENT_TOOL_TIMEOUT_MS: u64 = 120_000;
+/// Longest time a tool may ask for, in milliseconds.
+pub const CLIENT_TOOL_MAX_TIMEOUT_MS: u64 = 600_000;

@@ -11,13 +11,127 @@ use crate::limits::Limits;
 #[serde(deny_unknown_fields)]
 pub struct EmptyParams {}
 
-/// Params of `initialize`: exactly `{"required_capabilities": [...]}`.
+/// Params of `initialize`: exactly `{"required_capabilities": [...]}`, plus
+/// `client_tools` when `client.tools` is required.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct InitializeParams {
-    /// Capabilities the client needs. At most 16 names, duplicates counted; each follows
-    /// the name grammar. Gated capabilities work only when named here.
+    /// Capabilities the client needs. At most 16 names (18 with `client.tools`),
+    /// duplicates counted; each follows the name grammar. Gated capabilities work only
+    /// when named here.
     pub required_capabilities: Vec<String>,
+    /// The tools the client registers for this child's life; present exactly when
+    /// `client.tools` is required.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_tools: Option<Vec<ClientToolDefinition>>,
+}
+
+/// A tool the client executes itself, registered at `initialize`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ClientToolDefinition {
+    /// `[a-z][a-z0-9_]*`, 1–64 bytes, not a built-in tool's name.
+    pub name: String,
+    /// What the model is told it does, 1–1,024 bytes.
+    pub description: String,
+    /// The JSON Schema of its arguments: an object schema, at most 16 KiB serialized.
+    pub parameters: serde_json::Value,
+    /// Milliseconds the client has to answer a call, 1–600,000; 120,000 when omitted.
+    #[serde(
+        default,
+        deserialize_with = "present_u64",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schemars(with = "u64", range(min = 1, max = 600000))]
+    pub timeout_ms: Option<u64>,
+}
+
+/// The `extensions["client.tools"]` descriptor.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ClientToolsDescriptor {
+    /// Always 1.
+    pub schema_version: u64,
+    /// The registered tools' names, in registration order.
+    pub tools: Vec<String>,
+    /// Most serialized arguments of a call, in bytes.
+    pub arguments_bytes: u64,
+    /// Most bytes of a result's content.
+    pub result_bytes: u64,
+}
+
+/// Data of `client.tool.call`: the client is to run one of its tools.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ClientToolCall {
+    /// The session.
+    pub session_id: String,
+    /// The run.
+    pub run_id: String,
+    /// The call, as `client.tool.result` names it.
+    pub call_id: String,
+    /// The base activity of the call.
+    pub activity_id: String,
+    /// The registered tool.
+    pub tool: String,
+    /// The arguments the model gave (a JSON object).
+    pub arguments: serde_json::Value,
+    /// Milliseconds the client has to answer.
+    pub timeout_ms: u64,
+}
+
+/// Why a client tool call was withdrawn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ClientToolCancelReason {
+    /// The run was cancelled.
+    Cancelled,
+    /// No answer came in time.
+    TimedOut,
+}
+
+/// Data of `client.tool.cancel`: the call no longer takes a result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ClientToolCancel {
+    /// The session.
+    pub session_id: String,
+    /// The run.
+    pub run_id: String,
+    /// The call.
+    pub call_id: String,
+    /// Why.
+    pub reason: ClientToolCancelReason,
+}
+
+/// How a client tool call ended, as the client reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ClientToolOutcome {
+    /// It did what it was asked.
+    Completed,
+    /// It failed; `content` says why.
+    Failed,
+}
+
+/// Params of `client.tool.result`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ClientToolResultParams {
+    /// The session.
+    pub session_id: String,
+    /// The run.
+    pub run_id: String,
+    /// The call.
+    pub call_id: String,
+    /// How it ended.
+    pub outcome: ClientToolOutcome,
+    /// What the model is given, at most 32 KiB.
+    pub content: String,
+}
+
+/// The result of `client.tool.result`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ClientToolResultResult {
+    /// Always true: this was the call's one result.
+    pub recorded: bool,
 }
 
 /// Params of `session.open`: exactly `{"session_id": …}`.
@@ -724,9 +838,20 @@ pub struct InitializeResult {
 /// The `extensions` object of an `initialize` result.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Extensions {
-    /// The `tool.cards` descriptor, schema 1.
-    #[serde(rename = "tool.cards")]
-    pub tool_cards: crate::cards::ToolCardsDescriptor,
+    /// The `tool.cards` descriptor, schema 1, when negotiated.
+    #[serde(
+        rename = "tool.cards",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub tool_cards: Option<crate::cards::ToolCardsDescriptor>,
+    /// The `client.tools` descriptor, when negotiated.
+    #[serde(
+        rename = "client.tools",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub client_tools: Option<ClientToolsDescriptor>,
 }
 
 /// The lifecycle state reported by `status`.
@@ -834,6 +959,8 @@ pub enum ResultBody {
     CatalogStatus(CatalogStatusResult),
     /// `operation.cancel`.
     OperationCancel(OperationCancelResult),
+    /// `client.tool.result`.
+    ClientToolResult(ClientToolResultResult),
 }
 
 /// Data of `input.persisted`.
@@ -1025,6 +1152,12 @@ pub enum Event {
     /// `tool.card`, only with `tool.cards` negotiated.
     #[serde(rename = "tool.card")]
     ToolCard(Box<crate::cards::ToolCardEvent>),
+    /// `client.tool.call`, only with `client.tools` negotiated.
+    #[serde(rename = "client.tool.call")]
+    ClientToolCall(Box<ClientToolCall>),
+    /// `client.tool.cancel`, only with `client.tools` negotiated.
+    #[serde(rename = "client.tool.cancel")]
+    ClientToolCancel(ClientToolCancel),
 }
 
 /// Results and event data tolerate fields a later backend adds; params do not.

@@ -8,13 +8,19 @@
 use std::sync::Arc;
 
 use magi_core::approvals::ApprovalGate;
+use magi_core::client_tools::{ClientTool, ClientToolGate};
 use magi_core::runner::{TurnRequest, start_turn};
 use magi_core::selection::ActiveSelection;
 use magi_core::{CancelFlag, Runtime, Sessions, StartupFailure, StartupRequest, agent_for};
 use magi_protocol::cards;
-use magi_protocol::limits::{Limits, PROMPT_BYTES, REQUIRED_CAPABILITY_NAMES};
+use magi_protocol::limits::{
+    CLIENT_TOOL_ARGUMENTS_BYTES, CLIENT_TOOL_DESCRIPTION_BYTES, CLIENT_TOOL_MAX_TIMEOUT_MS,
+    CLIENT_TOOL_RESULT_BYTES, CLIENT_TOOL_SCHEMA_BYTES, CLIENT_TOOLS, Limits, PROMPT_BYTES,
+    REQUIRED_CAPABILITY_NAMES, REQUIRED_CAPABILITY_NAMES_WITH_CLIENT_TOOLS,
+};
 use magi_protocol::messages::{
-    ApprovalAnswerParams, ApprovalAnswerResult, CatalogStatusParams, EmptyParams, Event,
+    ApprovalAnswerParams, ApprovalAnswerResult, CatalogStatusParams, ClientToolDefinition,
+    ClientToolResultParams, ClientToolResultResult, ClientToolsDescriptor, EmptyParams, Event,
     Extensions, HistoryPageParams, InitializeParams, InitializeResult, ModelCatalogParams,
     ModelRefreshParams, OperationCancelParams, OperationCancelResult, Readiness, ReadinessPhase,
     ResultBody, RuntimeState, SelectionSetParams, SessionDiscoverParams, SessionListParams,
@@ -64,6 +70,7 @@ struct ActiveRun {
     run_id: String,
     cancel: CancellationToken,
     approvals: ApprovalGate,
+    client_calls: ClientToolGate,
 }
 
 /// A session operation and the sessions it works on, moved to the worker.
@@ -177,6 +184,9 @@ pub(crate) struct Connection {
     negotiated: Vec<Method>,
     /// Whether the client required the `tool.cards` extension.
     tool_cards: bool,
+    /// Whether the client required `client.tools`, and the tools it registered.
+    client_tools_negotiated: bool,
+    client_tools: Arc<Vec<ClientTool>>,
     /// The current selection, once startup succeeded: what `status` reports (the last
     /// completed one, even while a worker holds the sessions) and turns use.
     selection: Option<ActiveSelection>,
@@ -201,6 +211,8 @@ impl Connection {
             init: Init::Unadmitted,
             negotiated: Vec::new(),
             tool_cards: false,
+            client_tools_negotiated: false,
+            client_tools: Arc::default(),
             selection: None,
             startup,
             sessions: None,
@@ -239,6 +251,14 @@ impl Connection {
 
     fn dispatch(&mut self, envelope: &Envelope<'_>) -> Result<Flow, OutputFailure> {
         let id = envelope.id.as_str();
+        if envelope.method == CLIENT_TOOL_RESULT_METHOD {
+            let answer = self.client_tool_result(envelope.params);
+            match answer {
+                Ok(result) => self.output.result(id, result)?,
+                Err(code) => self.output.error(Some(id), code)?,
+            }
+            return Ok(Flow::Continue);
+        }
         let Some(method) = Method::from_wire(&envelope.method) else {
             self.output.error(Some(id), ErrorCode::UnsupportedMethod)?;
             return Ok(Flow::Continue);
@@ -432,6 +452,7 @@ impl Connection {
                             run_id,
                             cancel: handle.cancel,
                             approvals: handle.approvals,
+                            client_calls: handle.client_calls,
                         });
                         Ok(Flow::RunStarted(RunChannels {
                             events: handle.events,
@@ -479,6 +500,7 @@ impl Connection {
             run_id: uuid::Uuid::new_v4().to_string(),
             prompt: params.prompt,
             tool_cards: self.tool_cards,
+            client_tools: Arc::clone(&self.client_tools),
         };
         Ok((sessions, agent, request))
     }
@@ -513,6 +535,39 @@ impl Connection {
             }))
         } else {
             Err(ErrorCode::StaleApproval)
+        }
+    }
+
+    /// `client.tool.result`: the client's one answer to a call of its tools. Refused
+    /// without effect when `client.tools` was not negotiated.
+    fn client_tool_result(&self, params: &RawValue) -> Result<ResultBody, ErrorCode> {
+        match &self.init {
+            Init::Unadmitted | Init::Starting { .. } => return Err(ErrorCode::NotInitialized),
+            Init::Failed(failure) => return Err(failure.error.code()),
+            Init::Ready(_) if !self.client_tools_negotiated => {
+                return Err(ErrorCode::UnsupportedCapability);
+            }
+            Init::Ready(_) => {}
+        }
+        let params: ClientToolResultParams = parse_params(params)?;
+        if !is_valid_name(&params.call_id) || params.content.len() > CLIENT_TOOL_RESULT_BYTES {
+            return Err(ErrorCode::InvalidParams);
+        }
+        self.check_run_identity(&params.session_id, &params.run_id)?;
+        let recorded = self.run.as_ref().is_some_and(|run| {
+            run.session_id == params.session_id
+                && run.run_id == params.run_id
+                && run
+                    .client_calls
+                    .answer(&params.call_id, (params.outcome, params.content.clone()))
+        });
+        if recorded {
+            Ok(ResultBody::ClientToolResult(ClientToolResultResult {
+                recorded: true,
+            }))
+        } else {
+            // Not a call of the active run that waits for an answer.
+            Err(ErrorCode::StaleRun)
         }
     }
 
@@ -623,6 +678,8 @@ impl Connection {
             }
         };
         self.tool_cards = required.tool_cards;
+        self.client_tools_negotiated = required.client_tools.is_some();
+        self.client_tools = Arc::new(required.client_tools.unwrap_or_default());
         self.negotiated = required
             .methods
             .into_iter()
@@ -656,11 +713,25 @@ impl Connection {
                 self.init = Init::Ready(runtime);
                 let mut capabilities = base_capabilities();
                 let mut extensions = None;
-                if self.tool_cards {
-                    capabilities.push(cards::CAPABILITY.to_owned());
-                    extensions = Some(Extensions {
-                        tool_cards: cards::ToolCardsDescriptor::schema_1(),
-                    });
+                if self.tool_cards || self.client_tools_negotiated {
+                    let mut negotiated = Extensions {
+                        tool_cards: None,
+                        client_tools: None,
+                    };
+                    if self.tool_cards {
+                        capabilities.push(cards::CAPABILITY.to_owned());
+                        negotiated.tool_cards = Some(cards::ToolCardsDescriptor::schema_1());
+                    }
+                    if self.client_tools_negotiated {
+                        capabilities.push(CLIENT_TOOLS_CAPABILITY.to_owned());
+                        negotiated.client_tools = Some(ClientToolsDescriptor {
+                            schema_version: 1,
+                            tools: self.client_tools.iter().map(|t| t.name.clone()).collect(),
+                            arguments_bytes: CLIENT_TOOL_ARGUMENTS_BYTES as u64,
+                            result_bytes: CLIENT_TOOL_RESULT_BYTES as u64,
+                        });
+                    }
+                    extensions = Some(negotiated);
                 }
                 let result = InitializeResult {
                     capabilities,
@@ -752,11 +823,56 @@ struct Negotiation {
     methods: Vec<Method>,
     /// Whether `tool.cards` was required.
     tool_cards: bool,
+    /// The client's tools, when `client.tools` was required.
+    client_tools: Option<Vec<ClientTool>>,
 }
+
+/// The method a client answers its tools' calls with.
+const CLIENT_TOOL_RESULT_METHOD: &str = "client.tool.result";
+/// The `client.tools` capability name.
+const CLIENT_TOOLS_CAPABILITY: &str = "client.tools";
 
 /// Whether a capability name is known: a method, or an extension this build has.
 fn is_known_capability(name: &str) -> bool {
-    Method::from_wire(name).is_some() || name == cards::CAPABILITY
+    Method::from_wire(name).is_some()
+        || name == cards::CAPABILITY
+        || name == CLIENT_TOOLS_CAPABILITY
+}
+
+/// Checks the tools a client registers: 1 to 16 of them, names `[a-z][a-z0-9_]*` of at
+/// most 64 bytes, unique and none a built-in tool's, descriptions of 1 to 1,024 bytes
+/// without control characters, object schemas of at most 16 KiB, timeouts of 1 to
+/// 600,000 ms.
+fn check_client_tools(tools: &[ClientToolDefinition]) -> Result<Vec<ClientTool>, ErrorCode> {
+    let name_ok = |name: &str| {
+        name.len() <= 64
+            && name.bytes().next().is_some_and(|b| b.is_ascii_lowercase())
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+    };
+    let mut names = std::collections::HashSet::new();
+    let valid = !tools.is_empty()
+        && tools.len() <= CLIENT_TOOLS
+        && tools.iter().all(|tool| {
+            let schema_bytes = serde_json::to_vec(&tool.parameters).map_or(usize::MAX, |v| v.len());
+            name_ok(&tool.name)
+                && !magi_core::is_built_in_tool(&tool.name)
+                && names.insert(tool.name.as_str())
+                && !tool.description.is_empty()
+                && tool.description.len() <= CLIENT_TOOL_DESCRIPTION_BYTES
+                && !magi_protocol::text::has_control(&tool.description)
+                && tool.parameters.get("type").and_then(|t| t.as_str()) == Some("object")
+                && schema_bytes <= CLIENT_TOOL_SCHEMA_BYTES
+                && tool
+                    .timeout_ms
+                    .is_none_or(|t| (1..=CLIENT_TOOL_MAX_TIMEOUT_MS).contains(&t))
+        });
+    if valid {
+        Ok(tools.iter().map(ClientTool::from_definition).collect())
+    } else {
+        Err(ErrorCode::InvalidParams)
+    }
 }
 
 /// Validates `required_capabilities` before any effect. A well-formed name this backend
@@ -778,12 +894,25 @@ fn preflight_capabilities(params: &RawValue) -> Result<Negotiation, ErrorCode> {
     }
     let params: InitializeParams = parse_params(params)?;
     let names = &params.required_capabilities;
-    if names.len() > REQUIRED_CAPABILITY_NAMES || !names.iter().all(|n| is_valid_name(n)) {
+    let wants_tools = names.iter().any(|n| n == CLIENT_TOOLS_CAPABILITY);
+    let most = if wants_tools {
+        REQUIRED_CAPABILITY_NAMES_WITH_CLIENT_TOOLS
+    } else {
+        REQUIRED_CAPABILITY_NAMES
+    };
+    if names.len() > most || !names.iter().all(|n| is_valid_name(n)) {
         return Err(ErrorCode::InvalidParams);
     }
+    // `client_tools` comes exactly with the capability that registers them.
+    let client_tools = match (wants_tools, &params.client_tools) {
+        (true, Some(tools)) => Some(check_client_tools(tools)?),
+        (false, None) => None,
+        _ => return Err(ErrorCode::InvalidParams),
+    };
     Ok(Negotiation {
         methods: names.iter().filter_map(|n| Method::from_wire(n)).collect(),
         tool_cards: names.iter().any(|n| n == cards::CAPABILITY),
+        client_tools,
     })
 }
 
@@ -815,13 +944,12 @@ mod tests {
             preflight_capabilities(&raw),
             Ok(Negotiation {
                 methods: vec![Method::Status],
-                tool_cards: true
+                tool_cards: true,
+                client_tools: None,
             })
         );
-        assert_eq!(
-            preflight(&params(&["client.tools"])),
-            Err(UnsupportedCapability)
-        );
+        // `client.tools` needs its tools, and tools need the capability.
+        assert_eq!(preflight(&params(&["client.tools"])), Err(InvalidParams));
         assert_eq!(
             preflight(&params(&["status", "bad name"])),
             Err(InvalidParams)

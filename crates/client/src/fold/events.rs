@@ -76,6 +76,9 @@ impl Transcript {
             // Cards are checked and kept by `crate::cards::LiveCards`, beside the fold:
             // the base activity this card enhances is folded from its own events.
             Event::ToolCard(_) => {}
+            // A client tool call is the client's own work, not a transcript item: the
+            // activity it belongs to is folded from its own events.
+            Event::ClientToolCall(_) | Event::ClientToolCancel(_) => {}
         }
     }
 

@@ -36,7 +36,12 @@ use super::live_cards::Snapshot;
 use super::{Ending, Turn};
 use crate::approvals::ApprovalOutcome;
 use crate::cards::{CardSource, PreviewSource, Settlement};
+use crate::client_tools::ClientTool;
 use magi_protocol::ErrorCode;
+use magi_protocol::limits::CLIENT_TOOL_ARGUMENTS_BYTES;
+use magi_protocol::messages::{
+    ClientToolCall, ClientToolCancel, ClientToolCancelReason, ClientToolOutcome, Event,
+};
 
 /// The protection label of a call a settings rule or the allow-all mode let run.
 pub(super) const LABEL_ALLOWED_AUTOMATICALLY: &str = "allowed automatically";
@@ -196,6 +201,23 @@ impl Turn {
                 );
                 continue;
             }
+            if let Some(tool) = self.client_tool(&call.name) {
+                // The client runs it: nothing else is in flight (it is not read-only),
+                // and later calls wait for it.
+                let report = self.call_client(call, &tool, &activity_id).await;
+                let outcome = if report.cancelled {
+                    ToolOutcome::Cancelled
+                } else if report.output.is_error {
+                    ToolOutcome::Failed
+                } else {
+                    ToolOutcome::Completed
+                };
+                settled[index] = Some(
+                    self.settle(call, &activity_id, report, outcome, protection)
+                        .await,
+                );
+                continue;
+            }
             let execution = self.execution(call);
             in_flight.push(InFlight {
                 index,
@@ -268,9 +290,113 @@ impl Turn {
         }
     }
 
+    /// The client tool a call names, if any.
+    fn client_tool(&self, name: &str) -> Option<ClientTool> {
+        self.request
+            .client_tools
+            .iter()
+            .find(|t| t.name == name)
+            .cloned()
+    }
+
+    /// Hands a claimed call to the client and waits for its one answer, the run's
+    /// cancellation or the tool's timeout; a withdrawn call is announced.
+    async fn call_client(
+        &mut self,
+        call: &Call,
+        tool: &ClientTool,
+        activity_id: &str,
+    ) -> ToolReport {
+        let arguments = match serde_json::from_str::<serde_json::Value>(&call.arguments) {
+            Ok(value) if value.is_object() => value,
+            _ => {
+                return ToolReport::from(ToolOutput {
+                    content: "The arguments were not a JSON object.".into(),
+                    summary: "invalid arguments".into(),
+                    is_error: true,
+                });
+            }
+        };
+        if call.arguments.len() > CLIENT_TOOL_ARGUMENTS_BYTES {
+            return ToolReport::from(ToolOutput {
+                content: format!(
+                    "The arguments are over the {CLIENT_TOOL_ARGUMENTS_BYTES}-byte bound; the \
+                     call was not sent."
+                ),
+                summary: "arguments too large".into(),
+                is_error: true,
+            });
+        }
+        // Opened before it is announced, so an answer racing the event is not lost.
+        let answer = self.client_calls.open(&call.call_id);
+        self.critical(Event::ClientToolCall(Box::new(ClientToolCall {
+            session_id: self.request.session_id.clone(),
+            run_id: self.request.run_id.clone(),
+            call_id: call.call_id.clone(),
+            activity_id: activity_id.to_owned(),
+            tool: tool.name.clone(),
+            arguments,
+            timeout_ms: tool.timeout_ms,
+        })))
+        .await;
+        let timeout = tokio::time::sleep(std::time::Duration::from_millis(tool.timeout_ms));
+        let withdrawn = tokio::select! {
+            answered = answer => match answered {
+                Ok((outcome, content)) => {
+                    let failed = outcome == ClientToolOutcome::Failed;
+                    return ToolReport::from(ToolOutput {
+                        summary: if failed { "failed" } else { "completed" }.into(),
+                        content,
+                        is_error: failed,
+                    });
+                }
+                // The gate went away: the run is ending.
+                Err(_) => ClientToolCancelReason::Cancelled,
+            },
+            () = self.cancel.cancelled() => ClientToolCancelReason::Cancelled,
+            () = timeout => ClientToolCancelReason::TimedOut,
+        };
+        self.client_calls.close(&call.call_id);
+        self.critical(Event::ClientToolCancel(ClientToolCancel {
+            session_id: self.request.session_id.clone(),
+            run_id: self.request.run_id.clone(),
+            call_id: call.call_id.clone(),
+            reason: withdrawn,
+        }))
+        .await;
+        match withdrawn {
+            ClientToolCancelReason::Cancelled => ToolReport {
+                cancelled: true,
+                ..ToolReport::from(ToolOutput {
+                    content: "The call was cancelled before the client answered.".into(),
+                    summary: "cancelled".into(),
+                    is_error: true,
+                })
+            },
+            ClientToolCancelReason::TimedOut => ToolReport::from(ToolOutput {
+                content: format!(
+                    "The client did not answer within {} ms; the call was withdrawn.",
+                    tool.timeout_ms
+                ),
+                summary: "no answer in time".into(),
+                is_error: true,
+            }),
+        }
+    }
+
     /// What the policy says of a call, from its arguments.
     fn verdict(&self, call: &Call) -> Verdict {
         let cwd = self.sessions.cwd();
+        if self.client_tool(&call.name).is_some() {
+            // The client's own tools change what the client lets them change: they ask
+            // unless a rule or the mode allows them.
+            return self.agent.permissions.verdict(&CallSubject {
+                tool: &call.name,
+                subject: None,
+                read_only: false,
+                outside_workspace: false,
+            });
+        }
         if !magi_tools::exists(&call.name) {
             // It fails without running anything.
             return Verdict::Run;

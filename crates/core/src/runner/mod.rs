@@ -34,6 +34,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use crate::approvals::ApprovalGate;
+use crate::client_tools::{ClientTool, ClientToolGate};
 use crate::sessions::{AppendFailure, Sessions};
 
 /// Model round trips one turn may take before it is stopped as failed.
@@ -73,6 +74,8 @@ pub struct TurnRequest {
     /// Whether the client negotiated `tool.cards`: the run then sends `tool.card`
     /// events.
     pub tool_cards: bool,
+    /// The tools the client registered (`client.tools`); empty without it.
+    pub client_tools: Arc<Vec<ClientTool>>,
 }
 
 /// A running turn, as the server sees it.
@@ -81,6 +84,8 @@ pub struct RunHandle {
     pub cancel: CancellationToken,
     /// Where `approval.answer` settles the run's pending approval.
     pub approvals: ApprovalGate,
+    /// Where `client.tool.result` answers the run's client tool calls.
+    pub client_calls: ClientToolGate,
     /// The run's events; closed after `run.finished`.
     pub events: mpsc::Receiver<Event>,
     /// The sessions, handed back when the run's thread ends.
@@ -100,6 +105,8 @@ pub fn start_turn(
     let run_cancel = cancel.clone();
     let approvals = ApprovalGate::default();
     let run_approvals = approvals.clone();
+    let client_calls = ClientToolGate::default();
+    let run_client_calls = client_calls.clone();
     // The sessions travel through this slot so that a failed spawn can return them.
     let slot = Arc::new(std::sync::Mutex::new(Some(sessions)));
     let thread_slot = Arc::clone(&slot);
@@ -118,6 +125,7 @@ pub fn start_turn(
                 Ok(runtime) => runtime.block_on(async move {
                     let mut turn = Turn::new(sessions, agent, request, events_tx, run_cancel);
                     turn.approvals = run_approvals;
+                    turn.client_calls = run_client_calls;
                     let finished = turn.run().await;
                     // The sessions go back before the terminal event, so a client that
                     // saw `run.finished` finds the child idle.
@@ -136,6 +144,7 @@ pub fn start_turn(
         Ok(_) => Ok(RunHandle {
             cancel,
             approvals,
+            client_calls,
             events,
             done,
         }),
@@ -159,6 +168,7 @@ struct Turn {
     events: mpsc::Sender<Event>,
     cancel: CancellationToken,
     approvals: ApprovalGate,
+    client_calls: ClientToolGate,
     /// A critical event could not be delivered.
     output_lost: bool,
     /// The input was appended.
@@ -218,6 +228,7 @@ impl Turn {
             events,
             cancel,
             approvals: ApprovalGate::default(),
+            client_calls: ClientToolGate::default(),
             output_lost: false,
             input_durable: false,
             degraded: false,
@@ -289,7 +300,7 @@ impl Turn {
 
     /// Model round trips until the model stops asking for tools.
     async fn converse(&mut self, mut items: Vec<Item>) -> Ending {
-        let tools: Vec<ToolSpec> = magi_tools::definitions()
+        let mut tools: Vec<ToolSpec> = magi_tools::definitions()
             .into_iter()
             .map(|d| ToolSpec {
                 name: d.name.to_owned(),
@@ -297,6 +308,11 @@ impl Turn {
                 parameters: d.parameters,
             })
             .collect();
+        tools.extend(self.request.client_tools.iter().map(|t| ToolSpec {
+            name: t.name.clone(),
+            description: t.description.clone(),
+            parameters: t.parameters.clone(),
+        }));
         for _ in 0..MAX_STEPS {
             self.deliver_job_notices(&mut items);
             let request = ModelRequest {
@@ -601,6 +617,7 @@ mod tests {
             run_id: "run-1".into(),
             prompt: "hi".into(),
             tool_cards: false,
+            client_tools: Arc::default(),
         };
         let Ok(mut handle) = start_turn(sessions, agent, request) else {
             panic!("the run's thread starts");

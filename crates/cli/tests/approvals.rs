@@ -12,9 +12,7 @@ mod common;
 use common::*;
 use magi_client::{Backend, Incoming};
 use magi_protocol::ErrorCode;
-use magi_protocol::messages::{
-    ActivityState, ApprovalRequested, Event, RunFinished, RunOutcome, SessionResult,
-};
+use magi_protocol::messages::{ActivityState, ApprovalRequested, Event, RunOutcome, SessionResult};
 use magi_testkit::{MockServer, Reply};
 use serde_json::json;
 
@@ -75,17 +73,6 @@ async fn until_approval(backend: &mut Backend, seen: &mut Vec<Event>) -> Approva
                 Event::ApprovalRequested(request) => return request,
                 Event::RunFinished(f) => panic!("no approval was asked: {f:?}"),
                 _ => {}
-            }
-        }
-    }
-}
-
-async fn until_finished(backend: &mut Backend, seen: &mut Vec<Event>) -> RunFinished {
-    loop {
-        if let Incoming::Event { event, .. } = next(backend).await {
-            seen.push(event.clone());
-            if let Event::RunFinished(finished) = event {
-                return finished;
             }
         }
     }

@@ -10,13 +10,10 @@
 mod common;
 
 use common::*;
-use magi_client::{Backend, Incoming};
 use magi_protocol::cards::{
     Card, CardOutcome, CardState, Changes, Origin, ProtectionDecision, ToolKind,
 };
-use magi_protocol::messages::{
-    ActivityState, Event, HistoryPageResult, RunFinished, RunOutcome, SavedCard,
-};
+use magi_protocol::messages::{ActivityState, Event, HistoryPageResult, RunOutcome, SavedCard};
 use magi_testkit::{MockServer, Reply};
 use serde_json::json;
 
@@ -34,17 +31,6 @@ fn env_for(mock: &MockServer) -> TestEnv {
         .var("MAGI_PROVIDER", "openai-chat")
         .var("MAGI_MODEL", "mock-model")
         .var("OPENAI_BASE_URL", &mock.base_url())
-}
-
-async fn until_finished(backend: &mut Backend, seen: &mut Vec<Event>) -> RunFinished {
-    loop {
-        if let Incoming::Event { event, .. } = next(backend).await {
-            seen.push(event.clone());
-            if let Event::RunFinished(finished) = event {
-                return finished;
-            }
-        }
-    }
 }
 
 #[tokio::test]

@@ -13,8 +13,7 @@ use common::*;
 use magi_client::{Backend, Incoming};
 use magi_protocol::ErrorCode;
 use magi_protocol::messages::{
-    ActivityState, ClientToolCall, ClientToolCancelReason, ClientToolDefinition, Event,
-    RunFinished, RunOutcome,
+    ActivityState, ClientToolCall, ClientToolCancelReason, ClientToolDefinition, Event, RunOutcome,
 };
 use magi_testkit::{MockServer, Reply};
 use serde_json::{Value, json};
@@ -89,17 +88,6 @@ async fn until_call(backend: &mut Backend, seen: &mut Vec<Event>) -> ClientToolC
                 Event::ClientToolCall(call) => return *call,
                 Event::RunFinished(f) => panic!("no client call: {f:?}"),
                 _ => {}
-            }
-        }
-    }
-}
-
-async fn until_finished(backend: &mut Backend, seen: &mut Vec<Event>) -> RunFinished {
-    loop {
-        if let Incoming::Event { event, .. } = next(backend).await {
-            seen.push(event.clone());
-            if let Event::RunFinished(finished) = event {
-                return finished;
             }
         }
     }

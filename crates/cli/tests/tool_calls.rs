@@ -12,9 +12,7 @@ mod common;
 
 use common::*;
 use magi_client::{Backend, Incoming};
-use magi_protocol::messages::{
-    ActivityState, Event, HistoryPageResult, RunFinished, RunOutcome, SessionResult,
-};
+use magi_protocol::messages::{ActivityState, Event, HistoryPageResult, RunOutcome, SessionResult};
 use magi_testkit::{MockServer, Reply};
 use serde_json::{Value, json};
 
@@ -63,17 +61,6 @@ async fn start(backend: &mut Backend, session: &str, prompt: &str) -> String {
         .outcome
         .unwrap();
     started["run_id"].as_str().unwrap().to_owned()
-}
-
-async fn until_finished(backend: &mut Backend, seen: &mut Vec<Event>) -> RunFinished {
-    loop {
-        if let Incoming::Event { event, .. } = next(backend).await {
-            seen.push(event.clone());
-            if let Event::RunFinished(finished) = event {
-                return finished;
-            }
-        }
-    }
 }
 
 /// The session's log records, parsed.

@@ -250,16 +250,7 @@ pub(crate) fn scan(inputs: &CatalogInputs) -> Result<Scan, ErrorCode> {
     if providers.len() > CATALOG_PROVIDERS {
         return Err(ErrorCode::CatalogLimit);
     }
-    // `provider/model` entries, split at the first slash; others are ignored.
-    let mut enabled: Vec<(&str, &str)> = inputs
-        .settings
-        .catalog
-        .enabled
-        .iter()
-        .filter_map(|entry| entry.split_once('/'))
-        .collect();
-    enabled.sort_unstable();
-    enabled.dedup();
+    let enabled = enabled_pairs(inputs.settings);
     let mut choices = Vec::new();
     let mut notices = Vec::new();
     let mut fingerprint = Vec::new();
@@ -357,6 +348,20 @@ pub(crate) fn scan(inputs: &CatalogInputs) -> Result<Scan, ErrorCode> {
     })
 }
 
+/// The `provider/model` entries of `providers.catalog.enabled`, split at the first
+/// slash, sorted and without repeats; entries without a slash are ignored.
+fn enabled_pairs(settings: &Settings) -> Vec<(&str, &str)> {
+    let mut enabled: Vec<(&str, &str)> = settings
+        .catalog
+        .enabled
+        .iter()
+        .filter_map(|entry| entry.split_once('/'))
+        .collect();
+    enabled.sort_unstable();
+    enabled.dedup();
+    enabled
+}
+
 fn cache_state(cache: &CacheRead) -> &'static str {
     match cache {
         CacheRead::Missing => "missing",
@@ -379,18 +384,7 @@ pub fn status(
 ) -> Result<CatalogStatusResult, ErrorCode> {
     let deadline = Instant::now() + Duration::from_millis(CATALOG_SCAN_MS);
     let defined = provider_names(inputs.settings);
-    let enabled: Vec<(&str, &str)> = {
-        let mut enabled: Vec<(&str, &str)> = inputs
-            .settings
-            .catalog
-            .enabled
-            .iter()
-            .filter_map(|entry| entry.split_once('/'))
-            .collect();
-        enabled.sort_unstable();
-        enabled.dedup();
-        enabled
-    };
+    let enabled = enabled_pairs(inputs.settings);
     let names: Vec<String> = match provider {
         Some(name) if defined.iter().any(|d| d == name) => vec![name.to_owned()],
         Some(_) => return Err(ErrorCode::SelectionInvalid),

@@ -169,16 +169,7 @@ impl Sessions {
         if self.catalog.revision() != Some(params.catalog_revision.as_str()) {
             return Err(ErrorCode::StaleCatalog);
         }
-        let (settings, env) = self
-            .admitted
-            .as_ref()
-            .ok_or(ErrorCode::CatalogUnavailable)?;
-        let inputs = CatalogInputs {
-            home: &self.home,
-            settings,
-            env,
-            selected_provider: &current.provider.name,
-        };
+        let inputs = catalog_inputs(&self.home, self.admitted.as_ref(), &current.provider.name)?;
         if !self.catalog.recheck(&inputs) {
             return Err(ErrorCode::StaleCatalog);
         }
@@ -189,7 +180,7 @@ impl Sessions {
         if choice.availability != Availability::Available {
             return Err(ErrorCode::ProviderUnavailable);
         }
-        let definition = provider_definition(&params.provider, settings, env)
+        let definition = provider_definition(&params.provider, inputs.settings, inputs.env)
             .map_err(|_| ErrorCode::SelectionInvalid)?;
         let requested = match params.effort.unwrap_or(EffortRequest::Keep) {
             EffortRequest::Keep => current.requested_effort,
@@ -348,16 +339,7 @@ impl Sessions {
         params: &CatalogStatusParams,
         selected_provider: &str,
     ) -> Result<CatalogStatusResult, ErrorCode> {
-        let (settings, env) = self
-            .admitted
-            .as_ref()
-            .ok_or(ErrorCode::CatalogUnavailable)?;
-        let inputs = CatalogInputs {
-            home: &self.home,
-            settings,
-            env,
-            selected_provider,
-        };
+        let inputs = catalog_inputs(&self.home, self.admitted.as_ref(), selected_provider)?;
         crate::catalog::status(&inputs, params.provider.as_deref())
     }
 
@@ -367,16 +349,7 @@ impl Sessions {
         params: &ModelCatalogParams,
         selected_provider: &str,
     ) -> Result<ModelCatalogResult, ErrorCode> {
-        let (settings, env) = self
-            .admitted
-            .as_ref()
-            .ok_or(ErrorCode::CatalogUnavailable)?;
-        let inputs = CatalogInputs {
-            home: &self.home,
-            settings,
-            env,
-            selected_provider,
-        };
+        let inputs = catalog_inputs(&self.home, self.admitted.as_ref(), selected_provider)?;
         self.catalog.page(&inputs, params)
     }
 
@@ -782,4 +755,19 @@ fn read_error_code(error: ReadError) -> ErrorCode {
         | ReadError::Malformed
         | ReadError::ForeignSession => ErrorCode::SessionInvalid,
     }
+}
+
+/// What a catalog scan reads, from the admitted configuration this child kept.
+fn catalog_inputs<'a>(
+    home: &'a Home,
+    admitted: Option<&'a (Settings, Env)>,
+    selected_provider: &'a str,
+) -> Result<CatalogInputs<'a>, ErrorCode> {
+    let (settings, env) = admitted.ok_or(ErrorCode::CatalogUnavailable)?;
+    Ok(CatalogInputs {
+        home,
+        settings,
+        env,
+        selected_provider,
+    })
 }

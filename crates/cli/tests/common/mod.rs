@@ -225,3 +225,18 @@ pub fn write_file(env: &TestEnv, name: &str, text: &str) -> PathBuf {
     std::fs::write(&path, text).unwrap();
     path
 }
+
+/// The run's events until `run.finished` (returned), each kept in `seen`.
+pub async fn until_finished(
+    backend: &mut Backend,
+    seen: &mut Vec<magi_protocol::messages::Event>,
+) -> magi_protocol::messages::RunFinished {
+    loop {
+        if let Incoming::Event { event, .. } = next(backend).await {
+            seen.push(event.clone());
+            if let magi_protocol::messages::Event::RunFinished(finished) = event {
+                return finished;
+            }
+        }
+    }
+}

@@ -5,8 +5,8 @@ use magi_protocol::messages::{Activity, ActivityState, Event, RunFinished, Sessi
 
 use super::history::PageLoad;
 use super::items::{
-    ActivityDisplay, ActivityItem, Approval, ApprovalState, DiagnosticItem, Item, PromptState,
-    RunEnd, RunState,
+    ActivityDisplay, ActivityItem, Approval, ApprovalState, CardView, DiagnosticItem, Item,
+    PromptState, RunEnd, RunState,
 };
 use super::message::Message;
 use super::{HistoryDue, HistoryShown, Key, SessionInfo, Transcript};
@@ -73,9 +73,7 @@ impl Transcript {
                 summary: e.summary,
             })),
             Event::RunFinished(e) => self.finished(e),
-            // Cards are checked and kept by `crate::cards::LiveCards`, beside the fold:
-            // the base activity this card enhances is folded from its own events.
-            Event::ToolCard(_) => {}
+            Event::ToolCard(e) => self.card(*e),
             // A client tool call is the client's own work, not a transcript item: the
             // activity it belongs to is folded from its own events.
             Event::ClientToolCall(_) | Event::ClientToolCancel(_) => {}
@@ -95,6 +93,28 @@ impl Transcript {
     }
 
     /// Folds an `activity`: accepted at any state, then moving only forward.
+    /// Folds a card snapshot onto its activity: a higher revision replaces, an equal
+    /// identical one changes nothing, anything else makes the card unknown for good.
+    fn card(&mut self, e: magi_protocol::cards::ToolCardEvent) {
+        let key = Key::Activity(e.run_id.clone(), e.activity_id.clone());
+        let Some(Item::Activity(activity)) = self.get_mut(&key) else {
+            // A card enhances an activity the client has; alone it shows nothing.
+            return;
+        };
+        activity.card = match std::mem::take(&mut activity.card) {
+            CardView::None => CardView::Card(Box::new(e.card)),
+            CardView::Card(current) if e.card.revision > current.revision => {
+                CardView::Card(Box::new(e.card))
+            }
+            CardView::Card(current)
+                if e.card.revision == current.revision && *current == e.card =>
+            {
+                CardView::Card(current)
+            }
+            CardView::Card(_) | CardView::Unknown => CardView::Unknown,
+        };
+    }
+
     fn activity(&mut self, e: Activity) {
         let state = match e.state {
             ActivityState::Started => ActivityDisplay::Started,
@@ -121,6 +141,7 @@ impl Transcript {
                     name: e.name,
                     summary: e.summary,
                     state,
+                    card: CardView::None,
                 };
                 self.push(key, Item::Activity(item));
             }

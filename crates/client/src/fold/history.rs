@@ -23,6 +23,8 @@ pub struct HistoryMessage {
     ended: bool,
     /// The next part number that would continue it.
     next_part: u64,
+    /// The saved card of an activity's first part (`tool.cards`), when one came.
+    pub card: Option<Box<magi_protocol::cards::Card>>,
 }
 
 impl HistoryMessage {
@@ -38,6 +40,12 @@ impl HistoryMessage {
             from_zero: entry.part == 0,
             ended: entry.last_part,
             next_part: entry.part.saturating_add(1),
+            card: match &entry.tool_card {
+                magi_protocol::messages::SavedCard::Card(card) if entry.part == 0 => {
+                    Some(card.clone())
+                }
+                _ => None,
+            },
         }
     }
 

@@ -73,6 +73,21 @@ pub struct ActivityItem {
     pub summary: String,
     /// Where it is.
     pub state: ActivityDisplay,
+    /// Its live tool card (`tool.cards`).
+    pub card: CardView,
+}
+
+/// The tool card an activity shows.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum CardView {
+    /// No card arrived.
+    #[default]
+    None,
+    /// The latest snapshot: only a higher revision replaces it.
+    Card(Box<magi_protocol::cards::Card>),
+    /// A snapshot broke the revision rule (a lower revision, or an equal one with other
+    /// content): the card is unknown from then on, and no older state is applied.
+    Unknown,
 }
 
 /// Where an approval request is.

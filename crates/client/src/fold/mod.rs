@@ -26,8 +26,8 @@ use magi_protocol::messages::{Event, HistoryPageResult, SessionResult};
 
 pub use history::HistoryMessage;
 pub use items::{
-    ActivityDisplay, ActivityItem, Approval, ApprovalState, DiagnosticItem, Item, Prompt, PromptId,
-    PromptState, Role, Run, RunEnd, RunState,
+    ActivityDisplay, ActivityItem, Approval, ApprovalState, CardView, DiagnosticItem, Item, Prompt,
+    PromptId, PromptState, Role, Run, RunEnd, RunState,
 };
 pub use message::{Message, MessageState};
 

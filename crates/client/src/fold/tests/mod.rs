@@ -279,6 +279,73 @@ fn activities_only_move_forward() {
     }
 }
 
+/// A snapshot of the card of activity `tool-1`, from the spec's example card.
+fn card(revision: u64, outcome: Option<&str>) -> FoldInput {
+    let state = if outcome.is_some() {
+        "finished"
+    } else {
+        "running"
+    };
+    let card: magi_protocol::cards::Card = serde_json::from_value(serde_json::json!({
+        "schema_version": 1, "card_id": "tool-1", "activity_id": "tool-1",
+        "parent_activity_id": null, "parent_state": "root", "task_id": null,
+        "tool_kind": "read", "state": state, "outcome": outcome,
+        "changes": "not_applicable", "revision": revision, "origin": "live",
+        "detail": {"availability": "none", "reason": null}, "title": "read a.rs",
+        "metadata": {"tool_name": "read", "resource_path": null, "working_directory": null,
+                     "public_protection": {"decision": "not_reported", "summary": null}},
+        "blocks": [], "omissions": []
+    }))
+    .unwrap();
+    FoldInput::Event(Event::ToolCard(Box::new(
+        magi_protocol::cards::ToolCardEvent {
+            session_id: S.into(),
+            run_id: R.into(),
+            activity_id: "tool-1".into(),
+            part: 0,
+            last_part: true,
+            card,
+        },
+    )))
+}
+
+fn card_view(t: &Transcript) -> &CardView {
+    match &t.items()[0] {
+        Item::Activity(a) => &a.card,
+        _ => panic!("not an activity"),
+    }
+}
+
+#[test]
+fn card_snapshots_replace_only_forward_and_fail_closed() {
+    let revision = |t: &Transcript| match card_view(t) {
+        CardView::Card(c) => Some(c.revision),
+        _ => None,
+    };
+    let started = act("tool-1", ActivityState::Started);
+    // A card before its activity shows nothing.
+    assert!(fold(vec![card(0, None)]).items().is_empty());
+    let t = fold(vec![
+        started.clone(),
+        card(0, None),
+        card(2, Some("success")),
+    ]);
+    assert_eq!(revision(&t), Some(2));
+    // The same revision again, identical, changes nothing.
+    let t = fold(vec![started.clone(), card(1, None), card(1, None)]);
+    assert_eq!(revision(&t), Some(1));
+    // A lower revision, or an equal one with other content, fails the card for good.
+    for bad in [card(0, None), card(1, Some("failure"))] {
+        let t = fold(vec![
+            started.clone(),
+            card(1, None),
+            bad,
+            card(5, Some("success")),
+        ]);
+        assert_eq!(card_view(&t), &CardView::Unknown);
+    }
+}
+
 #[test]
 fn approvals_are_answered_locally_and_lapse_or_turn_unknown() {
     let answer = |allow| FoldInput::ApprovalAnswered {

@@ -2,6 +2,7 @@
 
 mod doctor;
 mod exec;
+mod tui;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -16,8 +17,9 @@ const EXIT_INVALID_LAUNCH: u8 = 2;
 #[derive(Parser)]
 #[command(name = "magi-code", version, about = "A local coding agent")]
 struct Cli {
+    /// Without a command, in a terminal: Mission Control, the interactive client.
     #[command(subcommand)]
-    command: Command,
+    command: Option<Command>,
 }
 
 #[derive(Subcommand)]
@@ -58,17 +60,29 @@ fn main() -> ExitCode {
         }
     };
     match cli.command {
-        Command::Serve { stdio: true } => serve(),
-        Command::Serve { stdio: false } => {
+        None => {
+            use std::io::IsTerminal;
+            if std::io::stdin().is_terminal() && std::io::stdout().is_terminal() {
+                tui::run()
+            } else {
+                eprintln!(
+                    "magi-code: Mission Control needs a terminal; see `magi-code --help` \
+                     for the commands"
+                );
+                ExitCode::from(EXIT_INVALID_LAUNCH)
+            }
+        }
+        Some(Command::Serve { stdio: true }) => serve(),
+        Some(Command::Serve { stdio: false }) => {
             eprintln!("magi-code: serve requires --stdio");
             ExitCode::from(EXIT_INVALID_LAUNCH)
         }
-        Command::Doctor => doctor::run(),
-        Command::Exec {
+        Some(Command::Doctor) => doctor::run(),
+        Some(Command::Exec {
             json,
             allow_all,
             prompt,
-        } => exec::run(&prompt, json, allow_all),
+        }) => exec::run(&prompt, json, allow_all),
     }
 }
 

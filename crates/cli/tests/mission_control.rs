@@ -1,0 +1,162 @@
+//! Mission Control through the real binary in a real terminal: tmux runs `magi-code`
+//! with no arguments against the mock model; keys go in with `send-keys` and the screen
+//! comes back with `capture-pane`.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test code: a failed step is a failed test"
+)]
+
+mod common;
+
+use std::process::Command;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use common::*;
+use magi_testkit::{MockServer, Reply};
+
+/// One tmux server of its own per test, killed when the test ends.
+struct Tmux {
+    socket: String,
+}
+
+impl Tmux {
+    /// Starts Mission Control in a 120x40 window with `env`'s environment.
+    fn start(env: &TestEnv, vars: &[(&str, String)]) -> Tmux {
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let socket = format!(
+            "magi-test-{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        );
+        let mut command = Command::new("tmux");
+        command.args([
+            "-L",
+            &socket,
+            "-f",
+            "/dev/null",
+            "new-session",
+            "-d",
+            "-s",
+            "mc",
+        ]);
+        command.args(["-x", "120", "-y", "40", "-c"]).arg(env.cwd());
+        command
+            .arg("-e")
+            .arg(format!("MC_HOME={}", env.mc_home().display()));
+        for (key, value) in vars {
+            command.arg("-e").arg(format!("{key}={value}"));
+        }
+        command.arg(bin());
+        let status = command.status().unwrap();
+        assert!(status.success(), "tmux could not start");
+        Tmux { socket }
+    }
+
+    fn tmux(&self, args: &[&str]) -> String {
+        let output = Command::new("tmux")
+            .args(["-L", &self.socket])
+            .args(args)
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    }
+
+    fn screen(&self) -> String {
+        self.tmux(&["capture-pane", "-p", "-t", "mc"])
+    }
+
+    /// Waits until the screen shows `text`; fails with the screen otherwise.
+    fn wait_for(&self, text: &str) -> String {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let screen = self.screen();
+            if screen.contains(text) {
+                return screen;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the screen never showed {text:?}:\n{screen}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn type_text(&self, text: &str) {
+        self.tmux(&["send-keys", "-t", "mc", "-l", text]);
+    }
+
+    fn key(&self, key: &str) {
+        self.tmux(&["send-keys", "-t", "mc", key]);
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        self.tmux(&["kill-server"]);
+    }
+}
+
+fn vars(mock: &MockServer) -> Vec<(&'static str, String)> {
+    vec![
+        ("MAGI_PROVIDER", "openai-chat".into()),
+        ("MAGI_MODEL", "mock-model".into()),
+        ("OPENAI_BASE_URL", mock.base_url()),
+    ]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_turn_with_an_approval_answered_by_a_key() {
+    let mock = MockServer::start().await;
+    mock.enqueue(Reply::stream().tool_call(
+        "w1",
+        "write",
+        ["{\"path\":\"out.txt\",\"content\":\"hello\\n\"}"],
+    ));
+    mock.enqueue(Reply::stream().text(["Wrote ", "the file."]));
+    let env = TestEnv::new();
+    let tmux = Tmux::start(&env, &vars(&mock));
+    tmux.wait_for("idle");
+    tmux.type_text("please write it");
+    tmux.key("Enter");
+    tmux.wait_for("press y to allow");
+    tmux.type_text("y");
+    let screen = tmux.wait_for("Wrote the file.");
+    assert!(screen.contains("› please write it"), "{screen}");
+    assert_eq!(
+        std::fs::read_to_string(env.cwd().join("out.txt")).unwrap(),
+        "hello\n"
+    );
+    // After the run, the transcript is the saved history with its card.
+    let screen = tmux.wait_for("write: completed");
+    assert!(
+        screen.contains("+hello"),
+        "the applied diff is shown: {screen}"
+    );
+    tmux.key("C-c");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn escape_stops_the_running_turn() {
+    let mock = MockServer::start().await;
+    mock.enqueue(Reply::stream().tool_call(
+        "w1",
+        "write",
+        ["{\"path\":\"out.txt\",\"content\":\"x\"}"],
+    ));
+    let env = TestEnv::new();
+    let tmux = Tmux::start(&env, &vars(&mock));
+    tmux.wait_for("idle");
+    tmux.type_text("write something");
+    tmux.key("Enter");
+    tmux.wait_for("press y to allow");
+    tmux.key("Escape");
+    tmux.wait_for("The turn was cancelled.");
+    assert!(!env.cwd().join("out.txt").exists());
+    // The composer works again after the stop.
+    tmux.type_text("next prompt");
+    tmux.wait_for("› next prompt");
+    tmux.key("C-c");
+}

@@ -7,7 +7,8 @@
 //! answered with a key, a composer with history, and Stop.
 //!
 //! Keys: type a prompt and press Enter to send it; Up and Down recall earlier prompts;
-//! `y` or `n` answer a pending approval; Esc stops the running turn; Ctrl-C quits.
+//! `y` or `n` answer a pending approval; Esc stops the running turn; Ctrl-O picks a
+//! session of this directory to reopen (`session.list`, `session.open`); Ctrl-C quits.
 
 use std::io::Stdout;
 use std::process::ExitCode;
@@ -20,7 +21,9 @@ use magi_client::fold::{
 };
 use magi_client::{Backend, BackendCommand, Incoming};
 use magi_protocol::cards::{Block, Card, DiffLineKind};
-use magi_protocol::messages::{Event, HistoryPageResult, SessionResult};
+use magi_protocol::messages::{
+    Event, HistoryPageResult, SessionListEntry, SessionListResult, SessionResult,
+};
 use ratatui::Terminal;
 use ratatui::backend::CrosstermBackend;
 use ratatui::crossterm::event::{self, Event as TermEvent, KeyCode, KeyEvent, KeyModifiers};
@@ -84,6 +87,7 @@ async fn start_backend() -> anyhow::Result<Backend> {
         .initialize(&[
             "session.create",
             "session.open",
+            "session.list",
             "history.page",
             "turn.start",
             "turn.cancel",
@@ -134,6 +138,14 @@ enum Action {
     Send(String),
     Stop,
     Answer(bool),
+    ListSessions,
+    OpenSession(String),
+}
+
+/// The session picker: this directory's sessions, one selected.
+struct Picker {
+    sessions: Vec<SessionListEntry>,
+    selected: usize,
 }
 
 /// Mission Control's state: the fold, the composer and its history.
@@ -146,6 +158,7 @@ struct App {
     recall: Option<usize>,
     next_prompt: u64,
     status: String,
+    picker: Option<Picker>,
 }
 
 impl App {
@@ -161,6 +174,7 @@ impl App {
             recall: None,
             next_prompt: 0,
             status: String::new(),
+            picker: None,
         }
     }
 
@@ -177,14 +191,19 @@ impl App {
                         Action::Send(prompt) => self.send(backend, prompt).await?,
                         Action::Stop => self.stop(backend).await?,
                         Action::Answer(allow) => self.answer(backend, allow).await?,
+                        Action::ListSessions => self.list_sessions(backend).await?,
+                        Action::OpenSession(id) => self.open_session(backend, id).await?,
                     }
                 }
                 incoming = backend.next_incoming() => match incoming {
                     Some(Incoming::Event { event, .. }) => {
                         let finished = matches!(event, Event::RunFinished(_));
                         self.transcript.apply(FoldInput::Event(event));
-                        if finished {
-                            self.load_history(backend).await?;
+                        if finished
+                            && let Some(due) = self.transcript.history_due().cloned()
+                            && let Some(revision) = due.revision
+                        {
+                            self.load_history(backend, &due.session_id, &revision).await?;
                         }
                     }
                     Some(Incoming::Response(_)) => {}
@@ -213,7 +232,35 @@ impl App {
 
     fn key(&mut self, key: KeyEvent) -> Action {
         let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+        if let Some(picker) = &mut self.picker {
+            return match key.code {
+                KeyCode::Char('c' | 'd') if ctrl => Action::Quit,
+                KeyCode::Esc => {
+                    self.picker = None;
+                    Action::Nothing
+                }
+                KeyCode::Up => {
+                    picker.selected = picker.selected.saturating_sub(1);
+                    Action::Nothing
+                }
+                KeyCode::Down => {
+                    picker.selected =
+                        (picker.selected + 1).min(picker.sessions.len().saturating_sub(1));
+                    Action::Nothing
+                }
+                KeyCode::Enter => {
+                    let chosen = picker
+                        .sessions
+                        .get(picker.selected)
+                        .map(|s| s.session_id.clone());
+                    self.picker = None;
+                    chosen.map_or(Action::Nothing, Action::OpenSession)
+                }
+                _ => Action::Nothing,
+            };
+        }
         match key.code {
+            KeyCode::Char('o') if ctrl && !self.transcript.run_active() => Action::ListSessions,
             KeyCode::Char('c' | 'd') if ctrl => Action::Quit,
             KeyCode::Esc => Action::Stop,
             KeyCode::Char(c @ ('y' | 'n'))
@@ -322,17 +369,52 @@ impl App {
         Ok(())
     }
 
-    /// After a run, shows the pages of the history revision it returned.
-    async fn load_history(&mut self, backend: &mut Backend) -> anyhow::Result<()> {
-        let Some(due) = self.transcript.history_due().cloned() else {
-            return Ok(());
-        };
-        let Some(revision) = due.revision else {
-            return Ok(());
-        };
+    /// Opens the picker with this directory's sessions (the first page).
+    async fn list_sessions(&mut self, backend: &mut Backend) -> anyhow::Result<()> {
+        let listed: Result<SessionListResult, _> =
+            backend.request("session.list", json!({})).await?.parse()?;
+        match listed {
+            Ok(list) if list.sessions.is_empty() => self.status = "no sessions yet".into(),
+            Ok(list) => {
+                self.picker = Some(Picker {
+                    selected: list.sessions.len() - 1,
+                    sessions: list.sessions,
+                })
+            }
+            Err(code) => self.status = format!("session.list: {}", code.as_str()),
+        }
+        Ok(())
+    }
+
+    /// Reopens a session and shows its history.
+    async fn open_session(&mut self, backend: &mut Backend, id: String) -> anyhow::Result<()> {
+        let opened: Result<SessionResult, _> = backend
+            .request("session.open", json!({"session_id": id}))
+            .await?
+            .parse()?;
+        match opened {
+            Ok(result) => {
+                let revision = result.revision.clone();
+                self.session_id = result.session_id.clone();
+                self.transcript.apply(FoldInput::SessionAttached(result));
+                self.load_history(backend, &id, &revision).await?;
+                self.status = String::new();
+            }
+            Err(code) => self.status = format!("session.open: {}", code.as_str()),
+        }
+        Ok(())
+    }
+
+    /// Shows the pages of a history revision in place of the transcript.
+    async fn load_history(
+        &mut self,
+        backend: &mut Backend,
+        session_id: &str,
+        revision: &str,
+    ) -> anyhow::Result<()> {
         let mut cursor: Option<String> = None;
         loop {
-            let params = json!({"session_id": due.session_id, "revision": revision,
+            let params = json!({"session_id": session_id, "revision": revision,
                                 "cursor": cursor});
             let page: HistoryPageResult =
                 match backend.request("history.page", params).await?.parse()? {
@@ -358,7 +440,11 @@ impl App {
         ])
         .areas(frame.area());
         let width = usize::from(body.width.saturating_sub(2)).max(10);
-        let lines = wrap(self.transcript_lines(), width);
+        let lines = match &self.picker {
+            Some(picker) => picker_lines(picker),
+            None => self.transcript_lines(),
+        };
+        let lines = wrap(lines, width);
         let height = usize::from(body.height.saturating_sub(2));
         let first = lines.len().saturating_sub(height);
         let shown: Vec<Line> = lines.into_iter().skip(first).collect();
@@ -367,7 +453,9 @@ impl App {
                 .block(Frame::default().borders(Borders::ALL).title(" magi-code ")),
             body,
         );
-        let hint = if self.pending_approval().is_some() {
+        let hint = if self.picker.is_some() {
+            " sessions: Up/Down choose · Enter open · Esc back "
+        } else if self.pending_approval().is_some() {
             " approval pending: y allow · n deny "
         } else {
             " prompt · Enter send "
@@ -386,7 +474,7 @@ impl App {
         };
         frame.render_widget(
             Paragraph::new(format!(
-                " session {} · {state} · Up/Down history · Ctrl-C quit {}",
+                " session {} · {state} · Up/Down history · Ctrl-O sessions · Ctrl-C quit {}",
                 self.session_id, self.status
             ))
             .style(Style::default().add_modifier(Modifier::DIM)),
@@ -472,6 +560,29 @@ impl App {
         }
         lines
     }
+}
+
+/// The picker's lines: one per session, the selected one marked.
+fn picker_lines(picker: &Picker) -> Vec<Line<'static>> {
+    let mut lines = vec![styled(
+        "Sessions of this directory:".to_owned(),
+        Color::Cyan,
+    )];
+    for (n, session) in picker.sessions.iter().enumerate() {
+        let mark = if n == picker.selected { "▶" } else { " " };
+        let text = format!(
+            "{mark} {}  {}  {}",
+            session.session_id,
+            session.updated_at.as_deref().unwrap_or("-"),
+            session.title.as_deref().unwrap_or("")
+        );
+        lines.push(if n == picker.selected {
+            styled(text, Color::Yellow)
+        } else {
+            Line::from(text)
+        });
+    }
+    lines
 }
 
 fn styled(text: String, color: Color) -> Line<'static> {

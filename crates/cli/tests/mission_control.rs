@@ -160,3 +160,28 @@ async fn escape_stops_the_running_turn() {
     tmux.wait_for("› next prompt");
     tmux.key("C-c");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_is_reopened_from_the_picker() {
+    let mock = MockServer::start().await;
+    mock.enqueue(Reply::stream().text(["First answer."]));
+    let env = TestEnv::new();
+    {
+        let tmux = Tmux::start(&env, &vars(&mock));
+        tmux.wait_for("idle");
+        tmux.type_text("first question");
+        tmux.key("Enter");
+        tmux.wait_for("First answer.");
+        tmux.key("C-c");
+    }
+    // A new Mission Control starts a new session; the picker reopens the old one.
+    let tmux = Tmux::start(&env, &vars(&mock));
+    tmux.wait_for("idle");
+    assert!(!tmux.screen().contains("First answer."));
+    tmux.key("C-o");
+    tmux.wait_for("Sessions of this directory:");
+    tmux.key("Enter");
+    let screen = tmux.wait_for("First answer.");
+    assert!(screen.contains("› first question"), "{screen}");
+    tmux.key("C-c");
+}

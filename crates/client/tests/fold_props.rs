@@ -301,3 +301,87 @@ proptest! {
         prop_assert_eq!(visible(&t), live);
     }
 }
+
+/// A snapshot of the card of activity `tool-1` at `revision`, its outcome a function of
+/// `variant` so that two snapshots of one revision may differ.
+fn card_input(revision: u64, variant: bool) -> FoldInput {
+    let card: magi_protocol::cards::Card = serde_json::from_value(serde_json::json!({
+        "schema_version": 1, "card_id": "tool-1", "activity_id": "tool-1",
+        "parent_activity_id": null, "parent_state": "root", "task_id": null,
+        "tool_kind": "read", "state": "finished",
+        "outcome": if variant { "success" } else { "failure" },
+        "changes": "not_applicable", "revision": revision, "origin": "live",
+        "detail": {"availability": "none", "reason": null}, "title": "read",
+        "metadata": {"tool_name": "read", "resource_path": null, "working_directory": null,
+                     "public_protection": {"decision": "not_reported", "summary": null}},
+        "blocks": [], "omissions": []
+    }))
+    .unwrap();
+    FoldInput::Event(Event::ToolCard(Box::new(
+        magi_protocol::cards::ToolCardEvent {
+            session_id: S.into(),
+            run_id: R.into(),
+            activity_id: "tool-1".into(),
+            part: 0,
+            last_part: true,
+            card,
+        },
+    )))
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(128))]
+
+    /// Card snapshots apply only forward: while revisions strictly increase the latest
+    /// shows; the first lower (or equal but different) one makes the card unknown, and
+    /// nothing after it applies.
+    #[test]
+    fn lower_card_revisions_never_apply(
+        snapshots in prop::collection::vec((0u64..8, any::<bool>()), 1..12),
+    ) {
+        let started = FoldInput::Event(Event::Activity(Activity {
+            session_id: S.into(),
+            run_id: R.into(),
+            activity_id: "tool-1".into(),
+            kind: ActivityKind::Tool,
+            state: ActivityState::Started,
+            name: "read".into(),
+            summary: "read".into(),
+        }));
+        let mut t = Transcript::default();
+        t.apply(started);
+        let mut expected: Option<(u64, bool)> = None;
+        let mut failed = false;
+        for (revision, variant) in &snapshots {
+            t.apply(card_input(*revision, *variant));
+            if failed {
+                continue;
+            }
+            expected = match expected {
+                None => Some((*revision, *variant)),
+                Some((r, _)) if *revision > r => Some((*revision, *variant)),
+                Some((r, v)) if *revision == r && *variant == v => Some((r, v)),
+                Some(_) => {
+                    failed = true;
+                    None
+                }
+            };
+        }
+        let Item::Activity(activity) = &t.items()[0] else {
+            panic!("not an activity")
+        };
+        match (&activity.card, failed, expected) {
+            (magi_client::fold::CardView::Unknown, true, _) => {}
+            (magi_client::fold::CardView::Card(card), false, Some((r, v))) => {
+                prop_assert_eq!(card.revision, r);
+                let outcome = if v {
+                    magi_protocol::cards::CardOutcome::Success
+                } else {
+                    magi_protocol::cards::CardOutcome::Failure
+                };
+                prop_assert_eq!(card.outcome, Some(outcome));
+            }
+            other => prop_assert!(false, "unexpected card state {:?}", other.0),
+        }
+    }
+}

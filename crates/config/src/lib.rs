@@ -6,12 +6,17 @@
 
 mod effort;
 mod env;
+mod instructions;
 mod permissions;
 mod provider;
 mod settings;
 
 pub use effort::{Effort, EffortProfile, EffortSupport, profile as effort_profile};
 pub use env::Env;
+pub use instructions::{
+    INSTRUCTION_FILE_BYTES, INSTRUCTION_FILES, INSTRUCTIONS_BYTES, Instruction,
+    InstructionSettings, load_instructions,
+};
 pub use permissions::{CallSubject, PermissionMode, PermissionSettings, Rule, Verdict};
 pub use provider::{
     Credential, ProviderDefinition, ProviderKind, Selection, provider_definition, provider_names,

@@ -14,6 +14,7 @@ use magi_protocol::names::is_valid_name;
 use serde::Deserialize;
 
 use crate::ConfigError;
+use crate::instructions::InstructionSettings;
 use crate::permissions::PermissionSettings;
 use crate::provider::ProviderKind;
 
@@ -30,6 +31,8 @@ pub struct Settings {
     pub catalog: CatalogSettings,
     /// `[permissions]`.
     pub permissions: PermissionSettings,
+    /// `[instructions]`.
+    pub instructions: InstructionSettings,
 }
 
 /// One `[providers.<name>]` table.
@@ -70,6 +73,8 @@ struct RawSettings {
     providers: Option<toml::Table>,
     #[serde(default)]
     permissions: PermissionSettings,
+    #[serde(default)]
+    instructions: InstructionSettings,
 }
 
 /// Reads and merges the global and project settings files. A missing file counts as
@@ -122,6 +127,7 @@ fn parse_settings(table: toml::Table) -> Result<Settings, ConfigError> {
         provider: raw.provider,
         model: raw.model,
         permissions: raw.permissions,
+        instructions: raw.instructions,
         ..Settings::default()
     };
     for (name, value) in raw.providers.unwrap_or_default() {

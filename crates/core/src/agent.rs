@@ -47,6 +47,7 @@ pub fn agent_for(runtime: &Runtime, selection: &ActiveSelection) -> Result<Agent
         permissions: runtime.settings.permissions.clone(),
         hidden_env,
         secrets,
+        instructions: Arc::new(runtime.instructions.clone()),
     })
 }
 

@@ -54,6 +54,8 @@ pub struct Runtime {
     /// The environment snapshot startup admitted (credentials are read from it at
     /// each turn, never stored elsewhere).
     pub env: Env,
+    /// The instruction files, read once, in their documented order.
+    pub instructions: Vec<magi_config::Instruction>,
 }
 
 impl Runtime {
@@ -130,6 +132,12 @@ pub fn start(request: &StartupRequest, cancel: &CancelFlag) -> Result<Runtime, S
         settings.permissions.mode = magi_config::PermissionMode::AllowAll;
     }
     failure = checkpoint(failure)?;
+    let instructions = magi_config::load_instructions(home.root(), &cwd, &settings.instructions)
+        .map_err(|e| {
+            failure.error = config_error_code(&e);
+            failure.clone()
+        })?;
+    failure = checkpoint(failure)?;
     let selection = resolve_selection(&settings, env).map_err(|e| {
         failure.error = config_error_code(&e);
         failure.provider = env
@@ -147,6 +155,7 @@ pub fn start(request: &StartupRequest, cancel: &CancelFlag) -> Result<Runtime, S
         settings,
         selection,
         env: env.clone(),
+        instructions,
     })
 }
 

@@ -8,12 +8,21 @@ use magi_store::records::{Record, RecordBody, ToolOutcome};
 pub(super) const INTERRUPTED_CALL: &str = "The call was interrupted; its outcome is unknown.";
 
 /// The system instructions of a turn.
-pub(super) fn instructions(cwd: &std::path::Path) -> String {
-    format!(
+pub(super) fn instructions(cwd: &std::path::Path, loaded: &[magi_config::Instruction]) -> String {
+    let mut text = format!(
         "You are magi-code, a coding agent working in the directory {}. Use the tools to \
          inspect files before answering questions about them. Be concise.",
         cwd.display()
-    )
+    );
+    // The instruction files follow, in their documented order, each under its source.
+    for instruction in loaded {
+        text.push_str(&format!(
+            "\n\n# Instructions from {}\n\n{}",
+            instruction.source,
+            instruction.text.trim_end()
+        ));
+    }
+    text
 }
 
 /// The conversation the model is given, from the durable records: prompts, replies,

@@ -60,6 +60,8 @@ pub struct Agent {
     /// The credential values themselves: redacted from everything the run sends, records
     /// or gives the model.
     pub secrets: Vec<String>,
+    /// The instruction files startup read, in order.
+    pub instructions: Arc<Vec<magi_config::Instruction>>,
 }
 
 /// One admitted turn.
@@ -317,7 +319,7 @@ impl Turn {
             self.deliver_job_notices(&mut items);
             let request = ModelRequest {
                 model: self.agent.model.clone(),
-                instructions: Some(instructions(self.sessions.cwd())),
+                instructions: Some(instructions(self.sessions.cwd(), &self.agent.instructions)),
                 items: items.clone(),
                 tools: tools.clone(),
                 reasoning_summaries: self.agent.reasoning_summaries,
@@ -611,6 +613,7 @@ mod tests {
             permissions: PermissionSettings::default(),
             hidden_env: Vec::new(),
             secrets: Vec::new(),
+            instructions: Arc::default(),
         };
         let request = TurnRequest {
             session_id: session_id.clone(),

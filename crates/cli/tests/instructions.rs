@@ -1,0 +1,121 @@
+//! Instruction files through the real binary: the global and project `AGENTS.md`,
+//! `MAGI.md` and the files settings list reach the model in their documented order, and
+//! a listed file that is missing, binary or too large fails startup cleanly.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test code: a failed step is a failed test"
+)]
+
+mod common;
+
+use common::*;
+use magi_protocol::ErrorCode;
+use magi_protocol::messages::RunOutcome;
+use magi_testkit::{MockServer, Reply};
+use serde_json::json;
+
+fn env_for(mock: &MockServer) -> TestEnv {
+    TestEnv::new()
+        .var("MAGI_PROVIDER", "openai-chat")
+        .var("MAGI_MODEL", "mock-model")
+        .var("OPENAI_BASE_URL", &mock.base_url())
+}
+
+#[tokio::test]
+async fn instructions_reach_the_model_in_order() {
+    let mock = MockServer::start().await;
+    mock.enqueue(Reply::stream().text(["Understood."]));
+    let env = env_for(&mock);
+    env.write_settings("[instructions]\nfiles = [\"docs/extra.md\"]\n");
+    std::fs::write(env.mc_home().join("AGENTS.md"), "GLOBAL-RULE: be kind.\n").unwrap();
+    std::fs::write(
+        env.cwd().join("AGENTS.md"),
+        "PROJECT-RULE: run the tests.\n",
+    )
+    .unwrap();
+    std::fs::write(env.cwd().join("MAGI.md"), "MAGI-RULE: small commits.\n").unwrap();
+    std::fs::create_dir_all(env.cwd().join("docs")).unwrap();
+    std::fs::write(env.cwd().join("docs/extra.md"), "EXTRA-RULE: no panics.\n").unwrap();
+    let mut backend = env.spawn();
+    backend
+        .initialize(&["session.create", "turn.start", "shutdown"])
+        .await
+        .unwrap()
+        .unwrap();
+    let session = backend
+        .request("session.create", json!({}))
+        .await
+        .unwrap()
+        .outcome
+        .unwrap();
+    backend
+        .request(
+            "turn.start",
+            json!({"session_id": session["session_id"], "prompt": "hi"}),
+        )
+        .await
+        .unwrap()
+        .outcome
+        .unwrap();
+    let finished = until_finished(&mut backend, &mut Vec::new()).await;
+    assert_eq!(finished.outcome, RunOutcome::Completed);
+    let system = mock.requests()[0].body["messages"][0]["content"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let at = |rule: &str| {
+        system
+            .find(rule)
+            .unwrap_or_else(|| panic!("{rule} missing: {system}"))
+    };
+    assert!(at("GLOBAL-RULE") < at("PROJECT-RULE"));
+    assert!(at("PROJECT-RULE") < at("MAGI-RULE"));
+    assert!(at("MAGI-RULE") < at("EXTRA-RULE"));
+    assert!(
+        system.contains("# Instructions from docs/extra.md"),
+        "{system}"
+    );
+    shutdown_clean(&mut backend).await;
+}
+
+/// What a case does to the environment before the backend starts.
+type Prepare = Box<dyn Fn(&TestEnv)>;
+
+#[tokio::test]
+async fn bad_instruction_files_fail_startup() {
+    let mock = MockServer::start().await;
+    let cases: [(&str, Prepare); 3] = [
+        (
+            "a listed file that is missing",
+            Box::new(|env: &TestEnv| {
+                env.write_settings("[instructions]\nfiles = [\"nowhere.md\"]\n")
+            }),
+        ),
+        (
+            "a binary AGENTS.md",
+            Box::new(|env: &TestEnv| {
+                std::fs::write(env.cwd().join("AGENTS.md"), b"\x00\x01binary").unwrap()
+            }),
+        ),
+        (
+            "an AGENTS.md over 64 KiB",
+            Box::new(|env: &TestEnv| {
+                std::fs::write(
+                    env.cwd().join("AGENTS.md"),
+                    "x".repeat(magi_config::INSTRUCTION_FILE_BYTES + 1),
+                )
+                .unwrap()
+            }),
+        ),
+    ];
+    for (what, prepare) in cases {
+        let env = env_for(&mock);
+        prepare(&env);
+        let mut backend = env.spawn();
+        let got = backend.initialize(&["status", "shutdown"]).await.unwrap();
+        assert_eq!(got, Err(ErrorCode::ConfigurationInvalid), "{what}");
+        shutdown_clean(&mut backend).await;
+    }
+}

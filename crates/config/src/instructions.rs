@@ -1,0 +1,147 @@
+//! Instruction files: what every turn's system instructions add, read once at startup.
+//!
+//! In this order: the global `$MC_HOME/AGENTS.md`; the project's `AGENTS.md`, then
+//! `MAGI.md` (the project's own name for it), both in the exact working directory;
+//! then the `[instructions] files` of the settings, in their order (relative paths are
+//! the working directory's). A missing `AGENTS.md` or `MAGI.md` is fine; a listed file
+//! that is missing, over its bound, binary or not UTF-8 makes the configuration invalid,
+//! so a child never runs with instructions it silently dropped.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use crate::ConfigError;
+
+/// Longest instruction file, in bytes.
+pub const INSTRUCTION_FILE_BYTES: usize = 64 * 1024;
+/// Most instruction bytes in all.
+pub const INSTRUCTIONS_BYTES: usize = 256 * 1024;
+/// Most files `[instructions] files` may list.
+pub const INSTRUCTION_FILES: usize = 16;
+
+/// `[instructions]`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct InstructionSettings {
+    /// Further Markdown files, in order, after `AGENTS.md` and `MAGI.md`.
+    #[serde(default)]
+    pub files: Vec<PathBuf>,
+}
+
+/// One loaded instruction file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Instruction {
+    /// Where it came from, as shown to the model.
+    pub source: String,
+    /// Its text.
+    pub text: String,
+}
+
+/// Loads the instruction files of `home_root` and `cwd` and the listed ones.
+pub fn load_instructions(
+    home_root: &Path,
+    cwd: &Path,
+    settings: &InstructionSettings,
+) -> Result<Vec<Instruction>, ConfigError> {
+    if settings.files.len() > INSTRUCTION_FILES {
+        return Err(ConfigError::Invalid(format!(
+            "[instructions] lists more than {INSTRUCTION_FILES} files"
+        )));
+    }
+    let optional = [
+        (home_root.join("AGENTS.md"), "global AGENTS.md".to_owned()),
+        (cwd.join("AGENTS.md"), "AGENTS.md".to_owned()),
+        (cwd.join("MAGI.md"), "MAGI.md".to_owned()),
+    ];
+    let mut loaded = Vec::new();
+    for (path, source) in optional {
+        if let Some(text) = read_instruction(&path, false)? {
+            loaded.push(Instruction { source, text });
+        }
+    }
+    for file in &settings.files {
+        let path = cwd.join(file);
+        if let Some(text) = read_instruction(&path, true)? {
+            loaded.push(Instruction {
+                source: file.display().to_string(),
+                text,
+            });
+        }
+    }
+    let total: usize = loaded.iter().map(|i| i.text.len()).sum();
+    if total > INSTRUCTIONS_BYTES {
+        return Err(ConfigError::Invalid(format!(
+            "instruction files hold more than {INSTRUCTIONS_BYTES} bytes in all"
+        )));
+    }
+    Ok(loaded)
+}
+
+/// One file's text: none when it is absent and optional.
+fn read_instruction(path: &Path, required: bool) -> Result<Option<String>, ConfigError> {
+    let invalid = |why: &str| ConfigError::Invalid(format!("{}: {why}", path.display()));
+    let file = match std::fs::File::open(path) {
+        Ok(file) => file,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound && !required => return Ok(None),
+        Err(e) => return Err(invalid(&e.to_string())),
+    };
+    let mut bytes = Vec::new();
+    file.take(INSTRUCTION_FILE_BYTES as u64 + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| invalid(&e.to_string()))?;
+    if bytes.len() > INSTRUCTION_FILE_BYTES {
+        return Err(invalid("larger than the instruction file bound"));
+    }
+    if bytes.contains(&0) {
+        return Err(invalid("binary"));
+    }
+    String::from_utf8(bytes)
+        .map(Some)
+        .map_err(|_| invalid("not UTF-8"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn order_bounds_and_refusals() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("home");
+        let cwd = dir.path().join("work");
+        std::fs::create_dir_all(&home).unwrap();
+        std::fs::create_dir_all(cwd.join("docs")).unwrap();
+        std::fs::write(home.join("AGENTS.md"), "global").unwrap();
+        std::fs::write(cwd.join("AGENTS.md"), "project").unwrap();
+        std::fs::write(cwd.join("MAGI.md"), "magi").unwrap();
+        std::fs::write(cwd.join("docs/style.md"), "style").unwrap();
+        let listed = InstructionSettings {
+            files: vec![PathBuf::from("docs/style.md")],
+        };
+        let texts: Vec<String> = load_instructions(&home, &cwd, &listed)
+            .unwrap()
+            .into_iter()
+            .map(|i| i.text)
+            .collect();
+        assert_eq!(texts, ["global", "project", "magi", "style"]);
+        // Nothing is required but what settings list.
+        let empty = tempfile::tempdir().unwrap();
+        assert!(
+            load_instructions(empty.path(), empty.path(), &InstructionSettings::default())
+                .unwrap()
+                .is_empty()
+        );
+        let missing = InstructionSettings {
+            files: vec![PathBuf::from("nope.md")],
+        };
+        assert!(load_instructions(&home, &cwd, &missing).is_err());
+        std::fs::write(cwd.join("MAGI.md"), b"bin\0ary").unwrap();
+        assert!(load_instructions(&home, &cwd, &listed).is_err());
+        std::fs::write(cwd.join("MAGI.md"), "x".repeat(INSTRUCTION_FILE_BYTES + 1)).unwrap();
+        assert!(load_instructions(&home, &cwd, &listed).is_err());
+        std::fs::write(cwd.join("MAGI.md"), "x".repeat(INSTRUCTION_FILE_BYTES)).unwrap();
+        assert!(load_instructions(&home, &cwd, &listed).is_ok());
+    }
+}

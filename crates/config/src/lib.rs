@@ -22,7 +22,9 @@ pub use provider::{
     Credential, ProviderDefinition, ProviderKind, Selection, provider_definition, provider_names,
     read_credential, resolve_selection,
 };
-pub use settings::{CatalogSettings, ProviderSettings, Settings, load_settings};
+pub use settings::{
+    CatalogSettings, CompactionSettings, ProviderSettings, Settings, load_settings,
+};
 
 /// Why configuration could not be admitted. Each maps to one startup error code.
 #[derive(Debug, Clone, PartialEq, Eq)]

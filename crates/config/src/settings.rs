@@ -33,6 +33,17 @@ pub struct Settings {
     pub permissions: PermissionSettings,
     /// `[instructions]`.
     pub instructions: InstructionSettings,
+    /// `[compaction]`.
+    pub compaction: CompactionSettings,
+}
+
+/// `[compaction]`: when the conversation is summarised to fit the model's context.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CompactionSettings {
+    /// The model's context window in tokens; without it nothing is compacted.
+    #[serde(default)]
+    pub context_window_tokens: Option<usize>,
 }
 
 /// One `[providers.<name>]` table.
@@ -75,6 +86,8 @@ struct RawSettings {
     permissions: PermissionSettings,
     #[serde(default)]
     instructions: InstructionSettings,
+    #[serde(default)]
+    compaction: CompactionSettings,
 }
 
 /// Reads and merges the global and project settings files. A missing file counts as
@@ -128,6 +141,7 @@ fn parse_settings(table: toml::Table) -> Result<Settings, ConfigError> {
         model: raw.model,
         permissions: raw.permissions,
         instructions: raw.instructions,
+        compaction: raw.compaction,
         ..Settings::default()
     };
     for (name, value) in raw.providers.unwrap_or_default() {

@@ -48,6 +48,7 @@ pub fn agent_for(runtime: &Runtime, selection: &ActiveSelection) -> Result<Agent
         hidden_env,
         secrets,
         instructions: Arc::new(runtime.instructions.clone()),
+        context_window_tokens: runtime.settings.compaction.context_window_tokens,
     })
 }
 

@@ -65,6 +65,11 @@ pub fn conversation(records: &[Record]) -> Vec<Item> {
             RecordBody::AsyncBashEvent { text, .. } => {
                 items.push(Item::User { text: text.clone() })
             }
+            // What came before a compaction is its summary, for the model.
+            RecordBody::Compaction { summary, .. } => {
+                items.clear();
+                items.push(super::compaction::summary_item(summary));
+            }
             RecordBody::ToolResult {
                 call_id,
                 outcome,

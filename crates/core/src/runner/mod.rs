@@ -9,6 +9,7 @@
 //! run with `output_unavailable`.
 
 mod calls;
+mod compaction;
 mod conversation;
 mod emit;
 mod live_cards;
@@ -62,6 +63,8 @@ pub struct Agent {
     pub secrets: Vec<String>,
     /// The instruction files startup read, in order.
     pub instructions: Arc<Vec<magi_config::Instruction>>,
+    /// The model's context window in tokens, when compaction is configured.
+    pub context_window_tokens: Option<usize>,
 }
 
 /// One admitted turn.
@@ -317,9 +320,13 @@ impl Turn {
         }));
         for _ in 0..MAX_STEPS {
             self.deliver_job_notices(&mut items);
+            let system = instructions(self.sessions.cwd(), &self.agent.instructions);
+            if self.needs_compaction(&system, &items) {
+                self.compact(&system, &mut items).await;
+            }
             let request = ModelRequest {
                 model: self.agent.model.clone(),
-                instructions: Some(instructions(self.sessions.cwd(), &self.agent.instructions)),
+                instructions: Some(system),
                 items: items.clone(),
                 tools: tools.clone(),
                 reasoning_summaries: self.agent.reasoning_summaries,
@@ -614,6 +621,7 @@ mod tests {
             hidden_env: Vec::new(),
             secrets: Vec::new(),
             instructions: Arc::default(),
+            context_window_tokens: None,
         };
         let request = TurnRequest {
             session_id: session_id.clone(),

@@ -1,0 +1,101 @@
+//! Auto-compaction through the real binary: a small configured context window makes the
+//! next request summarise the conversation first; the summary is recorded, shown in
+//! history and replaces the older conversation for the model.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test code: a failed step is a failed test"
+)]
+
+mod common;
+
+use common::*;
+use magi_client::Backend;
+use magi_protocol::messages::{ActivityKind, EntryKind, Event, HistoryPageResult, RunOutcome};
+use magi_testkit::{MockServer, Reply};
+use serde_json::json;
+
+async fn turn(backend: &mut Backend, session: &str, prompt: &str) -> (Vec<Event>, Option<String>) {
+    backend
+        .request(
+            "turn.start",
+            json!({"session_id": session, "prompt": prompt}),
+        )
+        .await
+        .unwrap()
+        .outcome
+        .unwrap();
+    let mut seen = Vec::new();
+    let finished = until_finished(backend, &mut seen).await;
+    assert_eq!(finished.outcome, RunOutcome::Completed);
+    (seen, finished.revision)
+}
+
+#[tokio::test]
+async fn a_small_context_window_compacts_before_the_request() {
+    let mock = MockServer::start().await;
+    mock.enqueue(Reply::stream().text(["FIRST-ANSWER"]));
+    mock.enqueue(Reply::stream().text(["SUMMARY-TEXT: the user asked twice."]));
+    mock.enqueue(Reply::stream().text(["Done."]));
+    let env = TestEnv::new()
+        .var("MAGI_PROVIDER", "openai-chat")
+        .var("MAGI_MODEL", "mock-model")
+        .var("OPENAI_BASE_URL", &mock.base_url());
+    env.write_settings("[compaction]\ncontext_window_tokens = 200\n");
+    let mut backend = env.spawn();
+    backend
+        .initialize(&["session.create", "turn.start", "history.page", "shutdown"])
+        .await
+        .unwrap()
+        .unwrap();
+    let session = backend
+        .request("session.create", json!({}))
+        .await
+        .unwrap()
+        .outcome
+        .unwrap();
+    let session = session["session_id"].as_str().unwrap().to_owned();
+    // A short first turn stays under the trigger.
+    let (first, _) = turn(&mut backend, &session, "first question").await;
+    assert!(
+        !first
+            .iter()
+            .any(|e| matches!(e, Event::Activity(a) if a.kind == ActivityKind::Compaction))
+    );
+    // A long prompt takes the estimate past 80% of 200 tokens: compaction first.
+    let long = format!("LONG-PROMPT {}", "words ".repeat(200));
+    let (second, revision) = turn(&mut backend, &session, &long).await;
+    assert!(second.iter().any(|e| matches!(e, Event::Activity(a)
+        if a.kind == ActivityKind::Compaction && a.summary == "conversation compacted")));
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 3);
+    let compacting = requests[1].body.to_string();
+    assert!(
+        compacting.contains("Summarise the conversation so far"),
+        "{compacting}"
+    );
+    assert!(compacting.contains("FIRST-ANSWER"));
+    let after = requests[2].body.to_string();
+    assert!(after.contains("SUMMARY-TEXT"), "{after}");
+    assert!(
+        !after.contains("FIRST-ANSWER"),
+        "the summary replaced the old turns"
+    );
+    let page: HistoryPageResult = backend
+        .request(
+            "history.page",
+            json!({"session_id": session, "revision": revision}),
+        )
+        .await
+        .unwrap()
+        .parse()
+        .unwrap()
+        .unwrap();
+    assert!(
+        page.entries
+            .iter()
+            .any(|e| e.kind == EntryKind::Compaction && e.text.contains("SUMMARY-TEXT"))
+    );
+    shutdown_clean(&mut backend).await;
+}

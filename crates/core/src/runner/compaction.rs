@@ -1,0 +1,146 @@
+//! Auto-compaction: when the conversation nears the model's context window, the older
+//! conversation is summarised by the model, the summary is recorded (`compaction`), and
+//! the turn goes on from the summary.
+//!
+//! The trigger is an estimate, not a tokenizer: a conversation counts one token per
+//! [`BYTES_PER_TOKEN`] bytes of its text (instructions, prompts, replies, tool calls and
+//! results), and compaction runs before a model request whose estimate passes
+//! [`TRIGGER_PERCENT`] of `[compaction] context_window_tokens`. Without that setting
+//! nothing is compacted. The summary is bounded to [`SUMMARY_BYTES`].
+
+use std::sync::Arc;
+
+use magi_protocol::messages::{Activity, ActivityKind, ActivityState, Event};
+use magi_provider::{Item, ModelEvent, ModelRequest};
+use magi_store::records::RecordBody;
+use tokio::sync::mpsc;
+
+use super::Turn;
+use super::conversation::bounded;
+
+/// Bytes of text counted as one token by the estimate.
+pub(super) const BYTES_PER_TOKEN: usize = 4;
+/// Percent of the context window the estimate may reach before compaction.
+pub(super) const TRIGGER_PERCENT: usize = 80;
+/// Longest summary kept, in bytes.
+pub(super) const SUMMARY_BYTES: usize = 16 * 1024;
+/// What the summary is introduced with, in the conversation that follows it.
+pub(super) const SUMMARY_HEADING: &str = "Summary of the earlier conversation:";
+
+/// What the model is asked to do to compact.
+const COMPACT_PROMPT: &str = "Summarise the conversation so far for your own later use: the \
+    user's requests (the latest one in full), what was done, which files were read or \
+    changed and how, results of commands, decisions, and what remains to do. Be complete \
+    and concise; do not call tools.";
+
+/// The estimated tokens of a request's text.
+pub(super) fn estimate_tokens(instructions: &str, items: &[Item]) -> usize {
+    let bytes: usize = instructions.len()
+        + items
+            .iter()
+            .map(|item| match item {
+                Item::User { text } | Item::Assistant { text } => text.len(),
+                Item::ToolCall {
+                    name, arguments, ..
+                } => name.len() + arguments.len(),
+                Item::ToolResult { output, .. } => output.len(),
+            })
+            .sum::<usize>();
+    bytes / BYTES_PER_TOKEN
+}
+
+/// The conversation that follows a compaction: the summary alone.
+pub(super) fn summary_item(summary: &str) -> Item {
+    Item::User {
+        text: format!("{SUMMARY_HEADING}\n\n{summary}"),
+    }
+}
+
+impl Turn {
+    /// Whether the next request should be compacted first.
+    pub(super) fn needs_compaction(&self, instructions: &str, items: &[Item]) -> bool {
+        // A conversation that is only a summary already cannot shrink further.
+        let only_summary =
+            matches!(items, [Item::User { text }] if text.starts_with(SUMMARY_HEADING));
+        !only_summary
+            && self.agent.context_window_tokens.is_some_and(|window| {
+                estimate_tokens(instructions, items) * 100 > window * TRIGGER_PERCENT
+            })
+    }
+
+    /// Summarises `items` with the model, records the summary and replaces `items` by
+    /// it. On failure (the provider, cancellation) `items` stay as they were and the
+    /// request goes on uncompacted.
+    pub(super) async fn compact(&mut self, instructions: &str, items: &mut Vec<Item>) {
+        self.activities += 1;
+        let activity_id = format!("compaction-{}", self.activities);
+        self.compaction_activity(
+            &activity_id,
+            ActivityState::Started,
+            "compacting the conversation",
+        )
+        .await;
+        let mut request_items = items.clone();
+        request_items.push(Item::User {
+            text: COMPACT_PROMPT.to_owned(),
+        });
+        let request = ModelRequest {
+            model: self.agent.model.clone(),
+            instructions: Some(instructions.to_owned()),
+            items: request_items,
+            tools: Vec::new(),
+            reasoning_summaries: false,
+            reasoning_effort: None,
+        };
+        let (events, mut received) = mpsc::channel(64);
+        let client = Arc::clone(&self.agent.client);
+        let cancel = self.cancel.clone();
+        let collect = async {
+            let mut text = String::new();
+            while let Some(event) = received.recv().await {
+                if let ModelEvent::TextDelta(delta) = event
+                    && text.len() <= SUMMARY_BYTES
+                {
+                    text.push_str(&delta);
+                }
+            }
+            text
+        };
+        let (outcome, text) = tokio::join!(client.stream(&request, events, &cancel), collect);
+        let summary = bounded(&self.without_credentials(text.trim()), SUMMARY_BYTES);
+        if outcome.is_err() || summary.is_empty() {
+            self.compaction_activity(&activity_id, ActivityState::Failed, "compaction failed")
+                .await;
+            return;
+        }
+        self.append(RecordBody::Compaction {
+            summary: summary.clone(),
+            title: None,
+        });
+        *items = vec![summary_item(&summary)];
+        self.compaction_activity(
+            &activity_id,
+            ActivityState::Completed,
+            "conversation compacted",
+        )
+        .await;
+    }
+
+    async fn compaction_activity(
+        &mut self,
+        activity_id: &str,
+        state: ActivityState,
+        summary: &str,
+    ) {
+        let event = Event::Activity(Activity {
+            session_id: self.request.session_id.clone(),
+            run_id: self.request.run_id.clone(),
+            activity_id: activity_id.to_owned(),
+            kind: ActivityKind::Compaction,
+            state,
+            name: "compaction".into(),
+            summary: summary.into(),
+        });
+        self.critical(event).await;
+    }
+}

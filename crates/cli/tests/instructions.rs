@@ -119,3 +119,55 @@ async fn bad_instruction_files_fail_startup() {
         shutdown_clean(&mut backend).await;
     }
 }
+
+#[tokio::test]
+async fn skills_are_listed_and_loaded_with_the_skill_tool() {
+    let mock = MockServer::start().await;
+    mock.enqueue(Reply::stream().tool_call("k1", "skill", ["{\"name\":\"release\"}"]));
+    mock.enqueue(Reply::stream().text(["I will follow it."]));
+    let env = env_for(&mock);
+    let skill = env.cwd().join(".magi/skills/release");
+    std::fs::create_dir_all(&skill).unwrap();
+    std::fs::write(
+        skill.join("SKILL.md"),
+        "# Release this project\n\nRun `cargo publish --dry-run` first.\n",
+    )
+    .unwrap();
+    let mut backend = env.spawn();
+    backend
+        .initialize(&["session.create", "turn.start", "shutdown"])
+        .await
+        .unwrap()
+        .unwrap();
+    let session = backend
+        .request("session.create", json!({}))
+        .await
+        .unwrap()
+        .outcome
+        .unwrap();
+    backend
+        .request(
+            "turn.start",
+            json!({"session_id": session["session_id"], "prompt": "release it"}),
+        )
+        .await
+        .unwrap()
+        .outcome
+        .unwrap();
+    let finished = until_finished(&mut backend, &mut Vec::new()).await;
+    assert_eq!(finished.outcome, RunOutcome::Completed);
+    let first = mock.requests()[0].body.to_string();
+    assert!(first.contains("- release: Release this project"), "{first}");
+    assert!(first.contains("\"skill\""), "the tool is offered: {first}");
+    let second = mock.requests()[1].body.to_string();
+    assert!(second.contains("cargo publish --dry-run"), "{second}");
+    shutdown_clean(&mut backend).await;
+
+    // A skill folder without its description fails startup.
+    let broken = env_for(&mock);
+    std::fs::create_dir_all(broken.cwd().join(".magi/skills/empty")).unwrap();
+    let mut backend = broken.spawn();
+    let got = backend.initialize(&["status", "shutdown"]).await.unwrap();
+    assert_eq!(got, Err(ErrorCode::ConfigurationInvalid));
+    shutdown_clean(&mut backend).await;
+}

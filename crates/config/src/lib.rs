@@ -10,6 +10,7 @@ mod instructions;
 mod permissions;
 mod provider;
 mod settings;
+mod skills;
 
 pub use effort::{Effort, EffortProfile, EffortSupport, profile as effort_profile};
 pub use env::Env;
@@ -25,6 +26,7 @@ pub use provider::{
 pub use settings::{
     CatalogSettings, CompactionSettings, ProviderSettings, Settings, load_settings,
 };
+pub use skills::{SKILL_FILE_BYTES, SKILLS, Skill, SkillSettings, load_skills};
 
 /// Why configuration could not be admitted. Each maps to one startup error code.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -17,6 +17,7 @@ use crate::ConfigError;
 use crate::instructions::InstructionSettings;
 use crate::permissions::PermissionSettings;
 use crate::provider::ProviderKind;
+use crate::skills::SkillSettings;
 
 /// The admitted settings of one child: the merge of both files.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -35,6 +36,8 @@ pub struct Settings {
     pub instructions: InstructionSettings,
     /// `[compaction]`.
     pub compaction: CompactionSettings,
+    /// `[skills]`.
+    pub skills: SkillSettings,
 }
 
 /// `[compaction]`: when the conversation is summarised to fit the model's context.
@@ -88,6 +91,8 @@ struct RawSettings {
     instructions: InstructionSettings,
     #[serde(default)]
     compaction: CompactionSettings,
+    #[serde(default)]
+    skills: SkillSettings,
 }
 
 /// Reads and merges the global and project settings files. A missing file counts as
@@ -142,6 +147,7 @@ fn parse_settings(table: toml::Table) -> Result<Settings, ConfigError> {
         permissions: raw.permissions,
         instructions: raw.instructions,
         compaction: raw.compaction,
+        skills: raw.skills,
         ..Settings::default()
     };
     for (name, value) in raw.providers.unwrap_or_default() {

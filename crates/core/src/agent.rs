@@ -49,6 +49,7 @@ pub fn agent_for(runtime: &Runtime, selection: &ActiveSelection) -> Result<Agent
         secrets,
         instructions: Arc::new(runtime.instructions.clone()),
         context_window_tokens: runtime.settings.compaction.context_window_tokens,
+        skills: Arc::new(runtime.skills.clone()),
     })
 }
 

@@ -26,5 +26,5 @@ pub use startup::{ALLOW_ALL_ENV, CancelFlag, Runtime, StartupFailure, StartupReq
 
 /// Whether this build has a built-in tool of that name (client tools may not take it).
 pub fn is_built_in_tool(name: &str) -> bool {
-    magi_tools::exists(name)
+    magi_tools::exists(name) || name == "skill"
 }

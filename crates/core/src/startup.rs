@@ -56,6 +56,8 @@ pub struct Runtime {
     pub env: Env,
     /// The instruction files, read once, in their documented order.
     pub instructions: Vec<magi_config::Instruction>,
+    /// The skills offered, read once, by name.
+    pub skills: Vec<magi_config::Skill>,
 }
 
 impl Runtime {
@@ -137,6 +139,10 @@ pub fn start(request: &StartupRequest, cancel: &CancelFlag) -> Result<Runtime, S
             failure.error = config_error_code(&e);
             failure.clone()
         })?;
+    let skills = magi_config::load_skills(home.root(), &cwd, &settings.skills).map_err(|e| {
+        failure.error = config_error_code(&e);
+        failure.clone()
+    })?;
     failure = checkpoint(failure)?;
     let selection = resolve_selection(&settings, env).map_err(|e| {
         failure.error = config_error_code(&e);
@@ -156,6 +162,7 @@ pub fn start(request: &StartupRequest, cancel: &CancelFlag) -> Result<Runtime, S
         selection,
         env: env.clone(),
         instructions,
+        skills,
     })
 }
 

@@ -201,6 +201,19 @@ impl Turn {
                 );
                 continue;
             }
+            if call.name == SKILL_TOOL && !self.agent.skills.is_empty() {
+                let report = self.load_skill(call);
+                let outcome = if report.output.is_error {
+                    ToolOutcome::Failed
+                } else {
+                    ToolOutcome::Completed
+                };
+                settled[index] = Some(
+                    self.settle(call, &activity_id, report, outcome, protection)
+                        .await,
+                );
+                continue;
+            }
             if let Some(tool) = self.client_tool(&call.name) {
                 // The client runs it: nothing else is in flight (it is not read-only),
                 // and later calls wait for it.
@@ -288,6 +301,34 @@ impl Turn {
             cancel: self.cancel.clone(),
             hidden_env: self.agent.hidden_env.clone(),
         }
+    }
+
+    /// A `skill` call: the named skill's whole text, read at startup.
+    fn load_skill(&self, call: &Call) -> ToolReport {
+        let name = serde_json::from_str::<serde_json::Value>(&call.arguments)
+            .ok()
+            .and_then(|v| v.get("name").and_then(|n| n.as_str()).map(str::to_owned));
+        let output = match name.and_then(|n| self.agent.skills.iter().find(|s| s.name == n)) {
+            Some(skill) => ToolOutput {
+                content: skill.text.clone(),
+                summary: format!("loaded {}", skill.name),
+                is_error: false,
+            },
+            None => ToolOutput {
+                content: format!(
+                    "There is no such skill. The skills are: {}.",
+                    self.agent
+                        .skills
+                        .iter()
+                        .map(|s| s.name.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+                summary: "unknown skill".into(),
+                is_error: true,
+            },
+        };
+        ToolReport::from(output)
     }
 
     /// The client tool a call names, if any.
@@ -640,6 +681,25 @@ impl Turn {
             self.sessions.append(settled).ok()?;
         }
         Some(count)
+    }
+}
+
+/// The tool that loads a skill, offered when skills exist.
+pub(super) const SKILL_TOOL: &str = "skill";
+
+/// The `skill` tool as the model sees it.
+pub(super) fn skill_tool_spec() -> magi_provider::ToolSpec {
+    magi_provider::ToolSpec {
+        name: SKILL_TOOL.to_owned(),
+        description: "Load the instructions of one of the skills listed in the system \
+                      instructions, by name."
+            .to_owned(),
+        parameters: serde_json::json!({
+            "type": "object",
+            "properties": {"name": {"type": "string", "description": "The skill's name."}},
+            "required": ["name"],
+            "additionalProperties": false
+        }),
     }
 }
 

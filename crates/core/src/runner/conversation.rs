@@ -8,7 +8,11 @@ use magi_store::records::{Record, RecordBody, ToolOutcome};
 pub(super) const INTERRUPTED_CALL: &str = "The call was interrupted; its outcome is unknown.";
 
 /// The system instructions of a turn.
-pub(super) fn instructions(cwd: &std::path::Path, loaded: &[magi_config::Instruction]) -> String {
+pub(super) fn instructions(
+    cwd: &std::path::Path,
+    loaded: &[magi_config::Instruction],
+    skills: &[magi_config::Skill],
+) -> String {
     let mut text = format!(
         "You are magi-code, a coding agent working in the directory {}. Use the tools to \
          inspect files before answering questions about them. Be concise.",
@@ -21,6 +25,15 @@ pub(super) fn instructions(cwd: &std::path::Path, loaded: &[magi_config::Instruc
             instruction.source,
             instruction.text.trim_end()
         ));
+    }
+    if !skills.is_empty() {
+        text.push_str(
+            "\n\n# Skills\n\nLoad a skill's instructions with the `skill` tool when a task \
+             needs it:",
+        );
+        for skill in skills {
+            text.push_str(&format!("\n- {}: {}", skill.name, skill.description));
+        }
     }
     text
 }

@@ -65,6 +65,8 @@ pub struct Agent {
     pub instructions: Arc<Vec<magi_config::Instruction>>,
     /// The model's context window in tokens, when compaction is configured.
     pub context_window_tokens: Option<usize>,
+    /// The skills offered, by name.
+    pub skills: Arc<Vec<magi_config::Skill>>,
 }
 
 /// One admitted turn.
@@ -313,6 +315,9 @@ impl Turn {
                 parameters: d.parameters,
             })
             .collect();
+        if !self.agent.skills.is_empty() {
+            tools.push(calls::skill_tool_spec());
+        }
         tools.extend(self.request.client_tools.iter().map(|t| ToolSpec {
             name: t.name.clone(),
             description: t.description.clone(),
@@ -320,7 +325,11 @@ impl Turn {
         }));
         for _ in 0..MAX_STEPS {
             self.deliver_job_notices(&mut items);
-            let system = instructions(self.sessions.cwd(), &self.agent.instructions);
+            let system = instructions(
+                self.sessions.cwd(),
+                &self.agent.instructions,
+                &self.agent.skills,
+            );
             if self.needs_compaction(&system, &items) {
                 self.compact(&system, &mut items).await;
             }
@@ -622,6 +631,7 @@ mod tests {
             secrets: Vec::new(),
             instructions: Arc::default(),
             context_window_tokens: None,
+            skills: Arc::default(),
         };
         let request = TurnRequest {
             session_id: session_id.clone(),

@@ -171,3 +171,66 @@ async fn skills_are_listed_and_loaded_with_the_skill_tool() {
     assert_eq!(got, Err(ErrorCode::ConfigurationInvalid));
     shutdown_clean(&mut backend).await;
 }
+
+#[tokio::test]
+async fn the_primary_profile_shapes_the_agent_and_bad_ones_fail_startup() {
+    let mock = MockServer::start().await;
+    mock.enqueue(Reply::stream().tool_call("b1", "bash", ["{\"command\":\"touch ran\"}"]));
+    mock.enqueue(Reply::stream().text(["Only reading then."]));
+    let env = env_for(&mock);
+    env.write_settings(
+        "[agent]\nprofile = \"reader\"\n\n[profiles.reader]\ninstructions = \"PROFILE-RULE: read only.\"\ntools = [\"read\", \"grep\"]\nmodel = \"profiled-model\"\n",
+    );
+    let mut backend = env.spawn();
+    backend
+        .initialize(&["session.create", "turn.start", "shutdown"])
+        .await
+        .unwrap()
+        .unwrap();
+    let session = backend
+        .request("session.create", json!({}))
+        .await
+        .unwrap()
+        .outcome
+        .unwrap();
+    backend
+        .request(
+            "turn.start",
+            json!({"session_id": session["session_id"], "prompt": "go"}),
+        )
+        .await
+        .unwrap()
+        .outcome
+        .unwrap();
+    let finished = until_finished(&mut backend, &mut Vec::new()).await;
+    assert_eq!(finished.outcome, RunOutcome::Completed);
+    let first = &mock.requests()[0].body;
+    assert_eq!(first["model"], "profiled-model");
+    let tools: Vec<&str> = first["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(tools, vec!["read", "grep"]);
+    assert!(first.to_string().contains("PROFILE-RULE: read only."));
+    let second = mock.requests()[1].body.to_string();
+    assert!(
+        second.contains("bash is not offered to this agent"),
+        "{second}"
+    );
+    assert!(!env.cwd().join("ran").exists());
+    shutdown_clean(&mut backend).await;
+
+    for settings in [
+        "[agent]\nprofile = \"ghost\"\n",
+        "[agent]\nprofile = \"p\"\n\n[profiles.p]\ntools = [\"teleport\"]\n",
+    ] {
+        let env = env_for(&mock);
+        env.write_settings(settings);
+        let mut backend = env.spawn();
+        let got = backend.initialize(&["status", "shutdown"]).await.unwrap();
+        assert_eq!(got, Err(ErrorCode::ProfileInvalid), "{settings}");
+        shutdown_clean(&mut backend).await;
+    }
+}

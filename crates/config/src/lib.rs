@@ -8,6 +8,7 @@ mod effort;
 mod env;
 mod instructions;
 mod permissions;
+mod profiles;
 mod provider;
 mod settings;
 mod skills;
@@ -19,6 +20,7 @@ pub use instructions::{
     InstructionSettings, load_instructions,
 };
 pub use permissions::{CallSubject, PermissionMode, PermissionSettings, Rule, Verdict};
+pub use profiles::{AgentSettings, PROFILE_INSTRUCTIONS_BYTES, Profile, primary_profile};
 pub use provider::{
     Credential, ProviderDefinition, ProviderKind, Selection, provider_definition, provider_names,
     read_credential, resolve_selection,
@@ -36,6 +38,8 @@ pub enum ConfigError {
     Invalid(String),
     /// No usable provider/model selection, or its credential is missing.
     ProviderUnavailable(String),
+    /// An agent profile is undefined or invalid.
+    ProfileInvalid(String),
 }
 
 impl std::fmt::Display for ConfigError {
@@ -43,6 +47,7 @@ impl std::fmt::Display for ConfigError {
         match self {
             ConfigError::Invalid(why) => write!(f, "invalid configuration: {why}"),
             ConfigError::ProviderUnavailable(why) => write!(f, "provider unavailable: {why}"),
+            ConfigError::ProfileInvalid(why) => write!(f, "invalid profile: {why}"),
         }
     }
 }

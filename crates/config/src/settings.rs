@@ -16,6 +16,7 @@ use serde::Deserialize;
 use crate::ConfigError;
 use crate::instructions::InstructionSettings;
 use crate::permissions::PermissionSettings;
+use crate::profiles::{AgentSettings, Profile};
 use crate::provider::ProviderKind;
 use crate::skills::SkillSettings;
 
@@ -38,6 +39,10 @@ pub struct Settings {
     pub compaction: CompactionSettings,
     /// `[skills]`.
     pub skills: SkillSettings,
+    /// `[agent]`.
+    pub agent: AgentSettings,
+    /// `[profiles.<name>]`.
+    pub profiles: BTreeMap<String, Profile>,
 }
 
 /// `[compaction]`: when the conversation is summarised to fit the model's context.
@@ -93,6 +98,10 @@ struct RawSettings {
     compaction: CompactionSettings,
     #[serde(default)]
     skills: SkillSettings,
+    #[serde(default)]
+    agent: AgentSettings,
+    #[serde(default)]
+    profiles: BTreeMap<String, Profile>,
 }
 
 /// Reads and merges the global and project settings files. A missing file counts as
@@ -148,6 +157,8 @@ fn parse_settings(table: toml::Table) -> Result<Settings, ConfigError> {
         instructions: raw.instructions,
         compaction: raw.compaction,
         skills: raw.skills,
+        agent: raw.agent,
+        profiles: raw.profiles,
         ..Settings::default()
     };
     for (name, value) in raw.providers.unwrap_or_default() {

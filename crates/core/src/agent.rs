@@ -50,6 +50,7 @@ pub fn agent_for(runtime: &Runtime, selection: &ActiveSelection) -> Result<Agent
         instructions: Arc::new(runtime.instructions.clone()),
         context_window_tokens: runtime.settings.compaction.context_window_tokens,
         skills: Arc::new(runtime.skills.clone()),
+        profile: runtime.profile.clone().map(Arc::new),
     })
 }
 

@@ -58,6 +58,8 @@ pub struct Runtime {
     pub instructions: Vec<magi_config::Instruction>,
     /// The skills offered, read once, by name.
     pub skills: Vec<magi_config::Skill>,
+    /// The primary agent's profile, when `[agent] profile` names one.
+    pub profile: Option<(String, magi_config::Profile)>,
 }
 
 impl Runtime {
@@ -143,8 +145,15 @@ pub fn start(request: &StartupRequest, cancel: &CancelFlag) -> Result<Runtime, S
         failure.error = config_error_code(&e);
         failure.clone()
     })?;
+    let profile = magi_config::primary_profile(&settings.agent, &settings.profiles, |tool| {
+        magi_tools::exists(tool) || tool == "skill"
+    })
+    .map_err(|e| {
+        failure.error = config_error_code(&e);
+        failure.clone()
+    })?;
     failure = checkpoint(failure)?;
-    let selection = resolve_selection(&settings, env).map_err(|e| {
+    let mut selection = resolve_selection(&settings, env).map_err(|e| {
         failure.error = config_error_code(&e);
         failure.provider = env
             .get("MAGI_PROVIDER")
@@ -154,6 +163,10 @@ pub fn start(request: &StartupRequest, cancel: &CancelFlag) -> Result<Runtime, S
         failure.clone()
     })?;
     checkpoint(failure)?;
+    // The primary profile's model, at the selected provider, replaces the selection's.
+    if let Some(model) = profile.as_ref().and_then(|(_, p)| p.model.clone()) {
+        selection.model = model;
+    }
     Ok(Runtime {
         home,
         cwd,
@@ -163,6 +176,7 @@ pub fn start(request: &StartupRequest, cancel: &CancelFlag) -> Result<Runtime, S
         env: env.clone(),
         instructions,
         skills,
+        profile,
     })
 }
 
@@ -179,6 +193,7 @@ fn config_error_code(error: &ConfigError) -> StartupError {
     match error {
         ConfigError::Invalid(_) => StartupError::ConfigurationInvalid,
         ConfigError::ProviderUnavailable(_) => StartupError::ProviderUnavailable,
+        ConfigError::ProfileInvalid(_) => StartupError::ProfileInvalid,
     }
 }
 

@@ -146,6 +146,18 @@ impl Turn {
                 );
                 continue;
             }
+            if !self.offered(&call.name) {
+                // The profile does not offer it: nothing runs, and the model is told.
+                let report = refused(&format!(
+                    "The call was not run: {} is not offered to this agent.",
+                    call.name
+                ));
+                settled[index] = Some(
+                    self.settle(call, &activity_id, report, ToolOutcome::Failed, None)
+                        .await,
+                );
+                continue;
+            }
             let protection = match self.supervise(call, &label, &activity_id).await {
                 Ok(protection) => protection,
                 Err(refusal) => {

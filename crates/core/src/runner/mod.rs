@@ -67,6 +67,8 @@ pub struct Agent {
     pub context_window_tokens: Option<usize>,
     /// The skills offered, by name.
     pub skills: Arc<Vec<magi_config::Skill>>,
+    /// The primary agent's profile: its name, instructions and offered tools.
+    pub profile: Option<Arc<(String, magi_config::Profile)>>,
 }
 
 /// One admitted turn.
@@ -309,13 +311,14 @@ impl Turn {
     async fn converse(&mut self, mut items: Vec<Item>) -> Ending {
         let mut tools: Vec<ToolSpec> = magi_tools::definitions()
             .into_iter()
+            .filter(|d| self.offered(d.name))
             .map(|d| ToolSpec {
                 name: d.name.to_owned(),
                 description: d.description.to_owned(),
                 parameters: d.parameters,
             })
             .collect();
-        if !self.agent.skills.is_empty() {
+        if !self.agent.skills.is_empty() && self.offered(calls::SKILL_TOOL) {
             tools.push(calls::skill_tool_spec());
         }
         tools.extend(self.request.client_tools.iter().map(|t| ToolSpec {
@@ -325,11 +328,19 @@ impl Turn {
         }));
         for _ in 0..MAX_STEPS {
             self.deliver_job_notices(&mut items);
-            let system = instructions(
+            let mut system = instructions(
                 self.sessions.cwd(),
                 &self.agent.instructions,
                 &self.agent.skills,
             );
+            if let Some((name, profile)) = self.agent.profile.as_deref()
+                && let Some(text) = &profile.instructions
+            {
+                system.push_str(&format!(
+                    "\n\n# Instructions of the {name} profile\n\n{}",
+                    text.trim_end()
+                ));
+            }
             if self.needs_compaction(&system, &items) {
                 self.compact(&system, &mut items).await;
             }
@@ -479,6 +490,23 @@ impl Turn {
             // Calls of a response that did not complete are never run.
             calls: if partial { Vec::new() } else { calls },
             ending,
+        }
+    }
+
+    /// Whether the agent's profile offers tool `name` (the client's own tools are always
+    /// offered; without a profile list, every tool is).
+    fn offered(&self, name: &str) -> bool {
+        match self
+            .agent
+            .profile
+            .as_deref()
+            .and_then(|(_, p)| p.tools.as_ref())
+        {
+            Some(tools) => {
+                tools.iter().any(|t| t == name)
+                    || self.request.client_tools.iter().any(|t| t.name == name)
+            }
+            None => true,
         }
     }
 
@@ -632,6 +660,7 @@ mod tests {
             instructions: Arc::default(),
             context_window_tokens: None,
             skills: Arc::default(),
+            profile: None,
         };
         let request = TurnRequest {
             session_id: session_id.clone(),

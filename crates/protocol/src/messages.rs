@@ -39,7 +39,7 @@ pub struct ClientToolDefinition {
     /// Milliseconds the client has to answer a call, 1–600,000; 120,000 when omitted.
     #[serde(
         default,
-        deserialize_with = "present_u64",
+        deserialize_with = "present",
         skip_serializing_if = "Option::is_none"
     )]
     #[schemars(with = "u64", range(min = 1, max = 600000))]
@@ -172,7 +172,7 @@ pub struct SessionListParams {
     /// Most sessions on the page, 1–100; 100 when omitted.
     #[serde(
         default,
-        deserialize_with = "present_u64",
+        deserialize_with = "present",
         skip_serializing_if = "Option::is_none"
     )]
     #[schemars(with = "u64", range(min = 1, max = 100))]
@@ -193,7 +193,7 @@ pub struct ModelCatalogParams {
     /// Most choices on the page, 1–100; 100 when omitted.
     #[serde(
         default,
-        deserialize_with = "present_u64",
+        deserialize_with = "present",
         skip_serializing_if = "Option::is_none"
     )]
     #[schemars(with = "u64", range(min = 1, max = 100))]
@@ -371,14 +371,8 @@ enum EffortMode {
 #[serde(deny_unknown_fields)]
 struct RawEffortRequest {
     mode: EffortMode,
-    #[serde(default, deserialize_with = "present_effort")]
+    #[serde(default, deserialize_with = "present")]
     value: Option<Effort>,
-}
-
-fn present_effort<'de, D: serde::Deserializer<'de>>(
-    deserializer: D,
-) -> Result<Option<Effort>, D::Error> {
-    Effort::deserialize(deserializer).map(Some)
 }
 
 impl TryFrom<RawEffortRequest> for EffortRequest {
@@ -413,17 +407,10 @@ pub struct SelectionSetParams {
     /// The effort change; `keep` when omitted (null is not allowed).
     #[serde(
         default,
-        deserialize_with = "present_effort_request",
+        deserialize_with = "present",
         skip_serializing_if = "Option::is_none"
     )]
     pub effort: Option<EffortRequest>,
-}
-
-/// A present `effort` must be an object: `null` is not one.
-fn present_effort_request<'de, D: serde::Deserializer<'de>>(
-    deserializer: D,
-) -> Result<Option<EffortRequest>, D::Error> {
-    EffortRequest::deserialize(deserializer).map(Some)
 }
 
 /// The scope a selection applies to.
@@ -454,9 +441,12 @@ pub struct SelectionSetResult {
     pub notices: Vec<String>,
 }
 
-/// A present `limit` must be an integer: `null` is not one.
-fn present_u64<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<u64>, D::Error> {
-    u64::deserialize(deserializer).map(Some)
+/// An optional field that is present must hold a value: `null` is not one (omission
+/// is how a client leaves it out).
+fn present<'de, D: serde::Deserializer<'de>, T: Deserialize<'de>>(
+    deserializer: D,
+) -> Result<Option<T>, D::Error> {
+    T::deserialize(deserializer).map(Some)
 }
 
 /// Whether a listed session can be opened now, as far as discovery can tell.
@@ -512,7 +502,7 @@ pub struct SessionDiscoverParams {
     /// Most sessions in this batch, 1–100; 100 when omitted.
     #[serde(
         default,
-        deserialize_with = "present_u64",
+        deserialize_with = "present",
         skip_serializing_if = "Option::is_none"
     )]
     #[schemars(with = "u64", range(min = 1, max = 100))]
@@ -541,17 +531,10 @@ pub struct CatalogStatusParams {
     /// One provider; every relevant provider when omitted.
     #[serde(
         default,
-        deserialize_with = "present_string",
+        deserialize_with = "present",
         skip_serializing_if = "Option::is_none"
     )]
     pub provider: Option<String>,
-}
-
-/// A present string field must be a string: `null` is not one.
-fn present_string<'de, D: serde::Deserializer<'de>>(
-    deserializer: D,
-) -> Result<Option<String>, D::Error> {
-    String::deserialize(deserializer).map(Some)
 }
 
 /// The state of a provider's catalog cache.

@@ -726,13 +726,18 @@ mod tests {
         let server = MockServer::start().await;
         server.set_models_hang(true);
         let cancel = CancellationToken::new();
-        let trigger = cancel.clone();
-        tokio::spawn(async move {
-            tokio::time::sleep(Duration::from_millis(100)).await;
-            trigger.cancel();
-        });
+        let chat = endpoint(&server, WireFormat::ChatCompletions);
+        // Cancel once the request is in flight (the server has it), no sooner.
+        let trigger = async {
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while server.requests().is_empty() && Instant::now() < deadline {
+                tokio::task::yield_now().await;
+            }
+            cancel.cancel();
+        };
         let started = Instant::now();
-        let result = list_models(&endpoint(&server, WireFormat::ChatCompletions), &cancel).await;
+        let (result, ()) = tokio::join!(list_models(&chat, &cancel), trigger);
+        assert_eq!(server.requests().len(), 1, "cancelled in flight");
         assert_eq!(result, Err(RefreshError::Cancelled));
         assert!(started.elapsed() < Duration::from_secs(5));
 

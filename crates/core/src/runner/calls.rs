@@ -58,6 +58,9 @@ pub(super) struct Call {
     pub(super) call_id: String,
     pub(super) name: String,
     pub(super) arguments: String,
+    /// Its bounded, safe label, made once: the record, the activities and the cards
+    /// all show it.
+    pub(super) label: String,
 }
 
 /// A call being executed on a blocking thread.
@@ -123,7 +126,7 @@ impl Turn {
                 turn_id: self.turn_id.clone(),
                 call_id: call.call_id.clone(),
                 name: call.name.clone(),
-                summary: self.label(call),
+                summary: call.label.clone(),
                 arguments: Some(call.arguments.clone()),
             })
             .collect();
@@ -133,10 +136,10 @@ impl Turn {
         for (index, call) in calls.iter().enumerate() {
             self.activities += 1;
             let activity_id = format!("tool-{}", self.activities);
-            let label = self.label(call);
-            self.activity(&activity_id, &call.name, ActivityState::Started, &label)
+            let label = call.label.as_str();
+            self.activity(&activity_id, &call.name, ActivityState::Started, label)
                 .await;
-            let running = self.running_card(call, &label, None, false);
+            let running = self.running_card(call, None, false);
             self.card(&activity_id, Snapshot::Initial, running).await;
             if self.cancel.is_cancelled() {
                 let report = refused("not started: the turn was cancelled");
@@ -158,7 +161,7 @@ impl Turn {
                 );
                 continue;
             }
-            let protection = match self.supervise(call, &label, &activity_id).await {
+            let protection = match self.supervise(call, &activity_id).await {
                 Ok(protection) => protection,
                 Err(refusal) => {
                     let report = refused(&format!("The call was not run: {refusal}."));
@@ -215,11 +218,7 @@ impl Turn {
             }
             if call.name == SKILL_TOOL && !self.agent.skills.is_empty() {
                 let report = self.load_skill(call);
-                let outcome = if report.output.is_error {
-                    ToolOutcome::Failed
-                } else {
-                    ToolOutcome::Completed
-                };
+                let outcome = outcome_of(&report);
                 settled[index] = Some(
                     self.settle(call, &activity_id, report, outcome, protection)
                         .await,
@@ -230,13 +229,7 @@ impl Turn {
                 // The client runs it: nothing else is in flight (it is not read-only),
                 // and later calls wait for it.
                 let report = self.call_client(call, &tool, &activity_id).await;
-                let outcome = if report.cancelled {
-                    ToolOutcome::Cancelled
-                } else if report.output.is_error {
-                    ToolOutcome::Failed
-                } else {
-                    ToolOutcome::Completed
-                };
+                let outcome = outcome_of(&report);
                 settled[index] = Some(
                     self.settle(call, &activity_id, report, outcome, protection)
                         .await,
@@ -277,7 +270,6 @@ impl Turn {
     fn running_card<'a>(
         &self,
         call: &'a Call,
-        label: &'a str,
         protection: Option<&'a str>,
         awaiting_approval: bool,
     ) -> CardSource<'a> {
@@ -286,7 +278,7 @@ impl Turn {
             origin: magi_protocol::cards::Origin::Live,
             revision: 0,
             tool_name: &call.name,
-            label,
+            label: &call.label,
             working_directory: None,
             settlement: Settlement::Running,
             facts: None,
@@ -296,12 +288,18 @@ impl Turn {
         }
     }
 
-    /// The bounded, sanitized label of a call.
-    fn label(&self, call: &Call) -> String {
-        bounded(
-            &self.safe(&magi_tools::describe(&call.name, &call.arguments)),
+    /// A call the model asked for, with its bounded, safe label.
+    pub(super) fn call(&self, call_id: String, name: String, arguments: String) -> Call {
+        let label = bounded(
+            &self.safe(&magi_tools::describe(&name, &arguments)),
             SUMMARY_BYTES,
-        )
+        );
+        Call {
+            call_id,
+            name,
+            arguments,
+            label,
+        }
     }
 
     fn execution(&self, call: &Call) -> Execution {
@@ -470,7 +468,6 @@ impl Turn {
     async fn supervise(
         &mut self,
         call: &Call,
-        label: &str,
         activity_id: &str,
     ) -> Result<Option<&'static str>, &'static str> {
         match self.verdict(call) {
@@ -489,9 +486,9 @@ impl Turn {
         let expiry = std::time::Duration::from_millis(APPROVAL_EXPIRY_MS);
         // Opened before it is announced, so an answer racing the event is not lost.
         let wait = self.approvals.open(&approval_id, expiry);
-        self.approval_requested(&approval_id, label, APPROVAL_EXPIRY_MS)
+        self.approval_requested(&approval_id, &call.label, APPROVAL_EXPIRY_MS)
             .await;
-        let waiting = self.running_card(call, label, None, true);
+        let waiting = self.running_card(call, None, true);
         self.card(activity_id, Snapshot::Interim, waiting).await;
         match wait.settled(&self.cancel).await {
             ApprovalOutcome::Allowed => Ok(Some(LABEL_ALLOWED_BY_USER)),
@@ -513,13 +510,7 @@ impl Turn {
             let call = &calls[flight.index];
             let (report, outcome) = match flight.task.await {
                 Ok(report) => {
-                    let outcome = if report.cancelled {
-                        ToolOutcome::Cancelled
-                    } else if report.output.is_error {
-                        ToolOutcome::Failed
-                    } else {
-                        ToolOutcome::Completed
-                    };
+                    let outcome = outcome_of(&report);
                     (report, outcome)
                 }
                 // The tool's thread panicked: what it did before is unknown.
@@ -550,25 +541,24 @@ impl Turn {
         outcome: ToolOutcome,
         protection: Option<&'static str>,
     ) -> Settled {
-        let summary = bounded(&self.safe(&report.output.summary), SUMMARY_BYTES);
-        let facts = self.recorded_facts(report.facts.as_ref());
         let display_id = report
             .preview
             .as_ref()
             .map(|_| format!("{}-preview", call.call_id));
-        let facts_for_card = facts.clone();
-        let mut settlement = vec![RecordBody::ToolResult {
-            turn_id: self.turn_id.clone(),
-            call_id: call.call_id.clone(),
-            name: call.name.clone(),
+        let safe = self.safe_result(&report);
+        let (summary, facts_for_card, content) = (
+            safe.summary.clone(),
+            safe.facts.clone(),
+            safe.content.clone(),
+        );
+        let mut settlement = vec![result_record(
+            self.turn_id.clone(),
+            call,
+            safe,
             outcome,
-            summary: summary.clone(),
-            content: Some(self.without_credentials(&report.output.content)),
-            facts,
-            protection: protection.map(str::to_owned),
-            display_id: display_id.clone(),
-            transcript: report.transcript.iter().map(|l| self.safe(l)).collect(),
-        }];
+            protection,
+            display_id.clone(),
+        )];
         // The display-only preview follows its result in the same write.
         let mut preview_payload = None;
         if let (Some(display_id), Some(preview)) = (display_id, report.preview) {
@@ -597,14 +587,13 @@ impl Turn {
             (Some(_), false) => PreviewSource::NotRecorded,
             (None, _) => PreviewSource::NotApplicable,
         };
-        let label = self.label(call);
         let cwd = self.sessions.cwd().to_string_lossy().into_owned();
         let settled = CardSource {
             activity_id,
             origin: magi_protocol::cards::Origin::Live,
             revision: 0,
             tool_name: &call.name,
-            label: &label,
+            label: &call.label,
             working_directory: Some(&cwd),
             settlement: Settlement::Settled {
                 outcome,
@@ -617,8 +606,19 @@ impl Turn {
         };
         self.card(activity_id, Snapshot::Final, settled).await;
         Settled {
-            content: self.without_credentials(&report.output.content),
+            content,
             is_error: outcome != ToolOutcome::Completed,
+        }
+    }
+
+    /// What a report records, made safe and bounded the one way every settlement
+    /// records it.
+    fn safe_result(&self, report: &ToolReport) -> SafeResult {
+        SafeResult {
+            summary: bounded(&self.safe(&report.output.summary), SUMMARY_BYTES),
+            content: self.without_credentials(&report.output.content),
+            facts: self.recorded_facts(report.facts.as_ref()),
+            transcript: report.transcript.iter().map(|l| self.safe(l)).collect(),
         }
     }
 
@@ -648,21 +648,17 @@ impl Turn {
         let unsettled = unsettled_calls(records);
         let count = unsettled.len();
         for unsettled in unsettled {
-            let call = Call {
-                call_id: unsettled.call_id,
-                name: unsettled.name,
-                arguments: unsettled.arguments.unwrap_or_else(|| "{}".into()),
-            };
+            let call = self.call(
+                unsettled.call_id,
+                unsettled.name,
+                unsettled.arguments.unwrap_or_else(|| "{}".into()),
+            );
             let replayable = magi_tools::is_read_only(&call.name)
                 && unsettled.phase != Some(ToolCallPhase::AwaitingApproval)
                 && self.verdict(&call) == Verdict::Run;
             let (report, outcome, protection) = if replayable {
                 let report = self.execution(&call).run();
-                let outcome = if report.output.is_error {
-                    ToolOutcome::Failed
-                } else {
-                    ToolOutcome::Completed
-                };
+                let outcome = outcome_of(&report);
                 (report, outcome, None)
             } else if unsettled.phase == Some(ToolCallPhase::AwaitingApproval) {
                 (
@@ -677,19 +673,8 @@ impl Turn {
                 report.output.summary = "interrupted; outcome unknown".into();
                 (report, ToolOutcome::Indeterminate, None)
             };
-            let summary = bounded(&self.safe(&report.output.summary), SUMMARY_BYTES);
-            let settled = RecordBody::ToolResult {
-                turn_id: unsettled.turn_id,
-                call_id: call.call_id,
-                name: call.name,
-                outcome,
-                summary,
-                content: Some(self.without_credentials(&report.output.content)),
-                facts: self.recorded_facts(report.facts.as_ref()),
-                protection: protection.map(str::to_owned),
-                display_id: None,
-                transcript: report.transcript.iter().map(|l| self.safe(l)).collect(),
-            };
+            let safe = self.safe_result(&report);
+            let settled = result_record(unsettled.turn_id, &call, safe, outcome, protection, None);
             self.sessions.append(settled).ok()?;
         }
         Some(count)
@@ -712,6 +697,48 @@ pub(super) fn skill_tool_spec() -> magi_provider::ToolSpec {
             "required": ["name"],
             "additionalProperties": false
         }),
+    }
+}
+
+/// A report's recordable parts, safe and bounded.
+struct SafeResult {
+    summary: String,
+    content: String,
+    facts: Option<serde_json::Value>,
+    transcript: Vec<String>,
+}
+
+/// The `tool_result` record of a settled call.
+fn result_record(
+    turn_id: String,
+    call: &Call,
+    safe: SafeResult,
+    outcome: ToolOutcome,
+    protection: Option<&'static str>,
+    display_id: Option<String>,
+) -> RecordBody {
+    RecordBody::ToolResult {
+        turn_id,
+        call_id: call.call_id.clone(),
+        name: call.name.clone(),
+        outcome,
+        summary: safe.summary,
+        content: Some(safe.content),
+        facts: safe.facts,
+        protection: protection.map(str::to_owned),
+        display_id,
+        transcript: safe.transcript,
+    }
+}
+
+/// How a finished report settles: cancelled, failed or completed.
+fn outcome_of(report: &ToolReport) -> ToolOutcome {
+    if report.cancelled {
+        ToolOutcome::Cancelled
+    } else if report.output.is_error {
+        ToolOutcome::Failed
+    } else {
+        ToolOutcome::Completed
     }
 }
 

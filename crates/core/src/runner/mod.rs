@@ -14,7 +14,6 @@ mod conversation;
 mod emit;
 mod live_cards;
 
-use calls::Call;
 pub use conversation::conversation;
 use conversation::{chunks, instructions};
 
@@ -368,11 +367,7 @@ impl Turn {
             let calls = response
                 .calls
                 .into_iter()
-                .map(|(call_id, name, arguments)| Call {
-                    call_id,
-                    name,
-                    arguments,
-                })
+                .map(|(call_id, name, arguments)| self.call(call_id, name, arguments))
                 .collect();
             if let Some(ending) = self.run_calls(calls, &mut items).await {
                 return ending;

@@ -682,6 +682,36 @@ fn duration_label(ms: u64) -> String {
     }
 }
 
+/// The lines that say what the captures lost: bytes past the bound or unwritable, a
+/// capture file that could not be created, output a process outside the group kept
+/// open. Shared by every report of process output.
+pub(crate) fn capture_notes(kept: &[Kept; 3], drained: bool) -> Vec<String> {
+    let mut notes = Vec::new();
+    for (name, kept) in ["stdout", "stderr", "output"].iter().zip(kept) {
+        if kept.dropped > 0 {
+            let why = if kept.failed {
+                "could not be written"
+            } else {
+                "were past the capture bound and not kept"
+            };
+            notes.push(format!(
+                "[{name} capture cut: {} bytes kept, {} more {why}]",
+                kept.written, kept.dropped
+            ));
+        } else if kept.failed {
+            // Nothing was lost, but the file the capture promised does not exist.
+            notes.push(format!("[{name} capture file could not be created]"));
+        }
+    }
+    if !drained {
+        notes.push(
+            "[output may be incomplete: a process outside the group kept the output open]"
+                .to_owned(),
+        );
+    }
+    notes
+}
+
 /// The output of the call: the projection, then status lines.
 fn report(
     end: &End,
@@ -738,29 +768,10 @@ fn report(
         content.push('\n');
     }
     content.push_str(&format!("[{status}]"));
-    let mut truncated = false;
-    for (name, kept) in ["stdout", "stderr", "output"].iter().zip(kept) {
-        if kept.dropped > 0 {
-            truncated = true;
-            let why = if kept.failed {
-                "could not be written"
-            } else {
-                "were past the capture bound and not kept"
-            };
-            content.push_str(&format!(
-                "\n[{name} capture cut: {} bytes kept, {} more {why}]",
-                kept.written, kept.dropped
-            ));
-        } else if kept.failed {
-            // Nothing was lost, but the file the capture promised does not exist.
-            content.push_str(&format!("\n[{name} capture file could not be created]"));
-        }
-    }
-    if !drained {
-        truncated = true;
-        content.push_str(
-            "\n[output may be incomplete: a process outside the group kept the output open]",
-        );
+    let truncated = !drained || kept.iter().any(|k| k.dropped > 0);
+    for note in capture_notes(&kept, drained) {
+        content.push('\n');
+        content.push_str(&note);
     }
     if !projection.inline {
         match paths {

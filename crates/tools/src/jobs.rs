@@ -21,7 +21,9 @@ use nix::sys::signal::{Signal, killpg};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::bash::{End, Kept, Started, command_facts, read_bounded, record_end, start};
+use crate::bash::{
+    End, Kept, Started, capture_notes, command_facts, read_bounded, record_end, start,
+};
 use crate::diagnostics::process_diagnostics;
 use crate::facts::{CommandFacts, Facts};
 use crate::{ToolContext, ToolDefinition, ToolOutput, ToolReport};
@@ -150,18 +152,9 @@ pub fn take_notices(conversation_dir: &Path) -> Vec<JobNotice> {
             text.push('\n');
             text.push_str(projection.text.trim_end_matches('\n'));
         }
-        for (name, kept) in ["stdout", "stderr", "output"].iter().zip(&ended.kept) {
-            if kept.dropped > 0 {
-                text.push_str(&format!(
-                    "\n[{name} capture cut: {} bytes kept, {} more not kept]",
-                    kept.written, kept.dropped
-                ));
-            }
-        }
-        if !ended.drained {
-            text.push_str(
-                "\n[output may be incomplete: a process outside the group kept the output open]",
-            );
+        for note in capture_notes(&ended.kept, ended.drained) {
+            text.push('\n');
+            text.push_str(&note);
         }
         if !projection.inline {
             text.push_str(&format!(

@@ -7,12 +7,12 @@
 //! that is missing, over its bound, binary or not UTF-8 makes the configuration invalid,
 //! so a child never runs with instructions it silently dropped.
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
 use crate::ConfigError;
+use crate::text_file::read_text_file;
 
 /// Longest instruction file, in bytes.
 pub const INSTRUCTION_FILE_BYTES: usize = 64 * 1024;
@@ -82,24 +82,10 @@ pub fn load_instructions(
 /// One file's text: none when it is absent and optional.
 fn read_instruction(path: &Path, required: bool) -> Result<Option<String>, ConfigError> {
     let invalid = |why: &str| ConfigError::Invalid(format!("{}: {why}", path.display()));
-    let file = match std::fs::File::open(path) {
-        Ok(file) => file,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound && !required => return Ok(None),
-        Err(e) => return Err(invalid(&e.to_string())),
-    };
-    let mut bytes = Vec::new();
-    file.take(INSTRUCTION_FILE_BYTES as u64 + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| invalid(&e.to_string()))?;
-    if bytes.len() > INSTRUCTION_FILE_BYTES {
-        return Err(invalid("larger than the instruction file bound"));
+    match read_text_file(path, INSTRUCTION_FILE_BYTES).map_err(|why| invalid(&why))? {
+        None if required => Err(invalid("no such file")),
+        text => Ok(text),
     }
-    if bytes.contains(&0) {
-        return Err(invalid("binary"));
-    }
-    String::from_utf8(bytes)
-        .map(Some)
-        .map_err(|_| invalid("not UTF-8"))
 }
 
 #[cfg(test)]

@@ -12,6 +12,7 @@ mod profiles;
 mod provider;
 mod settings;
 mod skills;
+mod text_file;
 
 pub use effort::{Effort, EffortProfile, EffortSupport, profile as effort_profile};
 pub use env::Env;

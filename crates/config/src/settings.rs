@@ -6,7 +6,6 @@
 //! the environment wins over both where it names a value (see `provider.rs`).
 
 use std::collections::BTreeMap;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use magi_protocol::limits::SETTINGS_FILE_BYTES;
@@ -19,6 +18,7 @@ use crate::permissions::PermissionSettings;
 use crate::profiles::{AgentSettings, Profile};
 use crate::provider::ProviderKind;
 use crate::skills::SkillSettings;
+use crate::text_file::read_text_file;
 
 /// The admitted settings of one child: the merge of both files.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -114,21 +114,13 @@ pub fn load_settings(global: &Path, project: &Path) -> Result<Settings, ConfigEr
 
 fn read_table(path: &Path) -> Result<toml::Table, ConfigError> {
     let invalid = |why: &str| ConfigError::Invalid(format!("{}: {why}", path.display()));
-    let file = match std::fs::File::open(path) {
-        Ok(file) => file,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(toml::Table::new()),
-        Err(e) => return Err(invalid(&e.to_string())),
-    };
-    let mut bytes = Vec::new();
-    file.take(SETTINGS_FILE_BYTES as u64 + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| invalid(&e.to_string()))?;
-    if bytes.len() > SETTINGS_FILE_BYTES {
-        return Err(invalid("larger than the settings file bound"));
+    match read_text_file(path, SETTINGS_FILE_BYTES).map_err(|why| invalid(&why))? {
+        // A missing file counts as empty.
+        None => Ok(toml::Table::new()),
+        Some(text) => text
+            .parse::<toml::Table>()
+            .map_err(|e| invalid(&e.to_string())),
     }
-    let text = String::from_utf8(bytes).map_err(|_| invalid("not UTF-8"))?;
-    text.parse::<toml::Table>()
-        .map_err(|e| invalid(&e.to_string()))
 }
 
 /// Merges `over` into `base`: tables merge key by key, any other value replaces.

@@ -12,12 +12,12 @@
 //! makes the configuration invalid: a skill is never offered half-read.
 
 use std::collections::BTreeMap;
-use std::io::Read;
 use std::path::Path;
 
 use serde::Deserialize;
 
 use crate::ConfigError;
+use crate::text_file::read_text_file;
 
 /// Most skills offered.
 pub const SKILLS: usize = 64;
@@ -116,18 +116,7 @@ fn read_dir_skills(dir: &Path) -> Result<Vec<Skill>, ConfigError> {
 }
 
 fn read_skill_file(path: &Path) -> Result<String, String> {
-    let file = std::fs::File::open(path).map_err(|e| e.to_string())?;
-    let mut bytes = Vec::new();
-    file.take(SKILL_FILE_BYTES as u64 + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| e.to_string())?;
-    if bytes.len() > SKILL_FILE_BYTES {
-        return Err("larger than the skill file bound".into());
-    }
-    if bytes.contains(&0) {
-        return Err("binary".into());
-    }
-    String::from_utf8(bytes).map_err(|_| "not UTF-8".into())
+    read_text_file(path, SKILL_FILE_BYTES)?.ok_or_else(|| "no SKILL.md".to_owned())
 }
 
 #[cfg(test)]

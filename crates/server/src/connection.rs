@@ -358,12 +358,10 @@ impl Connection {
                     }) {
                         return Err(ErrorCode::InvalidParams);
                     }
-                    let provider = self
-                        .selection
-                        .as_ref()
-                        .map(|s| s.provider.name.clone())
-                        .unwrap_or_default();
-                    Ok(Some(SessionOperation::CatalogStatus(p, provider)))
+                    Ok(Some(SessionOperation::CatalogStatus(
+                        p,
+                        self.selected_provider(),
+                    )))
                 })
             }
             Method::ModelRefresh => parse_params(params).and_then(|p: ModelRefreshParams| {
@@ -393,12 +391,7 @@ impl Connection {
                 Ok(Some(SessionOperation::List(p)))
             }),
             Method::ModelCatalog => parse_params(params).map(|p: ModelCatalogParams| {
-                let provider = self
-                    .selection
-                    .as_ref()
-                    .map(|s| s.provider.name.clone())
-                    .unwrap_or_default();
-                Some(SessionOperation::Catalog(p, provider))
+                Some(SessionOperation::Catalog(p, self.selected_provider()))
             }),
             _ => parse_params::<EmptyParams>(params).map(|_| None),
         };
@@ -631,6 +624,15 @@ impl Connection {
         Ok(OperationCancelResult {
             cancellation_requested: running,
         })
+    }
+
+    /// The current selection's provider, which catalog scans always count as
+    /// relevant.
+    fn selected_provider(&self) -> String {
+        self.selection
+            .as_ref()
+            .map(|s| s.provider.name.clone())
+            .unwrap_or_default()
     }
 
     /// The selection startup admitted, with a fresh revision; none before startup

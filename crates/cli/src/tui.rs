@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, anyhow};
 use magi_client::fold::{
     ActivityDisplay, ApprovalState, CardView, FoldInput, Item, PromptId, PromptState, Role,
-    Transcript,
+    TURN_ID_RESERVE, Transcript,
 };
 use magi_client::{Backend, BackendCommand, Incoming};
 use magi_protocol::cards::{Block, Card, DiffLineKind};
@@ -142,6 +142,16 @@ enum Action {
     OpenSession(String),
 }
 
+/// Request IDs kept in reserve before a turn: `MAGI_TUI_ID_RESERVE` when set (so the
+/// renewal can be exercised without thousands of requests), else the client library's
+/// [`TURN_ID_RESERVE`].
+fn id_reserve() -> usize {
+    std::env::var("MAGI_TUI_ID_RESERVE")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(TURN_ID_RESERVE)
+}
+
 /// The shortest time between two frames while events stream (about 60 per second).
 const FRAME: Duration = Duration::from_millis(16);
 /// Frame times kept for the statistics, at most.
@@ -259,7 +269,10 @@ impl App {
                     match self.key(key) {
                         Action::Quit => return Ok(()),
                         Action::Nothing => {}
-                        Action::Send(prompt) => self.send(backend, prompt).await?,
+                        Action::Send(prompt) => {
+                            self.renew_backend_if_needed(backend).await?;
+                            self.send(backend, prompt).await?
+                        }
                         Action::Stop => self.stop(backend).await?,
                         Action::Answer(allow) => self.answer(backend, allow).await?,
                         Action::ListSessions => self.list_sessions(backend).await?,
@@ -383,6 +396,33 @@ impl App {
             }
             _ => Action::Nothing,
         }
+    }
+
+    /// A child has 4,096 request IDs in its life. Before a turn, if fewer than the
+    /// reserve remain, this child is shut down and a fresh one reopens the same durable
+    /// session (or starts a new one when the session was never made durable), so a
+    /// running turn never runs out of IDs to cancel, answer or page with.
+    async fn renew_backend_if_needed(&mut self, backend: &mut Backend) -> anyhow::Result<()> {
+        if backend.ids_remaining() > id_reserve() {
+            return Ok(());
+        }
+        let _ = backend.shutdown().await;
+        let _ = backend.wait_within(EXIT_WAIT).await;
+        *backend = start_backend().await?;
+        match self.transcript.durable_session().map(str::to_owned) {
+            Some(id) => self.open_session(backend, id).await?,
+            None => {
+                let session: SessionResult = backend
+                    .request("session.create", json!({}))
+                    .await?
+                    .parse()?
+                    .map_err(|code| anyhow!("session.create failed: {}", code.as_str()))?;
+                self.session_id = session.session_id.clone();
+                self.transcript.apply(FoldInput::SessionAttached(session));
+            }
+        }
+        self.status = "backend renewed".into();
+        Ok(())
     }
 
     async fn send(&mut self, backend: &mut Backend, prompt: String) -> anyhow::Result<()> {

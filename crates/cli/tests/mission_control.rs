@@ -185,3 +185,29 @@ async fn a_session_is_reopened_from_the_picker() {
     assert!(screen.contains("› first question"), "{screen}");
     tmux.key("C-c");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fresh_backend_takes_over_before_request_ids_run_out() {
+    let mock = MockServer::start().await;
+    mock.enqueue(Reply::stream().text(["First answer."]));
+    mock.enqueue(Reply::stream().text(["Second answer."]));
+    let env = TestEnv::new();
+    // A reserve just under what is left after the first turn: the second turn starts
+    // in a fresh backend that reopened the same session.
+    let mut vars = vars(&mock);
+    vars.push(("MAGI_TUI_ID_RESERVE", "4092".into()));
+    let tmux = Tmux::start(&env, &vars);
+    tmux.wait_for("idle");
+    tmux.type_text("one");
+    tmux.key("Enter");
+    tmux.wait_for("First answer.");
+    tmux.type_text("two");
+    tmux.key("Enter");
+    let screen = tmux.wait_for("Second answer.");
+    assert!(screen.contains("backend renewed"), "{screen}");
+    assert!(screen.contains("First answer."), "the session was reopened: {screen}");
+    // The session kept both turns.
+    let logs: Vec<_> = std::fs::read_dir(workspace_dir(&env)).unwrap().collect();
+    assert_eq!(logs.len(), 1);
+    tmux.key("C-c");
+}

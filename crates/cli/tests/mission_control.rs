@@ -205,7 +205,10 @@ async fn a_fresh_backend_takes_over_before_request_ids_run_out() {
     tmux.key("Enter");
     let screen = tmux.wait_for("Second answer.");
     assert!(screen.contains("backend renewed"), "{screen}");
-    assert!(screen.contains("First answer."), "the session was reopened: {screen}");
+    assert!(
+        screen.contains("First answer."),
+        "the session was reopened: {screen}"
+    );
     // The session kept both turns.
     let logs: Vec<_> = std::fs::read_dir(workspace_dir(&env)).unwrap().collect();
     assert_eq!(logs.len(), 1);

@@ -95,6 +95,30 @@ pub enum Facts {
     },
 }
 
+impl Facts {
+    /// The facts of a `find` or `list` that reported `shown` (paths as the model sees
+    /// them): every entry counted, the first [`FACT_PATHS`] kept.
+    pub fn listing(
+        pattern: Option<&str>,
+        path: Option<&str>,
+        shown: &[String],
+        complete: bool,
+    ) -> Facts {
+        Facts::Search {
+            pattern: pattern.map(|p| cut(p, FACT_STRING_BYTES)),
+            path: path.map(|p| cut(p, FACT_STRING_BYTES)),
+            matches: shown.len() as u64,
+            files: None,
+            complete,
+            paths: shown
+                .iter()
+                .take(FACT_PATHS)
+                .map(|p| cut(p, FACT_STRING_BYTES))
+                .collect(),
+        }
+    }
+}
+
 /// What a command call observed.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CommandFacts {

@@ -7,7 +7,7 @@ use magi_protocol::limits::FIND_TOOL_FILES;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::facts::{FACT_PATHS, FACT_STRING_BYTES, Facts, cut as fact_cut};
+use crate::facts::Facts;
 use crate::walk::{self, GlobFilter};
 use crate::{ToolDefinition, ToolOutput, ToolReport};
 
@@ -122,23 +122,13 @@ pub(crate) fn run(arguments: &Value, cwd: &Path) -> ToolReport {
 
 /// The facts of a search that reported `shown` (paths as the model sees them).
 fn search_facts(args: &Arguments, shown: &[String], complete: bool) -> Facts {
-    Facts::Search {
-        pattern: Some(fact_cut(&args.pattern, FACT_STRING_BYTES)),
-        path: args.path.as_deref().map(|p| fact_cut(p, FACT_STRING_BYTES)),
-        matches: shown.len() as u64,
-        files: None,
-        complete,
-        paths: shown
-            .iter()
-            .take(FACT_PATHS)
-            .map(|p| fact_cut(p, FACT_STRING_BYTES))
-            .collect(),
-    }
+    Facts::listing(Some(&args.pattern), args.path.as_deref(), shown, complete)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::facts::FACT_PATHS;
 
     fn tree() -> tempfile::TempDir {
         let dir = tempfile::tempdir().unwrap();

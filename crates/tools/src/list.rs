@@ -9,7 +9,7 @@ use magi_protocol::limits::LIST_TOOL_ENTRIES;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::facts::{FACT_PATHS, FACT_STRING_BYTES, Facts, cut as fact_cut};
+use crate::facts::Facts;
 use crate::walk;
 use crate::{ToolDefinition, ToolOutput, ToolReport};
 
@@ -129,23 +129,13 @@ pub(crate) fn run(arguments: &Value, cwd: &Path) -> ToolReport {
 /// The facts of a listing that reported `shown`: entries exactly as the model sees
 /// them, with a directory's `/` and the `(ignored)` mark.
 fn list_facts(args: &Arguments, shown: &[String], complete: bool) -> Facts {
-    Facts::Search {
-        pattern: None,
-        path: args.path.as_deref().map(|p| fact_cut(p, FACT_STRING_BYTES)),
-        matches: shown.len() as u64,
-        files: None,
-        complete,
-        paths: shown
-            .iter()
-            .take(FACT_PATHS)
-            .map(|p| fact_cut(p, FACT_STRING_BYTES))
-            .collect(),
-    }
+    Facts::listing(None, args.path.as_deref(), shown, complete)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::facts::FACT_PATHS;
 
     #[test]
     fn lists_sorted_entries_marking_directories_and_ignored_ones() {

@@ -10,7 +10,7 @@
 
 use std::sync::Arc;
 
-use magi_protocol::messages::{Activity, ActivityKind, ActivityState, Event};
+use magi_protocol::messages::{ActivityKind, ActivityState};
 use magi_provider::{Item, ModelEvent, ModelRequest};
 use magi_store::records::RecordBody;
 use tokio::sync::mpsc;
@@ -132,15 +132,13 @@ impl Turn {
         state: ActivityState,
         summary: &str,
     ) {
-        let event = Event::Activity(Activity {
-            session_id: self.request.session_id.clone(),
-            run_id: self.request.run_id.clone(),
-            activity_id: activity_id.to_owned(),
-            kind: ActivityKind::Compaction,
+        self.activity_of(
+            ActivityKind::Compaction,
+            activity_id,
+            "compaction",
             state,
-            name: "compaction".into(),
-            summary: summary.into(),
-        });
-        self.critical(event).await;
+            summary,
+        )
+        .await;
     }
 }

@@ -42,8 +42,22 @@ impl Turn {
         }
     }
 
+    /// A tool activity.
     pub(super) async fn activity(
         &mut self,
+        activity_id: &str,
+        name: &str,
+        state: ActivityState,
+        summary: &str,
+    ) {
+        self.activity_of(ActivityKind::Tool, activity_id, name, state, summary)
+            .await;
+    }
+
+    /// An activity of any kind.
+    pub(super) async fn activity_of(
+        &mut self,
+        kind: ActivityKind,
         activity_id: &str,
         name: &str,
         state: ActivityState,
@@ -53,7 +67,7 @@ impl Turn {
             session_id: self.request.session_id.clone(),
             run_id: self.request.run_id.clone(),
             activity_id: activity_id.to_owned(),
-            kind: ActivityKind::Tool,
+            kind,
             state,
             name: name.to_owned(),
             summary: summary.to_owned(),

@@ -2,6 +2,7 @@
 
 mod doctor;
 mod exec;
+mod mcp;
 mod tui;
 
 use std::path::PathBuf;
@@ -33,6 +34,9 @@ enum Command {
     },
     /// Start a backend, initialize it and show what it reports.
     Doctor,
+    /// List the MCP servers defined for this directory, approve or revoke them.
+    #[command(subcommand)]
+    Mcp(mcp::McpCommand),
     /// Run one turn in the current directory and print the reply as it streams.
     Exec {
         /// Print the protocol's event frames as JSON lines.
@@ -78,6 +82,7 @@ fn main() -> ExitCode {
             ExitCode::from(EXIT_INVALID_LAUNCH)
         }
         Some(Command::Doctor) => doctor::run(),
+        Some(Command::Mcp(command)) => mcp::run(command),
         Some(Command::Exec {
             json,
             allow_all,

@@ -7,6 +7,7 @@
 mod effort;
 mod env;
 mod instructions;
+mod mcp;
 mod permissions;
 mod profiles;
 mod provider;
@@ -20,6 +21,7 @@ pub use instructions::{
     INSTRUCTION_FILE_BYTES, INSTRUCTION_FILES, INSTRUCTIONS_BYTES, Instruction,
     InstructionSettings, load_instructions,
 };
+pub use mcp::{McpApprovals, McpServer, McpSource, McpTransport, is_valid_server_name};
 pub use permissions::{CallSubject, PermissionMode, PermissionSettings, Rule, Verdict};
 pub use profiles::{AgentSettings, PROFILE_INSTRUCTIONS_BYTES, Profile, primary_profile};
 pub use provider::{

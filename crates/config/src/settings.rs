@@ -14,6 +14,7 @@ use serde::Deserialize;
 
 use crate::ConfigError;
 use crate::instructions::InstructionSettings;
+use crate::mcp::{McpServer, merge_mcp};
 use crate::permissions::PermissionSettings;
 use crate::profiles::{AgentSettings, Profile};
 use crate::provider::ProviderKind;
@@ -43,6 +44,8 @@ pub struct Settings {
     pub agent: AgentSettings,
     /// `[profiles.<name>]`.
     pub profiles: BTreeMap<String, Profile>,
+    /// `[mcp.servers.<name>]`, merged definition by definition, sorted by name.
+    pub mcp_servers: Vec<McpServer>,
 }
 
 /// `[compaction]`: when the conversation is summarised to fit the model's context.
@@ -108,8 +111,14 @@ struct RawSettings {
 /// empty; anything unreadable or malformed is [`ConfigError::Invalid`].
 pub fn load_settings(global: &Path, project: &Path) -> Result<Settings, ConfigError> {
     let mut merged = read_table(global)?;
-    merge_tables(&mut merged, read_table(project)?);
-    parse_settings(merged)
+    let mut project = read_table(project)?;
+    // MCP definitions merge whole, not key by key: see `mcp.rs`.
+    let mcp_servers = merge_mcp(merged.remove("mcp"), project.remove("mcp"))?;
+    merge_tables(&mut merged, project);
+    Ok(Settings {
+        mcp_servers,
+        ..parse_settings(merged)?
+    })
 }
 
 fn read_table(path: &Path) -> Result<toml::Table, ConfigError> {

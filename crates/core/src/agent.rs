@@ -51,6 +51,7 @@ pub fn agent_for(runtime: &Runtime, selection: &ActiveSelection) -> Result<Agent
         context_window_tokens: runtime.settings.compaction.context_window_tokens,
         skills: Arc::new(runtime.skills.clone()),
         profile: runtime.profile.clone().map(Arc::new),
+        mcp: Arc::clone(&runtime.mcp),
     })
 }
 

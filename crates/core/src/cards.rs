@@ -350,6 +350,7 @@ pub fn tool_kind(tool_name: &str) -> ToolKind {
         "edit" | "hash_edit" => ToolKind::Edit,
         "bash" | "async_bash" | "bash_log" | "bash_kill" => ToolKind::Command,
         "web_fetch" => ToolKind::Web,
+        name if name.starts_with(crate::mcp::MCP_TOOL_PREFIX) => ToolKind::Mcp,
         _ => ToolKind::Other,
     }
 }

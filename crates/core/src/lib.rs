@@ -7,6 +7,7 @@ pub mod cards;
 pub mod catalog;
 pub mod client_tools;
 pub mod discovery;
+pub mod mcp;
 mod revision;
 pub mod runner;
 pub mod saved_cards;
@@ -24,7 +25,8 @@ pub fn stop_background_jobs() {
 pub use sessions::Sessions;
 pub use startup::{ALLOW_ALL_ENV, CancelFlag, Runtime, StartupFailure, StartupRequest, start};
 
-/// Whether this build has a built-in tool of that name (client tools may not take it).
+/// Whether this build has a built-in tool of that name, or reserves it for MCP tools
+/// (client tools may not take it).
 pub fn is_built_in_tool(name: &str) -> bool {
-    magi_tools::exists(name) || name == "skill"
+    magi_tools::exists(name) || name == "skill" || name.starts_with(mcp::MCP_TOOL_PREFIX)
 }

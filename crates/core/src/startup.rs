@@ -6,12 +6,14 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use magi_config::{ConfigError, Env, Selection, Settings, load_settings, resolve_selection};
 use magi_protocol::StartupError;
 use magi_protocol::text::safe_display_name;
 use magi_store::{Home, context_id, resolve_home_path};
+use tokio_util::sync::CancellationToken;
+
+use crate::mcp::{McpHub, McpStartError};
 
 /// What startup needs from the process: its working directory and environment.
 #[derive(Debug, Clone)]
@@ -22,19 +24,25 @@ pub struct StartupRequest {
     pub env: Env,
 }
 
-/// A shared flag that asks startup to stop at its next step.
+/// A shared flag that asks startup to stop at its next step (or at once, while it
+/// waits for MCP servers).
 #[derive(Debug, Clone, Default)]
-pub struct CancelFlag(Arc<AtomicBool>);
+pub struct CancelFlag(CancellationToken);
 
 impl CancelFlag {
     /// Asks the worker to stop.
     pub fn cancel(&self) {
-        self.0.store(true, Ordering::SeqCst);
+        self.0.cancel();
     }
 
     /// Whether cancellation was asked for.
     pub fn is_cancelled(&self) -> bool {
-        self.0.load(Ordering::SeqCst)
+        self.0.is_cancelled()
+    }
+
+    /// Resolves when cancellation is asked for.
+    pub async fn cancelled(&self) {
+        self.0.cancelled().await
     }
 }
 
@@ -60,6 +68,8 @@ pub struct Runtime {
     pub skills: Vec<magi_config::Skill>,
     /// The primary agent's profile, when `[agent] profile` names one.
     pub profile: Option<(String, magi_config::Profile)>,
+    /// The connected MCP servers, for the child's lifetime.
+    pub mcp: Arc<McpHub>,
 }
 
 impl Runtime {
@@ -145,13 +155,12 @@ pub fn start(request: &StartupRequest, cancel: &CancelFlag) -> Result<Runtime, S
         failure.error = config_error_code(&e);
         failure.clone()
     })?;
-    let profile = magi_config::primary_profile(&settings.agent, &settings.profiles, |tool| {
-        magi_tools::exists(tool) || tool == "skill"
-    })
-    .map_err(|e| {
-        failure.error = config_error_code(&e);
-        failure.clone()
-    })?;
+    let profile =
+        magi_config::primary_profile(&settings.agent, &settings.profiles, crate::is_built_in_tool)
+            .map_err(|e| {
+                failure.error = config_error_code(&e);
+                failure.clone()
+            })?;
     failure = checkpoint(failure)?;
     let mut selection = resolve_selection(&settings, env).map_err(|e| {
         failure.error = config_error_code(&e);
@@ -162,7 +171,21 @@ pub fn start(request: &StartupRequest, cancel: &CancelFlag) -> Result<Runtime, S
             .map(str::to_owned);
         failure.clone()
     })?;
-    checkpoint(failure)?;
+    failure = checkpoint(failure)?;
+    let approvals = magi_config::McpApprovals::load(home.root()).map_err(|e| {
+        failure.error = config_error_code(&e);
+        failure.clone()
+    })?;
+    // Connecting MCP servers is the last step: nothing is started for a configuration
+    // that fails any other check.
+    let servers = crate::mcp::approved_servers(&settings.mcp_servers, &approvals, &cwd);
+    let mcp = crate::mcp::connect(&servers, &cwd, env, cancel).map_err(|e| {
+        failure.error = match e {
+            McpStartError::Cancelled => StartupError::StartupCancelled,
+            McpStartError::Unavailable(_) => StartupError::McpUnavailable,
+        };
+        failure.clone()
+    })?;
     // The primary profile's model, at the selected provider, replaces the selection's.
     if let Some(model) = profile.as_ref().and_then(|(_, p)| p.model.clone()) {
         selection.model = model;
@@ -177,6 +200,7 @@ pub fn start(request: &StartupRequest, cancel: &CancelFlag) -> Result<Runtime, S
         instructions,
         skills,
         profile,
+        mcp: Arc::new(mcp),
     })
 }
 
@@ -185,7 +209,7 @@ pub fn start(request: &StartupRequest, cancel: &CancelFlag) -> Result<Runtime, S
 pub const ALLOW_ALL_ENV: &str = "MAGI_ALLOW_ALL";
 
 /// The project settings file of a canonical working directory.
-fn project_settings_path(cwd: &Path) -> PathBuf {
+pub(crate) fn project_settings_path(cwd: &Path) -> PathBuf {
     cwd.join(".magi").join("settings.toml")
 }
 

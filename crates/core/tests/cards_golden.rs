@@ -19,7 +19,8 @@ use magi_core::cards::{
 };
 use magi_protocol::cards::{
     Availability, Block, CARD_BYTES, CORE_BYTES, Card, CardState, Changes, MAX_SAFE_INTEGER,
-    Origin, ProtectionDecision, Reason, Subject, serialized_len, validate, validate_saved,
+    Origin, ProtectionDecision, Reason, Subject, ToolKind, serialized_len, validate,
+    validate_saved,
 };
 use magi_store::records::ToolOutcome;
 use magi_tools::facts::{CommandFacts, Facts};
@@ -450,10 +451,24 @@ fn bash_log() {
 #[test]
 fn unknown_tool() {
     let facts = json!({"tool": "issue", "number": 7});
-    let mut s = source("tool-19", "mcp__tracker__create_issue", "create issue");
+    let mut s = source("tool-19", "tracker_create_issue", "create issue");
     s.facts = Some(&facts);
     s.protection = Some("allowed by user");
     golden("unknown_tool", &s);
+}
+
+#[test]
+fn mcp_tool() {
+    // MCP calls record no facts: the card says so, and their effects stay unknown.
+    let mut s = source(
+        "tool-21",
+        "mcp__tracker__create_issue",
+        "mcp__tracker__create_issue",
+    );
+    s.protection = Some("allowed by user");
+    let card = golden("mcp_tool", &s);
+    assert_eq!(card.tool_kind, ToolKind::Mcp);
+    assert_eq!(card.changes, Changes::Unknown);
 }
 
 #[test]

@@ -321,3 +321,36 @@ pub const CLIENT_TOOL_RESULT_BYTES: usize = 32_768;
 pub const CLIENT_TOOL_TIMEOUT_MS: u64 = 120_000;
 /// Longest time a tool may ask for, in milliseconds.
 pub const CLIENT_TOOL_MAX_TIMEOUT_MS: u64 = 600_000;
+
+// ---- MCP servers ----
+// The bounds of MCP servers and their tools (docs/mcp.md). Internal: a client never
+// sees an MCP server, only the tool calls it answers.
+
+/// Most MCP servers the settings may define.
+pub const MCP_SERVERS: usize = 32;
+/// Longest MCP server name, in bytes.
+pub const MCP_SERVER_NAME_BYTES: usize = 32;
+/// Largest approvals file, in bytes.
+pub const MCP_APPROVALS_BYTES: usize = 1_048_576;
+/// Default time one server has to connect and list its tools, in milliseconds.
+pub const MCP_STARTUP_TIMEOUT_MS: u64 = 30_000;
+/// Default time one MCP tool call may take, in milliseconds.
+pub const MCP_CALL_TIMEOUT_MS: u64 = 120_000;
+/// Most tools one server may list; a server listing more fails startup.
+pub const MCP_TOOLS_PER_SERVER: usize = 256;
+/// Longest tool description given to the model, in bytes; longer ones are shortened
+/// with a visible marker.
+pub const MCP_TOOL_DESCRIPTION_BYTES: usize = 4_096;
+/// Longest serialized input schema of an MCP tool, in bytes; a tool with a longer one
+/// is not offered.
+pub const MCP_TOOL_SCHEMA_BYTES: usize = 16_384;
+/// Largest MCP message the backend reads (one stdio line, one HTTP body or SSE event).
+pub const MCP_MESSAGE_BYTES: usize = 16 * 1_048_576;
+/// Most bytes of one MCP tool result given to the model; a larger result fails the call.
+pub const MCP_RESULT_BYTES: usize = 262_144;
+/// Longest serialized arguments of an MCP tool call, in bytes; a call with more fails
+/// without being sent.
+pub const MCP_ARGUMENTS_BYTES: usize = 262_144;
+/// Time connected servers have to close before their processes are killed, in
+/// milliseconds (within the child's cleanup wait).
+pub const MCP_SHUTDOWN_GRACE_MS: u64 = 1_000;

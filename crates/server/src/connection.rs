@@ -586,6 +586,14 @@ impl Connection {
     }
 
     /// Cancels the active run (shutdown, EOF); its terminal event still follows.
+    /// The connected MCP servers, once startup succeeded.
+    pub(crate) fn mcp(&self) -> Option<Arc<magi_core::mcp::McpHub>> {
+        match &self.init {
+            Init::Ready(runtime) => Some(Arc::clone(&runtime.mcp)),
+            _ => None,
+        }
+    }
+
     pub(crate) fn cancel_run(&self) {
         if let Some(run) = &self.run {
             run.cancel.cancel();

@@ -304,7 +304,14 @@ async fn finish(
         return EXIT_TRANSPORT_FAILURE;
     }
 
-    // Workers finish within the cleanup wait, or are left to process exit.
+    // Workers finish within the cleanup wait, or are left to process exit. The MCP
+    // servers are asked to close at once, beside the joins, not after them.
+    let mcp = connection.mcp();
+    let close_mcp = async {
+        if let Some(mcp) = &mcp {
+            mcp.shutdown().await;
+        }
+    };
     let cleanup = async {
         for worker in workers.into_iter().flatten() {
             let _ = worker.await;
@@ -313,7 +320,13 @@ async fn finish(
             connection.finish_run(done.await.ok());
         }
     };
-    let _ = tokio::time::timeout(Duration::from_millis(CLEANUP_WAIT_MS), cleanup).await;
+    let both = async { tokio::join!(close_mcp, cleanup) };
+    let _ = tokio::time::timeout(Duration::from_millis(CLEANUP_WAIT_MS), both).await;
+    // The process exits without destructors: whatever server did not close in time is
+    // killed now.
+    if let Some(mcp) = &mcp {
+        mcp.kill_processes();
+    }
     // Dropping the runtime state releases the attached session's lease; the process
     // exits without running destructors.
     drop(connection);

@@ -19,12 +19,14 @@
 //! # }
 //! ```
 
+mod mcp_server;
 mod models;
 mod render;
 mod reply;
 mod scenario;
 mod server;
 
+pub use mcp_server::{EVERYTHING_PACKAGE, EVERYTHING_VERSION, everything_server};
 pub use render::Format;
 pub use reply::{Reply, Stop, ToolCall};
 pub use scenario::{DELTAS, Scenario, TOOL_CALLS};

@@ -225,6 +225,20 @@ impl Turn {
                 );
                 continue;
             }
+            if let Some(tool) = self.agent.mcp.tool(&call.name) {
+                // Like a client tool: it runs alone, and later calls wait for it.
+                let report = self
+                    .agent
+                    .mcp
+                    .call(&tool, &call.arguments, &self.cancel)
+                    .await;
+                let outcome = outcome_of(&report);
+                settled[index] = Some(
+                    self.settle(call, &activity_id, report, outcome, protection)
+                        .await,
+                );
+                continue;
+            }
             if let Some(tool) = self.client_tool(&call.name) {
                 // The client runs it: nothing else is in flight (it is not read-only),
                 // and later calls wait for it.
@@ -438,9 +452,10 @@ impl Turn {
     /// What the policy says of a call, from its arguments.
     fn verdict(&self, call: &Call) -> Verdict {
         let cwd = self.sessions.cwd();
-        if self.client_tool(&call.name).is_some() {
-            // The client's own tools change what the client lets them change: they ask
-            // unless a rule or the mode allows them.
+        if self.client_tool(&call.name).is_some() || self.agent.mcp.tool(&call.name).is_some() {
+            // The client's own tools and MCP tools change what they change: they ask
+            // unless a rule or the mode allows them (a server's read-only hint is not
+            // evidence).
             return self.agent.permissions.verdict(&CallSubject {
                 tool: &call.name,
                 subject: None,

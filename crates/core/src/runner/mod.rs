@@ -35,6 +35,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::approvals::ApprovalGate;
 use crate::client_tools::{ClientTool, ClientToolGate};
+use crate::mcp::McpHub;
 use crate::sessions::{AppendFailure, Sessions};
 
 /// Model round trips one turn may take before it is stopped as failed.
@@ -68,6 +69,8 @@ pub struct Agent {
     pub skills: Arc<Vec<magi_config::Skill>>,
     /// The primary agent's profile: its name, instructions and offered tools.
     pub profile: Option<Arc<(String, magi_config::Profile)>>,
+    /// The connected MCP servers, whose tools are offered too.
+    pub mcp: Arc<McpHub>,
 }
 
 /// One admitted turn.
@@ -325,6 +328,16 @@ impl Turn {
             description: t.description.clone(),
             parameters: t.parameters.clone(),
         }));
+        let mcp = Arc::clone(&self.agent.mcp);
+        tools.extend(
+            mcp.tools()
+                .filter(|t| self.offered(&t.name))
+                .map(|t| ToolSpec {
+                    name: t.name.clone(),
+                    description: t.description.clone(),
+                    parameters: t.parameters.clone(),
+                }),
+        );
         for _ in 0..MAX_STEPS {
             self.deliver_job_notices(&mut items);
             let mut system = instructions(
@@ -656,6 +669,7 @@ mod tests {
             context_window_tokens: None,
             skills: Arc::default(),
             profile: None,
+            mcp: Arc::new(McpHub::empty()),
         };
         let request = TurnRequest {
             session_id: session_id.clone(),

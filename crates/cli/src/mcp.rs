@@ -1,0 +1,93 @@
+//! `magi-code mcp`: the MCP servers defined for this directory, and their approval.
+//!
+//! A server runs only after its definition was approved here; the approval is global
+//! (in `MC_HOME`) and names the definition's exact content and source.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use magi_config::{Env, McpSource};
+use magi_core::StartupRequest;
+use magi_core::mcp::{McpReview, ServerReview};
+
+/// What `magi-code mcp` does.
+#[derive(clap::Subcommand)]
+pub enum McpCommand {
+    /// List the servers defined for this directory and whether each may run.
+    List,
+    /// Approve a server's current definition, so the backend connects it.
+    Approve {
+        /// The server's name.
+        name: String,
+    },
+    /// Withdraw the approval of a server's current definition.
+    Revoke {
+        /// The server's name.
+        name: String,
+    },
+}
+
+/// Runs the command in the current directory.
+pub fn run(command: McpCommand) -> ExitCode {
+    let request = StartupRequest {
+        cwd: PathBuf::from("."),
+        env: Env::from_process(),
+    };
+    let mut review = match McpReview::load(&request) {
+        Ok(review) => review,
+        Err(why) => return fail(&why),
+    };
+    let mut out = std::io::stdout().lock();
+    let written = match command {
+        McpCommand::List => {
+            if review.servers.is_empty() {
+                writeln!(out, "No MCP servers are defined for this directory.")
+            } else {
+                review
+                    .servers
+                    .iter()
+                    .try_for_each(|server| writeln!(out, "{}", line(server)))
+            }
+        }
+        McpCommand::Approve { name } | McpCommand::Revoke { name } if name.is_empty() => {
+            return fail("a server name is needed");
+        }
+        McpCommand::Approve { name } => match review.set_approval(&name, true) {
+            Ok(server) => writeln!(out, "approved: {}", line(server)),
+            Err(why) => return fail(&why),
+        },
+        McpCommand::Revoke { name } => match review.set_approval(&name, false) {
+            Ok(server) => writeln!(out, "revoked: {}", line(server)),
+            Err(why) => return fail(&why),
+        },
+    };
+    match written {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => fail(&e.to_string()),
+    }
+}
+
+fn line(review: &ServerReview) -> String {
+    let server = &review.server;
+    let state = match (server.enabled, review.approved) {
+        (false, _) => "disabled",
+        (true, true) => "approved",
+        (true, false) => "needs approval (magi-code mcp approve)",
+    };
+    let source = match server.source {
+        McpSource::Global => "global",
+        McpSource::Project => "project",
+    };
+    format!(
+        "{}\t{state}\t{source}\t{}\t{}",
+        server.name,
+        server.describe(),
+        &review.digest[..12]
+    )
+}
+
+fn fail(why: &str) -> ExitCode {
+    eprintln!("magi-code mcp: {why}");
+    ExitCode::FAILURE
+}

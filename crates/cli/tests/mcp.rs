@@ -1,0 +1,456 @@
+//! MCP servers through the real binary, against the reference "everything" server from
+//! the npm registry (installed on first use): approval, initialization, tools reaching
+//! the model, calls through a turn over stdio and streamable HTTP, and the failures a
+//! server can cause (failing or hanging at startup, dying mid-call, an oversized
+//! result), each ending cleanly with no server process left behind.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test code: a failed step is a failed test"
+)]
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use common::*;
+use magi_client::Incoming;
+use magi_protocol::ErrorCode;
+use magi_protocol::messages::{ActivityState, Event, Readiness, RunOutcome};
+use magi_testkit::{MockServer, Reply, everything_server};
+use serde_json::json;
+
+/// The installed reference server's entry script.
+fn server_script() -> PathBuf {
+    everything_server(Path::new(env!("CARGO_TARGET_TMPDIR")))
+        .unwrap_or_else(|why| panic!("the reference MCP server could not be installed: {why}"))
+}
+
+fn env_for(mock: &MockServer) -> TestEnv {
+    TestEnv::new()
+        .var("MAGI_MODEL", "mock-model")
+        .var("OPENAI_BASE_URL", &mock.base_url())
+        .var("PATH", &std::env::var("PATH").unwrap())
+}
+
+/// Global settings with one stdio server running the reference server, plus `extra`.
+fn everything_settings(extra: &str) -> String {
+    format!(
+        "[mcp.servers.everything]\ncommand = \"node\"\nargs = [{:?}, \"stdio\"]\n{extra}",
+        server_script().display().to_string()
+    )
+}
+
+/// Runs `magi-code mcp <args>` in the environment; returns its stdout.
+fn mcp_command(env: &TestEnv, args: &[&str]) -> String {
+    let output = std::process::Command::new(bin())
+        .arg("mcp")
+        .args(args)
+        .env_clear()
+        .env("MC_HOME", env.mc_home())
+        .env("PATH", std::env::var("PATH").unwrap())
+        .current_dir(env.cwd())
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "mcp {args:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout).unwrap()
+}
+
+/// The processes whose working directory is `dir` (the servers a backend started there).
+fn processes_in(dir: &Path) -> Vec<u32> {
+    let dir = dir.canonicalize().unwrap();
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        if std::fs::read_link(entry.path().join("cwd")).is_ok_and(|cwd| cwd == dir) {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+/// Waits (bounded) until no process works in `dir`.
+async fn assert_no_processes_in(dir: &Path) {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let left = processes_in(dir);
+        if left.is_empty() {
+            return;
+        }
+        assert!(Instant::now() < deadline, "processes left behind: {left:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+async fn start_turn(backend: &mut magi_client::Backend, prompt: &str) -> String {
+    let session = backend
+        .request("session.create", json!({}))
+        .await
+        .unwrap()
+        .outcome
+        .unwrap();
+    let session = session["session_id"].as_str().unwrap().to_owned();
+    backend
+        .request(
+            "turn.start",
+            json!({"session_id": session, "prompt": prompt}),
+        )
+        .await
+        .unwrap()
+        .outcome
+        .unwrap();
+    session
+}
+
+const METHODS: [&str; 4] = ["session.create", "turn.start", "shutdown", "status"];
+
+/// The tool results the model was given in its second request.
+fn tool_output(mock: &MockServer, request: usize) -> String {
+    let body = &mock.requests()[request].body;
+    body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| m["content"].as_str().unwrap_or_default().to_owned())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn offered_tools(mock: &MockServer) -> Vec<String> {
+    mock.requests()[0].body["tools"]
+        .as_array()
+        .map(|tools| {
+            tools
+                .iter()
+                .map(|t| t["function"]["name"].as_str().unwrap().to_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[tokio::test]
+async fn an_approved_server_offers_its_tools_and_answers_a_call_through_a_turn() {
+    let mock = MockServer::start().await;
+    mock.enqueue(Reply::stream().tool_call(
+        "e1",
+        "mcp__everything__echo",
+        ["{\"message\":\"hello from the model\"}"],
+    ));
+    mock.enqueue(Reply::stream().text(["Echoed."]));
+    let env = env_for(&mock);
+    env.write_settings(&everything_settings(
+        "\n[permissions]\nallow = [\"mcp__everything__echo\"]\n",
+    ));
+    assert!(mcp_command(&env, &["list"]).contains("needs approval"));
+    let approved = mcp_command(&env, &["approve", "everything"]);
+    assert!(
+        approved.starts_with("approved: everything\tapproved\tglobal"),
+        "{approved}"
+    );
+
+    let mut backend = env.spawn();
+    backend.initialize(&METHODS).await.unwrap().unwrap();
+    // The server runs in the workspace for the child's lifetime.
+    assert!(!processes_in(&env.cwd()).is_empty());
+    let session = start_turn(&mut backend, "echo something").await;
+    let mut seen = Vec::new();
+    let finished = until_finished(&mut backend, &mut seen).await;
+    assert_eq!(finished.outcome, RunOutcome::Completed);
+
+    // initialize and tools/list: the model was offered the server's tools.
+    let offered = offered_tools(&mock);
+    for tool in ["mcp__everything__echo", "mcp__everything__get-sum"] {
+        assert!(offered.iter().any(|t| t == tool), "{offered:?}");
+    }
+    // tools/call: the server's answer reached the model.
+    assert!(
+        tool_output(&mock, 1).contains("Echo: hello from the model"),
+        "{}",
+        tool_output(&mock, 1)
+    );
+    assert!(seen.iter().any(|e| matches!(e, Event::Activity(a)
+        if a.state == ActivityState::Completed && a.name == "mcp__everything__echo")));
+    let log = std::fs::read_to_string(log_path(&env, &session)).unwrap();
+    assert!(log.contains("\"outcome\":\"completed\""), "{log}");
+    shutdown_clean(&mut backend).await;
+    // Shutdown closed the server.
+    assert_no_processes_in(&env.cwd()).await;
+}
+
+#[tokio::test]
+async fn unapproved_definitions_never_run_and_a_changed_definition_needs_new_approval() {
+    let mock = MockServer::start().await;
+    mock.enqueue(Reply::stream().text(["No tools."]));
+    mock.enqueue(Reply::stream().text(["Tools."]));
+    let env = env_for(&mock);
+    // A project file defines and enables the server: that approves nothing.
+    let project = env.cwd().join(".magi");
+    std::fs::create_dir_all(&project).unwrap();
+    std::fs::write(
+        project.join("settings.toml"),
+        everything_settings("enabled = true\n"),
+    )
+    .unwrap();
+    let mut backend = env.spawn();
+    backend.initialize(&METHODS).await.unwrap().unwrap();
+    assert!(processes_in(&env.cwd()).len() == 1, "only the backend runs");
+    start_turn(&mut backend, "hi").await;
+    until_finished(&mut backend, &mut Vec::new()).await;
+    assert!(offered_tools(&mock).iter().all(|t| !t.starts_with("mcp__")));
+    shutdown_clean(&mut backend).await;
+
+    // Approved by the user, it runs.
+    assert!(mcp_command(&env, &["approve", "everything"]).contains("\tproject\t"));
+    let mut backend = env.spawn();
+    backend.initialize(&METHODS).await.unwrap().unwrap();
+    start_turn(&mut backend, "hi").await;
+    until_finished(&mut backend, &mut Vec::new()).await;
+    let second = &mock.requests()[1].body["tools"];
+    assert!(second.to_string().contains("mcp__everything__echo"));
+    shutdown_clean(&mut backend).await;
+
+    // The project changes the definition: the approval does not follow it.
+    std::fs::write(
+        project.join("settings.toml"),
+        everything_settings("env = { EXTRA = \"1\" }\n"),
+    )
+    .unwrap();
+    assert!(mcp_command(&env, &["list"]).contains("needs approval"));
+    mcp_command(&env, &["approve", "everything"]);
+    mcp_command(&env, &["revoke", "everything"]);
+    assert!(mcp_command(&env, &["list"]).contains("needs approval"));
+}
+
+#[tokio::test]
+async fn a_server_that_fails_at_startup_fails_initialization_and_cleans_up_the_others() {
+    let mock = MockServer::start().await;
+    let env = env_for(&mock);
+    env.write_settings(&everything_settings(
+        "\n[mcp.servers.broken]\ncommand = \"node\"\nargs = [\"-e\", \"setTimeout(() => process.exit(3), 800)\"]\n",
+    ));
+    mcp_command(&env, &["approve", "everything"]);
+    mcp_command(&env, &["approve", "broken"]);
+    let mut backend = env.spawn();
+    let answer = backend.initialize(&METHODS).await.unwrap();
+    assert_eq!(answer.unwrap_err(), ErrorCode::McpUnavailable);
+    let status = backend.status().await.unwrap().unwrap();
+    assert_eq!(
+        status.readiness,
+        Readiness::Failed(magi_protocol::StartupError::McpUnavailable)
+    );
+    // The reference server, connected before the other failed, was shut down.
+    assert_eq!(
+        processes_in(&env.cwd()).len(),
+        1,
+        "only the backend is left"
+    );
+    shutdown_clean(&mut backend).await;
+    assert_no_processes_in(&env.cwd()).await;
+}
+
+#[tokio::test]
+async fn a_server_that_hangs_at_startup_times_out_or_is_cancelled() {
+    let mock = MockServer::start().await;
+    let env = env_for(&mock);
+    let hang = "[mcp.servers.silent]\ncommand = \"node\"\nargs = [\"-e\", \"setInterval(() => {}, 1000)\"]\n";
+    env.write_settings(&format!("{hang}startup_timeout_ms = 300\n"));
+    mcp_command(&env, &["approve", "silent"]);
+    let started = Instant::now();
+    let mut backend = env.spawn();
+    let answer = backend.initialize(&METHODS).await.unwrap();
+    assert_eq!(answer.unwrap_err(), ErrorCode::McpUnavailable);
+    assert!(started.elapsed() < WAIT);
+    assert_eq!(
+        processes_in(&env.cwd()).len(),
+        1,
+        "only the backend is left"
+    );
+    shutdown_clean(&mut backend).await;
+
+    // Without a short timeout, shutdown cancels the waiting startup.
+    env.write_settings(hang);
+    mcp_command(&env, &["approve", "silent"]);
+    let mut backend = env.spawn();
+    backend
+        .send_raw(&frame(
+            "init",
+            "initialize",
+            json!({"required_capabilities": METHODS}),
+        ))
+        .await
+        .unwrap();
+    // The server was started before shutdown is sent.
+    let deadline = Instant::now() + WAIT;
+    while processes_in(&env.cwd()).len() < 2 {
+        assert!(Instant::now() < deadline, "the server never started");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    backend
+        .send_raw(&frame("bye", "shutdown", json!({})))
+        .await
+        .unwrap();
+    let mut answers = Vec::new();
+    while answers.len() < 2 {
+        let response = next_response(&mut backend).await;
+        answers.push((response.id.clone(), response.outcome.err()));
+    }
+    assert!(answers.contains(&(Some("init".into()), Some(ErrorCode::StartupCancelled))));
+    assert!(exit_status(&mut backend).await.success());
+    assert_no_processes_in(&env.cwd()).await;
+}
+
+/// The reference server's process in `dir`, besides the backend itself.
+fn server_pid(dir: &Path, backend_pid: u32) -> Option<u32> {
+    processes_in(dir)
+        .into_iter()
+        .find(|pid| *pid != backend_pid)
+}
+
+#[tokio::test]
+async fn a_server_killed_mid_call_fails_the_call_truthfully_and_the_turn_goes_on() {
+    let mock = MockServer::start().await;
+    mock.enqueue(Reply::stream().tool_call(
+        "slow",
+        "mcp__everything__trigger-long-running-operation",
+        ["{\"duration\":30,\"steps\":30}"],
+    ));
+    mock.enqueue(Reply::stream().tool_call(
+        "after",
+        "mcp__everything__echo",
+        ["{\"message\":\"anyone there\"}"],
+    ));
+    mock.enqueue(Reply::stream().text(["The server is gone."]));
+    let env = env_for(&mock);
+    env.write_settings(&everything_settings(
+        "\n[permissions]\nmode = \"allow-all\"\n",
+    ));
+    mcp_command(&env, &["approve", "everything"]);
+    let mut backend = env.spawn();
+    backend.initialize(&METHODS).await.unwrap().unwrap();
+    let backend_pid = backend.pid().unwrap();
+    let server = server_pid(&env.cwd(), backend_pid).expect("the server runs");
+    start_turn(&mut backend, "run the long operation").await;
+    let mut seen = Vec::new();
+    // Kill the server once the call is under way.
+    loop {
+        if let Incoming::Event { event, .. } = next(&mut backend).await {
+            let started = matches!(&event, Event::Activity(a)
+                if a.state == ActivityState::Started && a.name.ends_with("long-running-operation"));
+            seen.push(event);
+            if started {
+                break;
+            }
+        }
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    nix_kill(server);
+    let finished = until_finished(&mut backend, &mut seen).await;
+    assert_eq!(finished.outcome, RunOutcome::Completed);
+    let first = tool_output(&mock, 1);
+    assert!(first.contains("did not complete the call"), "{first}");
+    assert!(
+        first.contains("whether it had effects is unknown"),
+        "{first}"
+    );
+    let second = tool_output(&mock, 2);
+    assert!(second.contains("no longer connected"), "{second}");
+    assert!(seen.iter().any(|e| matches!(e, Event::Activity(a)
+        if a.state == ActivityState::Failed && a.name.ends_with("long-running-operation"))));
+    shutdown_clean(&mut backend).await;
+    assert_no_processes_in(&env.cwd()).await;
+}
+
+fn nix_kill(pid: u32) {
+    let status = std::process::Command::new("kill")
+        .args(["-9", &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
+#[tokio::test]
+async fn an_oversized_result_fails_the_call_without_reaching_the_model() {
+    let mock = MockServer::start().await;
+    let message = "x".repeat(magi_protocol::limits::MCP_RESULT_BYTES);
+    let arguments = json!({ "message": message }).to_string();
+    mock.enqueue(Reply::stream().tool_call("big", "mcp__everything__echo", [arguments]));
+    mock.enqueue(Reply::stream().text(["Too big."]));
+    let env = env_for(&mock);
+    env.write_settings(&everything_settings(
+        "\n[permissions]\nallow = [\"mcp__everything__echo\"]\n",
+    ));
+    mcp_command(&env, &["approve", "everything"]);
+    let mut backend = env.spawn();
+    backend.initialize(&METHODS).await.unwrap().unwrap();
+    start_turn(&mut backend, "echo a lot").await;
+    let finished = until_finished(&mut backend, &mut Vec::new()).await;
+    assert_eq!(finished.outcome, RunOutcome::Completed);
+    let output = tool_output(&mock, 1);
+    assert!(output.contains("over the 262144-byte bound"), "{output}");
+    assert!(output.len() < 1_000);
+    shutdown_clean(&mut backend).await;
+}
+
+#[tokio::test]
+async fn a_streamable_http_server_answers_a_call_through_a_turn() {
+    let script = server_script();
+    let port = free_port();
+    let mut server = tokio::process::Command::new("node")
+        .arg(&script)
+        .arg("streamableHttp")
+        .env("PORT", port.to_string())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    // It says when it listens.
+    let mut stderr = server.stderr.take().unwrap();
+    let mut said = String::new();
+    tokio::time::timeout(WAIT, async {
+        use tokio::io::AsyncReadExt;
+        let mut buffer = [0u8; 1024];
+        while !said.contains("listening") {
+            let read = stderr.read(&mut buffer).await.unwrap();
+            assert!(read > 0, "the HTTP server ended: {said}");
+            said.push_str(&String::from_utf8_lossy(&buffer[..read]));
+        }
+    })
+    .await
+    .expect("the HTTP server listens");
+
+    let mock = MockServer::start().await;
+    mock.enqueue(Reply::stream().tool_call("sum", "mcp__remote__get-sum", ["{\"a\":20,\"b\":22}"]));
+    mock.enqueue(Reply::stream().text(["Done."]));
+    let env = env_for(&mock);
+    env.write_settings(&format!(
+        "[mcp.servers.remote]\nurl = \"http://127.0.0.1:{port}/mcp\"\n\n[permissions]\nallow = [\"mcp__remote__get-sum\"]\n"
+    ));
+    mcp_command(&env, &["approve", "remote"]);
+    let mut backend = env.spawn();
+    backend.initialize(&METHODS).await.unwrap().unwrap();
+    start_turn(&mut backend, "add").await;
+    let finished = until_finished(&mut backend, &mut Vec::new()).await;
+    assert_eq!(finished.outcome, RunOutcome::Completed);
+    let output = tool_output(&mock, 1);
+    assert!(output.contains("The sum of 20 and 22 is 42."), "{output}");
+    shutdown_clean(&mut backend).await;
+    let _ = server.kill().await;
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}

@@ -1,0 +1,363 @@
+//! MCP servers: connected at startup (see [`connect`]), alive for the child's lifetime,
+//! their tools offered to the model as `mcp__<server>__<tool>` and called through the
+//! same supervision as built-in tools, and shut down within the cleanup bounds.
+//!
+//! The servers' protocol work runs on the hub's own runtime (one worker thread), so a
+//! call can be awaited from any turn's thread and outlives none of them.
+
+mod connect;
+mod review;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use magi_protocol::limits::{MCP_ARGUMENTS_BYTES, MCP_RESULT_BYTES, MCP_SHUTDOWN_GRACE_MS};
+use magi_tools::{ToolOutput, ToolReport};
+use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock, ResourceContents};
+use rmcp::service::{Peer, RoleClient, RunningService};
+use tokio_util::sync::CancellationToken;
+
+pub use connect::{McpStartError, approved_servers, connect};
+pub use review::{McpReview, ServerReview};
+
+/// An MCP tool as the model sees it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct McpTool {
+    /// `mcp__<server>__<tool>`.
+    pub name: String,
+    /// The server's name.
+    pub server: String,
+    /// The tool's name at its server.
+    pub tool: String,
+    /// What the model is told it does.
+    pub description: String,
+    /// The JSON Schema of its arguments.
+    pub parameters: serde_json::Value,
+}
+
+/// The prefix of every MCP tool's name; no other tool may use it.
+pub const MCP_TOOL_PREFIX: &str = "mcp__";
+
+/// One connected server.
+struct Connected {
+    name: String,
+    peer: Peer<RoleClient>,
+    /// Taken when the server is shut down.
+    service: Option<RunningService<RoleClient, ()>>,
+    call_timeout: Duration,
+    tools: Vec<McpTool>,
+}
+
+/// The process groups of the stdio servers started, killed when the hub goes, whatever
+/// their servers did with the request to close.
+#[derive(Debug, Clone, Default)]
+struct ProcessGroups(Arc<Mutex<Vec<u32>>>);
+
+impl ProcessGroups {
+    fn lock(&self) -> MutexGuard<'_, Vec<u32>> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn add(&self, leader: u32) {
+        self.lock().push(leader);
+    }
+
+    /// Sends SIGKILL to every group (a group already gone is no error).
+    fn kill_all(&self) {
+        for leader in self.lock().drain(..) {
+            if let Ok(pid) = i32::try_from(leader) {
+                let _ = nix::sys::signal::killpg(
+                    nix::unistd::Pid::from_raw(pid),
+                    nix::sys::signal::Signal::SIGKILL,
+                );
+            }
+        }
+    }
+}
+
+/// The connected servers of one child and their tools.
+pub struct McpHub {
+    tools: HashMap<String, Arc<McpTool>>,
+    /// The tools in a stable order: by server, then as the server listed them.
+    ordered: Vec<Arc<McpTool>>,
+    peers: HashMap<String, (Peer<RoleClient>, Duration)>,
+    servers: Mutex<Vec<Connected>>,
+    runtime: Mutex<Option<tokio::runtime::Runtime>>,
+    handle: Option<tokio::runtime::Handle>,
+    groups: ProcessGroups,
+}
+
+impl std::fmt::Debug for McpHub {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpHub")
+            .field("servers", &self.server_names())
+            .field("tools", &self.ordered.len())
+            .finish()
+    }
+}
+
+impl McpHub {
+    /// A hub without servers.
+    pub fn empty() -> McpHub {
+        McpHub {
+            tools: HashMap::new(),
+            ordered: Vec::new(),
+            peers: HashMap::new(),
+            servers: Mutex::new(Vec::new()),
+            runtime: Mutex::new(None),
+            handle: None,
+            groups: ProcessGroups::default(),
+        }
+    }
+
+    fn new(
+        runtime: tokio::runtime::Runtime,
+        servers: Vec<Connected>,
+        groups: ProcessGroups,
+    ) -> McpHub {
+        let tools = connect::tool_index(&servers);
+        let ordered = servers
+            .iter()
+            .flat_map(|s| s.tools.iter())
+            .filter_map(|t| tools.get(&t.name).cloned())
+            .collect();
+        let peers = servers
+            .iter()
+            .map(|s| (s.name.clone(), (s.peer.clone(), s.call_timeout)))
+            .collect();
+        McpHub {
+            tools,
+            ordered,
+            peers,
+            servers: Mutex::new(servers),
+            handle: Some(runtime.handle().clone()),
+            runtime: Mutex::new(Some(runtime)),
+            groups,
+        }
+    }
+
+    /// The names of the connected servers.
+    pub fn server_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = self.peers.keys().cloned().collect();
+        names.sort();
+        names
+    }
+
+    /// Every tool offered, in a stable order.
+    pub fn tools(&self) -> impl Iterator<Item = &McpTool> {
+        self.ordered.iter().map(|t| t.as_ref())
+    }
+
+    /// The tool the model calls `name`, if it is one of the hub's.
+    pub fn tool(&self, name: &str) -> Option<Arc<McpTool>> {
+        self.tools.get(name).cloned()
+    }
+
+    /// Calls `tool` with the model's `arguments`, within the server's call timeout,
+    /// until `cancel` fires. A failure of the server or of the call is a failed report
+    /// that says what is known; a result over [`MCP_RESULT_BYTES`] fails the call
+    /// rather than reaching the model cut.
+    pub async fn call(
+        &self,
+        tool: &McpTool,
+        arguments: &str,
+        cancel: &CancellationToken,
+    ) -> ToolReport {
+        let failed = |content: String, summary: &str| {
+            ToolReport::from(ToolOutput {
+                content,
+                summary: summary.to_owned(),
+                is_error: true,
+            })
+        };
+        if arguments.len() > MCP_ARGUMENTS_BYTES {
+            return failed(
+                format!(
+                    "The arguments are over the {MCP_ARGUMENTS_BYTES}-byte bound; the call \
+                     was not sent."
+                ),
+                "arguments too large",
+            );
+        }
+        let arguments = match serde_json::from_str::<serde_json::Value>(arguments) {
+            Ok(serde_json::Value::Object(map)) => map,
+            _ => {
+                return failed(
+                    "The arguments were not a JSON object.".into(),
+                    "invalid arguments",
+                );
+            }
+        };
+        let (Some(handle), Some((peer, timeout))) = (&self.handle, self.peers.get(&tool.server))
+        else {
+            return failed(
+                format!("The MCP server {} is not connected.", tool.server),
+                "server not connected",
+            );
+        };
+        if peer.is_transport_closed() {
+            return failed(
+                format!(
+                    "The MCP server {} is no longer connected; the call was not sent.",
+                    tool.server
+                ),
+                "server not connected",
+            );
+        }
+        let mut params = CallToolRequestParams::new(tool.tool.clone());
+        params.arguments = Some(arguments);
+        let (peer, timeout, stop) = (peer.clone(), *timeout, cancel.clone());
+        // Dropping the call on cancellation or timeout tells the server it was
+        // cancelled.
+        let call = handle.spawn(async move {
+            tokio::select! {
+                result = peer.call_tool(params) => Some(Ok(result)),
+                () = stop.cancelled() => None,
+                () = tokio::time::sleep(timeout) => Some(Err(())),
+            }
+        });
+        match call.await {
+            Ok(Some(Ok(Ok(result)))) => report_of(&tool.server, result),
+            Ok(Some(Ok(Err(error)))) => failed(
+                format!(
+                    "The MCP server {} did not complete the call ({error}); whether it had \
+                     effects is unknown.",
+                    tool.server
+                ),
+                "server failed",
+            ),
+            Ok(Some(Err(()))) => failed(
+                format!(
+                    "The MCP server {} did not answer within {} ms; the call was cancelled, \
+                     and whether it had effects is unknown.",
+                    tool.server,
+                    timeout.as_millis()
+                ),
+                "no answer in time",
+            ),
+            Ok(None) => ToolReport {
+                cancelled: true,
+                ..failed(
+                    "The call was cancelled before the MCP server answered.".into(),
+                    "cancelled",
+                )
+            },
+            Err(_) => failed(
+                "The MCP call ended without an answer.".into(),
+                "server failed",
+            ),
+        }
+    }
+
+    /// Kills the process groups of the stdio servers at once.
+    pub fn kill_processes(&self) {
+        self.groups.kill_all();
+    }
+
+    /// Asks every connected server to close (stdio servers see their input end; HTTP
+    /// sessions are deleted), waits at most [`MCP_SHUTDOWN_GRACE_MS`], then kills what
+    /// is left of the stdio servers' process groups. Later calls fail.
+    pub async fn shutdown(&self) {
+        let servers = std::mem::take(&mut *lock(&self.servers));
+        if let Some(handle) = &self.handle {
+            let closing = handle.spawn(close_all(servers));
+            let grace = Duration::from_millis(MCP_SHUTDOWN_GRACE_MS);
+            let _ = tokio::time::timeout(grace, closing).await;
+        }
+        self.groups.kill_all();
+        if let Some(runtime) = lock(&self.runtime).take() {
+            runtime.shutdown_background();
+        }
+    }
+}
+
+impl Drop for McpHub {
+    fn drop(&mut self) {
+        // Whatever path ended the hub, no server process outlives it. The services'
+        // own cleanup needs their runtime's context.
+        let servers = std::mem::take(&mut *lock(&self.servers));
+        if let Some(handle) = &self.handle {
+            let _context = handle.enter();
+            drop(servers);
+        }
+        self.groups.kill_all();
+        if let Some(runtime) = lock(&self.runtime).take() {
+            runtime.shutdown_background();
+        }
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Closes the servers side by side.
+async fn close_all(servers: Vec<Connected>) {
+    let mut closing = tokio::task::JoinSet::new();
+    for mut server in servers {
+        if let Some(service) = server.service.take() {
+            closing.spawn(async move {
+                let _ = service.cancel().await;
+            });
+        }
+    }
+    closing.join_all().await;
+}
+
+/// The model's view of a completed call: its text content, with other content named
+/// but not included.
+fn report_of(server: &str, result: CallToolResult) -> ToolReport {
+    let mut parts: Vec<String> = result.content.iter().map(content_text).collect();
+    if parts.is_empty()
+        && let Some(structured) = &result.structured_content
+    {
+        parts.push(structured.to_string());
+    }
+    let content = parts.join("\n");
+    let is_error = result.is_error == Some(true);
+    if content.len() > MCP_RESULT_BYTES {
+        return ToolReport::from(ToolOutput {
+            content: format!(
+                "The MCP server {server} answered with {} bytes, over the {MCP_RESULT_BYTES}-byte \
+                 bound; the result was not kept. The call itself {}.",
+                content.len(),
+                if is_error { "failed" } else { "completed" }
+            ),
+            summary: "result too large".into(),
+            is_error: true,
+        });
+    }
+    ToolReport::from(ToolOutput {
+        summary: if is_error { "failed" } else { "completed" }.into(),
+        content,
+        is_error,
+    })
+}
+
+fn content_text(block: &ContentBlock) -> String {
+    match block {
+        ContentBlock::Text(text) => text.text.clone(),
+        ContentBlock::Image(image) => format!(
+            "[image, {}, {} bytes of base64 not shown]",
+            image.mime_type,
+            image.data.len()
+        ),
+        ContentBlock::Audio(audio) => format!(
+            "[audio, {}, {} bytes of base64 not shown]",
+            audio.mime_type,
+            audio.data.len()
+        ),
+        ContentBlock::Resource(embedded) => match &embedded.resource {
+            ResourceContents::TextResourceContents { uri, text, .. } => {
+                format!("[resource {uri}]\n{text}")
+            }
+            ResourceContents::BlobResourceContents { uri, blob, .. } => {
+                format!("[resource {uri}, {} bytes of base64 not shown]", blob.len())
+            }
+            _ => "[a resource of a kind not shown]".into(),
+        },
+        ContentBlock::ResourceLink(link) => format!("[resource link {}]", link.uri),
+        _ => "[content of a kind not shown]".into(),
+    }
+}

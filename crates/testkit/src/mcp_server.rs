@@ -1,0 +1,65 @@
+//! A real MCP server the project did not write, for tests and benchmarks: the
+//! reference "everything" server from the npm registry, at a pinned version that runs
+//! on Node.js 20, installed on first use into a cache folder the caller names.
+//!
+//! Installation happens once per cache folder, under a file lock, into a temporary
+//! folder renamed into place, so parallel tests and an interrupted install never see a
+//! half-installed server.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The npm package.
+pub const EVERYTHING_PACKAGE: &str = "@modelcontextprotocol/server-everything";
+/// Its pinned version.
+pub const EVERYTHING_VERSION: &str = "2026.8.31";
+
+/// The server's entry script, installed under `cache` if it is not yet. Run it as
+/// `node <script> stdio` or, with `PORT` set, `node <script> streamableHttp`.
+///
+/// Needs `node` and `npm` on `PATH` and the npm registry; the error says which step
+/// failed.
+pub fn everything_server(cache: &Path) -> Result<PathBuf, String> {
+    let root = cache.join(format!("mcp-everything-{EVERYTHING_VERSION}"));
+    let script = root.join(format!("node_modules/{EVERYTHING_PACKAGE}/dist/index.js"));
+    if script.is_file() {
+        return Ok(script);
+    }
+    std::fs::create_dir_all(cache)
+        .map_err(|e| format!("cannot create {}: {e}", cache.display()))?;
+    let lock_path = cache.join("mcp-everything.lock");
+    let lock = std::fs::File::create(&lock_path)
+        .map_err(|e| format!("cannot create {}: {e}", lock_path.display()))?;
+    lock.lock()
+        .map_err(|e| format!("cannot lock {}: {e}", lock_path.display()))?;
+    // Another test may have installed it while this one waited.
+    if script.is_file() {
+        return Ok(script);
+    }
+    let staging = cache.join(format!("mcp-everything-staging-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&staging);
+    std::fs::create_dir_all(&staging).map_err(|e| format!("cannot create staging: {e}"))?;
+    let status = Command::new("npm")
+        .args([
+            "install",
+            "--no-audit",
+            "--no-fund",
+            "--no-save",
+            "--loglevel=error",
+        ])
+        .arg("--prefix")
+        .arg(&staging)
+        .arg(format!("{EVERYTHING_PACKAGE}@{EVERYTHING_VERSION}"))
+        .stdin(std::process::Stdio::null())
+        .status()
+        .map_err(|e| format!("cannot run npm (is Node.js installed?): {e}"))?;
+    if !status.success() {
+        return Err(format!("npm install {EVERYTHING_PACKAGE} failed: {status}"));
+    }
+    std::fs::rename(&staging, &root).map_err(|e| format!("cannot place the install: {e}"))?;
+    if script.is_file() {
+        Ok(script)
+    } else {
+        Err(format!("{} is missing after install", script.display()))
+    }
+}

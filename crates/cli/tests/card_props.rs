@@ -155,6 +155,10 @@ proptest! {
             protection,
             awaiting_approval: awaiting && !saved,
             preview,
+            // A subagent's call, sometimes: its lineage survives every reduction.
+            parent_activity_id: (!saved && awaiting).then_some("tool-1"),
+            task_id: (!saved && awaiting).then_some("task-1"),
+            children: None,
         };
         let card = project(&source);
         let text = serde_json::to_string(&card).unwrap();
@@ -165,6 +169,11 @@ proptest! {
         } else {
             magi_client::cards::decode_card(&text)
         };
+        prop_assert_eq!(
+            card.parent_activity_id.as_deref(),
+            source.parent_activity_id
+        );
+        prop_assert_eq!(card.task_id.as_deref(), source.task_id);
         prop_assert_eq!(decoded.map_err(|e| e.to_string()), Ok(card));
     }
 }

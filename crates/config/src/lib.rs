@@ -23,7 +23,10 @@ pub use instructions::{
 };
 pub use mcp::{McpApprovals, McpServer, McpSource, McpTransport, is_valid_server_name};
 pub use permissions::{CallSubject, PermissionMode, PermissionSettings, Rule, Verdict};
-pub use profiles::{AgentSettings, PROFILE_INSTRUCTIONS_BYTES, Profile, primary_profile};
+pub use profiles::{
+    AgentSettings, PROFILE_DESCRIPTION_BYTES, PROFILE_INSTRUCTIONS_BYTES, Profile, TASK_TOOL,
+    primary_profile, subagent_profiles,
+};
 pub use provider::{
     Credential, ProviderDefinition, ProviderKind, Selection, provider_definition, provider_names,
     read_credential, resolve_selection,

@@ -34,6 +34,9 @@ fn source<'a>(tool: &'a str, label: &'a str, facts: &'a Value) -> CardSource<'a>
         protection: Some("allowed automatically"),
         awaiting_approval: false,
         preview: PreviewSource::NotApplicable,
+        parent_activity_id: None,
+        task_id: None,
+        children: None,
     }
 }
 

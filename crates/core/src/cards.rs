@@ -11,14 +11,14 @@
 //! is stated as an omission. The fixed rows are documented in `docs/protocol/cards.md`.
 
 use magi_protocol::cards::{
-    Availability, Block, CARD_BYTES, COMMAND_BYTES, CORE_BYTES, Card, CardOutcome, CardState,
-    Changes, CommandBlock, DIFF_LINES_PER_BLOCK, DIFF_PATH_BYTES, Detail, DiffApplication,
-    DiffBlock, DiffLine, DiffLineKind, MAX_SAFE_INTEGER, METADATA_BYTES, Metadata, Omission,
-    Origin, PROTECTION_SUMMARY_BYTES, ParentState, ProtectionDecision, PublicProtection,
-    ROWS_PER_BLOCK, Reason, ResourceAvailability, ResourceKind, ResourceRow, ResourcesBlock,
-    ResultRow, ResultsBlock, RowOutcome, SCHEMA_VERSION, SIGNAL_BYTES, STRING_BYTES, Subject,
-    TITLE_BYTES, ToolKind, WORKING_DIRECTORY_BYTES, merge_omissions, serialized_len,
-    strongest_reason,
+    Availability, Block, CARD_BYTES, CHILDREN_PER_BLOCK, COMMAND_BYTES, CORE_BYTES, Card,
+    CardOutcome, CardState, Changes, Child, ChildrenBlock, CommandBlock, DIFF_LINES_PER_BLOCK,
+    DIFF_PATH_BYTES, Detail, DiffApplication, DiffBlock, DiffLine, DiffLineKind, MAX_SAFE_INTEGER,
+    METADATA_BYTES, Metadata, Omission, Origin, PROTECTION_SUMMARY_BYTES, ParentState,
+    ProtectionDecision, PublicProtection, ROWS_PER_BLOCK, Reason, ResourceAvailability,
+    ResourceKind, ResourceRow, ResourcesBlock, ResultRow, ResultsBlock, RowOutcome, SCHEMA_VERSION,
+    SIGNAL_BYTES, STRING_BYTES, Subject, TITLE_BYTES, ToolKind, WORKING_DIRECTORY_BYTES,
+    merge_omissions, serialized_len, strongest_reason,
 };
 use magi_protocol::text::{REDACTED, redact_secrets, strip_controls};
 use magi_store::records::ToolOutcome;
@@ -85,6 +85,16 @@ pub const ROW_CUT_AT_BOUND: &str = "Cut at bound";
 pub const ROW_JOB: &str = "Job";
 /// Label of the job row for the job's state.
 pub const ROW_STATE: &str = "State";
+/// Label of the task row for the subagent profile.
+pub const ROW_SUBAGENT: &str = "Subagent";
+/// Label of the task row for the subagent's model requests.
+pub const ROW_MODEL_REQUESTS: &str = "Model requests";
+/// Label of the task row for the tool calls the subagent asked for.
+pub const ROW_TOOL_CALLS: &str = "Tool calls";
+/// Label of the task row for how the subagent ended.
+pub const ROW_ENDED: &str = "Ended";
+/// Label of the task row for the size of the subagent's final response.
+pub const ROW_FINAL_RESPONSE: &str = "Final response";
 
 /// Every public protection label of the contract. Only these are ever copied into a
 /// card; any other recorded string is unavailable.
@@ -167,6 +177,21 @@ pub struct CardSource<'a> {
     pub awaiting_approval: bool,
     /// The applied preview of a change.
     pub preview: PreviewSource<'a>,
+    /// The parent activity of a subagent's call (live only); none for a root call.
+    pub parent_activity_id: Option<&'a str>,
+    /// The delegated task the call is (a `task` call) or belongs to (a subagent's call).
+    pub task_id: Option<&'a str>,
+    /// A `task` call's children so far (live only).
+    pub children: Option<&'a TaskChildren>,
+}
+
+/// The calls of a subagent, as its task's live card lists them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TaskChildren {
+    /// Each call's reference, in order.
+    pub children: Vec<Child>,
+    /// Calls in all.
+    pub total: u64,
 }
 
 /// The card for `source`: valid under [`magi_protocol::cards::validate`] and at most
@@ -350,6 +375,7 @@ pub fn tool_kind(tool_name: &str) -> ToolKind {
         "edit" | "hash_edit" => ToolKind::Edit,
         "bash" | "async_bash" | "bash_log" | "bash_kill" => ToolKind::Command,
         "web_fetch" => ToolKind::Web,
+        "task" => ToolKind::Subagent,
         name if name.starts_with(crate::mcp::MCP_TOOL_PREFIX) => ToolKind::Mcp,
         _ => ToolKind::Other,
     }
@@ -584,6 +610,7 @@ fn read_facts(tool_name: &str, kind: ToolKind, facts: Option<&Value>) -> Source 
             | ("web_fetch", Facts::Web { .. })
             | ("bash" | "async_bash", Facts::Command(_))
             | ("bash_log" | "bash_kill", Facts::Job { .. })
+            | ("task", Facts::Task { .. })
     );
     if fits {
         Source::Facts(Box::new(facts), tracking)
@@ -694,9 +721,13 @@ impl Draft {
             schema_version: SCHEMA_VERSION,
             card_id: source.activity_id.to_owned(),
             activity_id: source.activity_id.to_owned(),
-            parent_activity_id: None,
-            parent_state: ParentState::Root,
-            task_id: None,
+            parent_activity_id: source.parent_activity_id.map(str::to_owned),
+            parent_state: if source.parent_activity_id.is_some() {
+                ParentState::Available
+            } else {
+                ParentState::Root
+            },
+            task_id: source.task_id.map(str::to_owned),
             tool_kind: kind,
             state,
             outcome,
@@ -1044,6 +1075,21 @@ impl Context<'_, '_> {
                 lines,
                 total_lines,
             } => self.job(job_id, state.as_deref(), *first_line, *lines, *total_lines),
+            Facts::Task {
+                profile,
+                model_requests,
+                tool_calls,
+                ended,
+                report_bytes,
+                ..
+            } => self.task(
+                profile,
+                *model_requests,
+                *tool_calls,
+                ended,
+                *report_bytes,
+                tail,
+            ),
         }
     }
 
@@ -1518,6 +1564,80 @@ impl Context<'_, '_> {
         ];
         vec![Part::results(rows, notes)]
     }
+
+    fn task(
+        &self,
+        profile: &str,
+        model_requests: u64,
+        tool_calls: u64,
+        ended: &str,
+        report_bytes: Option<u64>,
+        tail: &mut Notes,
+    ) -> Vec<Part> {
+        let mut notes = Notes::default();
+        let rows = vec![
+            row(
+                ROW_SUBAGENT,
+                Some(notes.text(Subject::Text, profile, STRING_BYTES)),
+            ),
+            row(
+                ROW_MODEL_REQUESTS,
+                Some(counted(model_requests, "request", "requests")),
+            ),
+            row(ROW_TOOL_CALLS, Some(counted(tool_calls, "call", "calls"))),
+            row(
+                ROW_ENDED,
+                Some(notes.text(Subject::Text, ended, STRING_BYTES)),
+            ),
+            row(
+                ROW_FINAL_RESPONSE,
+                report_bytes.map(|n| {
+                    format!(
+                        "{}; the full text is in the report file",
+                        counted(n, "byte", "bytes")
+                    )
+                }),
+            ),
+        ];
+        let mut parts = vec![Part::results(rows, notes)];
+        match (self.source.children, self.source.origin) {
+            (Some(children), Origin::Live) => parts.push(children_part(children)),
+            // The subagent's calls live in its own history, not in this one.
+            _ if tool_calls > 0 => {
+                tail.add(Subject::Children, Reason::NotRecorded, Some(tool_calls))
+            }
+            _ => {}
+        }
+        parts
+    }
+}
+
+/// The children block of a task's live card: the first [`CHILDREN_PER_BLOCK`] calls
+/// of its subagent, with the known total.
+fn children_part(children: &TaskChildren) -> Part {
+    let mut notes = Notes::default();
+    let shown: Vec<Child> = children
+        .children
+        .iter()
+        .take(CHILDREN_PER_BLOCK)
+        .cloned()
+        .collect();
+    let total = children.total.max(shown.len() as u64);
+    if total > shown.len() as u64 {
+        notes.add(
+            Subject::Children,
+            Reason::BudgetLimit,
+            Some(total - shown.len() as u64),
+        );
+    }
+    Part::new(
+        Block::Children(ChildrenBlock {
+            children: shown,
+            total: Some(total),
+        }),
+        notes,
+        Role::Optional,
+    )
 }
 
 /// The `File tracking` and `Inferred file activity` values of a recorded tracking

@@ -28,5 +28,8 @@ pub use startup::{ALLOW_ALL_ENV, CancelFlag, Runtime, StartupFailure, StartupReq
 /// Whether this build has a built-in tool of that name, or reserves it for MCP tools
 /// (client tools may not take it).
 pub fn is_built_in_tool(name: &str) -> bool {
-    magi_tools::exists(name) || name == "skill" || name.starts_with(mcp::MCP_TOOL_PREFIX)
+    magi_tools::exists(name)
+        || name == "skill"
+        || name == magi_config::TASK_TOOL
+        || name.starts_with(mcp::MCP_TOOL_PREFIX)
 }

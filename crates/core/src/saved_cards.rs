@@ -41,6 +41,11 @@ fn saved_card(call: &SavedCall, message_id: &str) -> SavedCard {
         protection: call.protection.as_deref(),
         awaiting_approval: false,
         preview,
+        // Saved history holds no subagent calls (they are in the subagent's own
+        // history), and live task identities do not carry over.
+        parent_activity_id: None,
+        task_id: None,
+        children: None,
     });
     match validate_saved(&card, message_id) {
         Ok(()) => SavedCard::Card(Box::new(card)),

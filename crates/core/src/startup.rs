@@ -70,6 +70,8 @@ pub struct Runtime {
     pub profile: Option<(String, magi_config::Profile)>,
     /// The connected MCP servers, for the child's lifetime.
     pub mcp: Arc<McpHub>,
+    /// The subagent profiles `task` may delegate to, by name.
+    pub subagents: Vec<(String, magi_config::Profile)>,
 }
 
 impl Runtime {
@@ -190,6 +192,7 @@ pub fn start(request: &StartupRequest, cancel: &CancelFlag) -> Result<Runtime, S
     if let Some(model) = profile.as_ref().and_then(|(_, p)| p.model.clone()) {
         selection.model = model;
     }
+    let subagents = magi_config::subagent_profiles(&settings.agent, &settings.profiles);
     Ok(Runtime {
         home,
         cwd,
@@ -199,6 +202,7 @@ pub fn start(request: &StartupRequest, cancel: &CancelFlag) -> Result<Runtime, S
         env: env.clone(),
         instructions,
         skills,
+        subagents,
         profile,
         mcp: Arc::new(mcp),
     })

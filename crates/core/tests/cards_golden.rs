@@ -15,12 +15,12 @@ use std::path::PathBuf;
 
 use magi_core::cards::{
     CardSource, PUBLIC_PROTECTION_LABELS, PreviewSource, ROW_CLEANUP_WARNING, ROW_COMMAND_TIMEOUT,
-    ROW_OUTPUT_TRUNCATION, Settlement, core, project,
+    ROW_OUTPUT_TRUNCATION, Settlement, TaskChildren, core, project,
 };
 use magi_protocol::cards::{
-    Availability, Block, CARD_BYTES, CORE_BYTES, Card, CardState, Changes, MAX_SAFE_INTEGER,
-    Origin, ProtectionDecision, Reason, Subject, ToolKind, serialized_len, validate,
-    validate_saved,
+    Availability, Block, CARD_BYTES, CORE_BYTES, Card, CardOutcome, CardState, Changes, Child,
+    MAX_SAFE_INTEGER, Origin, ParentState, ProtectionDecision, Reason, Subject, ToolKind,
+    serialized_len, validate, validate_saved,
 };
 use magi_store::records::ToolOutcome;
 use magi_tools::facts::{CommandFacts, Facts};
@@ -45,6 +45,9 @@ fn source<'a>(activity_id: &'a str, tool_name: &'a str, label: &'a str) -> CardS
         protection: None,
         awaiting_approval: false,
         preview: PreviewSource::NotApplicable,
+        parent_activity_id: None,
+        task_id: None,
+        children: None,
     }
 }
 
@@ -455,6 +458,81 @@ fn unknown_tool() {
     s.facts = Some(&facts);
     s.protection = Some("allowed by user");
     golden("unknown_tool", &s);
+}
+
+fn task_facts() -> Value {
+    facts(Facts::Task {
+        task_id: "task-1".into(),
+        profile: "reviewer".into(),
+        history: "0b6e4a52-5f38-4c39-9d57-6f0f7c1f8f1a".into(),
+        model_requests: 3,
+        tool_calls: 40,
+        ended: "completed".into(),
+        report_bytes: Some(1_234),
+    })
+}
+
+#[test]
+fn task_with_children() {
+    let facts = task_facts();
+    let children = TaskChildren {
+        children: (2..34)
+            .map(|n| Child {
+                activity_id: format!("tool-{n}"),
+                task_id: Some("task-1".into()),
+                title: format!("read src/file{n}.rs"),
+                state: CardState::Finished,
+                outcome: Some(CardOutcome::Success),
+                changes: Changes::NotApplicable,
+            })
+            .collect(),
+        total: 40,
+    };
+    let mut s = source("tool-1", "task", "task");
+    s.facts = Some(&facts);
+    s.task_id = Some("task-1");
+    s.children = Some(&children);
+    let card = golden("task_with_children", &s);
+    assert_eq!(card.tool_kind, ToolKind::Subagent);
+    assert_eq!(card.task_id.as_deref(), Some("task-1"));
+    let Some(Block::Children(block)) = card.blocks.last() else {
+        panic!("no children block: {card:#?}");
+    };
+    assert_eq!((block.children.len(), block.total), (32, Some(40)));
+    assert!(card.omissions.iter().any(|o| o.subject == Subject::Children
+        && o.reason == Reason::BudgetLimit
+        && o.omitted_count == Some(8)));
+}
+
+#[test]
+fn saved_task_omits_its_children() {
+    let facts = task_facts();
+    let mut s = source("m-4", "task", "task");
+    s.origin = Origin::Saved;
+    s.revision = 0;
+    s.facts = Some(&facts);
+    let card = golden("saved_task", &s);
+    assert!(card.omissions.iter().any(|o| o.subject == Subject::Children
+        && o.reason == Reason::NotRecorded
+        && o.omitted_count == Some(40)));
+}
+
+#[test]
+fn subagent_call() {
+    let facts = facts(Facts::Read {
+        path: "src/lib.rs".into(),
+        first_line: Some(1),
+        last_line: Some(1),
+        total_lines: Some(1),
+        truncated: false,
+        binary: false,
+    });
+    let mut s = source("tool-2", "read", "read src/lib.rs");
+    s.facts = Some(&facts);
+    s.parent_activity_id = Some("tool-1");
+    s.task_id = Some("task-1");
+    let card = golden("subagent_call", &s);
+    assert_eq!(card.parent_state, ParentState::Available);
 }
 
 #[test]
@@ -992,6 +1070,9 @@ fn fuzz(
                 2 => PreviewSource::Malformed,
                 _ => PreviewSource::Recorded(&payload),
             },
+            parent_activity_id: None,
+            task_id: None,
+            children: None,
         };
         let card = project(&source);
         check(&card, &source);

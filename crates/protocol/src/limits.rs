@@ -354,3 +354,16 @@ pub const MCP_ARGUMENTS_BYTES: usize = 262_144;
 /// Time connected servers have to close before their processes are killed, in
 /// milliseconds (within the child's cleanup wait).
 pub const MCP_SHUTDOWN_GRACE_MS: u64 = 1_000;
+
+// ---- Subagents ----
+// The bounds of the `task` tool (docs/subagents.md). Internal.
+
+/// Model requests one subagent may make before its task is stopped.
+pub const TASK_MODEL_REQUESTS: usize = 32;
+/// Most bytes of a subagent's final response given to the delegating model; the report
+/// file keeps all of it.
+pub const TASK_REPORT_NOTICE_BYTES: usize = 16_384;
+/// Longest task description a `task` call may give, in bytes.
+pub const TASK_DESCRIPTION_BYTES: usize = 16_384;
+/// Most child references a task keeps for its card; later calls are only counted.
+pub const TASK_CHILDREN: usize = 32;

@@ -320,6 +320,7 @@ impl Projector {
             RecordBody::SessionMeta { .. }
             | RecordBody::SessionPreferences { .. }
             | RecordBody::Title { .. }
+            | RecordBody::TaskLink { .. }
             | RecordBody::ToolAppliedPreview { .. }
             | RecordBody::ToolCallState { .. }
             | RecordBody::Diagnostic

@@ -216,6 +216,18 @@ pub enum RecordBody {
         #[serde(default)]
         title: Option<String>,
     },
+    /// The first record of a subagent's history: the delegated task and the call of the
+    /// parent session that delegated it.
+    TaskLink {
+        /// The task, as the parent's call facts name it.
+        task_id: String,
+        /// The parent session.
+        parent_session_id: String,
+        /// The parent's `task` call.
+        parent_call_id: String,
+        /// The subagent profile.
+        profile: String,
+    },
     /// The session's title.
     Title {
         /// The title.

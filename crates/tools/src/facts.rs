@@ -80,6 +80,24 @@ pub enum Facts {
     },
     /// `bash` and `async_bash`.
     Command(Box<CommandFacts>),
+    /// `task`: a task delegated to a subagent.
+    Task {
+        /// The task, as its cards' `task_id` names it.
+        task_id: String,
+        /// The subagent profile it was delegated to.
+        profile: String,
+        /// The session ID of the subagent's own history.
+        history: String,
+        /// Model requests the subagent made.
+        model_requests: u64,
+        /// Tool calls the subagent asked for.
+        tool_calls: u64,
+        /// How the subagent ended: `completed`, `failed`, `cancelled` or `step limit`.
+        ended: String,
+        /// Bytes of its final response (the report file holds all of them), when it gave
+        /// one.
+        report_bytes: Option<u64>,
+    },
     /// `bash_log` and `bash_kill`: a look at, or the end of, a background job.
     Job {
         /// The job.

@@ -61,6 +61,11 @@ pub(super) struct Call {
     /// Its bounded, safe label, made once: the record, the activities and the cards
     /// all show it.
     pub(super) label: String,
+    /// The `task` call whose subagent asked for it; none for the session's own calls.
+    pub(super) parent_activity_id: Option<String>,
+    /// The delegated task: the one a `task` call starts, or the one a subagent's call
+    /// belongs to.
+    pub(super) task_id: Option<String>,
 }
 
 /// A call being executed on a blocking thread.
@@ -131,6 +136,9 @@ impl Turn {
             })
             .collect();
         self.append_all(created);
+        if let Some(scope) = &mut self.scope {
+            scope.tool_calls += calls.len() as u64;
+        }
         let mut settled: Vec<Option<Settled>> = (0..calls.len()).map(|_| None).collect();
         let mut in_flight: Vec<InFlight> = Vec::new();
         for (index, call) in calls.iter().enumerate() {
@@ -145,6 +153,14 @@ impl Turn {
                 let report = refused("not started: the turn was cancelled");
                 settled[index] = Some(
                     self.settle(call, &activity_id, report, ToolOutcome::Cancelled, None)
+                        .await,
+                );
+                continue;
+            }
+            if let Some(refusal) = self.outside_task_scope(call) {
+                let report = refused(&format!("The call was not run: {refusal}."));
+                settled[index] = Some(
+                    self.settle(call, &activity_id, report, ToolOutcome::Failed, None)
                         .await,
                 );
                 continue;
@@ -207,8 +223,7 @@ impl Turn {
                 state: ToolCallPhase::Running,
                 protection: protection.map(str::to_owned),
             };
-            if self.sessions.append(claim).is_err() {
-                self.degraded = true;
+            if !self.append_all(vec![claim]) {
                 let report = refused("not run: the call could not be recorded");
                 settled[index] = Some(
                     self.settle(call, &activity_id, report, ToolOutcome::Failed, protection)
@@ -218,6 +233,15 @@ impl Turn {
             }
             if call.name == SKILL_TOOL && !self.agent.skills.is_empty() {
                 let report = self.load_skill(call);
+                let outcome = outcome_of(&report);
+                settled[index] = Some(
+                    self.settle(call, &activity_id, report, outcome, protection)
+                        .await,
+                );
+                continue;
+            }
+            if call.name == magi_config::TASK_TOOL && self.scope.is_none() {
+                let report = self.run_task(call, &activity_id).await;
                 let outcome = outcome_of(&report);
                 settled[index] = Some(
                     self.settle(call, &activity_id, report, outcome, protection)
@@ -299,20 +323,35 @@ impl Turn {
             protection,
             awaiting_approval,
             preview: PreviewSource::NotApplicable,
+            parent_activity_id: call.parent_activity_id.as_deref(),
+            task_id: call.task_id.as_deref(),
+            children: None,
         }
     }
 
     /// A call the model asked for, with its bounded, safe label.
-    pub(super) fn call(&self, call_id: String, name: String, arguments: String) -> Call {
-        let label = bounded(
-            &self.safe(&magi_tools::describe(&name, &arguments)),
-            SUMMARY_BYTES,
-        );
+    pub(super) fn call(&mut self, call_id: String, name: String, arguments: String) -> Call {
+        let described = if name == magi_config::TASK_TOOL {
+            super::task::describe(&arguments)
+        } else {
+            magi_tools::describe(&name, &arguments)
+        };
+        let label = bounded(&self.safe(&described), SUMMARY_BYTES);
+        let (parent_activity_id, task_id) = match &self.scope {
+            Some(scope) => (
+                Some(scope.parent_activity_id.clone()),
+                Some(scope.task_id.clone()),
+            ),
+            None if name == magi_config::TASK_TOOL => (None, Some(self.next_task_id())),
+            None => (None, None),
+        };
         Call {
             call_id,
             name,
             arguments,
             label,
+            parent_activity_id,
+            task_id,
         }
     }
 
@@ -603,6 +642,10 @@ impl Turn {
             (None, _) => PreviewSource::NotApplicable,
         };
         let cwd = self.sessions.cwd().to_string_lossy().into_owned();
+        let children = match (&call.task_id, &call.parent_activity_id) {
+            (Some(task_id), None) => self.finished_tasks.remove(task_id),
+            _ => None,
+        };
         let settled = CardSource {
             activity_id,
             origin: magi_protocol::cards::Origin::Live,
@@ -618,6 +661,9 @@ impl Turn {
             protection,
             awaiting_approval: false,
             preview,
+            parent_activity_id: call.parent_activity_id.as_deref(),
+            task_id: call.task_id.as_deref(),
+            children: children.as_ref(),
         };
         self.card(activity_id, Snapshot::Final, settled).await;
         Settled {

@@ -42,7 +42,7 @@ impl Turn {
         }
     }
 
-    /// A tool activity.
+    /// A tool call's activity: kind `subagent` for a `task` call, `tool` for the others.
     pub(super) async fn activity(
         &mut self,
         activity_id: &str,
@@ -50,7 +50,12 @@ impl Turn {
         state: ActivityState,
         summary: &str,
     ) {
-        self.activity_of(ActivityKind::Tool, activity_id, name, state, summary)
+        let kind = if name == magi_config::TASK_TOOL {
+            ActivityKind::Subagent
+        } else {
+            ActivityKind::Tool
+        };
+        self.activity_of(kind, activity_id, name, state, summary)
             .await;
     }
 

@@ -129,6 +129,9 @@ impl Turn {
         let Some(card) = self.cards.admit(snapshot, project(&source)) else {
             return;
         };
+        if let Some(scope) = &mut self.scope {
+            scope.note_child(&card);
+        }
         self.cards
             .revisions
             .insert(activity_id.to_owned(), revision + 1);

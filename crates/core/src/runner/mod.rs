@@ -13,6 +13,7 @@ mod compaction;
 mod conversation;
 mod emit;
 mod live_cards;
+mod task;
 
 pub use conversation::conversation;
 use conversation::{chunks, instructions};
@@ -24,7 +25,7 @@ use magi_config::PermissionSettings;
 use magi_protocol::ErrorCode;
 use magi_protocol::limits::{
     CRITICAL_EVENT_WAIT_MS, LIVE_CHUNK_BYTES, RUN_CONTENT_BYTES, RUN_CONTENT_SEGMENTS,
-    WORKER_EVENTS,
+    TASK_MODEL_REQUESTS, WORKER_EVENTS,
 };
 use magi_protocol::messages::{Event, InputPersisted, Persistence, RunFinished, RunOutcome};
 use magi_protocol::text::{redact_values, sanitize};
@@ -71,6 +72,8 @@ pub struct Agent {
     pub profile: Option<Arc<(String, magi_config::Profile)>>,
     /// The connected MCP servers, whose tools are offered too.
     pub mcp: Arc<McpHub>,
+    /// The subagent profiles the `task` tool may delegate to, by name.
+    pub subagents: Arc<Vec<(String, magi_config::Profile)>>,
 }
 
 /// One admitted turn.
@@ -191,6 +194,12 @@ struct Turn {
     activities: usize,
     /// The run's live cards.
     cards: live_cards::LiveCards,
+    /// The delegated task the turn is working on, while a subagent runs.
+    scope: Option<task::TaskScope>,
+    /// `task` calls made so far (their task IDs count them).
+    tasks: usize,
+    /// The children of tasks whose subagent ended, until their call's final card.
+    finished_tasks: std::collections::HashMap<String, crate::cards::TaskChildren>,
 }
 
 /// How the turn ends, before persistence is accounted.
@@ -246,6 +255,9 @@ impl Turn {
             content_bytes: 0,
             segments: 0,
             activities: 0,
+            scope: None,
+            tasks: 0,
+            finished_tasks: std::collections::HashMap::new(),
         }
     }
 
@@ -253,7 +265,7 @@ impl Turn {
     /// the sessions are handed back.
     async fn run(&mut self) -> Event {
         let ending = match self.persist_input().await {
-            Ok(items) => self.converse(items).await,
+            Ok(mut items) => self.converse(&mut items).await,
             Err(ending) => ending,
         };
         self.finish(ending)
@@ -310,7 +322,7 @@ impl Turn {
     }
 
     /// Model round trips until the model stops asking for tools.
-    async fn converse(&mut self, mut items: Vec<Item>) -> Ending {
+    async fn converse(&mut self, items: &mut Vec<Item>) -> Ending {
         let mut tools: Vec<ToolSpec> = magi_tools::definitions()
             .into_iter()
             .filter(|d| self.offered(d.name))
@@ -322,6 +334,13 @@ impl Turn {
             .collect();
         if !self.agent.skills.is_empty() && self.offered(calls::SKILL_TOOL) {
             tools.push(calls::skill_tool_spec());
+        }
+        // A subagent never delegates further.
+        if self.scope.is_none()
+            && !self.agent.subagents.is_empty()
+            && self.offered(magi_config::TASK_TOOL)
+        {
+            tools.push(task::task_tool_spec(&self.agent.subagents));
         }
         tools.extend(self.request.client_tools.iter().map(|t| ToolSpec {
             name: t.name.clone(),
@@ -338,8 +357,18 @@ impl Turn {
                     parameters: t.parameters.clone(),
                 }),
         );
-        for _ in 0..MAX_STEPS {
-            self.deliver_job_notices(&mut items);
+        let steps = if self.scope.is_some() {
+            TASK_MODEL_REQUESTS
+        } else {
+            MAX_STEPS
+        };
+        for _ in 0..steps {
+            if let Some(scope) = &mut self.scope {
+                scope.model_requests += 1;
+            } else {
+                // Job notices belong to the session's own conversation.
+                self.deliver_job_notices(items);
+            }
             let mut system = instructions(
                 self.sessions.cwd(),
                 &self.agent.instructions,
@@ -353,8 +382,8 @@ impl Turn {
                     text.trim_end()
                 ));
             }
-            if self.needs_compaction(&system, &items) {
-                self.compact(&system, &mut items).await;
+            if self.needs_compaction(&system, items) {
+                self.compact(&system, items).await;
             }
             let request = ModelRequest {
                 model: self.agent.model.clone(),
@@ -382,7 +411,7 @@ impl Turn {
                 .into_iter()
                 .map(|(call_id, name, arguments)| self.call(call_id, name, arguments))
                 .collect();
-            if let Some(ending) = self.run_calls(calls, &mut items).await {
+            if let Some(ending) = Box::pin(self.run_calls(calls, items)).await {
                 return ending;
             }
             if self.output_lost {
@@ -392,11 +421,17 @@ impl Turn {
                 return Ending::cancelled();
             }
         }
-        self.diagnostic(
-            "step_limit",
-            "The turn reached its limit of model round trips.",
-        )
-        .await;
+        match &mut self.scope {
+            // The task call reports it; the run goes on.
+            Some(scope) => scope.step_limit = true,
+            None => {
+                self.diagnostic(
+                    "step_limit",
+                    "The turn reached its limit of model round trips.",
+                )
+                .await
+            }
+        }
         Ending::failed(ErrorCode::ExecutionFailed)
     }
 
@@ -425,6 +460,10 @@ impl Turn {
                             continue;
                         }
                         text.push_str(&delta);
+                        // A subagent's text is its report, not the run's reply.
+                        if self.scope.is_some() {
+                            continue;
+                        }
                         for chunk in chunks(&self.safe(&delta), LIVE_CHUNK_BYTES) {
                             self.delta(&message_id, part, chunk);
                             part += 1;
@@ -490,7 +529,9 @@ impl Turn {
                 chunks: Vec::new(),
                 partial,
             });
-            self.reconcile(&message_id, &text, partial).await;
+            if self.scope.is_none() {
+                self.reconcile(&message_id, &text, partial).await;
+            }
             Some(text)
         };
         Response {
@@ -502,8 +543,11 @@ impl Turn {
     }
 
     /// Whether the agent's profile offers tool `name` (the client's own tools are always
-    /// offered; without a profile list, every tool is).
+    /// offered, except to a subagent; without a profile list, every tool is).
     fn offered(&self, name: &str) -> bool {
+        if self.scope.is_some() && self.request.client_tools.iter().any(|t| t.name == name) {
+            return false;
+        }
         match self
             .agent
             .profile
@@ -599,6 +643,12 @@ impl Turn {
     /// Appends records together after the input; a failure degrades persistence.
     /// Returns whether they were appended.
     fn append_all(&mut self, bodies: Vec<RecordBody>) -> bool {
+        if let Some(scope) = &mut self.scope {
+            // A subagent's records go to its own history.
+            let appended = scope.append_all(bodies);
+            self.degraded |= !appended;
+            return appended;
+        }
         match self.sessions.append_all(bodies) {
             Ok(()) => true,
             Err(AppendFailure::Detached | AppendFailure::Busy | AppendFailure::Io) => {
@@ -670,6 +720,7 @@ mod tests {
             skills: Arc::default(),
             profile: None,
             mcp: Arc::new(McpHub::empty()),
+            subagents: Arc::default(),
         };
         let request = TurnRequest {
             session_id: session_id.clone(),

@@ -258,6 +258,33 @@ async fn a_server_that_fails_at_startup_fails_initialization_and_cleans_up_the_o
 }
 
 #[tokio::test]
+async fn invalid_configuration_starts_no_server_and_garbage_fails_startup() {
+    let mock = MockServer::start().await;
+    let env = env_for(&mock);
+    // Approved, but another part of the configuration is invalid: nothing starts.
+    env.write_settings(&everything_settings(
+        "\n[instructions]\nfiles = [\"missing.md\"]\n",
+    ));
+    mcp_command(&env, &["approve", "everything"]);
+    let mut backend = env.spawn();
+    let answer = backend.initialize(&METHODS).await.unwrap();
+    assert_eq!(answer.unwrap_err(), ErrorCode::ConfigurationInvalid);
+    assert_eq!(processes_in(&env.cwd()).len(), 1, "only the backend runs");
+    shutdown_clean(&mut backend).await;
+
+    // A server that answers with something other than MCP never initializes.
+    env.write_settings(
+        "[mcp.servers.noise]\ncommand = \"node\"\nargs = [\"-e\", \"console.log('hello'); console.log('{}'); setInterval(() => {}, 1000)\"]\nstartup_timeout_ms = 1000\n",
+    );
+    mcp_command(&env, &["approve", "noise"]);
+    let mut backend = env.spawn();
+    let answer = backend.initialize(&METHODS).await.unwrap();
+    assert_eq!(answer.unwrap_err(), ErrorCode::McpUnavailable);
+    shutdown_clean(&mut backend).await;
+    assert_no_processes_in(&env.cwd()).await;
+}
+
+#[tokio::test]
 async fn a_server_that_hangs_at_startup_times_out_or_is_cancelled() {
     let mock = MockServer::start().await;
     let env = env_for(&mock);

@@ -56,8 +56,9 @@ pub fn agent_for(runtime: &Runtime, selection: &ActiveSelection) -> Result<Agent
     })
 }
 
-/// Every environment variable that may hold a provider credential: the built-in
-/// providers' and each configured `api_key_env`. Tools' processes never see them.
+/// Every environment variable that may hold a credential: the built-in providers', each
+/// configured `api_key_env` and each MCP server's `bearer_token_env`. Tools' processes
+/// never see them.
 fn credential_variables(runtime: &Runtime) -> Vec<String> {
     let mut names: Vec<String> = ["OPENAI_API_KEY", "ANTHROPIC_API_KEY"]
         .into_iter()
@@ -75,6 +76,15 @@ fn credential_variables(runtime: &Runtime) -> Vec<String> {
     {
         names.push(var.clone());
     }
+    // MCP servers' bearer tokens are credentials too.
+    names.extend(runtime.settings.mcp_servers.iter().filter_map(
+        |server| match &server.transport {
+            magi_config::McpTransport::Http {
+                bearer_token_env, ..
+            } => bearer_token_env.clone(),
+            magi_config::McpTransport::Stdio { .. } => None,
+        },
+    ));
     names.sort();
     names.dedup();
     names

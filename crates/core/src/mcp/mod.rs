@@ -117,9 +117,12 @@ impl McpHub {
         groups: ProcessGroups,
     ) -> McpHub {
         let tools = connect::tool_index(&servers);
+        // A name a server lists twice is offered once.
+        let mut seen = std::collections::HashSet::new();
         let ordered = servers
             .iter()
             .flat_map(|s| s.tools.iter())
+            .filter(|t| seen.insert(t.name.clone()))
             .filter_map(|t| tools.get(&t.name).cloned())
             .collect();
         let peers = servers

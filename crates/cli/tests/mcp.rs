@@ -90,51 +90,15 @@ async fn assert_no_processes_in(dir: &Path) {
     }
 }
 
-async fn start_turn(backend: &mut magi_client::Backend, prompt: &str) -> String {
-    let session = backend
-        .request("session.create", json!({}))
-        .await
-        .unwrap()
-        .outcome
-        .unwrap();
-    let session = session["session_id"].as_str().unwrap().to_owned();
-    backend
-        .request(
-            "turn.start",
-            json!({"session_id": session, "prompt": prompt}),
-        )
-        .await
-        .unwrap()
-        .outcome
-        .unwrap();
-    session
-}
-
 const METHODS: [&str; 4] = ["session.create", "turn.start", "shutdown", "status"];
 
-/// The tool results the model was given in its second request.
+/// The tool results the model was given in request `request`, joined.
 fn tool_output(mock: &MockServer, request: usize) -> String {
-    let body = &mock.requests()[request].body;
-    body["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["role"] == "tool")
-        .map(|m| m["content"].as_str().unwrap_or_default().to_owned())
-        .collect::<Vec<_>>()
-        .join("\n")
+    tool_outputs(&mock.requests()[request].body).join("\n")
 }
 
 fn offered_tools(mock: &MockServer) -> Vec<String> {
-    mock.requests()[0].body["tools"]
-        .as_array()
-        .map(|tools| {
-            tools
-                .iter()
-                .map(|t| t["function"]["name"].as_str().unwrap().to_owned())
-                .collect()
-        })
-        .unwrap_or_default()
+    offered_tool_names(&mock.requests()[0].body)
 }
 
 #[tokio::test]
@@ -161,7 +125,7 @@ async fn an_approved_server_offers_its_tools_and_answers_a_call_through_a_turn()
     backend.initialize(&METHODS).await.unwrap().unwrap();
     // The server runs in the workspace for the child's lifetime.
     assert!(!processes_in(&env.cwd()).is_empty());
-    let session = start_turn(&mut backend, "echo something").await;
+    let session = session_with_turn(&mut backend, "echo something").await;
     let mut seen = Vec::new();
     let finished = until_finished(&mut backend, &mut seen).await;
     assert_eq!(finished.outcome, RunOutcome::Completed);
@@ -203,7 +167,7 @@ async fn unapproved_definitions_never_run_and_a_changed_definition_needs_new_app
     let mut backend = env.spawn();
     backend.initialize(&METHODS).await.unwrap().unwrap();
     assert!(processes_in(&env.cwd()).len() == 1, "only the backend runs");
-    start_turn(&mut backend, "hi").await;
+    session_with_turn(&mut backend, "hi").await;
     until_finished(&mut backend, &mut Vec::new()).await;
     assert!(offered_tools(&mock).iter().all(|t| !t.starts_with("mcp__")));
     shutdown_clean(&mut backend).await;
@@ -212,7 +176,7 @@ async fn unapproved_definitions_never_run_and_a_changed_definition_needs_new_app
     assert!(mcp_command(&env, &["approve", "everything"]).contains("\tproject\t"));
     let mut backend = env.spawn();
     backend.initialize(&METHODS).await.unwrap().unwrap();
-    start_turn(&mut backend, "hi").await;
+    session_with_turn(&mut backend, "hi").await;
     until_finished(&mut backend, &mut Vec::new()).await;
     let second = &mock.requests()[1].body["tools"];
     assert!(second.to_string().contains("mcp__everything__echo"));
@@ -365,7 +329,7 @@ async fn a_server_killed_mid_call_fails_the_call_truthfully_and_the_turn_goes_on
     backend.initialize(&METHODS).await.unwrap().unwrap();
     let backend_pid = backend.pid().unwrap();
     let server = server_pid(&env.cwd(), backend_pid).expect("the server runs");
-    start_turn(&mut backend, "run the long operation").await;
+    session_with_turn(&mut backend, "run the long operation").await;
     let mut seen = Vec::new();
     // Kill the server once the call is under way.
     loop {
@@ -418,7 +382,7 @@ async fn an_oversized_result_fails_the_call_without_reaching_the_model() {
     mcp_command(&env, &["approve", "everything"]);
     let mut backend = env.spawn();
     backend.initialize(&METHODS).await.unwrap().unwrap();
-    start_turn(&mut backend, "echo a lot").await;
+    session_with_turn(&mut backend, "echo a lot").await;
     let finished = until_finished(&mut backend, &mut Vec::new()).await;
     assert_eq!(finished.outcome, RunOutcome::Completed);
     let output = tool_output(&mock, 1);
@@ -465,7 +429,7 @@ async fn a_streamable_http_server_answers_a_call_through_a_turn() {
     mcp_command(&env, &["approve", "remote"]);
     let mut backend = env.spawn();
     backend.initialize(&METHODS).await.unwrap().unwrap();
-    start_turn(&mut backend, "add").await;
+    session_with_turn(&mut backend, "add").await;
     let finished = until_finished(&mut backend, &mut Vec::new()).await;
     assert_eq!(finished.outcome, RunOutcome::Completed);
     let output = tool_output(&mock, 1);

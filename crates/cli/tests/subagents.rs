@@ -13,7 +13,7 @@ mod common;
 
 use common::*;
 use magi_protocol::ErrorCode;
-use magi_protocol::cards::{Block, Card, CardState, ParentState, ToolKind};
+use magi_protocol::cards::{Block, Card, CardState, ChildrenBlock, ParentState, ToolKind};
 use magi_protocol::limits::TASK_MODEL_REQUESTS;
 use magi_protocol::messages::{ActivityKind, Event, RunOutcome};
 use magi_testkit::{MockServer, Reply};
@@ -46,50 +46,19 @@ model = "sub-model"
 async fn run_turn(env: &TestEnv, prompt: &str) -> (magi_client::Backend, String, Vec<Event>) {
     let mut backend = env.spawn();
     backend.initialize(&METHODS).await.unwrap().unwrap();
-    let session = backend
-        .request("session.create", json!({}))
-        .await
-        .unwrap()
-        .outcome
-        .unwrap()["session_id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    backend
-        .request(
-            "turn.start",
-            json!({"session_id": session, "prompt": prompt}),
-        )
-        .await
-        .unwrap()
-        .outcome
-        .unwrap();
+    let session = session_with_turn(&mut backend, prompt).await;
     let mut seen = Vec::new();
     let finished = until_finished(&mut backend, &mut seen).await;
     assert_eq!(finished.outcome, RunOutcome::Completed, "{seen:?}");
     (backend, session, seen)
 }
 
-fn tool_names(body: &Value) -> Vec<String> {
-    body["tools"]
-        .as_array()
-        .map(|tools| {
-            tools
-                .iter()
-                .map(|t| t["function"]["name"].as_str().unwrap().to_owned())
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-fn tool_outputs(body: &Value) -> Vec<String> {
-    body["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["role"] == "tool")
-        .map(|m| m["content"].as_str().unwrap().to_owned())
-        .collect()
+/// A card's children block, if it has one.
+fn children_block(card: &Card) -> Option<&ChildrenBlock> {
+    card.blocks.iter().find_map(|b| match b {
+        Block::Children(block) => Some(block),
+        _ => None,
+    })
 }
 
 /// The last card of each activity, in order of first appearance.
@@ -132,7 +101,7 @@ async fn a_task_runs_its_subagent_within_its_scope_and_reports_back() {
     assert_eq!(requests.len(), 4);
     // The delegating model is offered `task` naming the subagent.
     let first = &requests[0].body;
-    assert!(tool_names(first).contains(&"task".to_owned()));
+    assert!(offered_tool_names(first).contains(&"task".to_owned()));
     assert!(
         first
             .to_string()
@@ -141,7 +110,7 @@ async fn a_task_runs_its_subagent_within_its_scope_and_reports_back() {
     // The subagent: its own model, instructions, tools and conversation.
     let sub = &requests[1].body;
     assert_eq!(sub["model"], "sub-model");
-    assert_eq!(tool_names(sub), ["read", "list"]);
+    assert_eq!(offered_tool_names(sub), ["read", "list"]);
     let system = sub["messages"][0]["content"].as_str().unwrap();
     assert!(system.contains("REVIEWER-RULE"), "{system}");
     assert_eq!(
@@ -211,14 +180,7 @@ async fn a_task_runs_its_subagent_within_its_scope_and_reports_back() {
         assert_eq!(child.task_id.as_deref(), Some("task-1"));
         assert_eq!(child.state, CardState::Finished);
     }
-    let block = task_card
-        .blocks
-        .iter()
-        .find_map(|b| match b {
-            Block::Children(block) => Some(block),
-            _ => None,
-        })
-        .expect("a children block");
+    let block = children_block(task_card).expect("a children block");
     assert_eq!(block.total, Some(2));
     let ids: Vec<&str> = block
         .children
@@ -283,14 +245,7 @@ async fn a_looping_subagent_stops_at_its_request_limit_and_the_turn_goes_on() {
         .into_iter()
         .find(|c| c.tool_kind == ToolKind::Subagent)
         .unwrap();
-    let block = task_card
-        .blocks
-        .iter()
-        .find_map(|b| match b {
-            Block::Children(block) => Some(block),
-            _ => None,
-        })
-        .unwrap();
+    let block = children_block(&task_card).unwrap();
     // Every call is counted; the block keeps the first 32.
     assert_eq!(block.total, Some(TASK_MODEL_REQUESTS as u64));
     shutdown_clean(&mut backend).await;
@@ -305,7 +260,7 @@ async fn disabled_subagents_are_not_offered_and_bad_ones_fail_startup() {
         "[agent]\ndisabled_subagents = [\"reviewer\"]\n{REVIEWER}"
     ));
     let (mut backend, _, _) = run_turn(&env, "hi").await;
-    assert!(!tool_names(&mock.requests()[0].body).contains(&"task".to_owned()));
+    assert!(!offered_tool_names(&mock.requests()[0].body).contains(&"task".to_owned()));
     shutdown_clean(&mut backend).await;
 
     // A path-scoped subagent that could run commands is refused.

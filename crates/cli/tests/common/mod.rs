@@ -240,3 +240,48 @@ pub async fn until_finished(
         }
     }
 }
+
+/// Creates a session and starts a turn with `prompt` in it; returns the session ID.
+pub async fn session_with_turn(backend: &mut Backend, prompt: &str) -> String {
+    let created = backend
+        .request("session.create", json!({}))
+        .await
+        .unwrap()
+        .outcome
+        .unwrap();
+    let session = created["session_id"].as_str().unwrap().to_owned();
+    backend
+        .request(
+            "turn.start",
+            json!({"session_id": session, "prompt": prompt}),
+        )
+        .await
+        .unwrap()
+        .outcome
+        .unwrap();
+    session
+}
+
+/// The names of the tools a Chat Completions request body offered.
+pub fn offered_tool_names(body: &Value) -> Vec<String> {
+    body["tools"]
+        .as_array()
+        .map(|tools| {
+            tools
+                .iter()
+                .map(|t| t["function"]["name"].as_str().unwrap().to_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The tool results a Chat Completions request body gave the model, in order.
+pub fn tool_outputs(body: &Value) -> Vec<String> {
+    body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| m["content"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}

@@ -17,15 +17,7 @@ use magi_testkit::{MockServer, Reply};
 use serde_json::json;
 
 async fn turn(backend: &mut Backend, session: &str, prompt: &str) -> (Vec<Event>, Option<String>) {
-    backend
-        .request(
-            "turn.start",
-            json!({"session_id": session, "prompt": prompt}),
-        )
-        .await
-        .unwrap()
-        .outcome
-        .unwrap();
+    start_turn(backend, session, prompt).await;
     let mut seen = Vec::new();
     let finished = until_finished(backend, &mut seen).await;
     assert_eq!(finished.outcome, RunOutcome::Completed);

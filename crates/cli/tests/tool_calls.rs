@@ -50,19 +50,6 @@ async fn create(backend: &mut Backend) -> String {
     session.session_id
 }
 
-async fn start(backend: &mut Backend, session: &str, prompt: &str) -> String {
-    let started = backend
-        .request(
-            "turn.start",
-            json!({"session_id": session, "prompt": prompt}),
-        )
-        .await
-        .unwrap()
-        .outcome
-        .unwrap();
-    started["run_id"].as_str().unwrap().to_owned()
-}
-
 /// The session's log records, parsed.
 fn records(env: &TestEnv, session: &str) -> Vec<Value> {
     std::fs::read_to_string(log_path(env, session))
@@ -116,7 +103,7 @@ async fn a_command_running_when_the_backend_dies_settles_unknown_and_never_runs_
     env.write_settings("[permissions]\nallow = [\"bash\"]\n");
     let mut backend = ready(&env).await;
     let session = create(&mut backend).await;
-    start(&mut backend, &session, "Run it").await;
+    start_turn(&mut backend, &session, "Run it").await;
     wait_for_file(&env.cwd().join("started")).await;
     backend.kill().await;
 
@@ -137,7 +124,7 @@ async fn a_command_running_when_the_backend_dies_settles_unknown_and_never_runs_
         .outcome
         .unwrap();
     assert_eq!(records(&env, &session), crashed, "opening appends nothing");
-    start(&mut backend, &session, "What happened?").await;
+    start_turn(&mut backend, &session, "What happened?").await;
     let finished = until_finished(&mut backend, &mut Vec::new()).await;
     assert_eq!(finished.outcome, RunOutcome::Completed);
 
@@ -215,7 +202,7 @@ async fn recovery_reruns_reads_and_denies_pending_approvals() {
         .unwrap()
         .outcome
         .unwrap();
-    start(&mut backend, id, "Go on").await;
+    start_turn(&mut backend, id, "Go on").await;
     let finished = until_finished(&mut backend, &mut Vec::new()).await;
     assert_eq!(finished.outcome, RunOutcome::Completed);
     let after = records(&env, id);
@@ -256,7 +243,7 @@ async fn a_path_outside_the_workspace_is_asked_about_even_for_reads() {
     mock.enqueue(Reply::stream().text(["Done."]));
     let mut backend = ready(&env).await;
     let session = create(&mut backend).await;
-    let run = start(&mut backend, &session, "Read it").await;
+    let run = start_turn(&mut backend, &session, "Read it").await;
     let mut seen = Vec::new();
     // Both reads ask: an absolute path elsewhere, and a link that points out.
     for allow in [false, true] {
@@ -314,7 +301,7 @@ async fn a_long_command_moves_to_the_background_and_its_end_is_told_once() {
     env.write_settings("[permissions]\nallow = [\"bash\"]\n");
     let mut backend = ready(&env).await;
     let session = create(&mut backend).await;
-    start(&mut backend, &session, "Run it").await;
+    start_turn(&mut backend, &session, "Run it").await;
     let mut seen = Vec::new();
     let finished = until_finished(&mut backend, &mut seen).await;
     assert_eq!(finished.outcome, RunOutcome::Completed);

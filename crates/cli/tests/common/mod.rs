@@ -250,7 +250,13 @@ pub async fn session_with_turn(backend: &mut Backend, prompt: &str) -> String {
         .outcome
         .unwrap();
     let session = created["session_id"].as_str().unwrap().to_owned();
-    backend
+    start_turn(backend, &session, prompt).await;
+    session
+}
+
+/// Starts a turn in `session`; returns its run ID.
+pub async fn start_turn(backend: &mut Backend, session: &str, prompt: &str) -> String {
+    let started = backend
         .request(
             "turn.start",
             json!({"session_id": session, "prompt": prompt}),
@@ -259,7 +265,7 @@ pub async fn session_with_turn(backend: &mut Backend, prompt: &str) -> String {
         .unwrap()
         .outcome
         .unwrap();
-    session
+    started["run_id"].as_str().unwrap().to_owned()
 }
 
 /// The names of the tools a Chat Completions request body offered.

@@ -151,6 +151,68 @@ async fn an_approved_server_offers_its_tools_and_answers_a_call_through_a_turn()
 }
 
 #[tokio::test]
+async fn mcp_calls_ask_like_any_tool_that_may_change_something() {
+    let mock = MockServer::start().await;
+    mock.enqueue(
+        Reply::stream()
+            .tool_call("e1", "mcp__everything__echo", ["{\"message\":\"allowed\"}"])
+            .tool_call("e2", "mcp__everything__get-sum", ["{\"a\":1,\"b\":2}"]),
+    );
+    mock.enqueue(Reply::stream().text(["One ran."]));
+    let env = env_for(&mock);
+    // No allow rule: the server's read-only hints are not evidence.
+    env.write_settings(&everything_settings(""));
+    mcp_command(&env, &["approve", "everything"]);
+    let mut backend = env.spawn();
+    backend
+        .initialize(&[&METHODS[..], &["approval.answer"]].concat())
+        .await
+        .unwrap()
+        .unwrap();
+    let session = session_with_turn(&mut backend, "use the server").await;
+    let mut seen = Vec::new();
+    let mut answers = [true, false].into_iter();
+    let finished = loop {
+        let Incoming::Event { event, .. } = next(&mut backend).await else {
+            continue;
+        };
+        seen.push(event.clone());
+        match event {
+            Event::ApprovalRequested(asked) => {
+                let allow = answers.next().expect("two approvals at most");
+                let run = seen
+                    .iter()
+                    .find_map(|e| match e {
+                        Event::InputPersisted(p) => Some(p.run_id.clone()),
+                        _ => None,
+                    })
+                    .unwrap();
+                let answered = backend
+                    .request(
+                        "approval.answer",
+                        json!({"session_id": session, "run_id": run,
+                               "approval_id": asked.approval_id, "allow": allow}),
+                    )
+                    .await
+                    .unwrap()
+                    .outcome;
+                assert_eq!(answered, Ok(json!({"recorded": true})));
+            }
+            Event::RunFinished(finished) => break finished,
+            _ => {}
+        }
+    };
+    assert_eq!(finished.outcome, RunOutcome::Completed);
+    assert!(answers.next().is_none(), "both calls asked");
+    let outputs = tool_outputs(&mock.requests()[1].body);
+    assert!(outputs[0].contains("Echo: allowed"), "{outputs:?}");
+    assert!(outputs[1].contains("was not run"), "{outputs:?}");
+    let log = std::fs::read_to_string(log_path(&env, &session)).unwrap();
+    assert!(log.contains("\"outcome\":\"denied\""), "{log}");
+    shutdown_clean(&mut backend).await;
+}
+
+#[tokio::test]
 async fn unapproved_definitions_never_run_and_a_changed_definition_needs_new_approval() {
     let mock = MockServer::start().await;
     mock.enqueue(Reply::stream().text(["No tools."]));

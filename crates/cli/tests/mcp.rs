@@ -90,7 +90,13 @@ async fn assert_no_processes_in(dir: &Path) {
     }
 }
 
-const METHODS: [&str; 4] = ["session.create", "turn.start", "shutdown", "status"];
+const METHODS: [&str; 5] = [
+    "session.create",
+    "turn.start",
+    "shutdown",
+    "status",
+    "tool.cards",
+];
 
 /// The tool results the model was given in request `request`, joined.
 fn tool_output(mock: &MockServer, request: usize) -> String {
@@ -143,6 +149,20 @@ async fn an_approved_server_offers_its_tools_and_answers_a_call_through_a_turn()
     );
     assert!(seen.iter().any(|e| matches!(e, Event::Activity(a)
         if a.state == ActivityState::Completed && a.name == "mcp__everything__echo")));
+    // Its card: tool kind `mcp`, with what the call reached.
+    let card = seen
+        .iter()
+        .filter_map(|e| match e {
+            Event::ToolCard(c) => Some(&c.card),
+            _ => None,
+        })
+        .last()
+        .unwrap();
+    assert_eq!(card.tool_kind, magi_protocol::cards::ToolKind::Mcp);
+    let shown = serde_json::to_string(&card.blocks).unwrap();
+    for value in ["everything", "echo", "Answered", "26 bytes"] {
+        assert!(shown.contains(value), "{value}: {shown}");
+    }
     let log = std::fs::read_to_string(log_path(&env, &session)).unwrap();
     assert!(log.contains("\"outcome\":\"completed\""), "{log}");
     shutdown_clean(&mut backend).await;

@@ -95,6 +95,18 @@ pub const ROW_TOOL_CALLS: &str = "Tool calls";
 pub const ROW_ENDED: &str = "Ended";
 /// Label of the task row for the size of the subagent's final response.
 pub const ROW_FINAL_RESPONSE: &str = "Final response";
+/// Label of the MCP row for the server.
+pub const ROW_SERVER: &str = "Server";
+/// Label of the MCP row for the tool at the server.
+pub const ROW_TOOL: &str = "Tool";
+/// Label of the MCP row for whether the server answered.
+pub const ROW_ANSWERED: &str = "Answered";
+/// Label of the MCP row for whether the server marked its answer as an error.
+pub const ROW_SERVER_ERROR: &str = "Server error";
+/// Label of the MCP row for the answer's size.
+pub const ROW_RESULT_SIZE: &str = "Result size";
+/// Label of the MCP row for content not given as text.
+pub const ROW_NON_TEXT_CONTENT: &str = "Non-text content";
 
 /// Every public protection label of the contract. Only these are ever copied into a
 /// card; any other recorded string is unavailable.
@@ -602,16 +614,18 @@ fn read_facts(tool_name: &str, kind: ToolKind, facts: Option<&Value>) -> Source 
     let Ok(facts) = serde_json::from_value::<Facts>(value) else {
         return Source::Unsupported;
     };
-    let fits = matches!(
-        (tool_name, &facts),
-        ("read", Facts::Read { .. })
-            | ("grep" | "find" | "list", Facts::Search { .. })
-            | ("write" | "edit" | "hash_edit", Facts::Change { .. })
-            | ("web_fetch", Facts::Web { .. })
-            | ("bash" | "async_bash", Facts::Command(_))
-            | ("bash_log" | "bash_kill", Facts::Job { .. })
-            | ("task", Facts::Task { .. })
-    );
+    let is_mcp = tool_name.starts_with(crate::mcp::MCP_TOOL_PREFIX);
+    let fits = (is_mcp && matches!(facts, Facts::Mcp { .. }))
+        || matches!(
+            (tool_name, &facts),
+            ("read", Facts::Read { .. })
+                | ("grep" | "find" | "list", Facts::Search { .. })
+                | ("write" | "edit" | "hash_edit", Facts::Change { .. })
+                | ("web_fetch", Facts::Web { .. })
+                | ("bash" | "async_bash", Facts::Command(_))
+                | ("bash_log" | "bash_kill", Facts::Job { .. })
+                | ("task", Facts::Task { .. })
+        );
     if fits {
         Source::Facts(Box::new(facts), tracking)
     } else {
@@ -1075,6 +1089,21 @@ impl Context<'_, '_> {
                 lines,
                 total_lines,
             } => self.job(job_id, state.as_deref(), *first_line, *lines, *total_lines),
+            Facts::Mcp {
+                server,
+                server_tool: tool,
+                answered,
+                server_error,
+                result_bytes,
+                non_text_items,
+            } => self.mcp(
+                server,
+                tool,
+                *answered,
+                *server_error,
+                *result_bytes,
+                *non_text_items,
+            ),
             Facts::Task {
                 profile,
                 model_requests,
@@ -1560,6 +1589,42 @@ impl Context<'_, '_> {
             row(
                 ROW_OUTPUT_LINES,
                 total_lines.map(|n| counted(n, "line", "lines")),
+            ),
+        ];
+        vec![Part::results(rows, notes)]
+    }
+
+    fn mcp(
+        &self,
+        server: &str,
+        tool: &str,
+        answered: bool,
+        server_error: Option<bool>,
+        result_bytes: Option<u64>,
+        non_text_items: Option<u64>,
+    ) -> Vec<Part> {
+        let mut notes = Notes::default();
+        let rows = vec![
+            row(
+                ROW_SERVER,
+                Some(notes.text(Subject::Text, server, STRING_BYTES)),
+            ),
+            row(
+                ROW_TOOL,
+                Some(notes.text(Subject::Text, tool, STRING_BYTES)),
+            ),
+            row(ROW_ANSWERED, Some(yes_no(answered))),
+            row(ROW_SERVER_ERROR, server_error.map(yes_no)),
+            row(
+                ROW_RESULT_SIZE,
+                result_bytes.map(|n| counted(n, "byte", "bytes")),
+            ),
+            row(
+                ROW_NON_TEXT_CONTENT,
+                non_text_items.map(|n| match n {
+                    0 => "none".to_owned(),
+                    n => format!("{}, not shown", counted(n, "item", "items")),
+                }),
             ),
         ];
         vec![Part::results(rows, notes)]

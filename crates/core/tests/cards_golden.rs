@@ -536,8 +536,34 @@ fn subagent_call() {
 }
 
 #[test]
+fn mcp_tool_answered() {
+    let facts = facts(Facts::Mcp {
+        server: "tracker".into(),
+        server_tool: "create_issue".into(),
+        answered: true,
+        server_error: Some(false),
+        result_bytes: Some(120),
+        non_text_items: Some(1),
+    });
+    let mut s = source(
+        "tool-22",
+        "mcp__tracker__create_issue",
+        "mcp__tracker__create_issue",
+    );
+    s.facts = Some(&facts);
+    s.protection = Some("allowed by user");
+    let card = golden("mcp_tool_answered", &s);
+    assert_eq!(card.tool_kind, ToolKind::Mcp);
+    assert_eq!(card.changes, Changes::Unknown);
+    let json = serde_json::to_string(&card).unwrap();
+    assert!(json.contains("\"Server\""), "{json}");
+    assert!(json.contains("1 item, not shown"), "{json}");
+}
+
+#[test]
 fn mcp_tool() {
-    // MCP calls record no facts: the card says so, and their effects stay unknown.
+    // An MCP call refused before it was sent records no facts: the card says so, and
+    // its effects stay unknown.
     let mut s = source(
         "tool-21",
         "mcp__tracker__create_issue",

@@ -80,6 +80,22 @@ pub enum Facts {
     },
     /// `bash` and `async_bash`.
     Command(Box<CommandFacts>),
+    /// An MCP server's tool, as far as the call reached it.
+    Mcp {
+        /// The server.
+        server: String,
+        /// The tool's name at the server.
+        server_tool: String,
+        /// Whether the server answered the call.
+        answered: bool,
+        /// Whether the server marked its answer as an error; none without an answer.
+        server_error: Option<bool>,
+        /// Bytes of the answer as the model sees it (or would have); none without one.
+        result_bytes: Option<u64>,
+        /// Content items of the answer not given as text (images, audio, binary
+        /// resources); none without an answer.
+        non_text_items: Option<u64>,
+    },
     /// `task`: a task delegated to a subagent.
     Task {
         /// The task, as its cards' `task_id` names it.

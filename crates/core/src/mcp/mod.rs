@@ -13,6 +13,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use magi_protocol::limits::{MCP_ARGUMENTS_BYTES, MCP_RESULT_BYTES, MCP_SHUTDOWN_GRACE_MS};
+use magi_tools::facts::Facts;
 use magi_tools::{ToolOutput, ToolReport};
 use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock, ResourceContents};
 use rmcp::service::{Peer, RoleClient, RunningService};
@@ -220,17 +221,28 @@ impl McpHub {
                 () = tokio::time::sleep(timeout) => Some(Err(())),
             }
         });
+        let unanswered = |output: ToolReport| ToolReport {
+            facts: Some(Facts::Mcp {
+                server: tool.server.clone(),
+                server_tool: tool.tool.clone(),
+                answered: false,
+                server_error: None,
+                result_bytes: None,
+                non_text_items: None,
+            }),
+            ..output
+        };
         match call.await {
-            Ok(Some(Ok(Ok(result)))) => report_of(&tool.server, result),
-            Ok(Some(Ok(Err(error)))) => failed(
+            Ok(Some(Ok(Ok(result)))) => report_of(tool, result),
+            Ok(Some(Ok(Err(error)))) => unanswered(failed(
                 format!(
                     "The MCP server {} did not complete the call ({error}); whether it had \
                      effects is unknown.",
                     tool.server
                 ),
                 "server failed",
-            ),
-            Ok(Some(Err(()))) => failed(
+            )),
+            Ok(Some(Err(()))) => unanswered(failed(
                 format!(
                     "The MCP server {} did not answer within {} ms; the call was cancelled, \
                      and whether it had effects is unknown.",
@@ -238,18 +250,18 @@ impl McpHub {
                     timeout.as_millis()
                 ),
                 "no answer in time",
-            ),
+            )),
             Ok(None) => ToolReport {
                 cancelled: true,
-                ..failed(
+                ..unanswered(failed(
                     "The call was cancelled before the MCP server answered.".into(),
                     "cancelled",
-                )
+                ))
             },
-            Err(_) => failed(
+            Err(_) => unanswered(failed(
                 "The MCP call ended without an answer.".into(),
                 "server failed",
-            ),
+            )),
         }
     }
 
@@ -310,7 +322,13 @@ async fn close_all(servers: Vec<Connected>) {
 
 /// The model's view of a completed call: its text content, with other content named
 /// but not included.
-fn report_of(server: &str, result: CallToolResult) -> ToolReport {
+fn report_of(tool: &McpTool, result: CallToolResult) -> ToolReport {
+    let server = &tool.server;
+    let non_text_items = result
+        .content
+        .iter()
+        .filter(|block| !matches!(block, ContentBlock::Text(_)))
+        .count() as u64;
     let mut parts: Vec<String> = result.content.iter().map(content_text).collect();
     if parts.is_empty()
         && let Some(structured) = &result.structured_content
@@ -319,8 +337,16 @@ fn report_of(server: &str, result: CallToolResult) -> ToolReport {
     }
     let content = parts.join("\n");
     let is_error = result.is_error == Some(true);
+    let facts = Facts::Mcp {
+        server: server.clone(),
+        server_tool: tool.tool.clone(),
+        answered: true,
+        server_error: Some(is_error),
+        result_bytes: Some(content.len() as u64),
+        non_text_items: Some(non_text_items),
+    };
     if content.len() > MCP_RESULT_BYTES {
-        return ToolReport::from(ToolOutput {
+        let output = ToolOutput {
             content: format!(
                 "The MCP server {server} answered with {} bytes, over the {MCP_RESULT_BYTES}-byte \
                  bound; the result was not kept. The call itself {}.",
@@ -329,13 +355,15 @@ fn report_of(server: &str, result: CallToolResult) -> ToolReport {
             ),
             summary: "result too large".into(),
             is_error: true,
-        });
+        };
+        return ToolReport::with_facts(output, facts);
     }
-    ToolReport::from(ToolOutput {
+    let output = ToolOutput {
         summary: if is_error { "failed" } else { "completed" }.into(),
         content,
         is_error,
-    })
+    };
+    ToolReport::with_facts(output, facts)
 }
 
 fn content_text(block: &ContentBlock) -> String {

@@ -152,11 +152,11 @@ async fn an_approved_server_offers_its_tools_and_answers_a_call_through_a_turn()
     // Its card: tool kind `mcp`, with what the call reached.
     let card = seen
         .iter()
-        .filter_map(|e| match e {
+        .rev()
+        .find_map(|e| match e {
             Event::ToolCard(c) => Some(&c.card),
             _ => None,
         })
-        .last()
         .unwrap();
     assert_eq!(card.tool_kind, magi_protocol::cards::ToolKind::Mcp);
     let shown = serde_json::to_string(&card.blocks).unwrap();

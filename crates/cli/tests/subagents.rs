@@ -194,6 +194,28 @@ async fn a_task_runs_its_subagent_within_its_scope_and_reports_back() {
             .unwrap()
             .contains("Model requests")
     );
+    // While the subagent worked, the task's card showed its calls as each ended: both
+    // were known (started) by then, one and then two finished.
+    let progress: Vec<(Option<u64>, usize)> = seen
+        .iter()
+        .filter_map(|e| match e {
+            Event::ToolCard(c) if c.card.activity_id == task_card.activity_id => Some(&c.card),
+            _ => None,
+        })
+        .filter(|c| c.state == CardState::Running)
+        .map(|c| match children_block(c) {
+            Some(block) => (
+                block.total,
+                block
+                    .children
+                    .iter()
+                    .filter(|child| child.state == CardState::Finished)
+                    .count(),
+            ),
+            None => (None, 0),
+        })
+        .collect();
+    assert_eq!(progress, [(None, 0), (Some(2), 1), (Some(2), 2)]);
 
     // The subagent's own history, linked to the parent call, and its report.
     let folder = env

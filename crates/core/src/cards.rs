@@ -723,7 +723,13 @@ impl Draft {
                 } else {
                     tail.add(Subject::Blocks, Reason::NotRecorded, None);
                 }
-                Vec::new()
+                // A running task shows its subagent's calls so far.
+                match (source.children, source.settlement, source.origin) {
+                    (Some(children), Settlement::Running, Origin::Live) => {
+                        vec![children_part(children)]
+                    }
+                    _ => Vec::new(),
+                }
             }
             Source::Unsupported => {
                 tail.add(Subject::Blocks, Reason::UnsupportedSource, None);

@@ -666,6 +666,9 @@ impl Turn {
             children: children.as_ref(),
         };
         self.card(activity_id, Snapshot::Final, settled).await;
+        if self.scope.is_some() {
+            self.task_progress().await;
+        }
         Settled {
             content,
             is_error: outcome != ToolOutcome::Completed,

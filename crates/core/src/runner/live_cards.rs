@@ -129,7 +129,9 @@ impl Turn {
         let Some(card) = self.cards.admit(snapshot, project(&source)) else {
             return;
         };
-        if let Some(scope) = &mut self.scope {
+        if let Some(scope) = &mut self.scope
+            && activity_id != scope.parent_activity_id
+        {
             scope.note_child(&card);
         }
         self.cards

@@ -43,6 +43,8 @@ pub(super) struct TaskScope {
     pub(super) task_id: String,
     /// The activity of the `task` call.
     pub(super) parent_activity_id: String,
+    /// The `task` call's label, for its progress snapshots.
+    parent_label: String,
     /// The session ID of the subagent's history.
     history: String,
     log: Appender,
@@ -167,6 +169,38 @@ impl Turn {
         (!inside).then(|| "its path is outside the task's scope".to_owned())
     }
 
+    /// Sends an interim snapshot of the running task's card with its children so far,
+    /// when the card budget has room for it.
+    pub(super) async fn task_progress(&mut self) {
+        let Some(scope) = &self.scope else {
+            return;
+        };
+        let (parent, label, task_id, children) = (
+            scope.parent_activity_id.clone(),
+            scope.parent_label.clone(),
+            scope.task_id.clone(),
+            scope.children.clone(),
+        );
+        let source = crate::cards::CardSource {
+            activity_id: "",
+            origin: magi_protocol::cards::Origin::Live,
+            revision: 0,
+            tool_name: magi_config::TASK_TOOL,
+            label: &label,
+            working_directory: None,
+            settlement: crate::cards::Settlement::Running,
+            facts: None,
+            protection: None,
+            awaiting_approval: false,
+            preview: crate::cards::PreviewSource::NotApplicable,
+            parent_activity_id: None,
+            task_id: Some(&task_id),
+            children: Some(&children),
+        };
+        self.card(&parent, super::live_cards::Snapshot::Interim, source)
+            .await;
+    }
+
     /// Runs a `task` call: the subagent's whole loop, then its report.
     pub(super) async fn run_task(&mut self, call: &Call, activity_id: &str) -> ToolReport {
         let failed = |content: String, summary: &str| {
@@ -230,6 +264,7 @@ impl Turn {
         let mut scope = TaskScope {
             task_id: task_id.clone(),
             parent_activity_id: activity_id.to_owned(),
+            parent_label: call.label.clone(),
             history: history.clone(),
             log,
             paths: profile.path_scope(),
@@ -388,6 +423,7 @@ mod tests {
         let mut scope = TaskScope {
             task_id: "task-1".into(),
             parent_activity_id: "tool-1".into(),
+            parent_label: "task reviewer".into(),
             history: "h".into(),
             log,
             paths: None,

@@ -381,6 +381,78 @@ async fn a_server_that_hangs_at_startup_times_out_or_is_cancelled() {
     assert_no_processes_in(&env.cwd()).await;
 }
 
+#[tokio::test]
+async fn a_slow_call_times_out_or_is_cancelled_and_the_server_stays_usable() {
+    let mock = MockServer::start().await;
+    let slow = "{\"duration\":30,\"steps\":30}";
+    mock.enqueue(Reply::stream().tool_call(
+        "slow",
+        "mcp__everything__trigger-long-running-operation",
+        [slow],
+    ));
+    mock.enqueue(Reply::stream().tool_call(
+        "echo",
+        "mcp__everything__echo",
+        ["{\"message\":\"still here\"}"],
+    ));
+    mock.enqueue(Reply::stream().text(["Timed out, then echoed."]));
+    mock.enqueue(Reply::stream().tool_call(
+        "slow2",
+        "mcp__everything__trigger-long-running-operation",
+        [slow],
+    ));
+    let env = env_for(&mock);
+    env.write_settings(&everything_settings(
+        "call_timeout_ms = 500\n\n[permissions]\nmode = \"allow-all\"\n",
+    ));
+    mcp_command(&env, &["approve", "everything"]);
+    let mut backend = env.spawn();
+    backend
+        .initialize(&[&METHODS[..], &["turn.cancel"]].concat())
+        .await
+        .unwrap()
+        .unwrap();
+    let session = session_with_turn(&mut backend, "slow, then echo").await;
+    let finished = until_finished(&mut backend, &mut Vec::new()).await;
+    assert_eq!(finished.outcome, RunOutcome::Completed);
+    let timed_out = tool_output(&mock, 1);
+    assert!(
+        timed_out.contains("did not answer within 500 ms"),
+        "{timed_out}"
+    );
+    assert!(tool_output(&mock, 2).contains("Echo: still here"));
+
+    // A cancelled turn cancels the call in flight.
+    let run = start_turn(&mut backend, &session, "slow again").await;
+    let mut seen = Vec::new();
+    loop {
+        if let Incoming::Event { event, .. } = next(&mut backend).await {
+            let started = matches!(&event, Event::Activity(a)
+                if a.state == ActivityState::Started && a.name.ends_with("long-running-operation"));
+            seen.push(event);
+            if started {
+                break;
+            }
+        }
+    }
+    backend
+        .request("turn.cancel", json!({"session_id": session, "run_id": run}))
+        .await
+        .unwrap()
+        .outcome
+        .unwrap();
+    let finished = until_finished(&mut backend, &mut seen).await;
+    assert_eq!(finished.outcome, RunOutcome::Cancelled);
+    let log = std::fs::read_to_string(log_path(&env, &session)).unwrap();
+    let result = log
+        .lines()
+        .find(|l| l.contains("\"kind\":\"tool_result\"") && l.contains("\"call_id\":\"slow2\""))
+        .unwrap();
+    assert!(result.contains("\"outcome\":\"cancelled\""), "{result}");
+    shutdown_clean(&mut backend).await;
+    assert_no_processes_in(&env.cwd()).await;
+}
+
 /// The reference server's process in `dir`, besides the backend itself.
 fn server_pid(dir: &Path, backend_pid: u32) -> Option<u32> {
     processes_in(dir)

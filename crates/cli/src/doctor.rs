@@ -74,6 +74,7 @@ async fn check() -> anyhow::Result<bool> {
         }
     };
     write_status(&mut out, &status)?;
+    write_mcp(&mut out)?;
     if !ready {
         writeln!(
             out,
@@ -95,6 +96,33 @@ async fn check() -> anyhow::Result<bool> {
             .map_or("unknown".to_owned(), |c| c.to_string())
     )?;
     Ok(ready)
+}
+
+/// The MCP servers defined here, read the way the backend reads them.
+fn write_mcp(out: &mut impl Write) -> std::io::Result<()> {
+    let request = magi_core::StartupRequest {
+        cwd: std::path::PathBuf::from("."),
+        env: magi_config::Env::from_process(),
+    };
+    let Ok(review) = magi_core::mcp::McpReview::load(&request) else {
+        return Ok(());
+    };
+    let count = |approved: bool| {
+        review
+            .servers
+            .iter()
+            .filter(|s| s.server.enabled && s.approved == approved)
+            .count()
+    };
+    if review.servers.is_empty() {
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "  MCP servers: {} approved and enabled, {} needing approval (magi-code mcp list)",
+        count(true),
+        count(false)
+    )
 }
 
 fn write_status(out: &mut impl Write, status: &StatusResult) -> std::io::Result<()> {

@@ -392,3 +392,87 @@ fn content_text(block: &ContentBlock) -> String {
         _ => "[content of a kind not shown]".into(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tool() -> McpTool {
+        McpTool {
+            name: "mcp__s__t".into(),
+            server: "s".into(),
+            tool: "t".into(),
+            description: String::new(),
+            parameters: serde_json::json!({}),
+        }
+    }
+
+    fn facts_of(report: &ToolReport) -> (bool, Option<bool>, Option<u64>, Option<u64>) {
+        match &report.facts {
+            Some(Facts::Mcp {
+                answered,
+                server_error,
+                result_bytes,
+                non_text_items,
+                ..
+            }) => (*answered, *server_error, *result_bytes, *non_text_items),
+            other => panic!("not MCP facts: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn text_reaches_the_model_and_other_content_is_named() {
+        let result = CallToolResult::success(vec![
+            ContentBlock::text("first"),
+            ContentBlock::image("aGVsbG8=", "image/png"),
+            ContentBlock::embedded_text("file:///a.txt", "inside"),
+        ]);
+        let report = report_of(&tool(), result);
+        assert!(!report.output.is_error);
+        assert_eq!(
+            report.output.content,
+            "first\n[image, image/png, 8 bytes of base64 not shown]\n[resource file:///a.txt]\ninside"
+        );
+        let bytes = report.output.content.len() as u64;
+        assert_eq!(facts_of(&report), (true, Some(false), Some(bytes), Some(2)));
+    }
+
+    #[test]
+    fn a_server_error_fails_and_an_oversized_answer_is_not_kept() {
+        let report = report_of(
+            &tool(),
+            CallToolResult::error(vec![ContentBlock::text("no")]),
+        );
+        assert!(report.output.is_error);
+        assert_eq!(report.output.content, "no");
+        assert_eq!(facts_of(&report).1, Some(true));
+
+        let big = "x".repeat(MCP_RESULT_BYTES + 1);
+        let report = report_of(
+            &tool(),
+            CallToolResult::success(vec![ContentBlock::text(big)]),
+        );
+        assert!(report.output.is_error);
+        assert!(report.output.content.contains("not kept"));
+        assert!(report.output.content.len() < 1_000);
+        assert_eq!(facts_of(&report).2, Some(MCP_RESULT_BYTES as u64 + 1));
+    }
+
+    #[test]
+    fn structured_content_stands_in_for_missing_content() {
+        let mut result = CallToolResult::success(Vec::new());
+        result.structured_content = Some(serde_json::json!({"sum": 3}));
+        assert_eq!(report_of(&tool(), result).output.content, "{\"sum\":3}");
+    }
+
+    #[tokio::test]
+    async fn calls_to_an_empty_hub_fail_without_sending() {
+        let hub = McpHub::empty();
+        let cancel = CancellationToken::new();
+        let report = hub.call(&tool(), "[]", &cancel).await;
+        assert_eq!(report.output.summary, "invalid arguments");
+        let report = hub.call(&tool(), "{}", &cancel).await;
+        assert_eq!(report.output.summary, "server not connected");
+        hub.shutdown().await;
+    }
+}

@@ -292,3 +292,44 @@ async fn disabled_subagents_are_not_offered_and_bad_ones_fail_startup() {
     assert_eq!(answer.unwrap_err(), ErrorCode::ProfileInvalid);
     shutdown_clean(&mut backend).await;
 }
+
+#[tokio::test]
+async fn a_subagent_is_never_offered_the_clients_own_tools() {
+    let mock = MockServer::start().await;
+    let task = json!({"subagent": "helper", "task": "Say hi."});
+    mock.enqueue(Reply::stream().tool_call("t1", "task", [task.to_string()]));
+    // The subagent tries the client's tool anyway: nothing is sent to the client.
+    mock.enqueue(Reply::stream().tool_call("n1", "notify", ["{\"text\":\"hi\"}"]));
+    mock.enqueue(Reply::stream().text(["Could not notify."]));
+    mock.enqueue(Reply::stream().text(["Done."]));
+    let env = env_for(&mock);
+    env.write_settings(
+        "[profiles.helper]\nsubagent = true\ndescription = \"Helps.\"\n\n[permissions]\nallow = [\"notify\"]\n",
+    );
+    let mut backend = env.spawn();
+    let notify = magi_protocol::messages::ClientToolDefinition {
+        name: "notify".into(),
+        description: "Shows a notification.".into(),
+        parameters: json!({"type": "object", "properties": {"text": {"type": "string"}}}),
+        timeout_ms: None,
+    };
+    backend
+        .initialize_with_tools(
+            &["session.create", "turn.start", "shutdown", "client.tools"],
+            Some(&[notify]),
+        )
+        .await
+        .unwrap()
+        .unwrap();
+    session_with_turn(&mut backend, "delegate").await;
+    let mut seen = Vec::new();
+    let finished = until_finished(&mut backend, &mut seen).await;
+    assert_eq!(finished.outcome, RunOutcome::Completed);
+    assert!(!seen.iter().any(|e| matches!(e, Event::ClientToolCall(_))));
+    let requests = mock.requests();
+    assert!(offered_tool_names(&requests[0].body).contains(&"notify".to_owned()));
+    let sub = offered_tool_names(&requests[1].body);
+    assert!(!sub.contains(&"notify".to_owned()) && !sub.contains(&"task".to_owned()));
+    assert!(tool_outputs(&requests[2].body)[0].contains("not offered"));
+    shutdown_clean(&mut backend).await;
+}

@@ -342,11 +342,14 @@ impl Turn {
         {
             tools.push(task::task_tool_spec(&self.agent.subagents));
         }
-        tools.extend(self.request.client_tools.iter().map(|t| ToolSpec {
-            name: t.name.clone(),
-            description: t.description.clone(),
-            parameters: t.parameters.clone(),
-        }));
+        // The client's own tools serve the session's agent, never a subagent.
+        if self.scope.is_none() {
+            tools.extend(self.request.client_tools.iter().map(|t| ToolSpec {
+                name: t.name.clone(),
+                description: t.description.clone(),
+                parameters: t.parameters.clone(),
+            }));
+        }
         let mcp = Arc::clone(&self.agent.mcp);
         tools.extend(
             mcp.tools()

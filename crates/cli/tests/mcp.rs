@@ -43,6 +43,12 @@ fn everything_settings(extra: &str) -> String {
     )
 }
 
+/// Global settings with the reference server plus `extra`, and the server approved.
+fn approve_everything(env: &TestEnv, extra: &str) {
+    env.write_settings(&everything_settings(extra));
+    mcp_command(env, &["approve", "everything"]);
+}
+
 /// Runs `magi-code mcp <args>` in the environment; returns its stdout.
 fn mcp_command(env: &TestEnv, args: &[&str]) -> String {
     let output = std::process::Command::new(bin())
@@ -181,8 +187,7 @@ async fn mcp_calls_ask_like_any_tool_that_may_change_something() {
     mock.enqueue(Reply::stream().text(["One ran."]));
     let env = env_for(&mock);
     // No allow rule: the server's read-only hints are not evidence.
-    env.write_settings(&everything_settings(""));
-    mcp_command(&env, &["approve", "everything"]);
+    approve_everything(&env, "");
     let mut backend = env.spawn();
     backend
         .initialize(&[&METHODS[..], &["approval.answer"]].concat())
@@ -280,10 +285,10 @@ async fn unapproved_definitions_never_run_and_a_changed_definition_needs_new_app
 async fn a_server_that_fails_at_startup_fails_initialization_and_cleans_up_the_others() {
     let mock = MockServer::start().await;
     let env = env_for(&mock);
-    env.write_settings(&everything_settings(
+    approve_everything(
+        &env,
         "\n[mcp.servers.broken]\ncommand = \"node\"\nargs = [\"-e\", \"setTimeout(() => process.exit(3), 800)\"]\n",
-    ));
-    mcp_command(&env, &["approve", "everything"]);
+    );
     mcp_command(&env, &["approve", "broken"]);
     let mut backend = env.spawn();
     let answer = backend.initialize(&METHODS).await.unwrap();
@@ -308,10 +313,7 @@ async fn invalid_configuration_starts_no_server_and_garbage_fails_startup() {
     let mock = MockServer::start().await;
     let env = env_for(&mock);
     // Approved, but another part of the configuration is invalid: nothing starts.
-    env.write_settings(&everything_settings(
-        "\n[instructions]\nfiles = [\"missing.md\"]\n",
-    ));
-    mcp_command(&env, &["approve", "everything"]);
+    approve_everything(&env, "\n[instructions]\nfiles = [\"missing.md\"]\n");
     let mut backend = env.spawn();
     let answer = backend.initialize(&METHODS).await.unwrap();
     assert_eq!(answer.unwrap_err(), ErrorCode::ConfigurationInvalid);
@@ -402,10 +404,10 @@ async fn a_slow_call_times_out_or_is_cancelled_and_the_server_stays_usable() {
         [slow],
     ));
     let env = env_for(&mock);
-    env.write_settings(&everything_settings(
+    approve_everything(
+        &env,
         "call_timeout_ms = 500\n\n[permissions]\nmode = \"allow-all\"\n",
-    ));
-    mcp_command(&env, &["approve", "everything"]);
+    );
     let mut backend = env.spawn();
     backend
         .initialize(&[&METHODS[..], &["turn.cancel"]].concat())
@@ -475,10 +477,7 @@ async fn a_server_killed_mid_call_fails_the_call_truthfully_and_the_turn_goes_on
     ));
     mock.enqueue(Reply::stream().text(["The server is gone."]));
     let env = env_for(&mock);
-    env.write_settings(&everything_settings(
-        "\n[permissions]\nmode = \"allow-all\"\n",
-    ));
-    mcp_command(&env, &["approve", "everything"]);
+    approve_everything(&env, "\n[permissions]\nmode = \"allow-all\"\n");
     let mut backend = env.spawn();
     backend.initialize(&METHODS).await.unwrap().unwrap();
     let backend_pid = backend.pid().unwrap();
@@ -530,10 +529,10 @@ async fn an_oversized_result_fails_the_call_without_reaching_the_model() {
     mock.enqueue(Reply::stream().tool_call("big", "mcp__everything__echo", [arguments]));
     mock.enqueue(Reply::stream().text(["Too big."]));
     let env = env_for(&mock);
-    env.write_settings(&everything_settings(
+    approve_everything(
+        &env,
         "\n[permissions]\nallow = [\"mcp__everything__echo\"]\n",
-    ));
-    mcp_command(&env, &["approve", "everything"]);
+    );
     let mut backend = env.spawn();
     backend.initialize(&METHODS).await.unwrap().unwrap();
     session_with_turn(&mut backend, "echo a lot").await;

@@ -619,7 +619,15 @@ impl App {
                         ActivityDisplay::Failed => ("✗", Color::Red),
                         ActivityDisplay::Unknown => ("?", Color::Magenta),
                     };
-                    lines.push(styled(format!("{mark} {}: {}", a.name, a.summary), color));
+                    // A subagent's call is shown under its task.
+                    let indent = match &a.card {
+                        CardView::Card(card) if card.parent_activity_id.is_some() => "  ↳ ",
+                        _ => "",
+                    };
+                    lines.push(styled(
+                        format!("{indent}{mark} {}: {}", a.name, a.summary),
+                        color,
+                    ));
                     match &a.card {
                         CardView::Card(card) => lines.extend(card_lines(card)),
                         CardView::Unknown => {
@@ -704,7 +712,7 @@ fn styled(text: String, color: Color) -> Line<'static> {
 }
 
 /// What a card adds under its activity: its command and exit code, the first lines of
-/// its diff in colour, and what it left out.
+/// its diff in colour, a subagent's calls, and what it left out.
 fn card_lines(card: &Card) -> Vec<Line<'static>> {
     let mut lines = Vec::new();
     for block in &card.blocks {
@@ -740,6 +748,20 @@ fn card_lines(card: &Card) -> Vec<Line<'static>> {
                         Color::DarkGray,
                     ));
                 }
+            }
+            Block::Children(children) => {
+                let finished = children
+                    .children
+                    .iter()
+                    .filter(|c| c.state == magi_protocol::cards::CardState::Finished)
+                    .count();
+                let total = children
+                    .total
+                    .map_or_else(|| "unknown".to_owned(), |t| t.to_string());
+                lines.push(styled(
+                    format!("    subagent calls: {total} ({finished} of those shown finished)"),
+                    Color::Gray,
+                ));
             }
             _ => {}
         }
@@ -785,4 +807,34 @@ fn wrap(lines: Vec<Line<'static>>, width: usize) -> Vec<Line<'static>> {
         }
     }
     wrapped
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_task_card_counts_its_subagents_calls() {
+        let card: Card = serde_json::from_value(serde_json::json!({
+            "schema_version": 1, "card_id": "tool-1", "activity_id": "tool-1",
+            "parent_activity_id": null, "parent_state": "root", "task_id": "task-1",
+            "tool_kind": "subagent", "state": "running", "outcome": null,
+            "changes": "unknown", "revision": 1, "origin": "live",
+            "detail": {"availability": "complete", "reason": null}, "title": "task reviewer",
+            "metadata": {"tool_name": "task", "resource_path": null, "working_directory": null,
+                         "public_protection": {"decision": "not_reported", "summary": null}},
+            "blocks": [{"type": "children", "total": 3, "children": [
+                {"activity_id": "tool-2", "task_id": "task-1", "title": "read a", "state": "finished",
+                 "outcome": "success", "changes": "not_applicable"},
+                {"activity_id": "tool-3", "task_id": "task-1", "title": "read b", "state": "running",
+                 "outcome": null, "changes": "not_applicable"}]}],
+            "omissions": []
+        }))
+        .unwrap_or_else(|e| panic!("{e}"));
+        let text: Vec<String> = card_lines(&card)
+            .iter()
+            .map(|line| line.spans.iter().map(|s| s.content.as_ref()).collect())
+            .collect();
+        assert_eq!(text, ["    subagent calls: 3 (1 of those shown finished)"]);
+    }
 }

@@ -135,8 +135,8 @@ async fn an_approved_server_offers_its_tools_and_answers_a_call_through_a_turn()
 
     let mut backend = env.spawn();
     backend.initialize(&METHODS).await.unwrap().unwrap();
-    // The server runs in the workspace for the child's lifetime.
-    assert!(!processes_in(&env.cwd()).is_empty());
+    // The server runs in the workspace (beside the backend) for the child's lifetime.
+    assert_eq!(processes_in(&env.cwd()).len(), 2);
     let session = session_with_turn(&mut backend, "echo something").await;
     let mut seen = Vec::new();
     let finished = until_finished(&mut backend, &mut seen).await;
@@ -482,20 +482,23 @@ async fn a_server_killed_mid_call_fails_the_call_truthfully_and_the_turn_goes_on
     backend.initialize(&METHODS).await.unwrap().unwrap();
     let backend_pid = backend.pid().unwrap();
     let server = server_pid(&env.cwd(), backend_pid).expect("the server runs");
-    session_with_turn(&mut backend, "run the long operation").await;
+    let session = session_with_turn(&mut backend, "run the long operation").await;
     let mut seen = Vec::new();
-    // Kill the server once the call is under way.
+    // Kill the server once the call is under way: its claim is durable right before
+    // it is sent, and the operation runs for 30 s.
+    let deadline = Instant::now() + WAIT;
     loop {
-        if let Incoming::Event { event, .. } = next(&mut backend).await {
-            let started = matches!(&event, Event::Activity(a)
-                if a.state == ActivityState::Started && a.name.ends_with("long-running-operation"));
-            seen.push(event);
-            if started {
-                break;
-            }
+        let log = std::fs::read_to_string(log_path(&env, &session)).unwrap_or_default();
+        if log
+            .lines()
+            .any(|l| l.contains("\"call_id\":\"slow\"") && l.contains("\"state\":\"running\""))
+        {
+            break;
         }
+        assert!(Instant::now() < deadline, "the call was never claimed");
+        tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    tokio::time::sleep(Duration::from_millis(100)).await;
     nix_kill(server);
     let finished = until_finished(&mut backend, &mut seen).await;
     assert_eq!(finished.outcome, RunOutcome::Completed);

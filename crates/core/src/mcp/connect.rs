@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use magi_config::{Env, McpApprovals, McpServer, McpTransport};
 use magi_protocol::limits::{
-    MCP_MESSAGE_BYTES, MCP_TOOL_DESCRIPTION_BYTES, MCP_TOOL_SCHEMA_BYTES, MCP_TOOLS_PER_SERVER,
+    MCP_MESSAGE_BYTES, MCP_SHUTDOWN_GRACE_MS, MCP_TOOL_DESCRIPTION_BYTES, MCP_TOOL_SCHEMA_BYTES,
+    MCP_TOOLS_PER_SERVER,
 };
 use process_wrap::tokio::{CommandWrap, ProcessGroup};
 use rmcp::ServiceExt;
@@ -102,7 +103,9 @@ pub fn connect(
         match failure {
             None => Ok(connected),
             Some(failure) => {
-                super::close_all(connected).await;
+                // Within the grace; what is left is killed below.
+                let grace = Duration::from_millis(MCP_SHUTDOWN_GRACE_MS);
+                let _ = tokio::time::timeout(grace, super::close_all(connected)).await;
                 Err(failure)
             }
         }

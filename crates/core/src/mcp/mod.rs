@@ -37,6 +37,10 @@ pub struct McpTool {
     pub parameters: serde_json::Value,
 }
 
+/// Longest [`ProcessGroups::kill_all`] waits for killed servers to be reaped. SIGKILL
+/// cannot be ignored, so this bounds only a process stuck in the kernel.
+const REAP_WAIT: Duration = Duration::from_millis(500);
+
 /// The prefix of every MCP tool's name; no other tool may use it.
 pub const MCP_TOOL_PREFIX: &str = "mcp__";
 
@@ -64,14 +68,28 @@ impl ProcessGroups {
         self.lock().push(leader);
     }
 
-    /// Sends SIGKILL to every group (a group already gone is no error).
+    /// Sends SIGKILL to every group (a group already gone is no error), then reaps each
+    /// leader, waiting at most [`REAP_WAIT`] in all, so that a server killed here is
+    /// gone, not a zombie, when the caller goes on.
     fn kill_all(&self) {
-        for leader in self.lock().drain(..) {
-            if let Ok(pid) = i32::try_from(leader) {
-                let _ = nix::sys::signal::killpg(
-                    nix::unistd::Pid::from_raw(pid),
-                    nix::sys::signal::Signal::SIGKILL,
-                );
+        use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
+        let leaders: Vec<nix::unistd::Pid> = self
+            .lock()
+            .drain(..)
+            .filter_map(|leader| i32::try_from(leader).ok())
+            .map(nix::unistd::Pid::from_raw)
+            .collect();
+        for &leader in &leaders {
+            let _ = nix::sys::signal::killpg(leader, nix::sys::signal::Signal::SIGKILL);
+        }
+        let deadline = std::time::Instant::now() + REAP_WAIT;
+        for leader in leaders {
+            // A leader already reaped (by its transport) answers ECHILD at once.
+            while let Ok(WaitStatus::StillAlive) = waitpid(leader, Some(WaitPidFlag::WNOHANG)) {
+                if std::time::Instant::now() >= deadline {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(2));
             }
         }
     }

@@ -586,11 +586,15 @@ impl App {
         } else {
             "idle"
         };
+        // The notice comes before the key hints, so a narrow terminal cuts the hints.
+        let session = format!(" session {}", self.session_id);
+        let mut parts = vec![session.as_str(), state];
+        if !self.status.trim().is_empty() {
+            parts.push(self.status.trim());
+        }
+        parts.push("Up/Down history · Ctrl-O sessions · Ctrl-C quit");
         frame.render_widget(
-            Paragraph::new(format!(
-                " session {} · {state} · Up/Down history · Ctrl-O sessions · Ctrl-C quit {}",
-                self.session_id, self.status
-            ))
+            Paragraph::new(parts.join(" · "))
             .style(Style::default().add_modifier(Modifier::DIM)),
             status,
         );

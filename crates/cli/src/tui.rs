@@ -594,8 +594,7 @@ impl App {
         }
         parts.push("Up/Down history · Ctrl-O sessions · Ctrl-C quit");
         frame.render_widget(
-            Paragraph::new(parts.join(" · "))
-            .style(Style::default().add_modifier(Modifier::DIM)),
+            Paragraph::new(parts.join(" · ")).style(Style::default().add_modifier(Modifier::DIM)),
             status,
         );
     }

@@ -87,21 +87,7 @@ async fn live_cards_follow_their_activities_with_increasing_revisions() {
     let required = [&BASE[..], &["tool.cards"]].concat();
     // The client library checks the advertisement and the descriptor here.
     backend.initialize(&required).await.unwrap().unwrap();
-    let session = backend
-        .request("session.create", json!({}))
-        .await
-        .unwrap()
-        .outcome
-        .unwrap();
-    backend
-        .request(
-            "turn.start",
-            json!({"session_id": session["session_id"], "prompt": "Go"}),
-        )
-        .await
-        .unwrap()
-        .outcome
-        .unwrap();
+    let session = session_with_turn(&mut backend, "Go").await;
     let mut seen = Vec::new();
     let finished = until_finished(&mut backend, &mut seen).await;
     assert_eq!(finished.outcome, RunOutcome::Completed);
@@ -166,7 +152,7 @@ async fn live_cards_follow_their_activities_with_increasing_revisions() {
     let page: HistoryPageResult = backend
         .request(
             "history.page",
-            json!({"session_id": session["session_id"], "revision": finished.revision}),
+            json!({"session_id": session, "revision": finished.revision}),
         )
         .await
         .unwrap()
@@ -204,7 +190,7 @@ async fn live_cards_follow_their_activities_with_increasing_revisions() {
     let again: HistoryPageResult = backend
         .request(
             "history.page",
-            json!({"session_id": session["session_id"], "revision": finished.revision}),
+            json!({"session_id": session, "revision": finished.revision}),
         )
         .await
         .unwrap()
@@ -224,28 +210,14 @@ async fn base_clients_get_history_without_cards() {
     std::fs::write(env.cwd().join("notes.txt"), "one\n").unwrap();
     let mut backend = env.spawn();
     backend.initialize(&BASE).await.unwrap().unwrap();
-    let session = backend
-        .request("session.create", json!({}))
-        .await
-        .unwrap()
-        .outcome
-        .unwrap();
-    backend
-        .request(
-            "turn.start",
-            json!({"session_id": session["session_id"], "prompt": "Go"}),
-        )
-        .await
-        .unwrap()
-        .outcome
-        .unwrap();
+    let session = session_with_turn(&mut backend, "Go").await;
     let mut seen = Vec::new();
     let finished = until_finished(&mut backend, &mut seen).await;
     assert!(!seen.iter().any(|e| matches!(e, Event::ToolCard(_))));
     let page = backend
         .request(
             "history.page",
-            json!({"session_id": session["session_id"], "revision": finished.revision}),
+            json!({"session_id": session, "revision": finished.revision}),
         )
         .await
         .unwrap()
@@ -271,21 +243,7 @@ async fn a_run_at_the_activity_bound_keeps_every_card_budget_and_ends_with_conte
     let mut backend = env.spawn();
     let required = [&BASE[..], &["tool.cards"]].concat();
     backend.initialize(&required).await.unwrap().unwrap();
-    let session = backend
-        .request("session.create", json!({}))
-        .await
-        .unwrap()
-        .outcome
-        .unwrap();
-    backend
-        .request(
-            "turn.start",
-            json!({"session_id": session["session_id"], "prompt": "Go"}),
-        )
-        .await
-        .unwrap()
-        .outcome
-        .unwrap();
+    let session = session_with_turn(&mut backend, "Go").await;
     let mut seen = Vec::new();
     let finished = until_finished(&mut backend, &mut seen).await;
     assert_eq!(finished.outcome, RunOutcome::Failed);
@@ -314,8 +272,7 @@ async fn a_run_at_the_activity_bound_keeps_every_card_budget_and_ends_with_conte
         seen.iter()
             .any(|e| matches!(e, Event::Diagnostic(d) if d.code == "activity_limit"))
     );
-    let log =
-        std::fs::read_to_string(log_path(&env, session["session_id"].as_str().unwrap())).unwrap();
+    let log = std::fs::read_to_string(log_path(&env, &session)).unwrap();
     assert!(!log.contains("\"call_id\":\"b0\""));
     shutdown_clean(&mut backend).await;
 }

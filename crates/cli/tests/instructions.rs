@@ -14,7 +14,6 @@ use common::*;
 use magi_protocol::ErrorCode;
 use magi_protocol::messages::RunOutcome;
 use magi_testkit::{MockServer, Reply};
-use serde_json::json;
 
 fn env_for(mock: &MockServer) -> TestEnv {
     TestEnv::new()
@@ -44,21 +43,7 @@ async fn instructions_reach_the_model_in_order() {
         .await
         .unwrap()
         .unwrap();
-    let session = backend
-        .request("session.create", json!({}))
-        .await
-        .unwrap()
-        .outcome
-        .unwrap();
-    backend
-        .request(
-            "turn.start",
-            json!({"session_id": session["session_id"], "prompt": "hi"}),
-        )
-        .await
-        .unwrap()
-        .outcome
-        .unwrap();
+    session_with_turn(&mut backend, "hi").await;
     let finished = until_finished(&mut backend, &mut Vec::new()).await;
     assert_eq!(finished.outcome, RunOutcome::Completed);
     let system = mock.requests()[0].body["messages"][0]["content"]
@@ -139,21 +124,7 @@ async fn skills_are_listed_and_loaded_with_the_skill_tool() {
         .await
         .unwrap()
         .unwrap();
-    let session = backend
-        .request("session.create", json!({}))
-        .await
-        .unwrap()
-        .outcome
-        .unwrap();
-    backend
-        .request(
-            "turn.start",
-            json!({"session_id": session["session_id"], "prompt": "release it"}),
-        )
-        .await
-        .unwrap()
-        .outcome
-        .unwrap();
+    session_with_turn(&mut backend, "release it").await;
     let finished = until_finished(&mut backend, &mut Vec::new()).await;
     assert_eq!(finished.outcome, RunOutcome::Completed);
     let first = mock.requests()[0].body.to_string();
@@ -187,21 +158,7 @@ async fn the_primary_profile_shapes_the_agent_and_bad_ones_fail_startup() {
         .await
         .unwrap()
         .unwrap();
-    let session = backend
-        .request("session.create", json!({}))
-        .await
-        .unwrap()
-        .outcome
-        .unwrap();
-    backend
-        .request(
-            "turn.start",
-            json!({"session_id": session["session_id"], "prompt": "go"}),
-        )
-        .await
-        .unwrap()
-        .outcome
-        .unwrap();
+    session_with_turn(&mut backend, "go").await;
     let finished = until_finished(&mut backend, &mut Vec::new()).await;
     assert_eq!(finished.outcome, RunOutcome::Completed);
     let first = &mock.requests()[0].body;

@@ -83,8 +83,9 @@ struct CanonicalDefinition<'a> {
     format: u32,
     name: &'a str,
     source: McpSource,
-    /// The canonical working directory of a project definition; null for a global one.
-    project: Option<&'a Path>,
+    /// The canonical working directory of a project definition (its bytes in hex, so
+    /// that any path, UTF-8 or not, has one exact form); null for a global one.
+    project: Option<String>,
     #[serde(flatten)]
     transport: &'a McpTransport,
 }
@@ -94,20 +95,22 @@ impl McpServer {
     /// list it. `cwd` is the canonical working directory a project definition belongs
     /// to.
     pub fn digest(&self, cwd: &Path) -> String {
+        use std::os::unix::ffi::OsStrExt;
         let canonical = CanonicalDefinition {
             format: 1,
             name: &self.name,
             source: self.source,
-            project: (self.source == McpSource::Project).then_some(cwd),
+            project: (self.source == McpSource::Project).then(|| hex(cwd.as_os_str().as_bytes())),
             transport: &self.transport,
         };
         // Struct fields serialize in declaration order and maps are sorted, so equal
-        // definitions give equal bytes.
-        let bytes = serde_json::to_vec(&canonical).unwrap_or_default();
-        Sha256::digest(&bytes)
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect()
+        // definitions give equal bytes. Every field is a string read from TOML, so this
+        // cannot fail; if it did, the digest would match no approval (approvals are 64
+        // hex digits), rather than one shared by every failing definition.
+        match serde_json::to_vec(&canonical) {
+            Ok(bytes) => hex(&Sha256::digest(&bytes)),
+            Err(_) => "unapprovable".to_owned(),
+        }
     }
 
     /// A one-line description for people: the command line or the URL.
@@ -281,6 +284,10 @@ fn server(name: String, source: McpSource, table: toml::Table) -> Result<McpServ
     })
 }
 
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
 fn is_env_name(name: &str) -> bool {
     !name.is_empty()
         && !name.starts_with(|c: char| c.is_ascii_digit())
@@ -429,6 +436,12 @@ call_timeout_ms = 5
         toggled.call_timeout_ms = 1;
         assert_eq!(global.digest(here), toggled.digest(here));
         assert_eq!(global.digest(here).len(), 64);
+        // Project directories that are not UTF-8 still have digests of their own.
+        use std::os::unix::ffi::OsStrExt;
+        let odd = Path::new(std::ffi::OsStr::from_bytes(b"/work/\xff"));
+        let other = Path::new(std::ffi::OsStr::from_bytes(b"/work/\xfe"));
+        assert_eq!(project.digest(odd).len(), 64);
+        assert_ne!(project.digest(odd), project.digest(other));
     }
 
     #[test]

@@ -482,23 +482,27 @@ async fn a_server_killed_mid_call_fails_the_call_truthfully_and_the_turn_goes_on
     backend.initialize(&METHODS).await.unwrap().unwrap();
     let backend_pid = backend.pid().unwrap();
     let server = server_pid(&env.cwd(), backend_pid).expect("the server runs");
+    let read_before = bytes_read(server);
     let session = session_with_turn(&mut backend, "run the long operation").await;
     let mut seen = Vec::new();
-    // Kill the server once the call is under way: its claim is durable right before
-    // it is sent, and the operation runs for 30 s.
+    // Kill the server once the call is under way: it was claimed (durably, right
+    // before it is sent) and the server has read something since the turn began
+    // (nothing else is sent to it). The operation runs for 30 s.
     let deadline = Instant::now() + WAIT;
     loop {
         let log = std::fs::read_to_string(log_path(&env, &session)).unwrap_or_default();
-        if log
+        let claimed = log
             .lines()
-            .any(|l| l.contains("\"call_id\":\"slow\"") && l.contains("\"state\":\"running\""))
-        {
+            .any(|l| l.contains("\"call_id\":\"slow\"") && l.contains("\"state\":\"running\""));
+        if claimed && bytes_read(server) > read_before {
             break;
         }
-        assert!(Instant::now() < deadline, "the call was never claimed");
+        assert!(
+            Instant::now() < deadline,
+            "the call never reached the server"
+        );
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    tokio::time::sleep(Duration::from_millis(100)).await;
     nix_kill(server);
     let finished = until_finished(&mut backend, &mut seen).await;
     assert_eq!(finished.outcome, RunOutcome::Completed);
@@ -514,6 +518,18 @@ async fn a_server_killed_mid_call_fails_the_call_truthfully_and_the_turn_goes_on
         if a.state == ActivityState::Failed && a.name.ends_with("long-running-operation"))));
     shutdown_clean(&mut backend).await;
     assert_no_processes_in(&env.cwd()).await;
+}
+
+/// Bytes a process has read so far (`rchar` of `/proc/<pid>/io`).
+fn bytes_read(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/io"))
+        .unwrap()
+        .lines()
+        .find_map(|line| line.strip_prefix("rchar: "))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap()
 }
 
 fn nix_kill(pid: u32) {

@@ -446,10 +446,7 @@ fn cut(text: &str, max: usize) -> (String, u64) {
     if text.len() <= max {
         return (text.to_owned(), 0);
     }
-    let mut end = max;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
+    let end = text.floor_char_boundary(max);
     (text[..end].to_owned(), char_count(&text[end..]))
 }
 

@@ -262,14 +262,7 @@ pub struct AppliedPreview {
 
 /// `text` cut to at most `max` bytes on a character boundary.
 pub fn cut(text: &str, max: usize) -> String {
-    if text.len() <= max {
-        return text.to_owned();
-    }
-    let mut end = max;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    text[..end].to_owned()
+    text[..text.floor_char_boundary(max)].to_owned()
 }
 
 #[cfg(test)]

@@ -172,14 +172,8 @@ fn fetch(url: &str, seen: &mut Seen) -> ToolOutput {
 
 /// Text cut to at most `max` bytes on a character boundary, and whether it was cut.
 fn cut_at(text: &str, max: usize) -> (&str, bool) {
-    if text.len() <= max {
-        return (text, false);
-    }
-    let mut end = max;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    (&text[..end], true)
+    let end = text.floor_char_boundary(max);
+    (&text[..end], end < text.len())
 }
 
 /// Readable text of an HTML page: scripts and styles dropped, block ends as line

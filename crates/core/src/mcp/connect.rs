@@ -238,10 +238,7 @@ fn offered_tool(server: &str, tool: &rmcp::model::Tool) -> Option<McpTool> {
         .to_owned();
     if description.len() > MCP_TOOL_DESCRIPTION_BYTES {
         let marker = " [description shortened]";
-        let mut end = MCP_TOOL_DESCRIPTION_BYTES - marker.len();
-        while !description.is_char_boundary(end) {
-            end -= 1;
-        }
+        let end = description.floor_char_boundary(MCP_TOOL_DESCRIPTION_BYTES - marker.len());
         description.truncate(end);
         description.push_str(marker);
     }

@@ -106,10 +106,7 @@ pub(super) fn chunks(text: &str, max: usize) -> Vec<&str> {
     let mut pieces = Vec::new();
     let mut rest = text;
     while rest.len() > max {
-        let mut cut = max;
-        while !rest.is_char_boundary(cut) {
-            cut -= 1;
-        }
+        let cut = rest.floor_char_boundary(max);
         pieces.push(&rest[..cut]);
         rest = &rest[cut..];
     }
@@ -119,11 +116,7 @@ pub(super) fn chunks(text: &str, max: usize) -> Vec<&str> {
 
 /// Text cut to at most `max` bytes on a character boundary.
 pub(super) fn bounded(text: &str, max: usize) -> String {
-    chunks(text, max)
-        .first()
-        .copied()
-        .unwrap_or_default()
-        .to_owned()
+    text[..text.floor_char_boundary(max)].to_owned()
 }
 
 #[cfg(test)]

@@ -1,9 +1,7 @@
 //! Connecting the approved, enabled MCP servers at startup: strictly (one failure
 //! fails them all), concurrently, each within its startup timeout, and cancellably.
 
-use std::collections::HashMap;
 use std::path::Path;
-use std::sync::Arc;
 use std::time::Duration;
 
 use magi_config::{Env, McpApprovals, McpServer, McpTransport};
@@ -249,13 +247,4 @@ fn offered_tool(server: &str, tool: &rmcp::model::Tool) -> Option<McpTool> {
         description: format!("{description} (MCP server {server})"),
         parameters,
     })
-}
-
-/// The tools of the connected servers, by the name the model sees.
-pub(super) fn tool_index(servers: &[Connected]) -> HashMap<String, Arc<McpTool>> {
-    servers
-        .iter()
-        .flat_map(|s| s.tools.iter())
-        .map(|t| (t.name.clone(), Arc::new(t.clone())))
-        .collect()
 }

@@ -97,10 +97,11 @@ impl ProcessGroups {
 
 /// The connected servers of one child and their tools.
 pub struct McpHub {
-    tools: HashMap<String, Arc<McpTool>>,
     /// The tools in a stable order: by server, then as the server listed them.
     ordered: Vec<Arc<McpTool>>,
-    peers: HashMap<String, (Peer<RoleClient>, Duration)>,
+    /// The same tools by name.
+    tools: HashMap<String, Arc<McpTool>>,
+    /// Emptied by [`McpHub::shutdown`]: later calls find no server.
     servers: Mutex<Vec<Connected>>,
     runtime: Mutex<Option<tokio::runtime::Runtime>>,
     handle: Option<tokio::runtime::Handle>,
@@ -122,7 +123,6 @@ impl McpHub {
         McpHub {
             tools: HashMap::new(),
             ordered: Vec::new(),
-            peers: HashMap::new(),
             servers: Mutex::new(Vec::new()),
             runtime: Mutex::new(None),
             handle: None,
@@ -132,26 +132,25 @@ impl McpHub {
 
     fn new(
         runtime: tokio::runtime::Runtime,
-        servers: Vec<Connected>,
+        mut servers: Vec<Connected>,
         groups: ProcessGroups,
     ) -> McpHub {
-        let tools = connect::tool_index(&servers);
-        // A name a server lists twice is offered once.
-        let mut seen = std::collections::HashSet::new();
-        let ordered = servers
-            .iter()
-            .flat_map(|s| s.tools.iter())
-            .filter(|t| seen.insert(t.name.clone()))
-            .filter_map(|t| tools.get(&t.name).cloned())
-            .collect();
-        let peers = servers
-            .iter()
-            .map(|s| (s.name.clone(), (s.peer.clone(), s.call_timeout)))
-            .collect();
+        let mut ordered = Vec::new();
+        let mut tools = HashMap::new();
+        for tool in servers
+            .iter_mut()
+            .flat_map(|s| std::mem::take(&mut s.tools))
+        {
+            // A name a server lists twice is offered once.
+            if !tools.contains_key(&tool.name) {
+                let tool = Arc::new(tool);
+                tools.insert(tool.name.clone(), Arc::clone(&tool));
+                ordered.push(tool);
+            }
+        }
         McpHub {
             tools,
             ordered,
-            peers,
             servers: Mutex::new(servers),
             handle: Some(runtime.handle().clone()),
             runtime: Mutex::new(Some(runtime)),
@@ -161,9 +160,7 @@ impl McpHub {
 
     /// The names of the connected servers.
     pub fn server_names(&self) -> Vec<String> {
-        let mut names: Vec<String> = self.peers.keys().cloned().collect();
-        names.sort();
-        names
+        lock(&self.servers).iter().map(|s| s.name.clone()).collect()
     }
 
     /// Every tool offered, in a stable order.
@@ -211,8 +208,11 @@ impl McpHub {
                 );
             }
         };
-        let (Some(handle), Some((peer, timeout))) = (&self.handle, self.peers.get(&tool.server))
-        else {
+        let server = lock(&self.servers)
+            .iter()
+            .find(|s| s.name == tool.server)
+            .map(|s| (s.peer.clone(), s.call_timeout));
+        let (Some(handle), Some((peer, timeout))) = (&self.handle, server) else {
             return failed(
                 format!("The MCP server {} is not connected.", tool.server),
                 "server not connected",
@@ -229,7 +229,7 @@ impl McpHub {
         }
         let mut params = CallToolRequestParams::new(tool.tool.clone());
         params.arguments = Some(arguments);
-        let (peer, timeout, stop) = (peer.clone(), *timeout, cancel.clone());
+        let stop = cancel.clone();
         // Dropping the call on cancellation or timeout tells the server it was
         // cancelled.
         let call = handle.spawn(async move {

@@ -19,6 +19,7 @@
 //! `indeterminate`: it may or may not have had its effects, and it never runs again.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use magi_config::{CallSubject, Verdict};
 use magi_protocol::limits::{
@@ -231,42 +232,9 @@ impl Turn {
                 );
                 continue;
             }
-            if call.name == SKILL_TOOL && !self.agent.skills.is_empty() {
-                let report = self.load_skill(call);
-                let outcome = outcome_of(&report);
-                settled[index] = Some(
-                    self.settle(call, &activity_id, report, outcome, protection)
-                        .await,
-                );
-                continue;
-            }
-            if call.name == magi_config::TASK_TOOL && self.scope.is_none() {
-                let report = self.run_task(call, &activity_id).await;
-                let outcome = outcome_of(&report);
-                settled[index] = Some(
-                    self.settle(call, &activity_id, report, outcome, protection)
-                        .await,
-                );
-                continue;
-            }
-            if let Some(tool) = self.agent.mcp.tool(&call.name) {
-                // Like a client tool: it runs alone, and later calls wait for it.
-                let report = self
-                    .agent
-                    .mcp
-                    .call(&tool, &call.arguments, &self.cancel)
-                    .await;
-                let outcome = outcome_of(&report);
-                settled[index] = Some(
-                    self.settle(call, &activity_id, report, outcome, protection)
-                        .await,
-                );
-                continue;
-            }
-            if let Some(tool) = self.client_tool(&call.name) {
-                // The client runs it: nothing else is in flight (it is not read-only),
-                // and later calls wait for it.
-                let report = self.call_client(call, &tool, &activity_id).await;
+            // The tools the backend or the client runs itself, not on a thread: nothing
+            // else is in flight (none is read-only), and later calls wait for them.
+            if let Some(report) = self.run_here(call, &activity_id).await {
                 let outcome = outcome_of(&report);
                 settled[index] = Some(
                     self.settle(call, &activity_id, report, outcome, protection)
@@ -364,6 +332,23 @@ impl Turn {
             cancel: self.cancel.clone(),
             hidden_env: self.agent.hidden_env.clone(),
         }
+    }
+
+    /// Runs a claimed call of `skill`, `task`, an MCP tool or a client tool; `None` for
+    /// the built-in tools, which run on a blocking thread.
+    async fn run_here(&mut self, call: &Call, activity_id: &str) -> Option<ToolReport> {
+        if call.name == SKILL_TOOL && !self.agent.skills.is_empty() {
+            return Some(self.load_skill(call));
+        }
+        if call.name == magi_config::TASK_TOOL && self.scope.is_none() {
+            return Some(self.run_task(call, activity_id).await);
+        }
+        if let Some(tool) = self.agent.mcp.tool(&call.name) {
+            let mcp = Arc::clone(&self.agent.mcp);
+            return Some(mcp.call(&tool, &call.arguments, &self.cancel).await);
+        }
+        let tool = self.client_tool(&call.name)?;
+        Some(self.call_client(call, &tool, activity_id).await)
     }
 
     /// A `skill` call: the named skill's whole text, read at startup.

@@ -333,3 +333,24 @@ async fn a_subagent_is_never_offered_the_clients_own_tools() {
     assert!(tool_outputs(&requests[2].body)[0].contains("not offered"));
     shutdown_clean(&mut backend).await;
 }
+
+#[tokio::test]
+async fn a_subagent_that_ends_without_words_finishes_without_a_response() {
+    let mock = MockServer::start().await;
+    let task = json!({"subagent": "reviewer", "task": "Think quietly."});
+    mock.enqueue(Reply::stream().tool_call("t1", "task", [task.to_string()]));
+    mock.enqueue(Reply::stream());
+    mock.enqueue(Reply::stream().text(["Nothing to report."]));
+    let env = env_for(&mock);
+    env.write_settings(REVIEWER);
+    let (mut backend, session, _) = run_turn(&env, "delegate").await;
+    let parent = tool_outputs(&mock.requests()[2].body);
+    assert_eq!(
+        parent,
+        ["The subagent reviewer finished without a final response."]
+    );
+    let log = std::fs::read_to_string(log_path(&env, &session)).unwrap();
+    assert!(log.contains("\"ended\":\"completed\""), "{log}");
+    assert!(log.contains("\"report_bytes\":null"), "{log}");
+    shutdown_clean(&mut backend).await;
+}

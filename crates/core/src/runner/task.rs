@@ -139,13 +139,34 @@ pub(super) fn describe(arguments: &str) -> String {
         .map_or_else(|| "task".to_owned(), |name| format!("task {name}"))
 }
 
-/// How a subagent's run ended, as its facts and the delegating model are told.
-fn ended(outcome: RunOutcome, step_limit: bool) -> &'static str {
-    match outcome {
-        _ if step_limit => "step limit",
-        RunOutcome::Completed => "completed",
-        RunOutcome::Cancelled => "cancelled",
-        RunOutcome::Failed => "failed",
+/// How a subagent's run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum TaskEnd {
+    Completed,
+    Failed,
+    Cancelled,
+    /// Stopped at [`TASK_MODEL_REQUESTS`].
+    StepLimit,
+}
+
+impl TaskEnd {
+    fn of(outcome: RunOutcome, step_limit: bool) -> TaskEnd {
+        match outcome {
+            _ if step_limit => TaskEnd::StepLimit,
+            RunOutcome::Completed => TaskEnd::Completed,
+            RunOutcome::Cancelled => TaskEnd::Cancelled,
+            RunOutcome::Failed => TaskEnd::Failed,
+        }
+    }
+
+    /// As the facts and the summary say it.
+    fn as_str(self) -> &'static str {
+        match self {
+            TaskEnd::Completed => "completed",
+            TaskEnd::Failed => "failed",
+            TaskEnd::Cancelled => "cancelled",
+            TaskEnd::StepLimit => "step limit",
+        }
     }
 }
 
@@ -336,39 +357,42 @@ impl Turn {
         let report_saved = response
             .as_ref()
             .is_some_and(|text| std::fs::write(&report_path, text).is_ok());
-        let how = ended(ending.outcome, scope.step_limit);
+        let end = TaskEnd::of(ending.outcome, scope.step_limit);
         let facts = Facts::Task {
             task_id: task_id.clone(),
             profile: name.clone(),
             history,
             model_requests: scope.model_requests,
             tool_calls: scope.tool_calls,
-            ended: how.to_owned(),
+            ended: end.as_str().to_owned(),
             report_bytes: response.as_ref().map(|t| t.len() as u64),
         };
         self.finished_tasks.insert(task_id, scope.children);
-        let output = match &response {
-            Some(text) => ToolOutput {
+        let failed = |content: String| ToolOutput {
+            content,
+            summary: format!("{name} {}", end.as_str()),
+            is_error: true,
+        };
+        let output = match (end, &response) {
+            (_, Some(text)) => ToolOutput {
                 content: notice(&name, text, report_saved.then_some(&report_path)),
                 summary: format!("{name} finished"),
                 is_error: false,
             },
-            None => ToolOutput {
-                content: match how {
-                    "step limit" => format!(
-                        "The subagent {name} stopped after {TASK_MODEL_REQUESTS} model \
-                         requests without finishing; what its calls changed stays changed."
-                    ),
-                    "cancelled" => format!("The subagent {name} was cancelled."),
-                    _ => format!(
-                        "The subagent {name} failed ({}); what its calls changed stays \
-                         changed.",
-                        ending.error_code.map_or("no reason given", |c| c.as_str())
-                    ),
-                },
-                summary: format!("{name} {how}"),
-                is_error: true,
+            (TaskEnd::Completed, None) => ToolOutput {
+                content: format!("The subagent {name} finished without a final response."),
+                summary: format!("{name} finished"),
+                is_error: false,
             },
+            (TaskEnd::StepLimit, None) => failed(format!(
+                "The subagent {name} stopped after {TASK_MODEL_REQUESTS} model requests \
+                 without finishing; what its calls changed stays changed."
+            )),
+            (TaskEnd::Cancelled, None) => failed(format!("The subagent {name} was cancelled.")),
+            (TaskEnd::Failed, None) => failed(format!(
+                "The subagent {name} failed ({}); what its calls changed stays changed.",
+                ending.error_code.map_or("no reason given", |c| c.as_str())
+            )),
         };
         ToolReport {
             cancelled: ending.outcome == RunOutcome::Cancelled,

@@ -52,7 +52,7 @@ pub fn agent_for(runtime: &Runtime, selection: &ActiveSelection) -> Result<Agent
         skills: Arc::new(runtime.skills.clone()),
         profile: runtime.profile.clone().map(Arc::new),
         mcp: Arc::clone(&runtime.mcp),
-        subagents: Arc::new(runtime.subagents.clone()),
+        subagents: Arc::clone(&runtime.subagents),
     })
 }
 

@@ -71,7 +71,7 @@ pub struct Runtime {
     /// The connected MCP servers, for the child's lifetime.
     pub mcp: Arc<McpHub>,
     /// The subagent profiles `task` may delegate to, by name.
-    pub subagents: Vec<(String, magi_config::Profile)>,
+    pub subagents: Arc<Vec<(String, magi_config::Profile)>>,
 }
 
 impl Runtime {
@@ -192,7 +192,10 @@ pub fn start(request: &StartupRequest, cancel: &CancelFlag) -> Result<Runtime, S
     if let Some(model) = profile.as_ref().and_then(|(_, p)| p.model.clone()) {
         selection.model = model;
     }
-    let subagents = magi_config::subagent_profiles(&settings.agent, &settings.profiles);
+    let subagents = Arc::new(magi_config::subagent_profiles(
+        &settings.agent,
+        &settings.profiles,
+    ));
     Ok(Runtime {
         home,
         cwd,

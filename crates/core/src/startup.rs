@@ -123,14 +123,8 @@ pub fn start(request: &StartupRequest, cancel: &CancelFlag) -> Result<Runtime, S
     };
     checkpoint(StartupFailure::new(StartupError::StartupFailed))?;
     let env = &request.env;
-    let home_path = resolve_home_path(env.get_os("MC_HOME"), env.get_os("HOME"))
-        .map_err(|_| StartupFailure::new(StartupError::StartupFailed))?;
-    let home =
-        Home::prepare(&home_path).map_err(|_| StartupFailure::new(StartupError::StartupFailed))?;
-    let cwd = request
-        .cwd
-        .canonicalize()
-        .map_err(|_| StartupFailure::new(StartupError::StartupFailed))?;
+    let (home, cwd) =
+        locate(request).map_err(|_| StartupFailure::new(StartupError::StartupFailed))?;
     let context_id = context_id(&cwd, &home);
     let mut failure = StartupFailure {
         context_id: Some(context_id.clone()),
@@ -209,6 +203,20 @@ pub fn start(request: &StartupRequest, cancel: &CancelFlag) -> Result<Runtime, S
         profile,
         mcp: Arc::new(mcp),
     })
+}
+
+/// Resolves and prepares `MC_HOME` and canonicalizes the working directory, as every
+/// reader of the configuration does first. The error says which step failed.
+pub(crate) fn locate(request: &StartupRequest) -> Result<(Home, PathBuf), String> {
+    let env = &request.env;
+    let home_path = resolve_home_path(env.get_os("MC_HOME"), env.get_os("HOME"))
+        .map_err(|e| format!("cannot find MC_HOME: {e:?}"))?;
+    let home = Home::prepare(&home_path).map_err(|e| format!("cannot prepare MC_HOME: {e:?}"))?;
+    let cwd = request
+        .cwd
+        .canonicalize()
+        .map_err(|e| format!("cannot resolve the working directory: {e}"))?;
+    Ok((home, cwd))
 }
 
 /// The environment variable that, set to `1`, makes every tool call of this backend run

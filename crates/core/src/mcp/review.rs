@@ -4,9 +4,8 @@
 use std::path::PathBuf;
 
 use magi_config::{McpApprovals, McpServer, load_settings};
-use magi_store::{Home, resolve_home_path};
 
-use crate::startup::{StartupRequest, project_settings_path};
+use crate::startup::{StartupRequest, locate, project_settings_path};
 
 /// One defined server and where it stands.
 #[derive(Debug, Clone)]
@@ -32,15 +31,7 @@ pub struct McpReview {
 impl McpReview {
     /// Reads the settings and approvals the backend would admit for `request`.
     pub fn load(request: &StartupRequest) -> Result<McpReview, String> {
-        let env = &request.env;
-        let home_path = resolve_home_path(env.get_os("MC_HOME"), env.get_os("HOME"))
-            .map_err(|e| format!("cannot find MC_HOME: {e:?}"))?;
-        let home =
-            Home::prepare(&home_path).map_err(|e| format!("cannot prepare MC_HOME: {e:?}"))?;
-        let cwd = request
-            .cwd
-            .canonicalize()
-            .map_err(|e| format!("cannot resolve the working directory: {e}"))?;
+        let (home, cwd) = locate(request)?;
         let settings = load_settings(&home.settings_path(), &project_settings_path(&cwd))
             .map_err(|e| e.to_string())?;
         let approvals = McpApprovals::load(home.root()).map_err(|e| e.to_string())?;

@@ -23,7 +23,8 @@ use crate::startup::CancelFlag;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum McpStartError {
     /// A server failed to start, to initialize, or to list its tools in time. The
-    /// message is for logs and `magi-code mcp list`, never for a client.
+    /// message names the server and the step; a client only ever sees the code
+    /// `mcp_unavailable`.
     Unavailable(String),
     /// Startup was cancelled while connecting.
     Cancelled,

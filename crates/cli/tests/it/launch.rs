@@ -7,11 +7,9 @@
     reason = "test code: a failed step is a failed test"
 )]
 
-mod common;
-
 use std::process::{Command, Stdio};
 
-use common::*;
+use crate::common::*;
 
 fn serve(env: &TestEnv, args: &[&str]) -> Command {
     let mut command = Command::new(bin());

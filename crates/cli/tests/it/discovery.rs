@@ -7,12 +7,10 @@
     reason = "test code: a failed step is a failed test"
 )]
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use common::*;
+use crate::common::*;
 use magi_client::Backend;
 use magi_protocol::ErrorCode;
 use magi_protocol::messages::{Eligibility, SessionListResult, SessionResult};

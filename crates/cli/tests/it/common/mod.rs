@@ -6,10 +6,6 @@
     clippy::expect_used,
     reason = "test code: a failed step is a failed test"
 )]
-#![allow(
-    dead_code,
-    reason = "each test binary uses a different part of the harness"
-)]
 
 use std::path::{Path, PathBuf};
 use std::process::ExitStatus;

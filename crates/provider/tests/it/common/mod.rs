@@ -1,11 +1,6 @@
 //! Helpers shared by the provider tests: a client pointed at the mock server, a run
 //! that collects every event with a bounded wait, and a sample conversation.
 
-#![allow(
-    dead_code,
-    reason = "each test file uses a different part of the helpers"
-)]
-
 use std::time::Duration;
 
 use magi_provider::{

@@ -7,11 +7,9 @@
     reason = "test code: a failed step is a failed test"
 )]
 
-mod common;
-
 use std::time::Duration;
 
-use common::*;
+use crate::common::*;
 use magi_client::{Backend, Incoming};
 use magi_protocol::ErrorCode;
 use magi_protocol::messages::{

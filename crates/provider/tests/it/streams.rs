@@ -8,9 +8,7 @@
     reason = "test code: a failed step is a failed test"
 )]
 
-mod common;
-
-use common::{FORMATS, prompt, run, text};
+use crate::common::{FORMATS, prompt, run, text};
 use magi_provider::{ModelEvent, StopReason, WireFormat};
 use magi_testkit::{MockServer, Reply, Stop};
 

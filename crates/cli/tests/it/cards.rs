@@ -7,9 +7,7 @@
     reason = "test code: a failed step is a failed test"
 )]
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use magi_protocol::cards::{
     Card, CardOutcome, CardState, Changes, Origin, ProtectionDecision, ToolKind,
 };

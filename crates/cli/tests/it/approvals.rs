@@ -7,9 +7,7 @@
     reason = "test code: a failed step is a failed test"
 )]
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use magi_client::{Backend, Incoming};
 use magi_protocol::ErrorCode;
 use magi_protocol::messages::{ActivityState, ApprovalRequested, Event, RunOutcome, SessionResult};

@@ -8,9 +8,7 @@
     reason = "test code: a failed step is a failed test"
 )]
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use magi_protocol::ErrorCode;
 use magi_protocol::messages::RunOutcome;
 use magi_testkit::{MockServer, Reply};

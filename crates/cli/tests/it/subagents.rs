@@ -9,9 +9,7 @@
     reason = "test code: a failed step is a failed test"
 )]
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use magi_protocol::ErrorCode;
 use magi_protocol::cards::{Block, Card, CardState, ChildrenBlock, ParentState, ToolKind};
 use magi_protocol::limits::TASK_MODEL_REQUESTS;

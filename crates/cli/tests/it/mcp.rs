@@ -10,12 +10,10 @@
     reason = "test code: a failed step is a failed test"
 )]
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::common::*;
 use magi_client::Incoming;
 use magi_protocol::ErrorCode;
 use magi_protocol::messages::{ActivityState, Event, Readiness, RunOutcome};

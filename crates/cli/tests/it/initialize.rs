@@ -6,9 +6,7 @@
     reason = "test code: a failed step is a failed test"
 )]
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use magi_protocol::Method;
 use magi_protocol::limits::Limits;
 use magi_protocol::messages::{Readiness, ReadinessPhase, RuntimeState};

@@ -8,13 +8,11 @@
     reason = "test code: a failed step is a failed test"
 )]
 
-mod common;
-
 use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::common::*;
 use magi_testkit::{MockServer, Reply};
 
 /// One tmux server of its own per test, killed when the test ends.

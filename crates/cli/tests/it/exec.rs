@@ -6,11 +6,9 @@
     reason = "test code: a failed step is a failed test"
 )]
 
-mod common;
-
 use std::process::Output;
 
-use common::*;
+use crate::common::*;
 use magi_testkit::{MockServer, Reply};
 
 async fn exec(env: &TestEnv, mock: &MockServer, args: &[&str]) -> Output {

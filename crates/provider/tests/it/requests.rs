@@ -7,9 +7,7 @@
     reason = "test code: a failed step is a failed test"
 )]
 
-mod common;
-
-use common::{KEY, conversation, endpoint, prompt, run, run_with};
+use crate::common::{KEY, conversation, endpoint, prompt, run, run_with};
 use magi_provider::{DEFAULT_MAX_TOKENS, Endpoint, WireFormat};
 use magi_testkit::{MockServer, RecordedRequest, Reply};
 use serde_json::json;

@@ -6,12 +6,10 @@
     reason = "test code: a failed step is a failed test"
 )]
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
-use common::*;
+use crate::common::*;
 use magi_client::Incoming;
 use magi_protocol::messages::{Readiness, ReadinessPhase, RuntimeState};
 use serde_json::json;

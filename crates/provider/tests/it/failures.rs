@@ -8,11 +8,9 @@
     reason = "test code: a failed step is a failed test"
 )]
 
-mod common;
-
 use std::time::Duration;
 
-use common::{BOUND, FORMATS, KEY, endpoint, prompt, run, run_with, text};
+use crate::common::{BOUND, FORMATS, KEY, endpoint, prompt, run, run_with, text};
 use magi_provider::{
     Endpoint, MAX_ATTEMPTS, ModelEvent, ProviderError, StopReason, WireFormat, client,
 };

@@ -1,0 +1,31 @@
+//! The black-box suite of the `magi-code` binary, as one test binary: every module
+//! spawns the real binary through the client library, each test with its own temporary
+//! `MC_HOME` and workspace (`common`). One binary links the whole program once.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test code: a failed step is a failed test"
+)]
+
+mod common;
+
+mod approvals;
+mod card_props;
+mod cards;
+mod catalog;
+mod client_tools;
+mod compaction;
+mod discovery;
+mod exec;
+mod frames;
+mod initialize;
+mod instructions;
+mod launch;
+mod lifecycle;
+mod mcp;
+mod mission_control;
+mod sessions;
+mod subagents;
+mod tool_calls;
+mod turns;

@@ -26,6 +26,7 @@ use magi_tools::facts::{CommandFacts, Facts};
 use magi_tools::tracking::{
     FileOperation, INFERRED_ACTIVITY_ENTRIES, TrackedPath, TrackingStatus, inferred_activity,
 };
+use magi_tools::{BuiltinTool, SubjectArgument};
 use serde_json::Value;
 
 /// Label of the Bash notice row for the humanize protection, which this backend does
@@ -380,16 +381,11 @@ fn is_execution_block(block: &ResultsBlock) -> bool {
 
 /// The tool kind of a tool name; unknown names are `other`.
 pub fn tool_kind(tool_name: &str) -> ToolKind {
-    match tool_name {
-        "read" => ToolKind::Read,
-        "grep" | "find" | "list" => ToolKind::Search,
-        "write" => ToolKind::Write,
-        "edit" | "hash_edit" => ToolKind::Edit,
-        "bash" | "async_bash" | "bash_log" | "bash_kill" => ToolKind::Command,
-        "web_fetch" => ToolKind::Web,
-        "task" => ToolKind::Subagent,
-        name if name.starts_with(crate::mcp::MCP_TOOL_PREFIX) => ToolKind::Mcp,
-        _ => ToolKind::Other,
+    match BuiltinTool::from_name(tool_name) {
+        Some(tool) => tool.kind(),
+        None if tool_name == magi_config::TASK_TOOL => ToolKind::Subagent,
+        None if tool_name.starts_with(crate::mcp::MCP_TOOL_PREFIX) => ToolKind::Mcp,
+        None => ToolKind::Other,
     }
 }
 
@@ -611,18 +607,14 @@ fn read_facts(tool_name: &str, kind: ToolKind, facts: Option<&Value>) -> Source 
     let Ok(facts) = serde_json::from_value::<Facts>(value) else {
         return Source::Unsupported;
     };
-    let is_mcp = tool_name.starts_with(crate::mcp::MCP_TOOL_PREFIX);
-    let fits = (is_mcp && matches!(facts, Facts::Mcp { .. }))
-        || matches!(
-            (tool_name, &facts),
-            ("read", Facts::Read { .. })
-                | ("grep" | "find" | "list", Facts::Search { .. })
-                | ("write" | "edit" | "hash_edit", Facts::Change { .. })
-                | ("web_fetch", Facts::Web { .. })
-                | ("bash" | "async_bash", Facts::Command(_))
-                | ("bash_log" | "bash_kill", Facts::Job { .. })
-                | ("task", Facts::Task { .. })
-        );
+    let fits = match BuiltinTool::from_name(tool_name) {
+        Some(tool) => tool.family().fits(&facts),
+        None if tool_name == magi_config::TASK_TOOL => matches!(facts, Facts::Task { .. }),
+        None if tool_name.starts_with(crate::mcp::MCP_TOOL_PREFIX) => {
+            matches!(facts, Facts::Mcp { .. })
+        }
+        None => false,
+    };
     if fits {
         Source::Facts(Box::new(facts), tracking)
     } else {
@@ -668,7 +660,7 @@ impl Draft {
             }
         };
         let facts = read_facts(source.tool_name, kind, source.facts);
-        let changes = changes(source, kind, &facts);
+        let changes = changes(source, &facts);
         let public_protection = protection(source, &mut head);
         let tool_name = Some(head.text(Subject::Metadata, source.tool_name, METADATA_BYTES))
             .filter(|name| !name.is_empty());
@@ -687,7 +679,11 @@ impl Draft {
                 Facts::Command(command) => Some(command.working_directory.as_str()),
                 _ => None,
             },
-            _ if matches!(source.tool_name, "bash" | "async_bash") => source.working_directory,
+            _ if BuiltinTool::from_name(source.tool_name)
+                .is_some_and(|t| t.subject() == SubjectArgument::Command) =>
+            {
+                source.working_directory
+            }
             _ => None,
         }
         .map(|wd| head.text(Subject::Metadata, wd, METADATA_BYTES))
@@ -939,11 +935,10 @@ fn pop_until<T: serde::Serialize>(items: &mut Vec<T>, excess: usize) -> u64 {
 }
 
 /// What the change facts and the settlement say about changes made.
-fn changes(source: &CardSource, kind: ToolKind, facts: &Source) -> Changes {
-    let mutating = match source.tool_name {
-        "bash_log" => false,
-        _ => !matches!(kind, ToolKind::Read | ToolKind::Search | ToolKind::Web),
-    };
+fn changes(source: &CardSource, facts: &Source) -> Changes {
+    // Subagents, MCP tools and the client's tools change what they change.
+    let mutating =
+        BuiltinTool::from_name(source.tool_name).is_none_or(BuiltinTool::may_change_files);
     if !mutating {
         return Changes::NotApplicable;
     }
@@ -1180,11 +1175,11 @@ impl Context<'_, '_> {
         complete: bool,
         paths: &[String],
     ) -> Vec<Part> {
-        let tool = self.source.tool_name;
+        let tool = BuiltinTool::from_name(self.source.tool_name);
         let mut notes = Notes::default();
         let (one, many) = match tool {
-            "grep" => ("match", "matches"),
-            "find" => ("file", "files"),
+            Some(BuiltinTool::Grep) => ("match", "matches"),
+            Some(BuiltinTool::Find) => ("file", "files"),
             _ => ("entry", "entries"),
         };
         let scan = if complete {
@@ -1210,7 +1205,7 @@ impl Context<'_, '_> {
             row(
                 ROW_FILES_WITH_MATCHES,
                 files
-                    .filter(|_| tool == "grep")
+                    .filter(|_| tool == Some(BuiltinTool::Grep))
                     .map(|n| counted(n, "file", "files")),
             ),
             row(ROW_SCAN, Some(scan.to_owned())),
@@ -1228,7 +1223,7 @@ impl Context<'_, '_> {
                 ResourceRow {
                     kind: ResourceKind::File,
                     // A listing's entries are names in the listed directory, with marks.
-                    location: (tool != "list").then(|| label.clone()),
+                    location: (tool != Some(BuiltinTool::List)).then(|| label.clone()),
                     label,
                     availability: ResourceAvailability::Unknown,
                 }
@@ -1236,7 +1231,11 @@ impl Context<'_, '_> {
             .collect();
         // `grep` lists files with a match; the others list what they count. Listed
         // rows are the first reported ones; the rest are omitted from display.
-        let reported = if tool == "grep" { files } else { Some(matches) };
+        let reported = if tool == Some(BuiltinTool::Grep) {
+            files
+        } else {
+            Some(matches)
+        };
         let listed = listed as u64;
         let excluded_paths = paths.len() as u64 - listed;
         match reported {
@@ -1280,7 +1279,7 @@ impl Context<'_, '_> {
                 RowOutcome::Partial
             },
         }];
-        if self.source.tool_name == "write" {
+        if BuiltinTool::from_name(self.source.tool_name) == Some(BuiltinTool::Write) {
             rows.push(row(ROW_FILE_CREATED, Some(yes_no(created))));
         }
         rows.push(row(ROW_FILE_CHANGED, Some(yes_no(changed))));

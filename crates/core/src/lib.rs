@@ -29,7 +29,7 @@ pub use startup::{ALLOW_ALL_ENV, CancelFlag, Runtime, StartupFailure, StartupReq
 /// (client tools may not take it).
 pub fn is_built_in_tool(name: &str) -> bool {
     magi_tools::exists(name)
-        || name == "skill"
+        || name == runner::SKILL_TOOL
         || name == magi_config::TASK_TOOL
         || name.starts_with(mcp::MCP_TOOL_PREFIX)
 }

@@ -41,7 +41,7 @@ struct Arguments {
 
 pub(crate) fn definition() -> ToolDefinition {
     ToolDefinition {
-        name: "bash",
+        name: crate::BuiltinTool::Bash.name(),
         description: "Run a command with `bash -c` in the working directory and wait for it. \
                       It is killed, with everything it started, after `timeout_ms` \
                       (default 120000, maximum 600000); processes it leaves in the \

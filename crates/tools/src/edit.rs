@@ -21,7 +21,7 @@ struct Arguments {
 
 pub(crate) fn definition() -> ToolDefinition {
     ToolDefinition {
-        name: "edit",
+        name: crate::BuiltinTool::Edit.name(),
         description: "Replace `old_text` with `new_text` in a file. `old_text` must occur \
                       exactly once; include enough surrounding lines to make it unique. The \
                       file may hold at most 1 MiB before and after.",

@@ -23,7 +23,7 @@ struct Arguments {
 
 pub(crate) fn definition() -> ToolDefinition {
     ToolDefinition {
-        name: "find",
+        name: crate::BuiltinTool::Find.name(),
         description: "Find files by glob under the working directory or `path`. A glob \
                       without `/` matches file names at any depth (`*.rs`); one with `/` \
                       matches paths relative to `path` (`src/**/*.rs`); `*` stays within one \

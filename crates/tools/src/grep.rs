@@ -39,7 +39,7 @@ struct Arguments {
 
 pub(crate) fn definition() -> ToolDefinition {
     ToolDefinition {
-        name: "grep",
+        name: crate::BuiltinTool::Grep.name(),
         description: "Search file contents with a regular expression (Rust regex syntax) under \
                       the working directory or `path` (a directory or a file). Skips files \
                       excluded by .gitignore/.ignore, hidden files and binary files. Returns \

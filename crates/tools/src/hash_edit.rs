@@ -64,7 +64,7 @@ enum Operation {
 
 pub(crate) fn definition() -> ToolDefinition {
     ToolDefinition {
-        name: "hash_edit",
+        name: crate::BuiltinTool::HashEdit.name(),
         description: "Edit a file with line operations anchored on `read` with `hashes: true` \
                       (each line shown as `N:hash|text`). Operations: replace, insert_after \
                       (line 0 with hash \"\" inserts at the top), delete, move_after. Every \

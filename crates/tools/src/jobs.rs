@@ -276,48 +276,52 @@ fn conclude(job: &mut Job, end: &End) {
     });
 }
 
-pub(crate) fn definitions() -> [ToolDefinition; 3] {
-    [
-        ToolDefinition {
-            name: "async_bash",
-            description: "Start a shell command in the background and return at once with a \
-                          job ID. Read its output with bash_log and stop it with bash_kill; \
-                          you are told when it ends.",
-            parameters: json!({
-                "type": "object",
-                "properties": {"command": {"type": "string"}},
-                "required": ["command"],
-                "additionalProperties": false
-            }),
-        },
-        ToolDefinition {
-            name: "bash_log",
-            description: "Read a background job's output (stdout and stderr interleaved): \
-                          `limit` lines (default 100, at most 500) from line `offset` \
-                          (0-based), or the last lines when `offset` is omitted. Says whether \
-                          the job still runs and where the next page starts.",
-            parameters: json!({
-                "type": "object",
-                "properties": {
-                    "job": {"type": "string"},
-                    "offset": {"type": "integer", "minimum": 0},
-                    "limit": {"type": "integer", "minimum": 1, "maximum": BASH_LOG_MAX_LINES}
-                },
-                "required": ["job"],
-                "additionalProperties": false
-            }),
-        },
-        ToolDefinition {
-            name: "bash_kill",
-            description: "Stop a background job and everything it started.",
-            parameters: json!({
-                "type": "object",
-                "properties": {"job": {"type": "string"}},
-                "required": ["job"],
-                "additionalProperties": false
-            }),
-        },
-    ]
+pub(crate) fn start_definition() -> ToolDefinition {
+    ToolDefinition {
+        name: crate::BuiltinTool::AsyncBash.name(),
+        description: "Start a shell command in the background and return at once with a \
+                      job ID. Read its output with bash_log and stop it with bash_kill; \
+                      you are told when it ends.",
+        parameters: json!({
+            "type": "object",
+            "properties": {"command": {"type": "string"}},
+            "required": ["command"],
+            "additionalProperties": false
+        }),
+    }
+}
+
+pub(crate) fn log_definition() -> ToolDefinition {
+    ToolDefinition {
+        name: crate::BuiltinTool::BashLog.name(),
+        description: "Read a background job's output (stdout and stderr interleaved): \
+                      `limit` lines (default 100, at most 500) from line `offset` \
+                      (0-based), or the last lines when `offset` is omitted. Says whether \
+                      the job still runs and where the next page starts.",
+        parameters: json!({
+            "type": "object",
+            "properties": {
+                "job": {"type": "string"},
+                "offset": {"type": "integer", "minimum": 0},
+                "limit": {"type": "integer", "minimum": 1, "maximum": BASH_LOG_MAX_LINES}
+            },
+            "required": ["job"],
+            "additionalProperties": false
+        }),
+    }
+}
+
+pub(crate) fn kill_definition() -> ToolDefinition {
+    ToolDefinition {
+        name: crate::BuiltinTool::BashKill.name(),
+        description: "Stop a background job and everything it started.",
+        parameters: json!({
+            "type": "object",
+            "properties": {"job": {"type": "string"}},
+            "required": ["job"],
+            "additionalProperties": false
+        }),
+    }
 }
 
 #[derive(Deserialize)]

@@ -3,6 +3,7 @@
 //! and a short safe summary for activities and history.
 
 mod bash;
+mod builtin;
 mod diagnostics;
 mod edit;
 pub mod facts;
@@ -23,6 +24,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
+pub use builtin::{BuiltinTool, CardFamily, SubjectArgument, TranscriptLines};
 pub use diagnostics::{Projection, process_diagnostics};
 pub use facts::{AppliedPreview, CommandFacts, Facts};
 pub use jobs::{JobNotice, take_notices};
@@ -103,21 +105,9 @@ impl ToolOutput {
     }
 }
 
-/// The tools of this build.
+/// The tools of this build, in the order the model is offered them.
 pub fn definitions() -> Vec<ToolDefinition> {
-    let mut definitions = vec![
-        read::definition(),
-        grep::definition(),
-        find::definition(),
-        list::definition(),
-        write::definition(),
-        edit::definition(),
-        hash_edit::definition(),
-        web_fetch::definition(),
-        bash::definition(),
-    ];
-    definitions.extend(jobs::definitions());
-    definitions
+    BuiltinTool::ALL.iter().map(|t| t.definition()).collect()
 }
 
 /// Kills every background job: the backend is ending.
@@ -127,37 +117,13 @@ pub fn stop_background_jobs() {
 
 /// Whether this build has a tool of that name.
 pub fn exists(name: &str) -> bool {
-    TOOL_NAMES.contains(&name)
-}
-
-/// The names of [`definitions`], in the same order (a test keeps them in step), so
-/// that asking about a name does not build every schema.
-const TOOL_NAMES: [&str; 12] = [
-    "read",
-    "grep",
-    "find",
-    "list",
-    "write",
-    "edit",
-    "hash_edit",
-    "web_fetch",
-    "bash",
-    "async_bash",
-    "bash_log",
-    "bash_kill",
-];
-
-/// Whether a call needs the client's approval (or a rule) before it runs: every tool
-/// of this build that is not read-only, except `bash_kill`, which only stops a job an
-/// approved call started.
-pub fn needs_approval(name: &str) -> bool {
-    exists(name) && !is_read_only(name) && name != "bash_kill"
+    BuiltinTool::from_name(name).is_some()
 }
 
 /// Whether a tool only reads: such calls never need an approval. Unknown names are
 /// not read-only.
 pub fn is_read_only(name: &str) -> bool {
-    matches!(name, "read" | "grep" | "find" | "list" | "bash_log")
+    BuiltinTool::from_name(name).is_some_and(BuiltinTool::is_read_only)
 }
 
 /// What a tool call runs against, beyond its arguments.
@@ -201,8 +167,12 @@ pub fn run_in(name: &str, arguments: &str, ctx: &ToolContext) -> ToolOutput {
 /// output with its facts. An unknown tool or invalid arguments is a failed call the
 /// model is told about, not an error of the run.
 pub fn execute(name: &str, arguments: &str, ctx: &ToolContext) -> ToolReport {
-    let mut report = dispatch(name, arguments, ctx);
-    report.transcript = transcript(name, &report.output);
+    let Some(tool) = BuiltinTool::from_name(name) else {
+        return ToolOutput::failed("unknown tool", format!("There is no tool named {name:?}."))
+            .into();
+    };
+    let mut report = dispatch(tool, arguments, ctx);
+    report.transcript = transcript(tool, &report.output);
     report
 }
 
@@ -211,13 +181,13 @@ pub fn execute(name: &str, arguments: &str, ctx: &ToolContext) -> ToolReport {
 /// searches and fetches show their first lines; commands and logs their last lines
 /// before the status lines the tool appends; changes show nothing (their applied
 /// preview says more), nor does a failed call of a tool that produced no result.
-fn transcript(name: &str, output: &ToolOutput) -> Vec<String> {
+fn transcript(tool: BuiltinTool, output: &ToolOutput) -> Vec<String> {
     let lines: Vec<&str> = output.content.lines().collect();
-    let selected: Vec<&str> = match name {
-        "read" | "grep" | "find" | "list" | "web_fetch" if !output.is_error => {
+    let selected: Vec<&str> = match tool.transcript() {
+        TranscriptLines::Head if !output.is_error => {
             lines.into_iter().take(TRANSCRIPT_LINES).collect()
         }
-        "bash" | "bash_log" => {
+        TranscriptLines::Tail => {
             // The tool's own status lines come last, each one bracketed.
             let body_end = lines
                 .iter()
@@ -236,7 +206,7 @@ fn transcript(name: &str, output: &ToolOutput) -> Vec<String> {
 }
 
 /// Runs the tool a call names.
-fn dispatch(name: &str, arguments: &str, ctx: &ToolContext) -> ToolReport {
+fn dispatch(tool: BuiltinTool, arguments: &str, ctx: &ToolContext) -> ToolReport {
     let cwd = ctx.cwd;
     let Ok(arguments) = serde_json::from_str::<Value>(arguments) else {
         return ToolOutput::failed(
@@ -245,22 +215,20 @@ fn dispatch(name: &str, arguments: &str, ctx: &ToolContext) -> ToolReport {
         )
         .into();
     };
-    let output = match name {
-        "read" => return read::run(&arguments, cwd),
-        "grep" => return grep::run(&arguments, cwd),
-        "find" => return find::run(&arguments, cwd),
-        "list" => return list::run(&arguments, cwd),
-        "write" => return write::run(&arguments, cwd),
-        "edit" => return edit::run(&arguments, cwd),
-        "hash_edit" => return hash_edit::run(&arguments, cwd),
-        "web_fetch" => return web_fetch::run(&arguments),
-        "async_bash" => return jobs::run_start(&arguments, ctx),
-        "bash_log" => return jobs::run_log(&arguments),
-        "bash_kill" => return jobs::run_kill(&arguments),
-        "bash" => return bash::execute(&arguments, ctx),
-        _ => ToolOutput::failed("unknown tool", format!("There is no tool named {name:?}.")),
-    };
-    output.into()
+    match tool {
+        BuiltinTool::Read => read::run(&arguments, cwd),
+        BuiltinTool::Grep => grep::run(&arguments, cwd),
+        BuiltinTool::Find => find::run(&arguments, cwd),
+        BuiltinTool::List => list::run(&arguments, cwd),
+        BuiltinTool::Write => write::run(&arguments, cwd),
+        BuiltinTool::Edit => edit::run(&arguments, cwd),
+        BuiltinTool::HashEdit => hash_edit::run(&arguments, cwd),
+        BuiltinTool::WebFetch => web_fetch::run(&arguments),
+        BuiltinTool::AsyncBash => jobs::run_start(&arguments, ctx),
+        BuiltinTool::BashLog => jobs::run_log(&arguments),
+        BuiltinTool::BashKill => jobs::run_kill(&arguments),
+        BuiltinTool::Bash => bash::execute(&arguments, ctx),
+    }
 }
 
 /// Longest regex or glob quoted in a label, in characters; the caller bounds the whole
@@ -279,7 +247,9 @@ pub fn describe(name: &str, arguments: &str) -> String {
             .and_then(Value::as_str)
     };
     let path = field("path");
-    let Some(pattern) = field("pattern").filter(|_| matches!(name, "grep" | "find")) else {
+    let search =
+        BuiltinTool::from_name(name).filter(|t| matches!(t, BuiltinTool::Grep | BuiltinTool::Find));
+    let Some(pattern) = field("pattern").filter(|_| search.is_some()) else {
         // The path is the target of `read` and `list`.
         return match path {
             Some(path) => format!("{name} {path}"),
@@ -287,7 +257,7 @@ pub fn describe(name: &str, arguments: &str) -> String {
         };
     };
     let pattern = short(pattern, LABEL_PATTERN_CHARS);
-    let mut label = if name == "grep" {
+    let mut label = if search == Some(BuiltinTool::Grep) {
         format!("grep \"{pattern}\"")
     } else {
         format!("find {pattern}")
@@ -343,7 +313,8 @@ mod tests {
     fn every_definition_runs_and_refuses_extra_properties() {
         let dir = tempfile::tempdir().unwrap();
         let names: Vec<&str> = definitions().iter().map(|d| d.name).collect();
-        assert_eq!(names, TOOL_NAMES);
+        let wire: Vec<&str> = BuiltinTool::ALL.iter().map(|t| t.name()).collect();
+        assert_eq!(names, wire);
         for definition in definitions() {
             assert_eq!(definition.parameters["additionalProperties"], false);
             let out = run(definition.name, r#"{"unexpected": 1}"#, dir.path());

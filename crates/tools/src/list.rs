@@ -28,7 +28,7 @@ struct Arguments {
 
 pub(crate) fn definition() -> ToolDefinition {
     ToolDefinition {
-        name: "list",
+        name: crate::BuiltinTool::List.name(),
         description: "List one directory (default the working directory): its entries sorted \
                       by name, one a line, directories ending in `/`, hidden entries \
                       included, entries excluded by .gitignore/.ignore marked `(ignored)`. At \

@@ -25,7 +25,7 @@ struct Arguments {
 
 pub(crate) fn definition() -> ToolDefinition {
     ToolDefinition {
-        name: "read",
+        name: crate::BuiltinTool::Read.name(),
         description: "Read a text file. Returns up to `limit` lines (default and maximum 2000) \
                       starting at line `offset` (1-based, default 1). Paths are relative to \
                       the working directory.",

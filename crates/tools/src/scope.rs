@@ -6,13 +6,19 @@ use std::path::{Component, Path, PathBuf};
 
 use serde_json::Value;
 
-/// The tools whose `path` argument names what they act on, with the path they use when
-/// none is given.
+use crate::{BuiltinTool, SubjectArgument};
+
+/// The subject argument of tool `name`; nothing for a name that is not a built-in.
+fn subject_argument(name: &str) -> SubjectArgument {
+    BuiltinTool::from_name(name).map_or(SubjectArgument::Nothing, BuiltinTool::subject)
+}
+
+/// For a tool whose `path` argument names what it acts on, the path it uses when none
+/// is given.
 fn path_tool_default(name: &str) -> Option<Option<&'static str>> {
-    match name {
-        "read" | "write" | "edit" | "hash_edit" => Some(None),
-        "grep" | "find" | "list" => Some(Some(".")),
-        _ => None,
+    match subject_argument(name) {
+        SubjectArgument::Path { default } => Some(default),
+        SubjectArgument::Command | SubjectArgument::Url | SubjectArgument::Nothing => None,
     }
 }
 
@@ -23,11 +29,11 @@ fn path_tool_default(name: &str) -> Option<Option<&'static str>> {
 pub fn subject(name: &str, arguments: &str, cwd: &Path) -> Option<String> {
     let arguments: Value = serde_json::from_str(arguments).ok()?;
     let field = |key: &str| arguments.get(key).and_then(Value::as_str);
-    match name {
-        "bash" | "async_bash" => field("command").map(str::to_owned),
-        "web_fetch" => field("url").map(str::to_owned),
-        _ => {
-            let default = path_tool_default(name)?;
+    match subject_argument(name) {
+        SubjectArgument::Command => field("command").map(str::to_owned),
+        SubjectArgument::Url => field("url").map(str::to_owned),
+        SubjectArgument::Nothing => None,
+        SubjectArgument::Path { default } => {
             let given = field("path").or(default)?;
             let resolved = resolve(cwd, given);
             Some(match resolved.strip_prefix(cwd) {

@@ -22,7 +22,7 @@ struct Arguments {
 
 pub(crate) fn definition() -> ToolDefinition {
     ToolDefinition {
-        name: "web_fetch",
+        name: crate::BuiltinTool::WebFetch.name(),
         description: "Fetch an http:// or https:// URL and return its text (HTML is turned \
                       into readable text), at most 64 KiB of it.",
         parameters: json!({

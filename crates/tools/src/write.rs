@@ -20,7 +20,7 @@ struct Arguments {
 
 pub(crate) fn definition() -> ToolDefinition {
     ToolDefinition {
-        name: "write",
+        name: crate::BuiltinTool::Write.name(),
         description: "Create or replace a text file with `content` (at most 1 MiB). Parent \
                       directories are created. Paths are relative to the working directory.",
         parameters: json!({

@@ -496,7 +496,8 @@ impl Turn {
             tool: &call.name,
             subject: subject.as_deref(),
             // Stopping one's own job needs no more approval than starting it had.
-            read_only: magi_tools::is_read_only(&call.name) || call.name == "bash_kill",
+            read_only: magi_tools::BuiltinTool::from_name(&call.name)
+                .is_some_and(|tool| !tool.needs_approval()),
             outside_workspace: magi_tools::outside_workspace(&call.name, &call.arguments, cwd),
         })
     }
@@ -702,7 +703,8 @@ impl Turn {
                 unsettled.name,
                 unsettled.arguments.unwrap_or_else(|| "{}".into()),
             );
-            let replayable = magi_tools::is_read_only(&call.name)
+            let replayable = magi_tools::BuiltinTool::from_name(&call.name)
+                .is_some_and(magi_tools::BuiltinTool::replay_safe)
                 && unsettled.phase != Some(ToolCallPhase::AwaitingApproval)
                 && self.verdict(&call) == Verdict::Run;
             let (report, outcome, protection) = if replayable {
@@ -731,7 +733,7 @@ impl Turn {
 }
 
 /// The tool that loads a skill, offered when skills exist.
-pub(super) const SKILL_TOOL: &str = "skill";
+pub(crate) const SKILL_TOOL: &str = "skill";
 
 /// The `skill` tool as the model sees it.
 pub(super) fn skill_tool_spec() -> magi_provider::ToolSpec {

@@ -15,6 +15,7 @@ mod emit;
 mod live_cards;
 mod task;
 
+pub(crate) use calls::SKILL_TOOL;
 pub use conversation::conversation;
 use conversation::{chunks, instructions};
 

@@ -34,9 +34,6 @@ use super::calls::Call;
 use super::conversation::bounded;
 use crate::cards::TaskChildren;
 
-/// The tools whose path a task's `paths` hold.
-const PATH_TOOLS: [&str; 7] = ["read", "write", "edit", "hash_edit", "grep", "find", "list"];
-
 /// The delegated task a subagent is working on.
 pub(super) struct TaskScope {
     /// The task's identity on cards.
@@ -180,7 +177,8 @@ impl Turn {
     /// Why a subagent's call falls outside its task's paths, if it does.
     pub(super) fn outside_task_scope(&self, call: &Call) -> Option<String> {
         let paths = self.scope.as_ref()?.paths.as_ref()?;
-        if !PATH_TOOLS.contains(&call.name.as_str()) {
+        // A task's `paths` hold the tools whose `path` is what they act on.
+        if !magi_tools::BuiltinTool::from_name(&call.name).is_some_and(|t| t.path_is_subject()) {
             return None;
         }
         let cwd = self.sessions.cwd();

@@ -42,11 +42,10 @@ impl ActiveSelection {
 
     /// The explicit effort a request carries: only a supported, permitted, non-default
     /// one.
-    pub fn request_effort(&self) -> Option<String> {
-        match self.profile().effective(self.requested_effort) {
-            Some(Effort::Default) | None => None,
-            Some(effort) => Some(effort.as_str().to_owned()),
-        }
+    pub fn request_effort(&self) -> Option<Effort> {
+        self.profile()
+            .effective(self.requested_effort)
+            .filter(|effort| *effort != Effort::Default)
     }
 
     /// `status.selection`.

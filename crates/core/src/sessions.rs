@@ -69,7 +69,8 @@ pub struct Sessions {
 struct SavedPreferences {
     provider: String,
     model: String,
-    effort: Option<String>,
+    /// The requested effort; `default` when the record named none this build knows.
+    effort: Effort,
 }
 
 #[derive(Debug)]
@@ -240,11 +241,7 @@ impl Sessions {
         let Some(saved) = self.saved_preferences.take() else {
             return (fresh, None);
         };
-        let requested = saved
-            .effort
-            .as_deref()
-            .and_then(|e| serde_json::from_value::<Effort>(serde_json::json!(e)).ok())
-            .unwrap_or(Effort::Default);
+        let requested = saved.effort;
         let restored = self.admitted.as_ref().and_then(|(settings, env)| {
             let inputs = CatalogInputs {
                 home: &self.home,
@@ -461,7 +458,10 @@ impl Sessions {
                 preferences = Some(SavedPreferences {
                     provider: provider.clone(),
                     model: model.clone(),
-                    effort: effort.clone(),
+                    effort: effort
+                        .as_deref()
+                        .and_then(|e| serde_json::from_value(serde_json::json!(e)).ok())
+                        .unwrap_or(Effort::Default),
                 });
             }
             if let RecordBody::SessionMeta { cwd: Some(cwd) } = &record.body

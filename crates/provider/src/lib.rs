@@ -22,6 +22,7 @@ pub use models::{ListedModel, RefreshError, list_models};
 use std::future::Future;
 use std::pin::Pin;
 
+use magi_protocol::messages::Effort;
 use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -117,10 +118,20 @@ pub struct ModelRequest {
     /// Ask for reasoning summaries (the Responses API sends them only when asked, and
     /// only reasoning models accept the request; the other formats ignore it).
     pub reasoning_summaries: bool,
-    /// An explicit reasoning effort (`low`, `medium`, `high`), sent only by the Responses
-    /// format and only when the selection's profile supports it; none leaves the
-    /// provider's own behaviour.
-    pub reasoning_effort: Option<String>,
+    /// An explicit reasoning effort, sent only by the Responses format and only when the
+    /// selection's profile supports it; none (or `default`) leaves the provider's own
+    /// behaviour.
+    pub reasoning_effort: Option<Effort>,
+}
+
+impl ModelRequest {
+    /// The effort as the provider's wire spells it: none when the request leaves the
+    /// provider's own behaviour. The one place an effort becomes a string.
+    pub(crate) fn effort_value(&self) -> Option<&'static str> {
+        self.reasoning_effort
+            .filter(|effort| *effort != Effort::Default)
+            .map(Effort::as_str)
+    }
 }
 
 /// Why the model stopped.

@@ -45,7 +45,7 @@ pub(crate) fn body(request: &ModelRequest) -> Value {
     if request.reasoning_summaries {
         body["reasoning"] = json!({ "summary": "auto" });
     }
-    if let Some(effort) = &request.reasoning_effort {
+    if let Some(effort) = request.effort_value() {
         body["reasoning"]["effort"] = json!(effort);
     }
     if !request.tools.is_empty() {
@@ -328,7 +328,31 @@ impl Decode for Decoder {
 
 #[cfg(test)]
 mod tests {
+    use magi_protocol::messages::Effort;
+
     use super::*;
+
+    #[test]
+    fn an_explicit_effort_is_sent_and_default_is_not() {
+        let request = |effort| ModelRequest {
+            model: "o3".into(),
+            instructions: None,
+            items: Vec::new(),
+            tools: Vec::new(),
+            reasoning_summaries: false,
+            reasoning_effort: effort,
+        };
+        assert_eq!(
+            body(&request(Some(Effort::High)))["reasoning"]["effort"],
+            "high"
+        );
+        assert!(
+            body(&request(Some(Effort::Default)))
+                .get("reasoning")
+                .is_none()
+        );
+        assert!(body(&request(None)).get("reasoning").is_none());
+    }
 
     fn feed(lines: &[Value]) -> (Vec<ModelEvent>, Result<bool, ProviderError>) {
         let mut decoder = Decoder::default();

@@ -55,7 +55,7 @@ pub struct Agent {
     /// Whether to ask for reasoning summaries.
     pub reasoning_summaries: bool,
     /// The explicit reasoning effort the selection resolves to, if any.
-    pub reasoning_effort: Option<String>,
+    pub reasoning_effort: Option<magi_protocol::messages::Effort>,
     /// The admitted permission rules.
     pub permissions: PermissionSettings,
     /// Environment variables holding credentials, hidden from the processes tools start.
@@ -395,7 +395,7 @@ impl Turn {
                 items: items.clone(),
                 tools: tools.clone(),
                 reasoning_summaries: self.agent.reasoning_summaries,
-                reasoning_effort: self.agent.reasoning_effort.clone(),
+                reasoning_effort: self.agent.reasoning_effort,
             };
             let response = self.respond(&request).await;
             if self.output_lost {

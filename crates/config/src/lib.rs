@@ -14,6 +14,7 @@ mod provider;
 mod settings;
 mod skills;
 mod text_file;
+mod tools;
 
 pub use effort::{Effort, EffortProfile, EffortSupport, profile as effort_profile};
 pub use env::Env;
@@ -35,6 +36,7 @@ pub use settings::{
     CatalogSettings, CompactionSettings, ProviderSettings, Settings, load_settings,
 };
 pub use skills::{SKILL_FILE_BYTES, SKILLS, Skill, SkillSettings, load_skills};
+pub use tools::{DisabledTool, ToolSettings};
 
 /// Why configuration could not be admitted. Each maps to one startup error code.
 #[derive(Debug, Clone, PartialEq, Eq)]

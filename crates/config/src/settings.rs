@@ -3,7 +3,8 @@
 //!
 //! Both files have the same schema. The project file is merged over the global one
 //! table by table (a key set in the project file wins; tables merge recursively), and
-//! the environment wins over both where it names a value (see `provider.rs`).
+//! the environment wins over both where it names a value (see `provider.rs`). MCP
+//! servers (`mcp.rs`) and `[tools]` (`tools.rs`) are merged by their own rules.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -20,6 +21,7 @@ use crate::profiles::{AgentSettings, Profile};
 use crate::provider::ProviderKind;
 use crate::skills::SkillSettings;
 use crate::text_file::read_text_file;
+use crate::tools::{ToolSettings, merge_tools};
 
 /// The admitted settings of one child: the merge of both files.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -46,6 +48,8 @@ pub struct Settings {
     pub profiles: BTreeMap<String, Profile>,
     /// `[mcp.servers.<name>]`, merged definition by definition, sorted by name.
     pub mcp_servers: Vec<McpServer>,
+    /// `[tools]`: the project's disabled tools added to the global ones.
+    pub tools: ToolSettings,
 }
 
 /// `[compaction]`: when the conversation is summarised to fit the model's context.
@@ -109,14 +113,20 @@ struct RawSettings {
 
 /// Reads and merges the global and project settings files. A missing file counts as
 /// empty; anything unreadable or malformed is [`ConfigError::Invalid`].
-pub fn load_settings(global: &Path, project: &Path) -> Result<Settings, ConfigError> {
+pub fn load_settings(global: &Path, project_path: &Path) -> Result<Settings, ConfigError> {
     let mut merged = read_table(global)?;
-    let mut project = read_table(project)?;
+    let mut project = read_table(project_path)?;
     // MCP definitions merge whole, not key by key: see `mcp.rs`.
     let mcp_servers = merge_mcp(merged.remove("mcp"), project.remove("mcp"))?;
+    // Disabled tools add up, each remembering its file: see `tools.rs`.
+    let tools = merge_tools(
+        (merged.remove("tools"), global),
+        (project.remove("tools"), project_path),
+    )?;
     merge_tables(&mut merged, project);
     Ok(Settings {
         mcp_servers,
+        tools,
         ..parse_settings(merged)?
     })
 }
@@ -236,6 +246,42 @@ base_url = "http://127.0.0.1:2/v1"
     }
 
     #[test]
+    fn disabled_tools_add_up_and_unknown_names_are_reported_with_their_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let global = write(
+            dir.path(),
+            "global.toml",
+            "[tools]\ndisabled = [\"web_fetch\", \"bash\"]\n",
+        );
+        let project = write(
+            dir.path(),
+            "project.toml",
+            "[tools]\ndisabled = [\"bash\", \"bahs\"]\n",
+        );
+        let settings = load_settings(&global, &project).unwrap();
+        assert_eq!(
+            settings.tools.disabled_names(),
+            ["web_fetch", "bash", "bahs"]
+        );
+        // A name both files give is the global file's.
+        assert_eq!(settings.tools.disabled[1].file, global);
+        assert!(settings.tools.is_disabled("web_fetch") && !settings.tools.is_disabled("read"));
+
+        let known = |name: &str| matches!(name, "web_fetch" | "bash");
+        let Err(ConfigError::Invalid(why)) = settings.tools.check(known) else {
+            panic!("an unknown name passed");
+        };
+        assert!(why.contains(&project.display().to_string()), "{why}");
+        assert!(why.contains("\"bahs\""), "{why}");
+        let everything = |_: &str| true;
+        assert_eq!(settings.tools.check(everything), Ok(()));
+
+        // Without a `[tools]` table nothing is disabled.
+        let none = load_settings(&dir.path().join("a"), &dir.path().join("b")).unwrap();
+        assert!(none.tools.disabled.is_empty());
+    }
+
+    #[test]
     fn malformed_settings_are_invalid() {
         let dir = tempfile::tempdir().unwrap();
         let missing = dir.path().join("missing");
@@ -247,6 +293,9 @@ base_url = "http://127.0.0.1:2/v1"
             "[providers.x]\ncolour = \"red\"",
             "[providers.\"bad name\"]\nkind = \"openai\"",
             "[providers.catalog]\nenabled = \"a/b\"",
+            "[tools]\ndisabled = \"bash\"",
+            "[tools]\ndisabled = [1]",
+            "[tools]\nenabled = [\"bash\"]",
         ] {
             let path = write(dir.path(), "s.toml", text);
             let got = load_settings(&path, &missing);

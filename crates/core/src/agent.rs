@@ -53,6 +53,7 @@ pub fn agent_for(runtime: &Runtime, selection: &ActiveSelection) -> Result<Agent
         profile: runtime.profile.clone().map(Arc::new),
         mcp: Arc::clone(&runtime.mcp),
         subagents: Arc::clone(&runtime.subagents),
+        disabled_tools: Arc::new(runtime.settings.tools.disabled_names()),
     })
 }
 

@@ -13,7 +13,7 @@ use magi_protocol::text::safe_display_name;
 use magi_store::{Home, context_id, resolve_home_path};
 use tokio_util::sync::CancellationToken;
 
-use crate::mcp::{McpHub, McpStartError};
+use crate::mcp::{MCP_TOOL_PREFIX, McpHub, McpStartError};
 
 /// What startup needs from the process: its working directory and environment.
 #[derive(Debug, Clone)]
@@ -113,7 +113,13 @@ impl StartupFailure {
 
 /// Runs startup: resolve and prepare `MC_HOME`, canonicalize the working directory,
 /// compute the context identity, load the settings and check the selection's readiness.
-pub fn start(request: &StartupRequest, cancel: &CancelFlag) -> Result<Runtime, StartupFailure> {
+/// `client_tools` are the names of the tools the client registered at `initialize`:
+/// `[tools] disabled` may name them.
+pub fn start(
+    request: &StartupRequest,
+    client_tools: &[String],
+    cancel: &CancelFlag,
+) -> Result<Runtime, StartupFailure> {
     let checkpoint = |failure: StartupFailure| {
         if cancel.is_cancelled() {
             Err(StartupFailure::new(StartupError::StartupCancelled))
@@ -141,6 +147,10 @@ pub fn start(request: &StartupRequest, cancel: &CancelFlag) -> Result<Runtime, S
     if env.get(ALLOW_ALL_ENV) == Some("1") {
         settings.permissions.mode = magi_config::PermissionMode::AllowAll;
     }
+    check_disabled_tools(&settings, client_tools, None).map_err(|e| {
+        failure.error = config_error_code(&e);
+        failure.clone()
+    })?;
     failure = checkpoint(failure)?;
     let instructions = magi_config::load_instructions(home.root(), &cwd, &settings.instructions)
         .map_err(|e| {
@@ -182,6 +192,11 @@ pub fn start(request: &StartupRequest, cancel: &CancelFlag) -> Result<Runtime, S
         };
         failure.clone()
     })?;
+    // Dropping the hub on this error stops the servers it started.
+    check_disabled_tools(&settings, client_tools, Some(&mcp)).map_err(|e| {
+        failure.error = config_error_code(&e);
+        failure.clone()
+    })?;
     // The primary profile's model, at the selected provider, replaces the selection's.
     if let Some(model) = profile.as_ref().and_then(|(_, p)| p.model.clone()) {
         selection.model = model;
@@ -217,6 +232,33 @@ pub(crate) fn locate(request: &StartupRequest) -> Result<(Home, PathBuf), String
         .canonicalize()
         .map_err(|e| format!("cannot resolve the working directory: {e}"))?;
     Ok((home, cwd))
+}
+
+/// Checks that every name `[tools] disabled` gives is a tool this backend could offer: a
+/// built-in (or `skill`, `task`), a tool the client registered, or `mcp__<server>__<tool>`
+/// of a configured server. Before the servers connect (`mcp` none) a configured
+/// server's name is enough; once they have, a connected server must list the tool. The
+/// tools of a server that is not started (disabled, or not approved for this directory)
+/// cannot be known, so any of its names is admitted.
+fn check_disabled_tools(
+    settings: &Settings,
+    client_tools: &[String],
+    mcp: Option<&McpHub>,
+) -> Result<(), ConfigError> {
+    let connected = mcp.map(McpHub::server_names).unwrap_or_default();
+    settings.tools.check(|name| {
+        let Some(qualified) = name.strip_prefix(MCP_TOOL_PREFIX) else {
+            return crate::is_built_in_tool(name) || client_tools.iter().any(|t| t == name);
+        };
+        let Some((server, _)) = qualified.split_once("__") else {
+            return false;
+        };
+        let configured = settings.mcp_servers.iter().any(|s| s.name == server);
+        match mcp {
+            Some(hub) if connected.iter().any(|s| s == server) => hub.tool(name).is_some(),
+            _ => configured,
+        }
+    })
 }
 
 /// The environment variable that, set to `1`, makes every tool call of this backend run
@@ -260,6 +302,7 @@ mod tests {
                 dir.path(),
                 &[("MAGI_PROVIDER", "openai-chat"), ("MAGI_MODEL", "m")],
             ),
+            &[],
             &CancelFlag::default(),
         )
         .unwrap();
@@ -272,14 +315,50 @@ mod tests {
     #[test]
     fn failures_map_to_safe_codes() {
         let dir = tempfile::tempdir().unwrap();
-        let got = start(&request(dir.path(), &[]), &CancelFlag::default()).unwrap_err();
+        let got = start(&request(dir.path(), &[]), &[], &CancelFlag::default()).unwrap_err();
         assert_eq!(got.error, StartupError::ProviderUnavailable);
         assert!(got.context_id.is_some());
 
         std::fs::create_dir_all(dir.path().join(".magi")).unwrap();
         std::fs::write(dir.path().join(".magi/settings.toml"), "nonsense = ").unwrap();
-        let got = start(&request(dir.path(), &[]), &CancelFlag::default()).unwrap_err();
+        let got = start(&request(dir.path(), &[]), &[], &CancelFlag::default()).unwrap_err();
         assert_eq!(got.error, StartupError::ConfigurationInvalid);
+    }
+
+    #[test]
+    fn disabled_tools_must_name_a_tool_of_this_backend() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join(".magi")).unwrap();
+        let ready = [("MAGI_PROVIDER", "openai-chat"), ("MAGI_MODEL", "m")];
+        let disable = |names: &str| {
+            let text = format!("[tools]\ndisabled = [{names}]\n");
+            std::fs::write(dir.path().join(".magi/settings.toml"), text).unwrap();
+        };
+        let client_tools = ["ask_user".to_owned()];
+        let run = |client_tools: &[String]| {
+            start(
+                &request(dir.path(), &ready),
+                client_tools,
+                &CancelFlag::default(),
+            )
+            .map(|rt| rt.settings.tools.disabled_names())
+            .map_err(|failure| failure.error)
+        };
+        disable(r#""bash", "skill", "task", "ask_user""#);
+        assert_eq!(
+            run(&client_tools).unwrap(),
+            ["bash", "skill", "task", "ask_user"]
+        );
+        // The same name without a client that registered it is no tool.
+        assert_eq!(run(&[]), Err(StartupError::ConfigurationInvalid));
+        for unknown in [r#""bahs""#, r#""mcp__nowhere__x""#, r#""mcp__""#] {
+            disable(unknown);
+            assert_eq!(
+                run(&client_tools),
+                Err(StartupError::ConfigurationInvalid),
+                "{unknown}"
+            );
+        }
     }
 
     #[test]
@@ -287,7 +366,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let cancel = CancelFlag::default();
         cancel.cancel();
-        let got = start(&request(dir.path(), &[]), &cancel).unwrap_err();
+        let got = start(&request(dir.path(), &[]), &[], &cancel).unwrap_err();
         assert_eq!(got.error, StartupError::StartupCancelled);
         assert!(!dir.path().join("home").exists());
     }

@@ -43,8 +43,9 @@ use crate::output::{Output, OutputFailure};
 pub(crate) enum Flow {
     /// Keep reading.
     Continue,
-    /// Initialization was admitted: run startup on its worker.
-    StartStartup(StartupRequest, CancelFlag),
+    /// Initialization was admitted: run startup on its worker, with the names of the
+    /// tools the client registered.
+    StartStartup(StartupRequest, Vec<String>, CancelFlag),
     /// The connection closes (mismatch, request limit): stop reading, drain, exit.
     Close,
     /// `shutdown` was accepted: admit nothing more, drain, clean up, exit.
@@ -700,7 +701,12 @@ impl Connection {
             request_id: id.to_owned(),
             cancel: cancel.clone(),
         };
-        Ok(Flow::StartStartup(self.startup.clone(), cancel))
+        let client_tools = self.client_tools.iter().map(|t| t.name.clone()).collect();
+        Ok(Flow::StartStartup(
+            self.startup.clone(),
+            client_tools,
+            cancel,
+        ))
     }
 
     /// Records the startup worker's outcome and answers the waiting `initialize`.

@@ -159,9 +159,9 @@ async fn serve(mut input: pipe::Receiver, output: Arc<Output>, request: StartupR
                             .map(|()| Flow::Close),
                     };
                     flow = match step {
-                        Ok(Flow::StartStartup(request, cancel)) => {
+                        Ok(Flow::StartStartup(request, client_tools, cancel)) => {
                             startup = Some(tokio::task::spawn_blocking(move || {
-                                start(&request, &cancel).map(Box::new)
+                                start(&request, &client_tools, &cancel).map(Box::new)
                             }));
                             Ok(Flow::Continue)
                         }

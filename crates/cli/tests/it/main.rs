@@ -28,4 +28,5 @@ mod mission_control;
 mod sessions;
 mod subagents;
 mod tool_calls;
+mod tools_disabled;
 mod turns;

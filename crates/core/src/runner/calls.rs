@@ -167,11 +167,14 @@ impl Turn {
                 continue;
             }
             if !self.offered(&call.name) {
-                // The profile does not offer it: nothing runs, and the model is told.
-                let report = refused(&format!(
-                    "The call was not run: {} is not offered to this agent.",
-                    call.name
-                ));
+                // The settings or the profile do not offer it: nothing runs, and the
+                // model is told.
+                let why = if self.disabled(&call.name) {
+                    "is disabled in this backend's settings"
+                } else {
+                    "is not offered to this agent"
+                };
+                let report = refused(&format!("The call was not run: {} {why}.", call.name));
                 settled[index] = Some(
                     self.settle(call, &activity_id, report, ToolOutcome::Failed, None)
                         .await,
@@ -703,8 +706,10 @@ impl Turn {
                 unsettled.name,
                 unsettled.arguments.unwrap_or_else(|| "{}".into()),
             );
+            // A disabled tool never runs, not even to recover a call made before.
             let replayable = magi_tools::BuiltinTool::from_name(&call.name)
                 .is_some_and(magi_tools::BuiltinTool::replay_safe)
+                && !self.disabled(&call.name)
                 && unsettled.phase != Some(ToolCallPhase::AwaitingApproval)
                 && self.verdict(&call) == Verdict::Run;
             let (report, outcome, protection) = if replayable {

@@ -75,6 +75,8 @@ pub struct Agent {
     pub mcp: Arc<McpHub>,
     /// The subagent profiles the `task` tool may delegate to, by name.
     pub subagents: Arc<Vec<(String, magi_config::Profile)>>,
+    /// The tools `[tools] disabled` turns off: offered to no agent, and never run.
+    pub disabled_tools: Arc<Vec<String>>,
 }
 
 /// One admitted turn.
@@ -345,11 +347,17 @@ impl Turn {
         }
         // The client's own tools serve the session's agent, never a subagent.
         if self.scope.is_none() {
-            tools.extend(self.request.client_tools.iter().map(|t| ToolSpec {
-                name: t.name.clone(),
-                description: t.description.clone(),
-                parameters: t.parameters.clone(),
-            }));
+            tools.extend(
+                self.request
+                    .client_tools
+                    .iter()
+                    .filter(|t| self.offered(&t.name))
+                    .map(|t| ToolSpec {
+                        name: t.name.clone(),
+                        description: t.description.clone(),
+                        parameters: t.parameters.clone(),
+                    }),
+            );
         }
         let mcp = Arc::clone(&self.agent.mcp);
         tools.extend(
@@ -547,8 +555,12 @@ impl Turn {
     }
 
     /// Whether the agent's profile offers tool `name` (the client's own tools are always
-    /// offered, except to a subagent; without a profile list, every tool is).
+    /// offered, except to a subagent; without a profile list, every tool is). A tool the
+    /// settings disable is offered to no agent.
     fn offered(&self, name: &str) -> bool {
+        if self.disabled(name) {
+            return false;
+        }
         if self.scope.is_some() && self.request.client_tools.iter().any(|t| t.name == name) {
             return false;
         }
@@ -564,6 +576,11 @@ impl Turn {
             }
             None => true,
         }
+    }
+
+    /// Whether `[tools] disabled` turns tool `name` off.
+    fn disabled(&self, name: &str) -> bool {
+        self.agent.disabled_tools.iter().any(|t| t == name)
     }
 
     /// Gives the model the ends of this session's background jobs that it was not told
@@ -725,6 +742,7 @@ mod tests {
             profile: None,
             mcp: Arc::new(McpHub::empty()),
             subagents: Arc::default(),
+            disabled_tools: Arc::default(),
         };
         let request = TurnRequest {
             session_id: session_id.clone(),

@@ -320,19 +320,22 @@ mod tests {
             let out = run(definition.name, r#"{"unexpected": 1}"#, dir.path());
             assert!(out.is_error, "{}", definition.name);
             // The descriptions spell the bounds out; keep them in step with the constants.
-            let bound = match definition.name {
-                "grep" => limits::GREP_TOOL_MATCHES.to_string(),
-                "find" => limits::FIND_TOOL_FILES.to_string(),
-                "list" => limits::LIST_TOOL_ENTRIES.to_string(),
-                "web_fetch" => "64 KiB".to_owned(),
-                "write" | "edit" | "hash_edit" => {
+            let Some(tool) = BuiltinTool::from_name(definition.name) else {
+                panic!("{} is no built-in", definition.name);
+            };
+            let bound = match tool {
+                BuiltinTool::Grep => limits::GREP_TOOL_MATCHES.to_string(),
+                BuiltinTool::Find => limits::FIND_TOOL_FILES.to_string(),
+                BuiltinTool::List => limits::LIST_TOOL_ENTRIES.to_string(),
+                BuiltinTool::WebFetch => "64 KiB".to_owned(),
+                BuiltinTool::Write | BuiltinTool::Edit | BuiltinTool::HashEdit => {
                     format!("{} MiB", limits::WRITE_TOOL_BYTES / 1_048_576)
                 }
-                "bash" => limits::BASH_TOOL_MAX_TIMEOUT_MS.to_string(),
-                "bash_log" => limits::BASH_LOG_MAX_LINES.to_string(),
-                "read" => limits::READ_TOOL_LINES.to_string(),
+                BuiltinTool::Bash => limits::BASH_TOOL_MAX_TIMEOUT_MS.to_string(),
+                BuiltinTool::BashLog => limits::BASH_LOG_MAX_LINES.to_string(),
+                BuiltinTool::Read => limits::READ_TOOL_LINES.to_string(),
                 // Nothing bounded to spell out.
-                _ => continue,
+                BuiltinTool::AsyncBash | BuiltinTool::BashKill => continue,
             };
             assert!(
                 definition.description.contains(&format!("maximum {bound}"))

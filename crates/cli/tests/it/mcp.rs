@@ -26,7 +26,7 @@ fn server_script() -> PathBuf {
         .unwrap_or_else(|why| panic!("the reference MCP server could not be installed: {why}"))
 }
 
-fn env_for(mock: &MockServer) -> TestEnv {
+pub(crate) fn env_for(mock: &MockServer) -> TestEnv {
     TestEnv::new()
         .var("MAGI_MODEL", "mock-model")
         .var("OPENAI_BASE_URL", &mock.base_url())
@@ -34,7 +34,7 @@ fn env_for(mock: &MockServer) -> TestEnv {
 }
 
 /// Global settings with one stdio server running the reference server, plus `extra`.
-fn everything_settings(extra: &str) -> String {
+pub(crate) fn everything_settings(extra: &str) -> String {
     format!(
         "[mcp.servers.everything]\ncommand = \"node\"\nargs = [{:?}, \"stdio\"]\n{extra}",
         server_script().display().to_string()
@@ -48,7 +48,7 @@ fn approve_everything(env: &TestEnv, extra: &str) {
 }
 
 /// Runs `magi-code mcp <args>` in the environment; returns its stdout.
-fn mcp_command(env: &TestEnv, args: &[&str]) -> String {
+pub(crate) fn mcp_command(env: &TestEnv, args: &[&str]) -> String {
     let output = std::process::Command::new(bin())
         .arg("mcp")
         .args(args)
@@ -67,7 +67,7 @@ fn mcp_command(env: &TestEnv, args: &[&str]) -> String {
 }
 
 /// The processes whose working directory is `dir` (the servers a backend started there).
-fn processes_in(dir: &Path) -> Vec<u32> {
+pub(crate) fn processes_in(dir: &Path) -> Vec<u32> {
     let dir = dir.canonicalize().unwrap();
     let mut found = Vec::new();
     for entry in std::fs::read_dir("/proc").unwrap().flatten() {
@@ -82,7 +82,7 @@ fn processes_in(dir: &Path) -> Vec<u32> {
 }
 
 /// Waits (bounded) until no process works in `dir`.
-async fn assert_no_processes_in(dir: &Path) {
+pub(crate) async fn assert_no_processes_in(dir: &Path) {
     let deadline = Instant::now() + WAIT;
     loop {
         let left = processes_in(dir);

@@ -133,7 +133,10 @@ pub(super) fn describe(arguments: &str) -> String {
                 .and_then(|s| s.as_str())
                 .map(str::to_owned)
         })
-        .map_or_else(|| "task".to_owned(), |name| format!("task {name}"))
+        .map_or_else(
+            || magi_config::TASK_TOOL.to_owned(),
+            |name| format!("{} {name}", magi_config::TASK_TOOL),
+        )
 }
 
 /// How a subagent's run ended.

@@ -44,14 +44,14 @@ async fn run(root: &std::path::Path, tool_cards: bool) -> (usize, usize, usize) 
     }
     backend.initialize(&required).await.unwrap().unwrap();
     let session = backend
-        .request("session.create", json!({}))
+        .request_raw("session.create", json!({}))
         .await
         .unwrap()
         .outcome
         .unwrap();
     let params = json!({"session_id": session["session_id"], "prompt": "Go"});
     backend
-        .request("turn.start", params)
+        .request_raw("turn.start", params)
         .await
         .unwrap()
         .outcome

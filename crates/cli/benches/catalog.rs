@@ -67,7 +67,7 @@ async fn main() {
         pages = 0;
         loop {
             let page: ModelCatalogResult = backend
-                .request("model.catalog", params)
+                .request_raw("model.catalog", params)
                 .await
                 .unwrap()
                 .parse()

@@ -146,7 +146,7 @@ async fn open_and_page(home: &Path, cwd: &Path, id: &str) -> (Duration, Duration
     let mut backend = backend(home, cwd).await;
     let started = Instant::now();
     let opened = backend
-        .request("session.open", json!({"session_id": id}))
+        .request_raw("session.open", json!({"session_id": id}))
         .await
         .unwrap()
         .outcome
@@ -157,7 +157,7 @@ async fn open_and_page(home: &Path, cwd: &Path, id: &str) -> (Duration, Duration
     let mut pages = 0;
     loop {
         let page = backend
-            .request(
+            .request_raw(
                 "history.page",
                 json!({"session_id": id, "revision": revision, "cursor": cursor}),
             )
@@ -241,7 +241,7 @@ async fn main() {
             let mut listed = 0;
             loop {
                 let page = backend
-                    .request("session.list", params)
+                    .request_raw("session.list", params)
                     .await
                     .unwrap()
                     .outcome
@@ -275,7 +275,7 @@ async fn main() {
         let mut backend = backend(&home, &cwd).await;
         let started = Instant::now();
         let outcome = backend
-            .request("session.open", json!({"session_id": id}))
+            .request_raw("session.open", json!({"session_id": id}))
             .await
             .unwrap()
             .outcome;

@@ -90,7 +90,7 @@ async fn main() {
                 pending.response().await.unwrap().outcome.unwrap();
                 answered += 1;
             }
-            in_flight.push_back(backend.send("status", json!({})).await.unwrap());
+            in_flight.push_back(backend.send_request_raw("status", json!({})).await.unwrap());
         }
         for pending in in_flight {
             pending.response().await.unwrap().outcome.unwrap();

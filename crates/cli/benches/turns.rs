@@ -96,7 +96,7 @@ async fn serve_runs(home: &Path, cwd: &Path, mock: &MockServer) -> (Vec<Duration
     for _ in 0..RUNS {
         // A fresh session per turn keeps every turn the same size.
         let session = backend
-            .request("session.create", json!({}))
+            .request_raw("session.create", json!({}))
             .await
             .unwrap()
             .outcome
@@ -104,7 +104,7 @@ async fn serve_runs(home: &Path, cwd: &Path, mock: &MockServer) -> (Vec<Duration
         let started = Instant::now();
         let params = json!({"session_id": session["session_id"], "prompt": "Go"});
         backend
-            .request("turn.start", params)
+            .request_raw("turn.start", params)
             .await
             .unwrap()
             .outcome
@@ -151,14 +151,14 @@ async fn service_overhead(home: &Path, cwd: &Path) -> Duration {
             .unwrap()
             .unwrap();
         let session = backend
-            .request("session.create", json!({}))
+            .request_raw("session.create", json!({}))
             .await
             .unwrap()
             .outcome
             .unwrap();
         let params = json!({"session_id": session["session_id"], "prompt": "Go"});
         backend
-            .request("turn.start", params)
+            .request_raw("turn.start", params)
             .await
             .unwrap()
             .outcome

@@ -67,12 +67,12 @@ async fn turn(prompt: &str, json_output: bool, allow_all: bool) -> anyhow::Resul
         .await?
         .map_err(|code| anyhow!("initialization failed: {}", code.as_str()))?;
     let session: SessionResult = backend
-        .request("session.create", json!({}))
+        .request_raw("session.create", json!({}))
         .await?
         .parse()?
         .map_err(|code| anyhow!("session.create failed: {}", code.as_str()))?;
     let started: TurnStartResult = backend
-        .request(
+        .request_raw(
             "turn.start",
             json!({"session_id": session.session_id, "prompt": prompt}),
         )
@@ -107,7 +107,7 @@ async fn follow(
             _ = &mut interrupt, if !cancelling => {
                 cancelling = true;
                 let params = json!({"session_id": session_id, "run_id": run_id});
-                let _ = backend.send("turn.cancel", params).await?;
+                let _ = backend.send_request_raw("turn.cancel", params).await?;
                 continue;
             }
         };
@@ -145,7 +145,7 @@ async fn follow(
                     "allow": allow,
                 });
                 // A late answer is stale and changes nothing; the run goes on either way.
-                let _ = backend.send("approval.answer", params).await?;
+                let _ = backend.send_request_raw("approval.answer", params).await?;
             }
             _ => {}
         }

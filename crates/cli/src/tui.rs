@@ -60,7 +60,7 @@ pub fn run() -> ExitCode {
     let outcome = runtime.block_on(async {
         let mut backend = start_backend().await?;
         let session: SessionResult = backend
-            .request("session.create", json!({}))
+            .request_raw("session.create", json!({}))
             .await?
             .parse()?
             .map_err(|code| anyhow!("session.create failed: {}", code.as_str()))?;
@@ -413,7 +413,7 @@ impl App {
             Some(id) => self.open_session(backend, id).await?,
             None => {
                 let session: SessionResult = backend
-                    .request("session.create", json!({}))
+                    .request_raw("session.create", json!({}))
                     .await?
                     .parse()?
                     .map_err(|code| anyhow!("session.create failed: {}", code.as_str()))?;
@@ -433,7 +433,7 @@ impl App {
             text: prompt.clone(),
         });
         let params = json!({"session_id": self.session_id, "prompt": prompt});
-        let answer = backend.request("turn.start", params).await?;
+        let answer = backend.request_raw("turn.start", params).await?;
         match answer.outcome {
             Ok(result) => {
                 let run_id = result["run_id"].as_str().unwrap_or_default().to_owned();
@@ -462,7 +462,7 @@ impl App {
             .map(|r| r.run_id.clone());
         if let Some(run_id) = running {
             let params = json!({"session_id": self.session_id, "run_id": run_id});
-            backend.request("turn.cancel", params).await?;
+            backend.request_raw("turn.cancel", params).await?;
             self.status = "stopping…".into();
         }
         Ok(())
@@ -474,7 +474,7 @@ impl App {
         };
         let params = json!({"session_id": self.session_id, "run_id": run_id,
                             "approval_id": approval_id, "allow": allow});
-        backend.request("approval.answer", params).await?;
+        backend.request_raw("approval.answer", params).await?;
         self.transcript.apply(FoldInput::ApprovalAnswered {
             run_id,
             approval_id,
@@ -485,8 +485,10 @@ impl App {
 
     /// Opens the picker with this directory's sessions (the first page).
     async fn list_sessions(&mut self, backend: &mut Backend) -> anyhow::Result<()> {
-        let listed: Result<SessionListResult, _> =
-            backend.request("session.list", json!({})).await?.parse()?;
+        let listed: Result<SessionListResult, _> = backend
+            .request_raw("session.list", json!({}))
+            .await?
+            .parse()?;
         match listed {
             Ok(list) if list.sessions.is_empty() => self.status = "no sessions yet".into(),
             Ok(list) => {
@@ -503,7 +505,7 @@ impl App {
     /// Reopens a session and shows its history.
     async fn open_session(&mut self, backend: &mut Backend, id: String) -> anyhow::Result<()> {
         let opened: Result<SessionResult, _> = backend
-            .request("session.open", json!({"session_id": id}))
+            .request_raw("session.open", json!({"session_id": id}))
             .await?
             .parse()?;
         match opened {
@@ -531,7 +533,7 @@ impl App {
             let params = json!({"session_id": session_id, "revision": revision,
                                 "cursor": cursor});
             let page: HistoryPageResult =
-                match backend.request("history.page", params).await?.parse()? {
+                match backend.request_raw("history.page", params).await?.parse()? {
                     Ok(page) => page,
                     Err(code) => {
                         self.status = format!("history.page: {}", code.as_str());

@@ -12,7 +12,8 @@ mod decode;
 pub mod fold;
 
 pub use backend::{
-    Backend, BackendCommand, CLIENT_TOOLS_CAPABILITY, Incoming, PendingResponse, Response,
+    Backend, BackendCommand, CLIENT_TOOLS_CAPABILITY, Incoming, PendingCall, PendingResponse,
+    Response,
 };
 pub use decode::{ServerFrame, Violation};
 
@@ -31,6 +32,8 @@ pub enum ClientError {
     IdsExhausted,
     /// A result did not have the shape of the method's result.
     UnexpectedResult,
+    /// Typed params did not encode as the method's params object.
+    UnencodableParams,
 }
 
 impl std::fmt::Display for ClientError {
@@ -44,6 +47,9 @@ impl std::fmt::Display for ClientError {
                 f.write_str("request IDs exhausted; start a fresh backend")
             }
             ClientError::UnexpectedResult => f.write_str("the result does not match the method"),
+            ClientError::UnencodableParams => {
+                f.write_str("the params do not encode as the method's params")
+            }
         }
     }
 }

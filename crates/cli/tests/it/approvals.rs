@@ -43,14 +43,14 @@ async fn turn(env: &TestEnv) -> (Backend, String, String) {
         .unwrap()
         .unwrap();
     let session: SessionResult = backend
-        .request("session.create", json!({}))
+        .request_raw("session.create", json!({}))
         .await
         .unwrap()
         .parse()
         .unwrap()
         .unwrap();
     let started = backend
-        .request(
+        .request_raw(
             "turn.start",
             json!({"session_id": session.session_id, "prompt": "Write a file"}),
         )
@@ -86,7 +86,7 @@ async fn answer(
     let params =
         json!({"session_id": session, "run_id": run, "approval_id": approval, "allow": allow});
     backend
-        .request("approval.answer", params)
+        .request_raw("approval.answer", params)
         .await
         .unwrap()
         .outcome
@@ -184,7 +184,7 @@ async fn cancelling_a_run_with_a_pending_approval_denies_it() {
     let mut events = Vec::new();
     let request = until_approval(&mut backend, &mut events).await;
     let cancel = backend
-        .request("turn.cancel", json!({"session_id": session, "run_id": run}))
+        .request_raw("turn.cancel", json!({"session_id": session, "run_id": run}))
         .await
         .unwrap();
     assert!(cancel.outcome.is_ok());

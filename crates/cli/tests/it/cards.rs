@@ -37,7 +37,7 @@ async fn tool_cards_are_advertised_only_when_required() {
     let mut rich = env.spawn();
     let required = [&BASE[..], &["tool.cards"]].concat();
     let response = rich
-        .request("initialize", json!({ "required_capabilities": required }))
+        .request_raw("initialize", json!({ "required_capabilities": required }))
         .await
         .unwrap();
     let result = response.outcome.clone().unwrap();
@@ -59,7 +59,7 @@ async fn tool_cards_are_advertised_only_when_required() {
 
     let mut base = env.spawn();
     let response = base
-        .request("initialize", json!({ "required_capabilities": BASE }))
+        .request_raw("initialize", json!({ "required_capabilities": BASE }))
         .await
         .unwrap();
     let result = response.outcome.unwrap();
@@ -148,7 +148,7 @@ async fn live_cards_follow_their_activities_with_increasing_revisions() {
     // The saved cards of the same calls, projected from the log, agree with the live
     // final cards on everything that does not depend on identity or origin.
     let page: HistoryPageResult = backend
-        .request(
+        .request_raw(
             "history.page",
             json!({"session_id": session, "revision": finished.revision}),
         )
@@ -186,7 +186,7 @@ async fn live_cards_follow_their_activities_with_increasing_revisions() {
     }
     // The same page again shows the same cards.
     let again: HistoryPageResult = backend
-        .request(
+        .request_raw(
             "history.page",
             json!({"session_id": session, "revision": finished.revision}),
         )
@@ -213,7 +213,7 @@ async fn base_clients_get_history_without_cards() {
     let finished = until_finished(&mut backend, &mut seen).await;
     assert!(!seen.iter().any(|e| matches!(e, Event::ToolCard(_))));
     let page = backend
-        .request(
+        .request_raw(
             "history.page",
             json!({"session_id": session, "revision": finished.revision}),
         )

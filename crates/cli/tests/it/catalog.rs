@@ -51,7 +51,7 @@ async fn ready(env: &TestEnv) -> Backend {
 
 async fn catalog(backend: &mut Backend, params: Value) -> Result<ModelCatalogResult, ErrorCode> {
     backend
-        .request("model.catalog", params)
+        .request_raw("model.catalog", params)
         .await
         .unwrap()
         .parse()
@@ -229,7 +229,7 @@ async fn status_reports_the_selection_once_ready() {
     let env = env();
     let mut backend = ready(&env).await;
     let status: StatusResult = backend
-        .request("status", json!({}))
+        .request_raw("status", json!({}))
         .await
         .unwrap()
         .parse()
@@ -250,7 +250,7 @@ async fn status_reports_the_selection_once_ready() {
     let mut backend = failed.spawn();
     let _ = backend.initialize(&CAPABILITIES).await.unwrap();
     let status = backend
-        .request("status", json!({}))
+        .request_raw("status", json!({}))
         .await
         .unwrap()
         .outcome
@@ -276,7 +276,7 @@ fn selection_env(mock_base: Option<&str>) -> TestEnv {
 
 async fn status(backend: &mut Backend) -> StatusResult {
     backend
-        .request("status", json!({}))
+        .request_raw("status", json!({}))
         .await
         .unwrap()
         .parse()
@@ -286,7 +286,7 @@ async fn status(backend: &mut Backend) -> StatusResult {
 
 async fn select(backend: &mut Backend, params: Value) -> Result<Value, ErrorCode> {
     backend
-        .request("selection.set", params)
+        .request_raw("selection.set", params)
         .await
         .unwrap()
         .outcome
@@ -309,7 +309,7 @@ async fn a_selection_is_validated_persisted_and_restored_after_a_restart() {
     let mut backend = env.spawn();
     backend.initialize(&SELECTING).await.unwrap().unwrap();
     let session = backend
-        .request("session.create", json!({}))
+        .request_raw("session.create", json!({}))
         .await
         .unwrap()
         .outcome
@@ -426,7 +426,7 @@ async fn a_selection_is_validated_persisted_and_restored_after_a_restart() {
     // A turn sends the selected model and effort.
     mock.enqueue(magi_testkit::Reply::stream().text(["Thought hard."]));
     backend
-        .request(
+        .request_raw(
             "turn.start",
             json!({"session_id": session_id, "prompt": "Think"}),
         )
@@ -452,7 +452,7 @@ async fn a_selection_is_validated_persisted_and_restored_after_a_restart() {
     let mut backend = env.spawn();
     backend.initialize(&SELECTING).await.unwrap().unwrap();
     let opened = backend
-        .request("session.open", json!({"session_id": session_id}))
+        .request_raw("session.open", json!({"session_id": session_id}))
         .await
         .unwrap()
         .outcome
@@ -468,7 +468,7 @@ async fn a_selection_is_validated_persisted_and_restored_after_a_restart() {
     let mut backend = env.spawn();
     backend.initialize(&SELECTING).await.unwrap().unwrap();
     let opened = backend
-        .request("session.open", json!({"session_id": session_id}))
+        .request_raw("session.open", json!({"session_id": session_id}))
         .await
         .unwrap()
         .outcome
@@ -513,7 +513,7 @@ async fn a_deliberate_refresh_fills_the_cache_and_failures_keep_it() {
     let mut base = env.spawn();
     base.initialize(&CAPABILITIES).await.unwrap().unwrap();
     let refused = base
-        .request("model.refresh", json!({"provider": "openai-chat"}))
+        .request_raw("model.refresh", json!({"provider": "openai-chat"}))
         .await
         .unwrap();
     assert_eq!(refused.outcome, Err(ErrorCode::UnsupportedCapability));
@@ -528,7 +528,7 @@ async fn a_deliberate_refresh_fills_the_cache_and_failures_keep_it() {
     let before = catalog(&mut backend, json!({"limit": 1})).await.unwrap();
     assert!(before.choices.is_empty());
     let refreshed = backend
-        .request("model.refresh", json!({"provider": "openai-chat"}))
+        .request_raw("model.refresh", json!({"provider": "openai-chat"}))
         .await
         .unwrap()
         .outcome
@@ -556,7 +556,7 @@ async fn a_deliberate_refresh_fills_the_cache_and_failures_keep_it() {
         ),
     ] {
         let answer = backend
-            .request("model.refresh", params.clone())
+            .request_raw("model.refresh", params.clone())
             .await
             .unwrap();
         assert_eq!(answer.outcome, Err(code), "{params}");
@@ -564,14 +564,14 @@ async fn a_deliberate_refresh_fills_the_cache_and_failures_keep_it() {
     // A failing server and a garbage answer leave the cache as it was.
     mock.set_models_status(Some(500));
     let failed = backend
-        .request("model.refresh", refresh("openai-chat"))
+        .request_raw("model.refresh", refresh("openai-chat"))
         .await
         .unwrap();
     assert_eq!(failed.outcome, Err(ErrorCode::ProviderUnavailable));
     mock.set_models_status(None);
     mock.set_models_body(Some("not a model list".into()));
     let garbage = backend
-        .request("model.refresh", refresh("openai-chat"))
+        .request_raw("model.refresh", refresh("openai-chat"))
         .await
         .unwrap();
     assert_eq!(garbage.outcome, Err(ErrorCode::CatalogUnavailable));
@@ -593,7 +593,7 @@ async fn catalog_status_says_why_choices_are_missing() {
         .unwrap()
         .unwrap();
     let all = backend
-        .request("model.catalog.status", json!({}))
+        .request_raw("model.catalog.status", json!({}))
         .await
         .unwrap()
         .outcome
@@ -614,7 +614,7 @@ async fn catalog_status_says_why_choices_are_missing() {
         ], "notices": []})
     );
     let one = backend
-        .request("model.catalog.status", json!({"provider": "openai"}))
+        .request_raw("model.catalog.status", json!({"provider": "openai"}))
         .await
         .unwrap()
         .outcome
@@ -627,7 +627,7 @@ async fn catalog_status_says_why_choices_are_missing() {
         (json!({"x": 1}), ErrorCode::InvalidParams),
     ] {
         let answer = backend
-            .request("model.catalog.status", params.clone())
+            .request_raw("model.catalog.status", params.clone())
             .await
             .unwrap();
         assert_eq!(answer.outcome, Err(code), "{params}");
@@ -651,7 +651,7 @@ async fn operation_cancel_stops_a_hanging_refresh() {
         .unwrap()
         .unwrap();
     let refresh = backend
-        .send("model.refresh", json!({"provider": "openai-chat"}))
+        .send_request_raw("model.refresh", json!({"provider": "openai-chat"}))
         .await
         .unwrap();
     // Wait until the fetch is on its way.
@@ -666,7 +666,7 @@ async fn operation_cancel_stops_a_hanging_refresh() {
     // Status stays answered while the worker runs.
     backend.status().await.unwrap().unwrap();
     let cancel = backend
-        .request("operation.cancel", json!({"request_id": refresh.id()}))
+        .request_raw("operation.cancel", json!({"request_id": refresh.id()}))
         .await
         .unwrap()
         .outcome
@@ -679,14 +679,14 @@ async fn operation_cancel_stops_a_hanging_refresh() {
     assert_eq!(answer.outcome, Err(ErrorCode::OperationCancelled));
     assert!(!env.mc_home().join("data/catalog/openai-chat.json").exists());
     let idle = backend
-        .request("operation.cancel", json!({"request_id": "nothing-running"}))
+        .request_raw("operation.cancel", json!({"request_id": "nothing-running"}))
         .await
         .unwrap()
         .outcome
         .unwrap();
     assert_eq!(idle, json!({"cancellation_requested": false}));
     let bad = backend
-        .request("operation.cancel", json!({"request_id": "bad id!"}))
+        .request_raw("operation.cancel", json!({"request_id": "bad id!"}))
         .await
         .unwrap();
     assert_eq!(bad.outcome, Err(ErrorCode::InvalidParams));

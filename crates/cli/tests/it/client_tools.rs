@@ -59,14 +59,14 @@ async fn turn(env: &TestEnv) -> (Backend, String, String) {
     let descriptor = result.extensions.unwrap().client_tools.unwrap();
     assert_eq!(descriptor.tools, vec!["notify", "slow_notify"]);
     let session = backend
-        .request("session.create", json!({}))
+        .request_raw("session.create", json!({}))
         .await
         .unwrap()
         .outcome
         .unwrap();
     let session_id = session["session_id"].as_str().unwrap().to_owned();
     let started = backend
-        .request(
+        .request_raw(
             "turn.start",
             json!({"session_id": session_id, "prompt": "Tell me"}),
         )
@@ -99,7 +99,7 @@ async fn answer(
     content: &str,
 ) -> Result<Value, ErrorCode> {
     backend
-        .request(
+        .request_raw(
             "client.tool.result",
             json!({"session_id": session, "run_id": run, "call_id": call,
                    "outcome": "completed", "content": content}),
@@ -153,7 +153,7 @@ async fn cancelling_the_run_withdraws_the_call_and_an_unanswered_call_times_out(
     let mut seen = Vec::new();
     until_call(&mut backend, &mut seen).await;
     backend
-        .request("turn.cancel", json!({"session_id": session, "run_id": run}))
+        .request_raw("turn.cancel", json!({"session_id": session, "run_id": run}))
         .await
         .unwrap()
         .outcome
@@ -224,7 +224,7 @@ async fn registration_is_checked_before_anything_starts() {
         .unwrap()
         .unwrap();
     let refused = backend
-        .request(
+        .request_raw(
             "client.tool.result",
             json!({"session_id": "s", "run_id": "r", "call_id": "c",
                    "outcome": "completed", "content": ""}),

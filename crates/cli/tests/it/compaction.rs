@@ -40,7 +40,7 @@ async fn a_small_context_window_compacts_before_the_request() {
         .unwrap()
         .unwrap();
     let session = backend
-        .request("session.create", json!({}))
+        .request_raw("session.create", json!({}))
         .await
         .unwrap()
         .outcome
@@ -73,7 +73,7 @@ async fn a_small_context_window_compacts_before_the_request() {
         "the summary replaced the old turns"
     );
     let page: HistoryPageResult = backend
-        .request(
+        .request_raw(
             "history.page",
             json!({"session_id": session, "revision": revision}),
         )

@@ -36,7 +36,7 @@ async fn ready(env: &TestEnv) -> Backend {
 
 async fn list(backend: &mut Backend, params: Value) -> Result<SessionListResult, ErrorCode> {
     backend
-        .request("session.list", params)
+        .request_raw("session.list", params)
         .await
         .unwrap()
         .parse()
@@ -45,7 +45,7 @@ async fn list(backend: &mut Backend, params: Value) -> Result<SessionListResult,
 
 async fn open(backend: &mut Backend, id: &str) -> Result<SessionResult, ErrorCode> {
     backend
-        .request("session.open", json!({"session_id": id}))
+        .request_raw("session.open", json!({"session_id": id}))
         .await
         .unwrap()
         .parse()
@@ -389,7 +389,10 @@ async fn params_are_checked_before_anything_else() {
         json!({"revision": 1, "cursor": "c"}),
         json!({"extra": 1}),
     ] {
-        let response = backend.request("session.list", bad.clone()).await.unwrap();
+        let response = backend
+            .request_raw("session.list", bad.clone())
+            .await
+            .unwrap();
         assert_eq!(response.outcome, Err(ErrorCode::InvalidParams), "{bad}");
     }
     // Explicit nulls and limits at their bounds are fine.
@@ -429,7 +432,10 @@ async fn params_are_checked_before_anything_else() {
 async fn session_list_before_initialization() {
     let env = TestEnv::new();
     let mut backend = env.spawn();
-    let response = backend.request("session.list", json!({})).await.unwrap();
+    let response = backend
+        .request_raw("session.list", json!({}))
+        .await
+        .unwrap();
     assert_eq!(response.outcome, Err(ErrorCode::NotInitialized));
     shutdown_clean(&mut backend).await;
 }
@@ -578,7 +584,7 @@ async fn discover_visits_every_session_once_in_bounded_batches() {
     let mut batches = 0;
     loop {
         let batch = backend
-            .request("session.discover", params)
+            .request_raw("session.discover", params)
             .await
             .unwrap()
             .outcome
@@ -609,7 +615,7 @@ async fn discover_visits_every_session_once_in_bounded_batches() {
         (json!({"revision": null}), ErrorCode::InvalidParams),
     ] {
         let answer = backend
-            .request("session.discover", params.clone())
+            .request_raw("session.discover", params.clone())
             .await
             .unwrap();
         assert_eq!(answer.outcome, Err(code), "{params}");
@@ -618,7 +624,10 @@ async fn discover_visits_every_session_once_in_bounded_batches() {
 
     // Without negotiation it does not exist for this client.
     let mut base = ready(&env).await;
-    let refused = base.request("session.discover", json!({})).await.unwrap();
+    let refused = base
+        .request_raw("session.discover", json!({}))
+        .await
+        .unwrap();
     assert_eq!(refused.outcome, Err(ErrorCode::UnsupportedCapability));
     shutdown_clean(&mut base).await;
 }

@@ -194,7 +194,7 @@ async fn already_initialized_after_success() {
     assert_eq!(again, Err(magi_protocol::ErrorCode::AlreadyInitialized));
     // Even an invalid one: initialization state outranks params.
     let bad = backend
-        .request("initialize", json!({"nope": 1}))
+        .request_raw("initialize", json!({"nope": 1}))
         .await
         .unwrap();
     assert_eq!(
@@ -224,7 +224,10 @@ async fn failed_startup_is_reported_and_sticky() {
         backend.initialize(&[]).await.unwrap(),
         Err(magi_protocol::ErrorCode::AlreadyInitialized)
     );
-    let other = backend.request("session.create", json!({})).await.unwrap();
+    let other = backend
+        .request_raw("session.create", json!({}))
+        .await
+        .unwrap();
     assert_eq!(
         other.outcome,
         Err(magi_protocol::ErrorCode::ProviderUnavailable)
@@ -336,7 +339,10 @@ async fn gated_methods_need_negotiation() {
     let mut backend = env.spawn();
     initialize_ok(&mut backend).await;
     for method in Method::GATED {
-        let response = backend.request(method.as_str(), json!({})).await.unwrap();
+        let response = backend
+            .request_raw(method.as_str(), json!({}))
+            .await
+            .unwrap();
         assert_eq!(
             response.outcome,
             Err(magi_protocol::ErrorCode::UnsupportedCapability),
@@ -369,7 +375,10 @@ async fn every_method_is_answered_after_initialization() {
         // Every method is answered; with these params only `session.create`,
         // `session.list`, `session.discover`, `model.catalog` and `model.catalog.status`
         // are valid.
-        let response = backend.request(method.as_str(), json!({})).await.unwrap();
+        let response = backend
+            .request_raw(method.as_str(), json!({}))
+            .await
+            .unwrap();
         assert_eq!(
             response.outcome.is_ok(),
             matches!(

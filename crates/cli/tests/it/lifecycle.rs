@@ -52,7 +52,7 @@ fn release_if_waiting(fifo: &Path) {
 async fn start_blocked(env: &TestEnv) -> (magi_client::Backend, magi_client::PendingResponse) {
     let mut backend = env.spawn();
     let init = backend
-        .send("initialize", json!({"required_capabilities": []}))
+        .send_request_raw("initialize", json!({"required_capabilities": []}))
         .await
         .unwrap();
     let status = backend.status().await.unwrap().unwrap();
@@ -66,7 +66,7 @@ async fn status_answers_while_startup_runs_and_initialize_answers_later() {
     let fifo = blocking_settings(&env);
     let mut backend = env.spawn();
     let init = backend
-        .send("initialize", json!({"required_capabilities": ["status"]}))
+        .send_request_raw("initialize", json!({"required_capabilities": ["status"]}))
         .await
         .unwrap();
     let status = backend.status().await.unwrap().unwrap();
@@ -79,7 +79,10 @@ async fn status_answers_while_startup_runs_and_initialize_answers_later() {
         (status.provider, status.model, status.context_id),
         (None, None, None)
     );
-    let other = backend.request("session.create", json!({})).await.unwrap();
+    let other = backend
+        .request_raw("session.create", json!({}))
+        .await
+        .unwrap();
     assert_eq!(other.outcome, Err(magi_protocol::ErrorCode::NotInitialized));
     let again = backend.initialize(&[]).await.unwrap();
     assert_eq!(again, Err(magi_protocol::ErrorCode::AlreadyInitialized));
@@ -282,7 +285,7 @@ async fn reading_continues_while_output_is_consumed_slowly() {
     initialize_ok(&mut backend).await;
     let mut pending = Vec::new();
     for _ in 0..24 {
-        pending.push(backend.send("status", json!({})).await.unwrap());
+        pending.push(backend.send_request_raw("status", json!({})).await.unwrap());
     }
     for request in pending {
         let response = request.response().await.unwrap();

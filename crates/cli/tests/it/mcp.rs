@@ -211,7 +211,7 @@ async fn mcp_calls_ask_like_any_tool_that_may_change_something() {
                     })
                     .unwrap();
                 let answered = backend
-                    .request(
+                    .request_raw(
                         "approval.answer",
                         json!({"session_id": session, "run_id": run,
                                "approval_id": asked.approval_id, "allow": allow}),
@@ -436,7 +436,7 @@ async fn a_slow_call_times_out_or_is_cancelled_and_the_server_stays_usable() {
         }
     }
     backend
-        .request("turn.cancel", json!({"session_id": session, "run_id": run}))
+        .request_raw("turn.cancel", json!({"session_id": session, "run_id": run}))
         .await
         .unwrap()
         .outcome

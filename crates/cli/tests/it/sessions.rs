@@ -42,7 +42,7 @@ async fn ready(env: &TestEnv) -> Backend {
 
 async fn open(backend: &mut Backend, id: &str) -> Result<SessionResult, ErrorCode> {
     backend
-        .request("session.open", json!({"session_id": id}))
+        .request_raw("session.open", json!({"session_id": id}))
         .await
         .unwrap()
         .parse()
@@ -57,7 +57,7 @@ async fn page(
 ) -> Result<HistoryPageResult, ErrorCode> {
     let params = json!({"session_id": id, "revision": revision, "cursor": cursor});
     backend
-        .request("history.page", params)
+        .request_raw("history.page", params)
         .await
         .unwrap()
         .parse()
@@ -69,7 +69,7 @@ async fn create_attaches_a_lazy_handle_that_writes_nothing() {
     let env = TestEnv::new();
     let mut backend = ready(&env).await;
     let created: SessionResult = backend
-        .request("session.create", json!({}))
+        .request_raw("session.create", json!({}))
         .await
         .unwrap()
         .parse()
@@ -236,7 +236,10 @@ async fn open_refuses_what_it_cannot_trust_and_keeps_the_previous_attachment() {
         json!({}),
         json!({"session_id": SESSION, "extra": 1}),
     ] {
-        let response = backend.request("session.open", bad.clone()).await.unwrap();
+        let response = backend
+            .request_raw("session.open", bad.clone())
+            .await
+            .unwrap();
         assert_eq!(response.outcome, Err(ErrorCode::InvalidParams), "{bad}");
     }
     shutdown_clean(&mut backend).await;
@@ -310,7 +313,7 @@ async fn history_page_checks_attachment_revision_and_cursor() {
         json!({"session_id": SESSION, "revision": opened.revision, "cursor": 3}),
         json!({"session_id": SESSION, "revision": "bad revision"}),
     ] {
-        let response = backend.request("history.page", bad).await.unwrap();
+        let response = backend.request_raw("history.page", bad).await.unwrap();
         assert_eq!(response.outcome, Err(ErrorCode::InvalidParams));
     }
 
@@ -408,7 +411,7 @@ async fn session_methods_before_initialization() {
     let env = TestEnv::new();
     let mut backend = env.spawn();
     for method in ["session.create", "session.open", "history.page"] {
-        let response = backend.request(method, json!({})).await.unwrap();
+        let response = backend.request_raw(method, json!({})).await.unwrap();
         assert_eq!(response.outcome, Err(ErrorCode::NotInitialized));
     }
     shutdown_clean(&mut backend).await;

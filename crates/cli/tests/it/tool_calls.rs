@@ -39,7 +39,7 @@ async fn ready(env: &TestEnv) -> Backend {
 
 async fn create(backend: &mut Backend) -> String {
     let session: SessionResult = backend
-        .request("session.create", json!({}))
+        .request_raw("session.create", json!({}))
         .await
         .unwrap()
         .parse()
@@ -66,7 +66,7 @@ fn results(records: &[Value]) -> Vec<&Value> {
 
 async fn history(backend: &mut Backend, session: &str, revision: &str) -> HistoryPageResult {
     backend
-        .request(
+        .request_raw(
             "history.page",
             json!({"session_id": session, "revision": revision}),
         )
@@ -116,7 +116,7 @@ async fn a_command_running_when_the_backend_dies_settles_unknown_and_never_runs_
     mock.enqueue(Reply::stream().text(["Noted."]));
     let mut backend = ready(&env).await;
     backend
-        .request("session.open", json!({"session_id": session}))
+        .request_raw("session.open", json!({"session_id": session}))
         .await
         .unwrap()
         .outcome
@@ -195,7 +195,7 @@ async fn recovery_reruns_reads_and_denies_pending_approvals() {
     write_log(&env, id, &crashed);
     let mut backend = ready(&env).await;
     backend
-        .request("session.open", json!({"session_id": id}))
+        .request_raw("session.open", json!({"session_id": id}))
         .await
         .unwrap()
         .outcome
@@ -260,7 +260,7 @@ async fn a_path_outside_the_workspace_is_asked_about_even_for_reads() {
             }
         };
         backend
-            .request(
+            .request_raw(
                 "approval.answer",
                 json!({"session_id": session, "run_id": run,
                        "approval_id": request.approval_id, "allow": allow}),

@@ -55,7 +55,7 @@ async fn ready(env: &TestEnv) -> (Backend, String) {
         .unwrap()
         .unwrap();
     let session: SessionResult = backend
-        .request("session.create", json!({}))
+        .request_raw("session.create", json!({}))
         .await
         .unwrap()
         .parse()
@@ -66,7 +66,7 @@ async fn ready(env: &TestEnv) -> (Backend, String) {
 
 async fn start(backend: &mut Backend, session: &str, prompt: &str) -> String {
     let started: TurnStartResult = backend
-        .request(
+        .request_raw(
             "turn.start",
             json!({"session_id": session, "prompt": prompt}),
         )
@@ -113,7 +113,7 @@ fn reconciled(events: &[Event]) -> Vec<String> {
 
 async fn history(backend: &mut Backend, session: &str, revision: &str) -> HistoryPageResult {
     backend
-        .request(
+        .request_raw(
             "history.page",
             json!({"session_id": session, "revision": revision}),
         )
@@ -390,7 +390,7 @@ async fn cancellation_mid_stream_ends_the_run_cancelled() {
         assert_eq!(finished.persistence, Persistence::Durable);
         // The run is over: cancelling it again is stale.
         let response = backend
-            .request(
+            .request_raw(
                 "turn.cancel",
                 json!({"session_id": session, "run_id": run_id}),
             )
@@ -412,12 +412,12 @@ async fn turn_admission_errors() {
         .unwrap()
         .unwrap();
     let no_session = backend
-        .request("turn.start", json!({"session_id": "abc", "prompt": "hi"}))
+        .request_raw("turn.start", json!({"session_id": "abc", "prompt": "hi"}))
         .await
         .unwrap();
     assert_eq!(no_session.outcome, Err(ErrorCode::SessionMissing));
     let session: SessionResult = backend
-        .request("session.create", json!({}))
+        .request_raw("session.create", json!({}))
         .await
         .unwrap()
         .parse()
@@ -444,7 +444,10 @@ async fn turn_admission_errors() {
         ),
     ];
     for (params, code) in cases {
-        let response = backend.request("turn.start", params.clone()).await.unwrap();
+        let response = backend
+            .request_raw("turn.start", params.clone())
+            .await
+            .unwrap();
         assert_eq!(response.outcome, Err(code), "{params}");
     }
     // Nothing was persisted by refused turns.
@@ -458,12 +461,12 @@ async fn turn_admission_errors() {
     let prompt = "p".repeat(16_384);
     let run = start(&mut backend, id, &prompt).await;
     let busy = backend
-        .request("turn.start", json!({"session_id": id, "prompt": "again"}))
+        .request_raw("turn.start", json!({"session_id": id, "prompt": "again"}))
         .await
         .unwrap();
     assert_eq!(busy.outcome, Err(ErrorCode::Busy));
     let wrong_run = backend
-        .request(
+        .request_raw(
             "turn.cancel",
             json!({"session_id": id, "run_id": "not-the-run"}),
         )
@@ -471,7 +474,7 @@ async fn turn_admission_errors() {
         .unwrap();
     assert_eq!(wrong_run.outcome, Err(ErrorCode::StaleRun));
     let approval = backend
-        .request(
+        .request_raw(
             "approval.answer",
             json!({"session_id": id, "run_id": run, "approval_id": "a1", "allow": true}),
         )
@@ -546,7 +549,7 @@ async fn a_second_turn_replays_the_conversation() {
         .unwrap()
         .unwrap();
     let reopened = backend
-        .request("session.open", json!({"session_id": session}))
+        .request_raw("session.open", json!({"session_id": session}))
         .await
         .unwrap();
     assert_eq!(reopened.outcome.unwrap()["durable"], json!(true));
@@ -570,13 +573,13 @@ async fn a_session_at_its_stored_read_bound_refuses_new_turns_before_appending()
         .unwrap()
         .unwrap();
     backend
-        .request("session.open", json!({"session_id": id}))
+        .request_raw("session.open", json!({"session_id": id}))
         .await
         .unwrap()
         .outcome
         .unwrap();
     let refused = backend
-        .request(
+        .request_raw(
             "turn.start",
             json!({"session_id": id, "prompt": "one more"}),
         )
@@ -651,7 +654,7 @@ async fn cancellation_during_the_tool_phase_ends_the_run_cancelled() {
             }
         }
         let response = backend
-            .request(
+            .request_raw(
                 "turn.cancel",
                 json!({"session_id": session, "run_id": run_id}),
             )
@@ -826,7 +829,7 @@ async fn calls_a_crashed_run_left_unsettled_are_settled_as_unknown_before_the_ne
         .unwrap()
         .unwrap();
     backend
-        .request("session.open", json!({"session_id": id}))
+        .request_raw("session.open", json!({"session_id": id}))
         .await
         .unwrap()
         .outcome

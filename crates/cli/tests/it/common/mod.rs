@@ -174,7 +174,14 @@ pub async fn initialize_ok(backend: &mut Backend) -> magi_protocol::messages::In
 
 /// Shuts down and asserts a clean exit with nothing on stderr.
 pub async fn shutdown_clean(backend: &mut Backend) {
-    let stopping = backend.shutdown().await.unwrap().unwrap();
+    // Raw, so the result is checked to be exactly this object, not only what a typed
+    // result would read of it.
+    let stopping = backend
+        .request_raw("shutdown", serde_json::json!({}))
+        .await
+        .unwrap()
+        .outcome
+        .unwrap();
     assert_eq!(stopping, serde_json::json!({"state": "stopping"}));
     assert_eq!(exit_status(backend).await.code(), Some(0));
     assert_eq!(stderr_text(backend).await, "");
@@ -240,7 +247,7 @@ pub async fn until_finished(
 /// Creates a session and starts a turn with `prompt` in it; returns the session ID.
 pub async fn session_with_turn(backend: &mut Backend, prompt: &str) -> String {
     let created = backend
-        .request("session.create", json!({}))
+        .request_raw("session.create", json!({}))
         .await
         .unwrap()
         .outcome
@@ -253,7 +260,7 @@ pub async fn session_with_turn(backend: &mut Backend, prompt: &str) -> String {
 /// Starts a turn in `session`; returns its run ID.
 pub async fn start_turn(backend: &mut Backend, session: &str, prompt: &str) -> String {
     let started = backend
-        .request(
+        .request_raw(
             "turn.start",
             json!({"session_id": session, "prompt": prompt}),
         )

@@ -12,6 +12,8 @@ use std::process::ExitStatus;
 use std::time::Duration;
 
 use magi_client::{Backend, BackendCommand, Incoming, Response};
+use magi_protocol::messages::{EmptyParams, TurnStartParams};
+use magi_protocol::methods;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use tokio::io::AsyncReadExt;
@@ -246,29 +248,28 @@ pub async fn until_finished(
 
 /// Creates a session and starts a turn with `prompt` in it; returns the session ID.
 pub async fn session_with_turn(backend: &mut Backend, prompt: &str) -> String {
-    let created = backend
-        .request_raw("session.create", json!({}))
+    let session = backend
+        .call::<methods::SessionCreate>(&EmptyParams {})
         .await
         .unwrap()
-        .outcome
-        .unwrap();
-    let session = created["session_id"].as_str().unwrap().to_owned();
+        .unwrap()
+        .session_id;
     start_turn(backend, &session, prompt).await;
     session
 }
 
 /// Starts a turn in `session`; returns its run ID.
 pub async fn start_turn(backend: &mut Backend, session: &str, prompt: &str) -> String {
-    let started = backend
-        .request_raw(
-            "turn.start",
-            json!({"session_id": session, "prompt": prompt}),
-        )
+    let params = TurnStartParams {
+        session_id: session.to_owned(),
+        prompt: prompt.to_owned(),
+    };
+    backend
+        .call::<methods::TurnStart>(&params)
         .await
         .unwrap()
-        .outcome
-        .unwrap();
-    started["run_id"].as_str().unwrap().to_owned()
+        .unwrap()
+        .run_id
 }
 
 /// The names of the tools a Chat Completions request body offered.

@@ -9,7 +9,8 @@
 use crate::common::*;
 use magi_protocol::Method;
 use magi_protocol::limits::Limits;
-use magi_protocol::messages::{Readiness, ReadinessPhase, RuntimeState};
+use magi_protocol::messages::{EmptyParams, Readiness, ReadinessPhase, RuntimeState};
+use magi_protocol::methods;
 use serde_json::json;
 
 #[tokio::test]
@@ -225,13 +226,10 @@ async fn failed_startup_is_reported_and_sticky() {
         Err(magi_protocol::ErrorCode::AlreadyInitialized)
     );
     let other = backend
-        .request_raw("session.create", json!({}))
+        .call::<methods::SessionCreate>(&EmptyParams {})
         .await
         .unwrap();
-    assert_eq!(
-        other.outcome,
-        Err(magi_protocol::ErrorCode::ProviderUnavailable)
-    );
+    assert_eq!(other, Err(magi_protocol::ErrorCode::ProviderUnavailable));
     shutdown_clean(&mut backend).await;
 }
 

@@ -1,5 +1,6 @@
-//! The client library of `magi-code.local-agent`: spawn a backend, send requests with
-//! fresh IDs, correlate responses by ID (never by order), and read events as a stream.
+//! The client library of `magi-code.local-agent`: spawn a backend, send typed requests
+//! ([`magi_protocol::Request`]) with fresh IDs, correlate responses by ID (never by
+//! order), and read events as a stream.
 //!
 //! The library fails closed: a frame with an unknown protocol, version, frame type,
 //! error code, event name or enum value, a broken `seq` order or a changed

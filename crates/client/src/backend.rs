@@ -559,3 +559,73 @@ async fn read_output(
         let _ = waiter.send(Err(error));
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::PermissionsExt;
+
+    use magi_protocol::messages::{EmptyParams, ShutdownResult, StoppingState};
+    use magi_protocol::methods;
+
+    use super::*;
+
+    /// A backend that records each request line and answers it with the next of
+    /// `answers` (results as JSON text), then waits for EOF.
+    fn scripted(dir: &std::path::Path, answers: &[&str]) -> BackendCommand {
+        let mut script = String::from("#!/bin/sh\n");
+        for (n, result) in answers.iter().enumerate() {
+            let seq = n + 1;
+            script.push_str(&format!(
+                "read -r line; printf '%s\\n' \"$line\" >> '{dir}/received'\n\
+                 printf '%s\\n' '{{\"protocol\":\"magi-code.local-agent\",\"version\":1,\
+                 \"type\":\"response\",\"instance_id\":\"i\",\"seq\":{seq},\"id\":\"c{seq}\",\
+                 \"result\":{result}}}'\n",
+                dir = dir.display(),
+            ));
+        }
+        script.push_str("cat > /dev/null\n");
+        let path = dir.join("backend.sh");
+        std::fs::write(&path, script).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        BackendCommand::new(path)
+    }
+
+    #[tokio::test]
+    async fn a_typed_call_names_its_method_and_decodes_its_result_fail_closed() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut backend = scripted(
+            dir.path(),
+            &[r#"{"state":"wandering"}"#, r#"{"state":"stopping"}"#],
+        )
+        .spawn()
+        .unwrap();
+        let wrong = backend.call::<methods::Shutdown>(&EmptyParams {}).await;
+        assert!(
+            matches!(wrong, Err(ClientError::UnexpectedResult)),
+            "{wrong:?}"
+        );
+        let right = backend
+            .call::<methods::Shutdown>(&EmptyParams {})
+            .await
+            .unwrap();
+        assert_eq!(
+            right,
+            Ok(ShutdownResult {
+                state: StoppingState::Stopping
+            })
+        );
+        backend.close_stdin();
+        assert!(backend.wait_within(Duration::from_secs(10)).await.is_some());
+        let received = std::fs::read_to_string(dir.path().join("received")).unwrap();
+        let requests: Vec<Value> = received
+            .lines()
+            .map(|line| serde_json::from_str(line).unwrap())
+            .collect();
+        assert_eq!(requests.len(), 2);
+        for (n, request) in requests.iter().enumerate() {
+            assert_eq!(request["method"], "shutdown");
+            assert_eq!(request["params"], serde_json::json!({}));
+            assert_eq!(request["id"], format!("c{}", n + 1));
+        }
+    }
+}

@@ -12,10 +12,10 @@
 )]
 
 use magi_client::{BackendCommand, Incoming};
-use magi_protocol::messages::Event;
+use magi_protocol::messages::{EmptyParams, Event, TurnStartParams};
+use magi_protocol::methods;
 use magi_protocol::wire::EventFrame;
 use magi_testkit::{MockServer, Reply};
-use serde_json::json;
 
 const CALLS: usize = 100;
 
@@ -44,17 +44,18 @@ async fn run(root: &std::path::Path, tool_cards: bool) -> (usize, usize, usize) 
     }
     backend.initialize(&required).await.unwrap().unwrap();
     let session = backend
-        .request("session.create", json!({}))
+        .call::<methods::SessionCreate>(&EmptyParams {})
         .await
         .unwrap()
-        .outcome
         .unwrap();
-    let params = json!({"session_id": session["session_id"], "prompt": "Go"});
+    let params = TurnStartParams {
+        session_id: session.session_id,
+        prompt: "Go".into(),
+    };
     backend
-        .request("turn.start", params)
+        .call::<methods::TurnStart>(&params)
         .await
         .unwrap()
-        .outcome
         .unwrap();
     let (mut bytes, mut card_bytes, mut cards) = (0, 0, 0);
     loop {

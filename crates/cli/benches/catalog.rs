@@ -13,7 +13,8 @@ use std::time::{Duration, Instant};
 
 use magi_client::BackendCommand;
 use magi_protocol::limits::CATALOG_MODELS;
-use magi_protocol::messages::ModelCatalogResult;
+use magi_protocol::messages::ModelCatalogParams;
+use magi_protocol::methods;
 use serde_json::json;
 
 const ROUNDS: usize = 10;
@@ -62,21 +63,25 @@ async fn main() {
     let mut pages = 0;
     for _ in 0..ROUNDS {
         let started = Instant::now();
-        let mut params = json!({});
+        let mut params = ModelCatalogParams::default();
         let mut choices = 0;
         pages = 0;
         loop {
-            let page: ModelCatalogResult = backend
-                .request("model.catalog", params)
+            let page = backend
+                .call::<methods::ModelCatalog>(&params)
                 .await
-                .unwrap()
-                .parse()
                 .unwrap()
                 .unwrap();
             choices += page.choices.len();
             pages += 1;
             match page.next_cursor {
-                Some(cursor) => params = json!({"revision": page.revision, "cursor": cursor}),
+                Some(cursor) => {
+                    params = ModelCatalogParams {
+                        revision: Some(page.revision),
+                        cursor: Some(cursor),
+                        limit: None,
+                    }
+                }
                 None => break,
             }
         }

@@ -20,6 +20,8 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use magi_client::{Backend, BackendCommand};
+use magi_protocol::messages::{HistoryPageParams, SessionListParams, SessionOpenParams};
+use magi_protocol::methods;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use support::{median, millis, status_kib, stop};
@@ -145,31 +147,33 @@ async fn backend(home: &Path, cwd: &Path) -> Backend {
 async fn open_and_page(home: &Path, cwd: &Path, id: &str) -> (Duration, Duration, u64, usize) {
     let mut backend = backend(home, cwd).await;
     let started = Instant::now();
+    let open = SessionOpenParams {
+        session_id: id.to_owned(),
+    };
     let opened = backend
-        .request("session.open", json!({"session_id": id}))
+        .call::<methods::SessionOpen>(&open)
         .await
         .unwrap()
-        .outcome
         .unwrap();
-    let revision = opened["revision"].as_str().unwrap().to_owned();
-    let mut cursor = Value::Null;
+    let mut cursor = None;
     let mut first = None;
     let mut pages = 0;
     loop {
+        let params = HistoryPageParams {
+            session_id: id.to_owned(),
+            revision: opened.revision.clone(),
+            cursor,
+        };
         let page = backend
-            .request(
-                "history.page",
-                json!({"session_id": id, "revision": revision, "cursor": cursor}),
-            )
+            .call::<methods::HistoryPage>(&params)
             .await
             .unwrap()
-            .outcome
             .unwrap();
         pages += 1;
         first.get_or_insert(started.elapsed());
-        cursor = page["next_cursor"].clone();
-        if cursor.is_null() {
-            assert_eq!(page["complete"], json!(true));
+        cursor = page.next_cursor;
+        if cursor.is_none() {
+            assert!(page.complete);
             break;
         }
     }
@@ -237,20 +241,23 @@ async fn main() {
         for _ in 0..ROUNDS {
             let mut backend = backend(&home, &list_cwd).await;
             let started = Instant::now();
-            let mut params = json!({});
+            let mut params = SessionListParams::default();
             let mut listed = 0;
             loop {
                 let page = backend
-                    .request("session.list", params)
+                    .call::<methods::SessionList>(&params)
                     .await
                     .unwrap()
-                    .outcome
                     .unwrap();
-                listed += page["sessions"].as_array().unwrap().len();
-                if page["next_cursor"].is_null() {
+                listed += page.sessions.len();
+                if page.next_cursor.is_none() {
                     break;
                 }
-                params = json!({"revision": page["revision"], "cursor": page["next_cursor"]});
+                params = SessionListParams {
+                    revision: Some(page.revision),
+                    cursor: page.next_cursor,
+                    limit: None,
+                };
             }
             times.push(started.elapsed());
             assert_eq!(listed, 256);
@@ -274,11 +281,10 @@ async fn main() {
     for _ in 0..ROUNDS {
         let mut backend = backend(&home, &cwd).await;
         let started = Instant::now();
-        let outcome = backend
-            .request("session.open", json!({"session_id": id}))
-            .await
-            .unwrap()
-            .outcome;
+        let open = SessionOpenParams {
+            session_id: (*id).to_owned(),
+        };
+        let outcome = backend.call::<methods::SessionOpen>(&open).await.unwrap();
         times.push(started.elapsed());
         assert_eq!(outcome.unwrap_err().as_str(), "history_limit");
         peak = peak.max(status_kib(backend.pid().unwrap(), "VmHWM:"));

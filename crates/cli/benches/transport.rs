@@ -18,8 +18,9 @@ use std::collections::VecDeque;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use magi_client::{Backend, BackendCommand};
-use serde_json::json;
+use magi_client::{Backend, BackendCommand, PendingCall};
+use magi_protocol::messages::EmptyParams;
+use magi_protocol::methods;
 use support::{millis, status_kib, stop};
 
 const COLD_STARTS: usize = 20;
@@ -86,14 +87,19 @@ async fn main() {
         let mut answered = 0;
         for _ in 0..PIPELINED {
             if in_flight.len() == WINDOW {
-                let pending: magi_client::PendingResponse = in_flight.pop_front().unwrap();
-                pending.response().await.unwrap().outcome.unwrap();
+                let pending: PendingCall<methods::Status> = in_flight.pop_front().unwrap();
+                pending.result().await.unwrap().unwrap();
                 answered += 1;
             }
-            in_flight.push_back(backend.send("status", json!({})).await.unwrap());
+            in_flight.push_back(
+                backend
+                    .send::<methods::Status>(&EmptyParams {})
+                    .await
+                    .unwrap(),
+            );
         }
         for pending in in_flight {
-            pending.response().await.unwrap().outcome.unwrap();
+            pending.result().await.unwrap().unwrap();
             answered += 1;
         }
         assert_eq!(answered, PIPELINED);

@@ -21,9 +21,9 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use magi_client::{BackendCommand, Incoming};
-use magi_protocol::messages::{Event, RunOutcome};
+use magi_protocol::messages::{EmptyParams, Event, RunOutcome, TurnStartParams};
+use magi_protocol::methods;
 use magi_testkit::{MockServer, Scenario};
-use serde_json::json;
 use support::{median, millis, status_kib, stop};
 
 const RUNS: usize = 15;
@@ -96,18 +96,19 @@ async fn serve_runs(home: &Path, cwd: &Path, mock: &MockServer) -> (Vec<Duration
     for _ in 0..RUNS {
         // A fresh session per turn keeps every turn the same size.
         let session = backend
-            .request("session.create", json!({}))
+            .call::<methods::SessionCreate>(&EmptyParams {})
             .await
             .unwrap()
-            .outcome
             .unwrap();
         let started = Instant::now();
-        let params = json!({"session_id": session["session_id"], "prompt": "Go"});
+        let params = TurnStartParams {
+            session_id: session.session_id,
+            prompt: "Go".into(),
+        };
         backend
-            .request("turn.start", params)
+            .call::<methods::TurnStart>(&params)
             .await
             .unwrap()
-            .outcome
             .unwrap();
         loop {
             if let Some(Incoming::Event {
@@ -151,17 +152,18 @@ async fn service_overhead(home: &Path, cwd: &Path) -> Duration {
             .unwrap()
             .unwrap();
         let session = backend
-            .request("session.create", json!({}))
+            .call::<methods::SessionCreate>(&EmptyParams {})
             .await
             .unwrap()
-            .outcome
             .unwrap();
-        let params = json!({"session_id": session["session_id"], "prompt": "Go"});
+        let params = TurnStartParams {
+            session_id: session.session_id,
+            prompt: "Go".into(),
+        };
         backend
-            .request("turn.start", params)
+            .call::<methods::TurnStart>(&params)
             .await
             .unwrap()
-            .outcome
             .unwrap();
         loop {
             if let Some(Incoming::Event {

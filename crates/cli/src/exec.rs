@@ -19,10 +19,11 @@ use std::time::Duration;
 use anyhow::{Context, anyhow};
 use magi_client::{Backend, BackendCommand, Incoming};
 use magi_protocol::messages::{
-    ActivityState, ApprovalRequested, Event, RunOutcome, SessionResult, TurnStartResult,
+    ActivityState, ApprovalAnswerParams, ApprovalRequested, EmptyParams, Event, RunOutcome,
+    TurnCancelParams, TurnStartParams,
 };
+use magi_protocol::methods;
 use magi_protocol::wire::EventFrame;
-use serde_json::json;
 
 /// How long the backend gets to exit after `shutdown`.
 const EXIT_WAIT: Duration = Duration::from_secs(5);
@@ -66,18 +67,17 @@ async fn turn(prompt: &str, json_output: bool, allow_all: bool) -> anyhow::Resul
         ])
         .await?
         .map_err(|code| anyhow!("initialization failed: {}", code.as_str()))?;
-    let session: SessionResult = backend
-        .request("session.create", json!({}))
+    let session = backend
+        .call::<methods::SessionCreate>(&EmptyParams {})
         .await?
-        .parse()?
         .map_err(|code| anyhow!("session.create failed: {}", code.as_str()))?;
-    let started: TurnStartResult = backend
-        .request(
-            "turn.start",
-            json!({"session_id": session.session_id, "prompt": prompt}),
-        )
+    let start = TurnStartParams {
+        session_id: session.session_id.clone(),
+        prompt: prompt.to_owned(),
+    };
+    let started = backend
+        .call::<methods::TurnStart>(&start)
         .await?
-        .parse()?
         .map_err(|code| anyhow!("turn.start failed: {}", code.as_str()))?;
     let outcome = follow(
         &mut backend,
@@ -106,8 +106,11 @@ async fn follow(
             incoming = backend.next_incoming() => incoming,
             _ = &mut interrupt, if !cancelling => {
                 cancelling = true;
-                let params = json!({"session_id": session_id, "run_id": run_id});
-                let _ = backend.send("turn.cancel", params).await?;
+                let params = TurnCancelParams {
+                    session_id: session_id.to_owned(),
+                    run_id: run_id.to_owned(),
+                };
+                let _ = backend.send::<methods::TurnCancel>(&params).await?;
                 continue;
             }
         };
@@ -138,14 +141,14 @@ async fn follow(
             Event::RunFinished(finished) => return Ok(finished.outcome),
             Event::ApprovalRequested(request) => {
                 let allow = decide(&request).await;
-                let params = json!({
-                    "session_id": session_id,
-                    "run_id": run_id,
-                    "approval_id": request.approval_id,
-                    "allow": allow,
-                });
+                let params = ApprovalAnswerParams {
+                    session_id: session_id.to_owned(),
+                    run_id: run_id.to_owned(),
+                    approval_id: request.approval_id,
+                    allow,
+                };
                 // A late answer is stale and changes nothing; the run goes on either way.
-                let _ = backend.send("approval.answer", params).await?;
+                let _ = backend.send::<methods::ApprovalAnswer>(&params).await?;
             }
             _ => {}
         }

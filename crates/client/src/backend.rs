@@ -2,16 +2,20 @@
 
 use std::collections::HashMap;
 use std::ffi::OsString;
+use std::marker::PhantomData;
 use std::path::PathBuf;
 use std::process::{ExitStatus, Stdio};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use magi_protocol::ErrorCode;
 use magi_protocol::frame::{Decoded, FrameDecoder};
 use magi_protocol::limits::{READ_BATCH_BYTES, REQUEST_IDS};
-use magi_protocol::messages::{ClientToolDefinition, Event, InitializeResult, StatusResult};
-use magi_protocol::{PROTOCOL_NAME, PROTOCOL_VERSION};
+use magi_protocol::messages::{
+    ClientToolDefinition, EmptyParams, Event, InitializeParams, InitializeResult, ShutdownResult,
+    StatusResult,
+};
+use magi_protocol::{ErrorCode, Method, MethodName, PROTOCOL_NAME, PROTOCOL_VERSION};
+use magi_protocol::{Request, methods};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -144,8 +148,8 @@ pub enum Incoming {
         /// The event.
         event: Event,
     },
-    /// A response to a request this client did not send through [`Backend::send`]
-    /// (raw frames), or with `id=null`.
+    /// A response to a request this client did not send through [`Backend::send`] or
+    /// [`Backend::send_request_raw`] (raw frames), or with `id=null`.
     Response(Response),
     /// The backend broke the protocol; nothing follows.
     Violation(Violation),
@@ -188,6 +192,66 @@ impl PendingResponse {
     }
 }
 
+/// The answer to a typed request that has not arrived yet.
+pub struct PendingCall<R> {
+    pending: PendingResponse,
+    negotiation: Option<Negotiation>,
+    method: PhantomData<fn() -> R>,
+}
+
+impl<R: Request> PendingCall<R> {
+    /// The request ID this waits for.
+    pub fn id(&self) -> &str {
+        self.pending.id()
+    }
+
+    /// Waits for the answer: the result, or the error code.
+    pub async fn result(self) -> Result<Result<R::Result, ErrorCode>, ClientError> {
+        let response = self.pending.response().await?;
+        if let (Some(negotiation), Ok(result)) = (self.negotiation, &response.outcome) {
+            negotiation.admitted(result)?;
+        }
+        response.parse()
+    }
+}
+
+/// The extensions an `initialize` required, recorded once it is admitted: the reader
+/// accepts their events only from then on.
+struct Negotiation {
+    tool_cards: bool,
+    client_tools: bool,
+    shared: Arc<Shared>,
+}
+
+impl Negotiation {
+    /// What the `initialize` params (as sent) require.
+    fn requested(params: &Value, shared: Arc<Shared>) -> Result<Negotiation, ClientError> {
+        let params: InitializeParams =
+            serde_json::from_value(params.clone()).map_err(|_| ClientError::UnencodableParams)?;
+        let requires = |name: &str| params.required_capabilities.iter().any(|c| c == name);
+        Ok(Negotiation {
+            tool_cards: requires(magi_protocol::cards::CAPABILITY),
+            client_tools: requires(CLIENT_TOOLS_CAPABILITY),
+            shared,
+        })
+    }
+
+    /// Checks the admitted result's advertisement and turns the extensions on.
+    fn admitted(self, result: &Value) -> Result<(), ClientError> {
+        let result: InitializeResult =
+            serde_json::from_value(result.clone()).map_err(|_| ClientError::UnexpectedResult)?;
+        check_advertisement(&result, self.tool_cards, self.client_tools)
+            .map_err(ClientError::Violation)?;
+        self.shared
+            .tool_cards
+            .store(self.tool_cards, std::sync::atomic::Ordering::SeqCst);
+        self.shared
+            .client_tools
+            .store(self.client_tools, std::sync::atomic::Ordering::SeqCst);
+        Ok(())
+    }
+}
+
 /// A running backend child.
 pub struct Backend {
     child: Child,
@@ -198,8 +262,44 @@ pub struct Backend {
 }
 
 impl Backend {
-    /// Sends a request with a fresh ID and returns a handle to its response.
-    pub async fn send(
+    /// Sends a typed request with a fresh ID and returns a handle to its answer.
+    pub async fn send<R: Request>(
+        &mut self,
+        params: &R::Params,
+    ) -> Result<PendingCall<R>, ClientError> {
+        let params = serde_json::to_value(params).map_err(|_| ClientError::UnencodableParams)?;
+        let negotiation = match R::METHOD {
+            MethodName::Base(Method::Initialize) => {
+                Some(Negotiation::requested(&params, Arc::clone(&self.shared))?)
+            }
+            _ => None,
+        };
+        let pending = self.send_request_raw(R::METHOD.as_str(), params).await?;
+        Ok(PendingCall {
+            pending,
+            negotiation,
+            method: PhantomData,
+        })
+    }
+
+    /// Sends a typed request and waits for its answer: the result, or the error code.
+    ///
+    /// A result that does not have the method's shape is
+    /// [`ClientError::UnexpectedResult`]. An admitted `initialize` also checks what the
+    /// backend advertised and, from then on, accepts the events of the extensions it
+    /// required.
+    pub async fn call<R: Request>(
+        &mut self,
+        params: &R::Params,
+    ) -> Result<Result<R::Result, ErrorCode>, ClientError> {
+        self.send::<R>(params).await?.result().await
+    }
+
+    /// Sends a request of any method with any params, as they are, with a fresh ID.
+    ///
+    /// For requests the typed [`Self::send`] cannot express: unknown methods and
+    /// malformed params. An `initialize` sent this way negotiates no extension events.
+    pub async fn send_request_raw(
         &mut self,
         method: &str,
         params: Value,
@@ -227,9 +327,16 @@ impl Backend {
         Ok(PendingResponse { id, receiver })
     }
 
-    /// Sends a request and waits for its response.
-    pub async fn request(&mut self, method: &str, params: Value) -> Result<Response, ClientError> {
-        self.send(method, params).await?.response().await
+    /// Sends a raw request (see [`Self::send_request_raw`]) and waits for its response.
+    pub async fn request_raw(
+        &mut self,
+        method: &str,
+        params: Value,
+    ) -> Result<Response, ClientError> {
+        self.send_request_raw(method, params)
+            .await?
+            .response()
+            .await
     }
 
     /// `initialize` with these required capabilities: the result, or the error code.
@@ -246,39 +353,21 @@ impl Backend {
         required: &[&str],
         client_tools: Option<&[ClientToolDefinition]>,
     ) -> Result<Result<InitializeResult, ErrorCode>, ClientError> {
-        let mut params = serde_json::json!({ "required_capabilities": required });
-        if let Some(tools) = client_tools {
-            params["client_tools"] = serde_json::to_value(tools).map_err(|_| {
-                ClientError::Io(std::io::Error::other("client tools do not serialize"))
-            })?;
-        }
-        let result: Result<InitializeResult, ErrorCode> =
-            self.request("initialize", params).await?.parse()?;
-        if let Ok(result) = &result {
-            let cards = required.contains(&magi_protocol::cards::CAPABILITY);
-            let tools = required.contains(&CLIENT_TOOLS_CAPABILITY);
-            check_advertisement(result, cards, tools).map_err(ClientError::Violation)?;
-            self.shared
-                .tool_cards
-                .store(cards, std::sync::atomic::Ordering::SeqCst);
-            self.shared
-                .client_tools
-                .store(tools, std::sync::atomic::Ordering::SeqCst);
-        }
-        Ok(result)
+        let params = InitializeParams {
+            required_capabilities: required.iter().map(|&name| name.to_owned()).collect(),
+            client_tools: client_tools.map(<[ClientToolDefinition]>::to_vec),
+        };
+        self.call::<methods::Initialize>(&params).await
     }
 
     /// `status`: the result, or the error code.
     pub async fn status(&mut self) -> Result<Result<StatusResult, ErrorCode>, ClientError> {
-        self.request("status", serde_json::json!({})).await?.parse()
+        self.call::<methods::Status>(&EmptyParams {}).await
     }
 
     /// `shutdown`: the result, or the error code.
-    pub async fn shutdown(&mut self) -> Result<Result<Value, ErrorCode>, ClientError> {
-        Ok(self
-            .request("shutdown", serde_json::json!({}))
-            .await?
-            .outcome)
+    pub async fn shutdown(&mut self) -> Result<Result<ShutdownResult, ErrorCode>, ClientError> {
+        self.call::<methods::Shutdown>(&EmptyParams {}).await
     }
 
     /// Request IDs this client may still use with this child (4,096 in its life).
@@ -468,5 +557,75 @@ async fn read_output(
             _ => ClientError::Closed,
         };
         let _ = waiter.send(Err(error));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::PermissionsExt;
+
+    use magi_protocol::messages::{EmptyParams, ShutdownResult, StoppingState};
+    use magi_protocol::methods;
+
+    use super::*;
+
+    /// A backend that records each request line and answers it with the next of
+    /// `answers` (results as JSON text), then waits for EOF.
+    fn scripted(dir: &std::path::Path, answers: &[&str]) -> BackendCommand {
+        let mut script = String::from("#!/bin/sh\n");
+        for (n, result) in answers.iter().enumerate() {
+            let seq = n + 1;
+            script.push_str(&format!(
+                "read -r line; printf '%s\\n' \"$line\" >> '{dir}/received'\n\
+                 printf '%s\\n' '{{\"protocol\":\"magi-code.local-agent\",\"version\":1,\
+                 \"type\":\"response\",\"instance_id\":\"i\",\"seq\":{seq},\"id\":\"c{seq}\",\
+                 \"result\":{result}}}'\n",
+                dir = dir.display(),
+            ));
+        }
+        script.push_str("cat > /dev/null\n");
+        let path = dir.join("backend.sh");
+        std::fs::write(&path, script).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        BackendCommand::new(path)
+    }
+
+    #[tokio::test]
+    async fn a_typed_call_names_its_method_and_decodes_its_result_fail_closed() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut backend = scripted(
+            dir.path(),
+            &[r#"{"state":"wandering"}"#, r#"{"state":"stopping"}"#],
+        )
+        .spawn()
+        .unwrap();
+        let wrong = backend.call::<methods::Shutdown>(&EmptyParams {}).await;
+        assert!(
+            matches!(wrong, Err(ClientError::UnexpectedResult)),
+            "{wrong:?}"
+        );
+        let right = backend
+            .call::<methods::Shutdown>(&EmptyParams {})
+            .await
+            .unwrap();
+        assert_eq!(
+            right,
+            Ok(ShutdownResult {
+                state: StoppingState::Stopping
+            })
+        );
+        backend.close_stdin();
+        assert!(backend.wait_within(Duration::from_secs(10)).await.is_some());
+        let received = std::fs::read_to_string(dir.path().join("received")).unwrap();
+        let requests: Vec<Value> = received
+            .lines()
+            .map(|line| serde_json::from_str(line).unwrap())
+            .collect();
+        assert_eq!(requests.len(), 2);
+        for (n, request) in requests.iter().enumerate() {
+            assert_eq!(request["method"], "shutdown");
+            assert_eq!(request["params"], serde_json::json!({}));
+            assert_eq!(request["id"], format!("c{}", n + 1));
+        }
     }
 }

@@ -1,5 +1,6 @@
-//! The client library of `magi-code.local-agent`: spawn a backend, send requests with
-//! fresh IDs, correlate responses by ID (never by order), and read events as a stream.
+//! The client library of `magi-code.local-agent`: spawn a backend, send typed requests
+//! ([`magi_protocol::Request`]) with fresh IDs, correlate responses by ID (never by
+//! order), and read events as a stream.
 //!
 //! The library fails closed: a frame with an unknown protocol, version, frame type,
 //! error code, event name or enum value, a broken `seq` order or a changed
@@ -12,7 +13,8 @@ mod decode;
 pub mod fold;
 
 pub use backend::{
-    Backend, BackendCommand, CLIENT_TOOLS_CAPABILITY, Incoming, PendingResponse, Response,
+    Backend, BackendCommand, CLIENT_TOOLS_CAPABILITY, Incoming, PendingCall, PendingResponse,
+    Response,
 };
 pub use decode::{ServerFrame, Violation};
 
@@ -31,6 +33,8 @@ pub enum ClientError {
     IdsExhausted,
     /// A result did not have the shape of the method's result.
     UnexpectedResult,
+    /// Typed params did not encode as the method's params object.
+    UnencodableParams,
 }
 
 impl std::fmt::Display for ClientError {
@@ -44,6 +48,9 @@ impl std::fmt::Display for ClientError {
                 f.write_str("request IDs exhausted; start a fresh backend")
             }
             ClientError::UnexpectedResult => f.write_str("the result does not match the method"),
+            ClientError::UnencodableParams => {
+                f.write_str("the params do not encode as the method's params")
+            }
         }
     }
 }

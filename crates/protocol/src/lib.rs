@@ -10,6 +10,7 @@ pub mod error;
 pub mod frame;
 pub mod limits;
 pub mod messages;
+pub mod methods;
 pub mod names;
 pub mod request;
 pub mod schema;
@@ -23,4 +24,5 @@ pub const PROTOCOL_VERSION: u32 = 1;
 
 pub use error::{ErrorBody, ErrorCode, StartupError};
 pub use limits::Limits;
-pub use names::{EventName, Method};
+pub use methods::Request;
+pub use names::{EventName, ExtensionMethod, Method, MethodName};

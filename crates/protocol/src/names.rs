@@ -114,6 +114,40 @@ impl Method {
     }
 }
 
+closed_name_set! {
+    /// A method a negotiated extension adds. It is not a base capability: without its
+    /// extension it answers `unsupported_capability`.
+    pub enum ExtensionMethod {
+        /// The client's one answer to a call of its tools (`client.tools`).
+        ClientToolResult => "client.tool.result",
+    }
+}
+
+/// Any method a client may call: a method of version 1 or one an extension adds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum MethodName {
+    /// A method of version 1.
+    Base(Method),
+    /// A method of a negotiated extension.
+    Extension(ExtensionMethod),
+}
+
+impl MethodName {
+    /// The name on the wire.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            MethodName::Base(method) => method.as_str(),
+            MethodName::Extension(method) => method.as_str(),
+        }
+    }
+}
+
+impl std::fmt::Display for MethodName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// The capabilities advertised by `initialize`, in the protocol's order.
 ///
 /// The base capabilities are the sixteen method names; negotiated extensions are

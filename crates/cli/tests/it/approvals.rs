@@ -10,7 +10,11 @@
 use crate::common::*;
 use magi_client::{Backend, Incoming};
 use magi_protocol::ErrorCode;
-use magi_protocol::messages::{ActivityState, ApprovalRequested, Event, RunOutcome, SessionResult};
+use magi_protocol::messages::{
+    ActivityState, ApprovalAnswerParams, ApprovalAnswerResult, ApprovalRequested, EmptyParams,
+    Event, RunOutcome, TurnCancelParams, TurnStartParams,
+};
+use magi_protocol::methods;
 use magi_testkit::{MockServer, Reply};
 use serde_json::json;
 
@@ -42,24 +46,21 @@ async fn turn(env: &TestEnv) -> (Backend, String, String) {
         .await
         .unwrap()
         .unwrap();
-    let session: SessionResult = backend
-        .request("session.create", json!({}))
+    let session = backend
+        .call::<methods::SessionCreate>(&EmptyParams {})
         .await
         .unwrap()
-        .parse()
-        .unwrap()
         .unwrap();
+    let params = TurnStartParams {
+        session_id: session.session_id.clone(),
+        prompt: "Write a file".into(),
+    };
     let started = backend
-        .request(
-            "turn.start",
-            json!({"session_id": session.session_id, "prompt": "Write a file"}),
-        )
+        .call::<methods::TurnStart>(&params)
         .await
         .unwrap()
-        .outcome
         .unwrap();
-    let run_id = started["run_id"].as_str().unwrap().to_owned();
-    (backend, session.session_id, run_id)
+    (backend, session.session_id, started.run_id)
 }
 
 /// Events until the approval request (returned) or the end of the run (panics).
@@ -82,14 +83,17 @@ async fn answer(
     run: &str,
     approval: &str,
     allow: bool,
-) -> Result<serde_json::Value, ErrorCode> {
-    let params =
-        json!({"session_id": session, "run_id": run, "approval_id": approval, "allow": allow});
+) -> Result<ApprovalAnswerResult, ErrorCode> {
+    let params = ApprovalAnswerParams {
+        session_id: session.to_owned(),
+        run_id: run.to_owned(),
+        approval_id: approval.to_owned(),
+        allow,
+    };
     backend
-        .request("approval.answer", params)
+        .call::<methods::ApprovalAnswer>(&params)
         .await
         .unwrap()
-        .outcome
 }
 
 fn tool_end(events: &[Event]) -> (ActivityState, String) {
@@ -125,7 +129,7 @@ async fn an_allowed_write_runs_once_and_later_answers_are_stale() {
     );
     assert_eq!(
         answer(&mut backend, &session, &run, &request.approval_id, true).await,
-        Ok(json!({"recorded": true}))
+        Ok(ApprovalAnswerResult { recorded: true })
     );
     assert_eq!(
         answer(&mut backend, &session, &run, &request.approval_id, false).await,
@@ -183,11 +187,12 @@ async fn cancelling_a_run_with_a_pending_approval_denies_it() {
     let (mut backend, session, run) = turn(&env).await;
     let mut events = Vec::new();
     let request = until_approval(&mut backend, &mut events).await;
-    let cancel = backend
-        .request("turn.cancel", json!({"session_id": session, "run_id": run}))
-        .await
-        .unwrap();
-    assert!(cancel.outcome.is_ok());
+    let cancel = TurnCancelParams {
+        session_id: session.clone(),
+        run_id: run.clone(),
+    };
+    let cancelled = backend.call::<methods::TurnCancel>(&cancel).await.unwrap();
+    assert!(cancelled.is_ok());
     let finished = until_finished(&mut backend, &mut events).await;
     assert_eq!(finished.outcome, RunOutcome::Cancelled);
     assert_eq!(

@@ -11,7 +11,8 @@ use crate::common::*;
 use magi_protocol::cards::{
     Card, CardOutcome, CardState, Changes, Origin, ProtectionDecision, ToolKind,
 };
-use magi_protocol::messages::{ActivityState, Event, HistoryPageResult, RunOutcome, SavedCard};
+use magi_protocol::messages::{ActivityState, Event, HistoryPageParams, RunOutcome, SavedCard};
+use magi_protocol::methods;
 use magi_testkit::{MockServer, Reply};
 use serde_json::json;
 
@@ -36,8 +37,9 @@ async fn tool_cards_are_advertised_only_when_required() {
     let env = TestEnv::new();
     let mut rich = env.spawn();
     let required = [&BASE[..], &["tool.cards"]].concat();
+    // Raw, so the advertisement is read exactly as it was sent.
     let response = rich
-        .request("initialize", json!({ "required_capabilities": required }))
+        .request_raw("initialize", json!({ "required_capabilities": required }))
         .await
         .unwrap();
     let result = response.outcome.clone().unwrap();
@@ -59,7 +61,7 @@ async fn tool_cards_are_advertised_only_when_required() {
 
     let mut base = env.spawn();
     let response = base
-        .request("initialize", json!({ "required_capabilities": BASE }))
+        .request_raw("initialize", json!({ "required_capabilities": BASE }))
         .await
         .unwrap();
     let result = response.outcome.unwrap();
@@ -147,14 +149,14 @@ async fn live_cards_follow_their_activities_with_increasing_revisions() {
 
     // The saved cards of the same calls, projected from the log, agree with the live
     // final cards on everything that does not depend on identity or origin.
-    let page: HistoryPageResult = backend
-        .request(
-            "history.page",
-            json!({"session_id": session, "revision": finished.revision}),
-        )
+    let params = HistoryPageParams {
+        session_id: session.clone(),
+        revision: finished.revision.clone().unwrap(),
+        cursor: None,
+    };
+    let page = backend
+        .call::<methods::HistoryPage>(&params)
         .await
-        .unwrap()
-        .parse()
         .unwrap()
         .unwrap();
     magi_client::cards::check_page(&page, true).unwrap();
@@ -185,14 +187,9 @@ async fn live_cards_follow_their_activities_with_increasing_revisions() {
         assert_eq!(saved.blocks, live.blocks, "{}", live.activity_id);
     }
     // The same page again shows the same cards.
-    let again: HistoryPageResult = backend
-        .request(
-            "history.page",
-            json!({"session_id": session, "revision": finished.revision}),
-        )
+    let again = backend
+        .call::<methods::HistoryPage>(&params)
         .await
-        .unwrap()
-        .parse()
         .unwrap()
         .unwrap();
     assert_eq!(again, page);
@@ -212,16 +209,21 @@ async fn base_clients_get_history_without_cards() {
     let mut seen = Vec::new();
     let finished = until_finished(&mut backend, &mut seen).await;
     assert!(!seen.iter().any(|e| matches!(e, Event::ToolCard(_))));
+    let params = HistoryPageParams {
+        session_id: session,
+        revision: finished.revision.unwrap(),
+        cursor: None,
+    };
     let page = backend
-        .request(
-            "history.page",
-            json!({"session_id": session, "revision": finished.revision}),
-        )
+        .call::<methods::HistoryPage>(&params)
         .await
         .unwrap()
-        .outcome
         .unwrap();
-    assert!(!page.to_string().contains("tool_card"), "{page}");
+    // Absent, not null: the field is not sent at all.
+    assert!(
+        page.entries.iter().all(|e| e.tool_card.is_absent()),
+        "{page:?}"
+    );
     shutdown_clean(&mut backend).await;
 }
 

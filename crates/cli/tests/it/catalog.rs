@@ -12,8 +12,12 @@ use crate::common::*;
 use magi_client::Backend;
 use magi_protocol::ErrorCode;
 use magi_protocol::messages::{
-    Availability, Effort, EffortSupport, ModelCatalogResult, StatusResult,
+    Availability, CatalogStatusParams, Effort, EffortRequest, EffortSupport, EmptyParams,
+    ModelCatalogParams, ModelCatalogResult, ModelRefreshParams, ModelRefreshResult,
+    OperationCancelParams, SelectionScope, SelectionSetParams, SelectionSetResult,
+    SessionOpenParams, StatusResult, TurnStartParams,
 };
+use magi_protocol::methods;
 use serde_json::{Value, json};
 
 const CAPABILITIES: [&str; 4] = ["model.catalog", "selection.set", "status", "shutdown"];
@@ -49,13 +53,31 @@ async fn ready(env: &TestEnv) -> Backend {
     backend
 }
 
-async fn catalog(backend: &mut Backend, params: Value) -> Result<ModelCatalogResult, ErrorCode> {
+async fn catalog(
+    backend: &mut Backend,
+    params: ModelCatalogParams,
+) -> Result<ModelCatalogResult, ErrorCode> {
     backend
-        .request("model.catalog", params)
+        .call::<methods::ModelCatalog>(&params)
         .await
         .unwrap()
-        .parse()
-        .unwrap()
+}
+
+/// A fresh snapshot of at most `limit` choices a page.
+fn first_page(limit: u64) -> ModelCatalogParams {
+    ModelCatalogParams {
+        limit: Some(limit),
+        ..ModelCatalogParams::default()
+    }
+}
+
+/// The page after `cursor` of the snapshot `revision`.
+fn next_page(revision: &str, cursor: Option<String>, limit: Option<u64>) -> ModelCatalogParams {
+    ModelCatalogParams {
+        revision: Some(revision.to_owned()),
+        cursor,
+        limit,
+    }
 }
 
 #[tokio::test]
@@ -79,7 +101,9 @@ async fn choices_come_from_enabled_cached_models_in_order() {
         &[("claude-sonnet-4", Some("Claude Sonnet 4"))],
     );
     let mut backend = ready(&env).await;
-    let result = catalog(&mut backend, json!({})).await.unwrap();
+    let result = catalog(&mut backend, ModelCatalogParams::default())
+        .await
+        .unwrap();
     let pairs: Vec<(&str, &str)> = result
         .choices
         .iter()
@@ -128,13 +152,13 @@ async fn pages_continue_and_a_changed_cache_is_stale_for_good() {
     let cached: Vec<(&str, Option<&str>)> = models.iter().map(|m| (m.as_str(), None)).collect();
     write_cache(&env, "openai", &cached);
     let mut backend = ready(&env).await;
-    let first = catalog(&mut backend, json!({"limit": 2})).await.unwrap();
+    let first = catalog(&mut backend, first_page(2)).await.unwrap();
     assert_eq!(first.choices.len(), 2);
     assert!(!first.complete);
     let cursor = first.next_cursor.clone().unwrap();
     let second = catalog(
         &mut backend,
-        json!({"revision": first.revision, "cursor": cursor, "limit": 2}),
+        next_page(&first.revision, Some(cursor), Some(2)),
     )
     .await
     .unwrap();
@@ -142,7 +166,7 @@ async fn pages_continue_and_a_changed_cache_is_stale_for_good() {
     assert_eq!(second.revision, first.revision);
     // The cache changes: the snapshot is stale, and stays so after restoring it.
     write_cache(&env, "openai", &cached[..4]);
-    let next = json!({"revision": second.revision, "cursor": second.next_cursor, "limit": 2});
+    let next = next_page(&second.revision, second.next_cursor, Some(2));
     assert_eq!(
         catalog(&mut backend, next.clone()).await,
         Err(ErrorCode::StaleCatalog)
@@ -153,7 +177,9 @@ async fn pages_continue_and_a_changed_cache_is_stale_for_good() {
         Err(ErrorCode::StaleCatalog)
     );
     // A fresh request starts over with a new revision.
-    let fresh = catalog(&mut backend, json!({})).await.unwrap();
+    let fresh = catalog(&mut backend, ModelCatalogParams::default())
+        .await
+        .unwrap();
     assert_ne!(fresh.revision, first.revision);
     assert_eq!(fresh.choices.len(), 5);
     shutdown_clean(&mut backend).await;
@@ -164,7 +190,9 @@ async fn nothing_enabled_means_no_choices_and_bad_caches_are_notices() {
     let env = env();
     write_cache(&env, "openai", &[("gpt-4.1", None)]);
     let mut backend = ready(&env).await;
-    let result = catalog(&mut backend, json!({})).await.unwrap();
+    let result = catalog(&mut backend, ModelCatalogParams::default())
+        .await
+        .unwrap();
     assert!(result.choices.is_empty());
     assert!(result.complete);
     shutdown_clean(&mut backend).await;
@@ -180,7 +208,9 @@ async fn nothing_enabled_means_no_choices_and_bad_caches_are_notices() {
         ],
     );
     let mut backend = ready(&env).await;
-    let result = catalog(&mut backend, json!({})).await.unwrap();
+    let result = catalog(&mut backend, ModelCatalogParams::default())
+        .await
+        .unwrap();
     assert_eq!(result.choices.len(), 1);
     assert_eq!(result.notices, vec!["catalog_entries_omitted_unsafe"]);
     assert!(!format!("{result:?}").contains("sk-abc"));
@@ -191,7 +221,9 @@ async fn nothing_enabled_means_no_choices_and_bad_caches_are_notices() {
     std::fs::create_dir_all(env.mc_home().join("data/catalog")).unwrap();
     std::fs::write(env.mc_home().join("data/catalog/openai.json"), "not json").unwrap();
     let mut backend = ready(&env).await;
-    let result = catalog(&mut backend, json!({})).await.unwrap();
+    let result = catalog(&mut backend, ModelCatalogParams::default())
+        .await
+        .unwrap();
     assert!(result.choices.is_empty());
     assert_eq!(result.notices, vec!["provider_catalog_unavailable"]);
     shutdown_clean(&mut backend).await;
@@ -210,15 +242,15 @@ async fn catalog_params_are_exact() {
         json!({"revision": "bad id!", "cursor": "x"}),
         json!({"extra": 1}),
     ] {
-        assert_eq!(
-            catalog(&mut backend, bad.clone()).await,
-            Err(ErrorCode::InvalidParams),
-            "{bad}"
-        );
+        let response = backend
+            .request_raw("model.catalog", bad.clone())
+            .await
+            .unwrap();
+        assert_eq!(response.outcome, Err(ErrorCode::InvalidParams), "{bad}");
     }
     // A continuation this child never issued is stale.
     assert_eq!(
-        catalog(&mut backend, json!({"revision": "c1", "cursor": "c1.1"})).await,
+        catalog(&mut backend, next_page("c1", Some("c1.1".into()), None)).await,
         Err(ErrorCode::StaleCatalog)
     );
     shutdown_clean(&mut backend).await;
@@ -228,13 +260,7 @@ async fn catalog_params_are_exact() {
 async fn status_reports_the_selection_once_ready() {
     let env = env();
     let mut backend = ready(&env).await;
-    let status: StatusResult = backend
-        .request("status", json!({}))
-        .await
-        .unwrap()
-        .parse()
-        .unwrap()
-        .unwrap();
+    let status = backend.status().await.unwrap().unwrap();
     let selection = status.selection.unwrap();
     assert_eq!(selection.provider.as_deref(), Some("openai"));
     assert_eq!(selection.model.as_deref(), Some("gpt-4.1"));
@@ -249,13 +275,8 @@ async fn status_reports_the_selection_once_ready() {
     let failed = TestEnv::new().without("MAGI_PROVIDER");
     let mut backend = failed.spawn();
     let _ = backend.initialize(&CAPABILITIES).await.unwrap();
-    let status = backend
-        .request("status", json!({}))
-        .await
-        .unwrap()
-        .outcome
-        .unwrap();
-    assert_eq!(status["selection"], Value::Null);
+    let status = backend.status().await.unwrap().unwrap();
+    assert_eq!(status.selection, None);
     shutdown_clean(&mut backend).await;
 }
 
@@ -275,21 +296,20 @@ fn selection_env(mock_base: Option<&str>) -> TestEnv {
 }
 
 async fn status(backend: &mut Backend) -> StatusResult {
-    backend
-        .request("status", json!({}))
-        .await
-        .unwrap()
-        .parse()
-        .unwrap()
-        .unwrap()
+    backend.status().await.unwrap().unwrap()
 }
 
-async fn select(backend: &mut Backend, params: Value) -> Result<Value, ErrorCode> {
-    backend
-        .request("selection.set", params)
-        .await
-        .unwrap()
-        .outcome
+async fn select(
+    backend: &mut Backend,
+    params: &SelectionSetParams,
+) -> Result<SelectionSetResult, ErrorCode> {
+    backend.call::<methods::SelectionSet>(params).await.unwrap()
+}
+
+fn refresh_of(provider: &str) -> ModelRefreshParams {
+    ModelRefreshParams {
+        provider: provider.to_owned(),
+    }
 }
 
 const SELECTING: [&str; 7] = [
@@ -308,25 +328,33 @@ async fn a_selection_is_validated_persisted_and_restored_after_a_restart() {
     let env = selection_env(Some(&mock.base_url()));
     let mut backend = env.spawn();
     backend.initialize(&SELECTING).await.unwrap().unwrap();
-    let session = backend
-        .request("session.create", json!({}))
+    let session_id = backend
+        .call::<methods::SessionCreate>(&EmptyParams {})
         .await
         .unwrap()
-        .outcome
-        .unwrap();
-    let session_id = session["session_id"].as_str().unwrap().to_owned();
+        .unwrap()
+        .session_id;
     let before = status(&mut backend).await.selection.unwrap();
-    let catalog = catalog(&mut backend, json!({})).await.unwrap();
-    let request = |revision: &str, provider: &str, model: &str, effort: Value| {
-        json!({"session_id": session_id, "selection_revision": revision,
-               "catalog_revision": catalog.revision, "provider": provider,
-               "model": model, "effort": effort})
+    let catalog = catalog(&mut backend, ModelCatalogParams::default())
+        .await
+        .unwrap();
+    let request =
+        |revision: &str, provider: &str, model: &str, effort: EffortRequest| SelectionSetParams {
+            session_id: session_id.clone(),
+            selection_revision: revision.to_owned(),
+            catalog_revision: catalog.revision.clone(),
+            provider: provider.to_owned(),
+            model: model.to_owned(),
+            effort: Some(effort),
+        };
+    let high = EffortRequest::Set {
+        value: Effort::High,
     };
     // Refusals write nothing.
     let log = log_path(&env, &session_id);
     let refusals = [
         (
-            request(&before.revision, "openai", "gpt-9", json!({"mode": "keep"})),
+            request(&before.revision, "openai", "gpt-9", EffortRequest::Keep),
             ErrorCode::SelectionInvalid,
         ),
         (
@@ -334,80 +362,79 @@ async fn a_selection_is_validated_persisted_and_restored_after_a_restart() {
                 &before.revision,
                 "anthropic",
                 "claude-sonnet-4",
-                json!({"mode": "keep"}),
+                EffortRequest::Keep,
             ),
             ErrorCode::ProviderUnavailable,
         ),
         (
-            request(
-                &before.revision,
-                "openai",
-                "gpt-4.1",
-                json!({"mode": "set", "value": "high"}),
-            ),
+            request(&before.revision, "openai", "gpt-4.1", high),
             ErrorCode::EffortUnsupported,
         ),
         (
-            request("s0", "openai", "o3", json!({"mode": "keep"})),
+            request("s0", "openai", "o3", EffortRequest::Keep),
             ErrorCode::StaleSelection,
         ),
         (
-            {
-                let mut r = request(&before.revision, "openai", "o3", json!({"mode": "keep"}));
-                r["session_id"] = json!("other-session");
-                r
+            SelectionSetParams {
+                session_id: "other-session".into(),
+                ..request(&before.revision, "openai", "o3", EffortRequest::Keep)
             },
             ErrorCode::StaleSession,
         ),
         (
-            {
-                let mut r = request(&before.revision, "openai", "o3", json!({"mode": "keep"}));
-                r["catalog_revision"] = json!("c0");
-                r
+            SelectionSetParams {
+                catalog_revision: "c0".into(),
+                ..request(&before.revision, "openai", "o3", EffortRequest::Keep)
             },
             ErrorCode::StaleCatalog,
         ),
-        (
-            request(&before.revision, "openai", "o3", json!(null)),
-            ErrorCode::InvalidParams,
-        ),
-        (
-            request(&before.revision, "", "o3", json!({"mode": "keep"})),
-            ErrorCode::InvalidParams,
-        ),
     ];
     for (params, code) in refusals {
-        assert_eq!(
-            select(&mut backend, params.clone()).await,
-            Err(code),
-            "{params}"
-        );
+        assert_eq!(select(&mut backend, &params).await, Err(code), "{params:?}");
+    }
+    let keep = serde_json::to_value(request(
+        &before.revision,
+        "openai",
+        "o3",
+        EffortRequest::Keep,
+    ))
+    .unwrap();
+    let malformed = [
+        {
+            let mut params = keep.clone();
+            params["effort"] = Value::Null;
+            params
+        },
+        {
+            let mut params = keep;
+            params["provider"] = json!("");
+            params
+        },
+    ];
+    for params in malformed {
+        let response = backend
+            .request_raw("selection.set", params.clone())
+            .await
+            .unwrap();
+        assert_eq!(response.outcome, Err(ErrorCode::InvalidParams), "{params}");
     }
     assert!(!log.exists(), "a refused selection writes nothing");
 
     let chosen = select(
         &mut backend,
-        request(
-            &before.revision,
-            "openai",
-            "o3",
-            json!({"mode": "set", "value": "high"}),
-        ),
+        &request(&before.revision, "openai", "o3", high),
     )
     .await
     .unwrap();
-    assert_eq!(chosen["durable"], true);
-    assert_eq!(chosen["scope"], "session");
-    assert_eq!(chosen["catalog_revision"], json!(catalog.revision));
-    assert!(chosen["history_revision"].is_string());
-    assert_eq!(chosen["selection"]["model"], "o3");
-    assert_eq!(chosen["selection"]["requested_effort"], "high");
-    assert_eq!(chosen["selection"]["effective_effort"], "high");
+    assert!(chosen.durable);
+    assert_eq!(chosen.scope, SelectionScope::Session);
+    assert_eq!(chosen.catalog_revision, catalog.revision);
+    assert!(chosen.history_revision.is_some());
+    assert_eq!(chosen.selection.model.as_deref(), Some("o3"));
+    assert_eq!(chosen.selection.requested_effort, Effort::High);
+    assert_eq!(chosen.selection.effective_effort, Some(Effort::High));
     let now = status(&mut backend).await;
-    assert_eq!(
-        serde_json::to_value(now.selection.as_ref().unwrap()).unwrap(),
-        chosen["selection"]
-    );
+    assert_eq!(now.selection.as_ref(), Some(&chosen.selection));
     assert_eq!(now.model.as_deref(), Some("o3"));
     assert!(
         std::fs::read_to_string(&log)
@@ -418,21 +445,21 @@ async fn a_selection_is_validated_persisted_and_restored_after_a_restart() {
     assert_eq!(
         select(
             &mut backend,
-            request(&before.revision, "openai", "o3", json!({"mode": "keep"}))
+            &request(&before.revision, "openai", "o3", EffortRequest::Keep)
         )
         .await,
         Err(ErrorCode::StaleSelection)
     );
     // A turn sends the selected model and effort.
     mock.enqueue(magi_testkit::Reply::stream().text(["Thought hard."]));
+    let think = TurnStartParams {
+        session_id: session_id.clone(),
+        prompt: "Think".into(),
+    };
     backend
-        .request(
-            "turn.start",
-            json!({"session_id": session_id, "prompt": "Think"}),
-        )
+        .call::<methods::TurnStart>(&think)
         .await
         .unwrap()
-        .outcome
         .unwrap();
     loop {
         if let magi_client::Incoming::Event {
@@ -451,13 +478,15 @@ async fn a_selection_is_validated_persisted_and_restored_after_a_restart() {
     // A new child restores the saved selection on open.
     let mut backend = env.spawn();
     backend.initialize(&SELECTING).await.unwrap().unwrap();
+    let open = SessionOpenParams {
+        session_id: session_id.clone(),
+    };
     let opened = backend
-        .request("session.open", json!({"session_id": session_id}))
+        .call::<methods::SessionOpen>(&open)
         .await
         .unwrap()
-        .outcome
         .unwrap();
-    assert_eq!(opened["notices"], json!([]));
+    assert!(opened.notices.is_empty());
     let restored = status(&mut backend).await.selection.unwrap();
     assert_eq!(restored.model.as_deref(), Some("o3"));
     assert_eq!(restored.requested_effort, Effort::High);
@@ -468,12 +497,11 @@ async fn a_selection_is_validated_persisted_and_restored_after_a_restart() {
     let mut backend = env.spawn();
     backend.initialize(&SELECTING).await.unwrap().unwrap();
     let opened = backend
-        .request("session.open", json!({"session_id": session_id}))
+        .call::<methods::SessionOpen>(&open)
         .await
         .unwrap()
-        .outcome
         .unwrap();
-    assert_eq!(opened["notices"], json!(["saved_selection_unavailable"]));
+    assert_eq!(opened.notices, vec!["saved_selection_unavailable"]);
     let fallback = status(&mut backend).await.selection.unwrap();
     assert_eq!(fallback.model.as_deref(), Some("gpt-4.1"));
     assert_eq!(fallback.requested_effort, Effort::High);
@@ -487,11 +515,19 @@ async fn selection_needs_an_attachment() {
     let mut backend = env.spawn();
     backend.initialize(&SELECTING).await.unwrap().unwrap();
     let revision = status(&mut backend).await.selection.unwrap().revision;
-    let catalog = catalog(&mut backend, json!({})).await.unwrap();
-    let params = json!({"session_id": "s1", "selection_revision": revision,
-        "catalog_revision": catalog.revision, "provider": "openai", "model": "o3"});
+    let catalog = catalog(&mut backend, ModelCatalogParams::default())
+        .await
+        .unwrap();
+    let params = SelectionSetParams {
+        session_id: "s1".into(),
+        selection_revision: revision,
+        catalog_revision: catalog.revision,
+        provider: "openai".into(),
+        model: "o3".into(),
+        effort: None,
+    };
     assert_eq!(
-        select(&mut backend, params).await,
+        select(&mut backend, &params).await,
         Err(ErrorCode::SessionMissing)
     );
     shutdown_clean(&mut backend).await;
@@ -513,10 +549,10 @@ async fn a_deliberate_refresh_fills_the_cache_and_failures_keep_it() {
     let mut base = env.spawn();
     base.initialize(&CAPABILITIES).await.unwrap().unwrap();
     let refused = base
-        .request("model.refresh", json!({"provider": "openai-chat"}))
+        .call::<methods::ModelRefresh>(&refresh_of("openai-chat"))
         .await
         .unwrap();
-    assert_eq!(refused.outcome, Err(ErrorCode::UnsupportedCapability));
+    assert_eq!(refused, Err(ErrorCode::UnsupportedCapability));
     shutdown_clean(&mut base).await;
 
     let mut backend = env.spawn();
@@ -525,21 +561,26 @@ async fn a_deliberate_refresh_fills_the_cache_and_failures_keep_it() {
         .await
         .unwrap()
         .unwrap();
-    let before = catalog(&mut backend, json!({"limit": 1})).await.unwrap();
+    let before = catalog(&mut backend, first_page(1)).await.unwrap();
     assert!(before.choices.is_empty());
     let refreshed = backend
-        .request("model.refresh", json!({"provider": "openai-chat"}))
+        .call::<methods::ModelRefresh>(&refresh_of("openai-chat"))
         .await
         .unwrap()
-        .outcome
         .unwrap();
     assert_eq!(
         refreshed,
-        json!({"provider": "openai-chat", "cached_models": 2, "notices": []})
+        ModelRefreshResult {
+            provider: "openai-chat".into(),
+            cached_models: 2,
+            notices: Vec::new(),
+        }
     );
     let cache = env.mc_home().join("data/catalog/openai-chat.json");
     let written = std::fs::read_to_string(&cache).unwrap();
-    let after = catalog(&mut backend, json!({})).await.unwrap();
+    let after = catalog(&mut backend, ModelCatalogParams::default())
+        .await
+        .unwrap();
     let models: Vec<&str> = after.choices.iter().map(|c| c.model.as_str()).collect();
     assert_eq!(models, vec!["local-a", "local-b"]);
     // An OpenAI-style list has IDs only: no display names.
@@ -556,7 +597,7 @@ async fn a_deliberate_refresh_fills_the_cache_and_failures_keep_it() {
         ),
     ] {
         let answer = backend
-            .request("model.refresh", params.clone())
+            .request_raw("model.refresh", params.clone())
             .await
             .unwrap();
         assert_eq!(answer.outcome, Err(code), "{params}");
@@ -564,17 +605,17 @@ async fn a_deliberate_refresh_fills_the_cache_and_failures_keep_it() {
     // A failing server and a garbage answer leave the cache as it was.
     mock.set_models_status(Some(500));
     let failed = backend
-        .request("model.refresh", refresh("openai-chat"))
+        .call::<methods::ModelRefresh>(&refresh_of("openai-chat"))
         .await
         .unwrap();
-    assert_eq!(failed.outcome, Err(ErrorCode::ProviderUnavailable));
+    assert_eq!(failed, Err(ErrorCode::ProviderUnavailable));
     mock.set_models_status(None);
     mock.set_models_body(Some("not a model list".into()));
     let garbage = backend
-        .request("model.refresh", refresh("openai-chat"))
+        .call::<methods::ModelRefresh>(&refresh_of("openai-chat"))
         .await
         .unwrap();
-    assert_eq!(garbage.outcome, Err(ErrorCode::CatalogUnavailable));
+    assert_eq!(garbage, Err(ErrorCode::CatalogUnavailable));
     assert_eq!(std::fs::read_to_string(&cache).unwrap(), written);
     shutdown_clean(&mut backend).await;
 }
@@ -593,13 +634,12 @@ async fn catalog_status_says_why_choices_are_missing() {
         .unwrap()
         .unwrap();
     let all = backend
-        .request("model.catalog.status", json!({}))
+        .call::<methods::ModelCatalogStatus>(&CatalogStatusParams::default())
         .await
         .unwrap()
-        .outcome
         .unwrap();
     assert_eq!(
-        all,
+        serde_json::to_value(all).unwrap(),
         json!({"providers": [
             {"provider": "anthropic", "cache": "missing", "authentication": "unavailable",
              "enabled_models": 0, "cached_models": 0,
@@ -613,13 +653,15 @@ async fn catalog_status_says_why_choices_are_missing() {
              "reasons": ["cache_missing", "no_enabled_models"]}
         ], "notices": []})
     );
+    let openai = CatalogStatusParams {
+        provider: Some("openai".into()),
+    };
     let one = backend
-        .request("model.catalog.status", json!({"provider": "openai"}))
+        .call::<methods::ModelCatalogStatus>(&openai)
         .await
         .unwrap()
-        .outcome
         .unwrap();
-    assert_eq!(one["providers"].as_array().unwrap().len(), 1);
+    assert_eq!(one.providers.len(), 1);
     for (params, code) in [
         (json!({"provider": "nope"}), ErrorCode::SelectionInvalid),
         (json!({"provider": ""}), ErrorCode::InvalidParams),
@@ -627,7 +669,7 @@ async fn catalog_status_says_why_choices_are_missing() {
         (json!({"x": 1}), ErrorCode::InvalidParams),
     ] {
         let answer = backend
-            .request("model.catalog.status", params.clone())
+            .request_raw("model.catalog.status", params.clone())
             .await
             .unwrap();
         assert_eq!(answer.outcome, Err(code), "{params}");
@@ -651,7 +693,7 @@ async fn operation_cancel_stops_a_hanging_refresh() {
         .unwrap()
         .unwrap();
     let refresh = backend
-        .send("model.refresh", json!({"provider": "openai-chat"}))
+        .send::<methods::ModelRefresh>(&refresh_of("openai-chat"))
         .await
         .unwrap();
     // Wait until the fetch is on its way.
@@ -665,28 +707,32 @@ async fn operation_cancel_stops_a_hanging_refresh() {
     }
     // Status stays answered while the worker runs.
     backend.status().await.unwrap().unwrap();
-    let cancel = backend
-        .request("operation.cancel", json!({"request_id": refresh.id()}))
-        .await
-        .unwrap()
-        .outcome
-        .unwrap();
-    assert_eq!(cancel, json!({"cancellation_requested": true}));
-    let answer = tokio::time::timeout(WAIT, refresh.response())
+    let cancel = OperationCancelParams {
+        request_id: refresh.id().to_owned(),
+    };
+    let cancelled = backend
+        .call::<methods::OperationCancel>(&cancel)
         .await
         .unwrap()
         .unwrap();
-    assert_eq!(answer.outcome, Err(ErrorCode::OperationCancelled));
+    assert!(cancelled.cancellation_requested);
+    let answer = tokio::time::timeout(WAIT, refresh.result())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(answer, Err(ErrorCode::OperationCancelled));
     assert!(!env.mc_home().join("data/catalog/openai-chat.json").exists());
+    let nothing = OperationCancelParams {
+        request_id: "nothing-running".into(),
+    };
     let idle = backend
-        .request("operation.cancel", json!({"request_id": "nothing-running"}))
+        .call::<methods::OperationCancel>(&nothing)
         .await
         .unwrap()
-        .outcome
         .unwrap();
-    assert_eq!(idle, json!({"cancellation_requested": false}));
+    assert!(!idle.cancellation_requested);
     let bad = backend
-        .request("operation.cancel", json!({"request_id": "bad id!"}))
+        .request_raw("operation.cancel", json!({"request_id": "bad id!"}))
         .await
         .unwrap();
     assert_eq!(bad.outcome, Err(ErrorCode::InvalidParams));

@@ -11,8 +11,11 @@ use crate::common::*;
 use magi_client::{Backend, Incoming};
 use magi_protocol::ErrorCode;
 use magi_protocol::messages::{
-    ActivityState, ClientToolCall, ClientToolCancelReason, ClientToolDefinition, Event, RunOutcome,
+    ActivityState, ClientToolCall, ClientToolCancelReason, ClientToolDefinition, ClientToolOutcome,
+    ClientToolResultParams, ClientToolResultResult, EmptyParams, Event, RunOutcome,
+    TurnCancelParams, TurnStartParams,
 };
+use magi_protocol::methods;
 use magi_testkit::{MockServer, Reply};
 use serde_json::{Value, json};
 
@@ -58,24 +61,22 @@ async fn turn(env: &TestEnv) -> (Backend, String, String) {
     assert_eq!(result.capabilities[16], "client.tools");
     let descriptor = result.extensions.unwrap().client_tools.unwrap();
     assert_eq!(descriptor.tools, vec!["notify", "slow_notify"]);
-    let session = backend
-        .request("session.create", json!({}))
+    let session_id = backend
+        .call::<methods::SessionCreate>(&EmptyParams {})
         .await
         .unwrap()
-        .outcome
-        .unwrap();
-    let session_id = session["session_id"].as_str().unwrap().to_owned();
+        .unwrap()
+        .session_id;
+    let params = TurnStartParams {
+        session_id: session_id.clone(),
+        prompt: "Tell me".into(),
+    };
     let started = backend
-        .request(
-            "turn.start",
-            json!({"session_id": session_id, "prompt": "Tell me"}),
-        )
+        .call::<methods::TurnStart>(&params)
         .await
         .unwrap()
-        .outcome
         .unwrap();
-    let run_id = started["run_id"].as_str().unwrap().to_owned();
-    (backend, session_id, run_id)
+    (backend, session_id, started.run_id)
 }
 
 async fn until_call(backend: &mut Backend, seen: &mut Vec<Event>) -> ClientToolCall {
@@ -97,16 +98,18 @@ async fn answer(
     run: &str,
     call: &str,
     content: &str,
-) -> Result<Value, ErrorCode> {
+) -> Result<ClientToolResultResult, ErrorCode> {
+    let params = ClientToolResultParams {
+        session_id: session.to_owned(),
+        run_id: run.to_owned(),
+        call_id: call.to_owned(),
+        outcome: ClientToolOutcome::Completed,
+        content: content.to_owned(),
+    };
     backend
-        .request(
-            "client.tool.result",
-            json!({"session_id": session, "run_id": run, "call_id": call,
-                   "outcome": "completed", "content": content}),
-        )
+        .call::<methods::ClientToolResult>(&params)
         .await
         .unwrap()
-        .outcome
 }
 
 #[tokio::test]
@@ -124,7 +127,7 @@ async fn a_client_tool_is_offered_called_and_answered_once() {
     assert_eq!(call.timeout_ms, 120_000);
     assert_eq!(
         answer(&mut backend, &session, &run, "n1", "shown to the user").await,
-        Ok(json!({"recorded": true}))
+        Ok(ClientToolResultResult { recorded: true })
     );
     // One result per call.
     assert_eq!(
@@ -152,11 +155,14 @@ async fn cancelling_the_run_withdraws_the_call_and_an_unanswered_call_times_out(
     let (mut backend, session, run) = turn(&env).await;
     let mut seen = Vec::new();
     until_call(&mut backend, &mut seen).await;
+    let cancel = TurnCancelParams {
+        session_id: session.clone(),
+        run_id: run.clone(),
+    };
     backend
-        .request("turn.cancel", json!({"session_id": session, "run_id": run}))
+        .call::<methods::TurnCancel>(&cancel)
         .await
         .unwrap()
-        .outcome
         .unwrap();
     let finished = until_finished(&mut backend, &mut seen).await;
     assert_eq!(finished.outcome, RunOutcome::Cancelled);
@@ -224,14 +230,16 @@ async fn registration_is_checked_before_anything_starts() {
         .unwrap()
         .unwrap();
     let refused = backend
-        .request(
-            "client.tool.result",
-            json!({"session_id": "s", "run_id": "r", "call_id": "c",
-                   "outcome": "completed", "content": ""}),
-        )
+        .call::<methods::ClientToolResult>(&ClientToolResultParams {
+            session_id: "s".into(),
+            run_id: "r".into(),
+            call_id: "c".into(),
+            outcome: ClientToolOutcome::Completed,
+            content: String::new(),
+        })
         .await
         .unwrap();
-    assert_eq!(refused.outcome, Err(ErrorCode::UnsupportedCapability));
+    assert_eq!(refused, Err(ErrorCode::UnsupportedCapability));
     shutdown_clean(&mut backend).await;
 }
 

@@ -10,9 +10,11 @@
 
 use crate::common::*;
 use magi_client::Backend;
-use magi_protocol::messages::{ActivityKind, EntryKind, Event, HistoryPageResult, RunOutcome};
+use magi_protocol::messages::{
+    ActivityKind, EmptyParams, EntryKind, Event, HistoryPageParams, RunOutcome,
+};
+use magi_protocol::methods;
 use magi_testkit::{MockServer, Reply};
-use serde_json::json;
 
 async fn turn(backend: &mut Backend, session: &str, prompt: &str) -> (Vec<Event>, Option<String>) {
     start_turn(backend, session, prompt).await;
@@ -40,12 +42,11 @@ async fn a_small_context_window_compacts_before_the_request() {
         .unwrap()
         .unwrap();
     let session = backend
-        .request("session.create", json!({}))
+        .call::<methods::SessionCreate>(&EmptyParams {})
         .await
         .unwrap()
-        .outcome
-        .unwrap();
-    let session = session["session_id"].as_str().unwrap().to_owned();
+        .unwrap()
+        .session_id;
     // A short first turn stays under the trigger.
     let (first, _) = turn(&mut backend, &session, "first question").await;
     assert!(
@@ -72,14 +73,14 @@ async fn a_small_context_window_compacts_before_the_request() {
         !after.contains("FIRST-ANSWER"),
         "the summary replaced the old turns"
     );
-    let page: HistoryPageResult = backend
-        .request(
-            "history.page",
-            json!({"session_id": session, "revision": revision}),
-        )
+    let params = HistoryPageParams {
+        session_id: session.clone(),
+        revision: revision.unwrap(),
+        cursor: None,
+    };
+    let page = backend
+        .call::<methods::HistoryPage>(&params)
         .await
-        .unwrap()
-        .parse()
         .unwrap()
         .unwrap();
     assert!(

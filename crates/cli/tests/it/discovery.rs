@@ -13,8 +13,12 @@ use std::path::{Path, PathBuf};
 use crate::common::*;
 use magi_client::Backend;
 use magi_protocol::ErrorCode;
-use magi_protocol::messages::{Eligibility, SessionListResult, SessionResult};
-use serde_json::{Value, json};
+use magi_protocol::messages::{
+    Eligibility, SessionDiscoverParams, SessionListParams, SessionListResult, SessionOpenParams,
+    SessionResult,
+};
+use magi_protocol::methods;
+use serde_json::json;
 
 const SESSION: &str = "0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b";
 
@@ -34,22 +38,35 @@ async fn ready(env: &TestEnv) -> Backend {
     backend
 }
 
-async fn list(backend: &mut Backend, params: Value) -> Result<SessionListResult, ErrorCode> {
-    backend
-        .request("session.list", params)
-        .await
-        .unwrap()
-        .parse()
-        .unwrap()
+async fn list(
+    backend: &mut Backend,
+    params: SessionListParams,
+) -> Result<SessionListResult, ErrorCode> {
+    backend.call::<methods::SessionList>(&params).await.unwrap()
+}
+
+/// A fresh listing of at most `limit` sessions a page.
+fn first_page(limit: u64) -> SessionListParams {
+    SessionListParams {
+        limit: Some(limit),
+        ..SessionListParams::default()
+    }
+}
+
+/// The page after `cursor` of the listing `revision`.
+fn next_page(revision: &str, cursor: &str, limit: Option<u64>) -> SessionListParams {
+    SessionListParams {
+        revision: Some(revision.to_owned()),
+        cursor: Some(cursor.to_owned()),
+        limit,
+    }
 }
 
 async fn open(backend: &mut Backend, id: &str) -> Result<SessionResult, ErrorCode> {
-    backend
-        .request("session.open", json!({"session_id": id}))
-        .await
-        .unwrap()
-        .parse()
-        .unwrap()
+    let params = SessionOpenParams {
+        session_id: id.to_owned(),
+    };
+    backend.call::<methods::SessionOpen>(&params).await.unwrap()
 }
 
 fn ids(result: &SessionListResult) -> Vec<&str> {
@@ -163,7 +180,9 @@ async fn lists_this_workspace_in_id_order_with_titles_and_times() {
 
     let mut backend = ready(&env).await;
     let before = tree(&env.mc_home());
-    let result = list(&mut backend, json!({})).await.unwrap();
+    let result = list(&mut backend, SessionListParams::default())
+        .await
+        .unwrap();
     assert_eq!(
         ids(&result),
         vec![
@@ -238,7 +257,9 @@ async fn invalid_logs_are_omitted_with_one_notice() {
     std::fs::create_dir(log_path(&env, "dir-1")).unwrap();
 
     let mut backend = ready(&env).await;
-    let result = list(&mut backend, json!({})).await.unwrap();
+    let result = list(&mut backend, SessionListParams::default())
+        .await
+        .unwrap();
     assert_eq!(ids(&result), vec![SESSION]);
     assert_eq!(result.notices, vec!["sessions_omitted_invalid"]);
     assert!(result.complete);
@@ -254,12 +275,16 @@ async fn a_session_held_by_another_child_is_busy_but_not_to_its_holder() {
     let mut other = ready(&env).await;
     open(&mut holder, SESSION).await.unwrap();
 
-    let seen = list(&mut other, json!({})).await.unwrap();
+    let seen = list(&mut other, SessionListParams::default())
+        .await
+        .unwrap();
     let eligibility: Vec<_> = seen.sessions.iter().map(|s| s.eligibility).collect();
     assert_eq!(ids(&seen), vec![SESSION, "other-1"]);
     assert_eq!(eligibility, vec![Eligibility::Busy, Eligibility::Available]);
 
-    let own = list(&mut holder, json!({})).await.unwrap();
+    let own = list(&mut holder, SessionListParams::default())
+        .await
+        .unwrap();
     let eligibility: Vec<_> = own.sessions.iter().map(|s| s.eligibility).collect();
     assert_eq!(
         eligibility,
@@ -271,7 +296,9 @@ async fn a_session_held_by_another_child_is_busy_but_not_to_its_holder() {
 
     // Once the holder is gone, its lease file is too.
     shutdown_clean(&mut holder).await;
-    let seen = list(&mut other, json!({})).await.unwrap();
+    let seen = list(&mut other, SessionListParams::default())
+        .await
+        .unwrap();
     assert_eq!(seen.sessions[0].eligibility, Eligibility::Available);
     shutdown_clean(&mut other).await;
 }
@@ -285,7 +312,7 @@ async fn pages_follow_cursors_and_a_change_is_stale_for_good() {
     }
     let mut backend = ready(&env).await;
     let mut pages = Vec::new();
-    let mut page = list(&mut backend, json!({"limit": 2})).await.unwrap();
+    let mut page = list(&mut backend, first_page(2)).await.unwrap();
     let revision = page.revision.clone();
     loop {
         assert_eq!(page.revision, revision);
@@ -295,31 +322,25 @@ async fn pages_follow_cursors_and_a_change_is_stale_for_good() {
             break;
         };
         assert!(!page.complete);
-        page = list(
-            &mut backend,
-            json!({"revision": revision, "cursor": cursor, "limit": 2}),
-        )
-        .await
-        .unwrap();
+        page = list(&mut backend, next_page(&revision, &cursor, Some(2)))
+            .await
+            .unwrap();
     }
     assert_eq!(pages, vec!["s0,s1", "s2,s3", "s4"]);
 
-    let first = list(&mut backend, json!({"limit": 1})).await.unwrap();
+    let first = list(&mut backend, first_page(1)).await.unwrap();
     assert_ne!(first.revision, revision);
     assert_eq!(ids(&first), vec!["s0"]);
     let cursor = first.next_cursor.clone().unwrap();
-    let second = list(
-        &mut backend,
-        json!({"revision": first.revision, "cursor": cursor, "limit": 1}),
-    )
-    .await
-    .unwrap();
+    let second = list(&mut backend, next_page(&first.revision, &cursor, Some(1)))
+        .await
+        .unwrap();
     assert_eq!(ids(&second), vec!["s1"]);
     // The fresh listing replaced the older snapshot.
     assert_eq!(
         list(
             &mut backend,
-            json!({"revision": revision, "cursor": format!("{revision}.2")})
+            next_page(&revision, &format!("{revision}.2"), None)
         )
         .await,
         Err(ErrorCode::StaleRevision)
@@ -328,7 +349,7 @@ async fn pages_follow_cursors_and_a_change_is_stale_for_good() {
     assert_eq!(
         list(
             &mut backend,
-            json!({"revision": first.revision, "cursor": format!("{}.4", first.revision)})
+            next_page(&first.revision, &format!("{}.4", first.revision), None)
         )
         .await,
         Err(ErrorCode::StaleRevision)
@@ -339,7 +360,7 @@ async fn pages_follow_cursors_and_a_change_is_stale_for_good() {
     let mut text = std::fs::read_to_string(&path).unwrap();
     text.push_str(&record("s3", "title", json!({"title": "new"})));
     std::fs::write(&path, text).unwrap();
-    let next = json!({"revision": first.revision, "cursor": cursor, "limit": 1});
+    let next = next_page(&first.revision, &cursor, Some(1));
     assert_eq!(
         list(&mut backend, next.clone()).await,
         Err(ErrorCode::StaleRevision)
@@ -349,15 +370,21 @@ async fn pages_follow_cursors_and_a_change_is_stale_for_good() {
         Err(ErrorCode::StaleRevision)
     );
     // A fresh listing works and sees the change.
-    let fresh = list(&mut backend, json!({})).await.unwrap();
+    let fresh = list(&mut backend, SessionListParams::default())
+        .await
+        .unwrap();
     assert_eq!(fresh.sessions.len(), 5);
     assert_eq!(fresh.sessions[3].title.as_deref(), Some("new"));
     assert!(fresh.complete);
 
     // A session file that goes away is a change too.
-    let fresh = list(&mut backend, json!({"limit": 2})).await.unwrap();
+    let fresh = list(&mut backend, first_page(2)).await.unwrap();
     std::fs::remove_file(log_path(&env, "s4")).unwrap();
-    let next = json!({"revision": fresh.revision, "cursor": fresh.next_cursor});
+    let next = SessionListParams {
+        revision: Some(fresh.revision),
+        cursor: fresh.next_cursor,
+        limit: None,
+    };
     assert_eq!(
         list(&mut backend, next).await,
         Err(ErrorCode::StaleRevision)
@@ -370,7 +397,7 @@ async fn params_are_checked_before_anything_else() {
     let env = TestEnv::new();
     write_log(&env, SESSION, &meta(&env, SESSION));
     let mut backend = ready(&env).await;
-    let listed = list(&mut backend, json!({"limit": 1})).await.unwrap();
+    let listed = list(&mut backend, first_page(1)).await.unwrap();
     let revision = listed.revision.clone();
     for bad in [
         json!({"limit": 0}),
@@ -389,14 +416,18 @@ async fn params_are_checked_before_anything_else() {
         json!({"revision": 1, "cursor": "c"}),
         json!({"extra": 1}),
     ] {
-        let response = backend.request("session.list", bad.clone()).await.unwrap();
+        let response = backend
+            .request_raw("session.list", bad.clone())
+            .await
+            .unwrap();
         assert_eq!(response.outcome, Err(ErrorCode::InvalidParams), "{bad}");
     }
     // Explicit nulls and limits at their bounds are fine.
     assert!(
         list(
             &mut backend,
-            json!({"revision": null, "cursor": null, "limit": 100})
+            // Typed params send the revision and cursor as explicit nulls.
+            first_page(100)
         )
         .await
         .is_ok()
@@ -429,8 +460,10 @@ async fn params_are_checked_before_anything_else() {
 async fn session_list_before_initialization() {
     let env = TestEnv::new();
     let mut backend = env.spawn();
-    let response = backend.request("session.list", json!({})).await.unwrap();
-    assert_eq!(response.outcome, Err(ErrorCode::NotInitialized));
+    assert_eq!(
+        list(&mut backend, SessionListParams::default()).await,
+        Err(ErrorCode::NotInitialized)
+    );
     shutdown_clean(&mut backend).await;
 }
 
@@ -439,13 +472,15 @@ async fn a_missing_or_empty_folder_is_an_empty_complete_list() {
     let env = TestEnv::new();
     let mut backend = ready(&env).await;
     assert!(!workspace_dir(&env).exists());
-    let empty = list(&mut backend, json!({})).await.unwrap();
+    let empty = list(&mut backend, SessionListParams::default())
+        .await
+        .unwrap();
     assert!(empty.sessions.is_empty() && empty.notices.is_empty());
     assert!(empty.complete && empty.next_cursor.is_none());
     // Listing did not create the folder.
     assert!(!workspace_dir(&env).exists());
     std::fs::create_dir_all(workspace_dir(&env)).unwrap();
-    let empty = list(&mut backend, json!({"limit": 1})).await.unwrap();
+    let empty = list(&mut backend, first_page(1)).await.unwrap();
     assert!(empty.sessions.is_empty() && empty.complete && empty.next_cursor.is_none());
     shutdown_clean(&mut backend).await;
 }
@@ -463,14 +498,16 @@ async fn an_invalid_log_name_makes_discovery_unavailable() {
     ] {
         let path = write_file(&env, name, "");
         assert_eq!(
-            list(&mut backend, json!({})).await,
+            list(&mut backend, SessionListParams::default()).await,
             Err(ErrorCode::DiscoveryUnavailable),
             "{name}"
         );
         std::fs::remove_file(path).unwrap();
     }
     assert_eq!(
-        ids(&list(&mut backend, json!({})).await.unwrap()),
+        ids(&list(&mut backend, SessionListParams::default())
+            .await
+            .unwrap()),
         vec![SESSION]
     );
     shutdown_clean(&mut backend).await;
@@ -486,12 +523,14 @@ async fn the_directory_bound_counts_every_entry() {
     }
     let mut backend = ready(&env).await;
     assert_eq!(
-        ids(&list(&mut backend, json!({})).await.unwrap()),
+        ids(&list(&mut backend, SessionListParams::default())
+            .await
+            .unwrap()),
         vec![SESSION]
     );
     write_file(&env, "one-more", "");
     assert_eq!(
-        list(&mut backend, json!({})).await,
+        list(&mut backend, SessionListParams::default()).await,
         Err(ErrorCode::DiscoveryLimit)
     );
     shutdown_clean(&mut backend).await;
@@ -506,7 +545,9 @@ async fn the_snapshot_holds_at_most_256_sessions() {
     }
     let mut backend = ready(&env).await;
     let mut sizes = Vec::new();
-    let mut page = list(&mut backend, json!({})).await.unwrap();
+    let mut page = list(&mut backend, SessionListParams::default())
+        .await
+        .unwrap();
     loop {
         assert!(serde_json::to_vec(&page).unwrap().len() <= 32_768);
         sizes.push(page.sessions.len());
@@ -514,18 +555,15 @@ async fn the_snapshot_holds_at_most_256_sessions() {
             assert!(page.complete);
             break;
         };
-        page = list(
-            &mut backend,
-            json!({"revision": page.revision, "cursor": cursor}),
-        )
-        .await
-        .unwrap();
+        page = list(&mut backend, next_page(&page.revision, &cursor, None))
+            .await
+            .unwrap();
     }
     assert_eq!(sizes, vec![100, 100, 56]);
 
     write_log(&env, "s256", &meta(&env, "s256"));
     assert_eq!(
-        list(&mut backend, json!({})).await,
+        list(&mut backend, SessionListParams::default()).await,
         Err(ErrorCode::DiscoveryLimit)
     );
     // Sessions of other workspaces do not count.
@@ -535,7 +573,11 @@ async fn the_snapshot_holds_at_most_256_sessions() {
     )
     .unwrap();
     assert_eq!(
-        list(&mut backend, json!({})).await.unwrap().sessions.len(),
+        list(&mut backend, SessionListParams::default())
+            .await
+            .unwrap()
+            .sessions
+            .len(),
         100
     );
     shutdown_clean(&mut backend).await;
@@ -574,27 +616,24 @@ async fn discover_visits_every_session_once_in_bounded_batches() {
         .unwrap()
         .unwrap();
     let mut seen = Vec::new();
-    let mut params = json!({});
+    let mut params = SessionDiscoverParams::default();
     let mut batches = 0;
     loop {
         let batch = backend
-            .request("session.discover", params)
+            .call::<methods::SessionDiscover>(&params)
             .await
             .unwrap()
-            .outcome
             .unwrap();
         batches += 1;
-        assert_eq!(batch["provisional"], true);
-        for entry in batch["sessions"].as_array().unwrap() {
-            seen.push(entry["session_id"].as_str().unwrap().to_owned());
-        }
-        match batch["next_cursor"].as_str() {
+        assert!(batch.provisional);
+        seen.extend(batch.sessions.into_iter().map(|entry| entry.session_id));
+        match batch.next_cursor {
             Some(cursor) => {
-                assert_eq!(batch["complete"], false);
-                params = json!({ "cursor": cursor });
+                assert!(!batch.complete);
+                params.cursor = Some(cursor);
             }
             None => {
-                assert_eq!(batch["complete"], true);
+                assert!(batch.complete);
                 break;
             }
         }
@@ -609,7 +648,7 @@ async fn discover_visits_every_session_once_in_bounded_batches() {
         (json!({"revision": null}), ErrorCode::InvalidParams),
     ] {
         let answer = backend
-            .request("session.discover", params.clone())
+            .request_raw("session.discover", params.clone())
             .await
             .unwrap();
         assert_eq!(answer.outcome, Err(code), "{params}");
@@ -618,7 +657,10 @@ async fn discover_visits_every_session_once_in_bounded_batches() {
 
     // Without negotiation it does not exist for this client.
     let mut base = ready(&env).await;
-    let refused = base.request("session.discover", json!({})).await.unwrap();
-    assert_eq!(refused.outcome, Err(ErrorCode::UnsupportedCapability));
+    let refused = base
+        .call::<methods::SessionDiscover>(&SessionDiscoverParams::default())
+        .await
+        .unwrap();
+    assert_eq!(refused, Err(ErrorCode::UnsupportedCapability));
     shutdown_clean(&mut base).await;
 }

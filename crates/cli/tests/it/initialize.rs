@@ -9,7 +9,8 @@
 use crate::common::*;
 use magi_protocol::Method;
 use magi_protocol::limits::Limits;
-use magi_protocol::messages::{Readiness, ReadinessPhase, RuntimeState};
+use magi_protocol::messages::{EmptyParams, Readiness, ReadinessPhase, RuntimeState};
+use magi_protocol::methods;
 use serde_json::json;
 
 #[tokio::test]
@@ -194,7 +195,7 @@ async fn already_initialized_after_success() {
     assert_eq!(again, Err(magi_protocol::ErrorCode::AlreadyInitialized));
     // Even an invalid one: initialization state outranks params.
     let bad = backend
-        .request("initialize", json!({"nope": 1}))
+        .request_raw("initialize", json!({"nope": 1}))
         .await
         .unwrap();
     assert_eq!(
@@ -224,11 +225,11 @@ async fn failed_startup_is_reported_and_sticky() {
         backend.initialize(&[]).await.unwrap(),
         Err(magi_protocol::ErrorCode::AlreadyInitialized)
     );
-    let other = backend.request("session.create", json!({})).await.unwrap();
-    assert_eq!(
-        other.outcome,
-        Err(magi_protocol::ErrorCode::ProviderUnavailable)
-    );
+    let other = backend
+        .call::<methods::SessionCreate>(&EmptyParams {})
+        .await
+        .unwrap();
+    assert_eq!(other, Err(magi_protocol::ErrorCode::ProviderUnavailable));
     shutdown_clean(&mut backend).await;
 }
 
@@ -336,7 +337,10 @@ async fn gated_methods_need_negotiation() {
     let mut backend = env.spawn();
     initialize_ok(&mut backend).await;
     for method in Method::GATED {
-        let response = backend.request(method.as_str(), json!({})).await.unwrap();
+        let response = backend
+            .request_raw(method.as_str(), json!({}))
+            .await
+            .unwrap();
         assert_eq!(
             response.outcome,
             Err(magi_protocol::ErrorCode::UnsupportedCapability),
@@ -369,7 +373,10 @@ async fn every_method_is_answered_after_initialization() {
         // Every method is answered; with these params only `session.create`,
         // `session.list`, `session.discover`, `model.catalog` and `model.catalog.status`
         // are valid.
-        let response = backend.request(method.as_str(), json!({})).await.unwrap();
+        let response = backend
+            .request_raw(method.as_str(), json!({}))
+            .await
+            .unwrap();
         assert_eq!(
             response.outcome.is_ok(),
             matches!(

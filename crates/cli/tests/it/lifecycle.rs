@@ -11,7 +11,10 @@ use std::process::Stdio;
 
 use crate::common::*;
 use magi_client::Incoming;
-use magi_protocol::messages::{Readiness, ReadinessPhase, RuntimeState};
+use magi_protocol::messages::{
+    EmptyParams, InitializeParams, Readiness, ReadinessPhase, RuntimeState,
+};
+use magi_protocol::methods;
 use serde_json::json;
 use tokio::io::AsyncWriteExt;
 
@@ -47,12 +50,25 @@ fn release_if_waiting(fifo: &Path) {
         .open(fifo);
 }
 
+/// `initialize` params requiring these capabilities.
+fn requiring(capabilities: &[&str]) -> InitializeParams {
+    InitializeParams {
+        required_capabilities: capabilities.iter().map(|&c| c.to_owned()).collect(),
+        client_tools: None,
+    }
+}
+
 /// Spawns a backend and admits an `initialize` whose startup blocks on the settings
 /// FIFO; `status` confirms it is starting.
-async fn start_blocked(env: &TestEnv) -> (magi_client::Backend, magi_client::PendingResponse) {
+async fn start_blocked(
+    env: &TestEnv,
+) -> (
+    magi_client::Backend,
+    magi_client::PendingCall<methods::Initialize>,
+) {
     let mut backend = env.spawn();
     let init = backend
-        .send("initialize", json!({"required_capabilities": []}))
+        .send::<methods::Initialize>(&requiring(&[]))
         .await
         .unwrap();
     let status = backend.status().await.unwrap().unwrap();
@@ -66,7 +82,7 @@ async fn status_answers_while_startup_runs_and_initialize_answers_later() {
     let fifo = blocking_settings(&env);
     let mut backend = env.spawn();
     let init = backend
-        .send("initialize", json!({"required_capabilities": ["status"]}))
+        .send::<methods::Initialize>(&requiring(&["status"]))
         .await
         .unwrap();
     let status = backend.status().await.unwrap().unwrap();
@@ -79,13 +95,16 @@ async fn status_answers_while_startup_runs_and_initialize_answers_later() {
         (status.provider, status.model, status.context_id),
         (None, None, None)
     );
-    let other = backend.request("session.create", json!({})).await.unwrap();
-    assert_eq!(other.outcome, Err(magi_protocol::ErrorCode::NotInitialized));
+    let other = backend
+        .call::<methods::SessionCreate>(&EmptyParams {})
+        .await
+        .unwrap();
+    assert_eq!(other, Err(magi_protocol::ErrorCode::NotInitialized));
     let again = backend.initialize(&[]).await.unwrap();
     assert_eq!(again, Err(magi_protocol::ErrorCode::AlreadyInitialized));
     release(&fifo, "").await;
-    let response = init.response().await.unwrap();
-    assert!(response.outcome.is_ok(), "{response:?}");
+    let result = init.result().await.unwrap();
+    assert!(result.is_ok(), "{result:?}");
     assert_eq!(
         backend.status().await.unwrap().unwrap().state,
         RuntimeState::Idle
@@ -105,11 +124,8 @@ async fn shutdown_during_startup_cancels_it_and_discards_later_input() {
     let stopping = next_response(&mut backend).await;
     assert_eq!(stopping.id.as_deref(), Some("stop"));
     assert_eq!(stopping.outcome, Ok(json!({"state": "stopping"})));
-    let cancelled = init.response().await.unwrap();
-    assert_eq!(
-        cancelled.outcome,
-        Err(magi_protocol::ErrorCode::StartupCancelled)
-    );
+    let cancelled = init.result().await.unwrap();
+    assert_eq!(cancelled, Err(magi_protocol::ErrorCode::StartupCancelled));
     // Input after shutdown is read and discarded, never answered (the child may
     // already have exited, so the write itself may fail).
     let _ = backend.send_raw(&frame("later", "status", json!({}))).await;
@@ -125,11 +141,8 @@ async fn eof_during_startup_cancels_it() {
     let fifo = blocking_settings(&env);
     let (mut backend, init) = start_blocked(&env).await;
     backend.close_stdin();
-    let cancelled = init.response().await.unwrap();
-    assert_eq!(
-        cancelled.outcome,
-        Err(magi_protocol::ErrorCode::StartupCancelled)
-    );
+    let cancelled = init.result().await.unwrap();
+    assert_eq!(cancelled, Err(magi_protocol::ErrorCode::StartupCancelled));
     release_if_waiting(&fifo);
     expect_end_of_output(&mut backend).await;
     assert_eq!(exit_status(&mut backend).await.code(), Some(0));
@@ -282,11 +295,15 @@ async fn reading_continues_while_output_is_consumed_slowly() {
     initialize_ok(&mut backend).await;
     let mut pending = Vec::new();
     for _ in 0..24 {
-        pending.push(backend.send("status", json!({})).await.unwrap());
+        pending.push(
+            backend
+                .send::<methods::Status>(&EmptyParams {})
+                .await
+                .unwrap(),
+        );
     }
     for request in pending {
-        let response = request.response().await.unwrap();
-        assert!(response.outcome.is_ok());
+        assert!(request.result().await.unwrap().is_ok());
     }
     assert!(matches!(
         backend
@@ -319,10 +336,7 @@ async fn a_startup_stuck_in_the_filesystem_is_left_behind_after_the_cleanup_wait
     let (mut backend, init) = start_blocked(&env).await;
     // Nobody ever writes the settings FIFO: the worker may stay blocked for good.
     backend.shutdown().await.unwrap().unwrap();
-    let cancelled = init.response().await.unwrap();
-    assert_eq!(
-        cancelled.outcome,
-        Err(magi_protocol::ErrorCode::StartupCancelled)
-    );
+    let cancelled = init.result().await.unwrap();
+    assert_eq!(cancelled, Err(magi_protocol::ErrorCode::StartupCancelled));
     assert_eq!(exit_status(&mut backend).await.code(), Some(0));
 }

@@ -16,7 +16,11 @@ use std::time::{Duration, Instant};
 use crate::common::*;
 use magi_client::Incoming;
 use magi_protocol::ErrorCode;
-use magi_protocol::messages::{ActivityState, Event, Readiness, RunOutcome};
+use magi_protocol::messages::{
+    ActivityState, ApprovalAnswerParams, ApprovalAnswerResult, Event, Readiness, RunOutcome,
+    TurnCancelParams,
+};
+use magi_protocol::methods;
 use magi_testkit::{MockServer, Reply, everything_server};
 use serde_json::json;
 
@@ -210,16 +214,17 @@ async fn mcp_calls_ask_like_any_tool_that_may_change_something() {
                         _ => None,
                     })
                     .unwrap();
+                let params = ApprovalAnswerParams {
+                    session_id: session.clone(),
+                    run_id: run.clone(),
+                    approval_id: asked.approval_id,
+                    allow,
+                };
                 let answered = backend
-                    .request(
-                        "approval.answer",
-                        json!({"session_id": session, "run_id": run,
-                               "approval_id": asked.approval_id, "allow": allow}),
-                    )
+                    .call::<methods::ApprovalAnswer>(&params)
                     .await
-                    .unwrap()
-                    .outcome;
-                assert_eq!(answered, Ok(json!({"recorded": true})));
+                    .unwrap();
+                assert_eq!(answered, Ok(ApprovalAnswerResult { recorded: true }));
             }
             Event::RunFinished(finished) => break finished,
             _ => {}
@@ -435,11 +440,14 @@ async fn a_slow_call_times_out_or_is_cancelled_and_the_server_stays_usable() {
             }
         }
     }
+    let cancel = TurnCancelParams {
+        session_id: session.clone(),
+        run_id: run,
+    };
     backend
-        .request("turn.cancel", json!({"session_id": session, "run_id": run}))
+        .call::<methods::TurnCancel>(&cancel)
         .await
         .unwrap()
-        .outcome
         .unwrap();
     let finished = until_finished(&mut backend, &mut seen).await;
     assert_eq!(finished.outcome, RunOutcome::Cancelled);

@@ -10,7 +10,10 @@
 use crate::common::*;
 use magi_client::Backend;
 use magi_protocol::ErrorCode;
-use magi_protocol::messages::{EntryKind, HistoryPageResult, SessionResult};
+use magi_protocol::messages::{
+    EmptyParams, EntryKind, HistoryPageParams, HistoryPageResult, SessionOpenParams, SessionResult,
+};
+use magi_protocol::methods;
 use serde_json::{Value, json};
 
 const SESSION: &str = "0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b";
@@ -41,12 +44,10 @@ async fn ready(env: &TestEnv) -> Backend {
 }
 
 async fn open(backend: &mut Backend, id: &str) -> Result<SessionResult, ErrorCode> {
-    backend
-        .request("session.open", json!({"session_id": id}))
-        .await
-        .unwrap()
-        .parse()
-        .unwrap()
+    let params = SessionOpenParams {
+        session_id: id.to_owned(),
+    };
+    backend.call::<methods::SessionOpen>(&params).await.unwrap()
 }
 
 async fn page(
@@ -55,24 +56,21 @@ async fn page(
     revision: &str,
     cursor: Option<&str>,
 ) -> Result<HistoryPageResult, ErrorCode> {
-    let params = json!({"session_id": id, "revision": revision, "cursor": cursor});
-    backend
-        .request("history.page", params)
-        .await
-        .unwrap()
-        .parse()
-        .unwrap()
+    let params = HistoryPageParams {
+        session_id: id.to_owned(),
+        revision: revision.to_owned(),
+        cursor: cursor.map(str::to_owned),
+    };
+    backend.call::<methods::HistoryPage>(&params).await.unwrap()
 }
 
 #[tokio::test]
 async fn create_attaches_a_lazy_handle_that_writes_nothing() {
     let env = TestEnv::new();
     let mut backend = ready(&env).await;
-    let created: SessionResult = backend
-        .request("session.create", json!({}))
+    let created = backend
+        .call::<methods::SessionCreate>(&EmptyParams {})
         .await
-        .unwrap()
-        .parse()
         .unwrap()
         .unwrap();
     assert!(!created.durable);
@@ -236,7 +234,10 @@ async fn open_refuses_what_it_cannot_trust_and_keeps_the_previous_attachment() {
         json!({}),
         json!({"session_id": SESSION, "extra": 1}),
     ] {
-        let response = backend.request("session.open", bad.clone()).await.unwrap();
+        let response = backend
+            .request_raw("session.open", bad.clone())
+            .await
+            .unwrap();
         assert_eq!(response.outcome, Err(ErrorCode::InvalidParams), "{bad}");
     }
     shutdown_clean(&mut backend).await;
@@ -310,7 +311,7 @@ async fn history_page_checks_attachment_revision_and_cursor() {
         json!({"session_id": SESSION, "revision": opened.revision, "cursor": 3}),
         json!({"session_id": SESSION, "revision": "bad revision"}),
     ] {
-        let response = backend.request("history.page", bad).await.unwrap();
+        let response = backend.request_raw("history.page", bad).await.unwrap();
         assert_eq!(response.outcome, Err(ErrorCode::InvalidParams));
     }
 
@@ -408,7 +409,7 @@ async fn session_methods_before_initialization() {
     let env = TestEnv::new();
     let mut backend = env.spawn();
     for method in ["session.create", "session.open", "history.page"] {
-        let response = backend.request(method, json!({})).await.unwrap();
+        let response = backend.request_raw(method, json!({})).await.unwrap();
         assert_eq!(response.outcome, Err(ErrorCode::NotInitialized));
     }
     shutdown_clean(&mut backend).await;

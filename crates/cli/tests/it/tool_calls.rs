@@ -10,7 +10,11 @@
 
 use crate::common::*;
 use magi_client::{Backend, Incoming};
-use magi_protocol::messages::{ActivityState, Event, HistoryPageResult, RunOutcome, SessionResult};
+use magi_protocol::messages::{
+    ActivityState, ApprovalAnswerParams, EmptyParams, Event, HistoryPageParams, HistoryPageResult,
+    RunOutcome, SessionOpenParams,
+};
+use magi_protocol::methods;
 use magi_testkit::{MockServer, Reply};
 use serde_json::{Value, json};
 
@@ -38,14 +42,12 @@ async fn ready(env: &TestEnv) -> Backend {
 }
 
 async fn create(backend: &mut Backend) -> String {
-    let session: SessionResult = backend
-        .request("session.create", json!({}))
+    backend
+        .call::<methods::SessionCreate>(&EmptyParams {})
         .await
         .unwrap()
-        .parse()
         .unwrap()
-        .unwrap();
-    session.session_id
+        .session_id
 }
 
 /// The session's log records, parsed.
@@ -65,14 +67,14 @@ fn results(records: &[Value]) -> Vec<&Value> {
 }
 
 async fn history(backend: &mut Backend, session: &str, revision: &str) -> HistoryPageResult {
+    let params = HistoryPageParams {
+        session_id: session.to_owned(),
+        revision: revision.to_owned(),
+        cursor: None,
+    };
     backend
-        .request(
-            "history.page",
-            json!({"session_id": session, "revision": revision}),
-        )
+        .call::<methods::HistoryPage>(&params)
         .await
-        .unwrap()
-        .parse()
         .unwrap()
         .unwrap()
 }
@@ -115,11 +117,13 @@ async fn a_command_running_when_the_backend_dies_settles_unknown_and_never_runs_
 
     mock.enqueue(Reply::stream().text(["Noted."]));
     let mut backend = ready(&env).await;
+    let open = SessionOpenParams {
+        session_id: session.clone(),
+    };
     backend
-        .request("session.open", json!({"session_id": session}))
+        .call::<methods::SessionOpen>(&open)
         .await
         .unwrap()
-        .outcome
         .unwrap();
     assert_eq!(records(&env, &session), crashed, "opening appends nothing");
     start_turn(&mut backend, &session, "What happened?").await;
@@ -194,11 +198,13 @@ async fn recovery_reruns_reads_and_denies_pending_approvals() {
     .concat();
     write_log(&env, id, &crashed);
     let mut backend = ready(&env).await;
+    let open = SessionOpenParams {
+        session_id: id.to_owned(),
+    };
     backend
-        .request("session.open", json!({"session_id": id}))
+        .call::<methods::SessionOpen>(&open)
         .await
         .unwrap()
-        .outcome
         .unwrap();
     start_turn(&mut backend, id, "Go on").await;
     let finished = until_finished(&mut backend, &mut Vec::new()).await;
@@ -259,15 +265,16 @@ async fn a_path_outside_the_workspace_is_asked_about_even_for_reads() {
                 _ => {}
             }
         };
+        let params = ApprovalAnswerParams {
+            session_id: session.clone(),
+            run_id: run.clone(),
+            approval_id: request.approval_id,
+            allow,
+        };
         backend
-            .request(
-                "approval.answer",
-                json!({"session_id": session, "run_id": run,
-                       "approval_id": request.approval_id, "allow": allow}),
-            )
+            .call::<methods::ApprovalAnswer>(&params)
             .await
             .unwrap()
-            .outcome
             .unwrap();
     }
     let finished = until_finished(&mut backend, &mut seen).await;

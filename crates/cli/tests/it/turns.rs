@@ -13,9 +13,11 @@ use crate::common::*;
 use magi_client::{Backend, Incoming};
 use magi_protocol::ErrorCode;
 use magi_protocol::messages::{
-    ActivityState, EntryKind, Event, HistoryPageResult, Persistence, RunFinished, RunOutcome,
-    SessionResult, TurnStartResult,
+    ActivityState, ApprovalAnswerParams, EmptyParams, EntryKind, Event, HistoryPageParams,
+    HistoryPageResult, Persistence, RunFinished, RunOutcome, SessionOpenParams, SessionResult,
+    TurnCancelParams, TurnCancelResult, TurnStartParams, TurnStartResult,
 };
+use magi_protocol::methods;
 use magi_testkit::{MockServer, Reply};
 use serde_json::json;
 
@@ -54,29 +56,53 @@ async fn ready(env: &TestEnv) -> (Backend, String) {
         .await
         .unwrap()
         .unwrap();
-    let session: SessionResult = backend
-        .request("session.create", json!({}))
-        .await
-        .unwrap()
-        .parse()
-        .unwrap()
-        .unwrap();
+    let session = create(&mut backend).await;
     (backend, session.session_id)
 }
 
-async fn start(backend: &mut Backend, session: &str, prompt: &str) -> String {
-    let started: TurnStartResult = backend
-        .request(
-            "turn.start",
-            json!({"session_id": session, "prompt": prompt}),
-        )
+async fn create(backend: &mut Backend) -> SessionResult {
+    backend
+        .call::<methods::SessionCreate>(&EmptyParams {})
         .await
         .unwrap()
-        .parse()
         .unwrap()
-        .unwrap();
+}
+
+async fn open(backend: &mut Backend, id: &str) -> Result<SessionResult, ErrorCode> {
+    let params = SessionOpenParams {
+        session_id: id.to_owned(),
+    };
+    backend.call::<methods::SessionOpen>(&params).await.unwrap()
+}
+
+async fn try_start(
+    backend: &mut Backend,
+    session: &str,
+    prompt: &str,
+) -> Result<TurnStartResult, ErrorCode> {
+    let params = TurnStartParams {
+        session_id: session.to_owned(),
+        prompt: prompt.to_owned(),
+    };
+    backend.call::<methods::TurnStart>(&params).await.unwrap()
+}
+
+async fn start(backend: &mut Backend, session: &str, prompt: &str) -> String {
+    let started = try_start(backend, session, prompt).await.unwrap();
     assert!(started.accepted);
     started.run_id
+}
+
+async fn cancel(
+    backend: &mut Backend,
+    session: &str,
+    run: &str,
+) -> Result<TurnCancelResult, ErrorCode> {
+    let params = TurnCancelParams {
+        session_id: session.to_owned(),
+        run_id: run.to_owned(),
+    };
+    backend.call::<methods::TurnCancel>(&params).await.unwrap()
 }
 
 /// Every event of the run, up to and including `run.finished`.
@@ -112,14 +138,14 @@ fn reconciled(events: &[Event]) -> Vec<String> {
 }
 
 async fn history(backend: &mut Backend, session: &str, revision: &str) -> HistoryPageResult {
+    let params = HistoryPageParams {
+        session_id: session.to_owned(),
+        revision: revision.to_owned(),
+        cursor: None,
+    };
     backend
-        .request(
-            "history.page",
-            json!({"session_id": session, "revision": revision}),
-        )
+        .call::<methods::HistoryPage>(&params)
         .await
-        .unwrap()
-        .parse()
         .unwrap()
         .unwrap()
 }
@@ -389,14 +415,10 @@ async fn cancellation_mid_stream_ends_the_run_cancelled() {
         assert_eq!(finished.outcome, RunOutcome::Cancelled);
         assert_eq!(finished.persistence, Persistence::Durable);
         // The run is over: cancelling it again is stale.
-        let response = backend
-            .request(
-                "turn.cancel",
-                json!({"session_id": session, "run_id": run_id}),
-            )
-            .await
-            .unwrap();
-        assert_eq!(response.outcome, Err(ErrorCode::StaleRun));
+        assert_eq!(
+            cancel(&mut backend, &session, &run_id).await,
+            Err(ErrorCode::StaleRun)
+        );
         shutdown_clean(&mut backend).await;
     }
 }
@@ -411,18 +433,11 @@ async fn turn_admission_errors() {
         .await
         .unwrap()
         .unwrap();
-    let no_session = backend
-        .request("turn.start", json!({"session_id": "abc", "prompt": "hi"}))
-        .await
-        .unwrap();
-    assert_eq!(no_session.outcome, Err(ErrorCode::SessionMissing));
-    let session: SessionResult = backend
-        .request("session.create", json!({}))
-        .await
-        .unwrap()
-        .parse()
-        .unwrap()
-        .unwrap();
+    assert_eq!(
+        try_start(&mut backend, "abc", "hi").await,
+        Err(ErrorCode::SessionMissing)
+    );
+    let session = create(&mut backend).await;
     let id = session.session_id.as_str();
     let cases = [
         (
@@ -444,7 +459,10 @@ async fn turn_admission_errors() {
         ),
     ];
     for (params, code) in cases {
-        let response = backend.request("turn.start", params.clone()).await.unwrap();
+        let response = backend
+            .request_raw("turn.start", params.clone())
+            .await
+            .unwrap();
         assert_eq!(response.outcome, Err(code), "{params}");
     }
     // Nothing was persisted by refused turns.
@@ -457,27 +475,27 @@ async fn turn_admission_errors() {
     );
     let prompt = "p".repeat(16_384);
     let run = start(&mut backend, id, &prompt).await;
-    let busy = backend
-        .request("turn.start", json!({"session_id": id, "prompt": "again"}))
-        .await
-        .unwrap();
-    assert_eq!(busy.outcome, Err(ErrorCode::Busy));
-    let wrong_run = backend
-        .request(
-            "turn.cancel",
-            json!({"session_id": id, "run_id": "not-the-run"}),
-        )
-        .await
-        .unwrap();
-    assert_eq!(wrong_run.outcome, Err(ErrorCode::StaleRun));
-    let approval = backend
-        .request(
-            "approval.answer",
-            json!({"session_id": id, "run_id": run, "approval_id": "a1", "allow": true}),
-        )
-        .await
-        .unwrap();
-    assert_eq!(approval.outcome, Err(ErrorCode::StaleApproval));
+    assert_eq!(
+        try_start(&mut backend, id, "again").await,
+        Err(ErrorCode::Busy)
+    );
+    assert_eq!(
+        cancel(&mut backend, id, "not-the-run").await,
+        Err(ErrorCode::StaleRun)
+    );
+    let approval = ApprovalAnswerParams {
+        session_id: id.to_owned(),
+        run_id: run,
+        approval_id: "a1".into(),
+        allow: true,
+    };
+    assert_eq!(
+        backend
+            .call::<methods::ApprovalAnswer>(&approval)
+            .await
+            .unwrap(),
+        Err(ErrorCode::StaleApproval)
+    );
     let (_, finished) = events_until_finished(&mut backend).await;
     assert_eq!(finished.outcome, RunOutcome::Completed);
     shutdown_clean(&mut backend).await;
@@ -545,11 +563,7 @@ async fn a_second_turn_replays_the_conversation() {
         .await
         .unwrap()
         .unwrap();
-    let reopened = backend
-        .request("session.open", json!({"session_id": session}))
-        .await
-        .unwrap();
-    assert_eq!(reopened.outcome.unwrap()["durable"], json!(true));
+    assert!(open(&mut backend, &session).await.unwrap().durable);
     shutdown_clean(&mut backend).await;
 }
 
@@ -569,20 +583,11 @@ async fn a_session_at_its_stored_read_bound_refuses_new_turns_before_appending()
         .await
         .unwrap()
         .unwrap();
-    backend
-        .request("session.open", json!({"session_id": id}))
-        .await
-        .unwrap()
-        .outcome
-        .unwrap();
-    let refused = backend
-        .request(
-            "turn.start",
-            json!({"session_id": id, "prompt": "one more"}),
-        )
-        .await
-        .unwrap();
-    assert_eq!(refused.outcome, Err(ErrorCode::HistoryLimit));
+    open(&mut backend, id).await.unwrap();
+    assert_eq!(
+        try_start(&mut backend, id, "one more").await,
+        Err(ErrorCode::HistoryLimit)
+    );
     assert_eq!(std::fs::read_to_string(&path).unwrap(), text);
     assert!(mock.requests().is_empty());
     shutdown_clean(&mut backend).await;
@@ -650,14 +655,7 @@ async fn cancellation_during_the_tool_phase_ends_the_run_cancelled() {
                 }
             }
         }
-        let response = backend
-            .request(
-                "turn.cancel",
-                json!({"session_id": session, "run_id": run_id}),
-            )
-            .await
-            .unwrap();
-        assert!(response.outcome.is_ok());
+        assert!(cancel(&mut backend, &session, &run_id).await.is_ok());
         let (rest, finished) = events_until_finished(&mut backend).await;
         events.extend(rest);
         assert_eq!(finished.outcome, RunOutcome::Cancelled);
@@ -825,12 +823,7 @@ async fn calls_a_crashed_run_left_unsettled_are_settled_as_unknown_before_the_ne
         .await
         .unwrap()
         .unwrap();
-    backend
-        .request("session.open", json!({"session_id": id}))
-        .await
-        .unwrap()
-        .outcome
-        .unwrap();
+    open(&mut backend, id).await.unwrap();
     // Opening executed and appended nothing.
     assert_eq!(std::fs::read_to_string(&path).unwrap(), crashed);
     start(&mut backend, id, "Go on").await;

@@ -12,6 +12,8 @@ use std::process::ExitStatus;
 use std::time::Duration;
 
 use magi_client::{Backend, BackendCommand, Incoming, Response};
+use magi_protocol::messages::{EmptyParams, TurnStartParams};
+use magi_protocol::methods;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use tokio::io::AsyncReadExt;
@@ -174,7 +176,14 @@ pub async fn initialize_ok(backend: &mut Backend) -> magi_protocol::messages::In
 
 /// Shuts down and asserts a clean exit with nothing on stderr.
 pub async fn shutdown_clean(backend: &mut Backend) {
-    let stopping = backend.shutdown().await.unwrap().unwrap();
+    // Raw, so the result is checked to be exactly this object, not only what a typed
+    // result would read of it.
+    let stopping = backend
+        .request_raw("shutdown", serde_json::json!({}))
+        .await
+        .unwrap()
+        .outcome
+        .unwrap();
     assert_eq!(stopping, serde_json::json!({"state": "stopping"}));
     assert_eq!(exit_status(backend).await.code(), Some(0));
     assert_eq!(stderr_text(backend).await, "");
@@ -239,29 +248,28 @@ pub async fn until_finished(
 
 /// Creates a session and starts a turn with `prompt` in it; returns the session ID.
 pub async fn session_with_turn(backend: &mut Backend, prompt: &str) -> String {
-    let created = backend
-        .request("session.create", json!({}))
+    let session = backend
+        .call::<methods::SessionCreate>(&EmptyParams {})
         .await
         .unwrap()
-        .outcome
-        .unwrap();
-    let session = created["session_id"].as_str().unwrap().to_owned();
+        .unwrap()
+        .session_id;
     start_turn(backend, &session, prompt).await;
     session
 }
 
 /// Starts a turn in `session`; returns its run ID.
 pub async fn start_turn(backend: &mut Backend, session: &str, prompt: &str) -> String {
-    let started = backend
-        .request(
-            "turn.start",
-            json!({"session_id": session, "prompt": prompt}),
-        )
+    let params = TurnStartParams {
+        session_id: session.to_owned(),
+        prompt: prompt.to_owned(),
+    };
+    backend
+        .call::<methods::TurnStart>(&params)
         .await
         .unwrap()
-        .outcome
-        .unwrap();
-    started["run_id"].as_str().unwrap().to_owned()
+        .unwrap()
+        .run_id
 }
 
 /// The names of the tools a Chat Completions request body offered.

@@ -1,0 +1,228 @@
+//! Every request Mission Control makes of its backend: starting and renewing it, turns,
+//! cancellation, approvals, and sessions and their history.
+
+use anyhow::{Context, anyhow};
+use magi_client::fold::{FoldInput, PromptId, TURN_ID_RESERVE};
+use magi_client::{Backend, BackendCommand};
+use magi_protocol::messages::{
+    ApprovalAnswerParams, EmptyParams, HistoryPageParams, SessionListParams, SessionOpenParams,
+    TurnCancelParams, TurnStartParams,
+};
+use magi_protocol::methods;
+
+use super::{App, EXIT_WAIT, Picker};
+
+/// Starts this executable as a backend and initializes it with what Mission Control
+/// uses.
+pub(super) async fn start_backend() -> anyhow::Result<Backend> {
+    let exe = std::env::current_exe().context("cannot find the magi-code executable")?;
+    let mut backend = BackendCommand::new(exe).spawn()?;
+    backend
+        .initialize(&[
+            "session.create",
+            "session.open",
+            "session.list",
+            "history.page",
+            "turn.start",
+            "turn.cancel",
+            "approval.answer",
+            "status",
+            "shutdown",
+            "tool.cards",
+        ])
+        .await?
+        .map_err(|code| anyhow!("initialization failed: {}", code.as_str()))?;
+    Ok(backend)
+}
+
+/// Request IDs kept in reserve before a turn: `MAGI_TUI_ID_RESERVE` when set (so the
+/// renewal can be exercised without thousands of requests), else the client library's
+/// [`TURN_ID_RESERVE`].
+fn id_reserve() -> usize {
+    std::env::var("MAGI_TUI_ID_RESERVE")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(TURN_ID_RESERVE)
+}
+
+impl App {
+    /// A child has 4,096 request IDs in its life. Before a turn, if fewer than the
+    /// reserve remain, this child is shut down and a fresh one reopens the same durable
+    /// session (or starts a new one when the session was never made durable), so a
+    /// running turn never runs out of IDs to cancel, answer or page with.
+    pub(super) async fn renew_backend_if_needed(
+        &mut self,
+        backend: &mut Backend,
+    ) -> anyhow::Result<()> {
+        if backend.ids_remaining() > id_reserve() {
+            return Ok(());
+        }
+        let _ = backend.shutdown().await;
+        let _ = backend.wait_within(EXIT_WAIT).await;
+        *backend = start_backend().await?;
+        match self.transcript.durable_session().map(str::to_owned) {
+            Some(id) => self.open_session(backend, id).await?,
+            None => {
+                let session = backend
+                    .call::<methods::SessionCreate>(&EmptyParams {})
+                    .await?
+                    .map_err(|code| anyhow!("session.create failed: {}", code.as_str()))?;
+                self.session_id = session.session_id.clone();
+                self.transcript.apply(FoldInput::SessionAttached(session));
+            }
+        }
+        self.status = "backend renewed".into();
+        Ok(())
+    }
+
+    /// Submits a prompt: the fold shows it at once and learns whether it was accepted.
+    pub(super) async fn send(
+        &mut self,
+        backend: &mut Backend,
+        prompt: String,
+    ) -> anyhow::Result<()> {
+        let id = PromptId(self.next_prompt);
+        self.next_prompt += 1;
+        self.transcript.apply(FoldInput::PromptSubmitted {
+            id,
+            text: prompt.clone(),
+        });
+        let params = TurnStartParams {
+            session_id: self.session_id.clone(),
+            prompt,
+        };
+        match backend.call::<methods::TurnStart>(&params).await? {
+            Ok(started) => {
+                self.transcript.apply(FoldInput::TurnAccepted {
+                    id,
+                    run_id: started.run_id,
+                });
+            }
+            Err(code) => {
+                self.transcript.apply(FoldInput::TurnRejected { id, code });
+                // The fold gives the prompt back to the composer.
+                if let Some(text) = self.transcript.take_restored_prompt() {
+                    self.composer = text;
+                }
+                self.status = format!("turn.start: {}", code.as_str());
+            }
+        }
+        Ok(())
+    }
+
+    /// Cancels the running turn, if there is one; its end arrives as `run.finished`.
+    pub(super) async fn stop(&mut self, backend: &mut Backend) -> anyhow::Result<()> {
+        let running = self
+            .transcript
+            .runs()
+            .iter()
+            .rev()
+            .find(|r| r.state == magi_client::fold::RunState::Running)
+            .map(|r| r.run_id.clone());
+        if let Some(run_id) = running {
+            let params = TurnCancelParams {
+                session_id: self.session_id.clone(),
+                run_id,
+            };
+            // A refusal means the run is no longer active; its end arrives as an event.
+            let _ = backend.call::<methods::TurnCancel>(&params).await?;
+            self.status = "stopping…".into();
+        }
+        Ok(())
+    }
+
+    /// Answers the pending approval, if there is one.
+    pub(super) async fn answer(
+        &mut self,
+        backend: &mut Backend,
+        allow: bool,
+    ) -> anyhow::Result<()> {
+        let Some((run_id, approval_id)) = self.pending_approval() else {
+            return Ok(());
+        };
+        let params = ApprovalAnswerParams {
+            session_id: self.session_id.clone(),
+            run_id: run_id.clone(),
+            approval_id: approval_id.clone(),
+            allow,
+        };
+        // A late answer is stale and changes nothing; the run goes on either way.
+        let _ = backend.call::<methods::ApprovalAnswer>(&params).await?;
+        self.transcript.apply(FoldInput::ApprovalAnswered {
+            run_id,
+            approval_id,
+            allow,
+        });
+        Ok(())
+    }
+
+    /// Opens the picker with this directory's sessions (the first page).
+    pub(super) async fn list_sessions(&mut self, backend: &mut Backend) -> anyhow::Result<()> {
+        let listed = backend
+            .call::<methods::SessionList>(&SessionListParams::default())
+            .await?;
+        match listed {
+            Ok(list) if list.sessions.is_empty() => self.status = "no sessions yet".into(),
+            Ok(list) => {
+                self.picker = Some(Picker {
+                    selected: list.sessions.len() - 1,
+                    sessions: list.sessions,
+                })
+            }
+            Err(code) => self.status = format!("session.list: {}", code.as_str()),
+        }
+        Ok(())
+    }
+
+    /// Reopens a session and shows its history.
+    pub(super) async fn open_session(
+        &mut self,
+        backend: &mut Backend,
+        id: String,
+    ) -> anyhow::Result<()> {
+        let params = SessionOpenParams {
+            session_id: id.clone(),
+        };
+        let opened = backend.call::<methods::SessionOpen>(&params).await?;
+        match opened {
+            Ok(result) => {
+                let revision = result.revision.clone();
+                self.session_id = result.session_id.clone();
+                self.transcript.apply(FoldInput::SessionAttached(result));
+                self.load_history(backend, &id, &revision).await?;
+                self.status = String::new();
+            }
+            Err(code) => self.status = format!("session.open: {}", code.as_str()),
+        }
+        Ok(())
+    }
+
+    /// Shows the pages of a history revision in place of the transcript.
+    pub(super) async fn load_history(
+        &mut self,
+        backend: &mut Backend,
+        session_id: &str,
+        revision: &str,
+    ) -> anyhow::Result<()> {
+        let mut cursor: Option<String> = None;
+        loop {
+            let params = HistoryPageParams {
+                session_id: session_id.to_owned(),
+                revision: revision.to_owned(),
+                cursor,
+            };
+            let page = match backend.call::<methods::HistoryPage>(&params).await? {
+                Ok(page) => page,
+                Err(code) => {
+                    self.status = format!("history.page: {}", code.as_str());
+                    return Ok(());
+                }
+            };
+            cursor = page.next_cursor.clone();
+            self.transcript.apply(FoldInput::HistoryPage(page));
+            if cursor.is_none() {
+                return Ok(());
+            }
+        }
+    }
+}

@@ -1,0 +1,139 @@
+//! The loop that interleaves keys and backend frames, and draws at a bounded rate.
+
+use std::time::{Duration, Instant};
+
+use magi_client::fold::FoldInput;
+use magi_client::{Backend, Incoming};
+use magi_protocol::messages::Event;
+use ratatui::crossterm::event::KeyEvent;
+use serde_json::json;
+use tokio::sync::mpsc;
+
+use super::terminal::{Screen, spawn_key_reader};
+use super::{Action, App};
+
+/// The shortest time between two frames while events stream (about 60 per second).
+const FRAME: Duration = Duration::from_millis(16);
+/// Frame times kept for the statistics, at most.
+const FRAME_SAMPLES: usize = 65_536;
+
+/// How long frames took to draw, written on exit to the file `MAGI_TUI_STATS` names
+/// (for the benchmark; nothing is kept or written without it).
+#[derive(Default)]
+struct FrameStats {
+    samples: Vec<Duration>,
+    frames: u64,
+}
+
+impl FrameStats {
+    fn record(&mut self, took: Duration) {
+        self.frames += 1;
+        if self.samples.len() < FRAME_SAMPLES {
+            self.samples.push(took);
+        }
+    }
+
+    fn report(&mut self) {
+        let Some(path) = std::env::var_os("MAGI_TUI_STATS") else {
+            return;
+        };
+        self.samples.sort();
+        let at = |q: f64| {
+            self.samples
+                .get(((self.samples.len() as f64 - 1.0) * q).round() as usize)
+                .map_or(0.0, |d| d.as_secs_f64() * 1000.0)
+        };
+        let stats = json!({
+            "frames": self.frames,
+            "median_ms": at(0.5),
+            "p95_ms": at(0.95),
+            "max_ms": at(1.0),
+        });
+        let _ = std::fs::write(path, stats.to_string());
+    }
+}
+
+impl App {
+    /// Runs until the user quits or the keys end, then writes the frame statistics.
+    pub(super) async fn run(
+        &mut self,
+        backend: &mut Backend,
+        terminal: &mut Screen,
+    ) -> anyhow::Result<()> {
+        let mut keys = spawn_key_reader();
+        let mut frames = FrameStats::default();
+        let result = self
+            .event_loop(backend, terminal, &mut keys, &mut frames)
+            .await;
+        frames.report();
+        result
+    }
+
+    /// Draws at most once per [`FRAME`] while events stream (a key is drawn at once),
+    /// so a reply of thousands of deltas costs frames, not one draw per delta.
+    async fn event_loop(
+        &mut self,
+        backend: &mut Backend,
+        terminal: &mut Screen,
+        keys: &mut mpsc::Receiver<KeyEvent>,
+        frames: &mut FrameStats,
+    ) -> anyhow::Result<()> {
+        let mut dirty = true;
+        let mut last_draw = Instant::now() - FRAME;
+        loop {
+            if dirty && last_draw.elapsed() >= FRAME {
+                let started = Instant::now();
+                terminal.draw(|frame| self.draw(frame))?;
+                frames.record(started.elapsed());
+                last_draw = Instant::now();
+                dirty = false;
+            }
+            let wait = FRAME.saturating_sub(last_draw.elapsed());
+            tokio::select! {
+                () = tokio::time::sleep(wait), if dirty => continue,
+                key = keys.recv() => {
+                    let Some(key) = key else { return Ok(()) };
+                    dirty = true;
+                    // A key is drawn at once, whatever streams.
+                    last_draw = Instant::now() - FRAME;
+                    match self.key(key) {
+                        Action::Quit => return Ok(()),
+                        Action::Nothing => {}
+                        Action::Send(prompt) => {
+                            self.renew_backend_if_needed(backend).await?;
+                            self.send(backend, prompt).await?
+                        }
+                        Action::Stop => self.stop(backend).await?,
+                        Action::Answer(allow) => self.answer(backend, allow).await?,
+                        Action::ListSessions => self.list_sessions(backend).await?,
+                        Action::OpenSession(id) => self.open_session(backend, id).await?,
+                    }
+                }
+                incoming = backend.next_incoming() => {
+                    dirty = true;
+                    match incoming {
+                    Some(Incoming::Event { event, .. }) => {
+                        let finished = matches!(event, Event::RunFinished(_));
+                        self.transcript.apply(FoldInput::Event(event));
+                        if finished
+                            && let Some(due) = self.transcript.history_due().cloned()
+                            && let Some(revision) = due.revision
+                        {
+                            self.load_history(backend, &due.session_id, &revision).await?;
+                        }
+                    }
+                    Some(Incoming::Response(_)) => {}
+                    Some(Incoming::Violation(v)) => {
+                        self.transcript.apply(FoldInput::Disconnected);
+                        self.status = format!("protocol violation: {v}");
+                    }
+                    None => {
+                        self.transcript.apply(FoldInput::Disconnected);
+                        self.status = "the backend ended".into();
+                    }
+                }
+                }
+            }
+        }
+    }
+}

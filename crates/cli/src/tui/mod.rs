@@ -1,0 +1,125 @@
+//! Mission Control: `magi-code` with no arguments, in a terminal.
+//!
+//! A full-screen terminal client on ratatui. It starts its own backend (`serve
+//! --stdio`) through the client library, exactly as any other client does, and shows
+//! the transcript the client fold computes: streaming replies, tool activities with
+//! their cards (diffs coloured, commands with exit codes, omissions said), approvals
+//! answered with a key, a composer with history, and Stop.
+//!
+//! Keys: type a prompt and press Enter to send it; Up and Down recall earlier prompts;
+//! `y` or `n` answer a pending approval; Esc stops the running turn; Ctrl-O picks a
+//! session of this directory to reopen (`session.list`, `session.open`); Ctrl-C quits.
+//!
+//! The module is cut along its seams: [`terminal`] owns the screen and the key reader,
+//! [`keys`] turns a key into an [`Action`], [`event_loop`] interleaves keys and backend
+//! frames and paces the drawing, [`backend`] is every request Mission Control makes,
+//! and [`render`] draws the transcript and its cards.
+
+mod backend;
+mod event_loop;
+mod keys;
+mod render;
+mod terminal;
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::anyhow;
+use magi_client::fold::{ApprovalState, FoldInput, Item, Transcript};
+use magi_protocol::messages::{EmptyParams, SessionListEntry, SessionResult};
+use magi_protocol::methods;
+
+/// How long the backend gets to exit after `shutdown`.
+const EXIT_WAIT: Duration = Duration::from_secs(5);
+
+/// Runs Mission Control until the user quits; restores the terminal whatever happens.
+pub fn run() -> ExitCode {
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("magi-code: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let outcome = runtime.block_on(async {
+        let mut backend = backend::start_backend().await?;
+        let session = backend
+            .call::<methods::SessionCreate>(&EmptyParams {})
+            .await?
+            .map_err(|code| anyhow!("session.create failed: {}", code.as_str()))?;
+        let mut terminal = terminal::enter_terminal()?;
+        let result = App::new(session).run(&mut backend, &mut terminal).await;
+        terminal::leave_terminal(&mut terminal);
+        let _ = backend.shutdown().await;
+        let _ = backend.wait_within(EXIT_WAIT).await;
+        result
+    });
+    match outcome {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("magi-code: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// What a key asks the loop to do.
+enum Action {
+    Nothing,
+    Quit,
+    Send(String),
+    Stop,
+    Answer(bool),
+    ListSessions,
+    OpenSession(String),
+}
+
+/// The session picker: this directory's sessions, one selected.
+struct Picker {
+    sessions: Vec<SessionListEntry>,
+    selected: usize,
+}
+
+/// Mission Control's state: the fold, the composer and its history.
+struct App {
+    transcript: Transcript,
+    session_id: String,
+    composer: String,
+    history: Vec<String>,
+    /// Position while recalling history with Up/Down.
+    recall: Option<usize>,
+    next_prompt: u64,
+    status: String,
+    picker: Option<Picker>,
+}
+
+impl App {
+    fn new(session: SessionResult) -> App {
+        let session_id = session.session_id.clone();
+        let mut transcript = Transcript::default();
+        transcript.apply(FoldInput::SessionAttached(session));
+        App {
+            transcript,
+            session_id,
+            composer: String::new(),
+            history: Vec::new(),
+            recall: None,
+            next_prompt: 0,
+            status: String::new(),
+            picker: None,
+        }
+    }
+
+    /// The pending approval, if any.
+    fn pending_approval(&self) -> Option<(String, String)> {
+        self.transcript.items().iter().find_map(|item| match item {
+            Item::Approval(a) if a.state == ApprovalState::Pending => {
+                Some((a.run_id.clone(), a.approval_id.clone()))
+            }
+            _ => None,
+        })
+    }
+}

@@ -133,7 +133,8 @@ const TRIVIAL_CALLS: usize = 1_000;
 /// The tool-call service's own cost: one response asking for 1,000 trivial calls
 /// (`bash_log` of a job that does not exist: read-only, fails at once, touches no
 /// file), then a text reply, over `serve --stdio`. Every call still gets its records
-/// (created in one batch, claimed, settled: two synced appends each), its activities
+/// (created in one batch, claimed, settled; the claims of calls that start together
+/// and the results of calls that end together share a sync), its activities
 /// and its dispatch to a tool thread. Returns the agent gap per call, median of 3.
 async fn service_overhead(home: &Path, cwd: &Path) -> Duration {
     let mut per_call = Vec::new();

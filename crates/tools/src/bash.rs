@@ -160,9 +160,10 @@ pub(crate) enum End {
 
 /// One captured file: bytes past `limit` are counted, not written.
 ///
-/// The file is created by the thread that fills it, not before the command starts:
-/// creating files is slow on some disks (a few hundred microseconds each), and done
-/// this way it overlaps the command's own start instead of delaying it.
+/// The file (and the directory it goes in) is created by the thread that fills it, at
+/// the stream's first bytes: creating files is slow on some disks (a few hundred
+/// microseconds each), so a stream that stays empty leaves no file, and none is made
+/// before the command starts.
 struct Capture {
     path: PathBuf,
     file: Option<File>,
@@ -185,16 +186,20 @@ impl Capture {
         }
     }
 
-    /// Creates the file (and its directory) unless done or failed already.
+    /// Creates the file unless done or failed already, and its directory only when it
+    /// is missing: the first capture of a call makes it, the others find it.
     fn open(&mut self) {
         if self.file.is_some() || self.failed {
             return;
         }
-        let created = self
-            .path
-            .parent()
-            .map_or(Ok(()), std::fs::create_dir_all)
-            .and_then(|()| File::create(&self.path));
+        let created = match File::create(&self.path) {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => self
+                .path
+                .parent()
+                .map_or(Ok(()), std::fs::create_dir_all)
+                .and_then(|()| File::create(&self.path)),
+            created => created,
+        };
         match created {
             Ok(file) => self.file = Some(file),
             Err(_) => self.failed = true,
@@ -515,8 +520,8 @@ pub(crate) fn record_end(
     let truncated = |k: &Kept| (drained || k.written > 0).then_some(k.dropped > 0);
     facts.stdout_truncated = truncated(&kept[0]);
     facts.stderr_truncated = truncated(&kept[1]);
-    facts.stdout_lines = count_lines(&paths[0], capture_bytes);
-    facts.stderr_lines = count_lines(&paths[1], capture_bytes);
+    facts.stdout_lines = captured_lines(&kept[0], &paths[0], capture_bytes);
+    facts.stderr_lines = captured_lines(&kept[1], &paths[1], capture_bytes);
     let failed = !matches!(end, End::Exited(status) if status.success());
     if failed {
         facts.failure_line = first_line(&paths[1]);
@@ -537,6 +542,14 @@ pub(crate) fn capture_digests(paths: &[PathBuf; 3]) -> Vec<crate::facts::Capture
 /// `SIGKILL` for 9; the number when it has no name.
 fn signal_name(number: i32) -> String {
     Signal::try_from(number).map_or_else(|_| format!("signal {number}"), |s| s.as_str().to_owned())
+}
+
+/// Lines a stream's capture holds: none written is none, with no file to read.
+fn captured_lines(kept: &Kept, path: &Path, limit: u64) -> Option<u64> {
+    if kept.written == 0 && !kept.failed {
+        return Some(0);
+    }
+    count_lines(path, limit)
 }
 
 /// Lines in a captured file (as `str::lines` counts them), read in chunks so a 16 MiB
@@ -581,12 +594,6 @@ fn spawn_reader(
     let output = Arc::clone(output);
     let done = done.clone();
     std::thread::spawn(move || {
-        // The files exist even for a stream that stays empty.
-        capture.open();
-        match output.lock() {
-            Ok(mut output) => output.open(),
-            Err(poisoned) => poisoned.into_inner().open(),
-        }
         if let Some(mut pipe) = pipe {
             let mut buffer = vec![0; READ_CHUNK];
             loop {
@@ -775,12 +782,23 @@ fn report(
     }
     if !projection.inline {
         match paths {
-            Some([stdout, stderr, output]) => content.push_str(&format!(
-                "\n[full output: {} (interleaved), {} and {}; use read or grep]",
-                output.display(),
-                stdout.display(),
-                stderr.display()
-            )),
+            Some([stdout, stderr, output]) => {
+                // A stream that wrote nothing has no file to point at.
+                let streams: Vec<String> = [(stdout, &kept[0]), (stderr, &kept[1])]
+                    .into_iter()
+                    .filter(|(_, kept)| kept.written > 0)
+                    .map(|(path, _)| path.display().to_string())
+                    .collect();
+                let files = match streams.as_slice() {
+                    [] => String::new(),
+                    [one] => format!(" and {one}"),
+                    [first, second, ..] => format!(", {first} and {second}"),
+                };
+                content.push_str(&format!(
+                    "\n[full output: {} (interleaved){files}; use read or grep]",
+                    output.display()
+                ));
+            }
             None => content.push_str("\n[the full output was not kept]"),
         }
     }
@@ -903,6 +921,47 @@ mod tests {
     }
 
     #[test]
+    fn a_stream_that_stays_empty_leaves_no_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let assets = dir.path().join("tool-calls/call-1");
+        let report = execute(
+            &json!({"command": "echo hi"}),
+            &ToolContext {
+                cwd: dir.path(),
+                assets_dir: Some(&assets),
+                cancelled: &never,
+                hidden_env: &[],
+            },
+        );
+        assert_eq!(report.output.content, "hi\n[exit code 0]");
+        let mut files: Vec<String> = std::fs::read_dir(&assets)
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        files.sort();
+        assert_eq!(files, ["output.txt", "stdout.txt"]);
+        let Some(Facts::Command(facts)) = report.facts else {
+            panic!("a command's facts");
+        };
+        assert_eq!((facts.stdout_lines, facts.stderr_lines), (Some(1), Some(0)));
+        let digested: Vec<&str> = facts.captures.iter().map(|c| c.file.as_str()).collect();
+        assert_eq!(digested, ["stdout.txt", "output.txt"]);
+        // A command with no output at all makes no directory either.
+        let quiet = dir.path().join("tool-calls/call-2");
+        let report = execute(
+            &json!({"command": "true"}),
+            &ToolContext {
+                cwd: dir.path(),
+                assets_dir: Some(&quiet),
+                cancelled: &never,
+                hidden_env: &[],
+            },
+        );
+        assert_eq!(report.output.content, "(no output)\n[exit code 0]");
+        assert!(!quiet.exists());
+    }
+
+    #[test]
     fn long_output_is_summarized_with_the_capture_paths() {
         let dir = tempfile::tempdir().unwrap();
         let assets = dir.path().join("assets");
@@ -925,7 +984,27 @@ mod tests {
             out.content
                 .contains(&assets.join("output.txt").display().to_string())
         );
-        assert!(out.content.ends_with("use read or grep]"));
+        assert!(out.content.ends_with(&format!(
+            ", {} and {}; use read or grep]",
+            assets.join("stdout.txt").display(),
+            assets.join("stderr.txt").display()
+        )));
+        // A stream that wrote nothing is not named.
+        let quiet = dir.path().join("quiet");
+        let out = run(
+            &json!({"command": "seq 1 200"}),
+            &ToolContext {
+                cwd: dir.path(),
+                assets_dir: Some(&quiet),
+                cancelled: &never,
+                hidden_env: &[],
+            },
+        );
+        assert!(out.content.ends_with(&format!(
+            "[full output: {} (interleaved) and {}; use read or grep]",
+            quiet.join("output.txt").display(),
+            quiet.join("stdout.txt").display()
+        )));
         // Without an assets directory nothing is left behind to point at.
         let out = bash(dir.path(), command, 5_000);
         assert!(out.content.ends_with("[the full output was not kept]"));

@@ -16,6 +16,7 @@ mod cards;
 mod catalog;
 mod client_tools;
 mod compaction;
+mod crash;
 mod discovery;
 mod exec;
 mod frames;

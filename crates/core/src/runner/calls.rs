@@ -13,6 +13,14 @@
 //! later calls wait for it, so effects happen in the order the model asked for. The
 //! next model request waits for all of them.
 //!
+//! Records share syncs (group commit): one `fdatasync` covers every record written
+//! before it. The settlement of a call and the claim of the next are written and
+//! synced together; so are the claims of read-only calls that start together, and the
+//! results of calls that end together. What a record makes known waits for its sync:
+//! a call starts only once its claim is durable, and a call's end is told (its
+//! `activity` and final card) and its result given to the model only once its result
+//! is durable.
+//!
 //! After a crash, the next turn first settles what the crashed one left: a read-only
 //! call the policy lets run without asking is run again (reading twice is harmless),
 //! a call that was awaiting approval is denied, and every other call settles
@@ -38,6 +46,7 @@ use super::{Ending, Turn};
 use crate::approvals::ApprovalOutcome;
 use crate::cards::{CardSource, PreviewSource, Settlement};
 use crate::client_tools::ClientTool;
+use crate::mcp::McpTool;
 use magi_protocol::ErrorCode;
 use magi_protocol::limits::CLIENT_TOOL_ARGUMENTS_BYTES;
 use magi_protocol::messages::{
@@ -78,10 +87,92 @@ struct InFlight {
     task: JoinHandle<ToolReport>,
 }
 
+/// A claimed call that starts once its claim is durable.
+struct Claimed {
+    index: usize,
+    activity_id: String,
+    protection: Option<&'static str>,
+    read_only: bool,
+    execution: Execution,
+}
+
 /// How a call settled, for the model's next request.
 struct Settled {
     content: String,
     is_error: bool,
+}
+
+/// A settled call whose end is told once its result is durable.
+struct Ended {
+    index: usize,
+    activity_id: String,
+    outcome: ToolOutcome,
+    protection: Option<&'static str>,
+    summary: String,
+    facts: Option<serde_json::Value>,
+    /// The display-only preview recorded after the result, if the call applied one.
+    preview: Option<serde_json::Value>,
+}
+
+/// A call's settlement, made but not yet recorded: its records, the end to tell once
+/// they are durable, and what the model is given.
+struct Staged {
+    records: Vec<RecordBody>,
+    ended: Ended,
+    settled: Settled,
+}
+
+/// Records that share the next sync, and what waits for it: the calls they claim start
+/// and the ends they settle are told only once the sync succeeded. Each call of a
+/// response adds at most one claim and one settlement, so a group never holds more
+/// than twice the response's calls.
+#[derive(Default)]
+struct Group {
+    records: Vec<RecordBody>,
+    /// The claims among `records`.
+    claims: usize,
+    claimed: Vec<Claimed>,
+    ended: Vec<Ended>,
+}
+
+/// The calls of one response on their way to settlement.
+struct Progress {
+    in_flight: Vec<InFlight>,
+    group: Group,
+    settled: Vec<Option<Settled>>,
+}
+
+impl Progress {
+    fn new(calls: usize) -> Progress {
+        Progress {
+            in_flight: Vec::new(),
+            group: Group::default(),
+            settled: (0..calls).map(|_| None).collect(),
+        }
+    }
+
+    /// Calls started or about to start, and whether all of them are read-only.
+    fn running(&self) -> (usize, bool) {
+        let read_only = self.in_flight.iter().all(|f| f.read_only)
+            && self.group.claimed.iter().all(|c| c.read_only);
+        (self.in_flight.len() + self.group.claimed.len(), read_only)
+    }
+
+    /// Adds a call's settlement to the group; the model is given it whatever the
+    /// group's fate.
+    fn stage(&mut self, staged: Staged) {
+        self.group.records.extend(staged.records);
+        self.settled[staged.ended.index] = Some(staged.settled);
+        self.group.ended.push(staged.ended);
+    }
+}
+
+/// What runs a claimed call other than a built-in tool on a blocking thread.
+enum Handler {
+    Skill,
+    Task,
+    Mcp(Arc<McpTool>),
+    Client(ClientTool),
 }
 
 /// Everything a call's execution needs, owned, so it can move to a blocking thread.
@@ -140,8 +231,7 @@ impl Turn {
         if let Some(scope) = &mut self.scope {
             scope.tool_calls += calls.len() as u64;
         }
-        let mut settled: Vec<Option<Settled>> = (0..calls.len()).map(|_| None).collect();
-        let mut in_flight: Vec<InFlight> = Vec::new();
+        let mut progress = Progress::new(calls.len());
         for (index, call) in calls.iter().enumerate() {
             self.activities += 1;
             let activity_id = format!("tool-{}", self.activities);
@@ -152,18 +242,22 @@ impl Turn {
             self.card(&activity_id, Snapshot::Initial, running).await;
             if self.cancel.is_cancelled() {
                 let report = refused("not started: the turn was cancelled");
-                settled[index] = Some(
-                    self.settle(call, &activity_id, report, ToolOutcome::Cancelled, None)
-                        .await,
+                let staged = self.staged(
+                    index,
+                    call,
+                    &activity_id,
+                    report,
+                    ToolOutcome::Cancelled,
+                    None,
                 );
+                self.settle_now(&calls, &mut progress, staged).await;
                 continue;
             }
             if let Some(refusal) = self.outside_task_scope(call) {
                 let report = refused(&format!("The call was not run: {refusal}."));
-                settled[index] = Some(
-                    self.settle(call, &activity_id, report, ToolOutcome::Failed, None)
-                        .await,
-                );
+                let staged =
+                    self.staged(index, call, &activity_id, report, ToolOutcome::Failed, None);
+                self.settle_now(&calls, &mut progress, staged).await;
                 continue;
             }
             if !self.offered(&call.name) {
@@ -175,87 +269,103 @@ impl Turn {
                     "is not offered to this agent"
                 };
                 let report = refused(&format!("The call was not run: {} {why}.", call.name));
-                settled[index] = Some(
-                    self.settle(call, &activity_id, report, ToolOutcome::Failed, None)
-                        .await,
-                );
+                let staged =
+                    self.staged(index, call, &activity_id, report, ToolOutcome::Failed, None);
+                self.settle_now(&calls, &mut progress, staged).await;
                 continue;
+            }
+            if !progress.group.records.is_empty() && self.verdict(call) == Verdict::Ask {
+                // Nothing waits for the user's answer: what is claimed starts, what is
+                // settled is told.
+                self.commit(&calls, &mut progress).await;
             }
             let protection = match self.supervise(call, &activity_id).await {
                 Ok(protection) => protection,
                 Err(refusal) => {
                     let report = refused(&format!("The call was not run: {refusal}."));
-                    settled[index] = Some(
-                        self.settle(
-                            call,
-                            &activity_id,
-                            report,
-                            ToolOutcome::Denied,
-                            Some(refusal),
-                        )
-                        .await,
+                    let staged = self.staged(
+                        index,
+                        call,
+                        &activity_id,
+                        report,
+                        ToolOutcome::Denied,
+                        Some(refusal),
                     );
+                    self.settle_now(&calls, &mut progress, staged).await;
                     continue;
                 }
             };
             let read_only = magi_tools::is_read_only(&call.name);
-            if !(read_only && in_flight.iter().all(|f| f.read_only))
-                || in_flight.len() >= PARALLEL_TOOL_CALLS
-            {
-                self.drain(&calls, &mut in_flight, &mut settled).await;
+            let (running, all_read_only) = progress.running();
+            if !(read_only && all_read_only) || running >= PARALLEL_TOOL_CALLS {
+                self.drain(&calls, &mut progress).await;
             }
             if self.cancel.is_cancelled() {
                 let report = refused("not started: the turn was cancelled");
-                settled[index] = Some(
-                    self.settle(
-                        call,
-                        &activity_id,
-                        report,
-                        ToolOutcome::Cancelled,
-                        protection,
-                    )
-                    .await,
+                let staged = self.staged(
+                    index,
+                    call,
+                    &activity_id,
+                    report,
+                    ToolOutcome::Cancelled,
+                    protection,
                 );
+                self.settle_now(&calls, &mut progress, staged).await;
                 continue;
             }
             // The claim is durable before anything runs, so a crash from here on is
-            // known to have possibly had effects. A claim that cannot be written runs
-            // nothing.
-            let claim = RecordBody::ToolCallState {
+            // known to have possibly had effects. It shares its sync with the results
+            // drained just before it; a claim that cannot be written runs nothing.
+            progress.group.records.push(RecordBody::ToolCallState {
                 turn_id: self.turn_id.clone(),
                 call_id: call.call_id.clone(),
                 state: ToolCallPhase::Running,
                 protection: protection.map(str::to_owned),
-            };
-            if !self.append_all(vec![claim]) {
-                let report = refused("not run: the call could not be recorded");
-                settled[index] = Some(
-                    self.settle(call, &activity_id, report, ToolOutcome::Failed, protection)
-                        .await,
-                );
-                continue;
-            }
+            });
+            progress.group.claims += 1;
             // The tools the backend or the client runs itself, not on a thread: nothing
             // else is in flight (none is read-only), and later calls wait for them.
-            if let Some(report) = self.run_here(call, &activity_id).await {
+            if let Some(handler) = self.handler(call) {
+                if !self.commit(&calls, &mut progress).await {
+                    let report = refused("not run: the call could not be recorded");
+                    let staged = self.staged(
+                        index,
+                        call,
+                        &activity_id,
+                        report,
+                        ToolOutcome::Failed,
+                        protection,
+                    );
+                    self.settle_now(&calls, &mut progress, staged).await;
+                    continue;
+                }
+                let report = self.run_here(call, handler, &activity_id).await;
                 let outcome = outcome_of(&report);
-                settled[index] = Some(
-                    self.settle(call, &activity_id, report, outcome, protection)
-                        .await,
-                );
+                let staged = self.staged(index, call, &activity_id, report, outcome, protection);
+                progress.stage(staged);
                 continue;
             }
-            let execution = self.execution(call);
-            in_flight.push(InFlight {
+            progress.group.claimed.push(Claimed {
                 index,
                 activity_id,
                 protection,
                 read_only,
-                task: tokio::task::spawn_blocking(move || execution.run()),
+                execution: self.execution(call),
             });
+            // Read-only calls that start together share one sync of their claims.
+            let joined = read_only
+                && progress.running().0 < PARALLEL_TOOL_CALLS
+                && calls
+                    .get(index + 1)
+                    .is_some_and(|next| magi_tools::is_read_only(&next.name));
+            if !joined {
+                self.commit(&calls, &mut progress).await;
+            }
         }
-        self.drain(&calls, &mut in_flight, &mut settled).await;
-        for (call, settled) in calls.into_iter().zip(settled) {
+        self.drain(&calls, &mut progress).await;
+        // The model is given no result before it is durable.
+        self.commit(&calls, &mut progress).await;
+        for (call, settled) in calls.into_iter().zip(progress.settled) {
             let Settled { content, is_error } = settled.unwrap_or_else(|| Settled {
                 content: INTERRUPTED_CALL.into(),
                 is_error: true,
@@ -337,21 +447,32 @@ impl Turn {
         }
     }
 
-    /// Runs a claimed call of `skill`, `task`, an MCP tool or a client tool; `None` for
+    /// What runs a call of `skill`, `task`, an MCP tool or a client tool; `None` for
     /// the built-in tools, which run on a blocking thread.
-    async fn run_here(&mut self, call: &Call, activity_id: &str) -> Option<ToolReport> {
+    fn handler(&self, call: &Call) -> Option<Handler> {
         if call.name == SKILL_TOOL && !self.agent.skills.is_empty() {
-            return Some(self.load_skill(call));
+            return Some(Handler::Skill);
         }
         if call.name == magi_config::TASK_TOOL && self.scope.is_none() {
-            return Some(self.run_task(call, activity_id).await);
+            return Some(Handler::Task);
         }
         if let Some(tool) = self.agent.mcp.tool(&call.name) {
-            let mcp = Arc::clone(&self.agent.mcp);
-            return Some(mcp.call(&tool, &call.arguments, &self.cancel).await);
+            return Some(Handler::Mcp(tool));
         }
-        let tool = self.client_tool(&call.name)?;
-        Some(self.call_client(call, &tool, activity_id).await)
+        self.client_tool(&call.name).map(Handler::Client)
+    }
+
+    /// Runs a claimed call that does not run on a blocking thread.
+    async fn run_here(&mut self, call: &Call, handler: Handler, activity_id: &str) -> ToolReport {
+        match handler {
+            Handler::Skill => self.load_skill(call),
+            Handler::Task => self.run_task(call, activity_id).await,
+            Handler::Mcp(tool) => {
+                let mcp = Arc::clone(&self.agent.mcp);
+                mcp.call(&tool, &call.arguments, &self.cancel).await
+            }
+            Handler::Client(tool) => self.call_client(call, &tool, activity_id).await,
+        }
     }
 
     /// A `skill` call: the named skill's whole text, read at startup.
@@ -542,15 +663,18 @@ impl Turn {
         }
     }
 
-    /// Waits for every call in flight, in the order they started, and settles each.
-    async fn drain(
-        &mut self,
-        calls: &[Call],
-        in_flight: &mut Vec<InFlight>,
-        settled: &mut [Option<Settled>],
-    ) {
-        for flight in std::mem::take(in_flight) {
-            let call = &calls[flight.index];
+    /// Waits for every call in flight, in the order they started, and stages each
+    /// settlement. Results of calls that ended together share one sync: the group is
+    /// committed only before waiting for a call still running.
+    async fn drain(&mut self, calls: &[Call], progress: &mut Progress) {
+        if !progress.group.claimed.is_empty() {
+            // Claimed calls start before anything waits for them.
+            self.commit(calls, progress).await;
+        }
+        for flight in std::mem::take(&mut progress.in_flight) {
+            if !flight.task.is_finished() {
+                self.commit(calls, progress).await;
+            }
             let (report, outcome) = match flight.task.await {
                 Ok(report) => {
                     let outcome = outcome_of(&report);
@@ -562,39 +686,94 @@ impl Turn {
                     ToolOutcome::Indeterminate,
                 ),
             };
-            settled[flight.index] = Some(
-                self.settle(
-                    call,
-                    &flight.activity_id,
-                    report,
-                    outcome,
-                    flight.protection,
-                )
-                .await,
+            let staged = self.staged(
+                flight.index,
+                &calls[flight.index],
+                &flight.activity_id,
+                report,
+                outcome,
+                flight.protection,
             );
+            progress.stage(staged);
         }
     }
 
-    /// Records a call's result (and its preview), then reports its end.
-    async fn settle(
-        &mut self,
+    /// Records the group with one write and one sync, then starts the calls it claimed
+    /// and tells the ends it settled. A claim that could not be recorded runs nothing
+    /// and settles failed. Returns whether everything was recorded.
+    async fn commit(&mut self, calls: &[Call], progress: &mut Progress) -> bool {
+        let mut all_recorded = true;
+        while !progress.group.records.is_empty() {
+            let Group {
+                records,
+                claims,
+                claimed,
+                ended,
+            } = std::mem::take(&mut progress.group);
+            let recorded = self.append_all(records);
+            all_recorded &= recorded;
+            if recorded {
+                super::fault::durable(claims, ended.len());
+            }
+            for claimed in claimed {
+                if recorded {
+                    let execution = claimed.execution;
+                    progress.in_flight.push(InFlight {
+                        index: claimed.index,
+                        activity_id: claimed.activity_id,
+                        protection: claimed.protection,
+                        read_only: claimed.read_only,
+                        task: tokio::task::spawn_blocking(move || execution.run()),
+                    });
+                } else {
+                    let report = refused("not run: the call could not be recorded");
+                    let staged = self.staged(
+                        claimed.index,
+                        &calls[claimed.index],
+                        &claimed.activity_id,
+                        report,
+                        ToolOutcome::Failed,
+                        claimed.protection,
+                    );
+                    progress.stage(staged);
+                }
+            }
+            for ended in ended {
+                self.tell(&calls[ended.index], ended, recorded).await;
+            }
+        }
+        all_recorded
+    }
+
+    /// Settles a call that did not run, at once.
+    async fn settle_now(&mut self, calls: &[Call], progress: &mut Progress, staged: Staged) {
+        progress.stage(staged);
+        self.commit(calls, progress).await;
+    }
+
+    /// A call's settlement: its result (and the preview of a change it applied, which
+    /// follows its result in the same write), the end to tell and what the model is
+    /// given.
+    fn staged(
+        &self,
+        index: usize,
         call: &Call,
         activity_id: &str,
         report: ToolReport,
         outcome: ToolOutcome,
         protection: Option<&'static str>,
-    ) -> Settled {
+    ) -> Staged {
         let display_id = report
             .preview
             .as_ref()
             .map(|_| format!("{}-preview", call.call_id));
         let safe = self.safe_result(&report);
-        let (summary, facts_for_card, content) = (
+        let (summary, facts, content) = (
             safe.summary.clone(),
             safe.facts.clone(),
             safe.content.clone(),
         );
-        let mut settlement = vec![result_record(
+        let mut records = vec![result_record(
             self.turn_id.clone(),
             call,
             safe,
@@ -602,30 +781,58 @@ impl Turn {
             protection,
             display_id.clone(),
         )];
-        // The display-only preview follows its result in the same write.
-        let mut preview_payload = None;
-        if let (Some(display_id), Some(preview)) = (display_id, report.preview) {
+        let mut preview = None;
+        if let (Some(display_id), Some(applied)) = (display_id, report.preview) {
             let payload = serde_json::json!({
                 "schema_version": 1,
-                "diff": self.without_credentials(&preview.diff),
-                "truncated": preview.truncated,
+                "diff": self.without_credentials(&applied.diff),
+                "truncated": applied.truncated,
             });
-            preview_payload = Some(payload.clone());
-            settlement.push(RecordBody::ToolAppliedPreview {
+            preview = Some(payload.clone());
+            records.push(RecordBody::ToolAppliedPreview {
                 display_id,
                 preview: payload,
             });
         }
-        let recorded = self.append_all(settlement);
+        Staged {
+            records,
+            ended: Ended {
+                index,
+                activity_id: activity_id.to_owned(),
+                outcome,
+                protection,
+                summary,
+                facts,
+                preview,
+            },
+            settled: Settled {
+                content,
+                is_error: outcome != ToolOutcome::Completed,
+            },
+        }
+    }
+
+    /// Tells a settled call's end, once its records were written (`recorded`) or
+    /// could not be.
+    async fn tell(&mut self, call: &Call, ended: Ended, recorded: bool) {
+        let Ended {
+            activity_id,
+            outcome,
+            protection,
+            summary,
+            facts,
+            preview,
+            ..
+        } = ended;
         let state = if outcome == ToolOutcome::Completed {
             ActivityState::Completed
         } else {
             ActivityState::Failed
         };
-        self.activity(activity_id, &call.name, state, &summary)
+        self.activity(&activity_id, &call.name, state, &summary)
             .await;
         // A preview that did not reach the log is not shown either.
-        let preview = match (&preview_payload, recorded) {
+        let preview = match (&preview, recorded) {
             (Some(payload), true) => PreviewSource::Recorded(payload),
             (Some(_), false) => PreviewSource::NotRecorded,
             (None, _) => PreviewSource::NotApplicable,
@@ -636,7 +843,7 @@ impl Turn {
             _ => None,
         };
         let settled = CardSource {
-            activity_id,
+            activity_id: &activity_id,
             origin: magi_protocol::cards::Origin::Live,
             revision: 0,
             tool_name: &call.name,
@@ -646,7 +853,7 @@ impl Turn {
                 outcome,
                 summary: &summary,
             },
-            facts: facts_for_card.as_ref(),
+            facts: facts.as_ref(),
             protection,
             awaiting_approval: false,
             preview,
@@ -654,13 +861,9 @@ impl Turn {
             task_id: call.task_id.as_deref(),
             children: children.as_ref(),
         };
-        self.card(activity_id, Snapshot::Final, settled).await;
+        self.card(&activity_id, Snapshot::Final, settled).await;
         if self.scope.is_some() {
             self.task_progress().await;
-        }
-        Settled {
-            content,
-            is_error: outcome != ToolOutcome::Completed,
         }
     }
 

@@ -12,6 +12,7 @@ mod calls;
 mod compaction;
 mod conversation;
 mod emit;
+mod fault;
 mod live_cards;
 mod task;
 

@@ -7,9 +7,9 @@
 //! over-long or duplicate ID is [`CacheRead::Invalid`]. A write replaces the file
 //! atomically, so a reader sees the old cache or the new one, never a mix.
 
-use std::fs::{File, Metadata, OpenOptions};
+use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Write};
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
@@ -20,6 +20,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::Home;
+use crate::fs::{OpenError, open_regular};
 
 /// The format number every cache file carries; any other is invalid.
 pub const CACHE_FORMAT: u64 = 1;
@@ -105,8 +106,8 @@ pub fn read_cache(home: &Home, provider: &str) -> CacheRead {
     }
     let file = match open_regular(&path) {
         Ok(file) => file,
-        Err(Opened::Missing) => return CacheRead::Missing,
-        Err(Opened::Invalid) => return CacheRead::Invalid,
+        Err(OpenError::Missing) => return CacheRead::Missing,
+        Err(OpenError::Unreadable | OpenError::Unsafe) => return CacheRead::Invalid,
     };
     // One byte past the bound tells "exactly at the bound" from "over it".
     let cap = u64::try_from(CATALOG_FILE_BYTES.saturating_add(1)).unwrap_or(u64::MAX);
@@ -298,37 +299,6 @@ fn hex_digest(bytes: &[u8]) -> String {
         .iter()
         .map(|b| format!("{b:02x}"))
         .collect()
-}
-
-/// Why a cache file could not be opened.
-enum Opened {
-    Missing,
-    Invalid,
-}
-
-/// Opens `path` for reading if it is a regular file, and makes sure the opened file is
-/// the one that was checked, so a swap between the check and the open is refused.
-fn open_regular(path: &Path) -> Result<File, Opened> {
-    let before = std::fs::symlink_metadata(path).map_err(|e| match e.kind() {
-        io::ErrorKind::NotFound => Opened::Missing,
-        _ => Opened::Invalid,
-    })?;
-    if !before.file_type().is_file() {
-        return Err(Opened::Invalid);
-    }
-    let file = File::open(path).map_err(|e| match e.kind() {
-        io::ErrorKind::NotFound => Opened::Missing,
-        _ => Opened::Invalid,
-    })?;
-    let opened = file.metadata().map_err(|_| Opened::Invalid)?;
-    if !opened.file_type().is_file() || !same_inode(&before, &opened) {
-        return Err(Opened::Invalid);
-    }
-    Ok(file)
-}
-
-fn same_inode(a: &Metadata, b: &Metadata) -> bool {
-    a.dev() == b.dev() && a.ino() == b.ino()
 }
 
 #[cfg(test)]

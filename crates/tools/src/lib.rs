@@ -5,6 +5,7 @@
 mod bash;
 mod diagnostics;
 mod edit;
+mod editing;
 pub mod facts;
 mod find;
 mod grep;

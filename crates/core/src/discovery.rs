@@ -38,6 +38,7 @@ use magi_store::lease::{LeaseKind, is_present};
 use magi_store::log::{ReadError, ReadLimits, StoredLog, read_log};
 use magi_store::records::RecordBody;
 
+use crate::paging::{PageBytes, Snapshot, check_limit, check_request, page_end};
 use crate::revision::Revision;
 
 /// Top-level notice: at least one log could not be trusted and was left out.
@@ -63,51 +64,18 @@ const SESSION_LIMITS: ReadLimits = ReadLimits {
 const LEASE_KINDS: [LeaseKind; 3] = [LeaseKind::Writer, LeaseKind::Active, LeaseKind::Append];
 
 /// A `session.list` request whose params passed every check.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ListRequest {
-    /// A fresh listing: scan, replace the snapshot, answer its first page.
-    Fresh {
-        /// Most entries on the page.
-        limit: usize,
-    },
-    /// The next page of the current snapshot.
-    Continue {
-        /// The snapshot's revision.
-        revision: String,
-        /// A cursor the snapshot issued.
-        cursor: String,
-        /// Most entries on the page.
-        limit: usize,
-    },
-}
+pub use crate::paging::PageRequest as ListRequest;
 
 /// Checks `session.list` params beyond their shape: `limit` 1–100, revision and
 /// cursor both absent or both present, each following the name grammar. Anything else
 /// is `invalid_params`. Pure, so the server can answer it before the `busy` rule.
 pub fn check_params(params: &SessionListParams) -> Result<ListRequest, ErrorCode> {
-    let limit = check_limit(params.limit)?;
-    match (&params.revision, &params.cursor) {
-        (None, None) => Ok(ListRequest::Fresh { limit }),
-        (Some(revision), Some(cursor)) if is_valid_name(revision) && is_valid_name(cursor) => {
-            Ok(ListRequest::Continue {
-                revision: revision.clone(),
-                cursor: cursor.clone(),
-                limit,
-            })
-        }
-        _ => Err(ErrorCode::InvalidParams),
-    }
-}
-
-/// A page size of 1–100, 100 when absent; anything else is `invalid_params`.
-fn check_limit(limit: Option<u64>) -> Result<usize, ErrorCode> {
-    match limit {
-        None => Ok(DISCOVERY_PAGE_ENTRIES),
-        Some(limit) => usize::try_from(limit)
-            .ok()
-            .filter(|l| (1..=DISCOVERY_PAGE_ENTRIES).contains(l))
-            .ok_or(ErrorCode::InvalidParams),
-    }
+    check_request(
+        params.limit,
+        DISCOVERY_PAGE_ENTRIES,
+        params.revision.as_ref(),
+        params.cursor.as_ref(),
+    )
 }
 
 /// A `session.discover` request whose params passed every check.
@@ -123,7 +91,7 @@ pub struct DiscoverRequest {
 /// following the name grammar, else `invalid_params`. Pure, so the server can answer
 /// it before the `busy` rule.
 pub fn check_discover_params(params: &SessionDiscoverParams) -> Result<DiscoverRequest, ErrorCode> {
-    let limit = check_limit(params.limit)?;
+    let limit = check_limit(params.limit, DISCOVERY_PAGE_ENTRIES)?;
     if params.cursor.as_deref().is_some_and(|c| !is_valid_name(c)) {
         return Err(ErrorCode::InvalidParams);
     }
@@ -137,7 +105,7 @@ pub fn check_discover_params(params: &SessionDiscoverParams) -> Result<DiscoverR
 /// one `session.discover` pass.
 #[derive(Debug, Default)]
 pub struct Discovery {
-    snapshot: Option<Snapshot>,
+    snapshot: Option<Snapshot<Scan>>,
     pass: Option<Pass>,
 }
 
@@ -205,46 +173,7 @@ impl DiscoverBounds {
     };
 }
 
-/// The serialized size of a page as entries join it: the envelope at its longest,
-/// then each entry with its separator.
-struct PageBytes {
-    used: usize,
-    entries: usize,
-    max: usize,
-}
-
-impl PageBytes {
-    fn new<T: serde::Serialize>(envelope: &T, max: usize) -> Result<PageBytes, ErrorCode> {
-        Ok(PageBytes {
-            used: serialized_len(envelope)?,
-            entries: 0,
-            max,
-        })
-    }
-
-    /// Counts `entry` in if the page still has room for it; `false` leaves it out.
-    fn add(&mut self, entry: &SessionListEntry) -> Result<bool, ErrorCode> {
-        let separator = usize::from(self.entries > 0);
-        let grown = self.used + separator + serialized_len(entry)?;
-        if grown > self.max {
-            return Ok(false);
-        }
-        self.used = grown;
-        self.entries += 1;
-        Ok(true)
-    }
-}
-
-/// One listing as scanned, and the cursors issued for it.
-#[derive(Debug)]
-struct Snapshot {
-    revision: Revision,
-    scan: Scan,
-    /// Once a change is seen the snapshot stays stale until a fresh listing.
-    stale: bool,
-}
-
-impl Snapshot {
+impl Snapshot<Scan> {
     /// The page starting at `start`: at most `limit` entries and at most
     /// `DISCOVERY_PAGE_BYTES` serialized.
     fn page(&mut self, start: usize, limit: usize) -> Result<SessionListResult, ErrorCode> {
@@ -258,37 +187,24 @@ impl Snapshot {
             complete: false,
             notices: self.scan.notices.clone(),
         };
-        let mut bytes = PageBytes::new(&envelope, DISCOVERY_PAGE_BYTES)?;
-        let mut end = start;
-        for entry in entries.iter().skip(start).take(limit) {
-            if !bytes.add(entry)? {
-                break;
-            }
-            end += 1;
-        }
-        if end == start && start < entries.len() {
-            // Not even one entry fits: a bound was exceeded; never a fake empty page.
-            return Err(ErrorCode::DiscoveryLimit);
-        }
-        let next_cursor = if end < entries.len() {
-            Some(self.revision.issue(end))
-        } else {
-            None
-        };
+        let end = page_end(
+            &envelope,
+            entries,
+            start,
+            limit,
+            DISCOVERY_PAGE_BYTES,
+            ErrorCode::DiscoveryLimit,
+        )?;
+        let sessions = entries.get(start..end).unwrap_or_default().to_vec();
+        let next_cursor = self.cursor_after(end, self.scan.entries.len());
         Ok(SessionListResult {
             revision: self.revision.id().to_owned(),
-            sessions: entries.get(start..end).unwrap_or_default().to_vec(),
+            sessions,
             complete: next_cursor.is_none(),
             next_cursor,
             notices: self.scan.notices.clone(),
         })
     }
-}
-
-fn serialized_len<T: serde::Serialize>(value: &T) -> Result<usize, ErrorCode> {
-    serde_json::to_vec(value)
-        .map(|v| v.len())
-        .map_err(|_| ErrorCode::DiscoveryLimit)
 }
 
 impl Discovery {
@@ -312,12 +228,9 @@ impl Discovery {
                 // the old one are not worth keeping once the client started over.
                 self.snapshot = None;
                 let scan = scope.scan()?;
-                let snapshot = self.snapshot.insert(Snapshot {
-                    revision: Revision::new('d'),
-                    scan,
-                    stale: false,
-                });
-                snapshot.page(0, limit)
+                self.snapshot
+                    .insert(Snapshot::new('d', scan))
+                    .page(0, limit)
             }
             ListRequest::Continue {
                 revision,
@@ -325,13 +238,7 @@ impl Discovery {
                 limit,
             } => {
                 let snapshot = self.snapshot.as_mut().ok_or(ErrorCode::StaleRevision)?;
-                if snapshot.revision.id() != revision || snapshot.stale {
-                    return Err(ErrorCode::StaleRevision);
-                }
-                let start = snapshot
-                    .revision
-                    .resolve(&cursor)
-                    .ok_or(ErrorCode::StaleRevision)?;
+                let start = snapshot.resume(&revision, &cursor, ErrorCode::StaleRevision)?;
                 match scope.scan() {
                     Ok(scan) if scan == snapshot.scan => snapshot.page(start, limit),
                     Ok(_) | Err(ErrorCode::StaleRevision) => {
@@ -744,7 +651,7 @@ impl Scope<'_> {
                 NOTICE_SESSIONS_OMITTED_OVER_LIMIT.to_owned(),
             ],
         };
-        let mut page = PageBytes::new(&envelope, bounds.page_bytes)?;
+        let mut page = PageBytes::new(&envelope, bounds.page_bytes, ErrorCode::DiscoveryLimit)?;
         let mut cwd_checks = CwdChecks::new(self.cwd);
         let after_cursor = candidates.into_iter().filter(|(id, _)| id.as_str() > after);
         for (visited, (session_id, path)) in after_cursor.enumerate() {
@@ -979,6 +886,7 @@ fn updated_at(log: &StoredLog) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::paging::serialized_len;
     use serde_json::{Value, json};
 
     struct Fixture {
@@ -1076,7 +984,9 @@ mod tests {
                     .discover_within(&mut discovery, None, params, bounds)
                     .unwrap();
                 assert!(batch.provisional);
-                assert!(serialized_len(&batch).unwrap() <= bounds.page_bytes);
+                assert!(
+                    serialized_len(&batch, ErrorCode::DiscoveryLimit).unwrap() <= bounds.page_bytes
+                );
                 assert_eq!(batch.complete, batch.next_cursor.is_none());
                 cursor = batch.next_cursor.clone();
                 batches.push(batch);
@@ -1445,7 +1355,9 @@ mod tests {
         let mut page = f.list(&mut d, json!({})).unwrap();
         let mut seen = Vec::new();
         loop {
-            assert!(serialized_len(&page).unwrap() <= DISCOVERY_PAGE_BYTES);
+            assert!(
+                serialized_len(&page, ErrorCode::DiscoveryLimit).unwrap() <= DISCOVERY_PAGE_BYTES
+            );
             assert!(page.sessions.len() < 100);
             seen.extend(page.sessions.iter().map(|s| s.session_id.clone()));
             let Some(cursor) = page.next_cursor.clone() else {

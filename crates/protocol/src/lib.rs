@@ -10,6 +10,8 @@ pub mod error;
 pub mod frame;
 pub mod limits;
 pub mod messages;
+#[cfg(test)]
+mod module_cycles;
 pub mod names;
 pub mod request;
 pub mod schema;

@@ -5,7 +5,7 @@ use reqwest::header::{HeaderMap, HeaderValue};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use crate::http::{Decode, arguments, parse, secret};
+use crate::codec::{Decode, arguments, parse, secret};
 use crate::sse::SseEvent;
 use crate::{Item, ModelEvent, ModelRequest, ProviderError, StopReason};
 

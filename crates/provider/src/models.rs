@@ -19,7 +19,8 @@ use reqwest::{StatusCode, Url};
 use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
 
-use crate::http::{CONNECT_TIMEOUT, secret};
+use crate::codec::secret;
+use crate::http::CONNECT_TIMEOUT;
 use crate::{Endpoint, ProviderError, WireFormat, anthropic};
 
 /// The whole refresh's deadline, `REFRESH_TIMEOUT_MS`.

@@ -135,14 +135,14 @@ impl std::io::Write for ByteCounter {
     }
 }
 
-/// The compact serialized size of `card` in bytes, as [`CARD_BYTES`] measures it
-/// (after JSON escaping, with every key and null).
+/// The compact serialized size of `value` in bytes, as [`CARD_BYTES`] measures a card
+/// (after JSON escaping, with every key and null), or a card as received.
 ///
-/// Serializing these types cannot fail; if it ever did, the size is `usize::MAX` so
-/// that every bound check fails closed.
-pub fn serialized_len(card: &Card) -> usize {
+/// Serializing cards and parsed JSON cannot fail; if it ever did, the size is
+/// `usize::MAX` so that every bound check fails closed.
+pub fn serialized_len<T: serde::Serialize + ?Sized>(value: &T) -> usize {
     let mut counter = ByteCounter(0);
-    match serde_json::to_writer(&mut counter, card) {
+    match serde_json::to_writer(&mut counter, value) {
         Ok(()) => counter.0,
         Err(_) => usize::MAX,
     }

@@ -32,7 +32,11 @@ pub fn page(
         size += added;
         end += 1;
     }
-    result.entries = projection.entries[start.min(end)..end].to_vec();
+    result.entries = projection
+        .entries
+        .get(start..end)
+        .unwrap_or_default()
+        .to_vec();
     let next = (end < projection.entries.len()).then_some(end);
     result.next_cursor = next.map(&cursor_for);
     result.complete = next.is_none() && projection.complete;

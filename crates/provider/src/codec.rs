@@ -15,6 +15,14 @@ pub(crate) trait Decode {
     -> Result<bool, ProviderError>;
 }
 
+/// Only an event's `type`, read first to pick the shape of the rest (Responses and
+/// Anthropic events name their shape there).
+#[derive(serde::Deserialize)]
+pub(crate) struct EventType<'a> {
+    #[serde(rename = "type", borrow)]
+    pub(crate) kind: std::borrow::Cow<'a, str>,
+}
+
 /// A header value holding a credential: marked sensitive, and a key that cannot be a
 /// header value is a credential the provider would refuse anyway.
 pub(crate) fn secret(value: &str) -> Result<HeaderValue, ProviderError> {

@@ -21,13 +21,12 @@ use magi_protocol::messages::{
     AuthenticationState, Availability, CacheState, CatalogChoice, CatalogSource,
     CatalogStatusResult, ModelCatalogParams, ModelCatalogResult, ProviderCatalogStatus,
 };
-use magi_protocol::names::is_valid_name;
 use magi_protocol::text::{has_control, is_secret_like, safe_display_name};
 use magi_store::Home;
 use magi_store::catalog::{CacheRead, read_cache};
 use sha2::Digest;
 
-use crate::revision::Revision;
+use crate::paging::{PageRequest, Snapshot, check_request, page_end, serialized_len};
 
 /// Notice: a relevant provider's cache is missing, invalid or empty.
 pub const NOTICE_PROVIDER_CATALOG_UNAVAILABLE: &str = "provider_catalog_unavailable";
@@ -50,14 +49,7 @@ pub struct CatalogInputs<'a> {
 /// The child's catalog state: at most one snapshot.
 #[derive(Debug, Default)]
 pub struct Catalog {
-    snapshot: Option<Snapshot>,
-}
-
-#[derive(Debug)]
-struct Snapshot {
-    revision: Revision,
-    scan: Scan,
-    stale: bool,
+    snapshot: Option<Snapshot<Scan>>,
 }
 
 /// What one scan saw.
@@ -67,37 +59,6 @@ pub(crate) struct Scan {
     pub(crate) notices: Vec<String>,
     /// Each relevant provider's cache state and credential presence.
     fingerprint: Vec<String>,
-}
-
-/// A checked request.
-enum Request {
-    Fresh {
-        limit: usize,
-    },
-    Continue {
-        revision: String,
-        cursor: String,
-        limit: usize,
-    },
-}
-
-fn check_params(params: &ModelCatalogParams) -> Result<Request, ErrorCode> {
-    let limit = match params.limit {
-        None => CATALOG_PAGE_ENTRIES,
-        Some(n) if (1..=CATALOG_PAGE_ENTRIES as u64).contains(&n) => n as usize,
-        Some(_) => return Err(ErrorCode::InvalidParams),
-    };
-    match (&params.revision, &params.cursor) {
-        (None, None) => Ok(Request::Fresh { limit }),
-        (Some(revision), Some(cursor)) if is_valid_name(revision) && is_valid_name(cursor) => {
-            Ok(Request::Continue {
-                revision: revision.clone(),
-                cursor: cursor.clone(),
-                limit,
-            })
-        }
-        _ => Err(ErrorCode::InvalidParams),
-    }
 }
 
 impl Catalog {
@@ -137,31 +98,28 @@ impl Catalog {
         inputs: &CatalogInputs,
         params: &ModelCatalogParams,
     ) -> Result<ModelCatalogResult, ErrorCode> {
-        match check_params(params)? {
-            Request::Fresh { limit } => {
+        let request = check_request(
+            params.limit,
+            CATALOG_PAGE_ENTRIES,
+            params.revision.as_ref(),
+            params.cursor.as_ref(),
+        )?;
+        match request {
+            PageRequest::Fresh { limit } => {
                 // A fresh request replaces the snapshot, even when it fails.
                 self.snapshot = None;
                 let scan = scan(inputs)?;
-                let snapshot = self.snapshot.insert(Snapshot {
-                    revision: Revision::new('c'),
-                    scan,
-                    stale: false,
-                });
-                snapshot.page(0, limit)
+                self.snapshot
+                    .insert(Snapshot::new('c', scan))
+                    .page(0, limit)
             }
-            Request::Continue {
+            PageRequest::Continue {
                 revision,
                 cursor,
                 limit,
             } => {
                 let snapshot = self.snapshot.as_mut().ok_or(ErrorCode::StaleCatalog)?;
-                if snapshot.revision.id() != revision || snapshot.stale {
-                    return Err(ErrorCode::StaleCatalog);
-                }
-                let start = snapshot
-                    .revision
-                    .resolve(&cursor)
-                    .ok_or(ErrorCode::StaleCatalog)?;
+                let start = snapshot.resume(&revision, &cursor, ErrorCode::StaleCatalog)?;
                 match scan(inputs) {
                     Ok(scan) if scan == snapshot.scan => snapshot.page(start, limit),
                     // Changed, unreadable or over a bound: stale for good.
@@ -175,7 +133,7 @@ impl Catalog {
     }
 }
 
-impl Snapshot {
+impl Snapshot<Scan> {
     fn page(&mut self, start: usize, limit: usize) -> Result<ModelCatalogResult, ErrorCode> {
         let choices = &self.scan.choices;
         let envelope = ModelCatalogResult {
@@ -186,33 +144,25 @@ impl Snapshot {
             notices: self.scan.notices.clone(),
             source: CatalogSource::CacheOnly,
         };
-        let mut bytes = serialized_len(&envelope);
-        let mut end = start;
-        for choice in choices.iter().skip(start).take(limit) {
-            let grown = bytes + usize::from(end > start) + serialized_len(choice);
-            if grown > CATALOG_PAGE_BYTES {
-                break;
-            }
-            bytes = grown;
-            end += 1;
-        }
-        if end == start && start < choices.len() {
-            return Err(ErrorCode::CatalogLimit);
-        }
-        let next_cursor = (end < choices.len()).then(|| self.revision.issue(end));
+        let end = page_end(
+            &envelope,
+            choices,
+            start,
+            limit,
+            CATALOG_PAGE_BYTES,
+            ErrorCode::CatalogLimit,
+        )?;
+        let choices = choices.get(start..end).unwrap_or_default().to_vec();
+        let next_cursor = self.cursor_after(end, self.scan.choices.len());
         Ok(ModelCatalogResult {
             revision: self.revision.id().to_owned(),
-            choices: choices.get(start..end).unwrap_or_default().to_vec(),
+            choices,
             complete: next_cursor.is_none(),
             next_cursor,
             notices: self.scan.notices.clone(),
             source: CatalogSource::CacheOnly,
         })
     }
-}
-
-fn serialized_len<T: serde::Serialize>(value: &T) -> usize {
-    serde_json::to_vec(value).map_or(usize::MAX, |v| v.len())
 }
 
 /// The stable, opaque selection ID of a provider/model pair: 64 hex digits.
@@ -338,7 +288,7 @@ pub(crate) fn scan(inputs: &CatalogInputs) -> Result<Scan, ErrorCode> {
     {
         return Err(ErrorCode::CatalogUnavailable);
     }
-    if serialized_len(&choices) > CATALOG_SNAPSHOT_BYTES {
+    if serialized_len(&choices, ErrorCode::CatalogLimit)? > CATALOG_SNAPSHOT_BYTES {
         return Err(ErrorCode::CatalogLimit);
     }
     Ok(Scan {

@@ -8,6 +8,7 @@ pub mod catalog;
 pub mod client_tools;
 pub mod discovery;
 pub mod mcp;
+mod paging;
 mod revision;
 pub mod runner;
 pub mod saved_cards;

@@ -11,6 +11,8 @@ pub mod frame;
 pub mod limits;
 pub mod messages;
 pub mod methods;
+#[cfg(test)]
+mod module_cycles;
 pub mod names;
 pub mod request;
 pub mod schema;

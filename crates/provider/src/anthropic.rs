@@ -5,7 +5,7 @@ use reqwest::header::{HeaderMap, HeaderValue};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use crate::http::{Decode, arguments, parse, secret};
+use crate::codec::{Decode, EventType, arguments, parse, secret};
 use crate::sse::SseEvent;
 use crate::{Item, ModelEvent, ModelRequest, ProviderError, StopReason};
 
@@ -107,12 +107,6 @@ pub(crate) fn body(request: &ModelRequest) -> Value {
         body["tools"] = json!(tools);
     }
     body
-}
-
-#[derive(Deserialize)]
-struct Head<'a> {
-    #[serde(rename = "type", borrow)]
-    kind: std::borrow::Cow<'a, str>,
 }
 
 #[derive(Deserialize)]
@@ -256,7 +250,7 @@ impl Decode for Decoder {
         event: &SseEvent,
         out: &mut Vec<ModelEvent>,
     ) -> Result<bool, ProviderError> {
-        let head: Head<'_> = parse(&event.data)?;
+        let head: EventType<'_> = parse(&event.data)?;
         match head.kind.as_ref() {
             "message_start" => {
                 let start: MessageStart = parse(&event.data)?;

@@ -5,7 +5,7 @@
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::http::{Decode, arguments, parse};
+use crate::codec::{Decode, arguments, parse};
 use crate::sse::SseEvent;
 use crate::{Item, ModelEvent, ModelRequest, ProviderError, StopReason};
 

@@ -6,12 +6,13 @@ use std::time::Duration;
 
 use bytes::Bytes;
 
-use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderValue, RETRY_AFTER};
+use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, RETRY_AFTER};
 use reqwest::{StatusCode, Url};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::sse::{SseEvent, SseParser};
+use crate::codec::{Decode, secret};
+use crate::sse::SseParser;
 use crate::{
     BoxFuture, Endpoint, ModelClient, ModelEvent, ModelRequest, ProviderError, WireFormat,
 };
@@ -33,14 +34,6 @@ pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(10);
 /// The largest single SSE event accepted. A Responses API `response.completed` event
 /// repeats the whole output, so this is well above the largest reply.
 pub const MAX_EVENT_BYTES: usize = 16 * 1024 * 1024;
-
-/// What a wire format's stream decoder does with each event.
-pub(crate) trait Decode {
-    /// Takes one SSE event and appends what it yields to `out`; `Ok(true)` means the
-    /// terminal event arrived and `out` ends with [`ModelEvent::Completed`].
-    fn event(&mut self, event: &SseEvent, out: &mut Vec<ModelEvent>)
-    -> Result<bool, ProviderError>;
-}
 
 /// A model client speaking one wire format over HTTP.
 pub(crate) struct HttpClient {
@@ -173,15 +166,6 @@ fn openai_headers(key: Option<&str>) -> Result<HeaderMap, ProviderError> {
     Ok(headers)
 }
 
-/// A header value holding a credential: marked sensitive, and a key that cannot be a
-/// header value is a credential the provider would refuse anyway.
-pub(crate) fn secret(value: &str) -> Result<HeaderValue, ProviderError> {
-    let mut value =
-        HeaderValue::from_str(value).map_err(|_| ProviderError::AuthenticationFailed)?;
-    value.set_sensitive(true);
-    Ok(value)
-}
-
 /// Why one attempt failed, and whether another may follow.
 struct Failure {
     error: ProviderError,
@@ -285,23 +269,10 @@ async fn read(
     }
 }
 
-/// Parses an event's JSON data; data that is not the JSON expected is a malformed
-/// stream.
-pub(crate) fn parse<'a, T: serde::Deserialize<'a>>(data: &'a str) -> Result<T, ProviderError> {
-    serde_json::from_str(data).map_err(|_| ProviderError::MalformedStream)
-}
-
-/// Tool arguments as sent, except that none at all means an empty object.
-pub(crate) fn arguments(text: String) -> String {
-    if text.trim().is_empty() {
-        "{}".to_owned()
-    } else {
-        text
-    }
-}
-
 #[cfg(test)]
 mod tests {
+    use reqwest::header::HeaderValue;
+
     use super::*;
 
     #[test]
@@ -328,13 +299,6 @@ mod tests {
         let mut negative = HeaderMap::new();
         negative.insert("retry-after", HeaderValue::from_static("-1"));
         assert_eq!(retry_after(&negative), None);
-    }
-
-    #[test]
-    fn empty_arguments_become_an_empty_object() {
-        assert_eq!(arguments(String::new()), "{}");
-        assert_eq!(arguments(" ".to_owned()), "{}");
-        assert_eq!(arguments("{\"a\":1}".to_owned()), "{\"a\":1}");
     }
 
     #[test]

@@ -8,6 +8,7 @@
 
 mod anthropic;
 mod chat;
+mod codec;
 mod http;
 pub mod models;
 mod responses;

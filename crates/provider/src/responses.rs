@@ -4,7 +4,7 @@
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::http::{Decode, arguments, parse};
+use crate::codec::{Decode, EventType, arguments, parse};
 use crate::sse::SseEvent;
 use crate::{Item, ModelEvent, ModelRequest, ProviderError, StopReason};
 
@@ -62,13 +62,6 @@ pub(crate) fn body(request: &ModelRequest) -> Value {
         body["tools"] = json!(tools);
     }
     body
-}
-
-/// Only the event type, read first to pick the shape of the rest.
-#[derive(Deserialize)]
-struct Head<'a> {
-    #[serde(rename = "type", borrow)]
-    kind: std::borrow::Cow<'a, str>,
 }
 
 #[derive(Deserialize)]
@@ -203,7 +196,7 @@ impl Decode for Decoder {
         event: &SseEvent,
         out: &mut Vec<ModelEvent>,
     ) -> Result<bool, ProviderError> {
-        let head: Head<'_> = parse(&event.data)?;
+        let head: EventType<'_> = parse(&event.data)?;
         match head.kind.as_ref() {
             "response.output_text.delta" => {
                 let delta: Delta = parse(&event.data)?;

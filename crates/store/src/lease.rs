@@ -7,8 +7,10 @@
 
 use std::fs::{File, OpenOptions, TryLockError};
 use std::io;
-use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
+
+use crate::fs::same_inode;
 
 /// How many times `acquire` retries when the file it locked was removed or replaced
 /// under it. Each retry means another owner released in between, so a few are enough.
@@ -173,10 +175,6 @@ fn write_pid(file: &File) -> io::Result<()> {
     let pid = format!("{}\n", std::process::id());
     // Written at offset 0 regardless of where the handle's cursor is.
     file.write_all_at(pid.as_bytes(), 0)
-}
-
-fn same_inode(a: &std::fs::Metadata, b: &std::fs::Metadata) -> bool {
-    a.dev() == b.dev() && a.ino() == b.ino()
 }
 
 #[cfg(test)]

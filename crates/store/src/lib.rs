@@ -2,6 +2,7 @@
 //! (append-only JSONL, one file per session) and their bounded reads.
 
 pub mod catalog;
+mod fs;
 pub mod history;
 mod home;
 mod layout;

@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 
 use magi_protocol::limits::{STORED_READ_BYTES, STORED_READ_LINES};
 
+use crate::fs::{OpenError, open_regular, same_inode};
 use crate::records::{Record, RecordBody};
 
 /// Size of one backwards read while looking for the last LF of a torn log.
@@ -236,29 +237,14 @@ fn parse_line(line: &[u8], session_id: &str) -> Result<Record, ReadError> {
     Ok(record)
 }
 
-/// Opens `path` for reading if it is a regular file, and makes sure the opened file is
-/// the one that was checked, so a swap between the check and the open is refused.
-fn open_regular(path: &Path) -> Result<File, ReadError> {
-    let before = std::fs::symlink_metadata(path).map_err(|e| match e.kind() {
-        io::ErrorKind::NotFound => ReadError::Missing,
-        _ => ReadError::Unreadable,
-    })?;
-    if !before.file_type().is_file() {
-        return Err(ReadError::Unsafe);
+impl From<OpenError> for ReadError {
+    fn from(error: OpenError) -> ReadError {
+        match error {
+            OpenError::Missing => ReadError::Missing,
+            OpenError::Unreadable => ReadError::Unreadable,
+            OpenError::Unsafe => ReadError::Unsafe,
+        }
     }
-    let file = File::open(path).map_err(|e| match e.kind() {
-        io::ErrorKind::NotFound => ReadError::Missing,
-        _ => ReadError::Unreadable,
-    })?;
-    let opened = file.metadata().map_err(|_| ReadError::Unreadable)?;
-    if !opened.file_type().is_file() || !same_inode(&before, &opened) {
-        return Err(ReadError::Unsafe);
-    }
-    Ok(file)
-}
-
-fn same_inode(a: &Metadata, b: &Metadata) -> bool {
-    a.dev() == b.dev() && a.ino() == b.ino()
 }
 
 /// Why an append could not be acknowledged.

@@ -8,6 +8,7 @@ use magi_protocol::limits::WRITE_TOOL_BYTES;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use crate::editing::{parse_arguments, read_within_bound};
 use crate::facts::{FACT_STRING_BYTES, Facts, cut};
 use crate::{ToolDefinition, ToolOutput, ToolReport, preview};
 
@@ -39,17 +40,12 @@ pub(crate) fn definition() -> ToolDefinition {
 }
 
 pub(crate) fn run(arguments: &Value, cwd: &Path) -> ToolReport {
-    let args = match Arguments::deserialize(arguments) {
+    let args: Arguments = match parse_arguments(
+        arguments,
+        r#"{"path": string, "old_text": string, "new_text": string}"#,
+    ) {
         Ok(args) => args,
-        Err(e) => {
-            return ToolOutput::failed(
-                "invalid arguments",
-                format!(
-                    "Expected {{\"path\": string, \"old_text\": string, \"new_text\": string}}: {e}."
-                ),
-            )
-            .into();
-        }
+        Err(output) => return output.into(),
     };
     // An edit changes an existing file or nothing: it never creates one.
     let facts = |written: bool, changed: bool| Facts::Change {
@@ -67,24 +63,9 @@ pub(crate) fn run(arguments: &Value, cwd: &Path) -> ToolReport {
         ));
     }
     let path = cwd.join(&args.path);
-    let metadata = std::fs::metadata(&path);
-    if metadata
-        .as_ref()
-        .is_ok_and(|m| m.len() > WRITE_TOOL_BYTES as u64)
-    {
-        return unchanged(ToolOutput::failed(
-            "file too large",
-            format!("{} is over the {WRITE_TOOL_BYTES}-byte bound.", args.path),
-        ));
-    }
-    let text = match std::fs::read_to_string(&path) {
+    let text = match read_within_bound(&path, &args.path) {
         Ok(text) => text,
-        Err(e) => {
-            return unchanged(ToolOutput::failed(
-                "cannot read the file",
-                format!("Cannot read {}: {e}.", args.path),
-            ));
-        }
+        Err(output) => return unchanged(output),
     };
     let found = text.matches(&args.old_text).count();
     if found != 1 {

@@ -13,6 +13,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
+use crate::editing::{parse_arguments, read_within_bound};
 use crate::facts::{FACT_STRING_BYTES, Facts, cut};
 use crate::{ToolDefinition, ToolOutput, ToolReport, preview};
 
@@ -96,6 +97,9 @@ pub(crate) fn definition() -> ToolDefinition {
     }
 }
 
+/// The argument shape an `invalid arguments` failure names.
+const EXPECTED_ARGUMENTS: &str = r#"{"path": string, "operations": [{"op": "replace" | "insert_after" | "delete" | "move_after", "line": integer, "hash": string, "text"?: string, "to_line"?: integer, "to_hash"?: string}]}"#;
+
 /// What happens at one original line.
 #[derive(Default)]
 struct LinePlan {
@@ -106,15 +110,9 @@ struct LinePlan {
 }
 
 pub(crate) fn run(arguments: &Value, cwd: &Path) -> ToolReport {
-    let args = match Arguments::deserialize(arguments) {
+    let args: Arguments = match parse_arguments(arguments, EXPECTED_ARGUMENTS) {
         Ok(args) => args,
-        Err(e) => {
-            return ToolOutput::failed(
-                "invalid arguments",
-                format!("Invalid hash_edit arguments: {e}."),
-            )
-            .into();
-        }
+        Err(output) => return output.into(),
     };
     // Counted before the operations are consumed below; a hash_edit changes an
     // existing file or nothing, so it never creates one.
@@ -129,20 +127,9 @@ pub(crate) fn run(arguments: &Value, cwd: &Path) -> ToolReport {
     };
     let unchanged = |output| ToolReport::with_facts(output, facts(0, false));
     let path = cwd.join(&args.path);
-    if std::fs::metadata(&path).is_ok_and(|m| m.len() > WRITE_TOOL_BYTES as u64) {
-        return unchanged(ToolOutput::failed(
-            "file too large",
-            format!("{} is over the 1 MiB bound.", args.path),
-        ));
-    }
-    let text = match std::fs::read_to_string(&path) {
+    let text = match read_within_bound(&path, &args.path) {
         Ok(text) => text,
-        Err(e) => {
-            return unchanged(ToolOutput::failed(
-                "cannot read the file",
-                format!("Cannot read {}: {e}.", args.path),
-            ));
-        }
+        Err(output) => return unchanged(output),
     };
     let lines: Vec<&str> = text.lines().collect();
     let anchored = |line: usize, hash: &str| {

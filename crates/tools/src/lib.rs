@@ -6,6 +6,7 @@ mod bash;
 mod builtin;
 mod diagnostics;
 mod edit;
+mod editing;
 pub mod facts;
 mod find;
 mod grep;

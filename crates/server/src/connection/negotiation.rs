@@ -1,0 +1,175 @@
+//! What a client may require at `initialize`: known capabilities, its client tools,
+//! and the preflight that checks them before startup.
+
+use magi_core::client_tools::ClientTool;
+use magi_protocol::cards;
+use magi_protocol::limits::{
+    CLIENT_TOOL_DESCRIPTION_BYTES, CLIENT_TOOL_MAX_TIMEOUT_MS, CLIENT_TOOL_SCHEMA_BYTES,
+    CLIENT_TOOLS, REQUIRED_CAPABILITY_NAMES, REQUIRED_CAPABILITY_NAMES_WITH_CLIENT_TOOLS,
+};
+use magi_protocol::messages::{ClientToolDefinition, InitializeParams};
+use magi_protocol::names::is_valid_name;
+use magi_protocol::{ErrorCode, Method};
+use serde_json::value::RawValue;
+
+use super::parse_params;
+
+/// What `initialize` negotiated.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) struct Negotiation {
+    /// The methods required.
+    pub(super) methods: Vec<Method>,
+    /// Whether `tool.cards` was required.
+    pub(super) tool_cards: bool,
+    /// The client's tools, when `client.tools` was required.
+    pub(super) client_tools: Option<Vec<ClientTool>>,
+}
+
+/// The method a client answers its tools' calls with.
+pub(super) const CLIENT_TOOL_RESULT_METHOD: &str = "client.tool.result";
+/// The `client.tools` capability name.
+pub(super) const CLIENT_TOOLS_CAPABILITY: &str = "client.tools";
+
+/// Whether a capability name is known: a method, or an extension this build has.
+fn is_known_capability(name: &str) -> bool {
+    Method::from_wire(name).is_some()
+        || name == cards::CAPABILITY
+        || name == CLIENT_TOOLS_CAPABILITY
+}
+
+/// Checks the tools a client registers: 1 to 16 of them, names `[a-z][a-z0-9_]*` of at
+/// most 64 bytes, unique and none a built-in tool's, descriptions of 1 to 1,024 bytes
+/// without control characters, object schemas of at most 16 KiB, timeouts of 1 to
+/// 600,000 ms.
+fn check_client_tools(tools: &[ClientToolDefinition]) -> Result<Vec<ClientTool>, ErrorCode> {
+    let name_ok = |name: &str| {
+        name.len() <= 64
+            && name.bytes().next().is_some_and(|b| b.is_ascii_lowercase())
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+    };
+    let mut names = std::collections::HashSet::new();
+    let valid = !tools.is_empty()
+        && tools.len() <= CLIENT_TOOLS
+        && tools.iter().all(|tool| {
+            let schema_bytes = serde_json::to_vec(&tool.parameters).map_or(usize::MAX, |v| v.len());
+            name_ok(&tool.name)
+                && !magi_core::is_built_in_tool(&tool.name)
+                && names.insert(tool.name.as_str())
+                && !tool.description.is_empty()
+                && tool.description.len() <= CLIENT_TOOL_DESCRIPTION_BYTES
+                && !magi_protocol::text::has_control(&tool.description)
+                && tool.parameters.get("type").and_then(|t| t.as_str()) == Some("object")
+                && schema_bytes <= CLIENT_TOOL_SCHEMA_BYTES
+                && tool
+                    .timeout_ms
+                    .is_none_or(|t| (1..=CLIENT_TOOL_MAX_TIMEOUT_MS).contains(&t))
+        });
+    if valid {
+        Ok(tools.iter().map(ClientTool::from_definition).collect())
+    } else {
+        Err(ErrorCode::InvalidParams)
+    }
+}
+
+/// Validates `required_capabilities` before any effect. A well-formed name this backend
+/// does not have is `unsupported_capability` (negotiation outranks params); too many
+/// names, a name off the grammar or malformed params is `invalid_params`.
+pub(super) fn preflight_capabilities(params: &RawValue) -> Result<Negotiation, ErrorCode> {
+    #[derive(serde::Deserialize)]
+    struct Names {
+        required_capabilities: Vec<serde_json::Value>,
+    }
+    if let Ok(names) = serde_json::from_str::<Names>(params.get()) {
+        let unknown = names.required_capabilities.iter().any(|name| {
+            name.as_str()
+                .is_some_and(|n| is_valid_name(n) && !is_known_capability(n))
+        });
+        if unknown {
+            return Err(ErrorCode::UnsupportedCapability);
+        }
+    }
+    let params: InitializeParams = parse_params(params)?;
+    let names = &params.required_capabilities;
+    let wants_tools = names.iter().any(|n| n == CLIENT_TOOLS_CAPABILITY);
+    let most = if wants_tools {
+        REQUIRED_CAPABILITY_NAMES_WITH_CLIENT_TOOLS
+    } else {
+        REQUIRED_CAPABILITY_NAMES
+    };
+    if names.len() > most || !names.iter().all(|n| is_valid_name(n)) {
+        return Err(ErrorCode::InvalidParams);
+    }
+    // `client_tools` comes exactly with the capability that registers them.
+    let client_tools = match (wants_tools, &params.client_tools) {
+        (true, Some(tools)) => Some(check_client_tools(tools)?),
+        (false, None) => None,
+        _ => return Err(ErrorCode::InvalidParams),
+    };
+    Ok(Negotiation {
+        methods: names.iter().filter_map(|n| Method::from_wire(n)).collect(),
+        tool_cards: names.iter().any(|n| n == cards::CAPABILITY),
+        client_tools,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn preflight(params: &str) -> Result<Vec<Method>, ErrorCode> {
+        let raw: Box<RawValue> = serde_json::from_str(params).unwrap();
+        preflight_capabilities(&raw).map(|n| n.methods)
+    }
+
+    #[test]
+    fn capability_preflight() {
+        use ErrorCode::*;
+        assert_eq!(preflight(r#"{"required_capabilities":[]}"#), Ok(vec![]));
+        assert_eq!(
+            preflight(r#"{"required_capabilities":["status","session.discover"]}"#),
+            Ok(vec![Method::Status, Method::SessionDiscover])
+        );
+        let sixteen: Vec<&str> = Method::ALL.iter().map(|m| m.as_str()).collect();
+        let params =
+            |names: &[&str]| serde_json::json!({ "required_capabilities": names }).to_string();
+        assert_eq!(preflight(&params(&sixteen)).map(|m| m.len()), Ok(16));
+        let seventeen = [&sixteen[..], &["status"]].concat();
+        assert_eq!(preflight(&params(&seventeen)), Err(InvalidParams));
+        let raw: Box<RawValue> = serde_json::from_str(&params(&["status", "tool.cards"])).unwrap();
+        assert_eq!(
+            preflight_capabilities(&raw),
+            Ok(Negotiation {
+                methods: vec![Method::Status],
+                tool_cards: true,
+                client_tools: None,
+            })
+        );
+        // `client.tools` needs its tools, and tools need the capability.
+        assert_eq!(preflight(&params(&["client.tools"])), Err(InvalidParams));
+        assert_eq!(
+            preflight(&params(&["status", "bad name"])),
+            Err(InvalidParams)
+        );
+        assert_eq!(
+            preflight(&params(&["bad name", "unknown.cap"])),
+            Err(UnsupportedCapability)
+        );
+        let many_unknown = [&seventeen[..], &["unknown"]].concat();
+        assert_eq!(
+            preflight(&params(&many_unknown)),
+            Err(UnsupportedCapability)
+        );
+        for bad in [
+            r#"{}"#,
+            r#"{"required_capabilities":null}"#,
+            r#"{"required_capabilities":"status"}"#,
+            r#"{"required_capabilities":[1]}"#,
+            r#"{"required_capabilities":[],"x":1}"#,
+            r#"{"required_capabilities":[],"required_capabilities":[]}"#,
+        ] {
+            assert_eq!(preflight(bad), Err(InvalidParams), "{bad}");
+        }
+    }
+}

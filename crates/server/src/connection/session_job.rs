@@ -1,0 +1,97 @@
+//! A session operation moved to the session worker, and what the worker hands back.
+
+use magi_core::Sessions;
+use magi_core::selection::ActiveSelection;
+use magi_protocol::ErrorCode;
+use magi_protocol::messages::{
+    CatalogStatusParams, HistoryPageParams, ModelCatalogParams, ModelRefreshParams, ResultBody,
+    SelectionSetParams, SessionDiscoverParams, SessionListParams, SessionOpenParams,
+};
+use tokio_util::sync::CancellationToken;
+
+/// A session operation and the sessions it works on, moved to the worker.
+#[derive(Debug)]
+pub(crate) struct SessionJob {
+    pub(super) sessions: Box<Sessions>,
+    pub(super) operation: SessionOperation,
+}
+
+#[derive(Debug)]
+pub(super) enum SessionOperation {
+    /// `session.open`, with the startup selection an unavailable saved one falls back to.
+    Open(SessionOpenParams, ActiveSelection),
+    /// `selection.set`, with the current selection.
+    Select(SelectionSetParams, ActiveSelection),
+    /// `model.refresh`, stopped when the token is cancelled.
+    Refresh(ModelRefreshParams, CancellationToken),
+    /// `session.discover`.
+    Discover(SessionDiscoverParams),
+    /// `model.catalog.status`, with the current selection's provider.
+    CatalogStatus(CatalogStatusParams, String),
+    Page(HistoryPageParams),
+    List(SessionListParams),
+    /// `model.catalog`, with the current selection's provider.
+    Catalog(ModelCatalogParams, String),
+}
+
+/// What the session worker hands back: the sessions, and the answer.
+#[derive(Debug)]
+pub(crate) struct SessionDone {
+    pub(super) sessions: Box<Sessions>,
+    pub(super) answer: Result<ResultBody, ErrorCode>,
+    /// The selection the operation established, if it changed it.
+    pub(super) selection: Option<ActiveSelection>,
+}
+
+impl SessionJob {
+    /// Runs the operation; may block on the filesystem.
+    pub(crate) fn run(mut self) -> SessionDone {
+        let mut selection = None;
+        let answer = match &self.operation {
+            SessionOperation::Open(params, startup) => {
+                self.sessions.open(&params.session_id).map(|mut result| {
+                    // Every successful attachment gets a fresh selection revision.
+                    let (restored, notice) = self.sessions.restored_selection(startup);
+                    result.notices.extend(notice.map(str::to_owned));
+                    selection = Some(restored);
+                    ResultBody::Session(result)
+                })
+            }
+            SessionOperation::Discover(params) => self
+                .sessions
+                .discover(params)
+                .map(ResultBody::SessionDiscover),
+            SessionOperation::CatalogStatus(params, provider) => self
+                .sessions
+                .catalog_status(params, provider)
+                .map(ResultBody::CatalogStatus),
+            SessionOperation::Refresh(params, cancel) => self
+                .sessions
+                .refresh_models(params, cancel)
+                .map(ResultBody::ModelRefresh),
+            SessionOperation::Select(params, current) => {
+                self.sessions
+                    .select(params, current)
+                    .map(|(result, chosen)| {
+                        selection = Some(chosen);
+                        ResultBody::SelectionSet(Box::new(result))
+                    })
+            }
+            SessionOperation::Page(params) => {
+                self.sessions.page(params).map(ResultBody::HistoryPage)
+            }
+            SessionOperation::List(params) => {
+                self.sessions.list(params).map(ResultBody::SessionList)
+            }
+            SessionOperation::Catalog(params, provider) => self
+                .sessions
+                .catalog_page(params, provider)
+                .map(|result| ResultBody::ModelCatalog(Box::new(result))),
+        };
+        SessionDone {
+            sessions: self.sessions,
+            answer,
+            selection,
+        }
+    }
+}

@@ -1,0 +1,205 @@
+//! Turns on a connection: admitting and starting one, cancelling it, and routing the
+//! client's answers (approvals, client tool results) to the active run.
+
+use std::sync::Arc;
+
+use magi_core::runner::{TurnRequest, start_turn};
+use magi_core::{Sessions, agent_for};
+use magi_protocol::ErrorCode;
+use magi_protocol::limits::{CLIENT_TOOL_RESULT_BYTES, PROMPT_BYTES};
+use magi_protocol::messages::{
+    ApprovalAnswerParams, ApprovalAnswerResult, ClientToolResultParams, ClientToolResultResult,
+    ResultBody, TurnCancelParams, TurnCancelResult, TurnStartParams, TurnStartResult,
+};
+use magi_protocol::names::{is_valid_name, is_valid_session_id};
+use serde_json::value::RawValue;
+
+use crate::output::OutputFailure;
+
+use super::*;
+
+impl Connection {
+    /// Admits a turn: params, then the one-run rule, the attachment, the stored-read
+    /// bound and the provider credential; answers with the run ID, then starts it.
+    pub(super) fn turn_start(
+        &mut self,
+        id: &str,
+        params: &RawValue,
+    ) -> Result<Flow, OutputFailure> {
+        match self.admit_turn(params) {
+            Ok((sessions, agent, request)) => {
+                let run_id = request.run_id.clone();
+                let session_id = request.session_id.clone();
+                let accepted = TurnStartResult {
+                    run_id: run_id.clone(),
+                    accepted: true,
+                };
+                match start_turn(sessions, agent, request) {
+                    Ok(handle) => {
+                        self.output.result(id, ResultBody::TurnStart(accepted))?;
+                        self.run = Some(ActiveRun {
+                            session_id,
+                            run_id,
+                            cancel: handle.cancel,
+                            approvals: handle.approvals,
+                            client_calls: handle.client_calls,
+                        });
+                        Ok(Flow::RunStarted(RunChannels {
+                            events: handle.events,
+                            done: handle.done,
+                        }))
+                    }
+                    Err((sessions, code)) => {
+                        self.sessions = sessions;
+                        self.output.error(Some(id), code).map(|()| Flow::Continue)
+                    }
+                }
+            }
+            Err(code) => self.output.error(Some(id), code).map(|()| Flow::Continue),
+        }
+    }
+
+    fn admit_turn(
+        &mut self,
+        params: &RawValue,
+    ) -> Result<(Box<Sessions>, magi_core::runner::Agent, TurnRequest), ErrorCode> {
+        let params: TurnStartParams = parse_params(params)?;
+        let prompt_ok = !params.prompt.trim().is_empty() && params.prompt.len() <= PROMPT_BYTES;
+        if !prompt_ok || !is_valid_session_id(&params.session_id) {
+            return Err(ErrorCode::InvalidParams);
+        }
+        let Init::Ready(runtime) = &self.init else {
+            return Err(ErrorCode::NotInitialized);
+        };
+        let sessions = match (&self.run, &self.sessions) {
+            (None, Some(sessions)) => sessions,
+            _ => return Err(ErrorCode::Busy),
+        };
+        sessions.check_attached(&params.session_id)?;
+        if sessions.at_history_limit() {
+            return Err(ErrorCode::HistoryLimit);
+        }
+        let selection = self
+            .selection
+            .as_ref()
+            .ok_or(ErrorCode::ProviderUnavailable)?;
+        let agent = agent_for(runtime, selection)?;
+        let sessions = self.sessions.take().ok_or(ErrorCode::Busy)?;
+        let request = TurnRequest {
+            session_id: params.session_id,
+            run_id: uuid::Uuid::new_v4().to_string(),
+            prompt: params.prompt,
+            tool_cards: self.tool_cards,
+            client_tools: Arc::clone(&self.client_tools),
+        };
+        Ok((sessions, agent, request))
+    }
+
+    pub(super) fn turn_cancel(
+        &self,
+        params: &TurnCancelParams,
+    ) -> Result<TurnCancelResult, ErrorCode> {
+        self.check_run_identity(&params.session_id, &params.run_id)?;
+        let run = self.run.as_ref().ok_or(ErrorCode::StaleRun)?;
+        if run.session_id != params.session_id || run.run_id != params.run_id {
+            return Err(ErrorCode::StaleRun);
+        }
+        run.cancel.cancel();
+        Ok(TurnCancelResult {
+            cancellation_requested: true,
+        })
+    }
+
+    /// Records the one winning answer of the active run's pending approval; an answer
+    /// for another run, another approval, a settled or expired one is stale.
+    pub(super) fn approval_answer(
+        &self,
+        params: &ApprovalAnswerParams,
+    ) -> Result<ResultBody, ErrorCode> {
+        self.check_run_identity(&params.session_id, &params.run_id)?;
+        if !is_valid_name(&params.approval_id) {
+            return Err(ErrorCode::InvalidParams);
+        }
+        let recorded = self.run.as_ref().is_some_and(|run| {
+            run.session_id == params.session_id
+                && run.run_id == params.run_id
+                && run.approvals.answer(&params.approval_id, params.allow)
+        });
+        if recorded {
+            Ok(ResultBody::ApprovalAnswer(ApprovalAnswerResult {
+                recorded: true,
+            }))
+        } else {
+            Err(ErrorCode::StaleApproval)
+        }
+    }
+
+    /// `client.tool.result`: the client's one answer to a call of its tools. Refused
+    /// without effect when `client.tools` was not negotiated.
+    pub(super) fn client_tool_result(&self, params: &RawValue) -> Result<ResultBody, ErrorCode> {
+        match &self.init {
+            Init::Unadmitted | Init::Starting { .. } => return Err(ErrorCode::NotInitialized),
+            Init::Failed(failure) => return Err(failure.error.code()),
+            Init::Ready(_) if !self.client_tools_negotiated => {
+                return Err(ErrorCode::UnsupportedCapability);
+            }
+            Init::Ready(_) => {}
+        }
+        let params: ClientToolResultParams = parse_params(params)?;
+        if !is_valid_name(&params.call_id) || params.content.len() > CLIENT_TOOL_RESULT_BYTES {
+            return Err(ErrorCode::InvalidParams);
+        }
+        self.check_run_identity(&params.session_id, &params.run_id)?;
+        let recorded = self.run.as_ref().is_some_and(|run| {
+            run.session_id == params.session_id
+                && run.run_id == params.run_id
+                && run
+                    .client_calls
+                    .answer(&params.call_id, (params.outcome, params.content.clone()))
+        });
+        if recorded {
+            Ok(ResultBody::ClientToolResult(ClientToolResultResult {
+                recorded: true,
+            }))
+        } else {
+            // Not a call of the active run that waits for an answer.
+            Err(ErrorCode::StaleRun)
+        }
+    }
+
+    /// Grammar of a run's identity, then the attachment it names.
+    fn check_run_identity(&self, session_id: &str, run_id: &str) -> Result<(), ErrorCode> {
+        if !is_valid_session_id(session_id) || !is_valid_name(run_id) {
+            return Err(ErrorCode::InvalidParams);
+        }
+        match &self.attached {
+            None => Err(ErrorCode::SessionMissing),
+            Some(attached) if attached != session_id => Err(ErrorCode::StaleSession),
+            Some(_) => Ok(()),
+        }
+    }
+
+    /// Takes the sessions back from a run whose thread ended and whose events drained.
+    pub(crate) fn finish_run(&mut self, sessions: Option<Box<Sessions>>) {
+        if let Some(sessions) = sessions {
+            self.attached = sessions.attached().map(str::to_owned);
+            self.sessions = Some(sessions);
+        }
+        self.run = None;
+    }
+
+    /// The connected MCP servers, once startup succeeded.
+    pub(crate) fn mcp(&self) -> Option<Arc<magi_core::mcp::McpHub>> {
+        match &self.init {
+            Init::Ready(runtime) => Some(Arc::clone(&runtime.mcp)),
+            _ => None,
+        }
+    }
+
+    /// Cancels the active run (shutdown, EOF); its terminal event still follows.
+    pub(crate) fn cancel_run(&self) {
+        if let Some(run) = &self.run {
+            run.cancel.cancel();
+        }
+    }
+}

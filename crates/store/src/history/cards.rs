@@ -1,0 +1,167 @@
+//! Saved tool cards in the projection (the `tool.cards` extension): what the records
+//! say of each call, and the card chosen for each activity's first entry.
+
+use std::collections::HashMap;
+
+use magi_protocol::messages::{EntryKind, SavedCard};
+
+use crate::records::{RecordBody, ToolOutcome};
+
+use super::{Projector, entry_bytes};
+
+/// What the records say of one tool call, for its saved card.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SavedCall {
+    /// The tool's name.
+    pub name: String,
+    /// The call's recorded label.
+    pub label: String,
+    /// Its result: outcome and summary; none when no result was recorded.
+    pub result: Option<(ToolOutcome, String)>,
+    /// The result's facts, as recorded.
+    pub facts: Option<serde_json::Value>,
+    /// The result's public protection label.
+    pub protection: Option<String>,
+    /// The result's `display_id`, when it named a preview.
+    pub display_id: Option<String>,
+    /// The preview joined to it.
+    pub preview: SavedPreview,
+    /// The call ID was used by more than one call of the session: no card is safe.
+    pub duplicate: bool,
+}
+
+/// The applied preview of a saved call.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub enum SavedPreview {
+    /// None was recorded after the result (or the result named none).
+    #[default]
+    Missing,
+    /// The payload of the one preview recorded after the result.
+    Recorded(serde_json::Value),
+    /// Recorded but unusable: a second preview for the same result, or a payload that is
+    /// not schema 1.
+    Unusable,
+}
+
+/// Maps a saved call and its entry's message ID to the card `history.page` shows on
+/// the entry's first part.
+pub type CardSelector = Box<dyn Fn(&SavedCall, &str) -> SavedCard + Send>;
+
+impl Projector {
+    /// Keeps what a saved card needs of a record.
+    pub(super) fn collect_card_facts(&mut self, body: &RecordBody) {
+        match body {
+            RecordBody::ToolCall {
+                call_id,
+                name,
+                summary,
+                ..
+            } => {
+                self.call_messages
+                    .push((self.messages.len(), call_id.clone()));
+                if let Some(earlier) = self.saved_calls.get_mut(call_id) {
+                    earlier.duplicate = true;
+                    return;
+                }
+                self.saved_calls.insert(
+                    call_id.clone(),
+                    SavedCall {
+                        name: name.clone(),
+                        label: summary.clone(),
+                        ..SavedCall::default()
+                    },
+                );
+            }
+            RecordBody::ToolResult {
+                call_id,
+                outcome,
+                summary,
+                facts,
+                protection,
+                display_id,
+                ..
+            } => {
+                let Some(call) = self.saved_calls.get_mut(call_id) else {
+                    return;
+                };
+                if call.result.is_some() {
+                    call.duplicate = true;
+                    return;
+                }
+                call.result = Some((*outcome, summary.clone()));
+                call.facts = facts.clone();
+                call.protection = protection.clone();
+                call.display_id = display_id.clone();
+                if let Some(id) = display_id {
+                    // A display ID named by two results belongs to neither.
+                    self.display_ids
+                        .entry(id.clone())
+                        .and_modify(|owner| *owner = None)
+                        .or_insert_with(|| Some(call_id.clone()));
+                }
+            }
+            RecordBody::ToolAppliedPreview {
+                display_id,
+                preview,
+            } => {
+                let owner = self.display_ids.get(display_id).cloned().flatten();
+                let Some(call) = owner.and_then(|c| self.saved_calls.get_mut(&c)) else {
+                    return;
+                };
+                call.preview = match call.preview {
+                    SavedPreview::Missing if preview["schema_version"] == 1 => {
+                        SavedPreview::Recorded(preview.clone())
+                    }
+                    _ => SavedPreview::Unusable,
+                };
+            }
+            _ => {}
+        }
+    }
+
+    /// Puts each activity's saved card on its first part, in the frozen projection:
+    /// repeated pages of one revision show the same cards.
+    pub(super) fn attach_cards(&mut self) {
+        let Some(select) = self.cards.take() else {
+            return;
+        };
+        if self.over_budget {
+            return;
+        }
+        let calls: HashMap<usize, String> = std::mem::take(&mut self.call_messages)
+            .into_iter()
+            .collect();
+        // Every activity's first part carries the field: a card, or null when the
+        // activity is no tool call or its call cannot be told apart from another.
+        let cards: Vec<(usize, SavedCard)> = self
+            .messages
+            .iter()
+            .enumerate()
+            .filter(|(_, m)| {
+                m.entries
+                    .first()
+                    .is_some_and(|e| e.kind == EntryKind::Activity)
+            })
+            .map(|(index, _)| {
+                let call = calls.get(&index).and_then(|id| self.saved_calls.get(id));
+                let card = match call {
+                    Some(call) if !call.duplicate => select(call, &format!("m{index}")),
+                    _ => SavedCard::Null,
+                };
+                (index, card)
+            })
+            .collect();
+        for (index, card) in cards {
+            let Some(message) = self.messages.get_mut(index) else {
+                continue;
+            };
+            let Some(first) = message.entries.first_mut() else {
+                continue;
+            };
+            first.tool_card = card;
+            let bytes: usize = message.entries.iter().map(|e| entry_bytes(e) + 1).sum();
+            self.bytes = self.bytes - message.bytes + bytes;
+            message.bytes = bytes;
+        }
+    }
+}

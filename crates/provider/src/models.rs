@@ -716,8 +716,9 @@ mod tests {
         .await;
         assert_eq!(result, Err(RefreshError::Unreachable));
         let elapsed = started.elapsed();
+        // The given deadline applied, not the default one.
         assert!(elapsed >= Duration::from_millis(300), "{elapsed:?}");
-        assert!(elapsed < Duration::from_secs(5), "{elapsed:?}");
+        assert!(elapsed < REFRESH_TIMEOUT, "{elapsed:?}");
         assert_eq!(server.requests().len(), 1);
     }
 
@@ -739,7 +740,8 @@ mod tests {
         let (result, ()) = tokio::join!(list_models(&chat, &cancel), trigger);
         assert_eq!(server.requests().len(), 1, "cancelled in flight");
         assert_eq!(result, Err(RefreshError::Cancelled));
-        assert!(started.elapsed() < Duration::from_secs(5));
+        // The cancellation ended it, not the deadline.
+        assert!(started.elapsed() < REFRESH_TIMEOUT);
 
         // A token already cancelled sends nothing.
         let server = MockServer::start().await;

@@ -5,6 +5,10 @@
 //! to date) and its path read from cargo's report. Building every time, rather than
 //! trusting a binary already in the target folder, means a test never runs a stale
 //! server.
+//!
+//! It is built the way `cargo test --workspace` builds it (this package's integration
+//! test needs the package's binaries), so the features match that run's and after it
+//! nothing is compiled again.
 
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
@@ -16,11 +20,31 @@ use serde_json::Value;
 /// The name of the mock MCP server's binary.
 pub const MOCK_MCP_BIN: &str = "magi-mock-mcp";
 
+/// This package's integration test, whose build includes the package's binaries.
+const TESTKIT_TEST: &str = "server";
+
+/// Variables cargo sets for the test it runs, which the nested cargo must not see:
+/// build scripts that watch them (`rerun-if-env-changed`) would run again, and so
+/// would everything built on them, once here and once more in the next plain build.
+const SET_FOR_TESTS: [&str; 8] = [
+    "CARGO_MANIFEST_DIR",
+    "CARGO_MANIFEST_PATH",
+    "CARGO_MANIFEST_LINKS",
+    "CARGO_CRATE_NAME",
+    "CARGO_BIN_NAME",
+    "CARGO_PRIMARY_PACKAGE",
+    "CARGO_TARGET_TMPDIR",
+    "OUT_DIR",
+];
+
+/// Prefixes of more such variables (`CARGO_PKG_NAME`, `CARGO_PKG_VERSION_MAJOR`, …).
+const SET_FOR_TESTS_PREFIXES: [&str; 2] = ["CARGO_PKG_", "CARGO_CFG_"];
+
 /// Most compiler messages a failed build's error repeats.
 const ERRORS_SHOWN: usize = 5;
 
 /// The path of an up-to-date `magi-mock-mcp`, built (once per process) by the cargo
-/// running the tests, into the same target folder, in the dev profile.
+/// running the tests, into the same target folder, in the test profile.
 ///
 /// The error says why the build failed.
 pub fn mock_mcp_server() -> Result<PathBuf, String> {
@@ -32,9 +56,20 @@ fn build() -> Result<PathBuf, String> {
     // Cargo names itself to the tests it runs; outside cargo, the one on PATH.
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let manifest = concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml");
-    let mut child = Command::new(&cargo)
-        .args(["build", "--quiet", "--message-format=json", "--bin"])
-        .arg(MOCK_MCP_BIN)
+    let mut command = Command::new(&cargo);
+    for (key, _) in std::env::vars_os() {
+        let key_text = key.to_string_lossy();
+        if SET_FOR_TESTS.contains(&key_text.as_ref())
+            || SET_FOR_TESTS_PREFIXES
+                .iter()
+                .any(|prefix| key_text.starts_with(prefix))
+        {
+            command.env_remove(&key);
+        }
+    }
+    let mut child = command
+        .args(["test", "--workspace", "--no-run", "--quiet"])
+        .args(["--message-format=json", "--test", TESTKIT_TEST])
         .arg("--manifest-path")
         .arg(manifest)
         .stdin(Stdio::null())
@@ -54,7 +89,10 @@ fn build() -> Result<PathBuf, String> {
             continue;
         };
         match message["reason"].as_str() {
-            Some("compiler-artifact") if message["target"]["name"] == MOCK_MCP_BIN => {
+            Some("compiler-artifact")
+                if message["target"]["name"] == MOCK_MCP_BIN
+                    && message["profile"]["test"] == false =>
+            {
                 executable = message["executable"].as_str().map(PathBuf::from);
             }
             Some("compiler-message")

@@ -27,7 +27,7 @@ fn mock_binary() -> PathBuf {
 }
 
 /// A settings table defining the stdio server `name` as the mock run with `args`.
-fn mock_server(name: &str, args: &[&str]) -> String {
+pub(crate) fn mock_server(name: &str, args: &[&str]) -> String {
     format!(
         "[mcp.servers.{name}]\ncommand = {:?}\nargs = {args:?}\n",
         mock_binary().display().to_string()
@@ -35,7 +35,7 @@ fn mock_server(name: &str, args: &[&str]) -> String {
 }
 
 /// Global settings with the mock as the server `mock`, plus `extra`.
-fn mock_settings(extra: &str) -> String {
+pub(crate) fn mock_settings(extra: &str) -> String {
     format!("{}{extra}", mock_server("mock", &[]))
 }
 
@@ -45,7 +45,7 @@ fn approve_mock(env: &TestEnv, extra: &str) {
     mcp_command(env, &["approve", "mock"]);
 }
 
-fn env_for(mock: &MockServer) -> TestEnv {
+pub(crate) fn env_for(mock: &MockServer) -> TestEnv {
     TestEnv::new()
         .var("MAGI_MODEL", "mock-model")
         .var("OPENAI_BASE_URL", &mock.base_url())
@@ -53,7 +53,7 @@ fn env_for(mock: &MockServer) -> TestEnv {
 }
 
 /// Runs `magi-code mcp <args>` in the environment; returns its stdout.
-fn mcp_command(env: &TestEnv, args: &[&str]) -> String {
+pub(crate) fn mcp_command(env: &TestEnv, args: &[&str]) -> String {
     let output = std::process::Command::new(bin())
         .arg("mcp")
         .args(args)
@@ -72,7 +72,7 @@ fn mcp_command(env: &TestEnv, args: &[&str]) -> String {
 }
 
 /// The processes whose working directory is `dir` (the servers a backend started there).
-fn processes_in(dir: &Path) -> Vec<u32> {
+pub(crate) fn processes_in(dir: &Path) -> Vec<u32> {
     let dir = dir.canonicalize().unwrap();
     let mut found = Vec::new();
     for entry in std::fs::read_dir("/proc").unwrap().flatten() {
@@ -87,7 +87,7 @@ fn processes_in(dir: &Path) -> Vec<u32> {
 }
 
 /// Waits (bounded) until no process works in `dir`.
-async fn assert_no_processes_in(dir: &Path) {
+pub(crate) async fn assert_no_processes_in(dir: &Path) {
     let deadline = Instant::now() + WAIT;
     loop {
         let left = processes_in(dir);

@@ -1,8 +1,12 @@
-//! Initialization with 0, 1 and 5 stdio MCP servers (the reference "everything" server
-//! from npm, installed on first use), and the memory each connected server costs: its
-//! own process's resident set, and what the backend grows by. Run with
-//! `cargo bench -p magi-cli --bench mcp`; it prints figures and asserts nothing about
-//! them.
+//! Initialization with 0, 1 and 5 stdio MCP servers, and the memory each connected
+//! server costs: its own process's resident set, and what the backend grows by. Run
+//! with `cargo bench -p magi-cli --bench mcp`; it prints figures and asserts nothing
+//! about them.
+//!
+//! The servers are the in-repo mock (`magi-mock-mcp`), so the figures are the
+//! backend's own cost; with `MAGI_BENCH_MCP=everything` they are the reference
+//! "everything" server from npm (installed on first use; needs Node.js and npm), a
+//! server as heavy as real ones are.
 
 #![allow(
     clippy::unwrap_used,
@@ -10,12 +14,55 @@
     reason = "a benchmark prints its figures and stops at the first failure"
 )]
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use magi_client::BackendCommand;
 
 const ROUNDS: usize = 7;
+
+/// The environment variable choosing the reference server instead of the mock.
+const SERVER_CHOICE: &str = "MAGI_BENCH_MCP";
+
+/// How each server is started: a program and its arguments.
+struct ServerCommand {
+    program: PathBuf,
+    args: Vec<String>,
+    what: String,
+}
+
+impl ServerCommand {
+    fn chosen() -> ServerCommand {
+        if std::env::var(SERVER_CHOICE).is_ok_and(|v| v == "everything") {
+            let cache = Path::new(env!("CARGO_TARGET_TMPDIR"));
+            let script = magi_testkit::everything_server(cache).unwrap();
+            ServerCommand {
+                program: "node".into(),
+                args: vec![script.display().to_string(), "stdio".into()],
+                what: format!(
+                    "{}@{}, Node.js",
+                    magi_testkit::EVERYTHING_PACKAGE,
+                    magi_testkit::EVERYTHING_VERSION
+                ),
+            }
+        } else {
+            ServerCommand {
+                program: magi_testkit::mock_mcp_server().unwrap(),
+                args: Vec::new(),
+                what: format!("{}, dev build", magi_testkit::MOCK_MCP_BIN),
+            }
+        }
+    }
+
+    /// The settings table defining the server `name` with this command.
+    fn settings(&self, name: &str) -> String {
+        format!(
+            "[mcp.servers.{name}]\ncommand = {:?}\nargs = {:?}\n",
+            self.program.display().to_string(),
+            self.args
+        )
+    }
+}
 
 /// Resident set of a process, in KiB.
 fn rss_kib(pid: u32) -> u64 {
@@ -48,19 +95,14 @@ struct Figures {
     servers_kib: u64,
 }
 
-async fn measure(servers: usize, script: &Path) -> Figures {
+async fn measure(servers: usize, command: &ServerCommand) -> Figures {
     let root = tempfile::tempdir().unwrap();
     let home = root.path().join("home");
     let work = root.path().join("work");
     std::fs::create_dir_all(&home).unwrap();
     std::fs::create_dir_all(&work).unwrap();
     let settings: String = (0..servers)
-        .map(|n| {
-            format!(
-                "[mcp.servers.s{n}]\ncommand = \"node\"\nargs = [{:?}, \"stdio\"]\n",
-                script.display().to_string()
-            )
-        })
+        .map(|n| command.settings(&format!("s{n}")))
         .collect();
     std::fs::write(home.join("settings.toml"), settings).unwrap();
     let path = std::env::var("PATH").unwrap();
@@ -120,17 +162,15 @@ fn ms(d: Duration) -> f64 {
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
-    let cache = Path::new(env!("CARGO_TARGET_TMPDIR"));
-    let script = magi_testkit::everything_server(cache).unwrap();
+    let command = ServerCommand::chosen();
     println!(
-        "initialize with N stdio MCP servers ({}@{}, Node.js), {ROUNDS} rounds each",
-        magi_testkit::EVERYTHING_PACKAGE,
-        magi_testkit::EVERYTHING_VERSION
+        "initialize with N stdio MCP servers ({}), {ROUNDS} rounds each",
+        command.what
     );
     println!("servers  median ms  min ms  max ms  backend RSS  servers' RSS");
     let mut without = 0;
     for servers in [0, 1, 5] {
-        let f = measure(servers, &script).await;
+        let f = measure(servers, &command).await;
         if servers == 0 {
             without = f.backend_kib;
         }

@@ -9,6 +9,12 @@
 //! shape or Anthropic's pages) are answered from [`MockServer::set_models`] and its
 //! knobs instead of the queue. Nothing here reaches beyond `127.0.0.1`.
 //!
+//! For MCP, the `magi-mock-mcp` binary is a server with tools of known behaviour
+//! ([`McpMock`]) that a test runs as a configured server through
+//! [`mock_mcp_server`]; [`everything_server`] installs the reference server from npm
+//! for the one test and the benchmark option that use a server the project did not
+//! write.
+//!
 //! ```no_run
 //! # async fn demo() {
 //! use magi_testkit::{MockServer, Reply};
@@ -19,6 +25,8 @@
 //! # }
 //! ```
 
+mod mcp_mock;
+mod mcp_mock_binary;
 mod mcp_server;
 mod models;
 mod render;
@@ -26,6 +34,8 @@ mod reply;
 mod scenario;
 mod server;
 
+pub use mcp_mock::{MOCK_MCP_EXIT_STATUS, McpMock};
+pub use mcp_mock_binary::{MOCK_MCP_BIN, mock_mcp_server};
 pub use mcp_server::{EVERYTHING_PACKAGE, EVERYTHING_VERSION, everything_server};
 pub use render::Format;
 pub use reply::{Reply, Stop, ToolCall};

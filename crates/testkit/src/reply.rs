@@ -55,6 +55,7 @@ pub(crate) struct Script {
     pub(crate) chunk_delay: Duration,
     pub(crate) disconnect_after: Option<usize>,
     pub(crate) malformed_after: Option<usize>,
+    pub(crate) held: bool,
 }
 
 impl Script {
@@ -192,6 +193,13 @@ impl Reply {
     /// events, then the rest of the stream.
     pub fn malformed_after(self, events: usize) -> Reply {
         self.script(|s| s.malformed_after = Some(events))
+    }
+
+    /// Pauses the stream before its last event until [`crate::MockServer::release`]:
+    /// every delta is sent and the reply stays in flight for as long as the test needs,
+    /// with no timing guessed.
+    pub fn held(self) -> Reply {
+        self.script(|s| s.held = true)
     }
 
     fn part(self, part: Part) -> Reply {

@@ -1,5 +1,5 @@
 //! The loopback HTTP server: routes, the reply queue, the model-list route, the request
-//! log and the SSE body that plays a rendered script (delays, cut connections).
+//! log and the SSE body that plays a rendered script (delays, holds, cut connections).
 
 use std::collections::{BTreeMap, VecDeque};
 use std::convert::Infallible;
@@ -84,6 +84,8 @@ struct State {
     log: Mutex<Log>,
     /// How model-list requests are answered.
     models: Mutex<ModelsRoute>,
+    /// Whether held streams may end ([`MockServer::release`]).
+    released: tokio::sync::watch::Sender<bool>,
 }
 
 impl State {
@@ -153,6 +155,7 @@ impl MockServer {
             record,
             log: Mutex::new(Log::default()),
             models: Mutex::new(ModelsRoute::default()),
+            released: tokio::sync::watch::Sender::new(false),
         });
         let task = tokio::spawn(serve(listener, Arc::clone(&state)));
         Ok(MockServer { addr, state, task })
@@ -211,6 +214,11 @@ impl MockServer {
     /// line, no headers, until the client gives up or the server is dropped.
     pub fn set_models_hang(&self, hang: bool) {
         self.state.models().hang = hang;
+    }
+
+    /// Lets every stream held by [`Reply::held`] end, now and later.
+    pub fn release(&self) {
+        self.state.released.send_replace(true);
     }
 
     /// The requests received so far, in arrival order (control routes excluded).
@@ -343,11 +351,12 @@ async fn handle(
         return Ok(plain(404, error_body("mock: no such route"), Some(&state)));
     };
 
-    let (events, break_at_end, delay, reply_headers) = match &state.source {
+    let (events, break_at_end, delay, held, reply_headers) = match &state.source {
         Source::Scenario(player) => (
             player.events(format, &body),
             false,
             Duration::ZERO,
+            false,
             Vec::new(),
         ),
         Source::Queue(queue) => {
@@ -370,12 +379,27 @@ async fn handle(
                 }
                 Kind::Stream(script) => {
                     let (events, break_at_end) = render(format, &script);
-                    (events, break_at_end, script.chunk_delay, reply.headers)
+                    let held = script.held;
+                    (
+                        events,
+                        break_at_end,
+                        script.chunk_delay,
+                        held,
+                        reply.headers,
+                    )
                 }
             }
         }
     };
-    let mut response = Response::new(EventBody::new(events, delay, break_at_end, Some(state)));
+    let mut body = EventBody::new(events, delay, break_at_end, Some(Arc::clone(&state)));
+    if held {
+        let mut released = state.released.subscribe();
+        body.hold = Some(Box::pin(async move {
+            // A dropped server ends the wait too; its connections are closing anyway.
+            let _ = released.wait_for(|released| *released).await;
+        }));
+    }
+    let mut response = Response::new(body);
     let headers = response.headers_mut();
     headers.insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
     headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));
@@ -416,12 +440,14 @@ fn add_headers(response: &mut Response<EventBody>, extra: &[(String, String)]) {
     }
 }
 
-/// A response body that plays pre-rendered events: a delay before each, and at the
-/// end either a normal end or a broken connection.
+/// A response body that plays pre-rendered events: a delay before each, optionally a
+/// hold before the last, and at the end either a normal end or a broken connection.
 pub(crate) struct EventBody {
     events: std::vec::IntoIter<Bytes>,
     delay: Duration,
     sleep: Option<Pin<Box<Sleep>>>,
+    /// Until this ends, the last event is not sent.
+    hold: Option<Pin<Box<dyn Future<Output = ()> + Send>>>,
     break_at_end: bool,
     /// Whether the connection has had a chance to flush before it is broken.
     flushed: bool,
@@ -439,6 +465,7 @@ impl EventBody {
             events: events.into_iter(),
             delay,
             sleep: None,
+            hold: None,
             break_at_end,
             flushed: false,
             state,
@@ -455,6 +482,14 @@ impl Body for EventBody {
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, std::io::Error>>> {
         let this = &mut *self;
+        if this.events.len() == 1
+            && let Some(hold) = this.hold.as_mut()
+        {
+            if hold.as_mut().poll(cx).is_pending() {
+                return Poll::Pending;
+            }
+            this.hold = None;
+        }
         if !this.delay.is_zero() && this.events.len() > 0 {
             let delay = this.delay;
             let sleep = this
@@ -471,6 +506,9 @@ impl Body for EventBody {
             }
             let mut frame = BytesMut::from(first.as_ref());
             while frame.len() < COALESCE_BYTES {
+                if this.hold.is_some() && this.events.len() == 1 {
+                    break;
+                }
                 let Some(next) = this.events.next() else {
                     break;
                 };

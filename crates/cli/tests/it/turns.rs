@@ -7,8 +7,6 @@
     reason = "test code: a failed step is a failed test"
 )]
 
-use std::time::Duration;
-
 use crate::common::*;
 use magi_client::{Backend, Incoming};
 use magi_protocol::ErrorCode;
@@ -363,11 +361,8 @@ async fn cancellation_mid_stream_ends_the_run_cancelled() {
     for wire in WIRES {
         let mock = MockServer::start().await;
         let chunks: Vec<String> = (0..50).map(|n| format!("chunk {n} ")).collect();
-        mock.enqueue(
-            Reply::stream()
-                .text(chunks)
-                .chunk_delay(Duration::from_millis(50)),
-        );
+        // Held before its end, the stream is still in flight whenever the cancel lands.
+        mock.enqueue(Reply::stream().text(chunks).held());
         let env = env_for(wire, &mock);
         let (mut backend, session) = ready(&env).await;
         let run_id = start(&mut backend, &session, "Talk slowly").await;
@@ -467,12 +462,9 @@ async fn turn_admission_errors() {
     }
     // Nothing was persisted by refused turns.
     assert!(!log_path(&env, id).exists());
-    // A prompt of exactly the bound is accepted; a second turn meanwhile is busy.
-    mock.enqueue(
-        Reply::stream()
-            .text(["slow"])
-            .chunk_delay(Duration::from_millis(200)),
-    );
+    // A prompt of exactly the bound is accepted; a second turn meanwhile is busy (the
+    // reply is held until every check of the running turn is done).
+    mock.enqueue(Reply::stream().text(["slow"]).held());
     let prompt = "p".repeat(16_384);
     let run = start(&mut backend, id, &prompt).await;
     assert_eq!(
@@ -496,6 +488,7 @@ async fn turn_admission_errors() {
             .unwrap(),
         Err(ErrorCode::StaleApproval)
     );
+    mock.release();
     let (_, finished) = events_until_finished(&mut backend).await;
     assert_eq!(finished.outcome, RunOutcome::Completed);
     shutdown_clean(&mut backend).await;

@@ -399,8 +399,9 @@ async fn a_server_that_never_answers_is_unreachable_at_the_deadline() {
     .await;
     assert_eq!(result, Err(RefreshError::Unreachable));
     let elapsed = started.elapsed();
+    // The given deadline applied, not the default one.
     assert!(elapsed >= Duration::from_millis(300), "{elapsed:?}");
-    assert!(elapsed < Duration::from_secs(5), "{elapsed:?}");
+    assert!(elapsed < REFRESH_TIMEOUT, "{elapsed:?}");
     assert_eq!(server.requests().len(), 1);
 }
 
@@ -422,7 +423,8 @@ async fn cancellation_ends_the_fetch() {
     let (result, ()) = tokio::join!(list_models(&chat, &cancel), trigger);
     assert_eq!(server.requests().len(), 1, "cancelled in flight");
     assert_eq!(result, Err(RefreshError::Cancelled));
-    assert!(started.elapsed() < Duration::from_secs(5));
+    // The cancellation ended it, not the deadline.
+    assert!(started.elapsed() < REFRESH_TIMEOUT);
 
     // A token already cancelled sends nothing.
     let server = MockServer::start().await;

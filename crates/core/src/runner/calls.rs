@@ -1034,3 +1034,6 @@ fn unsettled_calls(records: &[Record]) -> Vec<Unsettled> {
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests;

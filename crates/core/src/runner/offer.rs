@@ -88,3 +88,45 @@ impl Offer {
         self.client_tools.iter().find(|t| t.name == name)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn client_tool(name: &str) -> ClientTool {
+        ClientTool {
+            name: name.into(),
+            description: "d".into(),
+            parameters: serde_json::json!({"type": "object"}),
+            timeout_ms: 1_000,
+        }
+    }
+
+    #[test]
+    fn the_session_agent_gets_the_client_tools_and_a_subagent_never_does() {
+        let disabled = Arc::new(vec!["bash".to_owned()]);
+        let session = Offer::session(
+            disabled,
+            Some(vec!["read".into(), "bash".into(), "open_ticket".into()]),
+            Arc::new(vec![client_tool("open_ticket")]),
+        );
+        assert!(session.offers("read"));
+        assert!(!session.offers("grep"), "its profile does not list it");
+        assert!(!session.offers("bash"), "the settings disable it");
+        assert!(session.offers("open_ticket"));
+        assert!(session.delegates());
+
+        // Even a subagent profile that lists the client's tool is refused it.
+        let subagent = session.subagent(Some(vec!["read".into(), "open_ticket".into()]));
+        assert!(subagent.offers("read"));
+        assert!(!subagent.offers("open_ticket"));
+        assert!(subagent.client_tool("open_ticket").is_none());
+        assert!(!subagent.delegates());
+        assert!(subagent.disabled("bash"));
+        // Without a list, everything but the disabled and the client's tools.
+        let unlisted = session.subagent(None);
+        assert!(unlisted.offers("grep"));
+        assert!(!unlisted.offers("bash"));
+        assert!(!unlisted.offers("open_ticket"));
+    }
+}

@@ -107,3 +107,27 @@ impl Workspace {
         ))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_task_journal_records_under_its_history_until_degraded() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("task.jsonl");
+        let log = Appender::open(&path, "history-1").unwrap();
+        let mut journal = Journal::task(log, "history-1".into());
+        assert!(journal.append_all(vec![RecordBody::TurnStarted {
+            turn_id: "task-1".into()
+        }]));
+        assert!(!journal.degraded());
+        let stored =
+            magi_store::log::read_log(&path, "history-1", magi_store::log::ReadLimits::STORED)
+                .unwrap();
+        assert_eq!(stored.records.len(), 1);
+        assert_eq!(stored.records[0].session_id, "history-1");
+        journal.degrade();
+        assert!(journal.degraded());
+    }
+}

@@ -11,13 +11,13 @@ use magi_store::records::{Record, RecordBody, ToolCallPhase};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::{CallService, Gates, LABEL_DENIED_BY_USER, Role};
+use super::{Call, CallService, Delegate, Gates, LABEL_DENIED_BY_USER, Role};
 use crate::agent::Agent;
+use crate::cards::TaskChildren;
 use crate::mcp::McpHub;
 use crate::runner::journal::{Journal, Workspace};
 use crate::runner::offer::Offer;
 use crate::runner::output::Output;
-use crate::runner::task::Subagents;
 use crate::sessions::Sessions;
 
 /// A model client the service never calls.
@@ -31,6 +31,34 @@ impl ModelClient for Unused {
         _cancel: &'a CancellationToken,
     ) -> magi_provider::BoxFuture<'a, Result<(), ProviderError>> {
         Box::pin(async { Err(ProviderError::Cancelled) })
+    }
+}
+
+/// A delegate for calls that never include a `task` call.
+struct NoTasks;
+
+impl Delegate for NoTasks {
+    fn next_task_id(&mut self) -> String {
+        "task-1".into()
+    }
+
+    fn run<'a>(
+        &'a mut self,
+        _call: &'a Call,
+        _activity_id: &'a str,
+        _service: &'a mut CallService<'_, '_>,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = magi_tools::ToolReport> + 'a>> {
+        Box::pin(async {
+            magi_tools::ToolReport::from(magi_tools::ToolOutput {
+                content: "no subagents here".into(),
+                summary: "no subagents".into(),
+                is_error: true,
+            })
+        })
+    }
+
+    fn children(&mut self, _task_id: &str) -> Option<TaskChildren> {
+        None
     }
 }
 
@@ -132,8 +160,8 @@ impl Fixture {
                 gates,
                 turn_id: "run-1",
             };
-            let mut subagents = Subagents::default();
-            let mut role = Role::Session(&mut subagents);
+            let mut delegate = NoTasks;
+            let mut role = Role::Session(&mut delegate);
             let calls = calls
                 .iter()
                 .map(|(id, name, arguments)| {
@@ -385,8 +413,8 @@ fn recovery_settles_a_claimed_change_indeterminate_and_reruns_an_allowed_read() 
         gates: &fixture.gates,
         turn_id: "run-2",
     };
-    let mut subagents = Subagents::default();
-    let settled = service.recover(&mut Role::Session(&mut subagents), &records);
+    let mut delegate = NoTasks;
+    let settled = service.recover(&mut Role::Session(&mut delegate), &records);
     assert_eq!(settled, Some(2));
     let after = fixture.records();
     assert!(trace(&after).ends_with(&[

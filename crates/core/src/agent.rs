@@ -1,15 +1,49 @@
-//! Building the agent of a turn from the admitted runtime: the provider client for the
-//! selection, with its credential read at this moment.
+//! The agent of a turn, built from the admitted runtime: the provider client for the
+//! selection, with its credential read at this moment, and what the agent may use.
 
 use std::sync::Arc;
 
-use magi_config::{ProviderKind, read_credential};
+use magi_config::{PermissionSettings, ProviderKind, read_credential};
 use magi_protocol::ErrorCode;
-use magi_provider::{Endpoint, WireFormat};
+use magi_provider::{Endpoint, ModelClient, WireFormat};
 
-use crate::runner::Agent;
+use crate::mcp::McpHub;
 use crate::selection::ActiveSelection;
 use crate::startup::Runtime;
+
+/// What the agent talks to: the model client and the selected model.
+#[derive(Clone)]
+pub struct Agent {
+    /// The provider's client.
+    pub client: Arc<dyn ModelClient>,
+    /// The model.
+    pub model: String,
+    /// Whether to ask for reasoning summaries.
+    pub reasoning_summaries: bool,
+    /// The explicit reasoning effort the selection resolves to, if any.
+    pub reasoning_effort: Option<magi_protocol::messages::Effort>,
+    /// The admitted permission rules.
+    pub permissions: PermissionSettings,
+    /// Environment variables holding credentials, hidden from the processes tools start.
+    pub hidden_env: Vec<String>,
+    /// The credential values themselves: redacted from everything the run sends, records
+    /// or gives the model.
+    pub secrets: Vec<String>,
+    /// The instruction files startup read, in order.
+    pub instructions: Arc<Vec<magi_config::Instruction>>,
+    /// The model's context window in tokens, when compaction is configured.
+    pub context_window_tokens: Option<usize>,
+    /// The skills offered, by name.
+    pub skills: Arc<Vec<magi_config::Skill>>,
+    /// The primary agent's profile: its name, instructions and offered tools.
+    pub profile: Option<Arc<(String, magi_config::Profile)>>,
+    /// The connected MCP servers, whose tools are offered too.
+    pub mcp: Arc<McpHub>,
+    /// The subagent profiles the `task` tool may delegate to, by name.
+    pub subagents: Arc<Vec<(String, magi_config::Profile)>>,
+    /// The tools `[tools] disabled` turns off: offered to no agent, and never run.
+    pub disabled_tools: Arc<Vec<String>>,
+}
 
 /// The agent for the child's current selection. A credential that went missing since startup
 /// is `provider_unavailable`.

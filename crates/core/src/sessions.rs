@@ -671,18 +671,7 @@ impl Sessions {
     /// `$MC_HOME/data/conversations/<session>/tool-calls/<call>/`. A provider's call ID
     /// outside the ID grammar is replaced by its digest, so it can never name a path.
     pub fn tool_assets_dir(&self, call_id: &str) -> Option<PathBuf> {
-        let conversation = self.conversation_dir()?;
-        let call = if is_valid_name(call_id) && call_id != "." && call_id != ".." {
-            call_id.to_owned()
-        } else {
-            use sha2::Digest;
-            sha2::Sha256::digest(call_id.as_bytes())
-                .iter()
-                .take(16)
-                .map(|b| format!("{b:02x}"))
-                .collect()
-        };
-        Some(conversation.join("tool-calls").join(call))
+        Some(call_assets_dir(&self.conversation_dir()?, call_id))
     }
 
     /// The attached session's assets: `$MC_HOME/data/conversations/<session>/`.
@@ -695,6 +684,22 @@ impl Sessions {
                 .join(&attachment.session_id),
         )
     }
+}
+
+/// The folder of call `call_id`'s assets inside a session's assets folder
+/// `conversation`: the call ID itself when it is a safe name, else a hash of it.
+pub(crate) fn call_assets_dir(conversation: &Path, call_id: &str) -> PathBuf {
+    let call = if is_valid_name(call_id) && call_id != "." && call_id != ".." {
+        call_id.to_owned()
+    } else {
+        use sha2::Digest;
+        sha2::Sha256::digest(call_id.as_bytes())
+            .iter()
+            .take(16)
+            .map(|b| format!("{b:02x}"))
+            .collect()
+    };
+    conversation.join("tool-calls").join(call)
 }
 
 fn append_record(attachment: &mut Attachment, body: RecordBody) -> Result<(), AppendFailure> {

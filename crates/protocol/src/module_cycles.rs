@@ -19,21 +19,6 @@ use std::path::{Path, PathBuf};
 const ALLOWED: &[(&str, &[&str], &str)] = &[
     (
         "core",
-        &["agent", "runner", "sessions"],
-        "the turn is driven across the three; its refactor will give it one owner",
-    ),
-    (
-        "core",
-        &["runner::calls", "runner::task"],
-        "a subagent task runs calls and is one; left for the refactor of the turn",
-    ),
-    (
-        "core",
-        &["runner::compaction", "runner::conversation"],
-        "compaction rewrites the conversation it is part of; left for the refactor of the turn",
-    ),
-    (
-        "core",
         &["mcp", "startup"],
         "the startup request, cancel flag and locate belong in a module of their own, \
          but startup.rs is being changed elsewhere",

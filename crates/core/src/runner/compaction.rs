@@ -15,8 +15,10 @@ use magi_provider::{Item, ModelEvent, ModelRequest};
 use magi_store::records::RecordBody;
 use tokio::sync::mpsc;
 
-use super::Turn;
-use super::conversation::bounded;
+use super::exchange::Exchange;
+use super::journal::Journal;
+use super::output::Output;
+use super::text::bounded;
 
 /// Bytes of text counted as one token by the estimate.
 pub(super) const BYTES_PER_TOKEN: usize = 4;
@@ -56,83 +58,94 @@ pub(super) fn summary_item(summary: &str) -> Item {
     }
 }
 
-impl Turn {
-    /// Whether the next request should be compacted first.
-    pub(super) fn needs_compaction(&self, instructions: &str, items: &[Item]) -> bool {
-        // A conversation that is only a summary already cannot shrink further.
-        let only_summary =
-            matches!(items, [Item::User { text }] if text.starts_with(SUMMARY_HEADING));
-        !only_summary
-            && self.agent.context_window_tokens.is_some_and(|window| {
-                estimate_tokens(instructions, items) * 100 > window * TRIGGER_PERCENT
-            })
-    }
+/// Whether the next request of `exchange` should be compacted first.
+pub(super) fn needs_compaction(exchange: &Exchange, instructions: &str, items: &[Item]) -> bool {
+    // A conversation that is only a summary already cannot shrink further.
+    let only_summary = matches!(items, [Item::User { text }] if text.starts_with(SUMMARY_HEADING));
+    !only_summary
+        && exchange.agent.context_window_tokens.is_some_and(|window| {
+            estimate_tokens(instructions, items) * 100 > window * TRIGGER_PERCENT
+        })
+}
 
-    /// Summarises `items` with the model, records the summary and replaces `items` by
-    /// it. On failure (the provider, cancellation) `items` stay as they were and the
-    /// request goes on uncompacted.
-    pub(super) async fn compact(&mut self, instructions: &str, items: &mut Vec<Item>) {
-        self.activities += 1;
-        let activity_id = format!("compaction-{}", self.activities);
-        self.compaction_activity(
-            &activity_id,
-            ActivityState::Started,
-            "compacting the conversation",
-        )
-        .await;
-        let mut request_items = items.clone();
-        request_items.push(Item::User {
-            text: COMPACT_PROMPT.to_owned(),
-        });
-        let request = ModelRequest {
-            model: self.agent.model.clone(),
-            instructions: Some(instructions.to_owned()),
-            items: request_items,
-            tools: Vec::new(),
-            reasoning_summaries: false,
-            reasoning_effort: None,
-        };
-        let (events, mut received) = mpsc::channel(64);
-        let client = Arc::clone(&self.agent.client);
-        let cancel = self.cancel.clone();
-        let collect = async {
-            let mut text = String::new();
-            while let Some(event) = received.recv().await {
-                if let ModelEvent::TextDelta(delta) = event
-                    && text.len() <= SUMMARY_BYTES
-                {
-                    text.push_str(&delta);
-                }
+/// Summarises `items` with the model of `exchange`, records the summary and replaces
+/// `items` by it. On failure (the provider, cancellation) `items` stay as they were and
+/// the request goes on uncompacted.
+pub(super) async fn compact(
+    exchange: &Exchange,
+    output: &mut Output,
+    journal: &mut Journal<'_>,
+    instructions: &str,
+    items: &mut Vec<Item>,
+) {
+    let activity_id = output.next_activity_id("compaction");
+    compaction_activity(
+        output,
+        &activity_id,
+        ActivityState::Started,
+        "compacting the conversation",
+    )
+    .await;
+    let mut request_items = items.clone();
+    request_items.push(Item::User {
+        text: COMPACT_PROMPT.to_owned(),
+    });
+    let request = ModelRequest {
+        model: exchange.agent.model.clone(),
+        instructions: Some(instructions.to_owned()),
+        items: request_items,
+        tools: Vec::new(),
+        reasoning_summaries: false,
+        reasoning_effort: None,
+    };
+    let (events, mut received) = mpsc::channel(64);
+    let client = Arc::clone(&exchange.agent.client);
+    let cancel = output.cancel.clone();
+    let collect = async {
+        let mut text = String::new();
+        while let Some(event) = received.recv().await {
+            if let ModelEvent::TextDelta(delta) = event
+                && text.len() <= SUMMARY_BYTES
+            {
+                text.push_str(&delta);
             }
-            text
-        };
-        let (outcome, text) = tokio::join!(client.stream(&request, events, &cancel), collect);
-        let summary = bounded(&self.without_credentials(text.trim()), SUMMARY_BYTES);
-        if outcome.is_err() || summary.is_empty() {
-            self.compaction_activity(&activity_id, ActivityState::Failed, "compaction failed")
-                .await;
-            return;
         }
-        self.append(RecordBody::Compaction {
-            summary: summary.clone(),
-            title: None,
-        });
-        *items = vec![summary_item(&summary)];
-        self.compaction_activity(
+        text
+    };
+    let (outcome, text) = tokio::join!(client.stream(&request, events, &cancel), collect);
+    let summary = bounded(&output.without_credentials(text.trim()), SUMMARY_BYTES);
+    if outcome.is_err() || summary.is_empty() {
+        compaction_activity(
+            output,
             &activity_id,
-            ActivityState::Completed,
-            "conversation compacted",
+            ActivityState::Failed,
+            "compaction failed",
         )
         .await;
+        return;
     }
+    journal.append(RecordBody::Compaction {
+        summary: summary.clone(),
+        title: None,
+    });
+    *items = vec![summary_item(&summary)];
+    compaction_activity(
+        output,
+        &activity_id,
+        ActivityState::Completed,
+        "conversation compacted",
+    )
+    .await;
+}
 
-    async fn compaction_activity(
-        &mut self,
-        activity_id: &str,
-        state: ActivityState,
-        summary: &str,
-    ) {
-        self.activity_of(
+async fn compaction_activity(
+    output: &mut Output,
+    activity_id: &str,
+    state: ActivityState,
+    summary: &str,
+) {
+    output
+        .activity_of(
             ActivityKind::Compaction,
             activity_id,
             "compaction",
@@ -140,5 +153,4 @@ impl Turn {
             summary,
         )
         .await;
-    }
 }

@@ -1,42 +1,10 @@
-//! What the model is told: the system instructions, the conversation replayed from
-//! the durable records, and the text cutting every live event shares.
+//! The conversation replayed from the durable records, as the model is given it.
 
 use magi_provider::Item;
 use magi_store::records::{Record, RecordBody, ToolOutcome};
 
 /// What the model is told of a call a crashed run left without a result.
 pub(super) const INTERRUPTED_CALL: &str = "The call was interrupted; its outcome is unknown.";
-
-/// The system instructions of a turn.
-pub(super) fn instructions(
-    cwd: &std::path::Path,
-    loaded: &[magi_config::Instruction],
-    skills: &[magi_config::Skill],
-) -> String {
-    let mut text = format!(
-        "You are magi-code, a coding agent working in the directory {}. Use the tools to \
-         inspect files before answering questions about them. Be concise.",
-        cwd.display()
-    );
-    // The instruction files follow, in their documented order, each under its source.
-    for instruction in loaded {
-        text.push_str(&format!(
-            "\n\n# Instructions from {}\n\n{}",
-            instruction.source,
-            instruction.text.trim_end()
-        ));
-    }
-    if !skills.is_empty() {
-        text.push_str(
-            "\n\n# Skills\n\nLoad a skill's instructions with the `skill` tool when a task \
-             needs it:",
-        );
-        for skill in skills {
-            text.push_str(&format!("\n- {}: {}", skill.name, skill.description));
-        }
-    }
-    text
-}
 
 /// The conversation the model is given, from the durable records: prompts, replies,
 /// and each tool call with its result. A call whose result was never recorded (a
@@ -100,36 +68,9 @@ pub fn conversation(records: &[Record]) -> Vec<Item> {
     items
 }
 
-/// Splits text into pieces of at most `max` bytes, never inside a UTF-8 character.
-/// Empty text is one empty piece.
-pub(super) fn chunks(text: &str, max: usize) -> Vec<&str> {
-    let mut pieces = Vec::new();
-    let mut rest = text;
-    while rest.len() > max {
-        let cut = rest.floor_char_boundary(max);
-        pieces.push(&rest[..cut]);
-        rest = &rest[cut..];
-    }
-    pieces.push(rest);
-    pieces
-}
-
-/// Text cut to at most `max` bytes on a character boundary.
-pub(super) fn bounded(text: &str, max: usize) -> String {
-    text[..text.floor_char_boundary(max)].to_owned()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn chunks_respect_bytes_and_characters() {
-        assert_eq!(chunks("", 4), vec![""]);
-        assert_eq!(chunks("abcdef", 4), vec!["abcd", "ef"]);
-        assert_eq!(chunks("ééé", 3), vec!["é", "é", "é"]);
-        assert_eq!(bounded("héllo", 2), "h");
-    }
 
     #[test]
     fn unanswered_calls_are_replayed_as_interrupted() {

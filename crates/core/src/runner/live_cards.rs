@@ -15,13 +15,10 @@
 use std::collections::HashMap;
 
 use magi_protocol::cards::{
-    CARDS_PER_RUN, CORE_BYTES, Card, Origin, RUN_SNAPSHOT_BYTES, SNAPSHOTS_PER_RUN, ToolCardEvent,
-    serialized_len,
+    CARDS_PER_RUN, CORE_BYTES, Card, RUN_SNAPSHOT_BYTES, SNAPSHOTS_PER_RUN, serialized_len,
 };
-use magi_protocol::messages::Event;
 
-use super::Turn;
-use crate::cards::{CardSource, core, project};
+use crate::cards::core;
 
 /// Which snapshot of a card is being sent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -81,9 +78,19 @@ impl LiveCards {
         (bytes, slot)
     }
 
+    /// The revision the next snapshot of `activity_id` carries.
+    pub(super) fn revision(&self, activity_id: &str) -> u64 {
+        self.revisions.get(activity_id).copied().unwrap_or(0)
+    }
+
+    /// Notes that `revision` of `activity_id` was sent.
+    pub(super) fn advance(&mut self, activity_id: &str, revision: u64) {
+        self.revisions.insert(activity_id.to_owned(), revision + 1);
+    }
+
     /// The card to send for `snapshot`, reduced to what the budget allows, or none when
     /// an interim snapshot does not fit. Accounts for it.
-    fn admit(&mut self, snapshot: Snapshot, card: Card) -> Option<Card> {
+    pub(super) fn admit(&mut self, snapshot: Snapshot, card: Card) -> Option<Card> {
         let (room, slot) = self.room(snapshot);
         let card = if serialized_len(&card) <= room {
             card
@@ -104,48 +111,6 @@ impl LiveCards {
         self.snapshots += 1;
         self.bytes += size;
         Some(card)
-    }
-}
-
-impl Turn {
-    /// Sends a snapshot of the card of `activity_id` projected from `source` (whose
-    /// identity, origin and revision are filled in here).
-    pub(super) async fn card(
-        &mut self,
-        activity_id: &str,
-        snapshot: Snapshot,
-        source: CardSource<'_>,
-    ) {
-        if !self.cards.enabled {
-            return;
-        }
-        let revision = self.cards.revisions.get(activity_id).copied().unwrap_or(0);
-        let source = CardSource {
-            activity_id,
-            origin: Origin::Live,
-            revision,
-            ..source
-        };
-        let Some(card) = self.cards.admit(snapshot, project(&source)) else {
-            return;
-        };
-        if let Some(scope) = &mut self.scope
-            && activity_id != scope.parent_activity_id
-        {
-            scope.note_child(&card);
-        }
-        self.cards
-            .revisions
-            .insert(activity_id.to_owned(), revision + 1);
-        let event = Event::ToolCard(Box::new(ToolCardEvent {
-            session_id: self.request.session_id.clone(),
-            run_id: self.request.run_id.clone(),
-            activity_id: activity_id.to_owned(),
-            part: 0,
-            last_part: true,
-            card,
-        }));
-        self.critical(event).await;
     }
 }
 

@@ -14,217 +14,113 @@
 //! A subagent stops after [`TASK_MODEL_REQUESTS`] model requests: a looping subagent
 //! fails its task call, and the turn goes on.
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use magi_config::Profile;
-use magi_protocol::cards::{Card, Child};
 use magi_protocol::limits::{
-    TASK_CHILDREN, TASK_DESCRIPTION_BYTES, TASK_MODEL_REQUESTS, TASK_REPORT_NOTICE_BYTES,
+    TASK_DESCRIPTION_BYTES, TASK_MODEL_REQUESTS, TASK_REPORT_NOTICE_BYTES,
 };
 use magi_protocol::messages::RunOutcome;
-use magi_provider::{Item, ToolSpec};
+use magi_provider::Item;
 use magi_store::log::Appender;
-use magi_store::records::{Record, RecordBody, TurnOutcome};
+use magi_store::records::{RecordBody, TurnOutcome};
 use magi_tools::facts::Facts;
 use magi_tools::{ToolOutput, ToolReport};
 
-use super::Turn;
-use super::calls::Call;
-use super::conversation::bounded;
+use super::calls::{Call, CallService, Delegate, Role};
+use super::dialogue::round_trip;
+use super::ending::Ending;
+use super::exchange::Exchange;
+use super::journal::Journal;
+use super::scope::TaskScope;
+use super::text::bounded;
 use crate::cards::TaskChildren;
+use magi_protocol::ErrorCode;
 
-/// The delegated task a subagent is working on.
-pub(super) struct TaskScope {
-    /// The task's identity on cards.
-    pub(super) task_id: String,
-    /// The activity of the `task` call.
-    pub(super) parent_activity_id: String,
-    /// The `task` call's label, for its progress snapshots.
-    parent_label: String,
-    /// The session ID of the subagent's history.
-    history: String,
-    log: Appender,
-    paths: Option<globset::GlobSet>,
-    /// The calls' references, for the task's card.
-    children: TaskChildren,
-    /// Model requests made.
-    pub(super) model_requests: u64,
-    /// Tool calls asked for.
-    pub(super) tool_calls: u64,
-    /// Whether it stopped at [`TASK_MODEL_REQUESTS`].
-    pub(super) step_limit: bool,
+/// The session agent's subagents: they run its `task` calls, and keep what each task's
+/// card shows until the call settles.
+#[derive(Default)]
+pub(super) struct Subagents {
+    /// `task` calls made so far (their task IDs count them).
+    tasks: usize,
+    /// The children of tasks whose subagent ended, until their call's final card.
+    finished: HashMap<String, TaskChildren>,
 }
 
-impl TaskScope {
-    /// Appends records to the subagent's history; false when they could not be.
-    pub(super) fn append_all(&mut self, bodies: Vec<RecordBody>) -> bool {
-        let records: Vec<Record> = bodies
-            .into_iter()
-            .map(|body| Record::now(&self.history, body))
-            .collect();
-        self.log.append_all(&records).is_ok()
-    }
-
-    /// Keeps the latest state of a call's card as a child reference.
-    pub(super) fn note_child(&mut self, card: &Card) {
-        let child = Child {
-            activity_id: card.activity_id.clone(),
-            task_id: card.task_id.clone(),
-            title: card.title.clone(),
-            state: card.state,
-            outcome: card.outcome,
-            changes: card.changes,
-        };
-        let children = &mut self.children;
-        match children
-            .children
-            .iter_mut()
-            .find(|c| c.activity_id == child.activity_id)
-        {
-            Some(existing) => *existing = child,
-            None => {
-                children.total += 1;
-                if children.children.len() < TASK_CHILDREN {
-                    children.children.push(child);
-                }
-            }
-        }
-    }
-}
-
-/// The `task` tool as the delegating model sees it.
-pub(super) fn task_tool_spec(subagents: &[(String, Profile)]) -> ToolSpec {
-    let names: Vec<&str> = subagents.iter().map(|(name, _)| name.as_str()).collect();
-    let list: String = subagents
-        .iter()
-        .map(|(name, profile)| {
-            format!(
-                "\n- {name}: {}",
-                profile.description.as_deref().unwrap_or_default().trim()
-            )
-        })
-        .collect();
-    ToolSpec {
-        name: magi_config::TASK_TOOL.to_owned(),
-        description: format!(
-            "Delegate a self-contained task to a subagent. It works on the task alone, \
-             with its own tools and without this conversation, and answers with its \
-             final response. Say everything it needs in the task. The subagents:{list}"
-        ),
-        parameters: serde_json::json!({
-            "type": "object",
-            "properties": {
-                "subagent": {"type": "string", "enum": names, "description": "Which subagent."},
-                "task": {"type": "string", "description": "The task, complete and self-contained."}
-            },
-            "required": ["subagent", "task"],
-            "additionalProperties": false
-        }),
-    }
-}
-
-/// The label of a `task` call: `task <subagent>`, or `task` when it names none.
-pub(super) fn describe(arguments: &str) -> String {
-    serde_json::from_str::<serde_json::Value>(arguments)
-        .ok()
-        .and_then(|v| {
-            v.get("subagent")
-                .and_then(|s| s.as_str())
-                .map(str::to_owned)
-        })
-        .map_or_else(
-            || magi_config::TASK_TOOL.to_owned(),
-            |name| format!("{} {name}", magi_config::TASK_TOOL),
-        )
-}
-
-/// How a subagent's run ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum TaskEnd {
-    Completed,
-    Failed,
-    Cancelled,
-    /// Stopped at [`TASK_MODEL_REQUESTS`].
-    StepLimit,
-}
-
-impl TaskEnd {
-    fn of(outcome: RunOutcome, step_limit: bool) -> TaskEnd {
-        match outcome {
-            _ if step_limit => TaskEnd::StepLimit,
-            RunOutcome::Completed => TaskEnd::Completed,
-            RunOutcome::Cancelled => TaskEnd::Cancelled,
-            RunOutcome::Failed => TaskEnd::Failed,
-        }
-    }
-
-    /// As the facts and the summary say it.
-    fn as_str(self) -> &'static str {
-        match self {
-            TaskEnd::Completed => "completed",
-            TaskEnd::Failed => "failed",
-            TaskEnd::Cancelled => "cancelled",
-            TaskEnd::StepLimit => "step limit",
-        }
-    }
-}
-
-impl Turn {
-    /// The next task's identity.
-    pub(super) fn next_task_id(&mut self) -> String {
+impl Delegate for Subagents {
+    fn next_task_id(&mut self) -> String {
         self.tasks += 1;
         format!("task-{}", self.tasks)
     }
 
-    /// Why a subagent's call falls outside its task's paths, if it does.
-    pub(super) fn outside_task_scope(&self, call: &Call) -> Option<String> {
-        let paths = self.scope.as_ref()?.paths.as_ref()?;
-        // A task's `paths` hold the tools whose `path` is what they act on.
-        if !magi_tools::BuiltinTool::from_name(&call.name).is_some_and(|t| t.path_is_subject()) {
-            return None;
+    fn run<'a>(
+        &'a mut self,
+        call: &'a Call,
+        activity_id: &'a str,
+        service: &'a mut CallService<'_, '_>,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = ToolReport> + 'a>> {
+        Box::pin(self.run_task(call, activity_id, service))
+    }
+
+    fn children(&mut self, task_id: &str) -> Option<TaskChildren> {
+        self.finished.remove(task_id)
+    }
+}
+
+/// One subagent at work: its own agent, journal, turn and task scope.
+struct Subagent<'j> {
+    /// Its profile's agent and tools; its text is its report, never streamed.
+    exchange: Exchange,
+    /// Its own history, `task.jsonl` in the `task` call's folder.
+    journal: Journal<'j>,
+    /// Its turn in that history: the task ID.
+    turn_id: String,
+    /// The task's ceiling and what its card shows.
+    scope: TaskScope,
+}
+
+impl Subagent<'_> {
+    /// The subagent's conversation, at most [`TASK_MODEL_REQUESTS`] model requests long,
+    /// its calls going through the parts of the delegating `parent`.
+    async fn converse(
+        &mut self,
+        parent: &mut CallService<'_, '_>,
+        items: &mut Vec<Item>,
+    ) -> (Ending, TaskEnd) {
+        let mut service = CallService {
+            output: &mut *parent.output,
+            journal: &mut self.journal,
+            workspace: parent.workspace,
+            agent: &self.exchange.agent,
+            offer: &self.exchange.offer,
+            gates: parent.gates,
+            turn_id: &self.turn_id,
+        };
+        for _ in 0..TASK_MODEL_REQUESTS {
+            self.scope.model_requests += 1;
+            let mut role = Role::Task(&mut self.scope);
+            if let Some(ending) = round_trip(&self.exchange, &mut service, &mut role, items).await {
+                let end = TaskEnd::of(ending.outcome);
+                return (ending, end);
+            }
         }
-        let cwd = self.sessions.cwd();
-        let inside = !magi_tools::outside_workspace(&call.name, &call.arguments, cwd)
-            && magi_tools::subject(&call.name, &call.arguments, cwd)
-                .is_some_and(|path| paths.is_match(&path));
-        (!inside).then(|| "its path is outside the task's scope".to_owned())
+        // The task call reports it; the run goes on.
+        (
+            Ending::failed(ErrorCode::ExecutionFailed),
+            TaskEnd::StepLimit,
+        )
     }
+}
 
-    /// Sends an interim snapshot of the running task's card with its children so far,
-    /// when the card budget has room for it.
-    pub(super) async fn task_progress(&mut self) {
-        let Some(scope) = &self.scope else {
-            return;
-        };
-        let (parent, label, task_id, children) = (
-            scope.parent_activity_id.clone(),
-            scope.parent_label.clone(),
-            scope.task_id.clone(),
-            scope.children.clone(),
-        );
-        let source = crate::cards::CardSource {
-            activity_id: "",
-            origin: magi_protocol::cards::Origin::Live,
-            revision: 0,
-            tool_name: magi_config::TASK_TOOL,
-            label: &label,
-            working_directory: None,
-            settlement: crate::cards::Settlement::Running,
-            facts: None,
-            protection: None,
-            awaiting_approval: false,
-            preview: crate::cards::PreviewSource::NotApplicable,
-            parent_activity_id: None,
-            task_id: Some(&task_id),
-            children: Some(&children),
-        };
-        self.card(&parent, super::live_cards::Snapshot::Interim, source)
-            .await;
-    }
-
+impl Subagents {
     /// Runs a `task` call: the subagent's whole loop, then its report.
-    pub(super) async fn run_task(&mut self, call: &Call, activity_id: &str) -> ToolReport {
+    async fn run_task(
+        &mut self,
+        call: &Call,
+        activity_id: &str,
+        parent: &mut CallService<'_, '_>,
+    ) -> ToolReport {
         let failed = |content: String, summary: &str| {
             ToolReport::from(ToolOutput {
                 content,
@@ -249,14 +145,14 @@ impl Turn {
                 "invalid arguments",
             );
         }
-        let Some((name, profile)) = self
+        let Some((name, profile)) = parent
             .agent
             .subagents
             .iter()
             .find(|(n, _)| n == name)
             .cloned()
         else {
-            let known: Vec<&str> = self
+            let known: Vec<&str> = parent
                 .agent
                 .subagents
                 .iter()
@@ -271,7 +167,7 @@ impl Turn {
             );
         };
         let (Some(folder), Some(task_id)) = (
-            self.sessions.tool_assets_dir(&call.call_id),
+            parent.workspace.tool_assets_dir(&call.call_id),
             call.task_id.clone(),
         ) else {
             return failed("The task could not be recorded.".into(), "not recorded");
@@ -283,22 +179,11 @@ impl Turn {
                 "not recorded",
             );
         };
-        let mut scope = TaskScope {
-            task_id: task_id.clone(),
-            parent_activity_id: activity_id.to_owned(),
-            parent_label: call.label.clone(),
-            history: history.clone(),
-            log,
-            paths: profile.path_scope(),
-            children: TaskChildren::default(),
-            model_requests: 0,
-            tool_calls: 0,
-            step_limit: false,
-        };
-        let opened = scope.append_all(vec![
+        let mut journal = Journal::task(log, history.clone());
+        let opened = journal.append_all(vec![
             RecordBody::TaskLink {
                 task_id: task_id.clone(),
-                parent_session_id: self.request.session_id.clone(),
+                parent_session_id: parent.output.session_id().to_owned(),
                 parent_call_id: call.call_id.clone(),
                 profile: name.clone(),
             },
@@ -320,25 +205,37 @@ impl Turn {
 
         // The subagent: its profile's model (the selection's when none), instructions
         // and tools.
-        let mut agent = self.agent.clone();
+        let mut agent = parent.agent.clone();
         if let Some(model) = &profile.model {
             agent.model = model.clone();
             agent.reasoning_effort = None;
         }
+        let offer = parent.offer.subagent(profile.tools.clone());
+        let scope = TaskScope::new(
+            task_id.clone(),
+            activity_id.to_owned(),
+            call.label.clone(),
+            profile.path_scope(),
+        );
         agent.profile = Some(Arc::new((name.clone(), profile)));
-        let parent_agent = std::mem::replace(&mut self.agent, agent);
-        let parent_turn = std::mem::replace(&mut self.turn_id, task_id.clone());
-        self.scope = Some(scope);
+        let mut subagent = Subagent {
+            exchange: Exchange::new(agent, offer, false),
+            journal,
+            turn_id: task_id.clone(),
+            scope,
+        };
         let mut items = vec![Item::User {
             text: task.to_owned(),
         }];
-        let ending = self.converse(&mut items).await;
-        self.agent = parent_agent;
-        self.turn_id = parent_turn;
-        let Some(mut scope) = self.scope.take() else {
-            return failed("The task's state was lost.".into(), "failed");
-        };
-        scope.append_all(vec![RecordBody::TurnFinished {
+        let (ending, end) = subagent.converse(parent, &mut items).await;
+        // What the subagent could not record degrades the run's persistence too.
+        if subagent.journal.degraded() {
+            parent.journal.degrade();
+        }
+        let Subagent {
+            mut journal, scope, ..
+        } = subagent;
+        journal.append_all(vec![RecordBody::TurnFinished {
             turn_id: task_id.clone(),
             outcome: match ending.outcome {
                 RunOutcome::Completed => TurnOutcome::Completed,
@@ -358,7 +255,6 @@ impl Turn {
         let report_saved = response
             .as_ref()
             .is_some_and(|text| std::fs::write(&report_path, text).is_ok());
-        let end = TaskEnd::of(ending.outcome, scope.step_limit);
         let facts = Facts::Task {
             task_id: task_id.clone(),
             profile: name.clone(),
@@ -368,7 +264,7 @@ impl Turn {
             ended: end.as_str().to_owned(),
             report_bytes: response.as_ref().map(|t| t.len() as u64),
         };
-        self.finished_tasks.insert(task_id, scope.children);
+        self.finished.insert(task_id, scope.children);
         let failed = |content: String| ToolOutput {
             content,
             summary: format!("{name} {}", end.as_str()),
@@ -398,6 +294,37 @@ impl Turn {
         ToolReport {
             cancelled: ending.outcome == RunOutcome::Cancelled,
             ..ToolReport::with_facts(output, facts)
+        }
+    }
+}
+
+/// How a subagent's run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum TaskEnd {
+    Completed,
+    Failed,
+    Cancelled,
+    /// Stopped at [`TASK_MODEL_REQUESTS`].
+    StepLimit,
+}
+
+impl TaskEnd {
+    /// How a conversation that ended with `outcome` before its budget ended.
+    fn of(outcome: RunOutcome) -> TaskEnd {
+        match outcome {
+            RunOutcome::Completed => TaskEnd::Completed,
+            RunOutcome::Cancelled => TaskEnd::Cancelled,
+            RunOutcome::Failed => TaskEnd::Failed,
+        }
+    }
+
+    /// As the facts and the summary say it.
+    fn as_str(self) -> &'static str {
+        match self {
+            TaskEnd::Completed => "completed",
+            TaskEnd::Failed => "failed",
+            TaskEnd::Cancelled => "cancelled",
+            TaskEnd::StepLimit => "step limit",
         }
     }
 }
@@ -438,48 +365,5 @@ mod tests {
         )));
         assert!(capped.ends_with("The whole of it is in /home/report.md.]"));
         assert!(capped.len() < TASK_REPORT_NOTICE_BYTES + 300);
-    }
-
-    #[test]
-    fn children_are_counted_beyond_those_kept() {
-        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-        let log =
-            Appender::open(&dir.path().join("t.jsonl"), "h").unwrap_or_else(|e| panic!("{e}"));
-        let mut scope = TaskScope {
-            task_id: "task-1".into(),
-            parent_activity_id: "tool-1".into(),
-            parent_label: "task reviewer".into(),
-            history: "h".into(),
-            log,
-            paths: None,
-            children: TaskChildren::default(),
-            model_requests: 0,
-            tool_calls: 0,
-            step_limit: false,
-        };
-        let card = |n: usize| {
-            let mut card: Card = serde_json::from_value(serde_json::json!({
-                "schema_version":1,"card_id":"x","activity_id":format!("tool-{n}"),
-                "parent_activity_id":"tool-1","parent_state":"available","task_id":"task-1",
-                "tool_kind":"read","state":"running","outcome":null,"changes":"not_applicable",
-                "revision":0,"origin":"live","detail":{"availability":"none","reason":null},
-                "title":"read","metadata":{"tool_name":"read","resource_path":null,
-                "working_directory":null,"public_protection":{"decision":"not_reported","summary":null}},
-                "blocks":[],"omissions":[]
-            }))
-            .unwrap_or_else(|e| panic!("{e}"));
-            card.card_id = card.activity_id.clone();
-            card
-        };
-        for n in 0..TASK_CHILDREN + 5 {
-            scope.note_child(&card(n));
-        }
-        // A later snapshot of a known child replaces it rather than adding one.
-        scope.note_child(&card(0));
-        assert_eq!(scope.children.children.len(), TASK_CHILDREN);
-        assert_eq!(scope.children.total, (TASK_CHILDREN + 5) as u64);
-        assert!(scope.append_all(vec![RecordBody::TurnStarted {
-            turn_id: "task-1".into()
-        }]));
     }
 }

@@ -1,0 +1,183 @@
+//! The calls the backend or the client handles itself rather than on a blocking
+//! thread: `skill` loads a skill's text, `task` goes to the delegate, an MCP tool to its
+//! server, and a client tool to the client, answered through the run's gate.
+
+use std::sync::Arc;
+
+use magi_protocol::limits::CLIENT_TOOL_ARGUMENTS_BYTES;
+use magi_protocol::messages::{
+    ClientToolCall, ClientToolCancel, ClientToolCancelReason, ClientToolOutcome, Event,
+};
+use magi_tools::{ToolOutput, ToolReport};
+
+use super::{Call, CallService, Role};
+use crate::client_tools::ClientTool;
+use crate::mcp::McpTool;
+use crate::runner::exchange::SKILL_TOOL;
+
+/// What runs a claimed call other than a built-in tool on a blocking thread.
+pub(super) enum Handler {
+    /// `skill`: a skill's text.
+    Skill,
+    /// `task`: the delegate.
+    Task,
+    Mcp(Arc<McpTool>),
+    Client(ClientTool),
+}
+
+impl CallService<'_, '_> {
+    /// What runs a call of `skill`, `task`, an MCP tool or a client tool; `None` for
+    /// the built-in tools, which run on a blocking thread.
+    pub(super) fn handler(&self, role: &Role<'_>, call: &Call) -> Option<Handler> {
+        if call.name == SKILL_TOOL && !self.agent.skills.is_empty() {
+            return Some(Handler::Skill);
+        }
+        if call.name == magi_config::TASK_TOOL && matches!(role, Role::Session(_)) {
+            return Some(Handler::Task);
+        }
+        if let Some(tool) = self.agent.mcp.tool(&call.name) {
+            return Some(Handler::Mcp(tool));
+        }
+        self.client_tool(&call.name).map(Handler::Client)
+    }
+
+    /// Runs a claimed call that does not run on a blocking thread.
+    pub(super) async fn run_here(
+        &mut self,
+        role: &mut Role<'_>,
+        call: &Call,
+        handler: Handler,
+        activity_id: &str,
+    ) -> ToolReport {
+        match handler {
+            Handler::Skill => self.load_skill(call),
+            Handler::Task => match role {
+                Role::Session(delegate) => delegate.run(call, activity_id, self).await,
+                // A subagent never delegates; its `task` calls get no handler.
+                Role::Task(_) => ToolReport::from(ToolOutput {
+                    content: "A subagent does not delegate tasks.".into(),
+                    summary: "not offered".into(),
+                    is_error: true,
+                }),
+            },
+            Handler::Mcp(tool) => {
+                let mcp = Arc::clone(&self.agent.mcp);
+                mcp.call(&tool, &call.arguments, &self.output.cancel).await
+            }
+            Handler::Client(tool) => self.call_client(call, &tool, activity_id).await,
+        }
+    }
+
+    /// A `skill` call: the named skill's whole text, read at startup.
+    fn load_skill(&self, call: &Call) -> ToolReport {
+        let name = serde_json::from_str::<serde_json::Value>(&call.arguments)
+            .ok()
+            .and_then(|v| v.get("name").and_then(|n| n.as_str()).map(str::to_owned));
+        let output = match name.and_then(|n| self.agent.skills.iter().find(|s| s.name == n)) {
+            Some(skill) => ToolOutput {
+                content: skill.text.clone(),
+                summary: format!("loaded {}", skill.name),
+                is_error: false,
+            },
+            None => ToolOutput {
+                content: format!(
+                    "There is no such skill. The skills are: {}.",
+                    self.agent
+                        .skills
+                        .iter()
+                        .map(|s| s.name.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+                summary: "unknown skill".into(),
+                is_error: true,
+            },
+        };
+        ToolReport::from(output)
+    }
+
+    /// Hands a claimed call to the client and waits for its one answer, the run's
+    /// cancellation or the tool's timeout; a withdrawn call is announced.
+    async fn call_client(
+        &mut self,
+        call: &Call,
+        tool: &ClientTool,
+        activity_id: &str,
+    ) -> ToolReport {
+        let arguments = match serde_json::from_str::<serde_json::Value>(&call.arguments) {
+            Ok(value) if value.is_object() => value,
+            _ => {
+                return ToolReport::from(ToolOutput {
+                    content: "The arguments were not a JSON object.".into(),
+                    summary: "invalid arguments".into(),
+                    is_error: true,
+                });
+            }
+        };
+        if call.arguments.len() > CLIENT_TOOL_ARGUMENTS_BYTES {
+            return ToolReport::from(ToolOutput {
+                content: format!(
+                    "The arguments are over the {CLIENT_TOOL_ARGUMENTS_BYTES}-byte bound; the \
+                     call was not sent."
+                ),
+                summary: "arguments too large".into(),
+                is_error: true,
+            });
+        }
+        // Opened before it is announced, so an answer racing the event is not lost.
+        let answer = self.gates.client_calls.open(&call.call_id);
+        let event = Event::ClientToolCall(Box::new(ClientToolCall {
+            session_id: self.output.session_id().to_owned(),
+            run_id: self.output.run_id().to_owned(),
+            call_id: call.call_id.clone(),
+            activity_id: activity_id.to_owned(),
+            tool: tool.name.clone(),
+            arguments,
+            timeout_ms: tool.timeout_ms,
+        }));
+        self.output.critical(event).await;
+        let timeout = tokio::time::sleep(std::time::Duration::from_millis(tool.timeout_ms));
+        let withdrawn = tokio::select! {
+            answered = answer => match answered {
+                Ok((outcome, content)) => {
+                    let failed = outcome == ClientToolOutcome::Failed;
+                    return ToolReport::from(ToolOutput {
+                        summary: if failed { "failed" } else { "completed" }.into(),
+                        content,
+                        is_error: failed,
+                    });
+                }
+                // The gate went away: the run is ending.
+                Err(_) => ClientToolCancelReason::Cancelled,
+            },
+            () = self.output.cancel.cancelled() => ClientToolCancelReason::Cancelled,
+            () = timeout => ClientToolCancelReason::TimedOut,
+        };
+        self.gates.client_calls.close(&call.call_id);
+        let event = Event::ClientToolCancel(ClientToolCancel {
+            session_id: self.output.session_id().to_owned(),
+            run_id: self.output.run_id().to_owned(),
+            call_id: call.call_id.clone(),
+            reason: withdrawn,
+        });
+        self.output.critical(event).await;
+        match withdrawn {
+            ClientToolCancelReason::Cancelled => ToolReport {
+                cancelled: true,
+                ..ToolReport::from(ToolOutput {
+                    content: "The call was cancelled before the client answered.".into(),
+                    summary: "cancelled".into(),
+                    is_error: true,
+                })
+            },
+            ClientToolCancelReason::TimedOut => ToolReport::from(ToolOutput {
+                content: format!(
+                    "The client did not answer within {} ms; the call was withdrawn.",
+                    tool.timeout_ms
+                ),
+                summary: "no answer in time".into(),
+                is_error: true,
+            }),
+        }
+    }
+}

@@ -1,0 +1,103 @@
+//! Recovery: the calls a crashed run left without a result are settled before the
+//! next turn's input is recorded.
+
+use magi_config::Verdict;
+use magi_store::records::{Record, RecordBody, ToolCallPhase, ToolOutcome};
+
+use super::{CallService, LABEL_APPROVAL_UNAVAILABLE, Role, outcome_of, refused, result_record};
+use crate::runner::conversation::INTERRUPTED_CALL;
+
+impl CallService<'_, '_> {
+    /// Settles the calls a crashed run left unsettled, before this turn's input is
+    /// recorded. Returns how many it settled, or none when a settlement could not be
+    /// recorded.
+    pub(in crate::runner) fn recover(
+        &mut self,
+        role: &mut Role<'_>,
+        records: &[Record],
+    ) -> Option<usize> {
+        let unsettled = unsettled_calls(records);
+        let count = unsettled.len();
+        for unsettled in unsettled {
+            let call = self.call(
+                role,
+                unsettled.call_id,
+                unsettled.name,
+                unsettled.arguments.unwrap_or_else(|| "{}".into()),
+            );
+            // A disabled tool never runs, not even to recover a call made before.
+            let replayable = magi_tools::BuiltinTool::from_name(&call.name)
+                .is_some_and(magi_tools::BuiltinTool::replay_safe)
+                && !self.offer.disabled(&call.name)
+                && unsettled.phase != Some(ToolCallPhase::AwaitingApproval)
+                && self.verdict(&call) == Verdict::Run;
+            let (report, outcome, protection) = if replayable {
+                let report = self.execution(&call).run();
+                let outcome = outcome_of(&report);
+                (report, outcome, None)
+            } else if unsettled.phase == Some(ToolCallPhase::AwaitingApproval) {
+                (
+                    refused(&format!(
+                        "The call was not run: {LABEL_APPROVAL_UNAVAILABLE}."
+                    )),
+                    ToolOutcome::Denied,
+                    Some(LABEL_APPROVAL_UNAVAILABLE),
+                )
+            } else {
+                let mut report = refused(INTERRUPTED_CALL);
+                report.output.summary = "interrupted; outcome unknown".into();
+                (report, ToolOutcome::Indeterminate, None)
+            };
+            let safe = self.safe_result(&report);
+            let settled = result_record(unsettled.turn_id, &call, safe, outcome, protection, None);
+            self.journal.append_all(vec![settled]).then_some(())?;
+        }
+        Some(count)
+    }
+}
+
+/// A call of the log without a result.
+struct Unsettled {
+    turn_id: String,
+    call_id: String,
+    name: String,
+    arguments: Option<String>,
+    /// The last phase recorded for it, if any.
+    phase: Option<ToolCallPhase>,
+}
+
+/// The calls of `records` that have no recorded result, in the order they were made.
+fn unsettled_calls(records: &[Record]) -> Vec<Unsettled> {
+    let mut settled = std::collections::HashSet::new();
+    let mut phases = std::collections::HashMap::new();
+    for record in records {
+        match &record.body {
+            RecordBody::ToolResult { call_id, .. } => {
+                settled.insert(call_id.as_str());
+            }
+            RecordBody::ToolCallState { call_id, state, .. } => {
+                phases.insert(call_id.as_str(), *state);
+            }
+            _ => {}
+        }
+    }
+    records
+        .iter()
+        .filter_map(|r| match &r.body {
+            RecordBody::ToolCall {
+                turn_id,
+                call_id,
+                name,
+                arguments,
+                ..
+            } if !settled.contains(call_id.as_str()) => Some(Unsettled {
+                turn_id: turn_id.clone(),
+                call_id: call_id.clone(),
+                name: name.clone(),
+                arguments: arguments.clone(),
+                phase: phases.get(call_id.as_str()).copied(),
+            }),
+            _ => None,
+        })
+        .collect()
+}

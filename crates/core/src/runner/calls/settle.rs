@@ -1,0 +1,278 @@
+//! Settlement with group commit: the records of a response's calls share syncs, the
+//! calls they claim start and the ends they settle are told only once their sync
+//! succeeded.
+
+use magi_protocol::limits::SUMMARY_BYTES;
+use magi_protocol::messages::ActivityState;
+use magi_store::records::{RecordBody, ToolOutcome};
+use magi_tools::ToolReport;
+
+use super::{
+    Call, CallService, Ended, Group, InFlight, Progress, Role, SafeResult, Settled, Staged,
+    outcome_of, refused, result_record,
+};
+use crate::cards::{CardSource, PreviewSource, Settlement};
+use crate::runner::live_cards::Snapshot;
+use crate::runner::text::bounded;
+
+impl CallService<'_, '_> {
+    /// Waits for every call in flight, in the order they started, and stages each
+    /// settlement. Results of calls that ended together share one sync: the group is
+    /// committed only before waiting for a call still running.
+    pub(super) async fn drain(
+        &mut self,
+        role: &mut Role<'_>,
+        calls: &[Call],
+        progress: &mut Progress,
+    ) {
+        if !progress.group.claimed.is_empty() {
+            // Claimed calls start before anything waits for them.
+            self.commit(role, calls, progress).await;
+        }
+        for flight in std::mem::take(&mut progress.in_flight) {
+            if !flight.task.is_finished() {
+                self.commit(role, calls, progress).await;
+            }
+            let (report, outcome) = match flight.task.await {
+                Ok(report) => {
+                    let outcome = outcome_of(&report);
+                    (report, outcome)
+                }
+                // The tool's thread panicked: what it did before is unknown.
+                Err(_) => (
+                    refused("the tool stopped unexpectedly; its effects are unknown"),
+                    ToolOutcome::Indeterminate,
+                ),
+            };
+            let staged = self.staged(
+                flight.index,
+                &calls[flight.index],
+                &flight.activity_id,
+                report,
+                outcome,
+                flight.protection,
+            );
+            progress.stage(staged);
+        }
+    }
+
+    /// Records the group with one write and one sync, then starts the calls it claimed
+    /// and tells the ends it settled. A claim that could not be recorded runs nothing
+    /// and settles failed. Returns whether everything was recorded.
+    pub(super) async fn commit(
+        &mut self,
+        role: &mut Role<'_>,
+        calls: &[Call],
+        progress: &mut Progress,
+    ) -> bool {
+        let mut all_recorded = true;
+        while !progress.group.records.is_empty() {
+            let Group {
+                records,
+                claims,
+                claimed,
+                ended,
+            } = std::mem::take(&mut progress.group);
+            let recorded = self.journal.append_all(records);
+            all_recorded &= recorded;
+            if recorded {
+                crate::runner::fault::durable(claims, ended.len());
+            }
+            for claimed in claimed {
+                if recorded {
+                    let execution = claimed.execution;
+                    progress.in_flight.push(InFlight {
+                        index: claimed.index,
+                        activity_id: claimed.activity_id,
+                        protection: claimed.protection,
+                        read_only: claimed.read_only,
+                        task: tokio::task::spawn_blocking(move || execution.run()),
+                    });
+                } else {
+                    let report = refused("not run: the call could not be recorded");
+                    let staged = self.staged(
+                        claimed.index,
+                        &calls[claimed.index],
+                        &claimed.activity_id,
+                        report,
+                        ToolOutcome::Failed,
+                        claimed.protection,
+                    );
+                    progress.stage(staged);
+                }
+            }
+            for ended in ended {
+                self.tell(role, &calls[ended.index], ended, recorded).await;
+            }
+        }
+        all_recorded
+    }
+
+    /// Settles a call that did not run, at once.
+    pub(super) async fn settle_now(
+        &mut self,
+        role: &mut Role<'_>,
+        calls: &[Call],
+        progress: &mut Progress,
+        staged: Staged,
+    ) {
+        progress.stage(staged);
+        self.commit(role, calls, progress).await;
+    }
+
+    /// A call's settlement: its result (and the preview of a change it applied, which
+    /// follows its result in the same write), the end to tell and what the model is
+    /// given.
+    pub(super) fn staged(
+        &self,
+        index: usize,
+        call: &Call,
+        activity_id: &str,
+        report: ToolReport,
+        outcome: ToolOutcome,
+        protection: Option<&'static str>,
+    ) -> Staged {
+        let display_id = report
+            .preview
+            .as_ref()
+            .map(|_| format!("{}-preview", call.call_id));
+        let safe = self.safe_result(&report);
+        let (summary, facts, content) = (
+            safe.summary.clone(),
+            safe.facts.clone(),
+            safe.content.clone(),
+        );
+        let mut records = vec![result_record(
+            self.turn_id.to_owned(),
+            call,
+            safe,
+            outcome,
+            protection,
+            display_id.clone(),
+        )];
+        let mut preview = None;
+        if let (Some(display_id), Some(applied)) = (display_id, report.preview) {
+            let payload = serde_json::json!({
+                "schema_version": 1,
+                "diff": self.output.without_credentials(&applied.diff),
+                "truncated": applied.truncated,
+            });
+            preview = Some(payload.clone());
+            records.push(RecordBody::ToolAppliedPreview {
+                display_id,
+                preview: payload,
+            });
+        }
+        Staged {
+            records,
+            ended: Ended {
+                index,
+                activity_id: activity_id.to_owned(),
+                outcome,
+                protection,
+                summary,
+                facts,
+                preview,
+            },
+            settled: Settled {
+                content,
+                is_error: outcome != ToolOutcome::Completed,
+            },
+        }
+    }
+
+    /// Tells a settled call's end, once its records were written (`recorded`) or
+    /// could not be.
+    pub(super) async fn tell(
+        &mut self,
+        role: &mut Role<'_>,
+        call: &Call,
+        ended: Ended,
+        recorded: bool,
+    ) {
+        let Ended {
+            activity_id,
+            outcome,
+            protection,
+            summary,
+            facts,
+            preview,
+            ..
+        } = ended;
+        let state = if outcome == ToolOutcome::Completed {
+            ActivityState::Completed
+        } else {
+            ActivityState::Failed
+        };
+        self.output
+            .activity(&activity_id, &call.name, state, &summary)
+            .await;
+        // A preview that did not reach the log is not shown either.
+        let preview = match (&preview, recorded) {
+            (Some(payload), true) => PreviewSource::Recorded(payload),
+            (Some(_), false) => PreviewSource::NotRecorded,
+            (None, _) => PreviewSource::NotApplicable,
+        };
+        let cwd = self.workspace.cwd().to_string_lossy().into_owned();
+        let children = role.children(call);
+        let settled = CardSource {
+            activity_id: &activity_id,
+            origin: magi_protocol::cards::Origin::Live,
+            revision: 0,
+            tool_name: &call.name,
+            label: &call.label,
+            working_directory: Some(&cwd),
+            settlement: Settlement::Settled {
+                outcome,
+                summary: &summary,
+            },
+            facts: facts.as_ref(),
+            protection,
+            awaiting_approval: false,
+            preview,
+            parent_activity_id: call.parent_activity_id.as_deref(),
+            task_id: call.task_id.as_deref(),
+            children: children.as_ref(),
+        };
+        self.card(role, &activity_id, Snapshot::Final, settled)
+            .await;
+        role.settled(self.output).await;
+    }
+
+    /// What a report records, made safe and bounded the one way every settlement
+    /// records it.
+    pub(super) fn safe_result(&self, report: &ToolReport) -> SafeResult {
+        SafeResult {
+            summary: bounded(&self.output.safe(&report.output.summary), SUMMARY_BYTES),
+            content: self.output.without_credentials(&report.output.content),
+            facts: self.recorded_facts(report.facts.as_ref()),
+            transcript: report
+                .transcript
+                .iter()
+                .map(|l| self.output.safe(l))
+                .collect(),
+        }
+    }
+
+    /// A call's facts as recorded: every string made safe (controls stripped, secrets
+    /// and credential values redacted) before it reaches the log and the cards.
+    pub(super) fn recorded_facts(
+        &self,
+        facts: Option<&magi_tools::Facts>,
+    ) -> Option<serde_json::Value> {
+        let mut value = serde_json::to_value(facts?).ok()?;
+        self.make_safe(&mut value);
+        Some(value)
+    }
+
+    pub(super) fn make_safe(&self, value: &mut serde_json::Value) {
+        match value {
+            serde_json::Value::String(text) => *text = self.output.safe(text),
+            serde_json::Value::Array(items) => items.iter_mut().for_each(|v| self.make_safe(v)),
+            serde_json::Value::Object(fields) => {
+                fields.values_mut().for_each(|v| self.make_safe(v))
+            }
+            _ => {}
+        }
+    }
+}

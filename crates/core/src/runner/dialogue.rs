@@ -1,0 +1,56 @@
+//! One model round trip of an agent's conversation: compaction when the conversation
+//! nears the context window, the model's response, then the calls it asks for.
+
+use magi_protocol::ErrorCode;
+use magi_provider::Item;
+
+use super::calls::{CallService, Role};
+use super::compaction::{compact, needs_compaction};
+use super::ending::Ending;
+use super::exchange::Exchange;
+
+/// Takes one model round trip of the agent of `exchange`, whose calls go through
+/// `service` as `role`. Returns how the conversation ends, or none when the model asked
+/// for tools and the conversation goes on.
+pub(super) async fn round_trip(
+    exchange: &Exchange,
+    service: &mut CallService<'_, '_>,
+    role: &mut Role<'_>,
+    items: &mut Vec<Item>,
+) -> Option<Ending> {
+    let system = exchange.instructions(service.workspace.cwd());
+    if needs_compaction(exchange, &system, items) {
+        compact(exchange, service.output, service.journal, &system, items).await;
+    }
+    let request = exchange.request(system, items);
+    let response = exchange
+        .respond(&request, service.output, service.journal, service.turn_id)
+        .await;
+    if service.output.lost() {
+        return Some(Ending::failed(ErrorCode::OutputUnavailable));
+    }
+    if let Some(text) = &response.text {
+        items.push(Item::Assistant { text: text.clone() });
+    }
+    if let Some(ending) = response.ending {
+        return Some(ending);
+    }
+    if response.calls.is_empty() {
+        return Some(Ending::completed());
+    }
+    let calls = response
+        .calls
+        .into_iter()
+        .map(|(call_id, name, arguments)| service.call(role, call_id, name, arguments))
+        .collect();
+    if let Some(ending) = service.run_calls(role, calls, items).await {
+        return Some(ending);
+    }
+    if service.output.lost() {
+        return Some(Ending::failed(ErrorCode::OutputUnavailable));
+    }
+    if service.output.cancel.is_cancelled() {
+        return Some(Ending::cancelled());
+    }
+    None
+}

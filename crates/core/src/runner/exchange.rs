@@ -1,0 +1,316 @@
+//! The model exchange: one agent, the tools it is offered, and one streamed response
+//! turned into text and calls.
+//!
+//! The session's agent speaks live: its text streams to the client as deltas and is
+//! reconciled once recorded. A subagent's text is its report, not the run's reply, and
+//! is only recorded.
+
+use std::sync::Arc;
+
+use magi_protocol::ErrorCode;
+use magi_protocol::limits::{LIVE_CHUNK_BYTES, RUN_CONTENT_BYTES, RUN_CONTENT_SEGMENTS};
+use magi_provider::{Item, ModelEvent, ModelRequest, ProviderError, ToolSpec};
+use magi_store::records::RecordBody;
+use tokio::sync::mpsc;
+
+use super::ending::Ending;
+use super::journal::Journal;
+use super::offer::Offer;
+use super::output::Output;
+use super::text::chunks;
+use crate::agent::Agent;
+
+/// Model events buffered between the provider and the runner.
+const MODEL_EVENTS: usize = 64;
+
+/// One agent's side of the conversation with the model.
+pub(super) struct Exchange {
+    /// The agent: its client, model and settings.
+    pub(super) agent: Agent,
+    /// The tools it is offered.
+    pub(super) offer: Offer,
+    /// Their specs, as the model is given them.
+    tools: Vec<ToolSpec>,
+    /// Whether its text streams to the client.
+    live: bool,
+}
+
+/// What one model response left for the loop.
+pub(super) struct Response {
+    /// The response's text, recorded.
+    pub(super) text: Option<String>,
+    /// The calls it asks for: (call ID, tool name, arguments).
+    pub(super) calls: Vec<(String, String, String)>,
+    /// How the turn ends, when the response ends it.
+    pub(super) ending: Option<Ending>,
+}
+
+impl Exchange {
+    /// The exchange of `agent` offered `offer`; `live` when its text is the run's reply.
+    pub(super) fn new(agent: Agent, offer: Offer, live: bool) -> Exchange {
+        let mut tools: Vec<ToolSpec> = magi_tools::definitions()
+            .into_iter()
+            .filter(|d| offer.offers(d.name))
+            .map(|d| ToolSpec {
+                name: d.name.to_owned(),
+                description: d.description.to_owned(),
+                parameters: d.parameters,
+            })
+            .collect();
+        if !agent.skills.is_empty() && offer.offers(SKILL_TOOL) {
+            tools.push(skill_tool_spec());
+        }
+        if offer.delegates() && !agent.subagents.is_empty() && offer.offers(magi_config::TASK_TOOL)
+        {
+            tools.push(task_tool_spec(&agent.subagents));
+        }
+        tools.extend(
+            offer
+                .client_tools()
+                .iter()
+                .filter(|t| offer.offers(&t.name))
+                .map(|t| ToolSpec {
+                    name: t.name.clone(),
+                    description: t.description.clone(),
+                    parameters: t.parameters.clone(),
+                }),
+        );
+        tools.extend(
+            agent
+                .mcp
+                .tools()
+                .filter(|t| offer.offers(&t.name))
+                .map(|t| ToolSpec {
+                    name: t.name.clone(),
+                    description: t.description.clone(),
+                    parameters: t.parameters.clone(),
+                }),
+        );
+        Exchange {
+            agent,
+            offer,
+            tools,
+            live,
+        }
+    }
+
+    /// The system instructions of the agent working in `cwd`.
+    pub(super) fn instructions(&self, cwd: &std::path::Path) -> String {
+        let mut system = instructions(cwd, &self.agent.instructions, &self.agent.skills);
+        if let Some((name, profile)) = self.agent.profile.as_deref()
+            && let Some(text) = &profile.instructions
+        {
+            system.push_str(&format!(
+                "\n\n# Instructions of the {name} profile\n\n{}",
+                text.trim_end()
+            ));
+        }
+        system
+    }
+
+    /// The request for the next response to `items`.
+    pub(super) fn request(&self, instructions: String, items: &[Item]) -> ModelRequest {
+        ModelRequest {
+            model: self.agent.model.clone(),
+            instructions: Some(instructions),
+            items: items.to_vec(),
+            tools: self.tools.clone(),
+            reasoning_summaries: self.agent.reasoning_summaries,
+            reasoning_effort: self.agent.reasoning_effort,
+        }
+    }
+
+    /// One model response: streams deltas, records the segment and its summaries.
+    pub(super) async fn respond(
+        &self,
+        request: &ModelRequest,
+        output: &mut Output,
+        journal: &mut Journal<'_>,
+        turn_id: &str,
+    ) -> Response {
+        let (model_tx, mut model_rx) = mpsc::channel(MODEL_EVENTS);
+        let client = Arc::clone(&self.agent.client);
+        let cancel = output.cancel.clone();
+        let mut stream = std::pin::pin!(client.stream(request, model_tx, &cancel));
+        let message_id = format!("a{}", output.segments);
+        let mut text = String::new();
+        let mut part = 0u64;
+        let mut calls = Vec::new();
+        let mut summaries: Vec<(Option<String>, String)> = Vec::new();
+        let mut over_bound = false;
+        let mut result = None;
+        loop {
+            tokio::select! {
+                outcome = &mut stream, if result.is_none() => result = Some(outcome),
+                event = model_rx.recv() => match event {
+                    Some(ModelEvent::TextDelta(delta)) => {
+                        output.content_bytes += delta.len();
+                        if output.content_bytes > RUN_CONTENT_BYTES {
+                            over_bound = true;
+                            output.cancel.cancel();
+                            continue;
+                        }
+                        text.push_str(&delta);
+                        if !self.live {
+                            continue;
+                        }
+                        for chunk in chunks(&output.safe(&delta), LIVE_CHUNK_BYTES) {
+                            output.delta(&message_id, part, chunk);
+                            part += 1;
+                        }
+                    }
+                    Some(ModelEvent::ReasoningSummary { item_id, text }) => {
+                        match summaries.iter_mut().find(|(id, _)| id.is_some() && *id == item_id) {
+                            Some(existing) => existing.1 = text,
+                            None => summaries.push((item_id, text)),
+                        }
+                    }
+                    Some(ModelEvent::ToolCall { call_id, name, arguments }) => {
+                        calls.push((call_id, name, arguments));
+                    }
+                    Some(ModelEvent::Usage { .. } | ModelEvent::Completed(_)) => {}
+                    // The provider finished and dropped its sender.
+                    None => break,
+                },
+            }
+        }
+        let result = match result {
+            Some(result) => result,
+            None => stream.await,
+        };
+        for (item_id, summary) in summaries {
+            journal.append(RecordBody::ReasoningSummary {
+                turn_id: turn_id.to_owned(),
+                item_id,
+                text: output.without_credentials(&summary),
+                provider_summary: Some(true),
+            });
+        }
+        let ending = if over_bound {
+            Some(Ending::failed(ErrorCode::ContentLimit))
+        } else {
+            match result {
+                Ok(()) => None,
+                Err(ProviderError::Cancelled) => Some(Ending::cancelled()),
+                Err(error) => {
+                    output
+                        .diagnostic(error.code(), "The model provider request failed.")
+                        .await;
+                    Some(Ending::failed(ErrorCode::ExecutionFailed))
+                }
+            }
+        };
+        let partial = ending.is_some();
+        let text = if text.is_empty() {
+            None
+        } else {
+            let text = output.without_credentials(&text);
+            output.segments += 1;
+            if output.segments > RUN_CONTENT_SEGMENTS {
+                return Response {
+                    text: None,
+                    calls: Vec::new(),
+                    ending: Some(Ending::failed(ErrorCode::ContentLimit)),
+                };
+            }
+            journal.append(RecordBody::AssistantOutput {
+                turn_id: turn_id.to_owned(),
+                message_id: message_id.clone(),
+                text: Some(text.clone()),
+                chunks: Vec::new(),
+                partial,
+            });
+            if self.live {
+                output.reconcile(&message_id, &text, partial).await;
+            }
+            Some(text)
+        };
+        Response {
+            text,
+            // Calls of a response that did not complete are never run.
+            calls: if partial { Vec::new() } else { calls },
+            ending,
+        }
+    }
+}
+
+/// The tool that loads a skill, offered when skills exist.
+pub(crate) const SKILL_TOOL: &str = "skill";
+
+/// The `skill` tool as the model sees it.
+fn skill_tool_spec() -> magi_provider::ToolSpec {
+    magi_provider::ToolSpec {
+        name: SKILL_TOOL.to_owned(),
+        description: "Load the instructions of one of the skills listed in the system \
+                      instructions, by name."
+            .to_owned(),
+        parameters: serde_json::json!({
+            "type": "object",
+            "properties": {"name": {"type": "string", "description": "The skill's name."}},
+            "required": ["name"],
+            "additionalProperties": false
+        }),
+    }
+}
+
+/// The `task` tool as the delegating model sees it.
+fn task_tool_spec(subagents: &[(String, magi_config::Profile)]) -> ToolSpec {
+    let names: Vec<&str> = subagents.iter().map(|(name, _)| name.as_str()).collect();
+    let list: String = subagents
+        .iter()
+        .map(|(name, profile)| {
+            format!(
+                "\n- {name}: {}",
+                profile.description.as_deref().unwrap_or_default().trim()
+            )
+        })
+        .collect();
+    ToolSpec {
+        name: magi_config::TASK_TOOL.to_owned(),
+        description: format!(
+            "Delegate a self-contained task to a subagent. It works on the task alone, \
+             with its own tools and without this conversation, and answers with its \
+             final response. Say everything it needs in the task. The subagents:{list}"
+        ),
+        parameters: serde_json::json!({
+            "type": "object",
+            "properties": {
+                "subagent": {"type": "string", "enum": names, "description": "Which subagent."},
+                "task": {"type": "string", "description": "The task, complete and self-contained."}
+            },
+            "required": ["subagent", "task"],
+            "additionalProperties": false
+        }),
+    }
+}
+
+/// The system instructions of a turn.
+fn instructions(
+    cwd: &std::path::Path,
+    loaded: &[magi_config::Instruction],
+    skills: &[magi_config::Skill],
+) -> String {
+    let mut text = format!(
+        "You are magi-code, a coding agent working in the directory {}. Use the tools to \
+         inspect files before answering questions about them. Be concise.",
+        cwd.display()
+    );
+    // The instruction files follow, in their documented order, each under its source.
+    for instruction in loaded {
+        text.push_str(&format!(
+            "\n\n# Instructions from {}\n\n{}",
+            instruction.source,
+            instruction.text.trim_end()
+        ));
+    }
+    if !skills.is_empty() {
+        text.push_str(
+            "\n\n# Skills\n\nLoad a skill's instructions with the `skill` tool when a task \
+             needs it:",
+        );
+        for skill in skills {
+            text.push_str(&format!("\n- {}: {}", skill.name, skill.description));
+        }
+    }
+    text
+}

@@ -1,0 +1,133 @@
+//! Where an agent's records go, and the workspace its tools act in.
+//!
+//! The session's own agent records to the session log; a subagent to its own history,
+//! the `task.jsonl` of its `task` call. A record that cannot be appended after the
+//! turn's input degrades the run's persistence; the journal remembers it.
+
+use std::path::{Path, PathBuf};
+
+use magi_store::log::Appender;
+use magi_store::records::{Record, RecordBody};
+
+use crate::sessions::Sessions;
+
+/// Where records go.
+enum Sink<'s> {
+    /// The attached session's log.
+    Session(&'s mut Sessions),
+    /// A subagent's history, under its own session ID.
+    Task { log: Appender, history: String },
+}
+
+/// An agent's journal.
+pub(super) struct Journal<'s> {
+    sink: Sink<'s>,
+    /// A record could not be appended.
+    degraded: bool,
+}
+
+impl<'s> Journal<'s> {
+    /// The journal of the session's own agent.
+    pub(super) fn session(sessions: &'s mut Sessions) -> Journal<'s> {
+        Journal {
+            sink: Sink::Session(sessions),
+            degraded: false,
+        }
+    }
+
+    /// A subagent's journal: `log`, holding history `history`.
+    pub(super) fn task(log: Appender, history: String) -> Journal<'s> {
+        Journal {
+            sink: Sink::Task { log, history },
+            degraded: false,
+        }
+    }
+
+    /// Appends a record; a failure degrades persistence.
+    pub(super) fn append(&mut self, body: RecordBody) {
+        let _ = self.append_all(vec![body]);
+    }
+
+    /// Appends records together; a failure degrades persistence. Returns whether they
+    /// were appended.
+    pub(super) fn append_all(&mut self, bodies: Vec<RecordBody>) -> bool {
+        let appended = match &mut self.sink {
+            Sink::Session(sessions) => sessions.append_all(bodies).is_ok(),
+            Sink::Task { log, history } => {
+                let records: Vec<Record> = bodies
+                    .into_iter()
+                    .map(|body| Record::now(history, body))
+                    .collect();
+                log.append_all(&records).is_ok()
+            }
+        };
+        self.degraded |= !appended;
+        appended
+    }
+
+    /// Marks the journal degraded: records that belong to it were lost elsewhere.
+    pub(super) fn degrade(&mut self) {
+        self.degraded = true;
+    }
+
+    /// Whether a record could not be appended.
+    pub(super) fn degraded(&self) -> bool {
+        self.degraded
+    }
+}
+
+/// The workspace of a turn: the directory its tools act in and the session's assets.
+#[derive(Debug, Clone)]
+pub(super) struct Workspace {
+    /// The working directory.
+    pub(super) cwd: PathBuf,
+    /// The attached session's assets folder, if a session is attached.
+    pub(super) conversation: Option<PathBuf>,
+}
+
+impl Workspace {
+    /// The workspace of the attached session.
+    pub(super) fn of(sessions: &Sessions) -> Workspace {
+        Workspace {
+            cwd: sessions.cwd().to_owned(),
+            conversation: sessions.conversation_dir(),
+        }
+    }
+
+    /// The working directory.
+    pub(super) fn cwd(&self) -> &Path {
+        &self.cwd
+    }
+
+    /// The folder of call `call_id`'s assets.
+    pub(super) fn tool_assets_dir(&self, call_id: &str) -> Option<PathBuf> {
+        Some(crate::sessions::call_assets_dir(
+            self.conversation.as_deref()?,
+            call_id,
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_task_journal_records_under_its_history_until_degraded() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("task.jsonl");
+        let log = Appender::open(&path, "history-1").unwrap();
+        let mut journal = Journal::task(log, "history-1".into());
+        assert!(journal.append_all(vec![RecordBody::TurnStarted {
+            turn_id: "task-1".into()
+        }]));
+        assert!(!journal.degraded());
+        let stored =
+            magi_store::log::read_log(&path, "history-1", magi_store::log::ReadLimits::STORED)
+                .unwrap();
+        assert_eq!(stored.records.len(), 1);
+        assert_eq!(stored.records[0].session_id, "history-1");
+        journal.degrade();
+        assert!(journal.degraded());
+    }
+}

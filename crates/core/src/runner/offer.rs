@@ -1,0 +1,132 @@
+//! Which tools an agent is offered, and so may call.
+//!
+//! The settings' `[tools] disabled` turns a tool off for every agent. A profile's
+//! `tools` list limits what its agent is offered; without a list every tool is. The
+//! client's own tools serve the session's agent (offered whatever its profile lists),
+//! never a subagent; only the session's agent may delegate with `task`.
+
+use std::sync::Arc;
+
+use crate::client_tools::ClientTool;
+
+/// The tools one agent is offered.
+#[derive(Clone)]
+pub(super) struct Offer {
+    /// The tools the settings turn off.
+    disabled: Arc<Vec<String>>,
+    /// The agent's profile's tool list, if it has one.
+    listed: Option<Vec<String>>,
+    /// The client's tools the agent may call.
+    client_tools: Arc<Vec<ClientTool>>,
+    /// The client's tools the agent is refused.
+    withheld: Arc<Vec<ClientTool>>,
+    /// Whether the agent may delegate tasks.
+    delegates: bool,
+}
+
+impl Offer {
+    /// The offer to the session's agent: its profile's list, the client's tools and
+    /// delegation.
+    pub(super) fn session(
+        disabled: Arc<Vec<String>>,
+        listed: Option<Vec<String>>,
+        client_tools: Arc<Vec<ClientTool>>,
+    ) -> Offer {
+        Offer {
+            disabled,
+            listed,
+            client_tools,
+            withheld: Arc::default(),
+            delegates: true,
+        }
+    }
+
+    /// The offer to a subagent: its profile's list, none of the client's tools, no
+    /// delegation.
+    pub(super) fn subagent(&self, listed: Option<Vec<String>>) -> Offer {
+        let mut withheld = (*self.withheld).clone();
+        withheld.extend(self.client_tools.iter().cloned());
+        Offer {
+            disabled: Arc::clone(&self.disabled),
+            listed,
+            client_tools: Arc::default(),
+            withheld: Arc::new(withheld),
+            delegates: false,
+        }
+    }
+
+    /// Whether tool `name` is offered.
+    pub(super) fn offers(&self, name: &str) -> bool {
+        if self.disabled(name) || self.withheld.iter().any(|t| t.name == name) {
+            return false;
+        }
+        match &self.listed {
+            Some(tools) => {
+                tools.iter().any(|t| t == name) || self.client_tools.iter().any(|t| t.name == name)
+            }
+            None => true,
+        }
+    }
+
+    /// Whether `[tools] disabled` turns tool `name` off.
+    pub(super) fn disabled(&self, name: &str) -> bool {
+        self.disabled.iter().any(|t| t == name)
+    }
+
+    /// Whether the agent may delegate tasks.
+    pub(super) fn delegates(&self) -> bool {
+        self.delegates
+    }
+
+    /// The client's tools the agent may call.
+    pub(super) fn client_tools(&self) -> &[ClientTool] {
+        &self.client_tools
+    }
+
+    /// The client tool named `name` that the agent may call, if any.
+    pub(super) fn client_tool(&self, name: &str) -> Option<&ClientTool> {
+        self.client_tools.iter().find(|t| t.name == name)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn client_tool(name: &str) -> ClientTool {
+        ClientTool {
+            name: name.into(),
+            description: "d".into(),
+            parameters: serde_json::json!({"type": "object"}),
+            timeout_ms: 1_000,
+        }
+    }
+
+    #[test]
+    fn the_session_agent_gets_the_client_tools_and_a_subagent_never_does() {
+        let disabled = Arc::new(vec!["bash".to_owned()]);
+        let session = Offer::session(
+            disabled,
+            Some(vec!["read".into(), "bash".into(), "open_ticket".into()]),
+            Arc::new(vec![client_tool("open_ticket")]),
+        );
+        assert!(session.offers("read"));
+        assert!(!session.offers("grep"), "its profile does not list it");
+        assert!(!session.offers("bash"), "the settings disable it");
+        assert!(session.offers("open_ticket"));
+        assert!(session.delegates());
+
+        // Even a subagent profile that lists the client's tool is refused it.
+        let subagent = session.subagent(Some(vec!["read".into(), "open_ticket".into()]));
+        assert!(subagent.offers("read"));
+        assert!(!subagent.offers("open_ticket"));
+        assert!(subagent.client_tool("open_ticket").is_none());
+        assert!(!subagent.delegates());
+        assert!(subagent.disabled("bash"));
+        // Without a list, everything but the disabled and the client's tools.
+        let unlisted = session.subagent(None);
+        assert!(unlisted.offers("grep"));
+        assert!(!unlisted.offers("bash"));
+        assert!(!unlisted.offers("open_ticket"));
+    }
+}

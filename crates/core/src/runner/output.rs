@@ -1,0 +1,254 @@
+//! The run's output: its events and the budgets of what it shows, shared by the turn and
+//! its subagents.
+//!
+//! Deltas are best effort and dropped when the channel is full (their part numbers keep
+//! counting, so the client sees the gap); every other event is critical and waits for
+//! room at most [`CRITICAL_EVENT_WAIT_MS`]. A critical event that cannot be delivered
+//! marks the output lost and cancels the run, which then ends `output_unavailable`.
+//! Everything the run sends passes [`Output::safe`].
+
+use std::time::Duration;
+
+use magi_protocol::cards::{Card, Origin, ToolCardEvent};
+use magi_protocol::limits::{CRITICAL_EVENT_WAIT_MS, LIVE_CHUNK_BYTES};
+use magi_protocol::messages::{
+    Activity, ActivityKind, ActivityState, ApprovalRequested, Diagnostic, Event, MessageDelta,
+    MessageReconcile,
+};
+use magi_protocol::text::{redact_values, sanitize};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use super::live_cards::{LiveCards, Snapshot};
+use super::text::chunks;
+use crate::cards::{CardSource, project};
+
+/// The run's events and what it has spent of its budgets.
+pub(super) struct Output {
+    events: mpsc::Sender<Event>,
+    session_id: String,
+    run_id: String,
+    /// Cancels the run: the client's cancel, a lost output or an exceeded bound.
+    pub(super) cancel: CancellationToken,
+    /// The backend's credential values, redacted from everything the run sends.
+    secrets: Vec<String>,
+    /// A critical event could not be delivered.
+    lost: bool,
+    /// Bytes of model text received, against `RUN_CONTENT_BYTES`.
+    pub(super) content_bytes: usize,
+    /// Assistant segments recorded, against `RUN_CONTENT_SEGMENTS`.
+    pub(super) segments: usize,
+    /// Activities started, against `RUN_ACTIVITIES`.
+    pub(super) activities: usize,
+    /// The run's live cards.
+    cards: LiveCards,
+}
+
+impl Output {
+    /// The output of run `run_id` of session `session_id`, with cards when `tool.cards`
+    /// was negotiated.
+    pub(super) fn new(
+        events: mpsc::Sender<Event>,
+        session_id: String,
+        run_id: String,
+        cancel: CancellationToken,
+        secrets: Vec<String>,
+        tool_cards: bool,
+    ) -> Output {
+        Output {
+            events,
+            session_id,
+            run_id,
+            cancel,
+            secrets,
+            lost: false,
+            content_bytes: 0,
+            segments: 0,
+            activities: 0,
+            cards: LiveCards::new(tool_cards),
+        }
+    }
+
+    /// The session the run belongs to.
+    pub(super) fn session_id(&self) -> &str {
+        &self.session_id
+    }
+
+    /// The run's ID.
+    pub(super) fn run_id(&self) -> &str {
+        &self.run_id
+    }
+
+    /// Whether a critical event could not be delivered.
+    pub(super) fn lost(&self) -> bool {
+        self.lost
+    }
+
+    /// The identity of the run's next activity: `<prefix>-<n>`.
+    pub(super) fn next_activity_id(&mut self, prefix: &str) -> String {
+        self.activities += 1;
+        format!("{prefix}-{}", self.activities)
+    }
+
+    /// Text as it may leave the run: controls stripped, secret-like tokens and the
+    /// backend's own credential values redacted.
+    pub(super) fn safe(&self, text: &str) -> String {
+        redact_values(&sanitize(text), &self.secrets)
+    }
+
+    /// `text` with the backend's credential values redacted and nothing else changed:
+    /// what the model and the log may hold of a reply or a tool result.
+    pub(super) fn without_credentials(&self, text: &str) -> String {
+        redact_values(text, &self.secrets)
+    }
+
+    /// Sends a delta if there is room; a dropped delta leaves a gap in the parts.
+    pub(super) fn delta(&self, message_id: &str, part: u64, text: &str) {
+        let _ = self.events.try_send(Event::MessageDelta(MessageDelta {
+            session_id: self.session_id.clone(),
+            run_id: self.run_id.clone(),
+            message_id: message_id.to_owned(),
+            part,
+            text: text.to_owned(),
+        }));
+    }
+
+    /// Sends the whole of a recorded message, in parts, replacing its deltas.
+    pub(super) async fn reconcile(&mut self, message_id: &str, text: &str, partial: bool) {
+        let text = self.safe(text);
+        let parts = chunks(&text, LIVE_CHUNK_BYTES);
+        let last = parts.len() - 1;
+        for (part, chunk) in parts.into_iter().enumerate() {
+            let event = Event::MessageReconcile(MessageReconcile {
+                session_id: self.session_id.clone(),
+                run_id: self.run_id.clone(),
+                message_id: message_id.to_owned(),
+                part: part as u64,
+                text: chunk.to_owned(),
+                last_part: part == last,
+                partial,
+            });
+            self.critical(event).await;
+        }
+    }
+
+    /// A tool call's activity: kind `subagent` for a `task` call, `tool` for the others.
+    pub(super) async fn activity(
+        &mut self,
+        activity_id: &str,
+        name: &str,
+        state: ActivityState,
+        summary: &str,
+    ) {
+        let kind = if name == magi_config::TASK_TOOL {
+            ActivityKind::Subagent
+        } else {
+            ActivityKind::Tool
+        };
+        self.activity_of(kind, activity_id, name, state, summary)
+            .await;
+    }
+
+    /// An activity of any kind.
+    pub(super) async fn activity_of(
+        &mut self,
+        kind: ActivityKind,
+        activity_id: &str,
+        name: &str,
+        state: ActivityState,
+        summary: &str,
+    ) {
+        let event = Event::Activity(Activity {
+            session_id: self.session_id.clone(),
+            run_id: self.run_id.clone(),
+            activity_id: activity_id.to_owned(),
+            kind,
+            state,
+            name: name.to_owned(),
+            summary: summary.to_owned(),
+        });
+        self.critical(event).await;
+    }
+
+    /// Announces an approval the run waits for.
+    pub(super) async fn approval_requested(
+        &mut self,
+        approval_id: &str,
+        summary: &str,
+        expires_in_ms: u64,
+    ) {
+        let event = Event::ApprovalRequested(ApprovalRequested {
+            session_id: self.session_id.clone(),
+            run_id: self.run_id.clone(),
+            approval_id: approval_id.to_owned(),
+            summary: summary.to_owned(),
+            expires_in_ms,
+        });
+        self.critical(event).await;
+    }
+
+    /// Tells the client why the run is ending the way it is.
+    pub(super) async fn diagnostic(&mut self, code: &str, summary: &str) {
+        let event = Event::Diagnostic(Diagnostic {
+            session_id: self.session_id.clone(),
+            run_id: self.run_id.clone(),
+            code: code.to_owned(),
+            summary: summary.to_owned(),
+        });
+        self.critical(event).await;
+    }
+
+    /// Sends a snapshot of the card of `activity_id` projected from `source` (whose
+    /// identity, origin and revision are filled in here). Returns the card as admitted
+    /// by the budget, or none when cards are off or an interim snapshot did not fit.
+    pub(super) async fn card(
+        &mut self,
+        activity_id: &str,
+        snapshot: Snapshot,
+        source: CardSource<'_>,
+    ) -> Option<Card> {
+        if !self.cards.enabled {
+            return None;
+        }
+        let revision = self.cards.revision(activity_id);
+        let source = CardSource {
+            activity_id,
+            origin: Origin::Live,
+            revision,
+            ..source
+        };
+        let card = self.cards.admit(snapshot, project(&source))?;
+        self.cards.advance(activity_id, revision);
+        let event = Event::ToolCard(Box::new(ToolCardEvent {
+            session_id: self.session_id.clone(),
+            run_id: self.run_id.clone(),
+            activity_id: activity_id.to_owned(),
+            part: 0,
+            last_part: true,
+            card: card.clone(),
+        }));
+        self.critical(event).await;
+        Some(card)
+    }
+
+    /// Sends a critical event, waiting at most the critical bound; on failure the run is
+    /// cancelled and ends with `output_unavailable`.
+    pub(super) async fn critical(&mut self, event: Event) {
+        if self.lost {
+            return;
+        }
+        let wait = Duration::from_millis(CRITICAL_EVENT_WAIT_MS);
+        if self.events.send_timeout(event, wait).await.is_err() {
+            self.lost = true;
+            self.cancel.cancel();
+        }
+    }
+
+    /// Sends the run's terminal event, unless the output is already lost.
+    pub(super) async fn finished(&mut self, event: Event) {
+        if !self.lost {
+            let wait = Duration::from_millis(CRITICAL_EVENT_WAIT_MS);
+            let _ = self.events.send_timeout(event, wait).await;
+        }
+    }
+}

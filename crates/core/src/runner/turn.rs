@@ -1,0 +1,272 @@
+//! The session's turn: its durable input, the conversation of the session's agent, and
+//! its end.
+
+use std::sync::Arc;
+
+use magi_protocol::ErrorCode;
+use magi_protocol::messages::{Event, InputPersisted, Persistence, RunFinished, RunOutcome};
+use magi_provider::Item;
+use magi_store::records::{RecordBody, TurnOutcome};
+
+use super::calls::{CallService, Gates, Role};
+use super::conversation::conversation;
+use super::dialogue::round_trip;
+use super::ending::Ending;
+use super::exchange::Exchange;
+use super::journal::{Journal, Workspace};
+use super::offer::Offer;
+use super::output::Output;
+use super::task::Subagents;
+use crate::agent::Agent;
+use crate::client_tools::ClientTool;
+use crate::sessions::Sessions;
+
+/// Model round trips one turn may take before it is stopped as failed.
+const MAX_STEPS: usize = 64;
+
+/// One admitted turn.
+#[derive(Debug, Clone)]
+pub struct TurnRequest {
+    /// The attached session.
+    pub session_id: String,
+    /// The run's UUID.
+    pub run_id: String,
+    /// The prompt, already checked (non-blank, within the bound).
+    pub prompt: String,
+    /// Whether the client negotiated `tool.cards`: the run then sends `tool.card`
+    /// events.
+    pub tool_cards: bool,
+    /// The tools the client registered (`client.tools`); empty without it.
+    pub client_tools: Arc<Vec<ClientTool>>,
+}
+
+/// The session's turn.
+pub(super) struct Turn {
+    request: TurnRequest,
+    /// The session's agent and what it is offered.
+    exchange: Exchange,
+    workspace: Workspace,
+    gates: Gates,
+    /// Runs the agent's `task` calls.
+    subagents: Subagents,
+    /// The input was appended.
+    input_durable: bool,
+    /// An append after the input failed.
+    degraded: bool,
+}
+
+impl Turn {
+    /// The turn of `request` by `agent`, in the workspace of `sessions`.
+    pub(super) fn new(
+        sessions: &Sessions,
+        agent: Agent,
+        request: TurnRequest,
+        gates: Gates,
+    ) -> Turn {
+        let offer = Offer::session(
+            Arc::clone(&agent.disabled_tools),
+            agent
+                .profile
+                .as_deref()
+                .and_then(|(_, profile)| profile.tools.clone()),
+            Arc::clone(&request.client_tools),
+        );
+        Turn {
+            request,
+            exchange: Exchange::new(agent, offer, true),
+            workspace: Workspace::of(sessions),
+            gates,
+            subagents: Subagents::default(),
+            input_durable: false,
+            degraded: false,
+        }
+    }
+
+    /// Runs the turn and returns its `run.finished` event, for the caller to send once
+    /// the sessions are handed back.
+    pub(super) async fn run(&mut self, sessions: &mut Sessions, output: &mut Output) -> Event {
+        let ending = match self.persist_input(sessions, output).await {
+            Ok(mut items) => self.converse(sessions, output, &mut items).await,
+            Err(ending) => ending,
+        };
+        self.finish(sessions, output, ending)
+    }
+
+    /// The turn's ID: the run's.
+    fn turn_id(&self) -> String {
+        self.request.run_id.clone()
+    }
+
+    /// Appends the turn's start and the prompt, then acknowledges them.
+    async fn persist_input(
+        &mut self,
+        sessions: &mut Sessions,
+        output: &mut Output,
+    ) -> Result<Vec<Item>, Ending> {
+        let records = sessions.records().map_err(Ending::failed)?;
+        // Calls a crashed run left without a result are settled first: nothing that
+        // might have had effects runs again, and the model is told what is known.
+        let turn_id = self.turn_id();
+        let mut journal = Journal::session(sessions);
+        let mut service = CallService {
+            output,
+            journal: &mut journal,
+            workspace: &self.workspace,
+            agent: &self.exchange.agent,
+            offer: &self.exchange.offer,
+            gates: &self.gates,
+            turn_id: &turn_id,
+        };
+        let recovered = service.recover(&mut Role::Session(&mut self.subagents), &records);
+        let records = match recovered {
+            Some(0) => records,
+            Some(_) => sessions.records().map_err(Ending::failed)?,
+            None => return Err(Ending::failed(ErrorCode::PersistenceFailed)),
+        };
+        let mut items = conversation(&records);
+        items.push(Item::User {
+            text: self.request.prompt.clone(),
+        });
+        let started = RecordBody::TurnStarted {
+            turn_id: turn_id.clone(),
+        };
+        let input = RecordBody::UserInput {
+            turn_id,
+            message_id: format!("u-{}", self.request.run_id),
+            text: self.request.prompt.clone(),
+        };
+        for body in [started, input] {
+            if sessions.append(body).is_err() {
+                return Err(Ending::failed(ErrorCode::PersistenceFailed));
+            }
+        }
+        self.input_durable = true;
+        let (revision, message_id) = match sessions.refresh() {
+            Ok((revision, Some(message_id))) => (revision, message_id),
+            Ok((_, None)) | Err(_) => {
+                // The prompt is on disk but cannot be shown as a projection entry.
+                self.degraded = true;
+                return Err(Ending::failed(ErrorCode::PersistenceFailed));
+            }
+        };
+        let event = Event::InputPersisted(InputPersisted {
+            session_id: self.request.session_id.clone(),
+            run_id: self.request.run_id.clone(),
+            message_id,
+            durable: true,
+            revision,
+        });
+        output.critical(event).await;
+        if output.lost() {
+            return Err(Ending::failed(ErrorCode::OutputUnavailable));
+        }
+        Ok(items)
+    }
+
+    /// Model round trips until the model stops asking for tools.
+    async fn converse(
+        &mut self,
+        sessions: &mut Sessions,
+        output: &mut Output,
+        items: &mut Vec<Item>,
+    ) -> Ending {
+        let turn_id = self.turn_id();
+        let mut journal = Journal::session(sessions);
+        let mut service = CallService {
+            output,
+            journal: &mut journal,
+            workspace: &self.workspace,
+            agent: &self.exchange.agent,
+            offer: &self.exchange.offer,
+            gates: &self.gates,
+            turn_id: &turn_id,
+        };
+        let mut role = Role::Session(&mut self.subagents);
+        let mut ending = None;
+        for _ in 0..MAX_STEPS {
+            // Job notices belong to the session's own conversation.
+            deliver_job_notices(&mut service, items);
+            ending = round_trip(&self.exchange, &mut service, &mut role, items).await;
+            if ending.is_some() {
+                break;
+            }
+        }
+        let ending = match ending {
+            Some(ending) => ending,
+            None => {
+                service
+                    .output
+                    .diagnostic(
+                        "step_limit",
+                        "The turn reached its limit of model round trips.",
+                    )
+                    .await;
+                Ending::failed(ErrorCode::ExecutionFailed)
+            }
+        };
+        self.degraded |= journal.degraded();
+        ending
+    }
+
+    /// Records the end of the turn and builds `run.finished`.
+    fn finish(&mut self, sessions: &mut Sessions, output: &Output, ending: Ending) -> Event {
+        // Whatever else happened, a run whose critical events could not be delivered
+        // ends as `output_unavailable`.
+        let ending = if output.lost() {
+            Ending::failed(ErrorCode::OutputUnavailable)
+        } else {
+            ending
+        };
+        let persistence = if !self.input_durable {
+            Persistence::NotStarted
+        } else {
+            let outcome = match ending.outcome {
+                RunOutcome::Completed => TurnOutcome::Completed,
+                RunOutcome::Cancelled => TurnOutcome::Cancelled,
+                RunOutcome::Failed => TurnOutcome::Failed,
+            };
+            let mut journal = Journal::session(sessions);
+            journal.append(RecordBody::TurnFinished {
+                turn_id: self.turn_id(),
+                outcome,
+                error_code: ending.error_code.map(|c| c.as_str().to_owned()),
+            });
+            if self.degraded || journal.degraded() {
+                Persistence::Degraded
+            } else {
+                Persistence::Durable
+            }
+        };
+        let revision = if self.input_durable {
+            sessions.refresh().ok().map(|(revision, _)| revision)
+        } else {
+            None
+        };
+        Event::RunFinished(RunFinished {
+            session_id: self.request.session_id.clone(),
+            run_id: self.request.run_id.clone(),
+            outcome: ending.outcome,
+            persistence,
+            revision,
+            error_code: ending.error_code,
+        })
+    }
+}
+
+/// Gives the model the ends of this session's background jobs that it was not told of
+/// yet, each recorded before the request that carries it.
+fn deliver_job_notices(service: &mut CallService<'_, '_>, items: &mut Vec<Item>) {
+    let Some(conversation) = &service.workspace.conversation else {
+        return;
+    };
+    for notice in magi_tools::take_notices(conversation) {
+        service.journal.append(RecordBody::AsyncBashEvent {
+            turn_id: service.turn_id.to_owned(),
+            job_id: notice.job_id,
+            state: notice.state,
+            text: notice.text.clone(),
+            facts: serde_json::to_value(notice.facts).ok(),
+        });
+        items.push(Item::User { text: notice.text });
+    }
+}

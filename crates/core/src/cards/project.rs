@@ -20,7 +20,7 @@ const CORE_CLEANUP_BYTES: usize = 128;
 /// The card for `source`: valid under [`magi_protocol::cards::validate`] and at most
 /// [`CARD_BYTES`] serialized. Oversized detail is reduced deterministically (preview
 /// lines, resource rows, optional values, whole optional blocks); when even that does
-/// not fit, the result is [`core`] of the card.
+/// not fit, the result is [`core()`] of the card.
 pub fn project(source: &CardSource) -> Card {
     let mut draft = Draft::new(source);
     // Most cards fit as selected: build and size them once.

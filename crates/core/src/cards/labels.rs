@@ -1,0 +1,101 @@
+//! The fixed row labels of the card rows and the public protection labels a card may
+//! carry.
+
+/// Label of the Bash notice row for the humanize protection, which this backend does
+/// not have: its value is always null.
+pub const ROW_HUMANIZE_PROTECTION: &str = "Humanize protection";
+/// Label of the Bash notice row for the recorded protection label.
+pub const ROW_BASH_PROTECTION: &str = "Bash protection";
+/// Label of the Bash notice row for the file tracking status.
+pub const ROW_FILE_TRACKING: &str = "File tracking";
+/// Label of the Bash notice row for the inferred file activity aggregate.
+pub const ROW_INFERRED_FILE_ACTIVITY: &str = "Inferred file activity";
+/// Label of the Bash execution row for the timeout.
+pub const ROW_COMMAND_TIMEOUT: &str = "Command timeout";
+/// Label of the Bash execution row for capture truncation.
+pub const ROW_OUTPUT_TRUNCATION: &str = "Output truncation";
+/// Label of the Bash execution row for a cleanup warning.
+pub const ROW_CLEANUP_WARNING: &str = "Cleanup warning";
+/// Label of the Bash execution row for a failed command's explanation.
+pub const ROW_FAILURE_EXPLANATION: &str = "Failure explanation";
+/// Label of the Bash execution row, and of the job row, for output line counts.
+pub const ROW_OUTPUT_LINES: &str = "Output lines";
+/// Label of the row naming the job a command moved to.
+pub const ROW_BACKGROUND_JOB: &str = "Background job";
+/// Label of the `read` and `bash_log` row for the lines returned.
+pub const ROW_LINES_SHOWN: &str = "Lines shown";
+/// Label of the `read` row for the file's length in lines.
+pub const ROW_FILE_LINES: &str = "File lines";
+/// Label of the `read` row for a stop at a bound.
+pub const ROW_STOPPED_AT_BOUND: &str = "Stopped at bound";
+/// Label of the `read` row for a binary file.
+pub const ROW_BINARY: &str = "Binary";
+/// Label of the search row for what was looked for.
+pub const ROW_PATTERN: &str = "Pattern";
+/// Label of the search row for where it looked.
+pub const ROW_SCOPE: &str = "Scope";
+/// Label of the search row for the reported count.
+pub const ROW_MATCHES: &str = "Matches";
+/// Label of the `grep` row for the files with a match.
+pub const ROW_FILES_WITH_MATCHES: &str = "Files with matches";
+/// Label of the search row for scan completeness.
+pub const ROW_SCAN: &str = "Scan";
+/// Label of the change row for operations applied.
+pub const ROW_OPERATIONS_APPLIED: &str = "Operations applied";
+/// Label of the `write` row for a file that did not exist before.
+pub const ROW_FILE_CREATED: &str = "File created";
+/// Label of the change row for a file whose content changed.
+pub const ROW_FILE_CHANGED: &str = "File changed";
+/// Label of the `web_fetch` row for the HTTP status.
+pub const ROW_HTTP_STATUS: &str = "HTTP status";
+/// Label of the `web_fetch` row for the content type.
+pub const ROW_CONTENT_TYPE: &str = "Content type";
+/// Label of the `web_fetch` row for the body bytes read.
+pub const ROW_BYTES_READ: &str = "Bytes read";
+/// Label of the `web_fetch` row for a cut at a bound.
+pub const ROW_CUT_AT_BOUND: &str = "Cut at bound";
+/// Label of the job row for the job's ID.
+pub const ROW_JOB: &str = "Job";
+/// Label of the job row for the job's state.
+pub const ROW_STATE: &str = "State";
+/// Label of the task row for the subagent profile.
+pub const ROW_SUBAGENT: &str = "Subagent";
+/// Label of the task row for the subagent's model requests.
+pub const ROW_MODEL_REQUESTS: &str = "Model requests";
+/// Label of the task row for the tool calls the subagent asked for.
+pub const ROW_TOOL_CALLS: &str = "Tool calls";
+/// Label of the task row for how the subagent ended.
+pub const ROW_ENDED: &str = "Ended";
+/// Label of the task row for the size of the subagent's final response.
+pub const ROW_FINAL_RESPONSE: &str = "Final response";
+/// Label of the MCP row for the server.
+pub const ROW_SERVER: &str = "Server";
+/// Label of the MCP row for the tool at the server.
+pub const ROW_TOOL: &str = "Tool";
+/// Label of the MCP row for whether the server answered.
+pub const ROW_ANSWERED: &str = "Answered";
+/// Label of the MCP row for whether the server marked its answer as an error.
+pub const ROW_SERVER_ERROR: &str = "Server error";
+/// Label of the MCP row for the answer's size.
+pub const ROW_RESULT_SIZE: &str = "Result size";
+/// Label of the MCP row for content not given as text.
+pub const ROW_NON_TEXT_CONTENT: &str = "Non-text content";
+
+/// Every public protection label of the contract. Only these are ever copied into a
+/// card; any other recorded string is unavailable.
+pub const PUBLIC_PROTECTION_LABELS: [&str; 11] = [
+    "allowed",
+    "allowed automatically",
+    "allowed by user",
+    "allowed by API failure policy",
+    "denied by API failure policy",
+    "denied by user",
+    "denied; approval unavailable",
+    "denied; needs humanizing",
+    "approval required",
+    "no added prose",
+    "no comments or documentation",
+];
+
+/// The public label of a pending approval.
+pub(super) const APPROVAL_REQUIRED: &str = "approval required";

@@ -1,0 +1,144 @@
+//! `initialize`, `status`, `shutdown` and `operation.cancel`: the child's capabilities,
+//! readiness and lifecycle.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::approvals::{ClientToolDefinition, ClientToolsDescriptor};
+use super::catalog::SelectionStatus;
+use crate::error::StartupError;
+use crate::limits::Limits;
+
+/// Params of `initialize`: exactly `{"required_capabilities": [...]}`, plus
+/// `client_tools` when `client.tools` is required.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct InitializeParams {
+    /// Capabilities the client needs. At most 16 names (18 with `client.tools`),
+    /// duplicates counted; each follows the name grammar. Gated capabilities work only
+    /// when named here.
+    pub required_capabilities: Vec<String>,
+    /// The tools the client registers for this child's life; present exactly when
+    /// `client.tools` is required.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_tools: Option<Vec<ClientToolDefinition>>,
+}
+
+/// Params of `operation.cancel`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct OperationCancelParams {
+    /// The request ID of the operation to cancel.
+    pub request_id: String,
+}
+
+/// The result of `operation.cancel`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct OperationCancelResult {
+    /// Whether that request's operation was running and was asked to stop.
+    pub cancellation_requested: bool,
+}
+
+/// The result of a successful `initialize`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct InitializeResult {
+    /// The sixteen base capabilities in the protocol's order, then negotiated extensions.
+    pub capabilities: Vec<String>,
+    /// Every bound of the protocol.
+    pub limits: Limits,
+    /// The child's status once ready.
+    pub status: StatusResult,
+    /// The descriptors of negotiated extensions; absent when none was negotiated.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub extensions: Option<Extensions>,
+}
+
+/// The `extensions` object of an `initialize` result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Extensions {
+    /// The `tool.cards` descriptor, schema 1, when negotiated.
+    #[serde(
+        rename = "tool.cards",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub tool_cards: Option<crate::cards::ToolCardsDescriptor>,
+    /// The `client.tools` descriptor, when negotiated.
+    #[serde(
+        rename = "client.tools",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub client_tools: Option<ClientToolsDescriptor>,
+}
+
+/// The lifecycle state reported by `status`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum RuntimeState {
+    /// Initialization was admitted and startup is running.
+    Starting,
+    /// Ready, with no active run.
+    Idle,
+    /// Ready, with an active run.
+    Running,
+    /// Startup failed; `readiness` holds the reason. Restart to retry.
+    Failed,
+}
+
+/// Where startup is, while it runs or once it ended well.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ReadinessPhase {
+    /// Startup is running.
+    Initializing,
+    /// Locally configured: provider selected and credential present (not remotely proven).
+    Ready,
+}
+
+/// `status.readiness`: a phase, or the startup error code after a failed startup.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum Readiness {
+    /// Initializing or ready.
+    Phase(ReadinessPhase),
+    /// The safe startup error code.
+    Failed(StartupError),
+}
+
+/// The result of `status` (and the `status` inside the `initialize` result).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct StatusResult {
+    /// Lifecycle state.
+    pub state: RuntimeState,
+    /// Startup phase or failure code.
+    pub readiness: Readiness,
+    /// The effective provider; null while starting or when unsafe to show.
+    pub provider: Option<String>,
+    /// The effective model; null while starting or when unsafe to show.
+    pub model: Option<String>,
+    /// The opaque context identity digest; null while starting.
+    pub context_id: Option<String>,
+    /// The attached session, if any.
+    pub session_id: Option<String>,
+    /// The active run, if any.
+    pub run_id: Option<String>,
+    /// The current selection; null while starting and after a failed startup.
+    #[serde(default)]
+    pub selection: Option<SelectionStatus>,
+}
+
+/// The state in a `shutdown` result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum StoppingState {
+    /// No later input is admitted.
+    Stopping,
+}
+
+/// The result of `shutdown`: exactly `{"state":"stopping"}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ShutdownResult {
+    /// Always `stopping`.
+    pub state: StoppingState,
+}

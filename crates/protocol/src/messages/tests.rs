@@ -1,0 +1,79 @@
+//! Unit tests of the message types' parsing rules.
+
+use super::*;
+use crate::error::StartupError;
+
+#[test]
+fn effort_requests_are_exact() {
+    let parse = |effort: &str| {
+        serde_json::from_str::<SelectionSetParams>(&format!(
+            r#"{{"session_id":"s","selection_revision":"r","catalog_revision":"c","provider":"p","model":"m"{effort}}}"#
+        ))
+    };
+    assert_eq!(parse("").unwrap().effort, None);
+    assert_eq!(
+        parse(r#","effort":{"mode":"keep"}"#).unwrap().effort,
+        Some(EffortRequest::Keep)
+    );
+    assert_eq!(
+        parse(r#","effort":{"mode":"set","value":"high"}"#)
+            .unwrap()
+            .effort,
+        Some(EffortRequest::Set {
+            value: Effort::High
+        })
+    );
+    for bad in [
+        r#","effort":null"#,
+        r#","effort":{"mode":"keep","value":"high"}"#,
+        r#","effort":{"mode":"default","value":"low"}"#,
+        r#","effort":{"mode":"set"}"#,
+        r#","effort":{"mode":"set","value":null}"#,
+        r#","effort":{"mode":"set","value":"HIGH"}"#,
+        r#","effort":{"mode":"turbo"}"#,
+        r#","effort":{"mode":"set","value":"high","x":1}"#,
+        r#","extra":1"#,
+    ] {
+        assert!(parse(bad).is_err(), "{bad}");
+    }
+}
+
+#[test]
+fn params_are_exact_and_results_tolerate_additions() {
+    assert!(serde_json::from_str::<EmptyParams>(r#"{"x":1}"#).is_err());
+    assert!(
+        serde_json::from_str::<InitializeParams>(r#"{"required_capabilities":[],"x":1}"#).is_err()
+    );
+    let status = r#"{"state":"failed","readiness":"provider_unavailable","provider":null,"model":null,"context_id":null,"session_id":null,"run_id":null,"selection":null}"#;
+    let status: StatusResult = serde_json::from_str(status).unwrap();
+    assert_eq!(
+        status.readiness,
+        Readiness::Failed(StartupError::ProviderUnavailable)
+    );
+    assert!(serde_json::from_str::<Readiness>(r#""maybe""#).is_err());
+}
+
+#[test]
+fn session_list_params_are_exact() {
+    let parse = serde_json::from_str::<SessionListParams>;
+    assert_eq!(parse("{}").unwrap(), SessionListParams::default());
+    let all = parse(r#"{"revision":"r","cursor":"c","limit":5}"#).unwrap();
+    assert_eq!(
+        (all.revision.as_deref(), all.cursor.as_deref(), all.limit),
+        (Some("r"), Some("c"), Some(5))
+    );
+    let nulls = parse(r#"{"revision":null,"cursor":null}"#).unwrap();
+    assert_eq!(nulls, SessionListParams::default());
+    for bad in [
+        r#"{"limit":null}"#,
+        r#"{"limit":-1}"#,
+        r#"{"limit":1.5}"#,
+        r#"{"limit":"1"}"#,
+        r#"{"revision":1}"#,
+        r#"{"x":1}"#,
+        r#"{"limit":1,"limit":2}"#,
+        r#"{"cursor":null,"cursor":null}"#,
+    ] {
+        assert!(parse(bad).is_err(), "{bad}");
+    }
+}

@@ -1,0 +1,225 @@
+//! Turns and their events: `turn.start`, `turn.cancel` and the data of each run event.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::approvals::{ApprovalRequested, ClientToolCall, ClientToolCancel};
+use crate::error::ErrorCode;
+
+/// Params of `turn.start`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TurnStartParams {
+    /// The attached session.
+    pub session_id: String,
+    /// The prompt: non-blank, at most 16,384 UTF-8 bytes.
+    pub prompt: String,
+}
+
+/// Params of `turn.cancel`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TurnCancelParams {
+    /// The attached session.
+    pub session_id: String,
+    /// The active run.
+    pub run_id: String,
+}
+
+/// The result of `turn.start`: admission only, not persistence or success.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct TurnStartResult {
+    /// The run's UUID.
+    pub run_id: String,
+    /// Always true.
+    pub accepted: bool,
+}
+
+/// The result of `turn.cancel`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct TurnCancelResult {
+    /// Always true; the terminal event follows cleanup.
+    pub cancellation_requested: bool,
+}
+
+/// Data of `input.persisted`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct InputPersisted {
+    /// The session.
+    pub session_id: String,
+    /// The run.
+    pub run_id: String,
+    /// The persisted input's message ID within `revision`.
+    pub message_id: String,
+    /// Always true.
+    pub durable: bool,
+    /// The history revision of the acknowledgement.
+    pub revision: String,
+}
+
+/// Data of `message.delta`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct MessageDelta {
+    /// The session.
+    pub session_id: String,
+    /// The run.
+    pub run_id: String,
+    /// The assistant segment.
+    pub message_id: String,
+    /// Delta part number, from 0, increasing per message; a gap means a dropped delta.
+    pub part: u64,
+    /// Redacted text to append.
+    pub text: String,
+}
+
+/// Data of `message.reconcile`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct MessageReconcile {
+    /// The session.
+    pub session_id: String,
+    /// The run.
+    pub run_id: String,
+    /// The assistant segment.
+    pub message_id: String,
+    /// Reconciliation part number, from 0.
+    pub part: u64,
+    /// Authoritative text of this part.
+    pub text: String,
+    /// Whether this part completes the reconciliation.
+    pub last_part: bool,
+    /// Whether the segment itself is partial (failed or cancelled).
+    pub partial: bool,
+}
+
+/// What an activity is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ActivityKind {
+    /// A tool call.
+    Tool,
+    /// A subagent.
+    Subagent,
+    /// A compaction.
+    Compaction,
+}
+
+/// Where an activity is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ActivityState {
+    /// Started.
+    Started,
+    /// Completed.
+    Completed,
+    /// Failed.
+    Failed,
+}
+
+/// Data of `activity`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Activity {
+    /// The session.
+    pub session_id: String,
+    /// The run.
+    pub run_id: String,
+    /// The activity, run-scoped.
+    pub activity_id: String,
+    /// What it is.
+    pub kind: ActivityKind,
+    /// Where it is.
+    pub state: ActivityState,
+    /// Its name (a tool name, a profile name).
+    pub name: String,
+    /// A safe summary, at most 1024 UTF-8 bytes; never raw params or results.
+    pub summary: String,
+}
+
+/// Data of `diagnostic`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Diagnostic {
+    /// The session.
+    pub session_id: String,
+    /// The run.
+    pub run_id: String,
+    /// What kind of diagnostic this is.
+    pub code: String,
+    /// A redacted summary, at most 1024 UTF-8 bytes.
+    pub summary: String,
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum RunOutcome {
+    /// The model stopped on its own.
+    Completed,
+    /// Cancelled by the client, shutdown or end of input.
+    Cancelled,
+    /// Failed.
+    Failed,
+}
+
+/// What of the run reached durable history.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Persistence {
+    /// Everything required was appended.
+    Durable,
+    /// The input was appended, something later was not.
+    Degraded,
+    /// Nothing was appended.
+    NotStarted,
+}
+
+/// Data of `run.finished`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct RunFinished {
+    /// The session.
+    pub session_id: String,
+    /// The run.
+    pub run_id: String,
+    /// How the run ended.
+    pub outcome: RunOutcome,
+    /// What reached durable history.
+    pub persistence: Persistence,
+    /// The history revision to page next; null means reopen to obtain history.
+    pub revision: Option<String>,
+    /// Why the run failed, if it did.
+    pub error_code: Option<ErrorCode>,
+}
+
+/// A run event: its name and data, tagged as the event frame carries them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "event", content = "data")]
+pub enum Event {
+    /// `input.persisted`.
+    #[serde(rename = "input.persisted")]
+    InputPersisted(InputPersisted),
+    /// `message.delta`.
+    #[serde(rename = "message.delta")]
+    MessageDelta(MessageDelta),
+    /// `message.reconcile`.
+    #[serde(rename = "message.reconcile")]
+    MessageReconcile(MessageReconcile),
+    /// `activity`.
+    #[serde(rename = "activity")]
+    Activity(Activity),
+    /// `approval.requested`.
+    #[serde(rename = "approval.requested")]
+    ApprovalRequested(ApprovalRequested),
+    /// `diagnostic`.
+    #[serde(rename = "diagnostic")]
+    Diagnostic(Diagnostic),
+    /// `run.finished`.
+    #[serde(rename = "run.finished")]
+    RunFinished(RunFinished),
+    /// `tool.card`, only with `tool.cards` negotiated.
+    #[serde(rename = "tool.card")]
+    ToolCard(Box<crate::cards::ToolCardEvent>),
+    /// `client.tool.call`, only with `client.tools` negotiated.
+    #[serde(rename = "client.tool.call")]
+    ClientToolCall(Box<ClientToolCall>),
+    /// `client.tool.cancel`, only with `client.tools` negotiated.
+    #[serde(rename = "client.tool.cancel")]
+    ClientToolCancel(ClientToolCancel),
+}

@@ -7,10 +7,9 @@ use magi_protocol::messages::ActivityState;
 use magi_store::records::{RecordBody, ToolOutcome};
 use magi_tools::ToolReport;
 
-use super::{
-    Call, CallService, Ended, Group, InFlight, Progress, Role, SafeResult, Settled, Staged,
-    outcome_of, refused, result_record,
-};
+use super::progress::{Ended, Group, InFlight, Progress, Settled, Staged};
+use super::role::Role;
+use super::{Call, CallService, SafeResult, outcome_of, refused, result_record};
 use crate::cards::{CardSource, PreviewSource, Settlement};
 use crate::runner::live_cards::Snapshot;
 use crate::runner::text::bounded;

@@ -65,6 +65,7 @@ use crate::agent::Agent;
 use crate::cards::{CardSource, PreviewSource, Settlement};
 use crate::client_tools::ClientTool;
 use progress::{Claimed, Execution, Progress, Settled};
+use settle::Refusal;
 
 /// One call the model asked for.
 pub(super) struct Call {
@@ -144,23 +145,23 @@ impl CallService<'_, '_> {
             self.card(role, &activity_id, Snapshot::Initial, running)
                 .await;
             if self.output.cancel.is_cancelled() {
-                let report = refused("not started: the turn was cancelled");
-                let staged = self.staged(
-                    index,
-                    call,
-                    &activity_id,
-                    report,
-                    ToolOutcome::Cancelled,
-                    None,
-                );
-                self.settle_now(role, &calls, &mut progress, staged).await;
+                let refusal = Refusal {
+                    content: "not started: the turn was cancelled",
+                    outcome: ToolOutcome::Cancelled,
+                    protection: None,
+                };
+                self.refuse(role, &calls, &mut progress, index, &activity_id, refusal)
+                    .await;
                 continue;
             }
-            if let Some(refusal) = role.outside(call, self.workspace.cwd()) {
-                let report = refused(&format!("The call was not run: {refusal}."));
-                let staged =
-                    self.staged(index, call, &activity_id, report, ToolOutcome::Failed, None);
-                self.settle_now(role, &calls, &mut progress, staged).await;
+            if let Some(outside) = role.outside(call, self.workspace.cwd()) {
+                let refusal = Refusal {
+                    content: &format!("The call was not run: {outside}."),
+                    outcome: ToolOutcome::Failed,
+                    protection: None,
+                };
+                self.refuse(role, &calls, &mut progress, index, &activity_id, refusal)
+                    .await;
                 continue;
             }
             if !self.offer.offers(&call.name) {
@@ -171,10 +172,13 @@ impl CallService<'_, '_> {
                 } else {
                     "is not offered to this agent"
                 };
-                let report = refused(&format!("The call was not run: {} {why}.", call.name));
-                let staged =
-                    self.staged(index, call, &activity_id, report, ToolOutcome::Failed, None);
-                self.settle_now(role, &calls, &mut progress, staged).await;
+                let refusal = Refusal {
+                    content: &format!("The call was not run: {} {why}.", call.name),
+                    outcome: ToolOutcome::Failed,
+                    protection: None,
+                };
+                self.refuse(role, &calls, &mut progress, index, &activity_id, refusal)
+                    .await;
                 continue;
             }
             if !progress.group.records.is_empty() && self.verdict(call) == Verdict::Ask {
@@ -184,17 +188,14 @@ impl CallService<'_, '_> {
             }
             let protection = match self.supervise(role, call, &activity_id).await {
                 Ok(protection) => protection,
-                Err(refusal) => {
-                    let report = refused(&format!("The call was not run: {refusal}."));
-                    let staged = self.staged(
-                        index,
-                        call,
-                        &activity_id,
-                        report,
-                        ToolOutcome::Denied,
-                        Some(refusal),
-                    );
-                    self.settle_now(role, &calls, &mut progress, staged).await;
+                Err(label) => {
+                    let refusal = Refusal {
+                        content: &format!("The call was not run: {label}."),
+                        outcome: ToolOutcome::Denied,
+                        protection: Some(label),
+                    };
+                    self.refuse(role, &calls, &mut progress, index, &activity_id, refusal)
+                        .await;
                     continue;
                 }
             };
@@ -204,16 +205,13 @@ impl CallService<'_, '_> {
                 self.drain(role, &calls, &mut progress).await;
             }
             if self.output.cancel.is_cancelled() {
-                let report = refused("not started: the turn was cancelled");
-                let staged = self.staged(
-                    index,
-                    call,
-                    &activity_id,
-                    report,
-                    ToolOutcome::Cancelled,
+                let refusal = Refusal {
+                    content: "not started: the turn was cancelled",
+                    outcome: ToolOutcome::Cancelled,
                     protection,
-                );
-                self.settle_now(role, &calls, &mut progress, staged).await;
+                };
+                self.refuse(role, &calls, &mut progress, index, &activity_id, refusal)
+                    .await;
                 continue;
             }
             // The claim is durable before anything runs, so a crash from here on is
@@ -230,16 +228,13 @@ impl CallService<'_, '_> {
             // else is in flight (none is read-only), and later calls wait for them.
             if let Some(handler) = self.handler(role, call) {
                 if !self.commit(role, &calls, &mut progress).await {
-                    let report = refused("not run: the call could not be recorded");
-                    let staged = self.staged(
-                        index,
-                        call,
-                        &activity_id,
-                        report,
-                        ToolOutcome::Failed,
+                    let refusal = Refusal {
+                        content: "not run: the call could not be recorded",
+                        outcome: ToolOutcome::Failed,
                         protection,
-                    );
-                    self.settle_now(role, &calls, &mut progress, staged).await;
+                    };
+                    self.refuse(role, &calls, &mut progress, index, &activity_id, refusal)
+                        .await;
                     continue;
                 }
                 let report = self.run_here(role, call, handler, &activity_id).await;

@@ -1,41 +1,31 @@
 //! The loopback HTTP server: routes, the reply queue, the model-list route, the request
 //! log and the SSE body that plays a rendered script (delays, holds, cut connections).
+//!
+//! This file holds the server's handle and the state its parts share; `routes` accepts
+//! connections and answers each request, and `body` plays a rendered script.
 
 use std::collections::{BTreeMap, VecDeque};
-use std::convert::Infallible;
-use std::future::Future;
 use std::net::SocketAddr;
-use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
-use bytes::{Bytes, BytesMut};
-use http_body_util::BodyExt;
-use hyper::body::{Body, Frame, Incoming};
-use hyper::header::{CACHE_CONTROL, CONTENT_TYPE, HeaderName, HeaderValue};
-use hyper::server::conn::http1;
-use hyper::service::service_fn;
-use hyper::{Request, Response, StatusCode};
-use hyper_util::rt::TokioIo;
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio::net::TcpListener;
-use tokio::task::{JoinHandle, JoinSet};
-use tokio::time::Sleep;
+use tokio::task::JoinHandle;
 
 use crate::models::ModelsRoute;
-use crate::render::{Format, render};
-use crate::reply::{Kind, Reply};
+use crate::reply::Reply;
 use crate::scenario::{Player, Scenario};
+
+mod body;
+mod routes;
+
+use routes::serve;
 
 /// `GET` here returns the request count and the gaps as JSON (benchmarks).
 pub const STATS_PATH: &str = "/v1/mock/stats";
 /// `POST` here clears the request count, the gaps and the request log.
 pub const RESET_PATH: &str = "/v1/mock/reset";
-
-/// With no delay scripted, consecutive events are sent in frames up to this size, so
-/// the mock's own write calls stay out of what a benchmark measures.
-const COALESCE_BYTES: usize = 16 * 1024;
 
 /// One request the server received, as the client sent it.
 #[derive(Debug, Clone, PartialEq)]
@@ -245,294 +235,6 @@ impl std::fmt::Debug for MockServer {
         f.debug_struct("MockServer")
             .field("addr", &self.addr)
             .finish()
-    }
-}
-
-async fn serve(listener: TcpListener, state: Arc<State>) {
-    let mut connections = JoinSet::new();
-    loop {
-        tokio::select! {
-            accepted = listener.accept() => {
-                // A failed accept concerns only that connection attempt.
-                let Ok((stream, _)) = accepted else { continue };
-                // Small SSE frames must leave at once, as a real server's do.
-                let _ = stream.set_nodelay(true);
-                let state = Arc::clone(&state);
-                connections.spawn(async move {
-                    let service = service_fn(move |request| handle(Arc::clone(&state), request));
-                    // A connection error (a client that went away) ends only that
-                    // connection.
-                    let _ = http1::Builder::new()
-                        .serve_connection(TokioIo::new(stream), service)
-                        .await;
-                });
-            }
-            Some(_) = connections.join_next(), if !connections.is_empty() => {}
-        }
-    }
-}
-
-async fn handle(
-    state: Arc<State>,
-    request: Request<Incoming>,
-) -> Result<Response<EventBody>, Infallible> {
-    let arrived = Instant::now();
-    let method = request.method().as_str().to_owned();
-    let path = request.uri().path().to_owned();
-    let query = request.uri().query().map(str::to_owned);
-    let anthropic = request.headers().contains_key("anthropic-version");
-    let mut headers = BTreeMap::<String, String>::new();
-    for (name, value) in request.headers() {
-        let value = String::from_utf8_lossy(value.as_bytes()).into_owned();
-        headers
-            .entry(name.as_str().to_owned())
-            .and_modify(|v| {
-                v.push_str(", ");
-                v.push_str(&value);
-            })
-            .or_insert(value);
-    }
-    // An unreadable body is recorded as `Null`, like one that is not JSON.
-    let bytes = match request.into_body().collect().await {
-        Ok(collected) => collected.to_bytes(),
-        Err(_) => Bytes::new(),
-    };
-    let body: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
-
-    match (method.as_str(), path.as_str()) {
-        ("GET", STATS_PATH) => {
-            let stats = {
-                let log = state.log();
-                let gaps: Vec<u128> = log.gaps.iter().map(Duration::as_micros).collect();
-                json!({ "requests": log.count, "gaps_us": gaps })
-            };
-            return Ok(plain(200, stats.to_string(), None));
-        }
-        ("POST", RESET_PATH) => {
-            *state.log() = Log::default();
-            return Ok(plain(200, "{}".to_owned(), None));
-        }
-        _ => {}
-    }
-
-    let format = if method == "POST" {
-        Format::from_path(&path)
-    } else {
-        None
-    };
-    {
-        let mut log = state.log();
-        log.count += 1;
-        if let Some(end) = log.last_end {
-            let gap = arrived.saturating_duration_since(end);
-            log.gaps.push(gap);
-        }
-        if state.record {
-            log.requests.push(RecordedRequest {
-                method: method.clone(),
-                path: path.clone(),
-                query: query.clone(),
-                headers,
-                body: body.clone(),
-            });
-        }
-    }
-    if method == "GET" && path.ends_with("/models") {
-        // Read the route once: a knob changed mid-request applies to the next one.
-        let route = state.models().clone();
-        if route.hang {
-            // Dropping the server aborts this connection's task, ending the wait.
-            std::future::pending::<()>().await;
-        }
-        let answer = route.answer(query.as_deref(), anthropic);
-        return Ok(plain(answer.status, answer.body, Some(&state)));
-    }
-    let Some(format) = format else {
-        return Ok(plain(404, error_body("mock: no such route"), Some(&state)));
-    };
-
-    let (events, break_at_end, delay, held, reply_headers) = match &state.source {
-        Source::Scenario(player) => (
-            player.events(format, &body),
-            false,
-            Duration::ZERO,
-            false,
-            Vec::new(),
-        ),
-        Source::Queue(queue) => {
-            let next = queue
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .pop_front();
-            let Some(reply) = next else {
-                return Ok(plain(
-                    500,
-                    error_body("mock: no reply queued"),
-                    Some(&state),
-                ));
-            };
-            match reply.kind {
-                Kind::Error { status, body } => {
-                    let mut response = plain(status, body, Some(&state));
-                    add_headers(&mut response, &reply.headers);
-                    return Ok(response);
-                }
-                Kind::Stream(script) => {
-                    let (events, break_at_end) = render(format, &script);
-                    let held = script.held;
-                    (
-                        events,
-                        break_at_end,
-                        script.chunk_delay,
-                        held,
-                        reply.headers,
-                    )
-                }
-            }
-        }
-    };
-    let mut body = EventBody::new(events, delay, break_at_end, Some(Arc::clone(&state)));
-    if held {
-        let mut released = state.released.subscribe();
-        body.hold = Some(Box::pin(async move {
-            // A dropped server ends the wait too; its connections are closing anyway.
-            let _ = released.wait_for(|released| *released).await;
-        }));
-    }
-    let mut response = Response::new(body);
-    let headers = response.headers_mut();
-    headers.insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
-    headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-    add_headers(&mut response, &reply_headers);
-    Ok(response)
-}
-
-fn error_body(message: &str) -> String {
-    json!({ "error": { "type": "mock_error", "message": message } }).to_string()
-}
-
-/// A complete JSON response; with `state`, its end counts as a response end.
-fn plain(status: u16, body: String, state: Option<&Arc<State>>) -> Response<EventBody> {
-    let body = EventBody::new(
-        vec![Bytes::from(body)],
-        Duration::ZERO,
-        false,
-        state.cloned(),
-    );
-    let mut response = Response::new(body);
-    *response.status_mut() =
-        StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    response
-        .headers_mut()
-        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    response
-}
-
-/// Adds scripted headers; one that is not a valid header is skipped (it is test data).
-fn add_headers(response: &mut Response<EventBody>, extra: &[(String, String)]) {
-    for (name, value) in extra {
-        if let (Ok(name), Ok(value)) = (
-            HeaderName::from_bytes(name.as_bytes()),
-            HeaderValue::from_str(value),
-        ) {
-            response.headers_mut().insert(name, value);
-        }
-    }
-}
-
-/// A response body that plays pre-rendered events: a delay before each, optionally a
-/// hold before the last, and at the end either a normal end or a broken connection.
-pub(crate) struct EventBody {
-    events: std::vec::IntoIter<Bytes>,
-    delay: Duration,
-    sleep: Option<Pin<Box<Sleep>>>,
-    /// Until this ends, the last event is not sent.
-    hold: Option<Pin<Box<dyn Future<Output = ()> + Send>>>,
-    break_at_end: bool,
-    /// Whether the connection has had a chance to flush before it is broken.
-    flushed: bool,
-    state: Option<Arc<State>>,
-}
-
-impl EventBody {
-    fn new(
-        events: Vec<Bytes>,
-        delay: Duration,
-        break_at_end: bool,
-        state: Option<Arc<State>>,
-    ) -> EventBody {
-        EventBody {
-            events: events.into_iter(),
-            delay,
-            sleep: None,
-            hold: None,
-            break_at_end,
-            flushed: false,
-            state,
-        }
-    }
-}
-
-impl Body for EventBody {
-    type Data = Bytes;
-    type Error = std::io::Error;
-
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, std::io::Error>>> {
-        let this = &mut *self;
-        if this.events.len() == 1
-            && let Some(hold) = this.hold.as_mut()
-        {
-            if hold.as_mut().poll(cx).is_pending() {
-                return Poll::Pending;
-            }
-            this.hold = None;
-        }
-        if !this.delay.is_zero() && this.events.len() > 0 {
-            let delay = this.delay;
-            let sleep = this
-                .sleep
-                .get_or_insert_with(|| Box::pin(tokio::time::sleep(delay)));
-            if sleep.as_mut().poll(cx).is_pending() {
-                return Poll::Pending;
-            }
-            this.sleep = None;
-        }
-        if let Some(first) = this.events.next() {
-            if !this.delay.is_zero() || this.events.as_slice().is_empty() {
-                return Poll::Ready(Some(Ok(Frame::data(first))));
-            }
-            let mut frame = BytesMut::from(first.as_ref());
-            while frame.len() < COALESCE_BYTES {
-                if this.hold.is_some() && this.events.len() == 1 {
-                    break;
-                }
-                let Some(next) = this.events.next() else {
-                    break;
-                };
-                frame.extend_from_slice(&next);
-            }
-            return Poll::Ready(Some(Ok(Frame::data(frame.freeze()))));
-        }
-        if this.break_at_end {
-            if !this.flushed {
-                // Pending once lets the connection flush what was written, so the
-                // client gets every event before the cut.
-                this.flushed = true;
-                cx.waker().wake_by_ref();
-                return Poll::Pending;
-            }
-            return Poll::Ready(Some(Err(std::io::Error::new(
-                std::io::ErrorKind::ConnectionAborted,
-                "scripted disconnect",
-            ))));
-        }
-        if let Some(state) = this.state.take() {
-            state.response_ended();
-        }
-        Poll::Ready(None)
     }
 }
 

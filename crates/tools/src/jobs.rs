@@ -8,25 +8,30 @@
 //! ([`take_notices`]), which the runner gives the model before its next request: the
 //! completion arrives as a queued event, never as a second result of the call that
 //! started the job.
+//!
+//! This file holds the registry of jobs and their lifecycle (adopted or started,
+//! watched, concluded); `notices` tells a conversation of its jobs' ends, and `tools`
+//! holds the three tools.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
-use magi_protocol::limits::{
-    BACKGROUND_JOBS, BASH_LOG_LINES, BASH_LOG_MAX_LINES, PROCESS_CAPTURE_BYTES,
-};
+use magi_protocol::limits::{BACKGROUND_JOBS, PROCESS_CAPTURE_BYTES};
 use nix::sys::signal::{Signal, killpg};
-use serde::Deserialize;
-use serde_json::{Value, json};
 
-use crate::bash::{
-    End, Kept, Started, capture_notes, command_facts, read_bounded, record_end, start,
+use crate::ToolContext;
+use crate::bash::{End, Kept, Started, command_facts, record_end};
+use crate::facts::CommandFacts;
+
+mod notices;
+mod tools;
+
+pub use notices::{JobNotice, take_notices};
+pub(crate) use tools::{
+    kill_definition, log_definition, run_kill, run_log, run_start, start_definition,
 };
-use crate::diagnostics::process_diagnostics;
-use crate::facts::{CommandFacts, Facts};
-use crate::{ToolContext, ToolDefinition, ToolOutput, ToolReport};
 
 /// How often a watcher looks at its job.
 const WATCH_INTERVAL: Duration = Duration::from_millis(50);
@@ -115,61 +120,6 @@ pub fn stop_all() {
             let _ = job.started.child.wait();
         }
     }
-}
-
-/// A job's end, told to the conversation that started it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct JobNotice {
-    /// The job.
-    pub job_id: String,
-    /// How it ended (`exit 0`, `killed`, `timed out after 60 s`, …).
-    pub state: String,
-    /// What the model is told: the state and the `process_diagnostics` projection of
-    /// its whole output, with the capture's path when the projection is a summary.
-    pub text: String,
-    /// The facts of the command, completed with its end.
-    pub facts: Facts,
-}
-
-/// Takes the notices of jobs that ended and whose captures live under
-/// `conversation_dir`; each is given once.
-pub fn take_notices(conversation_dir: &Path) -> Vec<JobNotice> {
-    let mut jobs = jobs();
-    let mut notices = Vec::new();
-    for (id, job) in jobs.all.iter_mut() {
-        let owned = job
-            .assets_dir
-            .as_deref()
-            .is_some_and(|dir| dir.starts_with(conversation_dir));
-        let Some(ended) = job.ended.as_ref().filter(|_| owned && !job.noticed) else {
-            continue;
-        };
-        job.noticed = true;
-        let output = read_bounded(&job.started.paths[2], PROCESS_CAPTURE_BYTES as u64);
-        let projection = process_diagnostics(&output);
-        let mut text = format!("[background job {id} ended: {}]", ended.state);
-        if !output.is_empty() {
-            text.push('\n');
-            text.push_str(projection.text.trim_end_matches('\n'));
-        }
-        for note in capture_notes(&ended.kept, ended.drained) {
-            text.push('\n');
-            text.push_str(&note);
-        }
-        if !projection.inline {
-            text.push_str(&format!(
-                "\n[full output: {}; use read or grep]",
-                job.started.paths[2].display()
-            ));
-        }
-        notices.push(JobNotice {
-            job_id: id.clone(),
-            state: ended.state.clone(),
-            text,
-            facts: Facts::Command(Box::new(ended.facts.clone())),
-        });
-    }
-    notices
 }
 
 /// Takes over a foreground command that ran too long. Refused, with the command handed
@@ -276,233 +226,13 @@ fn conclude(job: &mut Job, end: &End) {
     });
 }
 
-pub(crate) fn start_definition() -> ToolDefinition {
-    ToolDefinition {
-        name: crate::BuiltinTool::AsyncBash.name(),
-        description: "Start a shell command in the background and return at once with a \
-                      job ID. Read its output with bash_log and stop it with bash_kill; \
-                      you are told when it ends.",
-        parameters: json!({
-            "type": "object",
-            "properties": {"command": {"type": "string"}},
-            "required": ["command"],
-            "additionalProperties": false
-        }),
-    }
-}
-
-pub(crate) fn log_definition() -> ToolDefinition {
-    ToolDefinition {
-        name: crate::BuiltinTool::BashLog.name(),
-        description: "Read a background job's output (stdout and stderr interleaved): \
-                      `limit` lines (default 100, at most 500) from line `offset` \
-                      (0-based), or the last lines when `offset` is omitted. Says whether \
-                      the job still runs and where the next page starts.",
-        parameters: json!({
-            "type": "object",
-            "properties": {
-                "job": {"type": "string"},
-                "offset": {"type": "integer", "minimum": 0},
-                "limit": {"type": "integer", "minimum": 1, "maximum": BASH_LOG_MAX_LINES}
-            },
-            "required": ["job"],
-            "additionalProperties": false
-        }),
-    }
-}
-
-pub(crate) fn kill_definition() -> ToolDefinition {
-    ToolDefinition {
-        name: crate::BuiltinTool::BashKill.name(),
-        description: "Stop a background job and everything it started.",
-        parameters: json!({
-            "type": "object",
-            "properties": {"job": {"type": "string"}},
-            "required": ["job"],
-            "additionalProperties": false
-        }),
-    }
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct StartArguments {
-    command: String,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct LogArguments {
-    job: String,
-    #[serde(default)]
-    offset: Option<usize>,
-    #[serde(default)]
-    limit: Option<usize>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct KillArguments {
-    job: String,
-}
-
-pub(crate) fn run_start(arguments: &Value, ctx: &ToolContext) -> ToolReport {
-    let Ok(args) = StartArguments::deserialize(arguments) else {
-        return ToolOutput::failed(
-            "invalid arguments",
-            "Expected {\"command\": string}.".into(),
-        )
-        .into();
-    };
-    let facts = command_facts(&args.command, ctx, None, None);
-    let mut jobs = jobs();
-    if jobs.running() >= BACKGROUND_JOBS {
-        let refused = ToolOutput::failed(
-            "too many jobs",
-            format!("{BACKGROUND_JOBS} background jobs run; stop one with bash_kill first."),
-        );
-        return ToolReport::with_facts(refused, Facts::Command(Box::new(facts)));
-    }
-    let started = match start(&args.command, ctx, PROCESS_CAPTURE_BYTES as u64) {
-        Ok(started) => started,
-        Err(refused) => {
-            return ToolReport::with_facts(refused, Facts::Command(Box::new(facts)));
-        }
-    };
-    let where_kept = if ctx.assets_dir.is_some() {
-        format!(" Its output is kept in {}.", started.paths[2].display())
-    } else {
-        String::new()
-    };
-    let id = insert(&mut jobs, started, facts.clone(), None, ctx);
-    let facts = CommandFacts {
-        job_id: Some(id.clone()),
-        ..facts
-    };
-    ToolReport::with_facts(
-        ToolOutput {
-            content: format!(
-                "Started {id}.{where_kept} Read it with bash_log; stop it with bash_kill. \
-                 You will be told when it ends."
-            ),
-            summary: format!("started {id}"),
-            is_error: false,
-        },
-        Facts::Command(Box::new(facts)),
-    )
-}
-
-pub(crate) fn run_log(arguments: &Value) -> ToolReport {
-    let Ok(args) = LogArguments::deserialize(arguments) else {
-        return ToolOutput::failed(
-            "invalid arguments",
-            "Expected {\"job\": string, \"offset\"?: integer, \"limit\"?: integer}.".into(),
-        )
-        .into();
-    };
-    let jobs = jobs();
-    let Some(job) = jobs.all.get(&args.job) else {
-        return ToolOutput::failed("unknown job", format!("There is no job {:?}.", args.job))
-            .into();
-    };
-    let state = job.state();
-    let path = job.started.paths[2].clone();
-    drop(jobs);
-    let text = read_bounded(&path, PROCESS_CAPTURE_BYTES as u64);
-    let lines: Vec<&str> = text.lines().collect();
-    let total = lines.len();
-    let limit = args
-        .limit
-        .unwrap_or(BASH_LOG_LINES)
-        .clamp(1, BASH_LOG_MAX_LINES);
-    let first = args
-        .offset
-        .unwrap_or_else(|| total.saturating_sub(limit))
-        .min(total);
-    let shown = &lines[first..(first + limit).min(total)];
-    let end = first + shown.len();
-    let range = if shown.is_empty() {
-        format!("no lines from {first}")
-    } else {
-        format!("lines {first}-{}", end - 1)
-    };
-    let page = shown.join("\n");
-    let projection = process_diagnostics(&page);
-    let mut content = format!("[{} {state}; {range} of {total} (0-based)]", args.job);
-    if !page.is_empty() {
-        content.push('\n');
-        content.push_str(&projection.text);
-    }
-    if end < total {
-        content.push_str(&format!("\n[next offset: {end}]"));
-    }
-    if first > 0 || end < total || !projection.inline {
-        content.push_str(&format!("\n[full output: {}]", path.display()));
-    }
-    let facts = Facts::Job {
-        job_id: args.job.clone(),
-        state: Some(state.clone()),
-        first_line: Some(first as u64),
-        lines: Some(shown.len() as u64),
-        total_lines: Some(total as u64),
-    };
-    ToolReport::with_facts(
-        ToolOutput {
-            content,
-            summary: format!("{} {state}, {range} of {total}", args.job),
-            is_error: false,
-        },
-        facts,
-    )
-}
-
-pub(crate) fn run_kill(arguments: &Value) -> ToolReport {
-    let Ok(args) = KillArguments::deserialize(arguments) else {
-        return ToolOutput::failed("invalid arguments", "Expected {\"job\": string}.".into())
-            .into();
-    };
-    let mut jobs = jobs();
-    let Some(job) = jobs.all.get_mut(&args.job) else {
-        return ToolOutput::failed("unknown job", format!("There is no job {:?}.", args.job))
-            .into();
-    };
-    let was_running = job.ended.is_none();
-    if was_running {
-        job.killed = true;
-        conclude(job, &End::Cancelled);
-    }
-    let state = job.state();
-    let facts = Facts::Job {
-        job_id: args.job.clone(),
-        state: Some(state.clone()),
-        first_line: None,
-        lines: None,
-        total_lines: None,
-    };
-    let (content, summary) = if was_running {
-        (
-            format!("{}: killed.", args.job),
-            format!("{} killed", args.job),
-        )
-    } else {
-        (
-            format!("{}: already ended ({state}).", args.job),
-            format!("{} already ended", args.job),
-        )
-    };
-    ToolReport::with_facts(
-        ToolOutput {
-            content,
-            summary,
-            is_error: false,
-        },
-        facts,
-    )
-}
-
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
+    use crate::ToolOutput;
+    use crate::facts::Facts;
 
     fn never() -> bool {
         false

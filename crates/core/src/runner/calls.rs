@@ -31,24 +31,27 @@
 //! Its [`Role`] says whose calls it runs: the session agent's, whose `task` calls go to
 //! a [`Delegate`] (the subagent runner), or a subagent's, each held to its task's scope
 //! and shown on the task's card.
+//!
+//! The parts: `role` (whose calls, the delegate and the client's gates), `supervision`
+//! (the policy's verdict and the client's approval), `progress` (a response's calls on
+//! their way to settlement), `settle` (the group commit), `recovery` and `handled`.
 
-use std::path::{Path, PathBuf};
-
-use magi_config::{CallSubject, Verdict};
-use magi_protocol::cards::Card;
-use magi_protocol::limits::{
-    APPROVAL_EXPIRY_MS, PARALLEL_TOOL_CALLS, RUN_ACTIVITIES, SUMMARY_BYTES,
-};
+use magi_config::Verdict;
+use magi_protocol::ErrorCode;
+use magi_protocol::limits::{PARALLEL_TOOL_CALLS, RUN_ACTIVITIES, SUMMARY_BYTES};
 use magi_protocol::messages::ActivityState;
 use magi_provider::Item;
 use magi_store::records::{RecordBody, ToolCallPhase, ToolOutcome};
 use magi_tools::{ToolOutput, ToolReport};
-use tokio::task::JoinHandle;
-use tokio_util::sync::CancellationToken;
 
 mod handled;
+mod progress;
 mod recovery;
+mod role;
 mod settle;
+mod supervision;
+
+pub(super) use role::{Delegate, Gates, Role};
 
 use super::conversation::INTERRUPTED_CALL;
 use super::ending::Ending;
@@ -56,23 +59,13 @@ use super::journal::{Journal, Workspace};
 use super::live_cards::Snapshot;
 use super::offer::Offer;
 use super::output::Output;
-use super::scope::{TaskScope, task_label};
+use super::scope::task_label;
 use super::text::bounded;
 use crate::agent::Agent;
-use crate::approvals::{ApprovalGate, ApprovalOutcome};
-use crate::cards::{CardSource, PreviewSource, Settlement, TaskChildren};
-use crate::client_tools::{ClientTool, ClientToolGate};
-use magi_protocol::ErrorCode;
-
-/// The protection label of a call a settings rule or the allow-all mode let run.
-pub(super) const LABEL_ALLOWED_AUTOMATICALLY: &str = "allowed automatically";
-/// The protection label of a call the user approved.
-pub(super) const LABEL_ALLOWED_BY_USER: &str = "allowed by user";
-/// The protection label of a call refused by the user or a deny rule.
-pub(super) const LABEL_DENIED_BY_USER: &str = "denied by user";
-/// The protection label of a call whose approval expired, was cancelled or lost its
-/// client.
-pub(super) const LABEL_APPROVAL_UNAVAILABLE: &str = "denied; approval unavailable";
+use crate::cards::{CardSource, PreviewSource, Settlement};
+use crate::client_tools::ClientTool;
+use progress::{Claimed, Execution, Progress, Settled};
+use settle::Refusal;
 
 /// One call the model asked for.
 pub(super) struct Call {
@@ -87,209 +80,6 @@ pub(super) struct Call {
     /// The delegated task: the one a `task` call starts, or the one a subagent's call
     /// belongs to.
     pub(super) task_id: Option<String>,
-}
-
-/// A call being executed on a blocking thread.
-struct InFlight {
-    index: usize,
-    activity_id: String,
-    protection: Option<&'static str>,
-    read_only: bool,
-    task: JoinHandle<ToolReport>,
-}
-
-/// How a call settled, for the model's next request.
-struct Settled {
-    content: String,
-    is_error: bool,
-}
-
-/// A claimed call that starts once its claim is durable.
-struct Claimed {
-    index: usize,
-    activity_id: String,
-    protection: Option<&'static str>,
-    read_only: bool,
-    execution: Execution,
-}
-
-/// A settled call whose end is told once its result is durable.
-struct Ended {
-    index: usize,
-    activity_id: String,
-    outcome: ToolOutcome,
-    protection: Option<&'static str>,
-    summary: String,
-    facts: Option<serde_json::Value>,
-    /// The display-only preview recorded after the result, if the call applied one.
-    preview: Option<serde_json::Value>,
-}
-
-/// A call's settlement, made but not yet recorded: its records, the end to tell once
-/// they are durable, and what the model is given.
-struct Staged {
-    records: Vec<RecordBody>,
-    ended: Ended,
-    settled: Settled,
-}
-
-/// Records that share the next sync, and what waits for it: the calls they claim start
-/// and the ends they settle are told only once the sync succeeded. Each call of a
-/// response adds at most one claim and one settlement, so a group never holds more
-/// than twice the response's calls.
-#[derive(Default)]
-struct Group {
-    records: Vec<RecordBody>,
-    /// The claims among `records`.
-    claims: usize,
-    claimed: Vec<Claimed>,
-    ended: Vec<Ended>,
-}
-
-/// The calls of one response on their way to settlement.
-struct Progress {
-    in_flight: Vec<InFlight>,
-    group: Group,
-    settled: Vec<Option<Settled>>,
-}
-
-impl Progress {
-    fn new(calls: usize) -> Progress {
-        Progress {
-            in_flight: Vec::new(),
-            group: Group::default(),
-            settled: (0..calls).map(|_| None).collect(),
-        }
-    }
-
-    /// Calls started or about to start, and whether all of them are read-only.
-    fn running(&self) -> (usize, bool) {
-        let read_only = self.in_flight.iter().all(|f| f.read_only)
-            && self.group.claimed.iter().all(|c| c.read_only);
-        (self.in_flight.len() + self.group.claimed.len(), read_only)
-    }
-
-    /// Adds a call's settlement to the group; the model is given it whatever the
-    /// group's fate.
-    fn stage(&mut self, staged: Staged) {
-        self.group.records.extend(staged.records);
-        self.settled[staged.ended.index] = Some(staged.settled);
-        self.group.ended.push(staged.ended);
-    }
-}
-
-/// Everything a call's execution needs, owned, so it can move to a blocking thread.
-struct Execution {
-    name: String,
-    arguments: String,
-    cwd: PathBuf,
-    assets_dir: Option<PathBuf>,
-    cancel: CancellationToken,
-    hidden_env: Vec<String>,
-}
-
-impl Execution {
-    fn run(self) -> ToolReport {
-        let cancel = self.cancel;
-        let cancelled = move || cancel.is_cancelled();
-        let context = magi_tools::ToolContext {
-            cwd: &self.cwd,
-            assets_dir: self.assets_dir.as_deref(),
-            cancelled: &cancelled,
-            hidden_env: &self.hidden_env,
-        };
-        magi_tools::execute(&self.name, &self.arguments, &context)
-    }
-}
-
-/// Where the client answers what a run asks of it.
-#[derive(Clone, Default)]
-pub(super) struct Gates {
-    /// Settles the run's pending approvals.
-    pub(super) approvals: ApprovalGate,
-    /// Answers the run's client tool calls.
-    pub(super) client_calls: ClientToolGate,
-}
-
-/// Whose calls the service runs.
-pub(super) enum Role<'r> {
-    /// The session's own agent's: its `task` calls delegate through the delegate.
-    Session(&'r mut dyn Delegate),
-    /// A subagent's: each stays inside the task's scope and shows on its card.
-    Task(&'r mut TaskScope),
-}
-
-impl Role<'_> {
-    /// Notes that the model asked for `count` calls.
-    fn asked(&mut self, count: usize) {
-        if let Role::Task(scope) = self {
-            scope.tool_calls += count as u64;
-        }
-    }
-
-    /// Where a call of tool `name` belongs: the `task` call whose subagent asked for
-    /// it and the task, or for the session's own `task` call the task it starts.
-    fn lineage(&mut self, name: &str) -> (Option<String>, Option<String>) {
-        match self {
-            Role::Task(scope) => (
-                Some(scope.parent_activity_id.clone()),
-                Some(scope.task_id.clone()),
-            ),
-            Role::Session(delegate) if name == magi_config::TASK_TOOL => {
-                (None, Some(delegate.next_task_id()))
-            }
-            Role::Session(_) => (None, None),
-        }
-    }
-
-    /// Why `call` falls outside the role's ceiling, if it does.
-    fn outside(&self, call: &Call, cwd: &Path) -> Option<String> {
-        match self {
-            Role::Task(scope) => scope.outside(&call.name, &call.arguments, cwd),
-            Role::Session(_) => None,
-        }
-    }
-
-    /// Notes a card sent for one of the role's calls: a subagent's call is a child of
-    /// its task's card.
-    fn shown(&mut self, card: &Card) {
-        if let Role::Task(scope) = self {
-            scope.note_child(card);
-        }
-    }
-
-    /// The children of the session's `task` call `call`, once its subagent ended.
-    fn children(&mut self, call: &Call) -> Option<TaskChildren> {
-        match (self, &call.task_id, &call.parent_activity_id) {
-            (Role::Session(delegate), Some(task_id), None) => delegate.children(task_id),
-            _ => None,
-        }
-    }
-
-    /// After one of the role's calls settled: a subagent's task card shows its progress.
-    async fn settled(&self, output: &mut Output) {
-        if let Role::Task(scope) = self {
-            scope.progress(output).await;
-        }
-    }
-}
-
-/// What runs a `task` call: the subagent runner, seen from the service.
-pub(super) trait Delegate {
-    /// The identity of the next task.
-    fn next_task_id(&mut self) -> String;
-
-    /// Runs the claimed `task` call `call` of activity `activity_id`, its subagent's
-    /// calls going through the parts of `service`.
-    fn run<'a>(
-        &'a mut self,
-        call: &'a Call,
-        activity_id: &'a str,
-        service: &'a mut CallService<'_, '_>,
-    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = ToolReport> + 'a>>;
-
-    /// The children of task `task_id`, once its subagent ended; each is taken once.
-    fn children(&mut self, task_id: &str) -> Option<TaskChildren>;
 }
 
 /// The tool-call service of one agent: its calls are recorded in `journal`, shown
@@ -355,23 +145,23 @@ impl CallService<'_, '_> {
             self.card(role, &activity_id, Snapshot::Initial, running)
                 .await;
             if self.output.cancel.is_cancelled() {
-                let report = refused("not started: the turn was cancelled");
-                let staged = self.staged(
-                    index,
-                    call,
-                    &activity_id,
-                    report,
-                    ToolOutcome::Cancelled,
-                    None,
-                );
-                self.settle_now(role, &calls, &mut progress, staged).await;
+                let refusal = Refusal {
+                    content: "not started: the turn was cancelled",
+                    outcome: ToolOutcome::Cancelled,
+                    protection: None,
+                };
+                self.refuse(role, &calls, &mut progress, index, &activity_id, refusal)
+                    .await;
                 continue;
             }
-            if let Some(refusal) = role.outside(call, self.workspace.cwd()) {
-                let report = refused(&format!("The call was not run: {refusal}."));
-                let staged =
-                    self.staged(index, call, &activity_id, report, ToolOutcome::Failed, None);
-                self.settle_now(role, &calls, &mut progress, staged).await;
+            if let Some(outside) = role.outside(call, self.workspace.cwd()) {
+                let refusal = Refusal {
+                    content: &format!("The call was not run: {outside}."),
+                    outcome: ToolOutcome::Failed,
+                    protection: None,
+                };
+                self.refuse(role, &calls, &mut progress, index, &activity_id, refusal)
+                    .await;
                 continue;
             }
             if !self.offer.offers(&call.name) {
@@ -382,10 +172,13 @@ impl CallService<'_, '_> {
                 } else {
                     "is not offered to this agent"
                 };
-                let report = refused(&format!("The call was not run: {} {why}.", call.name));
-                let staged =
-                    self.staged(index, call, &activity_id, report, ToolOutcome::Failed, None);
-                self.settle_now(role, &calls, &mut progress, staged).await;
+                let refusal = Refusal {
+                    content: &format!("The call was not run: {} {why}.", call.name),
+                    outcome: ToolOutcome::Failed,
+                    protection: None,
+                };
+                self.refuse(role, &calls, &mut progress, index, &activity_id, refusal)
+                    .await;
                 continue;
             }
             if !progress.group.records.is_empty() && self.verdict(call) == Verdict::Ask {
@@ -395,17 +188,14 @@ impl CallService<'_, '_> {
             }
             let protection = match self.supervise(role, call, &activity_id).await {
                 Ok(protection) => protection,
-                Err(refusal) => {
-                    let report = refused(&format!("The call was not run: {refusal}."));
-                    let staged = self.staged(
-                        index,
-                        call,
-                        &activity_id,
-                        report,
-                        ToolOutcome::Denied,
-                        Some(refusal),
-                    );
-                    self.settle_now(role, &calls, &mut progress, staged).await;
+                Err(label) => {
+                    let refusal = Refusal {
+                        content: &format!("The call was not run: {label}."),
+                        outcome: ToolOutcome::Denied,
+                        protection: Some(label),
+                    };
+                    self.refuse(role, &calls, &mut progress, index, &activity_id, refusal)
+                        .await;
                     continue;
                 }
             };
@@ -415,16 +205,13 @@ impl CallService<'_, '_> {
                 self.drain(role, &calls, &mut progress).await;
             }
             if self.output.cancel.is_cancelled() {
-                let report = refused("not started: the turn was cancelled");
-                let staged = self.staged(
-                    index,
-                    call,
-                    &activity_id,
-                    report,
-                    ToolOutcome::Cancelled,
+                let refusal = Refusal {
+                    content: "not started: the turn was cancelled",
+                    outcome: ToolOutcome::Cancelled,
                     protection,
-                );
-                self.settle_now(role, &calls, &mut progress, staged).await;
+                };
+                self.refuse(role, &calls, &mut progress, index, &activity_id, refusal)
+                    .await;
                 continue;
             }
             // The claim is durable before anything runs, so a crash from here on is
@@ -441,16 +228,13 @@ impl CallService<'_, '_> {
             // else is in flight (none is read-only), and later calls wait for them.
             if let Some(handler) = self.handler(role, call) {
                 if !self.commit(role, &calls, &mut progress).await {
-                    let report = refused("not run: the call could not be recorded");
-                    let staged = self.staged(
-                        index,
-                        call,
-                        &activity_id,
-                        report,
-                        ToolOutcome::Failed,
+                    let refusal = Refusal {
+                        content: "not run: the call could not be recorded",
+                        outcome: ToolOutcome::Failed,
                         protection,
-                    );
-                    self.settle_now(role, &calls, &mut progress, staged).await;
+                    };
+                    self.refuse(role, &calls, &mut progress, index, &activity_id, refusal)
+                        .await;
                     continue;
                 }
                 let report = self.run_here(role, call, handler, &activity_id).await;
@@ -551,75 +335,6 @@ impl CallService<'_, '_> {
     /// The client tool a call names, if any.
     pub(super) fn client_tool(&self, name: &str) -> Option<ClientTool> {
         self.offer.client_tool(name).cloned()
-    }
-
-    /// What the policy says of a call, from its arguments.
-    fn verdict(&self, call: &Call) -> Verdict {
-        let cwd = self.workspace.cwd();
-        if self.client_tool(&call.name).is_some() || self.agent.mcp.tool(&call.name).is_some() {
-            // The client's own tools and MCP tools change what they change: they ask
-            // unless a rule or the mode allows them (a server's read-only hint is not
-            // evidence).
-            return self.agent.permissions.verdict(&CallSubject {
-                tool: &call.name,
-                subject: None,
-                read_only: false,
-                outside_workspace: false,
-            });
-        }
-        if !magi_tools::exists(&call.name) {
-            // It fails without running anything.
-            return Verdict::Run;
-        }
-        let subject = magi_tools::subject(&call.name, &call.arguments, cwd);
-        self.agent.permissions.verdict(&CallSubject {
-            tool: &call.name,
-            subject: subject.as_deref(),
-            // Stopping one's own job needs no more approval than starting it had.
-            read_only: magi_tools::BuiltinTool::from_name(&call.name)
-                .is_some_and(|tool| !tool.needs_approval()),
-            outside_workspace: magi_tools::outside_workspace(&call.name, &call.arguments, cwd),
-        })
-    }
-
-    /// Decides whether a call may run, asking the client when the policy says so. Ok
-    /// carries the protection label of the decision (none when no decision was
-    /// needed); Err the label of the refusal.
-    async fn supervise(
-        &mut self,
-        role: &mut Role<'_>,
-        call: &Call,
-        activity_id: &str,
-    ) -> Result<Option<&'static str>, &'static str> {
-        match self.verdict(call) {
-            Verdict::Run => return Ok(None),
-            Verdict::Allowed => return Ok(Some(LABEL_ALLOWED_AUTOMATICALLY)),
-            Verdict::Denied => return Err(LABEL_DENIED_BY_USER),
-            Verdict::Ask => {}
-        }
-        self.journal.append(RecordBody::ToolCallState {
-            turn_id: self.turn_id.to_owned(),
-            call_id: call.call_id.clone(),
-            state: ToolCallPhase::AwaitingApproval,
-            protection: None,
-        });
-        let approval_id = uuid::Uuid::new_v4().to_string();
-        let expiry = std::time::Duration::from_millis(APPROVAL_EXPIRY_MS);
-        // Opened before it is announced, so an answer racing the event is not lost.
-        let wait = self.gates.approvals.open(&approval_id, expiry);
-        self.output
-            .approval_requested(&approval_id, &call.label, APPROVAL_EXPIRY_MS)
-            .await;
-        let waiting = running_card(call, None, true);
-        self.card(role, activity_id, Snapshot::Interim, waiting)
-            .await;
-        match wait.settled(&self.output.cancel).await {
-            ApprovalOutcome::Allowed => Ok(Some(LABEL_ALLOWED_BY_USER)),
-            ApprovalOutcome::Denied => Err(LABEL_DENIED_BY_USER),
-            ApprovalOutcome::Expired | ApprovalOutcome::Cancelled => {
-                Err(LABEL_APPROVAL_UNAVAILABLE)
-            }
-        }
     }
 }
 

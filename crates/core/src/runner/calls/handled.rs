@@ -10,7 +10,8 @@ use magi_protocol::messages::{
 };
 use magi_tools::{ToolOutput, ToolReport};
 
-use super::{Call, CallService, Role};
+use super::role::Role;
+use super::{Call, CallService};
 use crate::client_tools::ClientTool;
 use crate::mcp::McpTool;
 use crate::runner::exchange::SKILL_TOOL;

@@ -4,7 +4,9 @@
 use magi_config::Verdict;
 use magi_store::records::{Record, RecordBody, ToolCallPhase, ToolOutcome};
 
-use super::{CallService, LABEL_APPROVAL_UNAVAILABLE, Role, outcome_of, refused, result_record};
+use super::role::Role;
+use super::supervision::LABEL_APPROVAL_UNAVAILABLE;
+use super::{CallService, outcome_of, refused, result_record};
 use crate::runner::conversation::INTERRUPTED_CALL;
 
 impl CallService<'_, '_> {

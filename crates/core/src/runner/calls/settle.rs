@@ -7,13 +7,20 @@ use magi_protocol::messages::ActivityState;
 use magi_store::records::{RecordBody, ToolOutcome};
 use magi_tools::ToolReport;
 
-use super::{
-    Call, CallService, Ended, Group, InFlight, Progress, Role, SafeResult, Settled, Staged,
-    outcome_of, refused, result_record,
-};
+use super::progress::{Ended, Group, InFlight, Progress, Settled, Staged};
+use super::role::Role;
+use super::{Call, CallService, SafeResult, outcome_of, refused, result_record};
 use crate::cards::{CardSource, PreviewSource, Settlement};
 use crate::runner::live_cards::Snapshot;
 use crate::runner::text::bounded;
+
+/// Why a call settles without running: what its report tells the model, how it
+/// settles, and the protection label of a decision already made, if any.
+pub(super) struct Refusal<'r> {
+    pub(super) content: &'r str,
+    pub(super) outcome: ToolOutcome,
+    pub(super) protection: Option<&'static str>,
+}
 
 impl CallService<'_, '_> {
     /// Waits for every call in flight, in the order they started, and stages each
@@ -108,14 +115,25 @@ impl CallService<'_, '_> {
         all_recorded
     }
 
-    /// Settles a call that did not run, at once.
-    pub(super) async fn settle_now(
+    /// Settles at once a call that did not run: its report is the refusal's content.
+    pub(super) async fn refuse(
         &mut self,
         role: &mut Role<'_>,
         calls: &[Call],
         progress: &mut Progress,
-        staged: Staged,
+        index: usize,
+        activity_id: &str,
+        refusal: Refusal<'_>,
     ) {
+        let report = refused(refusal.content);
+        let staged = self.staged(
+            index,
+            &calls[index],
+            activity_id,
+            report,
+            refusal.outcome,
+            refusal.protection,
+        );
         progress.stage(staged);
         self.commit(role, calls, progress).await;
     }

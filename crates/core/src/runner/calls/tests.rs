@@ -11,7 +11,8 @@ use magi_store::records::{Record, RecordBody, ToolCallPhase};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::{Call, CallService, Delegate, Gates, LABEL_DENIED_BY_USER, Role};
+use super::supervision::LABEL_DENIED_BY_USER;
+use super::{Call, CallService, Delegate, Gates, Role};
 use crate::agent::Agent;
 use crate::cards::TaskChildren;
 use crate::mcp::McpHub;

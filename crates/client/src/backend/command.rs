@@ -1,0 +1,103 @@
+//! How to start a backend child, and starting it with its output read.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::Arc;
+
+use tokio::process::Command;
+use tokio::sync::mpsc;
+
+use super::reader::read_output;
+use super::{Backend, Shared};
+use crate::ClientError;
+
+/// Frames the reader holds for the application before it stops reading.
+const INCOMING_CAPACITY: usize = 1024;
+
+/// How to start a backend: `PROGRAM serve --stdio` with the given environment and
+/// working directory.
+#[derive(Debug, Clone)]
+pub struct BackendCommand {
+    program: PathBuf,
+    args: Vec<OsString>,
+    env_clear: bool,
+    envs: Vec<(OsString, OsString)>,
+    cwd: Option<PathBuf>,
+    capture_stderr: bool,
+}
+
+impl BackendCommand {
+    /// `program serve --stdio`, inheriting the environment and working directory.
+    pub fn new(program: impl Into<PathBuf>) -> BackendCommand {
+        BackendCommand {
+            program: program.into(),
+            args: vec!["serve".into(), "--stdio".into()],
+            env_clear: false,
+            envs: Vec::new(),
+            cwd: None,
+            capture_stderr: false,
+        }
+    }
+
+    /// Starts the child with an empty environment (plus what [`Self::env`] adds).
+    pub fn env_clear(mut self) -> Self {
+        self.env_clear = true;
+        self
+    }
+
+    /// Sets one environment variable.
+    pub fn env(mut self, key: impl Into<OsString>, value: impl Into<OsString>) -> Self {
+        self.envs.push((key.into(), value.into()));
+        self
+    }
+
+    /// Sets the child's working directory.
+    pub fn current_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.cwd = Some(dir.into());
+        self
+    }
+
+    /// Pipes the child's stderr so it can be read with [`Backend::take_stderr`];
+    /// otherwise it is discarded.
+    pub fn capture_stderr(mut self) -> Self {
+        self.capture_stderr = true;
+        self
+    }
+
+    /// Spawns the backend and starts reading its output.
+    pub fn spawn(&self) -> Result<Backend, ClientError> {
+        let mut command = Command::new(&self.program);
+        command
+            .args(&self.args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(if self.capture_stderr {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            })
+            .kill_on_drop(true);
+        if self.env_clear {
+            command.env_clear();
+        }
+        command.envs(self.envs.iter().map(|(k, v)| (k, v)));
+        if let Some(cwd) = &self.cwd {
+            command.current_dir(cwd);
+        }
+        let mut child = command.spawn().map_err(ClientError::Spawn)?;
+        let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+            return Err(ClientError::Spawn(std::io::Error::other("stdio not piped")));
+        };
+        let shared = Arc::new(Shared::default());
+        let (incoming_tx, incoming) = mpsc::channel(INCOMING_CAPACITY);
+        tokio::spawn(read_output(stdout, Arc::clone(&shared), incoming_tx));
+        Ok(Backend {
+            child,
+            stdin: Some(stdin),
+            shared,
+            incoming,
+            next_id: 0,
+        })
+    }
+}

@@ -1,0 +1,100 @@
+//! The extensions an `initialize` requires: what the backend must advertise for them,
+//! and the reader accepting their events once it did.
+
+use std::sync::Arc;
+
+use magi_protocol::messages::{InitializeParams, InitializeResult};
+use serde_json::Value;
+
+use super::Shared;
+use crate::ClientError;
+use crate::decode::Violation;
+
+/// The extensions an `initialize` required, recorded once it is admitted: the reader
+/// accepts their events only from then on.
+pub(super) struct Negotiation {
+    tool_cards: bool,
+    client_tools: bool,
+    shared: Arc<Shared>,
+}
+
+impl Negotiation {
+    /// What the `initialize` params (as sent) require.
+    pub(super) fn requested(
+        params: &Value,
+        shared: Arc<Shared>,
+    ) -> Result<Negotiation, ClientError> {
+        let params: InitializeParams =
+            serde_json::from_value(params.clone()).map_err(|_| ClientError::UnencodableParams)?;
+        let requires = |name: &str| params.required_capabilities.iter().any(|c| c == name);
+        Ok(Negotiation {
+            tool_cards: requires(magi_protocol::cards::CAPABILITY),
+            client_tools: requires(CLIENT_TOOLS_CAPABILITY),
+            shared,
+        })
+    }
+
+    /// Checks the admitted result's advertisement and turns the extensions on.
+    pub(super) fn admitted(self, result: &Value) -> Result<(), ClientError> {
+        let result: InitializeResult =
+            serde_json::from_value(result.clone()).map_err(|_| ClientError::UnexpectedResult)?;
+        check_advertisement(&result, self.tool_cards, self.client_tools)
+            .map_err(ClientError::Violation)?;
+        self.shared
+            .tool_cards
+            .store(self.tool_cards, std::sync::atomic::Ordering::SeqCst);
+        self.shared
+            .client_tools
+            .store(self.client_tools, std::sync::atomic::Ordering::SeqCst);
+        Ok(())
+    }
+}
+
+/// The `client.tools` capability name.
+pub const CLIENT_TOOLS_CAPABILITY: &str = "client.tools";
+
+/// Checks what an admitted `initialize` advertises: the sixteen base capabilities in
+/// order, then `tool.cards` with exactly schema 1's descriptor and `client.tools` with
+/// its descriptor, each exactly when it was required, and nothing of them otherwise.
+fn check_advertisement(
+    result: &InitializeResult,
+    tool_cards: bool,
+    client_tools: bool,
+) -> Result<(), Violation> {
+    let mut expected = magi_protocol::names::base_capabilities();
+    if tool_cards {
+        expected.push(magi_protocol::cards::CAPABILITY.to_owned());
+    }
+    if client_tools {
+        expected.push(CLIENT_TOOLS_CAPABILITY.to_owned());
+    }
+    if result.capabilities != expected {
+        return Err(Violation("initialize advertised other capabilities".into()));
+    }
+    let cards = result
+        .extensions
+        .as_ref()
+        .and_then(|e| e.tool_cards.as_ref());
+    let cards_ok = match (tool_cards, cards) {
+        (false, None) => true,
+        (true, Some(d)) => *d == magi_protocol::cards::ToolCardsDescriptor::schema_1(),
+        _ => false,
+    };
+    let tools = result
+        .extensions
+        .as_ref()
+        .and_then(|e| e.client_tools.as_ref());
+    let tools_ok = match (client_tools, tools) {
+        (false, None) => true,
+        (true, Some(d)) => d.schema_version == 1,
+        _ => false,
+    };
+    let extensions_ok = result.extensions.is_some() == (tool_cards || client_tools);
+    if cards_ok && tools_ok && extensions_ok {
+        Ok(())
+    } else {
+        Err(Violation(
+            "initialize advertised extension descriptors other than the ones negotiated".into(),
+        ))
+    }
+}

@@ -1,0 +1,123 @@
+//! The calls of one response on their way to settlement: the claimed calls, the ones
+//! in flight on blocking threads, the group of records sharing the next sync, and what
+//! each settled call gives the model.
+
+use std::path::PathBuf;
+
+use magi_store::records::{RecordBody, ToolOutcome};
+use magi_tools::ToolReport;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+/// A call being executed on a blocking thread.
+pub(super) struct InFlight {
+    pub(super) index: usize,
+    pub(super) activity_id: String,
+    pub(super) protection: Option<&'static str>,
+    pub(super) read_only: bool,
+    pub(super) task: JoinHandle<ToolReport>,
+}
+
+/// How a call settled, for the model's next request.
+pub(super) struct Settled {
+    pub(super) content: String,
+    pub(super) is_error: bool,
+}
+
+/// A claimed call that starts once its claim is durable.
+pub(super) struct Claimed {
+    pub(super) index: usize,
+    pub(super) activity_id: String,
+    pub(super) protection: Option<&'static str>,
+    pub(super) read_only: bool,
+    pub(super) execution: Execution,
+}
+
+/// A settled call whose end is told once its result is durable.
+pub(super) struct Ended {
+    pub(super) index: usize,
+    pub(super) activity_id: String,
+    pub(super) outcome: ToolOutcome,
+    pub(super) protection: Option<&'static str>,
+    pub(super) summary: String,
+    pub(super) facts: Option<serde_json::Value>,
+    /// The display-only preview recorded after the result, if the call applied one.
+    pub(super) preview: Option<serde_json::Value>,
+}
+
+/// A call's settlement, made but not yet recorded: its records, the end to tell once
+/// they are durable, and what the model is given.
+pub(super) struct Staged {
+    pub(super) records: Vec<RecordBody>,
+    pub(super) ended: Ended,
+    pub(super) settled: Settled,
+}
+
+/// Records that share the next sync, and what waits for it: the calls they claim start
+/// and the ends they settle are told only once the sync succeeded. Each call of a
+/// response adds at most one claim and one settlement, so a group never holds more
+/// than twice the response's calls.
+#[derive(Default)]
+pub(super) struct Group {
+    pub(super) records: Vec<RecordBody>,
+    /// The claims among `records`.
+    pub(super) claims: usize,
+    pub(super) claimed: Vec<Claimed>,
+    pub(super) ended: Vec<Ended>,
+}
+
+/// The calls of one response on their way to settlement.
+pub(super) struct Progress {
+    pub(super) in_flight: Vec<InFlight>,
+    pub(super) group: Group,
+    pub(super) settled: Vec<Option<Settled>>,
+}
+
+impl Progress {
+    pub(super) fn new(calls: usize) -> Progress {
+        Progress {
+            in_flight: Vec::new(),
+            group: Group::default(),
+            settled: (0..calls).map(|_| None).collect(),
+        }
+    }
+
+    /// Calls started or about to start, and whether all of them are read-only.
+    pub(super) fn running(&self) -> (usize, bool) {
+        let read_only = self.in_flight.iter().all(|f| f.read_only)
+            && self.group.claimed.iter().all(|c| c.read_only);
+        (self.in_flight.len() + self.group.claimed.len(), read_only)
+    }
+
+    /// Adds a call's settlement to the group; the model is given it whatever the
+    /// group's fate.
+    pub(super) fn stage(&mut self, staged: Staged) {
+        self.group.records.extend(staged.records);
+        self.settled[staged.ended.index] = Some(staged.settled);
+        self.group.ended.push(staged.ended);
+    }
+}
+
+/// Everything a call's execution needs, owned, so it can move to a blocking thread.
+pub(super) struct Execution {
+    pub(super) name: String,
+    pub(super) arguments: String,
+    pub(super) cwd: PathBuf,
+    pub(super) assets_dir: Option<PathBuf>,
+    pub(super) cancel: CancellationToken,
+    pub(super) hidden_env: Vec<String>,
+}
+
+impl Execution {
+    pub(super) fn run(self) -> ToolReport {
+        let cancel = self.cancel;
+        let cancelled = move || cancel.is_cancelled();
+        let context = magi_tools::ToolContext {
+            cwd: &self.cwd,
+            assets_dir: self.assets_dir.as_deref(),
+            cancelled: &cancelled,
+            hidden_env: &self.hidden_env,
+        };
+        magi_tools::execute(&self.name, &self.arguments, &context)
+    }
+}

@@ -14,8 +14,8 @@ use magi_protocol::ErrorCode;
 use magi_protocol::messages::{
     Availability, CatalogStatusParams, Effort, EffortRequest, EffortSupport, EmptyParams,
     ModelCatalogParams, ModelCatalogResult, ModelRefreshParams, ModelRefreshResult,
-    OperationCancelParams, SelectionScope, SelectionSetParams, SelectionSetResult,
-    SessionOpenParams, StatusResult, TurnStartParams,
+    OperationCancelParams, SelectionScope, SelectionSetParams, SelectionSetResult, StatusResult,
+    TurnStartParams,
 };
 use magi_protocol::methods;
 use serde_json::{Value, json};
@@ -478,14 +478,7 @@ async fn a_selection_is_validated_persisted_and_restored_after_a_restart() {
     // A new child restores the saved selection on open.
     let mut backend = env.spawn();
     backend.initialize(&SELECTING).await.unwrap().unwrap();
-    let open = SessionOpenParams {
-        session_id: session_id.clone(),
-    };
-    let opened = backend
-        .call::<methods::SessionOpen>(&open)
-        .await
-        .unwrap()
-        .unwrap();
+    let opened = open_session(&mut backend, &session_id).await.unwrap();
     assert!(opened.notices.is_empty());
     let restored = status(&mut backend).await.selection.unwrap();
     assert_eq!(restored.model.as_deref(), Some("o3"));
@@ -496,11 +489,7 @@ async fn a_selection_is_validated_persisted_and_restored_after_a_restart() {
     write_cache(&env, "openai", &[("gpt-4.1", None)]);
     let mut backend = env.spawn();
     backend.initialize(&SELECTING).await.unwrap().unwrap();
-    let opened = backend
-        .call::<methods::SessionOpen>(&open)
-        .await
-        .unwrap()
-        .unwrap();
+    let opened = open_session(&mut backend, &session_id).await.unwrap();
     assert_eq!(opened.notices, vec!["saved_selection_unavailable"]);
     let fallback = status(&mut backend).await.selection.unwrap();
     assert_eq!(fallback.model.as_deref(), Some("gpt-4.1"));

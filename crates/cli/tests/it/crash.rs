@@ -14,8 +14,7 @@ use std::os::unix::process::ExitStatusExt;
 
 use crate::common::*;
 use magi_client::{Backend, Incoming};
-use magi_protocol::messages::{ActivityState, Event, RunOutcome, SessionOpenParams};
-use magi_protocol::methods;
+use magi_protocol::messages::{ActivityState, Event, RunOutcome};
 use magi_testkit::{MockServer, Reply};
 use serde_json::{Value, json};
 
@@ -117,14 +116,7 @@ async fn recover(mock: &MockServer, env: &TestEnv, session: &str) -> (Vec<Value>
     mock.enqueue(Reply::stream().text(["Noted."]));
     let mut backend = env.spawn();
     backend.initialize(&CAPABILITIES).await.unwrap().unwrap();
-    let open = SessionOpenParams {
-        session_id: session.to_owned(),
-    };
-    backend
-        .call::<methods::SessionOpen>(&open)
-        .await
-        .unwrap()
-        .unwrap();
+    open_session(&mut backend, session).await.unwrap();
     start_turn(&mut backend, session, "What happened?").await;
     let finished = until_finished(&mut backend, &mut Vec::new()).await;
     assert_eq!(finished.outcome, RunOutcome::Completed);

@@ -14,8 +14,7 @@ use crate::common::*;
 use magi_client::Backend;
 use magi_protocol::ErrorCode;
 use magi_protocol::messages::{
-    Eligibility, SessionDiscoverParams, SessionListParams, SessionListResult, SessionOpenParams,
-    SessionResult,
+    Eligibility, SessionDiscoverParams, SessionListParams, SessionListResult,
 };
 use magi_protocol::methods;
 use serde_json::json;
@@ -60,13 +59,6 @@ fn next_page(revision: &str, cursor: &str, limit: Option<u64>) -> SessionListPar
         cursor: Some(cursor.to_owned()),
         limit,
     }
-}
-
-async fn open(backend: &mut Backend, id: &str) -> Result<SessionResult, ErrorCode> {
-    let params = SessionOpenParams {
-        session_id: id.to_owned(),
-    };
-    backend.call::<methods::SessionOpen>(&params).await.unwrap()
 }
 
 fn ids(result: &SessionListResult) -> Vec<&str> {
@@ -273,7 +265,7 @@ async fn a_session_held_by_another_child_is_busy_but_not_to_its_holder() {
     write_log(&env, "other-1", &meta(&env, "other-1"));
     let mut holder = ready(&env).await;
     let mut other = ready(&env).await;
-    open(&mut holder, SESSION).await.unwrap();
+    open_session(&mut holder, SESSION).await.unwrap();
 
     let seen = list(&mut other, SessionListParams::default())
         .await

@@ -90,17 +90,28 @@ pub(crate) fn processes_in(dir: &Path) -> Vec<u32> {
     found
 }
 
-/// Waits (bounded) until no process works in `dir`.
-pub(crate) async fn assert_no_processes_in(dir: &Path) {
+/// Waits (bounded) until the processes working in `dir` are as `settled` wants them,
+/// failing with `what` and the processes seen otherwise. Polls `/proc`: a process the
+/// backend started is not the test's child, so no signal tells the test it ended.
+pub(crate) async fn wait_for_processes_in(
+    dir: &Path,
+    what: &str,
+    settled: impl Fn(&[u32]) -> bool,
+) {
     let deadline = Instant::now() + WAIT;
     loop {
-        let left = processes_in(dir);
-        if left.is_empty() {
+        let seen = processes_in(dir);
+        if settled(&seen) {
             return;
         }
-        assert!(Instant::now() < deadline, "processes left behind: {left:?}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(Instant::now() < deadline, "{what}: {seen:?}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
     }
+}
+
+/// Waits (bounded) until no process works in `dir`.
+pub(crate) async fn assert_no_processes_in(dir: &Path) {
+    wait_for_processes_in(dir, "processes left behind", <[u32]>::is_empty).await;
 }
 
 const METHODS: [&str; 5] = [
@@ -370,11 +381,10 @@ async fn a_server_that_hangs_at_startup_times_out_or_is_cancelled() {
         .await
         .unwrap();
     // The server was started before shutdown is sent.
-    let deadline = Instant::now() + WAIT;
-    while processes_in(&env.cwd()).len() < 2 {
-        assert!(Instant::now() < deadline, "the server never started");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    wait_for_processes_in(&env.cwd(), "the server never started", |seen| {
+        seen.len() >= 2
+    })
+    .await;
     backend
         .send_raw(&frame("bye", "shutdown", json!({})))
         .await

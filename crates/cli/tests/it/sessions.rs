@@ -10,9 +10,7 @@
 use crate::common::*;
 use magi_client::Backend;
 use magi_protocol::ErrorCode;
-use magi_protocol::messages::{
-    EmptyParams, EntryKind, HistoryPageParams, HistoryPageResult, SessionOpenParams, SessionResult,
-};
+use magi_protocol::messages::{EmptyParams, EntryKind, HistoryPageParams, HistoryPageResult};
 use magi_protocol::methods;
 use serde_json::{Value, json};
 
@@ -41,13 +39,6 @@ async fn ready(env: &TestEnv) -> Backend {
         .unwrap()
         .unwrap();
     backend
-}
-
-async fn open(backend: &mut Backend, id: &str) -> Result<SessionResult, ErrorCode> {
-    let params = SessionOpenParams {
-        session_id: id.to_owned(),
-    };
-    backend.call::<methods::SessionOpen>(&params).await.unwrap()
 }
 
 async fn page(
@@ -85,7 +76,9 @@ async fn create_attaches_a_lazy_handle_that_writes_nothing() {
         .unwrap();
     assert!(first.entries.is_empty() && first.complete && first.next_cursor.is_none());
     // Reopening the lazy handle in the same child works and stays lazy.
-    let reopened = open(&mut backend, &created.session_id).await.unwrap();
+    let reopened = open_session(&mut backend, &created.session_id)
+        .await
+        .unwrap();
     assert!(!reopened.durable);
     assert_ne!(reopened.revision, created.revision);
     assert!(!log_path(&env, &created.session_id).exists());
@@ -93,7 +86,7 @@ async fn create_attaches_a_lazy_handle_that_writes_nothing() {
     // Another child cannot: nothing was persisted.
     let mut backend = ready(&env).await;
     assert_eq!(
-        open(&mut backend, &created.session_id).await,
+        open_session(&mut backend, &created.session_id).await,
         Err(ErrorCode::SessionMissing)
     );
     shutdown_clean(&mut backend).await;
@@ -104,7 +97,7 @@ async fn open_projects_a_recorded_conversation() {
     let env = TestEnv::new();
     write_log(&env, SESSION, &conversation(&env, SESSION));
     let mut backend = ready(&env).await;
-    let opened = open(&mut backend, SESSION).await.unwrap();
+    let opened = open_session(&mut backend, SESSION).await.unwrap();
     assert!(opened.durable);
     assert!(opened.notices.is_empty());
     let history = page(&mut backend, SESSION, &opened.revision, None)
@@ -151,7 +144,7 @@ async fn legacy_sessions_without_cwd_are_unverified_and_torn_lines_are_interrupt
     );
     write_log(&env, SESSION, &legacy);
     let mut backend = ready(&env).await;
-    let opened = open(&mut backend, SESSION).await.unwrap();
+    let opened = open_session(&mut backend, SESSION).await.unwrap();
     assert_eq!(opened.notices, vec!["cwd_unverified"]);
     let history = page(&mut backend, SESSION, &opened.revision, None)
         .await
@@ -205,7 +198,7 @@ async fn open_refuses_what_it_cannot_trust_and_keeps_the_previous_attachment() {
     write_log(&env, "huge-1", &lines);
 
     let mut backend = ready(&env).await;
-    let opened = open(&mut backend, SESSION).await.unwrap();
+    let opened = open_session(&mut backend, SESSION).await.unwrap();
     let cases = [
         ("elsewhere-1", ErrorCode::CwdMismatch),
         ("moved-1", ErrorCode::CwdMismatch),
@@ -217,7 +210,7 @@ async fn open_refuses_what_it_cannot_trust_and_keeps_the_previous_attachment() {
         ("never-existed", ErrorCode::SessionMissing),
     ];
     for (id, code) in cases {
-        assert_eq!(open(&mut backend, id).await, Err(code), "{id}");
+        assert_eq!(open_session(&mut backend, id).await, Err(code), "{id}");
         // The previous attachment is intact.
         let status = backend.status().await.unwrap().unwrap();
         assert_eq!(status.session_id.as_deref(), Some(SESSION));
@@ -254,15 +247,15 @@ async fn a_session_is_owned_by_one_child_at_a_time() {
     write_log(&env, SESSION, &conversation(&env, SESSION));
     let mut first = ready(&env).await;
     let mut second = ready(&env).await;
-    open(&mut first, SESSION).await.unwrap();
+    open_session(&mut first, SESSION).await.unwrap();
     assert_eq!(
-        open(&mut second, SESSION).await,
+        open_session(&mut second, SESSION).await,
         Err(ErrorCode::SessionBusy)
     );
     // Reopening in the owning child is fine.
-    open(&mut first, SESSION).await.unwrap();
+    open_session(&mut first, SESSION).await.unwrap();
     shutdown_clean(&mut first).await;
-    assert!(open(&mut second, SESSION).await.is_ok());
+    assert!(open_session(&mut second, SESSION).await.is_ok());
     shutdown_clean(&mut second).await;
 }
 
@@ -283,7 +276,7 @@ async fn history_page_checks_attachment_revision_and_cursor() {
         page(&mut backend, SESSION, "r1", None).await,
         Err(ErrorCode::SessionMissing)
     );
-    let opened = open(&mut backend, SESSION).await.unwrap();
+    let opened = open_session(&mut backend, SESSION).await.unwrap();
     assert_eq!(
         page(&mut backend, "other-session", &opened.revision, None).await,
         Err(ErrorCode::StaleSession)
@@ -359,7 +352,7 @@ async fn history_page_checks_attachment_revision_and_cursor() {
         page(&mut backend, SESSION, &opened.revision, None).await,
         Err(ErrorCode::StaleRevision)
     );
-    let reopened = open(&mut backend, SESSION).await.unwrap();
+    let reopened = open_session(&mut backend, SESSION).await.unwrap();
     assert!(
         page(&mut backend, SESSION, &reopened.revision, None)
             .await
@@ -498,7 +491,7 @@ async fn stored_reads_are_bounded_to_64_mib_and_100000_lines() {
     let mut backend = ready(&env).await;
     for (id, lines, bytes, expected) in cases {
         write_log(&env, id, &log_of_exact_size(id, lines, bytes));
-        let got = open(&mut backend, id)
+        let got = open_session(&mut backend, id)
             .await
             .map(|opened| assert!(opened.durable));
         assert_eq!(got, expected, "{id}");

@@ -12,7 +12,7 @@ use crate::common::*;
 use magi_client::{Backend, Incoming};
 use magi_protocol::messages::{
     ActivityState, ApprovalAnswerParams, EmptyParams, Event, HistoryPageParams, HistoryPageResult,
-    RunOutcome, SessionOpenParams,
+    RunOutcome,
 };
 use magi_protocol::methods;
 use magi_testkit::{MockServer, Reply};
@@ -117,14 +117,7 @@ async fn a_command_running_when_the_backend_dies_settles_unknown_and_never_runs_
 
     mock.enqueue(Reply::stream().text(["Noted."]));
     let mut backend = ready(&env).await;
-    let open = SessionOpenParams {
-        session_id: session.clone(),
-    };
-    backend
-        .call::<methods::SessionOpen>(&open)
-        .await
-        .unwrap()
-        .unwrap();
+    open_session(&mut backend, &session).await.unwrap();
     assert_eq!(records(&env, &session), crashed, "opening appends nothing");
     start_turn(&mut backend, &session, "What happened?").await;
     let finished = until_finished(&mut backend, &mut Vec::new()).await;
@@ -198,14 +191,7 @@ async fn recovery_reruns_reads_and_denies_pending_approvals() {
     .concat();
     write_log(&env, id, &crashed);
     let mut backend = ready(&env).await;
-    let open = SessionOpenParams {
-        session_id: id.to_owned(),
-    };
-    backend
-        .call::<methods::SessionOpen>(&open)
-        .await
-        .unwrap()
-        .unwrap();
+    open_session(&mut backend, id).await.unwrap();
     start_turn(&mut backend, id, "Go on").await;
     let finished = until_finished(&mut backend, &mut Vec::new()).await;
     assert_eq!(finished.outcome, RunOutcome::Completed);

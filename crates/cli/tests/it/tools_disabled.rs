@@ -120,7 +120,7 @@ async fn a_disabled_client_tool_is_not_offered() {
 
 #[tokio::test]
 async fn a_disabled_mcp_tool_is_not_offered_and_an_unlisted_one_stops_its_server() {
-    use crate::mcp::{assert_no_processes_in, mcp_command, mock_settings, processes_in};
+    use crate::mcp::{assert_no_processes_in, mcp_command, mock_settings, wait_for_processes_in};
 
     let mock = MockServer::start().await;
     mock.enqueue(Reply::stream().text(["Hello."]));
@@ -154,14 +154,10 @@ async fn a_disabled_mcp_tool_is_not_offered_and_an_unlisted_one_stops_its_server
     );
     // Only the backend itself still works in the workspace.
     let backend_only = vec![backend.pid().unwrap()];
-    let deadline = std::time::Instant::now() + WAIT;
-    while processes_in(&env.cwd()) != backend_only {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the server was left running"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
+    wait_for_processes_in(&env.cwd(), "the server was left running", |seen| {
+        seen == backend_only
+    })
+    .await;
     shutdown_clean(&mut backend).await;
     assert_no_processes_in(&env.cwd()).await;
 }

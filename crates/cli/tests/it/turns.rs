@@ -12,8 +12,8 @@ use magi_client::{Backend, Incoming};
 use magi_protocol::ErrorCode;
 use magi_protocol::messages::{
     ActivityState, ApprovalAnswerParams, EmptyParams, EntryKind, Event, HistoryPageParams,
-    HistoryPageResult, Persistence, RunFinished, RunOutcome, SessionOpenParams, SessionResult,
-    TurnCancelParams, TurnCancelResult, TurnStartParams, TurnStartResult,
+    HistoryPageResult, Persistence, RunFinished, RunOutcome, SessionResult, TurnCancelParams,
+    TurnCancelResult, TurnStartParams, TurnStartResult,
 };
 use magi_protocol::methods;
 use magi_testkit::{MockServer, Reply};
@@ -64,13 +64,6 @@ async fn create(backend: &mut Backend) -> SessionResult {
         .await
         .unwrap()
         .unwrap()
-}
-
-async fn open(backend: &mut Backend, id: &str) -> Result<SessionResult, ErrorCode> {
-    let params = SessionOpenParams {
-        session_id: id.to_owned(),
-    };
-    backend.call::<methods::SessionOpen>(&params).await.unwrap()
 }
 
 async fn try_start(
@@ -556,7 +549,7 @@ async fn a_second_turn_replays_the_conversation() {
         .await
         .unwrap()
         .unwrap();
-    assert!(open(&mut backend, &session).await.unwrap().durable);
+    assert!(open_session(&mut backend, &session).await.unwrap().durable);
     shutdown_clean(&mut backend).await;
 }
 
@@ -576,7 +569,7 @@ async fn a_session_at_its_stored_read_bound_refuses_new_turns_before_appending()
         .await
         .unwrap()
         .unwrap();
-    open(&mut backend, id).await.unwrap();
+    open_session(&mut backend, id).await.unwrap();
     assert_eq!(
         try_start(&mut backend, id, "one more").await,
         Err(ErrorCode::HistoryLimit)
@@ -816,7 +809,7 @@ async fn calls_a_crashed_run_left_unsettled_are_settled_as_unknown_before_the_ne
         .await
         .unwrap()
         .unwrap();
-    open(&mut backend, id).await.unwrap();
+    open_session(&mut backend, id).await.unwrap();
     // Opening executed and appended nothing.
     assert_eq!(std::fs::read_to_string(&path).unwrap(), crashed);
     start(&mut backend, id, "Go on").await;

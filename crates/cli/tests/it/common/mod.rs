@@ -12,7 +12,8 @@ use std::process::ExitStatus;
 use std::time::Duration;
 
 use magi_client::{Backend, BackendCommand, Incoming, Response};
-use magi_protocol::messages::{EmptyParams, TurnStartParams};
+use magi_protocol::ErrorCode;
+use magi_protocol::messages::{EmptyParams, SessionOpenParams, SessionResult, TurnStartParams};
 use magi_protocol::methods;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
@@ -294,4 +295,12 @@ pub fn tool_outputs(body: &Value) -> Vec<String> {
         .filter(|m| m["role"] == "tool")
         .map(|m| m["content"].as_str().unwrap_or_default().to_owned())
         .collect()
+}
+
+/// Opens (attaches) session `id`.
+pub async fn open_session(backend: &mut Backend, id: &str) -> Result<SessionResult, ErrorCode> {
+    let params = SessionOpenParams {
+        session_id: id.to_owned(),
+    };
+    backend.call::<methods::SessionOpen>(&params).await.unwrap()
 }

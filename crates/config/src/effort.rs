@@ -10,7 +10,7 @@
 
 pub use magi_protocol::messages::{Effort, EffortSupport};
 
-use crate::provider::ProviderKind;
+use crate::provider_kind::ProviderKind;
 
 /// What a model accepts: its support and the efforts a selection may request.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -11,6 +11,7 @@ mod mcp;
 mod permissions;
 mod profiles;
 mod provider;
+mod provider_kind;
 mod settings;
 mod skills;
 mod text_file;
@@ -29,9 +30,10 @@ pub use profiles::{
     primary_profile, subagent_profiles,
 };
 pub use provider::{
-    Credential, ProviderDefinition, ProviderKind, Selection, provider_definition, provider_names,
+    Credential, ProviderDefinition, Selection, provider_definition, provider_names,
     read_credential, resolve_selection,
 };
+pub use provider_kind::ProviderKind;
 pub use settings::{
     CatalogSettings, CompactionSettings, ProviderSettings, Settings, load_settings,
 };

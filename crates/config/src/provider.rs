@@ -5,24 +5,10 @@ use std::io::Read;
 use std::path::PathBuf;
 
 use magi_protocol::limits::CREDENTIAL_FILE_BYTES;
-use serde::Deserialize;
 
+use crate::provider_kind::ProviderKind;
 use crate::settings::{ProviderSettings, Settings};
 use crate::{ConfigError, Env};
-
-/// The wire format a provider speaks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-pub enum ProviderKind {
-    /// OpenAI Responses API.
-    #[serde(rename = "openai")]
-    OpenAi,
-    /// OpenAI-compatible Chat Completions (llama.cpp's server, vLLM, Ollama, LM Studio…).
-    #[serde(rename = "openai-chat")]
-    OpenAiChat,
-    /// Anthropic Messages API.
-    #[serde(rename = "anthropic")]
-    Anthropic,
-}
 
 /// Where a provider's credential comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]

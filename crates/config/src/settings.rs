@@ -18,7 +18,7 @@ use crate::instructions::InstructionSettings;
 use crate::mcp::{McpServer, merge_mcp};
 use crate::permissions::PermissionSettings;
 use crate::profiles::{AgentSettings, Profile};
-use crate::provider::ProviderKind;
+use crate::provider_kind::ProviderKind;
 use crate::skills::SkillSettings;
 use crate::text_file::read_text_file;
 use crate::tools::{ToolSettings, merge_tools};

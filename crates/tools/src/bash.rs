@@ -4,32 +4,22 @@
 //! given the `process_diagnostics` projection of the interleaved capture and a status.
 //! It changes the workspace, so the runner asks before it runs unless a rule allows it.
 
-use std::fs::File;
-use std::io::{self, Read, Write};
-use std::os::unix::process::{CommandExt, ExitStatusExt};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::{Arc, Mutex, mpsc};
+use std::os::unix::process::ExitStatusExt;
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use magi_protocol::limits::{
-    BASH_BACKGROUND_AFTER_MS, BASH_TOOL_MAX_TIMEOUT_MS, BASH_TOOL_TIMEOUT_MS,
-    PROCESS_CAPTURE_BYTES, PROCESS_DRAIN_MS,
+    BASH_BACKGROUND_AFTER_MS, BASH_TOOL_MAX_TIMEOUT_MS, BASH_TOOL_TIMEOUT_MS, PROCESS_CAPTURE_BYTES,
 };
-use nix::sys::signal::{Signal, killpg};
-use nix::unistd::Pid;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::diagnostics::process_diagnostics;
-use crate::facts::{CommandFacts, FACT_STRING_BYTES, Facts, cut};
+use crate::facts::{CommandFacts, Facts};
+use crate::process::{
+    End, Kept, capture_digests, capture_notes, command_facts, read_bounded, record_end, start, wait,
+};
 use crate::{ToolContext, ToolDefinition, ToolOutput, ToolReport};
-
-/// Longest pause between two looks at the child and the cancellation flag. Short pauses
-/// come first so a quick command is not held up by the poll.
-const POLL_MAX: Duration = Duration::from_millis(50);
-/// Size of one read from an output pipe.
-const READ_CHUNK: usize = 64 * 1024;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -122,23 +112,6 @@ pub(crate) struct Invocation<'a> {
     pub(crate) background_after_ms: Option<u64>,
 }
 
-/// The facts every command call starts from: what ran, where, with what timeout.
-pub(crate) fn command_facts(
-    command: &str,
-    ctx: &ToolContext,
-    timeout_argument: Option<u64>,
-    effective_timeout_ms: Option<u64>,
-) -> CommandFacts {
-    CommandFacts {
-        command: cut(command, FACT_STRING_BYTES),
-        working_directory: cut(&ctx.cwd.to_string_lossy(), FACT_STRING_BYTES),
-        timeout_ms: timeout_argument,
-        effective_timeout_ms,
-        tracking: Some(crate::tracking::track(command)),
-        ..CommandFacts::default()
-    }
-}
-
 fn invalid(why: &str) -> ToolOutput {
     ToolOutput::failed(
         "invalid arguments",
@@ -147,238 +120,6 @@ fn invalid(why: &str) -> ToolOutput {
              \"background_after_ms\"?: integer}}: {why}."
         ),
     )
-}
-
-/// How the command ended.
-pub(crate) enum End {
-    Exited(ExitStatus),
-    TimedOut,
-    Cancelled,
-    /// It ran past the moment it moves to the background.
-    Background,
-}
-
-/// One captured file: bytes past `limit` are counted, not written.
-///
-/// The file (and the directory it goes in) is created by the thread that fills it, at
-/// the stream's first bytes: creating files is slow on some disks (a few hundred
-/// microseconds each), so a stream that stays empty leaves no file, and none is made
-/// before the command starts.
-struct Capture {
-    path: PathBuf,
-    file: Option<File>,
-    written: u64,
-    dropped: u64,
-    limit: u64,
-    /// The file could not be created or written; later bytes are counted as dropped.
-    failed: bool,
-}
-
-impl Capture {
-    fn deferred(path: PathBuf, limit: u64) -> Capture {
-        Capture {
-            path,
-            file: None,
-            written: 0,
-            dropped: 0,
-            limit,
-            failed: false,
-        }
-    }
-
-    /// Creates the file unless done or failed already, and its directory only when it
-    /// is missing: the first capture of a call makes it, the others find it.
-    fn open(&mut self) {
-        if self.file.is_some() || self.failed {
-            return;
-        }
-        let created = match File::create(&self.path) {
-            Err(e) if e.kind() == io::ErrorKind::NotFound => self
-                .path
-                .parent()
-                .map_or(Ok(()), std::fs::create_dir_all)
-                .and_then(|()| File::create(&self.path)),
-            created => created,
-        };
-        match created {
-            Ok(file) => self.file = Some(file),
-            Err(_) => self.failed = true,
-        }
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        self.open();
-        let room = usize::try_from(self.limit.saturating_sub(self.written)).unwrap_or(usize::MAX);
-        let kept = if self.failed {
-            0
-        } else {
-            bytes.len().min(room)
-        };
-        if kept > 0 {
-            let written = self
-                .file
-                .as_mut()
-                .is_some_and(|file| file.write_all(&bytes[..kept]).is_ok());
-            if written {
-                self.written += kept as u64;
-            } else {
-                self.failed = true;
-                self.dropped += kept as u64;
-            }
-        }
-        self.dropped += (bytes.len() - kept) as u64;
-    }
-}
-
-/// What a capture kept, once its stream ended.
-#[derive(Clone, Copy, Default)]
-pub(crate) struct Kept {
-    pub(crate) written: u64,
-    pub(crate) dropped: u64,
-    failed: bool,
-}
-
-impl Kept {
-    fn of(capture: &Capture) -> Kept {
-        Kept {
-            written: capture.written,
-            dropped: capture.dropped,
-            failed: capture.failed,
-        }
-    }
-}
-
-/// Where the captures go: the assets directory, or a temporary one removed on drop.
-pub(crate) struct Files {
-    dir: PathBuf,
-    /// Held only to remove the temporary directory when the call is over.
-    _temporary: Option<tempfile::TempDir>,
-}
-
-impl Files {
-    fn new(assets_dir: Option<&Path>) -> io::Result<Files> {
-        match assets_dir {
-            // Created with the capture files, by the threads that fill them.
-            Some(dir) => Ok(Files {
-                dir: dir.to_owned(),
-                _temporary: None,
-            }),
-            None => {
-                let temporary = tempfile::Builder::new().prefix("magi-bash-").tempdir()?;
-                Ok(Files {
-                    dir: temporary.path().to_owned(),
-                    _temporary: Some(temporary),
-                })
-            }
-        }
-    }
-}
-
-/// A command started in its own process group, its three captures being written.
-pub(crate) struct Started {
-    pub(crate) child: Child,
-    pub(crate) group: Pid,
-    /// `stdout.txt`, `stderr.txt`, `output.txt`.
-    pub(crate) paths: [PathBuf; 3],
-    /// Held, never read: a temporary capture directory lives as long as the command.
-    _files: Files,
-    output: Arc<Mutex<Capture>>,
-    finished: mpsc::Receiver<(usize, Kept)>,
-    /// Streams whose reader already ended, taken from `finished` while waiting.
-    ended: Vec<(usize, Kept)>,
-}
-
-impl Started {
-    /// Kills the group (whatever the command left running dies with it: a call owns
-    /// everything it started, and a leftover would hold the output pipes open), reaps
-    /// the shell, waits a bounded time for the captures to drain, and says what each
-    /// kept and whether both streams ended.
-    pub(crate) fn finish(&mut self, reaped: bool) -> ([Kept; 3], bool) {
-        // While members of the group live its ID cannot be reused; with none left the
-        // signal finds nothing, unless the PID space wrapped in the instant since the
-        // shell was reaped.
-        let _ = killpg(self.group, Signal::SIGKILL);
-        if !reaped {
-            let _ = self.child.wait();
-        }
-        // Both readers end once every writer of the pipes is gone; a process that left
-        // the group may keep them open, so the wait is bounded.
-        let mut kept = [Kept::default(); 3];
-        let mut drained = 0;
-        for (stream, stream_kept) in self.ended.drain(..) {
-            kept[stream] = stream_kept;
-            drained += 1;
-        }
-        let deadline = Instant::now() + Duration::from_millis(PROCESS_DRAIN_MS);
-        while drained < 2 {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match self.finished.recv_timeout(left) {
-                Ok((stream, stream_kept)) => {
-                    kept[stream] = stream_kept;
-                    drained += 1;
-                }
-                Err(_) => break,
-            }
-        }
-        kept[2] = match self.output.lock() {
-            Ok(capture) => Kept::of(&capture),
-            Err(poisoned) => Kept::of(&poisoned.into_inner()),
-        };
-        (kept, drained == 2)
-    }
-}
-
-/// Starts `command` with bounded captures, in its own group; refusals come back as the
-/// call's failed output.
-pub(crate) fn start(
-    command: &str,
-    ctx: &ToolContext,
-    capture_bytes: u64,
-) -> Result<Started, ToolOutput> {
-    let files = Files::new(ctx.assets_dir).map_err(|e| {
-        ToolOutput::failed(
-            "cannot capture output",
-            format!("Cannot create the capture directory: {e}."),
-        )
-    })?;
-    let paths = crate::facts::CAPTURE_FILES.map(|name| files.dir.join(name));
-    let [stdout_capture, stderr_capture, output_capture] = paths
-        .clone()
-        .map(|path| Capture::deferred(path, capture_bytes));
-    let mut command_line = Command::new("bash");
-    for name in ctx.hidden_env {
-        command_line.env_remove(name);
-    }
-    let mut child = command_line
-        .arg("-c")
-        .arg(command)
-        .current_dir(ctx.cwd)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        // Its own group, so one signal reaches everything the command starts.
-        .process_group(0)
-        .spawn()
-        .map_err(|e| {
-            ToolOutput::failed(
-                "cannot start the command",
-                format!("Cannot start bash: {e}."),
-            )
-        })?;
-    let group = Pid::from_raw(i32::try_from(child.id()).unwrap_or(i32::MAX));
-    let output = Arc::new(Mutex::new(output_capture));
-    let (done, finished) = mpsc::channel();
-    spawn_reader(child.stdout.take(), stdout_capture, &output, &done, 0);
-    spawn_reader(child.stderr.take(), stderr_capture, &output, &done, 1);
-    Ok(Started {
-        child,
-        group,
-        paths,
-        _files: files,
-        output,
-        finished,
-        ended: Vec::new(),
-    })
 }
 
 /// Runs `command`, keeping at most `capture_bytes` of each captured file; the bound is a
@@ -499,187 +240,6 @@ fn backgrounded(
     )
 }
 
-/// Records how a command ended in its facts.
-pub(crate) fn record_end(
-    facts: &mut CommandFacts,
-    end: &End,
-    kept: &[Kept; 3],
-    drained: bool,
-    paths: &[PathBuf; 3],
-    capture_bytes: u64,
-) {
-    facts.timed_out = Some(matches!(end, End::TimedOut));
-    if let End::Exited(status) = end {
-        facts.exit_code = status.code();
-        facts.signal = status.signal().map(signal_name);
-    } else {
-        // The group was killed; the shell's own status is not what ended it.
-        facts.signal = Some(signal_name(Signal::SIGKILL as i32));
-    }
-    // A stream whose reader did not finish may have lost bytes nobody counted.
-    let truncated = |k: &Kept| (drained || k.written > 0).then_some(k.dropped > 0);
-    facts.stdout_truncated = truncated(&kept[0]);
-    facts.stderr_truncated = truncated(&kept[1]);
-    facts.stdout_lines = captured_lines(&kept[0], &paths[0], capture_bytes);
-    facts.stderr_lines = captured_lines(&kept[1], &paths[1], capture_bytes);
-    let failed = !matches!(end, End::Exited(status) if status.success());
-    if failed {
-        facts.failure_line = first_line(&paths[1]);
-    }
-    if !drained {
-        facts.cleanup_warning = Some("a process outside the group kept the output open".to_owned());
-    }
-}
-
-/// The digests of the captures that could be read.
-pub(crate) fn capture_digests(paths: &[PathBuf; 3]) -> Vec<crate::facts::CaptureDigest> {
-    paths
-        .iter()
-        .filter_map(|p| crate::facts::CaptureDigest::of(p))
-        .collect()
-}
-
-/// `SIGKILL` for 9; the number when it has no name.
-fn signal_name(number: i32) -> String {
-    Signal::try_from(number).map_or_else(|_| format!("signal {number}"), |s| s.as_str().to_owned())
-}
-
-/// Lines a stream's capture holds: none written is none, with no file to read.
-fn captured_lines(kept: &Kept, path: &Path, limit: u64) -> Option<u64> {
-    if kept.written == 0 && !kept.failed {
-        return Some(0);
-    }
-    count_lines(path, limit)
-}
-
-/// Lines in a captured file (as `str::lines` counts them), read in chunks so a 16 MiB
-/// capture is never held whole; none when it cannot be read.
-fn count_lines(path: &Path, limit: u64) -> Option<u64> {
-    let mut file = File::open(path).ok()?.take(limit);
-    let mut buffer = vec![0; READ_CHUNK];
-    let mut lines = 0u64;
-    let mut last = b'\n';
-    loop {
-        match file.read(&mut buffer) {
-            Ok(0) => break,
-            Ok(n) => {
-                lines += buffer[..n].iter().filter(|b| **b == b'\n').count() as u64;
-                last = buffer[n - 1];
-            }
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(_) => return None,
-        }
-    }
-    Some(lines + u64::from(last != b'\n'))
-}
-
-/// The first non-empty line of a captured file, cut to a fact's bound.
-fn first_line(path: &Path) -> Option<String> {
-    let head = read_bounded(path, READ_CHUNK as u64);
-    head.lines()
-        .map(str::trim)
-        .find(|line| !line.is_empty())
-        .map(|line| cut(line, FACT_STRING_BYTES))
-}
-
-/// Copies one pipe into its own capture and the interleaved one until it ends, then
-/// sends what its capture kept.
-fn spawn_reader(
-    pipe: Option<impl Read + Send + 'static>,
-    mut capture: Capture,
-    output: &Arc<Mutex<Capture>>,
-    done: &mpsc::Sender<(usize, Kept)>,
-    stream: usize,
-) {
-    let output = Arc::clone(output);
-    let done = done.clone();
-    std::thread::spawn(move || {
-        if let Some(mut pipe) = pipe {
-            let mut buffer = vec![0; READ_CHUNK];
-            loop {
-                match pipe.read(&mut buffer) {
-                    Ok(0) => break,
-                    Ok(n) => {
-                        capture.write(&buffer[..n]);
-                        // One lock per chunk keeps each chunk whole in the interleaved file.
-                        match output.lock() {
-                            Ok(mut output) => output.write(&buffer[..n]),
-                            Err(poisoned) => poisoned.into_inner().write(&buffer[..n]),
-                        }
-                    }
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                    Err(_) => break,
-                }
-            }
-        }
-        if let Some(file) = capture.file.as_mut() {
-            let _ = file.flush();
-        }
-        // The receiver may have stopped waiting; then nobody needs the answer.
-        let _ = done.send((stream, Kept::of(&capture)));
-    });
-}
-
-/// Waits for the child, the timeout, the moment it moves to the background or the
-/// cancellation flag, whichever comes first, looking again at growing intervals up to
-/// `POLL_MAX`. Between looks it waits on its output readers rather than sleeping:
-/// a command's output ends when it exits, so its end is seen at once.
-fn wait(
-    started: &mut Started,
-    timeout: Duration,
-    background_after: Option<Duration>,
-    cancelled: &(dyn Fn() -> bool + Sync),
-) -> End {
-    let start = Instant::now();
-    let mut pause = Duration::from_micros(100);
-    let next_stop = background_after.unwrap_or(timeout).min(timeout);
-    loop {
-        match started.child.try_wait() {
-            Ok(Some(status)) => return End::Exited(status),
-            Ok(None) => {}
-            // The child cannot be watched; treat it as cancelled so the group is killed.
-            Err(_) => return End::Cancelled,
-        }
-        if cancelled() {
-            return End::Cancelled;
-        }
-        let elapsed = start.elapsed();
-        if elapsed >= timeout {
-            return End::TimedOut;
-        }
-        if background_after.is_some_and(|after| elapsed >= after) {
-            return End::Background;
-        }
-        let nap = pause.min(next_stop.saturating_sub(elapsed));
-        pause = (pause * 2).min(POLL_MAX);
-        if started.ended.len() < 2 {
-            match started.finished.recv_timeout(nap) {
-                Ok(ended) => {
-                    started.ended.push(ended);
-                    // The output closed: the exit is a moment away.
-                    pause = Duration::from_micros(50);
-                }
-                Err(mpsc::RecvTimeoutError::Timeout) => {}
-                Err(mpsc::RecvTimeoutError::Disconnected) => std::thread::sleep(nap),
-            }
-        } else {
-            std::thread::sleep(nap);
-        }
-    }
-}
-
-/// The interleaved capture, read back no further than the bound it was written to.
-pub(crate) fn read_bounded(path: &Path, limit: u64) -> String {
-    let mut bytes = Vec::new();
-    if let Ok(file) = File::open(path) {
-        let _ = file.take(limit).read_to_end(&mut bytes);
-    }
-    match String::from_utf8(bytes) {
-        Ok(text) => text,
-        Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
-    }
-}
-
 /// `120 s`, or `200 ms` when not whole seconds.
 fn duration_label(ms: u64) -> String {
     if ms.is_multiple_of(1_000) {
@@ -691,34 +251,6 @@ fn duration_label(ms: u64) -> String {
 
 /// The lines that say what the captures lost: bytes past the bound or unwritable, a
 /// capture file that could not be created, output a process outside the group kept
-/// open. Shared by every report of process output.
-pub(crate) fn capture_notes(kept: &[Kept; 3], drained: bool) -> Vec<String> {
-    let mut notes = Vec::new();
-    for (name, kept) in ["stdout", "stderr", "output"].iter().zip(kept) {
-        if kept.dropped > 0 {
-            let why = if kept.failed {
-                "could not be written"
-            } else {
-                "were past the capture bound and not kept"
-            };
-            notes.push(format!(
-                "[{name} capture cut: {} bytes kept, {} more {why}]",
-                kept.written, kept.dropped
-            ));
-        } else if kept.failed {
-            // Nothing was lost, but the file the capture promised does not exist.
-            notes.push(format!("[{name} capture file could not be created]"));
-        }
-    }
-    if !drained {
-        notes.push(
-            "[output may be incomplete: a process outside the group kept the output open]"
-                .to_owned(),
-        );
-    }
-    notes
-}
-
 /// The output of the call: the projection, then status lines.
 fn report(
     end: &End,
@@ -815,6 +347,8 @@ fn report(
 #[cfg(test)]
 mod tests {
     use std::sync::atomic::{AtomicBool, Ordering};
+
+    use std::path::Path;
 
     use super::*;
 

@@ -22,8 +22,8 @@ use magi_protocol::limits::{BACKGROUND_JOBS, PROCESS_CAPTURE_BYTES};
 use nix::sys::signal::{Signal, killpg};
 
 use crate::ToolContext;
-use crate::bash::{End, Kept, Started, command_facts, record_end};
 use crate::facts::CommandFacts;
+use crate::process::{End, Kept, Started, command_facts, record_end};
 
 mod notices;
 mod tools;
@@ -207,7 +207,7 @@ fn conclude(job: &mut Job, end: &End) {
         PROCESS_CAPTURE_BYTES as u64,
     );
     if job.assets_dir.is_some() {
-        facts.captures = crate::bash::capture_digests(&job.started.paths);
+        facts.captures = crate::process::capture_digests(&job.started.paths);
     }
     let state = match end {
         End::Exited(status) => match status.code() {

@@ -14,6 +14,7 @@ mod hash_edit;
 mod jobs;
 mod list;
 mod preview;
+mod process;
 mod read;
 mod scope;
 pub mod tracking;

@@ -5,9 +5,9 @@ use std::path::Path;
 use magi_protocol::limits::PROCESS_CAPTURE_BYTES;
 
 use super::jobs;
-use crate::bash::{capture_notes, read_bounded};
 use crate::diagnostics::process_diagnostics;
 use crate::facts::Facts;
+use crate::process::{capture_notes, read_bounded};
 
 /// A job's end, told to the conversation that started it.
 #[derive(Debug, Clone, PartialEq, Eq)]

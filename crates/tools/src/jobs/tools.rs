@@ -8,9 +8,9 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{conclude, insert, jobs};
-use crate::bash::{End, command_facts, read_bounded, start};
 use crate::diagnostics::process_diagnostics;
 use crate::facts::{CommandFacts, Facts};
+use crate::process::{End, command_facts, read_bounded, start};
 use crate::{ToolContext, ToolDefinition, ToolOutput, ToolReport};
 
 pub(crate) fn start_definition() -> ToolDefinition {

@@ -10,7 +10,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use magi_config::Env;
-use magi_core::StartupRequest;
+use magi_core::{StartupRequest, launcher};
 
 /// Exit status of an invalid launch.
 const EXIT_INVALID_LAUNCH: u8 = 2;
@@ -52,6 +52,12 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    // A command the backend starts runs under this program as its launcher; that is
+    // decided before anything else, and never by the command line parser.
+    let mut arguments = std::env::args_os().skip(1);
+    if arguments.next().as_deref() == Some(launcher::LAUNCH_ARGUMENT.as_ref()) {
+        return launcher::main(arguments);
+    }
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
@@ -95,6 +101,14 @@ fn serve() -> ExitCode {
     if let Err(e) = magi_server::launch::check_stdio_pipes() {
         eprintln!("magi-code: {e}");
         return ExitCode::from(EXIT_INVALID_LAUNCH);
+    }
+    // `/proc/self/exe` rather than the path this program was started by: it names this
+    // very executable even when the file was replaced or removed since.
+    if let Err(e) = launcher::enable(PathBuf::from("/proc/self/exe")) {
+        eprintln!(
+            "magi-code: warning: commands will not be stopped if the backend is killed: \
+             cannot make the lifeline pipe: {e}"
+        );
     }
     let status = magi_server::serve_stdio(StartupRequest {
         cwd: PathBuf::from("."),

@@ -17,6 +17,8 @@ pub mod sessions;
 mod startup;
 
 pub use agent::agent_for;
+/// How every command the backend starts dies with it: see [`magi_tools::launcher`].
+pub use magi_tools::launcher;
 
 /// Kills every background job the agent started: the backend is ending, and its jobs
 /// end with it.

@@ -253,6 +253,9 @@ pub const PROCESS_CAPTURE_BYTES: usize = 16 * 1024 * 1024;
 /// Longest wait for a process's output pipes to close after its group was killed, in
 /// milliseconds: a process that left the group may hold them open for ever. Internal.
 pub const PROCESS_DRAIN_MS: u64 = 1_000;
+/// How long a command's process group has between `SIGTERM` and `SIGKILL` when its call
+/// is cancelled or times out, or the backend ends, in milliseconds. Internal.
+pub const PROCESS_TERM_GRACE_MS: u64 = 2_000;
 /// Most lines of process output `process_diagnostics` passes on as they are. Internal.
 pub const PROCESS_INLINE_LINES: usize = 84;
 /// Most bytes of process output `process_diagnostics` passes on as they are (12 KB). Internal.

@@ -181,14 +181,7 @@ pub(crate) fn execute_command(
     }
     let (kept, drained) = started.finish(matches!(end, End::Exited(_)));
     let text = read_bounded(&started.paths[2], capture_bytes);
-    record_end(
-        &mut facts,
-        &end,
-        &kept,
-        drained,
-        &started.paths,
-        capture_bytes,
-    );
+    record_end(&mut facts, &end, &kept, drained, &started, capture_bytes);
     if ctx.assets_dir.is_some() {
         facts.captures = capture_digests(&started.paths);
     }
@@ -609,6 +602,46 @@ mod tests {
             .parse()
             .unwrap();
         assert!(eventually_gone(pid), "background child {pid} survived");
+    }
+
+    /// Runs `command` until it has touched `started`, then cancels it; says what the
+    /// call's facts record as the signal that ended it.
+    fn cancel_once_started(dir: &Path, command: &str) -> (ToolOutput, Option<String>) {
+        let marker = dir.join("started");
+        let cancelled = || marker.exists();
+        let report = execute(&json!({"command": command}), &ctx(dir, &cancelled));
+        let Some(Facts::Command(facts)) = report.facts else {
+            panic!("a command's facts");
+        };
+        (report.output, facts.signal)
+    }
+
+    #[test]
+    fn cancellation_asks_with_sigterm_first() {
+        let dir = tempfile::tempdir().unwrap();
+        // The trap writes where the command can tell it was asked to stop, and stops.
+        let (out, signal) = cancel_once_started(
+            dir.path(),
+            "trap 'echo asked > termed; exit 3' TERM; touch started; \
+             while :; do sleep 0.05; done",
+        );
+        assert_eq!(out.summary, "cancelled");
+        assert_eq!(signal.as_deref(), Some("SIGTERM"));
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("termed")).unwrap(),
+            "asked\n"
+        );
+    }
+
+    #[test]
+    fn a_command_that_ignores_sigterm_is_killed_after_the_grace_period() {
+        let dir = tempfile::tempdir().unwrap();
+        let (out, signal) = cancel_once_started(
+            dir.path(),
+            "trap '' TERM; touch started; while :; do sleep 0.05; done",
+        );
+        assert_eq!(out.summary, "cancelled");
+        assert_eq!(signal.as_deref(), Some("SIGKILL"));
     }
 
     #[test]

@@ -18,12 +18,12 @@ use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
-use magi_protocol::limits::{BACKGROUND_JOBS, PROCESS_CAPTURE_BYTES};
+use magi_protocol::limits::{BACKGROUND_JOBS, PROCESS_CAPTURE_BYTES, PROCESS_TERM_GRACE_MS};
 use nix::sys::signal::{Signal, killpg};
 
 use crate::ToolContext;
 use crate::facts::CommandFacts;
-use crate::process::{End, Kept, Started, command_facts, record_end};
+use crate::process::{End, Kept, Started, command_facts, record_end, wait_until_exited};
 
 mod notices;
 mod tools;
@@ -111,14 +111,25 @@ fn jobs() -> MutexGuard<'static, Jobs> {
         .unwrap_or_else(PoisonError::into_inner)
 }
 
-/// Kills every background job's process group: the backend is ending.
+/// Stops every background job's process group, the backend is ending: `SIGTERM` to
+/// all at once, then `SIGKILL` to those whose leader has not exited when one grace
+/// period is over.
 pub fn stop_all() {
     let mut jobs = jobs();
-    for job in jobs.all.values_mut() {
-        if job.ended.is_none() {
-            let _ = killpg(job.started.group, Signal::SIGKILL);
-            let _ = job.started.child.wait();
-        }
+    let running: Vec<&mut Job> = jobs
+        .all
+        .values_mut()
+        .filter(|job| job.ended.is_none())
+        .collect();
+    for job in &running {
+        let _ = killpg(job.started.group, Signal::SIGTERM);
+    }
+    let deadline = Instant::now() + Duration::from_millis(PROCESS_TERM_GRACE_MS);
+    for job in running {
+        let left = deadline.saturating_duration_since(Instant::now());
+        wait_until_exited(&mut job.started.child, left);
+        let _ = killpg(job.started.group, Signal::SIGKILL);
+        let _ = job.started.child.wait();
     }
 }
 
@@ -203,7 +214,7 @@ fn conclude(job: &mut Job, end: &End) {
         end,
         &kept,
         drained,
-        &job.started.paths,
+        &job.started,
         PROCESS_CAPTURE_BYTES as u64,
     );
     if job.assets_dir.is_some() {

@@ -30,6 +30,7 @@ pub use builtin::{BuiltinTool, CardFamily, SubjectArgument, TranscriptLines};
 pub use diagnostics::{Projection, process_diagnostics};
 pub use facts::{AppliedPreview, CommandFacts, Facts};
 pub use jobs::{JobNotice, take_notices};
+pub use process::launcher;
 pub use scope::{outside_workspace, subject};
 
 /// A tool as the model sees it.

@@ -8,17 +8,19 @@ use std::fs::File;
 use std::io::{self, Read, Write};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Child, ExitStatus, Stdio};
 use std::sync::{Arc, Mutex, mpsc};
 use std::time::{Duration, Instant};
 
-use magi_protocol::limits::PROCESS_DRAIN_MS;
+use magi_protocol::limits::{PROCESS_DRAIN_MS, PROCESS_TERM_GRACE_MS};
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 
 use crate::ToolContext;
 use crate::ToolOutput;
 use crate::facts::{CommandFacts, FACT_STRING_BYTES, cut};
+
+pub mod launcher;
 
 /// Longest pause between two looks at the child and the cancellation flag. Short pauses
 /// come first so a quick command is not held up by the poll.
@@ -180,21 +182,25 @@ pub(crate) struct Started {
     finished: mpsc::Receiver<(usize, Kept)>,
     /// Streams whose reader already ended, taken from `finished` while waiting.
     ended: Vec<(usize, Kept)>,
+    /// The signal that ended a command still running when it was stopped: `SIGTERM`,
+    /// or `SIGKILL` when the grace period ran out. None while it runs or when it exited.
+    ended_by: Option<Signal>,
 }
 
 impl Started {
-    /// Kills the group (whatever the command left running dies with it: a call owns
-    /// everything it started, and a leftover would hold the output pipes open), reaps
-    /// the shell, waits a bounded time for the captures to drain, and says what each
-    /// kept and whether both streams ended.
+    /// Ends the group (whatever the command left running dies with it: a call owns
+    /// everything it started, and a leftover would hold the output pipes open): a
+    /// command still running is [`terminate`]d, what a finished one left behind is
+    /// killed at once. Then waits a bounded time for the captures to drain and says what
+    /// each kept and whether both streams ended.
     pub(crate) fn finish(&mut self, reaped: bool) -> ([Kept; 3], bool) {
+        if !reaped {
+            self.ended_by = Some(terminate(&mut self.child, self.group));
+        }
         // While members of the group live its ID cannot be reused; with none left the
         // signal finds nothing, unless the PID space wrapped in the instant since the
-        // shell was reaped.
+        // leader was reaped.
         let _ = killpg(self.group, Signal::SIGKILL);
-        if !reaped {
-            let _ = self.child.wait();
-        }
         // Both readers end once every writer of the pipes is gone; a process that left
         // the group may keep them open, so the wait is bounded.
         let mut kept = [Kept::default(); 3];
@@ -222,6 +228,39 @@ impl Started {
     }
 }
 
+/// Ends a command's process group as a person would: `SIGTERM` to the whole group, then
+/// `SIGKILL` once the grace period is over unless its leader exited first; the leader is
+/// reaped either way. Says which of the two signals ended it.
+pub(crate) fn terminate(child: &mut Child, group: Pid) -> Signal {
+    let _ = killpg(group, Signal::SIGTERM);
+    if wait_until_exited(child, Duration::from_millis(PROCESS_TERM_GRACE_MS)) {
+        return Signal::SIGTERM;
+    }
+    let _ = killpg(group, Signal::SIGKILL);
+    let _ = child.wait();
+    Signal::SIGKILL
+}
+
+/// Whether `child` exits (and is reaped) within `within`, looked at in growing intervals
+/// up to `POLL_MAX`. A child that cannot be watched counts as not exited.
+pub(crate) fn wait_until_exited(child: &mut Child, within: Duration) -> bool {
+    let deadline = Instant::now() + within;
+    let mut pause = Duration::from_micros(100);
+    loop {
+        match child.try_wait() {
+            Ok(Some(_)) => return true,
+            Ok(None) => {}
+            Err(_) => return false,
+        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return false;
+        }
+        std::thread::sleep(pause.min(left));
+        pause = (pause * 2).min(POLL_MAX);
+    }
+}
+
 /// Starts `command` with bounded captures, in its own group; refusals come back as the
 /// call's failed output.
 pub(crate) fn start(
@@ -239,7 +278,7 @@ pub(crate) fn start(
     let [stdout_capture, stderr_capture, output_capture] = paths
         .clone()
         .map(|path| Capture::deferred(path, capture_bytes));
-    let mut command_line = Command::new("bash");
+    let mut command_line = launcher::command("bash");
     for name in ctx.hidden_env {
         command_line.env_remove(name);
     }
@@ -272,6 +311,7 @@ pub(crate) fn start(
         output,
         finished,
         ended: Vec::new(),
+        ended_by: None,
     })
 }
 
@@ -281,16 +321,18 @@ pub(crate) fn record_end(
     end: &End,
     kept: &[Kept; 3],
     drained: bool,
-    paths: &[PathBuf; 3],
+    started: &Started,
     capture_bytes: u64,
 ) {
+    let paths = &started.paths;
     facts.timed_out = Some(matches!(end, End::TimedOut));
     if let End::Exited(status) = end {
         facts.exit_code = status.code();
         facts.signal = status.signal().map(signal_name);
     } else {
-        // The group was killed; the shell's own status is not what ended it.
-        facts.signal = Some(signal_name(Signal::SIGKILL as i32));
+        // The group was stopped; the shell's own status is not what ended it.
+        let signal = started.ended_by.unwrap_or(Signal::SIGKILL);
+        facts.signal = Some(signal.as_str().to_owned());
     }
     // A stream whose reader did not finish may have lost bytes nobody counted.
     let truncated = |k: &Kept| (drained || k.written > 0).then_some(k.dropped > 0);

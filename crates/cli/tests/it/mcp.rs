@@ -153,8 +153,9 @@ async fn an_approved_server_offers_its_tools_and_answers_a_call_through_a_turn()
 
     let mut backend = env.spawn();
     backend.initialize(&METHODS).await.unwrap().unwrap();
-    // The server runs in the workspace (beside the backend) for the child's lifetime.
-    assert_eq!(processes_in(&env.cwd()).len(), 2);
+    // The server runs in the workspace (beside the backend, under its launcher) for the
+    // child's lifetime.
+    assert_eq!(processes_in(&env.cwd()).len(), 3);
     let session = session_with_turn(&mut backend, "echo something").await;
     let mut seen = Vec::new();
     let finished = until_finished(&mut backend, &mut seen).await;

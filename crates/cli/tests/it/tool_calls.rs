@@ -152,6 +152,32 @@ async fn a_command_running_when_the_backend_dies_settles_unknown_and_never_runs_
 }
 
 #[tokio::test]
+async fn a_command_dies_with_a_backend_killed_by_sigkill() {
+    let mock = MockServer::start().await;
+    mock.enqueue(Reply::stream().tool_call(
+        "c1",
+        "bash",
+        ["{\"command\":\"touch started; sleep 30; touch finished\"}"],
+    ));
+    let env = env_for(&mock);
+    env.write_settings("[permissions]\nallow = [\"bash\"]\n");
+    let mut backend = ready(&env).await;
+    let session = create(&mut backend).await;
+    start_turn(&mut backend, &session, "Run it").await;
+    wait_for_file(&env.cwd().join("started")).await;
+    assert!(
+        !crate::mcp::processes_in(&env.cwd()).is_empty(),
+        "the command runs in the workspace"
+    );
+    backend.kill().await;
+
+    // The launcher saw the backend go and ended the command's whole group: with no
+    // process of it left, `finished` can never be written.
+    crate::mcp::assert_no_processes_in(&env.cwd()).await;
+    assert!(!env.cwd().join("finished").exists());
+}
+
+#[tokio::test]
 async fn recovery_reruns_reads_and_denies_pending_approvals() {
     let mock = MockServer::start().await;
     mock.enqueue(Reply::stream().text(["Continuing."]));

@@ -139,8 +139,11 @@ async fn connect_one(
             env_vars,
             cwd: dir,
         } => {
-            let mut process = tokio::process::Command::new(command);
-            process.args(args).env_clear();
+            // Under the launcher, so the server and whatever it starts die with the
+            // backend however it ends.
+            let (program, leading) = crate::launcher::command_line(command.as_ref());
+            let mut process = tokio::process::Command::new(program);
+            process.args(leading).args(args).env_clear();
             for key in PASSED_THROUGH
                 .iter()
                 .copied()

@@ -1,0 +1,192 @@
+//! The launcher: how a command the backend starts dies with the backend, even when the
+//! backend is killed with `SIGKILL`.
+//!
+//! A parent-death signal would need `unsafe` code between fork and exec (the workspace
+//! forbids it) and is tied to the spawning thread, which on a blocking pool may exit
+//! first. Instead the backend makes one pipe, the *lifeline*, when it starts: it keeps the
+//! write end (closed on exec, so no child holds it) and lets children inherit the read
+//! end. Each command then runs under `magi-code` itself, re-executed with
+//! [`LAUNCH_ARGUMENT`]: the launcher is the leader of the command's process group, runs
+//! the command in that group, and when the lifeline reaches end of file (every copy of the
+//! write end closed: the backend is gone, however it ended) it sends the group `SIGTERM`,
+//! then `SIGKILL` after [`PROCESS_TERM_GRACE_MS`]. Otherwise it ends as the command ends,
+//! with the same exit status or signal.
+//!
+//! Without [`enable`] (a library user, this crate's own tests) commands start directly in
+//! their own process group: a cancel, a timeout or a shutdown still kill them, the death
+//! of the process does not.
+
+use std::ffi::{OsStr, OsString};
+use std::fs::File;
+use std::io::{self, Read};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::PathBuf;
+use std::process::{Command, ExitCode};
+use std::sync::Arc;
+use std::sync::OnceLock;
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+use magi_protocol::limits::PROCESS_TERM_GRACE_MS;
+use nix::fcntl::{FcntlArg, FdFlag, fcntl};
+use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::getpgrp;
+
+/// The first argument that makes `magi-code` run as a launcher rather than parse its
+/// command line. Internal: the backend passes it, people never type it.
+pub const LAUNCH_ARGUMENT: &str = "__launch";
+
+/// Status of a launcher that could not run its command (as a shell reports a command it
+/// cannot execute).
+const CANNOT_RUN: u8 = 126;
+
+/// The launcher every command of this process runs under, once enabled.
+struct Launcher {
+    /// The executable to re-execute: this program.
+    program: PathBuf,
+    /// The lifeline's read end, inherited by children.
+    read_end: OwnedFd,
+    /// The lifeline's write end: never written, closed only when this process ends.
+    _write_end: OwnedFd,
+}
+
+static LAUNCHER: OnceLock<Launcher> = OnceLock::new();
+
+/// Makes every command this process starts from now on run under `program` re-executed
+/// as a launcher, so that it dies with this process. Call once, before any command
+/// starts; later calls change nothing.
+pub fn enable(program: PathBuf) -> io::Result<()> {
+    if LAUNCHER.get().is_some() {
+        return Ok(());
+    }
+    let (read_end, write_end) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?;
+    // Children inherit the read end; the write end stays closed on exec, so this
+    // process holds its only copy.
+    fcntl(&read_end, FcntlArg::F_SETFD(FdFlag::empty()))?;
+    let _ = LAUNCHER.set(Launcher {
+        program,
+        read_end,
+        _write_end: write_end,
+    });
+    Ok(())
+}
+
+/// The program and leading arguments that start `program`: the launcher followed by
+/// `program` once [`enable`]d, else `program` alone. The caller adds the command's own
+/// arguments and starts it as the leader of a new process group.
+pub fn command_line(program: &OsStr) -> (OsString, Vec<OsString>) {
+    match LAUNCHER.get() {
+        Some(launcher) => (
+            launcher.program.clone().into_os_string(),
+            vec![
+                LAUNCH_ARGUMENT.into(),
+                launcher.read_end.as_raw_fd().to_string().into(),
+                "--".into(),
+                program.to_owned(),
+            ],
+        ),
+        None => (program.to_owned(), Vec::new()),
+    }
+}
+
+/// A [`Command`] for `program`, through the launcher when enabled.
+pub(crate) fn command(program: &str) -> Command {
+    let (program, leading) = command_line(OsStr::new(program));
+    let mut command = Command::new(program);
+    command.args(leading);
+    if LAUNCHER.get().is_some() {
+        // Named for what it is in a process list, not by `/proc/self/exe`.
+        command.arg0("magi-code");
+    }
+    command
+}
+
+/// The launcher's `main`: `arguments` are those after [`LAUNCH_ARGUMENT`], the lifeline's
+/// descriptor, `--`, then the command and its arguments. It must already lead its own
+/// process group (its parent started it so).
+pub fn main(arguments: impl IntoIterator<Item = OsString>) -> ExitCode {
+    match launch(arguments.into_iter().collect()) {
+        Ok(code) => code,
+        Err(why) => {
+            eprintln!("magi-code: the command could not be started: {why}");
+            ExitCode::from(CANNOT_RUN)
+        }
+    }
+}
+
+fn launch(arguments: Vec<OsString>) -> Result<ExitCode, String> {
+    let [descriptor, separator, program, rest @ ..] = arguments.as_slice() else {
+        return Err("the launcher needs a descriptor, `--` and a command".to_owned());
+    };
+    let descriptor: i32 = descriptor
+        .to_str()
+        .and_then(|text| text.parse().ok())
+        .filter(|_| separator == "--")
+        .ok_or("the launcher's arguments are not a descriptor and `--`")?;
+    let mut lifeline = open_lifeline(descriptor)?;
+    // The inherited copy would reach the command; the reopened one closes on exec.
+    let _ = nix::unistd::close(descriptor);
+    if backend_gone(&mut lifeline) {
+        return Err("the backend that asked for it has ended".to_owned());
+    }
+    // SIGTERM to the group must not end the launcher before the command: it waits for
+    // the command and reports how it ended. The handler does not survive exec.
+    let terminated = Arc::new(AtomicBool::new(false));
+    signal_hook::flag::register(signal_hook::consts::SIGTERM, terminated)
+        .map_err(|e| format!("cannot handle SIGTERM: {e}"))?;
+    let mut child = Command::new(program)
+        .args(rest)
+        .spawn()
+        .map_err(|e| format!("{}: {e}", program.to_string_lossy()))?;
+    std::thread::spawn(move || watch(lifeline));
+    let status = child
+        .wait()
+        .map_err(|e| format!("cannot wait for the command: {e}"))?;
+    if let Some(signal) = status.signal() {
+        // End the way the command ended, so the backend sees the same signal.
+        let _ = signal_hook::low_level::emulate_default_handler(signal);
+        return Ok(ExitCode::from(128u8.wrapping_add(signal as u8)));
+    }
+    Ok(ExitCode::from(status.code().unwrap_or(1) as u8))
+}
+
+/// A new descriptor for the inherited lifeline, opened without blocking (a pipe whose
+/// writer is gone would block a plain open for ever) and closed on exec.
+fn open_lifeline(descriptor: i32) -> Result<File, String> {
+    let path = format!("/proc/self/fd/{descriptor}");
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::libc::O_NONBLOCK | nix::libc::O_CLOEXEC)
+        .open(&path)
+        .map_err(|e| format!("cannot open the backend's lifeline {path}: {e}"))
+}
+
+/// Whether the lifeline is at end of file; it is never written, so any read that does
+/// not block is the end.
+fn backend_gone(lifeline: &mut File) -> bool {
+    let mut byte = [0u8; 1];
+    !matches!(lifeline.read(&mut byte), Err(e) if e.kind() == io::ErrorKind::WouldBlock)
+}
+
+/// Waits for the lifeline to end, then ends the launcher's whole group: `SIGTERM`, and
+/// `SIGKILL` (which ends the launcher too) after the grace period.
+fn watch(mut lifeline: File) {
+    loop {
+        let mut fds = [PollFd::new(lifeline.as_fd(), PollFlags::POLLIN)];
+        match poll(&mut fds, PollTimeout::NONE) {
+            Ok(_) if backend_gone(&mut lifeline) => break,
+            Ok(_) | Err(nix::errno::Errno::EINTR) => {}
+            // The lifeline cannot be watched: end the command rather than let it outlive
+            // the backend unseen.
+            Err(_) => break,
+        }
+    }
+    let group = getpgrp();
+    let _ = killpg(group, Signal::SIGTERM);
+    // The grace period is the point of the wait: nothing else says when it is over.
+    std::thread::sleep(Duration::from_millis(PROCESS_TERM_GRACE_MS));
+    let _ = killpg(group, Signal::SIGKILL);
+}

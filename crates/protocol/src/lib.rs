@@ -6,6 +6,8 @@
 //! client and every other crate speak the protocol through it.
 
 pub mod cards;
+#[cfg(test)]
+mod doc_links;
 pub mod error;
 pub mod frame;
 pub mod limits;

@@ -11,6 +11,7 @@ use magi_protocol::limits::{CLEANUP_WAIT_MS, OUTPUT_DEADLINE_MS, READ_BATCH_BYTE
 use magi_protocol::{ErrorCode, StartupError};
 use tokio::io::AsyncReadExt;
 use tokio::net::unix::pipe;
+use tokio::signal::unix::{Signal, SignalKind, signal};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
@@ -71,6 +72,9 @@ enum Ending {
     Close,
     /// `shutdown` was accepted: later input is read and discarded.
     Shutdown,
+    /// `SIGTERM` or `SIGHUP` arrived: the child ends as after a cancel and a shutdown,
+    /// its input no longer read.
+    Signal,
 }
 
 /// What woke the loop.
@@ -81,6 +85,7 @@ enum Wake {
     RunEvent(Option<Event>),
     OutputRoom,
     Read(io::Result<usize>),
+    StopSignal,
 }
 
 async fn serve(mut input: pipe::Receiver, output: Arc<Output>, request: StartupRequest) -> i32 {
@@ -94,10 +99,12 @@ async fn serve(mut input: pipe::Receiver, output: Arc<Output>, request: StartupR
     let mut run_done: Option<oneshot::Receiver<Box<Sessions>>> = None;
     let mut buffer = vec![0u8; READ_BATCH_BYTES];
     let mut decoded = Vec::new();
+    let mut stop_signals = StopSignals::new();
 
     let ending = 'reading: loop {
         let wake = tokio::select! {
             _ = &mut writer => Wake::WriterFailed,
+            () = stop_signals.next() => Wake::StopSignal,
             outcome = join_startup(&mut startup) => Wake::Startup(outcome),
             done = join_worker(&mut session_work) => Wake::Session(done),
             event = next_run_event(&mut run_events), if output.has_room_for_events() => {
@@ -110,6 +117,7 @@ async fn serve(mut input: pipe::Receiver, output: Arc<Output>, request: StartupR
         };
         let flow = match wake {
             Wake::WriterFailed => return EXIT_TRANSPORT_FAILURE,
+            Wake::StopSignal => break 'reading Ending::Signal,
             Wake::Startup(outcome) => {
                 startup = None;
                 connection.finish_startup(outcome).map(|()| Flow::Continue)
@@ -198,6 +206,39 @@ async fn serve(mut input: pipe::Receiver, output: Arc<Output>, request: StartupR
     let workers = [startup.map(detach_result), session_work.map(detach_result)];
     let run = (run_events, run_done);
     finish(ending, input, &output, writer, connection, workers, run).await
+}
+
+/// `SIGTERM` and `SIGHUP`, the signals that ask a process to end. A signal that cannot
+/// be listened for keeps its default action (the child dies, and its commands with it).
+struct StopSignals {
+    terminate: Option<Signal>,
+    hangup: Option<Signal>,
+}
+
+impl StopSignals {
+    fn new() -> StopSignals {
+        StopSignals {
+            terminate: signal(SignalKind::terminate()).ok(),
+            hangup: signal(SignalKind::hangup()).ok(),
+        }
+    }
+
+    /// Resolves when either signal arrives.
+    async fn next(&mut self) {
+        async fn one(signal: &mut Option<Signal>) {
+            let arrived = match signal {
+                Some(signal) => signal.recv().await.is_some(),
+                None => false,
+            };
+            if !arrived {
+                std::future::pending::<()>().await;
+            }
+        }
+        tokio::select! {
+            () = one(&mut self.terminate) => {}
+            () = one(&mut self.hangup) => {}
+        }
+    }
 }
 
 /// A worker's handle whose result no longer matters, only its end.

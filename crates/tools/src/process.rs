@@ -4,12 +4,13 @@
 //! call's facts when they end. `bash` runs its commands here and hands one still running
 //! over to `jobs`, which keeps waiting on it with the same machinery.
 
+use std::ffi::{OsStr, OsString};
 use std::fs::File;
 use std::io::{self, Read, Write};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ExitStatus, Stdio};
-use std::sync::{Arc, Mutex, mpsc};
+use std::sync::{Arc, Mutex, OnceLock, mpsc};
 use std::time::{Duration, Instant};
 
 use magi_protocol::limits::{PROCESS_DRAIN_MS, PROCESS_TERM_GRACE_MS};
@@ -228,6 +229,28 @@ impl Started {
     }
 }
 
+/// The shell commands run with: `bash` as this process's `PATH` finds it, looked up
+/// once (a search per call tries each earlier `PATH` entry in turn), or the bare name
+/// when no entry has it, so that starting it reports the failure.
+fn bash_program() -> &'static OsStr {
+    static BASH: OnceLock<OsString> = OnceLock::new();
+    BASH.get_or_init(|| {
+        std::env::var_os("PATH")
+            .iter()
+            .flat_map(std::env::split_paths)
+            .map(|dir| dir.join("bash"))
+            .find(|path| is_executable(path))
+            .map_or_else(|| "bash".into(), PathBuf::into_os_string)
+    })
+}
+
+/// Whether `path` is a regular file someone may execute.
+fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path)
+        .is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
+}
+
 /// Ends a command's process group as a person would: `SIGTERM` to the whole group, then
 /// `SIGKILL` once the grace period is over unless its leader exited first; the leader is
 /// reaped either way. Says which of the two signals ended it.
@@ -278,7 +301,7 @@ pub(crate) fn start(
     let [stdout_capture, stderr_capture, output_capture] = paths
         .clone()
         .map(|path| Capture::deferred(path, capture_bytes));
-    let mut command_line = launcher::command("bash");
+    let mut command_line = launcher::command(bash_program());
     for name in ctx.hidden_env {
         command_line.env_remove(name);
     }

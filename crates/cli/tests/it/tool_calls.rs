@@ -178,6 +178,44 @@ async fn a_command_dies_with_a_backend_killed_by_sigkill() {
 }
 
 #[tokio::test]
+async fn sigterm_to_the_backend_cancels_the_run_and_ends_its_command() {
+    let mock = MockServer::start().await;
+    mock.enqueue(Reply::stream().tool_call(
+        "c1",
+        "bash",
+        ["{\"command\":\"touch started; sleep 30; touch finished\"}"],
+    ));
+    let env = env_for(&mock);
+    env.write_settings("[permissions]\nallow = [\"bash\"]\n");
+    let mut backend = ready(&env).await;
+    let session = create(&mut backend).await;
+    start_turn(&mut backend, &session, "Run it").await;
+    wait_for_file(&env.cwd().join("started")).await;
+    let pid = backend.pid().unwrap().to_string();
+    let sent = std::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+
+    // As after a cancel and a shutdown: the run ends cancelled, its terminal event
+    // delivered, the call settled, and the backend exits on its own.
+    let finished = until_finished(&mut backend, &mut Vec::new()).await;
+    assert_eq!(finished.outcome, RunOutcome::Cancelled);
+    let status = backend.wait_within(WAIT).await.expect("the backend exits");
+    assert!(status.success(), "{status:?}");
+    let settled = records(&env, &session);
+    assert!(
+        results(&settled)
+            .iter()
+            .any(|r| r["call_id"] == "c1" && r["outcome"] == "cancelled"),
+        "{settled:?}"
+    );
+    crate::mcp::assert_no_processes_in(&env.cwd()).await;
+    assert!(!env.cwd().join("finished").exists());
+}
+
+#[tokio::test]
 async fn recovery_reruns_reads_and_denies_pending_approvals() {
     let mock = MockServer::start().await;
     mock.enqueue(Reply::stream().text(["Continuing."]));

@@ -93,8 +93,8 @@ pub fn command_line(program: &OsStr) -> (OsString, Vec<OsString>) {
 }
 
 /// A [`Command`] for `program`, through the launcher when enabled.
-pub(crate) fn command(program: &str) -> Command {
-    let (program, leading) = command_line(OsStr::new(program));
+pub(crate) fn command(program: &OsStr) -> Command {
+    let (program, leading) = command_line(program);
     let mut command = Command::new(program);
     command.args(leading);
     if LAUNCHER.get().is_some() {

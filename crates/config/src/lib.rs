@@ -7,6 +7,7 @@
 mod effort;
 mod env;
 mod instructions;
+mod location;
 mod mcp;
 mod permissions;
 mod profiles;
@@ -30,8 +31,8 @@ pub use profiles::{
     primary_profile, subagent_profiles,
 };
 pub use provider::{
-    Credential, ProviderDefinition, Selection, provider_definition, provider_names,
-    read_credential, resolve_selection,
+    Credential, ProviderDefinition, Selection, credential_source, missing_credential,
+    provider_definition, provider_names, read_credential, resolve_selection,
 };
 pub use provider_kind::ProviderKind;
 pub use settings::{
@@ -44,7 +45,9 @@ pub use tools::{DisabledTool, ToolSettings};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ConfigError {
     /// A settings file is unreadable, too large, not TOML, or does not fit the schema.
-    /// The message is for logs only: it may name paths and never reaches a client.
+    /// The message names the file and, when its text is at fault, `line:column` and
+    /// the key; it may name paths, so it never crosses the protocol (front ends that
+    /// load the same settings in process show it to the person).
     Invalid(String),
     /// No usable provider/model selection, or its credential is missing.
     ProviderUnavailable(String),

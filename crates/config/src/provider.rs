@@ -86,9 +86,11 @@ pub fn resolve_selection(settings: &Settings, env: &Env) -> Result<Selection, Co
     let unavailable = |why: &str| ConfigError::ProviderUnavailable(why.to_owned());
     let from_env = env.get("MAGI_PROVIDER");
     let Some(name) = from_env.or(settings.provider.as_deref()) else {
-        return Err(unavailable(
-            "no provider selected (MAGI_PROVIDER or `provider` in settings)",
-        ));
+        return Err(unavailable(&format!(
+            "no provider is selected: set MAGI_PROVIDER or `provider` in a settings file \
+             to one of {}",
+            provider_names(settings).join(", ")
+        )));
     };
     let provider = definition(name, settings, env)?;
     // The settings' model belongs to the settings' provider; a provider chosen in the
@@ -104,8 +106,13 @@ pub fn resolve_selection(settings: &Settings, env: &Env) -> Result<Selection, Co
             .providers
             .get(name)
             .and_then(|p| p.model.as_deref()))
-        .ok_or_else(|| unavailable("no model selected (MAGI_MODEL or `model` in settings)"))?;
-    check_credential(&provider.credential, env)?;
+        .ok_or_else(|| {
+            unavailable(&format!(
+                "no model is selected for provider {name:?}: set MAGI_MODEL, or `model` in \
+                 a settings file"
+            ))
+        })?;
+    check_credential(&provider, env)?;
     Ok(Selection {
         provider,
         model: model.to_owned(),
@@ -141,7 +148,9 @@ fn definition(
     let built_in = BUILT_INS.iter().find(|b| b.name == name);
     match (built_in, configured) {
         (None, None) => Err(ConfigError::ProviderUnavailable(format!(
-            "provider {name:?} is not defined"
+            "provider {name:?} is not defined: use one of {}, or define it under \
+             [providers.{name}] in a settings file",
+            provider_names(settings).join(", ")
         ))),
         (Some(b), overrides) => {
             let overrides = overrides.cloned().unwrap_or_default();
@@ -231,10 +240,10 @@ pub fn read_credential(credential: &Credential, env: &Env) -> Option<String> {
     value.map(|v| v.trim().to_owned()).filter(|v| !v.is_empty())
 }
 
-/// Whether the credential is present, without reading more than a bounded prefix of a
-/// key file and without keeping the value.
-fn check_credential(credential: &Credential, env: &Env) -> Result<(), ConfigError> {
-    let present = match credential {
+/// Whether the provider's credential is present, without reading more than a bounded
+/// prefix of a key file and without keeping the value.
+fn check_credential(provider: &ProviderDefinition, env: &Env) -> Result<(), ConfigError> {
+    let present = match &provider.credential {
         Credential::Env(var) => env.get(var).is_some(),
         Credential::File(path) => std::fs::File::open(path)
             .and_then(|file| {
@@ -249,9 +258,38 @@ fn check_credential(credential: &Credential, env: &Env) -> Result<(), ConfigErro
     if present {
         Ok(())
     } else {
-        Err(ConfigError::ProviderUnavailable(
-            "the selected provider's credential is missing".into(),
-        ))
+        Err(ConfigError::ProviderUnavailable(missing_credential(
+            provider,
+        )))
+    }
+}
+
+/// What to say when `provider`'s required credential is absent: where it was looked
+/// for. Never a value.
+pub fn missing_credential(provider: &ProviderDefinition) -> String {
+    match &provider.credential {
+        Credential::Env(var) | Credential::OptionalEnv(var) => format!(
+            "provider {:?} needs an API key: set the environment variable {var}, which is \
+             not set or empty",
+            provider.name
+        ),
+        Credential::File(path) => format!(
+            "provider {:?} needs an API key in the file {}, which is missing, unreadable \
+             or empty",
+            provider.name,
+            path.display()
+        ),
+        Credential::None => format!("provider {:?} takes no credential", provider.name),
+    }
+}
+
+/// Where the provider's credential comes from, for a person: the variable or the file
+/// (never the value), or none.
+pub fn credential_source(credential: &Credential) -> Option<String> {
+    match credential {
+        Credential::Env(var) | Credential::OptionalEnv(var) => Some(var.clone()),
+        Credential::File(path) => Some(path.display().to_string()),
+        Credential::None => None,
     }
 }
 

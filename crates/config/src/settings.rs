@@ -15,6 +15,7 @@ use serde::Deserialize;
 
 use crate::ConfigError;
 use crate::instructions::InstructionSettings;
+use crate::location::Location;
 use crate::mcp::{McpServer, merge_mcp};
 use crate::permissions::PermissionSettings;
 use crate::profiles::{AgentSettings, Profile};
@@ -90,13 +91,15 @@ pub struct CatalogSettings {
     pub enabled: Vec<String>,
 }
 
-/// The file's top level, before `providers` is split into definitions and `catalog`.
+/// One file's top level, and the merge of both. `[mcp]` and `[tools]` are taken out
+/// before the merge and parsed by their own rules; they are named here so that each
+/// file can be checked whole, with the place of its first error.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawSettings {
     provider: Option<String>,
     model: Option<String>,
-    providers: Option<toml::Table>,
+    providers: Option<Providers>,
     #[serde(default)]
     permissions: PermissionSettings,
     #[serde(default)]
@@ -109,20 +112,76 @@ struct RawSettings {
     agent: AgentSettings,
     #[serde(default)]
     profiles: BTreeMap<String, Profile>,
+    #[serde(default)]
+    #[expect(dead_code, reason = "checked for its shape here, parsed by `mcp.rs`")]
+    mcp: Option<toml::Value>,
+    #[serde(default)]
+    #[expect(dead_code, reason = "checked for its shape here, parsed by `tools.rs`")]
+    tools: Option<toml::Value>,
+}
+
+/// `[providers]`: `catalog`, and every other key a provider definition. Read key by
+/// key, straight from the deserializer, so that an error inside a definition keeps its
+/// place in the file.
+#[derive(Debug, Default)]
+struct Providers {
+    catalog: Option<CatalogSettings>,
+    defined: BTreeMap<String, ProviderSettings>,
+}
+
+impl<'de> Deserialize<'de> for Providers {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = Providers;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a table of provider definitions")
+            }
+
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<Providers, A::Error> {
+                let mut providers = Providers::default();
+                while let Some(name) = map.next_key::<String>()? {
+                    if name == "catalog" {
+                        providers.catalog = Some(map.next_value()?);
+                        continue;
+                    }
+                    if !is_valid_name(&name) {
+                        return Err(serde::de::Error::custom(format!(
+                            "provider name {name:?} is not a valid name (letters, digits, \
+                             `-`, `_`, `.`)"
+                        )));
+                    }
+                    let definition = map.next_value()?;
+                    providers.defined.insert(name, definition);
+                }
+                Ok(providers)
+            }
+        }
+        deserializer.deserialize_map(Visitor)
+    }
 }
 
 /// Reads and merges the global and project settings files. A missing file counts as
-/// empty; anything unreadable or malformed is [`ConfigError::Invalid`].
+/// empty; anything unreadable or malformed is [`ConfigError::Invalid`], whose message
+/// names the file and, when the text is at fault, the line, column and key.
 pub fn load_settings(global: &Path, project_path: &Path) -> Result<Settings, ConfigError> {
-    let mut merged = read_table(global)?;
-    let mut project = read_table(project_path)?;
+    let global_text = read_checked(global)?;
+    let project_text = read_checked(project_path)?;
+    let mut merged = table_of(global, global_text.as_deref())?;
+    let mut project = table_of(project_path, project_text.as_deref())?;
     // MCP definitions merge whole, not key by key: see `mcp.rs`.
     let mcp_servers = merge_mcp(merged.remove("mcp"), project.remove("mcp"))?;
-    // Disabled tools add up, each remembering its file: see `tools.rs`.
+    // Disabled tools add up, each remembering its file and place: see `tools.rs`.
     let tools = merge_tools(
-        (merged.remove("tools"), global),
-        (project.remove("tools"), project_path),
+        (global_text.as_deref(), global),
+        (project_text.as_deref(), project_path),
     )?;
+    merged.remove("tools");
+    project.remove("tools");
     merge_tables(&mut merged, project);
     Ok(Settings {
         mcp_servers,
@@ -131,15 +190,35 @@ pub fn load_settings(global: &Path, project_path: &Path) -> Result<Settings, Con
     })
 }
 
-fn read_table(path: &Path) -> Result<toml::Table, ConfigError> {
-    let invalid = |why: &str| ConfigError::Invalid(format!("{}: {why}", path.display()));
-    match read_text_file(path, SETTINGS_FILE_BYTES).map_err(|why| invalid(&why))? {
+/// The text of one settings file (none when it does not exist), checked on its own
+/// against the schema so that an error names its place.
+fn read_checked(path: &Path) -> Result<Option<String>, ConfigError> {
+    let text = read_text_file(path, SETTINGS_FILE_BYTES)
+        .map_err(|why| ConfigError::Invalid(format!("{}: {why}", path.display())))?;
+    if let Some(text) = &text {
+        toml::from_str::<RawSettings>(text).map_err(|e| toml_error(path, text, &e))?;
+    }
+    Ok(text)
+}
+
+fn table_of(path: &Path, text: Option<&str>) -> Result<toml::Table, ConfigError> {
+    match text {
         // A missing file counts as empty.
         None => Ok(toml::Table::new()),
         Some(text) => text
             .parse::<toml::Table>()
-            .map_err(|e| invalid(&e.to_string())),
+            .map_err(|e| toml_error(path, text, &e)),
     }
+}
+
+/// A TOML error of the file at `path`: its place (`path:line:column: key `k``) and
+/// what is wrong there.
+pub(crate) fn toml_error(path: &Path, text: &str, error: &toml::de::Error) -> ConfigError {
+    let place = match error.span() {
+        Some(span) => Location::of(text, span.start).describe(path),
+        None => path.display().to_string(),
+    };
+    ConfigError::Invalid(format!("{place}: {}", error.message().trim()))
 }
 
 /// Merges `over` into `base`: tables merge key by key, any other value replaces.
@@ -157,13 +236,15 @@ fn merge_tables(base: &mut toml::Table, over: toml::Table) {
 }
 
 fn parse_settings(table: toml::Table) -> Result<Settings, ConfigError> {
-    let invalid = |why: String| ConfigError::Invalid(why);
     let raw: RawSettings = toml::Value::Table(table)
         .try_into()
-        .map_err(|e: toml::de::Error| invalid(e.to_string()))?;
-    let mut settings = Settings {
+        .map_err(|e: toml::de::Error| ConfigError::Invalid(e.message().trim().to_owned()))?;
+    let providers = raw.providers.unwrap_or_default();
+    Ok(Settings {
         provider: raw.provider,
         model: raw.model,
+        providers: providers.defined,
+        catalog: providers.catalog.unwrap_or_default(),
         permissions: raw.permissions,
         instructions: raw.instructions,
         compaction: raw.compaction,
@@ -171,25 +252,7 @@ fn parse_settings(table: toml::Table) -> Result<Settings, ConfigError> {
         agent: raw.agent,
         profiles: raw.profiles,
         ..Settings::default()
-    };
-    for (name, value) in raw.providers.unwrap_or_default() {
-        if name == "catalog" {
-            settings.catalog = value
-                .try_into()
-                .map_err(|e: toml::de::Error| invalid(format!("providers.catalog: {e}")))?;
-            continue;
-        }
-        if !is_valid_name(&name) {
-            return Err(invalid(format!(
-                "provider name {name:?} is not a valid name"
-            )));
-        }
-        let provider: ProviderSettings = value
-            .try_into()
-            .map_err(|e: toml::de::Error| invalid(format!("providers.{name}: {e}")))?;
-        settings.providers.insert(name, provider);
-    }
-    Ok(settings)
+    })
 }
 
 #[cfg(test)]
@@ -279,6 +342,52 @@ base_url = "http://127.0.0.1:2/v1"
         // Without a `[tools]` table nothing is disabled.
         let none = load_settings(&dir.path().join("a"), &dir.path().join("b")).unwrap();
         assert!(none.tools.disabled.is_empty());
+    }
+
+    #[test]
+    fn errors_name_the_file_line_column_and_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("missing");
+        for (text, expected) in [
+            ("model = \"m\"\nprovider = \n", ":2:12: key `provider`: "),
+            (
+                "model = \"m\"\nunknown_key = 1\n",
+                ":2:1: key `unknown_key`: unknown field",
+            ),
+            (
+                "provider = 7\n",
+                ":1:12: key `provider`: invalid type: integer `7`",
+            ),
+            (
+                "[providers.local]\nkind = \"openai-chat\"\ncolour = \"red\"\n",
+                ":3:1: key `providers.local.colour`: unknown field `colour`",
+            ),
+            (
+                "[tools]\ndisabled = \"bash\"\n",
+                ":2:12: key `tools.disabled`: invalid type: string \"bash\", expected a sequence",
+            ),
+        ] {
+            let path = write(dir.path(), "s.toml", text);
+            let Err(ConfigError::Invalid(why)) = load_settings(&path, &missing) else {
+                panic!("{text} was admitted");
+            };
+            let expected = format!("{}{expected}", path.display());
+            assert!(why.starts_with(&expected), "{text}: {why}");
+        }
+        let path = write(
+            dir.path(),
+            "s.toml",
+            "[tools]\ndisabled = [\n  \"bash\",\n  \"bahs\",\n]\n",
+        );
+        let settings = load_settings(&path, &missing).unwrap();
+        let Err(ConfigError::Invalid(why)) = settings.tools.check(|name| name == "bash") else {
+            panic!("an unknown name passed");
+        };
+        let expected = format!(
+            "{}:4:3: key `tools.disabled`: \"bahs\" is no tool",
+            path.display()
+        );
+        assert!(why.starts_with(&expected), "{why}");
     }
 
     #[test]

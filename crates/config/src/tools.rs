@@ -16,6 +16,8 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use crate::ConfigError;
+use crate::location::Location;
+use crate::settings::toml_error;
 
 /// `[tools]`, merged from both files.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -31,14 +33,24 @@ pub struct DisabledTool {
     pub name: String,
     /// The settings file that named it first.
     pub file: PathBuf,
+    /// Where in that file (1-based line and column of the name).
+    pub line: usize,
+    /// The column, 1-based, in characters.
+    pub column: usize,
 }
 
-/// One file's `[tools]` table.
+/// One file's `[tools]` table, each name with its place in the text.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawToolSettings {
     #[serde(default)]
-    disabled: Vec<String>,
+    disabled: Vec<toml::Spanned<String>>,
+}
+
+/// Only `[tools]` of a settings file: the rest is checked by `settings.rs`.
+#[derive(Debug, Default, Deserialize)]
+struct ToolsOnly {
+    tools: Option<RawToolSettings>,
 }
 
 impl ToolSettings {
@@ -53,14 +65,18 @@ impl ToolSettings {
     }
 
     /// Checks every disabled name against the tools this backend has (`known`): the
-    /// first unknown one is [`ConfigError::Invalid`], naming its file and the name.
+    /// first unknown one is [`ConfigError::Invalid`], naming its file, line, column and
+    /// the name.
     pub fn check(&self, known: impl Fn(&str) -> bool) -> Result<(), ConfigError> {
         match self.disabled.iter().find(|tool| !known(&tool.name)) {
             Some(unknown) => Err(ConfigError::Invalid(format!(
-                "{}: [tools] disabled names {:?}, which is no tool this backend offers \
-                 (a built-in tool, skill, task, a tool of a configured MCP server as \
-                 mcp__<server>__<tool>, or a tool the client registered)",
+                "{}:{}:{}: key `tools.disabled`: {:?} is no tool this backend offers \
+                 (a built-in tool such as \"bash\" or \"web_fetch\", \"skill\", \"task\", \
+                 a tool of a configured MCP server as mcp__<server>__<tool>, or a tool \
+                 the client registered)",
                 unknown.file.display(),
+                unknown.line,
+                unknown.column,
                 unknown.name
             ))),
             None => Ok(()),
@@ -68,23 +84,25 @@ impl ToolSettings {
     }
 }
 
-/// Merges the `[tools]` tables of the global and the project file (each with the file
-/// it came from): the union of their disabled tools.
+/// Merges the `[tools]` tables of the global and the project file (each file's text,
+/// none when it does not exist, with its path): the union of their disabled tools.
 pub(crate) fn merge_tools(
-    global: (Option<toml::Value>, &Path),
-    project: (Option<toml::Value>, &Path),
+    global: (Option<&str>, &Path),
+    project: (Option<&str>, &Path),
 ) -> Result<ToolSettings, ConfigError> {
     let mut merged = ToolSettings::default();
-    for (table, file) in [global, project] {
-        let Some(table) = table else { continue };
-        let raw: RawToolSettings = table.try_into().map_err(|e: toml::de::Error| {
-            ConfigError::Invalid(format!("{}: tools: {e}", file.display()))
-        })?;
-        for name in raw.disabled {
+    for (text, file) in [global, project] {
+        let Some(text) = text else { continue };
+        let raw: ToolsOnly = toml::from_str(text).map_err(|e| toml_error(file, text, &e))?;
+        for name in raw.tools.unwrap_or_default().disabled {
+            let place = Location::of(text, name.span().start);
+            let name = name.into_inner();
             if !merged.is_disabled(&name) {
                 merged.disabled.push(DisabledTool {
                     name,
                     file: file.to_path_buf(),
+                    line: place.line,
+                    column: place.column,
                 });
             }
         }

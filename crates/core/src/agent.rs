@@ -18,6 +18,11 @@ pub struct Agent {
     pub client: Arc<dyn ModelClient>,
     /// The model.
     pub model: String,
+    /// The provider's name, for what a failure says.
+    pub provider: String,
+    /// Where the provider's credential comes from (a variable or a file, never the
+    /// value), for what a refused credential says.
+    pub credential_source: Option<String>,
     /// Whether to ask for reasoning summaries.
     pub reasoning_summaries: bool,
     /// The explicit reasoning effort the selection resolves to, if any.
@@ -76,6 +81,8 @@ pub fn agent_for(runtime: &Runtime, selection: &ActiveSelection) -> Result<Agent
     Ok(Agent {
         client: Arc::from(client),
         model: selection.model.clone(),
+        provider: provider.name.clone(),
+        credential_source: magi_config::credential_source(&provider.credential),
         reasoning_summaries: provider.reasoning_summaries,
         reasoning_effort: selection.request_effort(),
         permissions: runtime.settings.permissions.clone(),

@@ -7,6 +7,7 @@ pub mod cards;
 pub mod catalog;
 pub mod client_tools;
 pub mod discovery;
+mod explain;
 pub mod mcp;
 mod paging;
 mod revision;
@@ -17,6 +18,7 @@ pub mod sessions;
 mod startup;
 
 pub use agent::agent_for;
+pub use explain::{explain_configuration, explain_startup};
 /// How every command the backend starts dies with it: see [`magi_tools::launcher`].
 pub use magi_tools::launcher;
 

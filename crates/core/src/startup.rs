@@ -240,7 +240,7 @@ pub(crate) fn locate(request: &StartupRequest) -> Result<(Home, PathBuf), String
 /// server's name is enough; once they have, a connected server must list the tool. The
 /// tools of a server that is not started (disabled, or not approved for this directory)
 /// cannot be known, so any of its names is admitted.
-fn check_disabled_tools(
+pub(crate) fn check_disabled_tools(
     settings: &Settings,
     client_tools: &[String],
     mcp: Option<&McpHub>,

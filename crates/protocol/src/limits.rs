@@ -286,6 +286,28 @@ pub const REFRESH_RESPONSE_BYTES: usize = 1_048_576;
 /// Longest one `model.refresh` fetch may take, all pages together, in milliseconds.
 pub const REFRESH_TIMEOUT_MS: u64 = 30_000;
 
+// ---- Model provider requests ----
+// How a model request is retried (docs/providers.md). Internal: a client sees each
+// retry as a `provider_retrying` diagnostic, never these numbers.
+
+/// Attempts per model request, the first included. Retries happen only before any of
+/// the reply was received, so a partial reply is never replayed.
+pub const PROVIDER_ATTEMPTS: u32 = 5;
+/// Wait before the first retry when the provider names none, in milliseconds; it
+/// doubles for each further one.
+pub const PROVIDER_BACKOFF_MS: u64 = 250;
+/// Longest single wait honoured, in milliseconds: a provider asking (`Retry-After`)
+/// for more gets no retry, since waiting less than it asked would only fail again.
+pub const PROVIDER_RETRY_AFTER_MS: u64 = 30_000;
+/// Most waiting across all retries of one model request, in milliseconds; a retry that
+/// would pass it is not made.
+pub const PROVIDER_RETRY_TOTAL_MS: u64 = 60_000;
+/// Longest wait for the provider's model list when a model request answered 404, in
+/// milliseconds: the list only makes the "model not found" diagnostic helpful.
+pub const PROVIDER_MODEL_LOOKUP_MS: u64 = 10_000;
+/// Most model names quoted in a "model not found" diagnostic; the rest are counted.
+pub const PROVIDER_LISTED_MODELS: usize = 20;
+
 // ---- `session.discover` bounds ----
 // The `discover_*` bounds of the `session.discover` extension (docs/protocol/extensions.md).
 // They are not published in `limits`: a client reads them from that page.

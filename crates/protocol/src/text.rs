@@ -1,7 +1,44 @@
 //! Pure text rules every layer shares: control characters, secret-like values and
 //! bounded display names.
 
-use crate::limits::PROVIDER_MODEL_BYTES;
+use crate::limits::{PROMPT_BYTES, PROVIDER_MODEL_BYTES};
+
+/// Why `turn.start` refuses a prompt (the wire answer is `invalid_params`; a front end
+/// says which of these it was, before sending or after the refusal).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PromptProblem {
+    /// Nothing but white space.
+    Empty,
+    /// Over [`PROMPT_BYTES`]: its size in bytes.
+    TooLong(usize),
+}
+
+impl PromptProblem {
+    /// The prompt's problem, or none when `turn.start` admits it.
+    pub fn of(prompt: &str) -> Option<PromptProblem> {
+        if prompt.trim().is_empty() {
+            Some(PromptProblem::Empty)
+        } else if prompt.len() > PROMPT_BYTES {
+            Some(PromptProblem::TooLong(prompt.len()))
+        } else {
+            None
+        }
+    }
+}
+
+impl std::fmt::Display for PromptProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PromptProblem::Empty => f.write_str("the prompt is empty"),
+            PromptProblem::TooLong(bytes) => write!(
+                f,
+                "the prompt is {bytes} bytes, {} over the {PROMPT_BYTES}-byte limit: put \
+                 long text in a file in the workspace and ask the model to read it",
+                bytes - PROMPT_BYTES
+            ),
+        }
+    }
+}
 
 /// Prefixes of credentials issued by common providers and forges.
 const SECRET_PREFIXES: &[&str] = &[

@@ -11,7 +11,13 @@ use reqwest::{StatusCode, Url};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use magi_protocol::limits::{
+    PROVIDER_ATTEMPTS, PROVIDER_BACKOFF_MS, PROVIDER_MODEL_LOOKUP_MS, PROVIDER_RETRY_AFTER_MS,
+    PROVIDER_RETRY_TOTAL_MS,
+};
+
 use crate::codec::{Decode, secret};
+use crate::failure::{Cause, Failure, Retry, cause_of};
 use crate::sse::SseParser;
 use crate::{
     BoxFuture, Endpoint, ModelClient, ModelEvent, ModelRequest, ProviderError, WireFormat,
@@ -25,18 +31,23 @@ pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// large prompt can be quiet for minutes.
 pub const READ_TIMEOUT: Duration = Duration::from_secs(300);
 /// Attempts per request, the first included (retries happen only before any event).
-pub const MAX_ATTEMPTS: u32 = 3;
+pub const MAX_ATTEMPTS: u32 = PROVIDER_ATTEMPTS;
 /// The wait before the first retry; it doubles for each further one.
-pub const BASE_BACKOFF: Duration = Duration::from_millis(250);
+pub const BASE_BACKOFF: Duration = Duration::from_millis(PROVIDER_BACKOFF_MS);
 /// The longest `Retry-After` that is honoured; a provider that asks for more gets no
 /// retry, since waiting less than it asked would only fail again.
-pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(10);
+pub const MAX_RETRY_AFTER: Duration = Duration::from_millis(PROVIDER_RETRY_AFTER_MS);
+/// The most waiting across the retries of one request; a retry that would pass it is
+/// not made.
+pub const MAX_RETRY_WAIT: Duration = Duration::from_millis(PROVIDER_RETRY_TOTAL_MS);
 /// The largest single SSE event accepted. A Responses API `response.completed` event
 /// repeats the whole output, so this is well above the largest reply.
 pub const MAX_EVENT_BYTES: usize = 16 * 1024 * 1024;
 
 /// A model client speaking one wire format over HTTP.
 pub(crate) struct HttpClient {
+    /// The endpoint, for the model list a 404 is explained with.
+    endpoint: Endpoint,
     format: WireFormat,
     /// The request URL, or why there is none (a base URL that does not parse).
     url: Result<Url, ProviderError>,
@@ -79,6 +90,7 @@ impl HttpClient {
             .build()
             .map_err(|_| ProviderError::Unavailable);
         HttpClient {
+            endpoint: endpoint.clone(),
             format: endpoint.format,
             url: Url::parse(&url).map_err(|_| ProviderError::Unavailable),
             http,
@@ -102,30 +114,83 @@ impl HttpClient {
         }
     }
 
+    /// The request with its retries: a failure before any event was forwarded is
+    /// retried when it may pass (429, 5xx, a connection or a stream that broke off),
+    /// within the attempts and the total wait, each retry told as
+    /// [`ModelEvent::Retrying`] first.
     async fn run(
         &self,
         request: &ModelRequest,
         events: &mpsc::Sender<ModelEvent>,
-    ) -> Result<(), ProviderError> {
-        let http = self.http.as_ref().map_err(|e| *e)?;
-        let url = self.url.as_ref().map_err(|e| *e)?;
-        let headers = self.headers.as_ref().map_err(|e| *e)?;
+    ) -> Result<(), Failure> {
+        let http = self.http.as_ref().map_err(|e| Failure::from(*e))?;
+        let url = self.url.as_ref().map_err(|e| Failure {
+            cause: Cause::BadUrl,
+            ..Failure::from(*e)
+        })?;
+        let headers = self.headers.as_ref().map_err(|e| Failure {
+            cause: Cause::BadKey,
+            ..Failure::new(*e, Cause::BadKey, url)
+        })?;
         // Serializing plain values cannot fail; were it to, the request is unusable.
         let body = bytes_of(&self.body(request))?;
         let mut attempt = 1;
-        let response = loop {
-            let failure = match send(http, url, headers, body.clone()).await {
-                Ok(response) => break response,
-                Err(failure) => failure,
+        let mut waited = Duration::ZERO;
+        loop {
+            let failed = match self.attempt(http, url, headers, body.clone(), events).await {
+                Ok(()) => return Ok(()),
+                Err(failed) => failed,
             };
+            let mut failure = failed.failure;
+            failure.attempts = attempt;
             let wait = failure.retry_after.unwrap_or_else(|| backoff(attempt));
-            if !failure.retryable || attempt >= MAX_ATTEMPTS || wait > MAX_RETRY_AFTER {
-                return Err(failure.error);
+            let retry = failed.retryable
+                && attempt < MAX_ATTEMPTS
+                && wait <= MAX_RETRY_AFTER
+                && waited + wait <= MAX_RETRY_WAIT;
+            if !retry {
+                if failure.cause == Cause::Status(404) {
+                    failure.listed_models = self.listed_models().await;
+                }
+                return Err(failure);
             }
-            tokio::time::sleep(wait).await;
             attempt += 1;
-        };
-        read(response, self.decoder(), events).await
+            let notice = ModelEvent::Retrying(Retry {
+                failure,
+                wait,
+                attempt,
+                attempts: MAX_ATTEMPTS,
+            });
+            events
+                .send(notice)
+                .await
+                .map_err(|_| Failure::from(ProviderError::Cancelled))?;
+            tokio::time::sleep(wait).await;
+            waited += wait;
+        }
+    }
+
+    /// One POST and the stream it answers.
+    async fn attempt(
+        &self,
+        http: &reqwest::Client,
+        url: &Url,
+        headers: &HeaderMap,
+        body: Bytes,
+        events: &mpsc::Sender<ModelEvent>,
+    ) -> Result<(), Attempt> {
+        let response = send(http, url, headers, body).await?;
+        read(response, self.decoder(), events, url).await
+    }
+
+    /// The model IDs the provider lists, within a short deadline; none when the list
+    /// cannot be had.
+    async fn listed_models(&self) -> Option<Vec<String>> {
+        let deadline = Duration::from_millis(PROVIDER_MODEL_LOOKUP_MS);
+        crate::models::list_models_within(&self.endpoint, &CancellationToken::new(), deadline)
+            .await
+            .ok()
+            .map(|models| models.into_iter().map(|m| m.id).collect())
     }
 }
 
@@ -135,23 +200,23 @@ impl ModelClient for HttpClient {
         request: &'a ModelRequest,
         events: mpsc::Sender<ModelEvent>,
         cancel: &'a CancellationToken,
-    ) -> BoxFuture<'a, Result<(), ProviderError>> {
+    ) -> BoxFuture<'a, Result<(), Failure>> {
         Box::pin(async move {
             tokio::select! {
                 // Cancellation wins a tie, and dropping the request future closes the
                 // connection at once.
                 biased;
-                () = cancel.cancelled() => Err(ProviderError::Cancelled),
+                () = cancel.cancelled() => Err(ProviderError::Cancelled.into()),
                 result = self.run(request, &events) => result,
             }
         })
     }
 }
 
-fn bytes_of(body: &serde_json::Value) -> Result<Bytes, ProviderError> {
+fn bytes_of(body: &serde_json::Value) -> Result<Bytes, Failure> {
     serde_json::to_vec(body)
         .map(Bytes::from)
-        .map_err(|_| ProviderError::Rejected)
+        .map_err(|_| Failure::from(ProviderError::Rejected))
 }
 
 /// `Authorization: Bearer <key>` when there is a key, nothing otherwise.
@@ -167,10 +232,9 @@ fn openai_headers(key: Option<&str>) -> Result<HeaderMap, ProviderError> {
 }
 
 /// Why one attempt failed, and whether another may follow.
-struct Failure {
-    error: ProviderError,
+struct Attempt {
+    failure: Failure,
     retryable: bool,
-    retry_after: Option<Duration>,
 }
 
 /// The wait before retry number `attempt` (1-based): 250 ms, 500 ms, 1 s, ...
@@ -185,7 +249,7 @@ async fn send(
     url: &Url,
     headers: &HeaderMap,
     body: Bytes,
-) -> Result<reqwest::Response, Failure> {
+) -> Result<reqwest::Response, Attempt> {
     let sent = http
         .post(url.clone())
         .headers(headers.clone())
@@ -197,10 +261,13 @@ async fn send(
     let response = match sent {
         Ok(response) => response,
         Err(error) => {
-            return Err(Failure {
-                error: ProviderError::Unavailable,
-                retryable: error.is_connect(),
-                retry_after: None,
+            let cause = cause_of(&error);
+            // Refused, unresolvable and TLS failures will fail the same way again; a
+            // timeout has already waited its bound.
+            let retryable = cause == Cause::Connection;
+            return Err(Attempt {
+                failure: Failure::new(ProviderError::Unavailable, cause, url),
+                retryable,
             });
         }
     };
@@ -216,10 +283,12 @@ async fn send(
         s if s.is_server_error() => (ProviderError::ServerError, true),
         _ => (ProviderError::Rejected, false),
     };
-    Err(Failure {
-        error,
+    Err(Attempt {
+        failure: Failure {
+            retry_after: retry_after(response.headers()),
+            ..Failure::new(error, Cause::Status(status.as_u16()), url)
+        },
         retryable,
-        retry_after: retry_after(response.headers()),
     })
 }
 
@@ -236,31 +305,76 @@ fn retry_after(headers: &HeaderMap) -> Option<Duration> {
     number(RETRY_AFTER.as_str()).map(|s| Duration::from_secs_f64(s.min(1e9)))
 }
 
-/// Reads the stream to its terminal event, forwarding what the decoder yields.
+/// Reads the stream to its terminal event, forwarding what the decoder yields. A
+/// failure is retryable only while nothing was forwarded, so a partial reply is never
+/// replayed.
 async fn read(
     mut response: reqwest::Response,
     mut decoder: Box<dyn Decode + Send>,
     events: &mpsc::Sender<ModelEvent>,
-) -> Result<(), ProviderError> {
+    url: &Url,
+) -> Result<(), Attempt> {
     let mut parser = SseParser::new(MAX_EVENT_BYTES);
     let mut out = Vec::new();
+    let mut forwarded = false;
+    let fail = |error: ProviderError, cause: Cause, retryable: bool| Attempt {
+        failure: Failure::new(error, cause, url),
+        retryable,
+    };
     loop {
         let chunk = match response.chunk().await {
             Ok(Some(chunk)) => chunk,
             // The body ended without the terminal event.
-            Ok(None) => return Err(ProviderError::MalformedStream),
-            Err(error) if error.is_timeout() => return Err(ProviderError::Unavailable),
-            Err(_) => return Err(ProviderError::MalformedStream),
+            Ok(None) => {
+                return Err(fail(
+                    ProviderError::MalformedStream,
+                    Cause::StreamCut,
+                    !forwarded,
+                ));
+            }
+            Err(error) if error.is_timeout() => {
+                return Err(fail(ProviderError::Unavailable, Cause::Timeout, false));
+            }
+            Err(_) => {
+                return Err(fail(
+                    ProviderError::MalformedStream,
+                    Cause::StreamCut,
+                    !forwarded,
+                ));
+            }
         };
         parser.push(&chunk);
-        while let Some(event) = parser.next_event()? {
-            let done = decoder.event(&event, &mut out)?;
+        loop {
+            let event = match parser.next_event() {
+                Ok(Some(event)) => event,
+                Ok(None) => break,
+                Err(error) => return Err(fail(error, Cause::Malformed, false)),
+            };
+            let done = match decoder.event(&event, &mut out) {
+                Ok(done) => done,
+                Err(ProviderError::MalformedStream) => {
+                    return Err(fail(
+                        ProviderError::MalformedStream,
+                        Cause::Malformed,
+                        false,
+                    ));
+                }
+                // An error event: an overload or a rate limit before any output may
+                // pass; anything else will not.
+                Err(error) => {
+                    let passing = matches!(
+                        error,
+                        ProviderError::RateLimited | ProviderError::ServerError
+                    );
+                    return Err(fail(error, Cause::StreamError, passing && !forwarded));
+                }
+            };
             for event in out.drain(..) {
+                forwarded = true;
                 // A receiver that went away wants nothing more: end quietly.
-                events
-                    .send(event)
-                    .await
-                    .map_err(|_| ProviderError::Cancelled)?;
+                if events.send(event).await.is_err() {
+                    return Err(fail(ProviderError::Cancelled, Cause::Unknown, false));
+                }
             }
             if done {
                 return Ok(());
@@ -280,6 +394,20 @@ mod tests {
         assert_eq!(backoff(1), Duration::from_millis(250));
         assert_eq!(backoff(2), Duration::from_millis(500));
         assert_eq!(backoff(3), Duration::from_secs(1));
+        assert_eq!(backoff(4), Duration::from_secs(2));
+    }
+
+    #[test]
+    fn the_whole_retry_schedule_fits_its_bounds() {
+        // Every wait the client's own backoff may choose is honoured, and together
+        // they stay within the total.
+        let waits: Vec<Duration> = (1..MAX_ATTEMPTS).map(backoff).collect();
+        assert_eq!(waits.len(), 4);
+        assert!(waits.iter().all(|w| *w <= MAX_RETRY_AFTER));
+        assert!(waits.iter().sum::<Duration>() <= MAX_RETRY_WAIT);
+        // A provider may ask for the longest single wait twice at most.
+        assert!(MAX_RETRY_AFTER * 2 <= MAX_RETRY_WAIT);
+        assert!(MAX_RETRY_AFTER * 3 > MAX_RETRY_WAIT);
     }
 
     #[test]

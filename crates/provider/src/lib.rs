@@ -9,14 +9,17 @@
 mod anthropic;
 mod chat;
 mod codec;
+mod failure;
 mod http;
 pub mod models;
 mod responses;
 mod sse;
 
 pub use anthropic::{ANTHROPIC_VERSION, DEFAULT_MAX_TOKENS};
+pub use failure::{Asked, Cause, Failure, Retry};
 pub use http::{
-    BASE_BACKOFF, CONNECT_TIMEOUT, MAX_ATTEMPTS, MAX_EVENT_BYTES, MAX_RETRY_AFTER, READ_TIMEOUT,
+    BASE_BACKOFF, CONNECT_TIMEOUT, MAX_ATTEMPTS, MAX_EVENT_BYTES, MAX_RETRY_AFTER, MAX_RETRY_WAIT,
+    READ_TIMEOUT,
 };
 pub use models::{ListedModel, RefreshError, list_models};
 
@@ -179,6 +182,9 @@ pub enum ModelEvent {
     },
     /// The response ended normally.
     Completed(StopReason),
+    /// The request failed before any of the above and is about to be made again, after
+    /// the wait this says. Not output: nothing of the failed attempt was forwarded.
+    Retrying(Retry),
 }
 
 /// Why a model request failed. Only these codes leave the crate: never a key, a
@@ -230,15 +236,16 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 /// A model client: one streamed request at a time per call.
 pub trait ModelClient: Send + Sync {
     /// Sends `request` and forwards what the model produces to `events`, ending with
-    /// [`ModelEvent::Completed`] on success. Retries (429 and 5xx, with backoff) happen
-    /// only before any event was sent. Cancelling `cancel` closes the stream and
-    /// returns [`ProviderError::Cancelled`].
+    /// [`ModelEvent::Completed`] on success. Retries (429, 5xx, a connection or stream
+    /// that broke off; with backoff) happen only before any output was sent, each told
+    /// first as [`ModelEvent::Retrying`]. Cancelling `cancel` closes the stream and
+    /// returns [`ProviderError::Cancelled`]. A failure says what happened ([`Failure`]).
     fn stream<'a>(
         &'a self,
         request: &'a ModelRequest,
         events: mpsc::Sender<ModelEvent>,
         cancel: &'a CancellationToken,
-    ) -> BoxFuture<'a, Result<(), ProviderError>>;
+    ) -> BoxFuture<'a, Result<(), Failure>>;
 }
 
 /// The model client for `endpoint`: one HTTP client (connection pool, timeouts) reused

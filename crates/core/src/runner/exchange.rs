@@ -9,7 +9,8 @@ use std::sync::Arc;
 
 use magi_protocol::ErrorCode;
 use magi_protocol::limits::{LIVE_CHUNK_BYTES, RUN_CONTENT_BYTES, RUN_CONTENT_SEGMENTS};
-use magi_provider::{Item, ModelEvent, ModelRequest, ProviderError, ToolSpec};
+use magi_protocol::messages::{DIAGNOSTIC_PROVIDER_RETRYING, DIAGNOSTIC_REPLY_TRUNCATED};
+use magi_provider::{Asked, Item, ModelEvent, ModelRequest, ProviderError, StopReason, ToolSpec};
 use magi_store::records::RecordBody;
 use tokio::sync::mpsc;
 
@@ -94,6 +95,15 @@ impl Exchange {
         }
     }
 
+    /// Who a request asks, for what a failure or a retry says.
+    fn asked(&self) -> Asked<'_> {
+        Asked {
+            provider: &self.agent.provider,
+            model: &self.agent.model,
+            credential: self.agent.credential_source.as_deref(),
+        }
+    }
+
     /// The system instructions of the agent working in `cwd`.
     pub(super) fn instructions(&self, cwd: &std::path::Path) -> String {
         let mut system = instructions(cwd, &self.agent.instructions, &self.agent.skills);
@@ -138,6 +148,7 @@ impl Exchange {
         let mut calls = Vec::new();
         let mut summaries: Vec<(Option<String>, String)> = Vec::new();
         let mut over_bound = false;
+        let mut cut = false;
         let mut result = None;
         loop {
             tokio::select! {
@@ -168,7 +179,12 @@ impl Exchange {
                     Some(ModelEvent::ToolCall { call_id, name, arguments }) => {
                         calls.push((call_id, name, arguments));
                     }
-                    Some(ModelEvent::Usage { .. } | ModelEvent::Completed(_)) => {}
+                    Some(ModelEvent::Completed(stop)) => cut = stop == StopReason::MaxTokens,
+                    Some(ModelEvent::Retrying(retry)) => {
+                        let said = retry.describe(&self.asked());
+                        output.diagnostic(DIAGNOSTIC_PROVIDER_RETRYING, &said).await;
+                    }
+                    Some(ModelEvent::Usage { .. }) => {}
                     // The provider finished and dropped its sender.
                     None => break,
                 },
@@ -191,15 +207,27 @@ impl Exchange {
         } else {
             match result {
                 Ok(()) => None,
-                Err(ProviderError::Cancelled) => Some(Ending::cancelled()),
-                Err(error) => {
-                    output
-                        .diagnostic(error.code(), "The model provider request failed.")
-                        .await;
+                Err(failure) if failure.error == ProviderError::Cancelled => {
+                    Some(Ending::cancelled())
+                }
+                Err(failure) => {
+                    let said = failure.describe(&self.asked());
+                    output.diagnostic(failure.error.code(), &said).await;
                     Some(Ending::failed(ErrorCode::ExecutionFailed))
                 }
             }
         };
+        if cut && ending.is_none() && self.live && calls.is_empty() {
+            // The reply ending the turn is what the model gave, but not all it meant to
+            // give: said so, never passed off as whole. (A subagent's cut report is
+            // its delegate's to judge; a cut response with calls goes on to them.)
+            let said = format!(
+                "the reply was cut off at the output token limit of model {:?}; it is \
+                 incomplete",
+                self.agent.model
+            );
+            output.diagnostic(DIAGNOSTIC_REPLY_TRUNCATED, &said).await;
+        }
         let partial = ending.is_some();
         let text = if text.is_empty() {
             None

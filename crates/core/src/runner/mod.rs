@@ -151,7 +151,7 @@ mod tests {
             _request: &'a ModelRequest,
             events: mpsc::Sender<ModelEvent>,
             _cancel: &'a CancellationToken,
-        ) -> magi_provider::BoxFuture<'a, Result<(), ProviderError>> {
+        ) -> magi_provider::BoxFuture<'a, Result<(), magi_provider::Failure>> {
             Box::pin(async move {
                 for n in 0..self.deltas {
                     if events
@@ -159,7 +159,7 @@ mod tests {
                         .await
                         .is_err()
                     {
-                        return Err(ProviderError::Cancelled);
+                        return Err(ProviderError::Cancelled.into());
                     }
                 }
                 let _ = events
@@ -180,6 +180,8 @@ mod tests {
         let agent = Agent {
             client: Arc::new(ScriptedClient { deltas: 100 }),
             model: "m".into(),
+            provider: "mock".into(),
+            credential_source: None,
             reasoning_summaries: false,
             reasoning_effort: None,
             permissions: PermissionSettings::default(),

@@ -10,7 +10,7 @@
 use std::time::Duration;
 
 use magi_protocol::cards::{Card, Origin, ToolCardEvent};
-use magi_protocol::limits::{CRITICAL_EVENT_WAIT_MS, LIVE_CHUNK_BYTES};
+use magi_protocol::limits::{CRITICAL_EVENT_WAIT_MS, LIVE_CHUNK_BYTES, SUMMARY_BYTES};
 use magi_protocol::messages::{
     Activity, ActivityKind, ActivityState, ApprovalRequested, Diagnostic, Event, MessageDelta,
     MessageReconcile,
@@ -187,13 +187,14 @@ impl Output {
         self.critical(event).await;
     }
 
-    /// Tells the client why the run is ending the way it is.
+    /// Tells the client something about the run: why it ends the way it does, a retry,
+    /// a reply cut short. The summary is redacted and bounded like every other.
     pub(super) async fn diagnostic(&mut self, code: &str, summary: &str) {
         let event = Event::Diagnostic(Diagnostic {
             session_id: self.session_id.clone(),
             run_id: self.run_id.clone(),
             code: code.to_owned(),
-            summary: summary.to_owned(),
+            summary: super::text::bounded(&self.safe(summary), SUMMARY_BYTES),
         });
         self.critical(event).await;
     }

@@ -134,6 +134,14 @@ pub struct Activity {
     pub summary: String,
 }
 
+/// The `diagnostic` code of a reply the model cut at its output token limit (Chat
+/// `finish_reason: "length"`, Responses `incomplete`, Anthropic `max_tokens`). The run
+/// may still end `completed`; a front end must not present the reply as whole.
+pub const DIAGNOSTIC_REPLY_TRUNCATED: &str = "reply_truncated";
+/// The `diagnostic` code of a model request about to be retried; its summary says why,
+/// the wait and the attempt ("retrying in 2s (2/5)").
+pub const DIAGNOSTIC_PROVIDER_RETRYING: &str = "provider_retrying";
+
 /// Data of `diagnostic`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Diagnostic {

@@ -10,9 +10,10 @@
 
 use std::time::Duration;
 
-use crate::common::{BOUND, FORMATS, KEY, endpoint, prompt, run, run_with, text};
+use crate::common::{BOUND, FORMATS, KEY, endpoint, prompt, run, run_full, run_with, text};
 use magi_provider::{
-    Endpoint, MAX_ATTEMPTS, ModelEvent, ProviderError, StopReason, WireFormat, client,
+    Asked, Cause, Endpoint, MAX_ATTEMPTS, ModelEvent, ProviderError, Retry, StopReason, WireFormat,
+    client,
 };
 use magi_testkit::{MockServer, Reply};
 use tokio::sync::mpsc;
@@ -77,14 +78,102 @@ async fn a_disconnect_after_output_started_is_not_retried() {
 }
 
 #[tokio::test]
-async fn a_disconnect_before_any_event_is_a_malformed_stream() {
+async fn a_disconnect_before_any_event_is_retried() {
     for format in FORMATS {
         let server = MockServer::start().await;
         server.enqueue(Reply::stream().text(["x"]).disconnect_after(0));
-        let (events, result) = run(&server, format, &prompt("hi")).await;
-        assert_eq!(result, Err(ProviderError::MalformedStream), "{format:?}");
-        assert!(events.is_empty());
+        server.enqueue(Reply::stream().text(["whole"]));
+        let (events, result) = run_full(endpoint(&server, format, None), &prompt("hi")).await;
+        assert_eq!(result, Ok(()), "{format:?}");
+        let ModelEvent::Retrying(retry) = &events[0] else {
+            panic!("{format:?}: no retry notice first: {events:?}");
+        };
+        assert_eq!(retry.failure.cause, Cause::StreamCut);
+        assert_eq!((retry.attempt, retry.attempts), (2, MAX_ATTEMPTS));
+        assert_eq!(text(&events), "whole");
+        assert_eq!(server.requests().len(), 2);
     }
+}
+
+#[tokio::test]
+async fn a_stream_that_keeps_breaking_off_is_a_malformed_stream() {
+    let server = MockServer::start().await;
+    for _ in 0..MAX_ATTEMPTS {
+        server.enqueue(
+            Reply::stream()
+                .text(["x"])
+                .disconnect_after(0)
+                .header("retry-after", "0"),
+        );
+    }
+    let (events, result) = run(&server, WireFormat::ChatCompletions, &prompt("hi")).await;
+    assert_eq!(result, Err(ProviderError::MalformedStream));
+    assert!(events.is_empty());
+    assert_eq!(server.requests().len(), MAX_ATTEMPTS as usize);
+}
+
+#[tokio::test]
+async fn each_retry_is_told_with_its_wait_and_attempt() {
+    let server = MockServer::start().await;
+    server.enqueue(Reply::error(429, "{}").header("retry-after", "0"));
+    server.enqueue(Reply::error(503, "{}").header("retry-after-ms", "10"));
+    server.enqueue(Reply::stream().text(["done"]));
+    let endpoint = endpoint(&server, WireFormat::OpenAiResponses, Some(KEY));
+    let (events, result) = run_full(endpoint, &prompt("hi")).await;
+    assert_eq!(result, Ok(()));
+    let retries: Vec<&Retry> = events
+        .iter()
+        .filter_map(|e| match e {
+            ModelEvent::Retrying(retry) => Some(retry),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(retries.len(), 2);
+    assert_eq!(retries[0].failure.cause, Cause::Status(429));
+    assert_eq!(retries[0].wait, Duration::ZERO);
+    assert_eq!((retries[0].attempt, retries[0].attempts), (2, 5));
+    assert_eq!(retries[1].failure.cause, Cause::Status(503));
+    assert_eq!(retries[1].wait, Duration::from_millis(10));
+    assert_eq!(retries[1].attempt, 3);
+    let asked = Asked {
+        provider: "openai",
+        model: "m",
+        credential: Some("OPENAI_API_KEY"),
+    };
+    let said = retries[1].describe(&asked);
+    assert!(
+        said.ends_with("failed with HTTP 503; retrying in 0.0s (3/5)"),
+        "{said}"
+    );
+}
+
+#[tokio::test]
+async fn a_404_names_the_models_the_server_lists() {
+    for format in FORMATS {
+        let server = MockServer::start().await;
+        server.set_models([("alpha", None), ("beta", None)]);
+        server.enqueue(Reply::error(404, "{}"));
+        let (_, result) = run_full(endpoint(&server, format, Some(KEY)), &prompt("hi")).await;
+        let failure = result.unwrap_err();
+        assert_eq!(failure.error, ProviderError::Rejected);
+        assert_eq!(failure.cause, Cause::Status(404));
+        assert_eq!(
+            failure.listed_models,
+            Some(vec!["alpha".to_owned(), "beta".to_owned()]),
+            "{format:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_rate_limit_with_a_long_wait_reports_the_wait() {
+    let server = MockServer::start().await;
+    server.enqueue(Reply::error(429, "{}").header("retry-after", "3600"));
+    let endpoint = endpoint(&server, WireFormat::ChatCompletions, None);
+    let (_, result) = run_full(endpoint, &prompt("hi")).await;
+    let failure = result.unwrap_err();
+    assert_eq!(failure.retry_after, Some(Duration::from_secs(3600)));
+    assert_eq!(failure.attempts, 1);
 }
 
 #[tokio::test]
@@ -127,7 +216,13 @@ async fn refused_credentials_and_rejected_requests_are_not_retried() {
             let (events, result) = run(&server, format, &prompt("hi")).await;
             assert_eq!(result, Err(expected), "{format:?} {status}");
             assert!(events.is_empty());
-            assert_eq!(server.requests().len(), 1);
+            // A 404 looks up the model list too, to say what the server has.
+            let posts = server
+                .requests()
+                .iter()
+                .filter(|r| r.method == "POST")
+                .count();
+            assert_eq!(posts, 1, "{format:?} {status}");
         }
     }
 }
@@ -195,8 +290,15 @@ async fn an_unreachable_provider_is_unavailable_after_the_retries() {
         base_url: format!("http://127.0.0.1:{port}/v1"),
         api_key: None,
     };
-    let (events, result) = run_with(endpoint, &prompt("hi")).await;
-    assert_eq!(result, Err(ProviderError::Unavailable));
+    let (events, result) = run_full(endpoint, &prompt("hi")).await;
+    let failure = result.unwrap_err();
+    assert_eq!(failure.error, ProviderError::Unavailable);
+    assert_eq!(failure.cause, Cause::ConnectionRefused);
+    assert_eq!(
+        failure.url,
+        format!("http://127.0.0.1:{port}/v1/chat/completions")
+    );
+    // Refused connections are not retried: nothing is told but the failure.
     assert!(events.is_empty());
 }
 
@@ -245,7 +347,11 @@ async fn cancelling_a_slow_stream_returns_promptly() {
         })
         .await
         .expect("cancellation ended the stream within the bound");
-        assert_eq!(result, Err(ProviderError::Cancelled), "{format:?}");
+        assert_eq!(
+            result.map_err(|f| f.error),
+            Err(ProviderError::Cancelled),
+            "{format:?}"
+        );
         assert_eq!(first, Some(ModelEvent::TextDelta("0 ".into())));
     }
 }
@@ -261,7 +367,7 @@ async fn a_token_cancelled_before_the_call_sends_nothing() {
     let result = tokio::time::timeout(BOUND, client.stream(&prompt("hi"), tx, &cancel))
         .await
         .unwrap();
-    assert_eq!(result, Err(ProviderError::Cancelled));
+    assert_eq!(result.map_err(|f| f.error), Err(ProviderError::Cancelled));
     assert!(server.requests().is_empty());
 }
 
@@ -277,7 +383,11 @@ async fn a_receiver_that_went_away_ends_the_stream_quietly() {
         let result = tokio::time::timeout(BOUND, client.stream(&prompt("hi"), tx, &cancel))
             .await
             .unwrap();
-        assert_eq!(result, Err(ProviderError::Cancelled), "{format:?}");
+        assert_eq!(
+            result.map_err(|f| f.error),
+            Err(ProviderError::Cancelled),
+            "{format:?}"
+        );
     }
 }
 

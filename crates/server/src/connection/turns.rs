@@ -6,12 +6,13 @@ use std::sync::Arc;
 use magi_core::runner::{TurnRequest, start_turn};
 use magi_core::{Sessions, agent_for};
 use magi_protocol::ErrorCode;
-use magi_protocol::limits::{CLIENT_TOOL_RESULT_BYTES, PROMPT_BYTES};
+use magi_protocol::limits::CLIENT_TOOL_RESULT_BYTES;
 use magi_protocol::messages::{
     ApprovalAnswerParams, ApprovalAnswerResult, ClientToolResultParams, ClientToolResultResult,
     ResultBody, TurnCancelParams, TurnCancelResult, TurnStartParams, TurnStartResult,
 };
 use magi_protocol::names::{is_valid_name, is_valid_session_id};
+use magi_protocol::text::PromptProblem;
 use serde_json::value::RawValue;
 
 use crate::output::OutputFailure;
@@ -64,7 +65,8 @@ impl Connection {
         params: &RawValue,
     ) -> Result<(Box<Sessions>, magi_core::runner::Agent, TurnRequest), ErrorCode> {
         let params: TurnStartParams = parse_params(params)?;
-        let prompt_ok = !params.prompt.trim().is_empty() && params.prompt.len() <= PROMPT_BYTES;
+        // The one rule front ends also use to say what was wrong (`PromptProblem`).
+        let prompt_ok = PromptProblem::of(&params.prompt).is_none();
         if !prompt_ok || !is_valid_session_id(&params.session_id) {
             return Err(ErrorCode::InvalidParams);
         }

@@ -30,8 +30,8 @@ impl ModelClient for Unused {
         _request: &'a ModelRequest,
         _events: mpsc::Sender<ModelEvent>,
         _cancel: &'a CancellationToken,
-    ) -> magi_provider::BoxFuture<'a, Result<(), ProviderError>> {
-        Box::pin(async { Err(ProviderError::Cancelled) })
+    ) -> magi_provider::BoxFuture<'a, Result<(), magi_provider::Failure>> {
+        Box::pin(async { Err(ProviderError::Cancelled.into()) })
     }
 }
 
@@ -88,6 +88,8 @@ impl Fixture {
         let agent = Agent {
             client: Arc::new(Unused),
             model: "m".into(),
+            provider: "mock".into(),
+            credential_source: None,
             reasoning_summaries: false,
             reasoning_effort: None,
             permissions,

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use magi_provider::{
-    Endpoint, Item, ModelEvent, ModelRequest, ProviderError, ToolSpec, WireFormat, client,
+    Endpoint, Failure, Item, ModelEvent, ModelRequest, ProviderError, ToolSpec, WireFormat, client,
 };
 use magi_testkit::MockServer;
 use serde_json::json;
@@ -101,11 +101,26 @@ pub fn conversation() -> ModelRequest {
     }
 }
 
-/// Streams `request` to completion, collecting every event; bounded by [`BOUND`].
+/// Streams `request` to completion, collecting the output events (retry notices left
+/// out) and the failure's code; bounded by [`BOUND`].
 pub async fn run_with(
     endpoint: Endpoint,
     request: &ModelRequest,
 ) -> (Vec<ModelEvent>, Result<(), ProviderError>) {
+    let (events, result) = run_full(endpoint, request).await;
+    let output = events
+        .into_iter()
+        .filter(|e| !matches!(e, ModelEvent::Retrying(_)))
+        .collect();
+    (output, result.map_err(|failure| failure.error))
+}
+
+/// Streams `request` to completion, collecting every event and the whole failure;
+/// bounded by [`BOUND`].
+pub async fn run_full(
+    endpoint: Endpoint,
+    request: &ModelRequest,
+) -> (Vec<ModelEvent>, Result<(), Failure>) {
     let client = client(endpoint);
     let cancel = CancellationToken::new();
     let (tx, mut rx) = mpsc::channel(16);

@@ -2,9 +2,10 @@
 //! same backend and client library as every other client.
 //!
 //! The reply streams to stdout as it arrives, with one line per tool activity;
-//! `--json` prints the protocol's event frames as JSON lines instead. The exit status
-//! follows the run: 0 completed, 1 failed, 130 cancelled (Ctrl-C cancels the turn and
-//! still waits for its end).
+//! `--json` prints the protocol's event frames as JSON lines instead. Either way, what
+//! went wrong goes to stderr (`explain`). The exit status follows the run: 0 completed,
+//! 3 completed with a reply cut at the model's output limit, 1 failed, 130 cancelled
+//! (Ctrl-C cancels the turn and still waits for its end).
 //!
 //! A tool call the permission policy would ask about is put to the person at the
 //! terminal (on stderr, answered on stdin) when stdin is a terminal, and denied with a
@@ -19,11 +20,13 @@ use std::time::Duration;
 use anyhow::{Context, anyhow};
 use magi_client::{Backend, BackendCommand, Incoming};
 use magi_protocol::messages::{
-    ActivityState, ApprovalAnswerParams, ApprovalRequested, EmptyParams, Event, RunOutcome,
-    TurnCancelParams, TurnStartParams,
+    ActivityState, ApprovalAnswerParams, ApprovalRequested, EmptyParams, Event, TurnCancelParams,
+    TurnStartParams,
 };
 use magi_protocol::methods;
 use magi_protocol::wire::EventFrame;
+
+use crate::explain;
 
 /// How long the backend gets to exit after `shutdown`.
 const EXIT_WAIT: Duration = Duration::from_secs(5);
@@ -38,9 +41,7 @@ pub fn run(prompt: &str, json_output: bool, allow_all: bool) -> ExitCode {
         Err(e) => return fail(&anyhow::Error::new(e)),
     };
     match runtime.block_on(turn(prompt, json_output, allow_all)) {
-        Ok(RunOutcome::Completed) => ExitCode::SUCCESS,
-        Ok(RunOutcome::Failed) => ExitCode::FAILURE,
-        Ok(RunOutcome::Cancelled) => ExitCode::from(130),
+        Ok(exit) => exit,
         Err(e) => fail(&e),
     }
 }
@@ -50,7 +51,7 @@ fn fail(error: &anyhow::Error) -> ExitCode {
     ExitCode::FAILURE
 }
 
-async fn turn(prompt: &str, json_output: bool, allow_all: bool) -> anyhow::Result<RunOutcome> {
+async fn turn(prompt: &str, json_output: bool, allow_all: bool) -> anyhow::Result<ExitCode> {
     let exe = std::env::current_exe().context("cannot find the magi-code executable")?;
     let mut command = BackendCommand::new(exe);
     if allow_all {
@@ -66,7 +67,7 @@ async fn turn(prompt: &str, json_output: bool, allow_all: bool) -> anyhow::Resul
             "shutdown",
         ])
         .await?
-        .map_err(|code| anyhow!("initialization failed: {}", code.as_str()))?;
+        .map_err(|code| explain::initialize_failed(code, &[]))?;
     let session = backend
         .call::<methods::SessionCreate>(&EmptyParams {})
         .await?
@@ -78,7 +79,7 @@ async fn turn(prompt: &str, json_output: bool, allow_all: bool) -> anyhow::Resul
     let started = backend
         .call::<methods::TurnStart>(&start)
         .await?
-        .map_err(|code| anyhow!("turn.start failed: {}", code.as_str()))?;
+        .map_err(|code| anyhow!(explain::turn_refused(code, prompt)))?;
     let outcome = follow(
         &mut backend,
         &session.session_id,
@@ -91,14 +92,15 @@ async fn turn(prompt: &str, json_output: bool, allow_all: bool) -> anyhow::Resul
     Ok(outcome)
 }
 
-/// Prints the run's events until `run.finished`, cancelling on Ctrl-C.
+/// Prints the run's events until `run.finished`, cancelling on Ctrl-C; the exit status.
 async fn follow(
     backend: &mut Backend,
     session_id: &str,
     run_id: &str,
     json_output: bool,
-) -> anyhow::Result<RunOutcome> {
+) -> anyhow::Result<ExitCode> {
     let mut printer = Printer::new();
+    let mut report = explain::RunReport::default();
     let mut interrupt = std::pin::pin!(tokio::signal::ctrl_c());
     let mut cancelling = false;
     loop {
@@ -122,6 +124,7 @@ async fn follow(
             Incoming::Response(_) => continue,
             Incoming::Violation(v) => return Err(anyhow!("protocol violation: {v}")),
         };
+        report.observe(&event);
         if json_output {
             let frame = EventFrame {
                 protocol: Default::default(),
@@ -138,7 +141,7 @@ async fn follow(
             printer.print(&event)?;
         }
         match event {
-            Event::RunFinished(finished) => return Ok(finished.outcome),
+            Event::RunFinished(finished) => return Ok(report.exit_code(finished.outcome)),
             Event::ApprovalRequested(request) => {
                 let allow = decide(&request).await;
                 let params = ApprovalAnswerParams {
@@ -249,15 +252,10 @@ impl Printer {
                 writeln!(out, "{mark} {}: {}", activity.name, activity.summary)?;
                 self.at_line_start = true;
             }
-            Event::Diagnostic(diagnostic) => {
-                eprintln!("magi-code: {}: {}", diagnostic.code, diagnostic.summary);
-            }
-            Event::RunFinished(finished) => {
-                if let Some(code) = finished.error_code {
-                    eprintln!("magi-code: the run failed: {}", code.as_str());
-                }
-            }
-            Event::InputPersisted(_)
+            // Said on stderr by `explain::RunReport`, in every output mode.
+            Event::Diagnostic(_)
+            | Event::RunFinished(_)
+            | Event::InputPersisted(_)
             | Event::ApprovalRequested(_)
             | Event::ToolCard(_)
             | Event::ClientToolCall(_)

@@ -2,6 +2,7 @@
 
 mod doctor;
 mod exec;
+mod explain;
 mod mcp;
 mod tui;
 

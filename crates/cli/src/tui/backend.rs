@@ -31,7 +31,7 @@ pub(super) async fn start_backend() -> anyhow::Result<Backend> {
             "tool.cards",
         ])
         .await?
-        .map_err(|code| anyhow!("initialization failed: {}", code.as_str()))?;
+        .map_err(|code| crate::explain::initialize_failed(code, &[]))?;
     Ok(backend)
 }
 
@@ -104,7 +104,7 @@ impl App {
                 if let Some(text) = self.transcript.take_restored_prompt() {
                     self.composer = text;
                 }
-                self.status = format!("turn.start: {}", code.as_str());
+                self.status = crate::explain::turn_refused(code, &params.prompt);
             }
         }
         Ok(())

@@ -103,6 +103,21 @@ impl TestEnv {
     pub fn spawn(&self) -> Backend {
         self.command().spawn().unwrap()
     }
+
+    /// Runs `magi-code ARGS` (a front end: `exec`, `doctor`) in this environment, stdin
+    /// closed, to its end within [`WAIT`].
+    pub async fn run_cli(&self, args: &[&str]) -> std::process::Output {
+        let output = tokio::process::Command::new(bin())
+            .args(args)
+            .env_clear()
+            .env("MC_HOME", self.mc_home())
+            .envs(self.vars.iter().map(|(k, v)| (k, v)))
+            .current_dir(self.cwd())
+            .stdin(std::process::Stdio::null())
+            .kill_on_drop(true)
+            .output();
+        tokio::time::timeout(WAIT, output).await.unwrap().unwrap()
+    }
 }
 
 /// One request frame with its LF.

@@ -1,5 +1,9 @@
-//! `magi-code doctor`: starts a backend the way any client does, through the client
-//! library, and shows what it answers.
+//! `magi-code doctor`: what this directory's configuration is made of and where each
+//! part came from, then checks, each ok, warning or error with its fix. It starts a
+//! backend the way any client does, through the client library, and reaches the
+//! provider only with `--online`. Exit status 1 when a check is an error.
+//!
+//! `--json` prints one JSON object instead (`facts`, `checks`, `ok`), for scripts.
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -7,142 +11,390 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use magi_client::BackendCommand;
-use magi_protocol::messages::StatusResult;
+use magi_core::StartupRequest;
+use magi_core::inspect::{Inspection, inspect, probe};
+use serde_json::{Value, json};
 
 /// How long the backend gets to exit after `shutdown`.
 const EXIT_WAIT: Duration = Duration::from_secs(5);
 
-/// Runs the check and prints a report; exits 1 when the backend is not ready.
-pub fn run() -> ExitCode {
+/// How a check came out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Status {
+    Ok,
+    Warning,
+    Error,
+}
+
+impl Status {
+    fn as_str(self) -> &'static str {
+        match self {
+            Status::Ok => "ok",
+            Status::Warning => "warning",
+            Status::Error => "error",
+        }
+    }
+}
+
+/// One check: what was checked, how it came out, what was found and what to do.
+struct Check {
+    name: &'static str,
+    status: Status,
+    message: String,
+    fix: Option<String>,
+}
+
+impl Check {
+    fn new(name: &'static str, status: Status, message: impl Into<String>) -> Check {
+        Check {
+            name,
+            status,
+            message: message.into(),
+            fix: None,
+        }
+    }
+
+    fn fix(mut self, fix: impl Into<String>) -> Check {
+        self.fix = Some(fix.into());
+        self
+    }
+}
+
+/// Runs the checks and prints the report; exits 1 when something is broken.
+pub fn run(online: bool, json_output: bool) -> ExitCode {
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
     {
         Ok(runtime) => runtime,
-        Err(e) => return report_error(&anyhow::Error::new(e)),
-    };
-    match runtime.block_on(check()) {
-        Ok(true) => ExitCode::SUCCESS,
-        Ok(false) => ExitCode::FAILURE,
-        Err(e) => report_error(&e),
-    }
-}
-
-fn report_error(error: &anyhow::Error) -> ExitCode {
-    eprintln!("magi-code doctor: {error:#}");
-    ExitCode::FAILURE
-}
-
-async fn check() -> anyhow::Result<bool> {
-    let exe = std::env::current_exe().context("cannot find the magi-code executable")?;
-    let started = Instant::now();
-    let mut backend = BackendCommand::new(exe).spawn()?;
-    let initialized = backend
-        .initialize(&["initialize", "status", "shutdown"])
-        .await?;
-    let init_time = started.elapsed();
-    let status = backend
-        .status()
-        .await?
-        .map_err(|code| anyhow::anyhow!("status failed: {}", code.as_str()))?;
-    let mut out = std::io::stdout().lock();
-    writeln!(
-        out,
-        "magi-code backend {}",
-        backend.instance_id().unwrap_or_default()
-    )?;
-    writeln!(
-        out,
-        "  initialize answered in {:.1} ms",
-        init_time.as_secs_f64() * 1e3
-    )?;
-    let ready = match &initialized {
-        Ok(result) => {
-            writeln!(
-                out,
-                "  capabilities: {} ({} bounds in limits)",
-                result.capabilities.join(", "),
-                serde_json::to_value(&result.limits)?
-                    .as_object()
-                    .map_or(0, |m| m.len())
-            )?;
-            true
-        }
-        Err(code) => {
-            writeln!(out, "  initialization failed: {}", code.as_str())?;
-            false
+        Err(e) => {
+            eprintln!("magi-code doctor: {e}");
+            return ExitCode::FAILURE;
         }
     };
-    write_status(&mut out, &status)?;
-    write_mcp(&mut out)?;
-    if !ready {
-        writeln!(
-            out,
-            "  hint: choose a provider and model, e.g. MAGI_PROVIDER=openai-chat MAGI_MODEL=<model> \
-             for an OpenAI-compatible local server, or set them in $MC_HOME/settings.toml"
-        )?;
-    }
-    let stopped = backend.shutdown().await?;
-    let exit = backend.wait_within(EXIT_WAIT).await;
-    writeln!(
-        out,
-        "  shutdown: {}; exit status: {}",
-        if stopped.is_ok() {
-            "stopping"
-        } else {
-            "refused"
-        },
-        exit.and_then(|s| s.code())
-            .map_or("unknown".to_owned(), |c| c.to_string())
-    )?;
-    Ok(ready)
-}
-
-/// The MCP servers defined here, read the way the backend reads them.
-fn write_mcp(out: &mut impl Write) -> std::io::Result<()> {
-    let request = magi_core::StartupRequest {
+    let request = StartupRequest {
         cwd: std::path::PathBuf::from("."),
         env: magi_config::Env::from_process(),
     };
-    let Ok(review) = magi_core::mcp::McpReview::load(&request) else {
-        return Ok(());
+    let inspection = inspect(&request);
+    let checks = runtime.block_on(checks(&request, &inspection, online));
+    let broken = checks.iter().any(|c| c.status == Status::Error);
+    let written = if json_output {
+        write_json(&inspection, &checks, online)
+    } else {
+        write_text(&inspection, &checks, online)
     };
-    let count = |approved: bool| {
-        review
-            .servers
-            .iter()
-            .filter(|s| s.server.enabled && s.approved == approved)
-            .count()
-    };
-    if review.servers.is_empty() {
-        return Ok(());
+    if let Err(e) = written {
+        eprintln!("magi-code doctor: {e}");
+        return ExitCode::FAILURE;
     }
-    writeln!(
-        out,
-        "  MCP servers: {} approved and enabled, {} needing approval (magi-code mcp list)",
-        count(true),
-        count(false)
-    )
+    if broken {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
 }
 
-fn write_status(out: &mut impl Write, status: &StatusResult) -> std::io::Result<()> {
-    let readiness = serde_json::to_value(status.readiness).unwrap_or_default();
-    let state = serde_json::to_value(status.state).unwrap_or_default();
-    writeln!(
-        out,
-        "  state: {}, readiness: {}",
-        state.as_str().unwrap_or("?"),
-        readiness.as_str().unwrap_or("?")
-    )?;
-    writeln!(
-        out,
-        "  provider: {}, model: {}",
-        status.provider.as_deref().unwrap_or("(none)"),
-        status.model.as_deref().unwrap_or("(none)")
-    )?;
-    writeln!(
-        out,
-        "  context: {}",
-        status.context_id.as_deref().unwrap_or("(none)")
-    )
+async fn checks(request: &StartupRequest, inspection: &Inspection, online: bool) -> Vec<Check> {
+    let mut checks = Vec::new();
+    let settings_ok = match &inspection.settings {
+        Ok(_) => {
+            let read = inspection.files.iter().filter(|f| f.present).count();
+            checks.push(Check::new(
+                "settings",
+                Status::Ok,
+                format!("{read} settings file(s) read, valid"),
+            ));
+            true
+        }
+        Err(why) => {
+            checks.push(Check::new("settings", Status::Error, why.clone()).fix(
+                "correct the place named (the settings are described in docs/configuration.md)",
+            ));
+            false
+        }
+    };
+    // Everything startup checks locally, in its order: tools, instructions, skills,
+    // profile, selection and credential, approvals.
+    let selection_ok = settings_ok && {
+        match magi_core::explain_configuration(request, &[]) {
+            Some(problem) => {
+                checks.push(Check::new("configuration", Status::Error, problem));
+                false
+            }
+            None => {
+                let (provider, model) = (
+                    inspection
+                        .provider
+                        .as_ref()
+                        .map(|p| p.definition.name.as_str()),
+                    inspection.model.as_ref().map(|(m, _)| m.as_str()),
+                );
+                checks.push(Check::new(
+                    "configuration",
+                    Status::Ok,
+                    format!(
+                        "provider {:?} and model {:?} are selected and ready locally",
+                        provider.unwrap_or_default(),
+                        model.unwrap_or_default()
+                    ),
+                ));
+                true
+            }
+        }
+    };
+    for server in &inspection.mcp {
+        if server.enabled && !server.approved {
+            checks.push(
+                Check::new(
+                    "mcp",
+                    Status::Warning,
+                    format!(
+                        "MCP server {:?} is not approved and will not run",
+                        server.name
+                    ),
+                )
+                .fix(format!("magi-code mcp approve {}", server.name)),
+            );
+        }
+    }
+    checks.push(backend_check(settings_ok && selection_ok).await);
+    if online && selection_ok {
+        checks.push(provider_check(request, inspection).await);
+    }
+    checks
+}
+
+/// Starts a backend as every client does. When the configuration is already known to
+/// be broken, the backend's code adds nothing the checks above did not say.
+async fn backend_check(configuration_ok: bool) -> Check {
+    match start_backend().await {
+        Ok((Ok(capabilities), elapsed)) => Check::new(
+            "backend",
+            Status::Ok,
+            format!(
+                "started and initialized in {:.1} ms ({capabilities} capabilities)",
+                elapsed.as_secs_f64() * 1e3
+            ),
+        ),
+        Ok((Err(code), _)) if !configuration_ok => Check::new(
+            "backend",
+            Status::Error,
+            format!("startup refused [{}]: see the checks above", code.as_str()),
+        ),
+        Ok((Err(code), _)) => Check::new(
+            "backend",
+            Status::Error,
+            crate::explain::initialize_failed(code, &[]).to_string(),
+        ),
+        Err(e) => Check::new("backend", Status::Error, format!("{e:#}"))
+            .fix("reinstall magi-code, or run it from a directory it may read"),
+    }
+}
+
+/// Spawns, initializes and shuts down a backend: the capability count or the
+/// refusal's code, and how long `initialize` took.
+async fn start_backend() -> anyhow::Result<(Result<usize, magi_protocol::ErrorCode>, Duration)> {
+    let exe = std::env::current_exe().context("cannot find the magi-code executable")?;
+    let started = Instant::now();
+    let mut backend = BackendCommand::new(exe).spawn()?;
+    let initialized = backend.initialize(&["initialize", "shutdown"]).await?;
+    let elapsed = started.elapsed();
+    let _ = backend.shutdown().await;
+    let _ = backend.wait_within(EXIT_WAIT).await;
+    Ok((initialized.map(|result| result.capabilities.len()), elapsed))
+}
+
+/// Reaches the provider: its model list, or a minimal request.
+async fn provider_check(request: &StartupRequest, inspection: &Inspection) -> Check {
+    let (Some(provider), Some((model, _))) = (&inspection.provider, &inspection.model) else {
+        return Check::new("provider", Status::Error, "no provider and model to reach");
+    };
+    let probe = probe(provider, model, &request.env).await;
+    match (&probe.listed, &probe.request) {
+        (Ok(models), None) => Check::new(
+            "provider",
+            Status::Ok,
+            format!(
+                "the provider lists {} model(s), {model:?} among them",
+                models.len()
+            ),
+        ),
+        (_, Some(Err(why))) => Check::new("provider", Status::Error, why.clone()),
+        (Ok(models), Some(Ok(()))) => Check::new(
+            "provider",
+            Status::Warning,
+            format!(
+                "model {model:?} answered, but it is not among the {} model(s) the provider \
+                 lists",
+                models.len()
+            ),
+        )
+        .fix("check the model's name, or use one the provider lists"),
+        (Err(why), Some(Ok(()))) => Check::new(
+            "provider",
+            Status::Ok,
+            format!("model {model:?} answered (the model list is unavailable: {why})"),
+        ),
+        (Err(why), None) => Check::new("provider", Status::Error, why.clone()),
+    }
+}
+
+/// A URL as it may be shown: no user information, query or fragment.
+fn shown_url(url: &str) -> String {
+    let url = url.split(['?', '#']).next().unwrap_or_default();
+    match url.split_once("://") {
+        Some((scheme, rest)) => {
+            let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+            let host = authority
+                .rsplit_once('@')
+                .map_or(authority, |(_, host)| host);
+            format!("{scheme}://{host}{path}")
+        }
+        None => url.to_owned(),
+    }
+}
+
+fn write_text(inspection: &Inspection, checks: &[Check], online: bool) -> std::io::Result<()> {
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "magi-code doctor")?;
+    match &inspection.home {
+        Ok(home) => writeln!(
+            out,
+            "  MC_HOME      {} (from {})",
+            home.display(),
+            inspection.home_from
+        )?,
+        Err(why) => writeln!(out, "  MC_HOME      unusable: {why}")?,
+    }
+    for file in &inspection.files {
+        writeln!(
+            out,
+            "  settings     {} ({}): {}",
+            file.path.display(),
+            file.scope,
+            if file.present { "read" } else { "absent" }
+        )?;
+    }
+    match &inspection.provider {
+        Some(provider) => {
+            let definition = &provider.definition;
+            writeln!(
+                out,
+                "  provider     {} (from {})",
+                definition.name, provider.from
+            )?;
+            writeln!(
+                out,
+                "  base URL     {} (from {})",
+                shown_url(&definition.base_url),
+                provider.base_url_from
+            )?;
+            let credential = match (&provider.credential, provider.credential_present) {
+                (None, _) => "none needed".to_owned(),
+                (Some(source), true) => format!("{source}: present"),
+                (Some(source), false) if provider.credential_required => {
+                    format!("{source}: missing")
+                }
+                (Some(source), false) => format!("{source}: not set (optional)"),
+            };
+            writeln!(out, "  credential   {credential}")?;
+        }
+        None => writeln!(out, "  provider     (none)")?,
+    }
+    match &inspection.model {
+        Some((model, from)) => writeln!(out, "  model        {model} (from {from})")?,
+        None => writeln!(out, "  model        (none)")?,
+    }
+    for server in &inspection.mcp {
+        let state = match (server.enabled, server.approved) {
+            (false, _) => "disabled",
+            (true, true) => "approved",
+            (true, false) => "needs approval",
+        };
+        writeln!(out, "  MCP server   {}: {state}", server.name)?;
+    }
+    writeln!(out)?;
+    writeln!(out, "checks")?;
+    for check in checks {
+        writeln!(
+            out,
+            "  {:<8} {}: {}",
+            check.status.as_str(),
+            check.name,
+            check.message
+        )?;
+        if let Some(fix) = &check.fix {
+            writeln!(out, "           fix: {fix}")?;
+        }
+    }
+    if !online {
+        writeln!(
+            out,
+            "  (the provider was not contacted; `magi-code doctor --online` reaches it)"
+        )?;
+    }
+    Ok(())
+}
+
+fn write_json(inspection: &Inspection, checks: &[Check], online: bool) -> std::io::Result<()> {
+    let provider = inspection.provider.as_ref().map(|provider| {
+        json!({
+            "name": provider.definition.name,
+            "from": provider.from,
+            "base_url": shown_url(&provider.definition.base_url),
+            "base_url_from": provider.base_url_from,
+            "credential": provider.credential,
+            "credential_required": provider.credential_required,
+            "credential_present": provider.credential_present,
+        })
+    });
+    let report = json!({
+        "mc_home": match &inspection.home {
+            Ok(home) => json!({ "path": home, "from": inspection.home_from }),
+            Err(why) => json!({ "error": why, "from": inspection.home_from }),
+        },
+        "settings_files": inspection.files.iter().map(|f| json!({
+            "scope": f.scope,
+            "path": f.path,
+            "present": f.present,
+        })).collect::<Vec<Value>>(),
+        "provider": provider,
+        "model": inspection.model.as_ref().map(|(model, from)| json!({
+            "name": model,
+            "from": from,
+        })),
+        "mcp_servers": inspection.mcp.iter().map(|s| json!({
+            "name": s.name,
+            "enabled": s.enabled,
+            "approved": s.approved,
+        })).collect::<Vec<Value>>(),
+        "online": online,
+        "checks": checks.iter().map(|c| json!({
+            "name": c.name,
+            "status": c.status.as_str(),
+            "message": c.message,
+            "fix": c.fix,
+        })).collect::<Vec<Value>>(),
+        "ok": !checks.iter().any(|c| c.status == Status::Error),
+    });
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{report}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_are_shown_without_credentials() {
+        assert_eq!(
+            shown_url("https://user:secret@api.example/v1?key=k"),
+            "https://api.example/v1"
+        );
+        assert_eq!(
+            shown_url("http://127.0.0.1:8080/v1"),
+            "http://127.0.0.1:8080/v1"
+        );
+    }
 }

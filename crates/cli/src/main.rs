@@ -33,8 +33,16 @@ enum Command {
         #[arg(long)]
         stdio: bool,
     },
-    /// Start a backend, initialize it and show what it reports.
-    Doctor,
+    /// Show the configuration in use and where each part comes from, then check it
+    /// (exit status 1 when something is broken).
+    Doctor {
+        /// Also reach the provider: its model list, or a minimal request.
+        #[arg(long)]
+        online: bool,
+        /// Print one JSON object (facts, checks, ok) instead of text.
+        #[arg(long)]
+        json: bool,
+    },
     /// List the MCP servers defined for this directory, approve or revoke them.
     #[command(subcommand)]
     Mcp(mcp::McpCommand),
@@ -88,7 +96,7 @@ fn main() -> ExitCode {
             eprintln!("magi-code: serve requires --stdio");
             ExitCode::from(EXIT_INVALID_LAUNCH)
         }
-        Some(Command::Doctor) => doctor::run(),
+        Some(Command::Doctor { online, json }) => doctor::run(online, json),
         Some(Command::Mcp(command)) => mcp::run(command),
         Some(Command::Exec {
             json,

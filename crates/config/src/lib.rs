@@ -31,8 +31,8 @@ pub use profiles::{
     primary_profile, subagent_profiles,
 };
 pub use provider::{
-    Credential, ProviderDefinition, Selection, credential_source, missing_credential,
-    provider_definition, provider_names, read_credential, resolve_selection,
+    Credential, ProviderDefinition, Selection, base_url_origin, credential_source,
+    missing_credential, provider_definition, provider_names, read_credential, resolve_selection,
 };
 pub use provider_kind::ProviderKind;
 pub use settings::{

@@ -138,6 +138,26 @@ pub fn provider_names(settings: &Settings) -> Vec<String> {
     names
 }
 
+/// Where provider `name`'s base URL comes from: the built-in's environment variable
+/// when set, `settings` when a settings file gives it, else `built-in default`.
+pub fn base_url_origin(name: &str, settings: &Settings, env: &Env) -> String {
+    let built_in = BUILT_INS.iter().find(|b| b.name == name);
+    if let Some(b) = built_in
+        && env.get(b.base_url_env).is_some()
+    {
+        return b.base_url_env.to_owned();
+    }
+    let configured = settings
+        .providers
+        .get(name)
+        .is_some_and(|p| p.base_url.is_some());
+    if configured || built_in.is_none() {
+        "settings".to_owned()
+    } else {
+        "built-in default".to_owned()
+    }
+}
+
 /// The definition of provider `name`: a built-in with its overrides, or a configured one.
 fn definition(
     name: &str,

@@ -305,6 +305,9 @@ pub const PROVIDER_RETRY_TOTAL_MS: u64 = 60_000;
 /// Longest wait for the provider's model list when a model request answered 404, in
 /// milliseconds: the list only makes the "model not found" diagnostic helpful.
 pub const PROVIDER_MODEL_LOOKUP_MS: u64 = 10_000;
+/// Longest `magi-code doctor --online` waits for its minimal model request, in
+/// milliseconds, retries included.
+pub const PROVIDER_PROBE_MS: u64 = 30_000;
 /// Most model names quoted in a "model not found" diagnostic; the rest are counted.
 pub const PROVIDER_LISTED_MODELS: usize = 20;
 

@@ -18,6 +18,7 @@ mod client_tools;
 mod compaction;
 mod crash;
 mod discovery;
+mod doctor;
 mod errors;
 mod exec;
 mod frames;

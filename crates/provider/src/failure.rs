@@ -164,19 +164,19 @@ impl Failure {
             },
             Cause::Status(429) => match self.retry_after {
                 Some(wait) => format!(
-                    "still limited after {} attempts; the provider asks to wait {}",
-                    self.attempts,
+                    "still limited after {}; the provider asks to wait {}",
+                    attempts(self.attempts),
                     seconds(wait)
                 ),
                 None => format!(
-                    "still limited after {} attempts; wait and try again",
-                    self.attempts
+                    "still limited after {}; wait and try again",
+                    attempts(self.attempts)
                 ),
             },
             Cause::Status(status) if *status >= 500 => {
                 format!(
-                    "still failing after {} attempts; try again later",
-                    self.attempts
+                    "still failing after {}; try again later",
+                    attempts(self.attempts)
                 )
             }
             Cause::Malformed => "check that the provider's kind (openai, openai-chat or \
@@ -228,10 +228,19 @@ impl Retry {
     }
 }
 
+/// `1 attempt`, `5 attempts`.
+fn attempts(count: u32) -> String {
+    if count == 1 {
+        "1 attempt".to_owned()
+    } else {
+        format!("{count} attempts")
+    }
+}
+
 /// A wait as a person reads it: `2s`, `0.5s`.
 fn seconds(wait: Duration) -> String {
     let ms = wait.as_millis();
-    if ms % 1000 == 0 {
+    if ms.is_multiple_of(1000) {
         format!("{}s", ms / 1000)
     } else {
         format!("{:.1}s", wait.as_secs_f64())

@@ -128,10 +128,10 @@ impl HttpClient {
             cause: Cause::BadUrl,
             ..Failure::from(*e)
         })?;
-        let headers = self.headers.as_ref().map_err(|e| Failure {
-            cause: Cause::BadKey,
-            ..Failure::new(*e, Cause::BadKey, url)
-        })?;
+        let headers = self
+            .headers
+            .as_ref()
+            .map_err(|e| Failure::new(*e, Cause::BadKey, url))?;
         // Serializing plain values cannot fail; were it to, the request is unusable.
         let body = bytes_of(&self.body(request))?;
         let mut attempt = 1;

@@ -3,6 +3,7 @@
 
 use magi_client::fold::{ActivityDisplay, ApprovalState, CardView, Item, PromptState, Role};
 use magi_protocol::cards::{Block, Card, DiffLineKind};
+use magi_protocol::messages::{DIAGNOSTIC_PROVIDER_RETRYING, DIAGNOSTIC_REPLY_TRUNCATED};
 use ratatui::layout::{Constraint, Layout};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
@@ -129,9 +130,7 @@ impl App {
                     };
                     lines.push(styled(text, color));
                 }
-                Item::Diagnostic(d) => {
-                    lines.push(styled(format!("! {}: {}", d.code, d.summary), Color::Red))
-                }
+                Item::Diagnostic(d) => lines.push(diagnostic_line(&d.code, &d.summary)),
                 Item::History(h) => {
                     let (prefix, color) = match item.role() {
                         Role::User => ("› ", Some(Color::Cyan)),
@@ -281,9 +280,33 @@ fn wrap(lines: Vec<Line<'static>>, width: usize) -> Vec<Line<'static>> {
     wrapped
 }
 
+/// A diagnostic in the transcript. A reply cut at the model's output limit is marked
+/// as such, so it is never read as a whole answer; a retry is news, not an error.
+fn diagnostic_line(code: &str, summary: &str) -> Line<'static> {
+    match code {
+        DIAGNOSTIC_REPLY_TRUNCATED => styled(
+            format!("! reply cut at the output limit (incomplete): {summary}"),
+            Color::Yellow,
+        ),
+        DIAGNOSTIC_PROVIDER_RETRYING => styled(format!("… {summary}"), Color::Yellow),
+        _ => styled(format!("! {code}: {summary}"), Color::Red),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_cut_reply_is_marked_incomplete() {
+        let text = |line: Line<'static>| -> String {
+            line.spans.iter().map(|s| s.content.as_ref()).collect()
+        };
+        let cut = text(diagnostic_line(DIAGNOSTIC_REPLY_TRUNCATED, "cut off"));
+        assert_eq!(cut, "! reply cut at the output limit (incomplete): cut off");
+        let failed = text(diagnostic_line("provider_unreachable", "refused"));
+        assert_eq!(failed, "! provider_unreachable: refused");
+    }
 
     #[test]
     fn a_task_card_counts_its_subagents_calls() {

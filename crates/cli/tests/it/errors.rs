@@ -198,7 +198,7 @@ async fn a_429_with_a_long_wait_reports_the_retry_time() {
         "{said}"
     );
     assert!(
-        said.contains("still limited after 1 attempts; the provider asks to wait 3600s"),
+        said.contains("still limited after 1 attempt; the provider asks to wait 3600s"),
         "{said}"
     );
 }

@@ -3,6 +3,18 @@
 
 use std::path::Path;
 
+use crate::ConfigError;
+
+/// A TOML error of the file at `path`: its place (`path:line:column: key `k``) and
+/// what is wrong there.
+pub(crate) fn toml_error(path: &Path, text: &str, error: &toml::de::Error) -> ConfigError {
+    let place = match error.span() {
+        Some(span) => Location::of(text, span.start).describe(path),
+        None => path.display().to_string(),
+    };
+    ConfigError::Invalid(format!("{place}: {}", error.message().trim()))
+}
+
 /// A place in a settings file: 1-based line and column (in characters), and the key
 /// written there when one can be read from the text.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -15,7 +15,7 @@ use serde::Deserialize;
 
 use crate::ConfigError;
 use crate::instructions::InstructionSettings;
-use crate::location::Location;
+use crate::location::toml_error;
 use crate::mcp::{McpServer, merge_mcp};
 use crate::permissions::PermissionSettings;
 use crate::profiles::{AgentSettings, Profile};
@@ -209,16 +209,6 @@ fn table_of(path: &Path, text: Option<&str>) -> Result<toml::Table, ConfigError>
             .parse::<toml::Table>()
             .map_err(|e| toml_error(path, text, &e)),
     }
-}
-
-/// A TOML error of the file at `path`: its place (`path:line:column: key `k``) and
-/// what is wrong there.
-pub(crate) fn toml_error(path: &Path, text: &str, error: &toml::de::Error) -> ConfigError {
-    let place = match error.span() {
-        Some(span) => Location::of(text, span.start).describe(path),
-        None => path.display().to_string(),
-    };
-    ConfigError::Invalid(format!("{place}: {}", error.message().trim()))
 }
 
 /// Merges `over` into `base`: tables merge key by key, any other value replaces.

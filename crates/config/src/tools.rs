@@ -16,8 +16,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use crate::ConfigError;
-use crate::location::Location;
-use crate::settings::toml_error;
+use crate::location::{Location, toml_error};
 
 /// `[tools]`, merged from both files.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

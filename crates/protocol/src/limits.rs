@@ -290,6 +290,9 @@ pub const REFRESH_TIMEOUT_MS: u64 = 30_000;
 // How a model request is retried (docs/providers.md). Internal: a client sees each
 // retry as a `provider_retrying` diagnostic, never these numbers.
 
+/// How long establishing a connection to a provider (TCP and TLS) may take, in
+/// milliseconds, for model requests and model lists alike.
+pub const PROVIDER_CONNECT_TIMEOUT_MS: u64 = 10_000;
 /// Attempts per model request, the first included. Retries happen only before any of
 /// the reply was received, so a partial reply is never replayed.
 pub const PROVIDER_ATTEMPTS: u32 = 5;

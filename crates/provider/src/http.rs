@@ -12,8 +12,8 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use magi_protocol::limits::{
-    PROVIDER_ATTEMPTS, PROVIDER_BACKOFF_MS, PROVIDER_MODEL_LOOKUP_MS, PROVIDER_RETRY_AFTER_MS,
-    PROVIDER_RETRY_TOTAL_MS,
+    PROVIDER_ATTEMPTS, PROVIDER_BACKOFF_MS, PROVIDER_CONNECT_TIMEOUT_MS, PROVIDER_MODEL_LOOKUP_MS,
+    PROVIDER_RETRY_AFTER_MS, PROVIDER_RETRY_TOTAL_MS,
 };
 
 use crate::codec::{Decode, secret};
@@ -25,7 +25,7 @@ use crate::{
 use crate::{anthropic, chat, responses};
 
 /// How long establishing a connection (TCP and TLS) may take.
-pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+pub const CONNECT_TIMEOUT: Duration = Duration::from_millis(PROVIDER_CONNECT_TIMEOUT_MS);
 /// How long the provider may stay silent, before its headers or between two reads of
 /// the stream. Long, because a reasoning model or a local server still processing a
 /// large prompt can be quiet for minutes.

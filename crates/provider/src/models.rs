@@ -12,14 +12,14 @@ use std::time::Duration;
 
 use magi_protocol::ErrorCode;
 use magi_protocol::limits::{
-    CATALOG_MODELS, CATALOG_STRING_BYTES, REFRESH_RESPONSE_BYTES, REFRESH_TIMEOUT_MS,
+    CATALOG_MODELS, CATALOG_STRING_BYTES, PROVIDER_CONNECT_TIMEOUT_MS, REFRESH_RESPONSE_BYTES,
+    REFRESH_TIMEOUT_MS,
 };
 use reqwest::header::{ACCEPT, HeaderMap};
 use reqwest::{StatusCode, Url};
 use tokio_util::sync::CancellationToken;
 
 use crate::codec::secret;
-use crate::http::CONNECT_TIMEOUT;
 use crate::{Endpoint, ProviderError, WireFormat, anthropic};
 
 mod lists;
@@ -127,7 +127,7 @@ async fn fetch(endpoint: &Endpoint) -> Result<Vec<ListedModel>, RefreshError> {
     // A key that is empty is no key, as for model requests.
     let key = endpoint.api_key.as_deref().filter(|k| !k.is_empty());
     let http = reqwest::Client::builder()
-        .connect_timeout(CONNECT_TIMEOUT)
+        .connect_timeout(Duration::from_millis(PROVIDER_CONNECT_TIMEOUT_MS))
         // A redirect must not carry the credential elsewhere.
         .redirect(reqwest::redirect::Policy::none())
         .build()

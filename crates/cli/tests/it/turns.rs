@@ -271,13 +271,20 @@ async fn the_tool_loop_reads_files_and_answers_with_their_content() {
     }
 }
 
-/// A stream that breaks off, or carries an event that is not JSON.
-fn broken_streams() -> [(Reply, &'static str); 2] {
+/// A stream that breaks off once its reply has begun (a break before any output is
+/// retried), or carries an event that is not JSON.
+fn broken_streams(wire: Wire) -> [(Reply, &'static str); 2] {
+    // Past the opening events and into the text, wherever each format puts it.
+    let cut = match wire {
+        Wire::Responses => 6,
+        Wire::Chat => 3,
+        Wire::Anthropic => 5,
+    };
     [
         (
             Reply::stream()
                 .text(["Partial ", "answer ", "never finished"])
-                .disconnect_after(3),
+                .disconnect_after(cut),
             "provider_stream_malformed",
         ),
         (
@@ -292,7 +299,7 @@ fn broken_streams() -> [(Reply, &'static str); 2] {
 #[tokio::test]
 async fn a_broken_stream_keeps_the_partial_reply_and_fails_truthfully() {
     for wire in WIRES {
-        for (reply, code) in broken_streams() {
+        for (reply, code) in broken_streams(wire) {
             let mock = MockServer::start().await;
             mock.enqueue(reply);
             let env = env_for(wire, &mock);

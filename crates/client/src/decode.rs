@@ -50,6 +50,9 @@ pub(crate) struct FrameChecker {
     pub(crate) tool_cards: bool,
     /// Whether `client.tools` was negotiated: only then are its events allowed.
     pub(crate) client_tools: bool,
+    /// Whether `approval.scopes` was negotiated: approval requests then carry its
+    /// fields, and never otherwise.
+    pub(crate) approval_scopes: bool,
 }
 
 impl FrameChecker {
@@ -93,7 +96,24 @@ impl FrameChecker {
                         "client tool event without client.tools negotiated",
                     ));
                 }
-                decode_event(seq, object, line, self.tool_cards)
+                let event = decode_event(seq, object, line, self.tool_cards)?;
+                if let ServerFrame::Event {
+                    event: Event::ApprovalRequested(request),
+                    ..
+                } = &event
+                {
+                    let fields = [
+                        request.subject.is_some(),
+                        request.suggested_rule.is_some(),
+                        request.proposed_change.is_some(),
+                    ];
+                    if fields != [self.approval_scopes; 3] {
+                        return Err(violation(
+                            "approval.requested fields do not match the approval.scopes negotiation",
+                        ));
+                    }
+                }
+                Ok(event)
             }
             _ => Err(violation("unknown frame type")),
         }

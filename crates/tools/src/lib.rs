@@ -14,6 +14,7 @@ mod hash_edit;
 mod jobs;
 mod list;
 mod preview;
+mod proposal;
 mod read;
 mod scope;
 pub mod tracking;
@@ -29,6 +30,7 @@ pub use builtin::{BuiltinTool, CardFamily, SubjectArgument, TranscriptLines};
 pub use diagnostics::{Projection, process_diagnostics};
 pub use facts::{AppliedPreview, CommandFacts, Facts};
 pub use jobs::{JobNotice, take_notices};
+pub use proposal::proposed_change;
 pub use scope::{outside_workspace, subject};
 
 /// A tool as the model sees it.

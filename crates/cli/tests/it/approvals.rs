@@ -89,6 +89,9 @@ async fn answer(
         run_id: run.to_owned(),
         approval_id: approval.to_owned(),
         allow,
+        scope: None,
+        message: None,
+        unavailable: None,
     };
     backend
         .call::<methods::ApprovalAnswer>(&params)

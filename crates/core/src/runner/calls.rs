@@ -48,6 +48,7 @@ mod handled;
 mod progress;
 mod recovery;
 mod role;
+mod rules;
 mod settle;
 mod supervision;
 
@@ -188,11 +189,11 @@ impl CallService<'_, '_> {
             }
             let protection = match self.supervise(role, call, &activity_id).await {
                 Ok(protection) => protection,
-                Err(label) => {
+                Err(denial) => {
                     let refusal = Refusal {
-                        content: &format!("The call was not run: {label}."),
+                        content: &denial.content(),
                         outcome: ToolOutcome::Denied,
-                        protection: Some(label),
+                        protection: Some(denial.label),
                     };
                     self.refuse(role, &calls, &mut progress, index, &activity_id, refusal)
                         .await;

@@ -10,6 +10,7 @@
 
 mod common;
 
+mod approval_scopes;
 mod approvals;
 mod card_props;
 mod cards;

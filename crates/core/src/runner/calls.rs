@@ -408,8 +408,10 @@ fn outcome_of(report: &ToolReport) -> ToolOutcome {
 
 /// The report of a call that did not run, or whose run left nothing to report.
 fn refused(content: &str) -> ToolReport {
+    // The first line says why; a person's message for the model follows it.
     let summary = content
         .strip_prefix("The call was not run: ")
+        .and_then(|s| s.lines().next())
         .map_or(content, |s| s.trim_end_matches('.'));
     ToolReport::from(ToolOutput {
         content: content.to_owned(),

@@ -43,7 +43,7 @@ impl Denial {
     pub(super) fn content(&self) -> String {
         match &self.message {
             Some(message) => format!(
-                "The call was not run: {}. The user said: {message}",
+                "The call was not run: {}.\nThe user said: {message}",
                 self.label
             ),
             None => format!("The call was not run: {}.", self.label),

@@ -240,4 +240,29 @@ mod tests {
         assert!(check_all(&[OK, &second])[1].is_err());
         assert!(check_all(&[OK, OK])[1].is_err());
     }
+
+    #[test]
+    fn approval_requests_carry_the_scopes_fields_exactly_when_negotiated() {
+        let frame = |extra: &str| {
+            format!(
+                r#"{{"protocol":"magi-code.local-agent","version":1,"type":"event","instance_id":"i","seq":1,"event":"approval.requested","data":{{"session_id":"s","run_id":"r","approval_id":"a","summary":"bash","expires_in_ms":60000{extra}}}}}"#
+            )
+        };
+        let scoped = frame(r#","subject":"ls","suggested_rule":null,"proposed_change":null"#);
+        let check = |negotiated: bool, line: &str| {
+            let mut checker = FrameChecker {
+                approval_scopes: negotiated,
+                ..FrameChecker::default()
+            };
+            checker.check(line.as_bytes()).is_ok()
+        };
+        assert!(check(false, &frame("")));
+        assert!(check(true, &scoped));
+        assert!(!check(false, &scoped), "fields without the extension");
+        assert!(!check(true, &frame("")), "the extension without its fields");
+        assert!(
+            !check(true, &frame(r#","subject":null"#)),
+            "some fields only"
+        );
+    }
 }

@@ -9,7 +9,7 @@
     reason = "test code: a failed step is a failed test"
 )]
 
-use crate::common::tmux::Tmux;
+use crate::common::approval::*;
 use crate::common::*;
 use magi_client::{Backend, Incoming};
 use magi_protocol::ErrorCode;
@@ -30,26 +30,6 @@ const CAPABILITIES: [&str; 6] = [
     "shutdown",
     APPROVAL_SCOPES,
 ];
-
-fn env_for(mock: &MockServer) -> TestEnv {
-    TestEnv::new()
-        .var("MAGI_PROVIDER", "openai-chat")
-        .var("MAGI_MODEL", "mock-model")
-        .var("OPENAI_BASE_URL", &mock.base_url())
-}
-
-fn bash(id: &str, command: &str) -> (String, String) {
-    (id.to_owned(), json!({ "command": command }).to_string())
-}
-
-/// A reply asking for `calls` (ID and arguments) of `tool`, in order.
-fn calls(tool: &str, calls: &[(String, String)]) -> Reply {
-    calls
-        .iter()
-        .fold(Reply::stream(), |reply, (id, arguments)| {
-            reply.tool_call(id, tool, [arguments.as_str()])
-        })
-}
 
 async fn started(env: &TestEnv, capabilities: &[&str]) -> Backend {
     let mut backend = env.spawn();
@@ -93,30 +73,6 @@ fn ends(events: &[Event]) -> Vec<(ActivityState, String)> {
             _ => None,
         })
         .collect()
-}
-
-/// The records of session `id`'s log, as JSON.
-fn records(env: &TestEnv, id: &str) -> Vec<Value> {
-    std::fs::read_to_string(log_path(env, id))
-        .unwrap()
-        .lines()
-        .map(|line| serde_json::from_str(line).unwrap())
-        .collect()
-}
-
-/// The protection labels recorded with the session's tool results, in the order of
-/// their calls' IDs (results are recorded as calls settle, not in call order).
-fn protections(env: &TestEnv, id: &str) -> Vec<String> {
-    let mut labels: Vec<(String, String)> = records(env, id)
-        .iter()
-        .filter(|r| r["kind"] == "tool_result")
-        .map(|r| {
-            let label = r["protection"].as_str().unwrap_or("none").to_owned();
-            (r["call_id"].as_str().unwrap().to_owned(), label)
-        })
-        .collect();
-    labels.sort();
-    labels.into_iter().map(|(_, label)| label).collect()
 }
 
 #[tokio::test]
@@ -398,109 +354,49 @@ async fn without_the_extension_the_base_frames_are_unchanged() {
     shutdown_clean(&mut backend).await;
 }
 
-/// The one session log of the test's workspace.
-fn only_session(env: &TestEnv) -> String {
-    let mut logs: Vec<String> = std::fs::read_dir(workspace_dir(env))
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .filter_map(|name| name.strip_suffix(".jsonl").map(str::to_owned))
-        .collect();
-    assert_eq!(logs.len(), 1, "{logs:?}");
-    logs.pop().unwrap()
-}
-
 #[tokio::test]
-async fn exec_without_a_terminal_answers_unavailable() {
+async fn a_subagents_session_answer_is_the_sessions_rule() {
     let mock = MockServer::start().await;
-    mock.enqueue(calls("bash", &[bash("b1", "touch made.txt")]));
-    mock.enqueue(Reply::stream().text(["Could not."]));
+    let task = json!({"subagent": "maker", "task": "Make sub.txt."});
+    mock.enqueue(Reply::stream().tool_call("t1", "task", [task.to_string()]));
+    mock.enqueue(calls("bash", &[bash("s1", "touch sub.txt")]));
+    mock.enqueue(Reply::stream().text(["Made sub.txt."]));
+    mock.enqueue(calls("bash", &[bash("b1", "touch main.txt")]));
+    mock.enqueue(Reply::stream().text(["Both made."]));
     let env = env_for(&mock);
-    // Stdin is not a terminal here, as in a script or CI: nobody can be asked.
-    let output = tokio::process::Command::new(bin())
-        .args(["exec", "Make it"])
-        .env_clear()
-        .env("MC_HOME", env.mc_home())
-        .env("MAGI_PROVIDER", "openai-chat")
-        .env("MAGI_MODEL", "mock-model")
-        .env("OPENAI_BASE_URL", mock.base_url())
-        .current_dir(env.cwd())
-        .stdin(std::process::Stdio::null())
-        .kill_on_drop(true)
-        .output();
-    let output = tokio::time::timeout(WAIT, output).await.unwrap().unwrap();
-    assert!(output.status.success(), "{output:?}");
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        stderr.contains(
-            "bash: touch made.txt: denied: no terminal to ask (use --allow-all or a \
-             permission rule)"
-        ),
-        "{stderr}"
+    env.write_settings(
+        "[profiles.maker]\nsubagent = true\ndescription = \"Makes files.\"\n\
+         instructions = \"Make what is asked.\"\ntools = [\"bash\"]\n",
     );
-    assert!(!env.cwd().join("made.txt").exists());
-    let session = only_session(&env);
+    let mut backend = started(&env, &CAPABILITIES).await;
+    let session = session_with_turn(&mut backend, "Delegate it").await;
+    let mut events = Vec::new();
+    let request = approval(&mut backend, &mut events).await;
+    assert_eq!(request.suggested_rule, Some(Some("bash(touch*)".into())));
+    let mut allow =
+        ApprovalAnswerParams::once(&session, &request.run_id, &request.approval_id, true);
+    allow.scope = Some(ApprovalScope::Session);
+    assert!(reply(&mut backend, &allow).await.is_ok());
+    let finished = until_finished(&mut backend, &mut events).await;
+    assert_eq!(finished.outcome, RunOutcome::Completed);
+    // The session's own call after the task ran under the subagent's answer.
     assert_eq!(
-        protections(&env, &session),
-        ["denied; approval unavailable"]
+        events
+            .iter()
+            .filter(|e| matches!(e, Event::ApprovalRequested(_)))
+            .count(),
+        1
     );
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn exec_at_a_terminal_offers_once_session_and_a_message() {
-    let mock = MockServer::start().await;
-    let write = json!({"path": "notes.txt", "content": "remember\n"}).to_string();
-    mock.enqueue(
-        calls(
-            "bash",
-            &[bash("b1", "touch made.txt"), bash("b2", "touch again.txt")],
-        )
-        .tool_call("w1", "write", [write.as_str()]),
-    );
-    mock.enqueue(Reply::stream().text(["All asked."]));
-    let env = env_for(&mock);
-    let vars = [
-        ("MAGI_PROVIDER", "openai-chat".to_owned()),
-        ("MAGI_MODEL", "mock-model".to_owned()),
-        ("OPENAI_BASE_URL", mock.base_url()),
-    ];
-    // The shell keeps the window open after exec, to read its exit status.
-    let script = format!(
-        "'{}' exec 'Make them'; echo \"exec exited $?\"; sleep 60",
-        bin()
-    );
-    let tmux = Tmux::start_command(&env, &vars, &["sh", "-c", &script]);
-    tmux.wait_for("[s] allow for this session (bash(touch*))");
-    let screen = tmux.screen();
-    assert!(
-        screen.contains("asks to run bash: touch made.txt"),
-        "{screen}"
-    );
-    tmux.type_text("s");
-    tmux.key("Enter");
-    // The second command runs under the session rule; the write asks, with its diff.
-    let screen = tmux.wait_for("asks to run write notes.txt");
-    assert!(screen.contains("+remember"), "{screen}");
-    assert!(
-        screen.contains("[s] allow for this session (write(notes.txt))"),
-        "{screen}"
-    );
-    tmux.type_text("m");
-    tmux.key("Enter");
-    tmux.wait_for("Message:");
-    tmux.type_text("not in this repository");
-    tmux.key("Enter");
-    tmux.wait_for("exec exited 0");
-    assert!(env.cwd().join("made.txt").exists());
-    assert!(env.cwd().join("again.txt").exists());
-    assert!(!env.cwd().join("notes.txt").exists());
-    let outputs = tool_outputs(&mock.requests()[1].body);
+    assert!(env.cwd().join("sub.txt").exists() && env.cwd().join("main.txt").exists());
+    let rules: Vec<Value> = records(&env, &session)
+        .into_iter()
+        .filter(|r| r["kind"] == "session_rule")
+        .collect();
     assert_eq!(
-        outputs[2],
-        "The call was not run: denied by user.\nThe user said: not in this repository"
+        rules.len(),
+        1,
+        "the session's log keeps the subagent's answer"
     );
-    let session = only_session(&env);
-    assert_eq!(
-        protections(&env, &session),
-        ["allowed by user", "allowed by user", "denied by user"]
-    );
+    assert_eq!(rules[0]["call_id"], "s1");
+    shutdown_clean(&mut backend).await;
 }

@@ -20,6 +20,7 @@ mod compaction;
 mod crash;
 mod discovery;
 mod exec;
+mod exec_approvals;
 mod frames;
 mod initialize;
 mod instructions;

@@ -19,6 +19,7 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use tokio::io::AsyncReadExt;
 
+pub mod approval;
 pub mod tmux;
 
 /// The longest any single wait in a test may take.

@@ -7,8 +7,8 @@
 //! still waits for its end).
 //!
 //! A tool call the permission policy would ask about is put to the person at the
-//! terminal (`approval`: on stderr, answered on stdin) when stdin is a terminal, and
-//! answered `unavailable` with a message on stderr when it is not. `--allow-all` makes the backend it starts run
+//! terminal (on stderr, answered on stdin) when stdin is a terminal, and denied with a
+//! message on stderr when it is not. `--allow-all` makes the backend it starts run
 //! every call without asking, through `MAGI_ALLOW_ALL=1` in that child's environment.
 
 use std::collections::HashMap;

@@ -13,20 +13,20 @@
 //! every call without asking, through `MAGI_ALLOW_ALL=1` in that child's environment.
 
 use std::collections::HashMap;
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::{Context, anyhow};
 use magi_client::{Backend, BackendCommand, Incoming};
 use magi_protocol::messages::{
-    ActivityState, ApprovalAnswerParams, ApprovalRequested, EmptyParams, Event, TurnCancelParams,
-    TurnStartParams,
+    ActivityState, EmptyParams, Event, TurnCancelParams, TurnStartParams,
 };
 use magi_protocol::methods;
 use magi_protocol::wire::EventFrame;
 
 use crate::explain;
+mod approval;
 
 /// How long the backend gets to exit after `shutdown`.
 const EXIT_WAIT: Duration = Duration::from_secs(5);
@@ -65,6 +65,7 @@ async fn turn(prompt: &str, json_output: bool, allow_all: bool) -> anyhow::Resul
             "turn.cancel",
             "approval.answer",
             "shutdown",
+            magi_protocol::names::APPROVAL_SCOPES,
         ])
         .await?
         .map_err(|code| explain::initialize_failed(code, &[]))?;
@@ -143,49 +144,11 @@ async fn follow(
         match event {
             Event::RunFinished(finished) => return Ok(report.exit_code(finished.outcome)),
             Event::ApprovalRequested(request) => {
-                let allow = decide(&request).await;
-                let params = ApprovalAnswerParams {
-                    session_id: session_id.to_owned(),
-                    run_id: run_id.to_owned(),
-                    approval_id: request.approval_id,
-                    allow,
-                };
+                let params = approval::answer(&request, session_id, run_id).await;
                 // A late answer is stale and changes nothing; the run goes on either way.
                 let _ = backend.send::<methods::ApprovalAnswer>(&params).await?;
             }
             _ => {}
-        }
-    }
-}
-
-/// Asks the person at the terminal about a call, within the approval's expiry; with no
-/// terminal on stdin, or no answer in time, the call is denied.
-async fn decide(request: &ApprovalRequested) -> bool {
-    if !std::io::stdin().is_terminal() {
-        eprintln!(
-            "magi-code exec: denied \"{}\": no terminal to ask (use --allow-all or a \
-             permissions rule to allow it)",
-            request.summary
-        );
-        return false;
-    }
-    eprint!("Allow \"{}\"? [y/N] ", request.summary);
-    let _ = std::io::stderr().flush();
-    // A plain thread, not the runtime's blocking pool: a read nobody answers must not
-    // hold up the runtime's shutdown once the approval has expired.
-    let (tx, answer) = tokio::sync::oneshot::channel();
-    std::thread::spawn(move || {
-        let mut line = String::new();
-        if std::io::stdin().read_line(&mut line).is_ok() {
-            let _ = tx.send(line);
-        }
-    });
-    let wait = Duration::from_millis(request.expires_in_ms);
-    match tokio::time::timeout(wait, answer).await {
-        Ok(Ok(line)) => matches!(line.trim(), "y" | "Y" | "yes" | "Yes"),
-        _ => {
-            eprintln!("(no answer; denied)");
-            false
         }
     }
 }

@@ -48,6 +48,9 @@ struct Shared {
     tool_cards: std::sync::atomic::AtomicBool,
     /// Set once `initialize` admitted `client.tools`; the reader then accepts its events.
     client_tools: std::sync::atomic::AtomicBool,
+    /// Set once `initialize` admitted `approval.scopes`; the reader then expects its
+    /// fields in approval requests.
+    approval_scopes: std::sync::atomic::AtomicBool,
 }
 
 impl Shared {

@@ -50,6 +50,9 @@ pub(crate) struct FrameChecker {
     pub(crate) tool_cards: bool,
     /// Whether `client.tools` was negotiated: only then are its events allowed.
     pub(crate) client_tools: bool,
+    /// Whether `approval.scopes` was negotiated: approval requests then carry its
+    /// fields, and never otherwise.
+    pub(crate) approval_scopes: bool,
 }
 
 impl FrameChecker {
@@ -93,7 +96,24 @@ impl FrameChecker {
                         "client tool event without client.tools negotiated",
                     ));
                 }
-                decode_event(seq, object, line, self.tool_cards)
+                let event = decode_event(seq, object, line, self.tool_cards)?;
+                if let ServerFrame::Event {
+                    event: Event::ApprovalRequested(request),
+                    ..
+                } = &event
+                {
+                    let fields = [
+                        request.subject.is_some(),
+                        request.suggested_rule.is_some(),
+                        request.proposed_change.is_some(),
+                    ];
+                    if fields != [self.approval_scopes; 3] {
+                        return Err(violation(
+                            "approval.requested fields do not match the approval.scopes negotiation",
+                        ));
+                    }
+                }
+                Ok(event)
             }
             _ => Err(violation("unknown frame type")),
         }
@@ -219,5 +239,30 @@ mod tests {
             .replace("\"seq\":1", "\"seq\":2");
         assert!(check_all(&[OK, &second])[1].is_err());
         assert!(check_all(&[OK, OK])[1].is_err());
+    }
+
+    #[test]
+    fn approval_requests_carry_the_scopes_fields_exactly_when_negotiated() {
+        let frame = |extra: &str| {
+            format!(
+                r#"{{"protocol":"magi-code.local-agent","version":1,"type":"event","instance_id":"i","seq":1,"event":"approval.requested","data":{{"session_id":"s","run_id":"r","approval_id":"a","summary":"bash","expires_in_ms":60000{extra}}}}}"#
+            )
+        };
+        let scoped = frame(r#","subject":"ls","suggested_rule":null,"proposed_change":null"#);
+        let check = |negotiated: bool, line: &str| {
+            let mut checker = FrameChecker {
+                approval_scopes: negotiated,
+                ..FrameChecker::default()
+            };
+            checker.check(line.as_bytes()).is_ok()
+        };
+        assert!(check(false, &frame("")));
+        assert!(check(true, &scoped));
+        assert!(!check(false, &scoped), "fields without the extension");
+        assert!(!check(true, &frame("")), "the extension without its fields");
+        assert!(
+            !check(true, &frame(r#","subject":null"#)),
+            "some fields only"
+        );
     }
 }

@@ -94,6 +94,9 @@ fn any_input() -> impl Strategy<Value = FoldInput> {
                 approval_id: "p1".into(),
                 summary: "s".into(),
                 expires_in_ms: 60_000,
+                subject: None,
+                suggested_rule: None,
+                proposed_change: None,
             }
         ))),
         any::<bool>().prop_map(|allow| FoldInput::ApprovalAnswered {

@@ -25,7 +25,9 @@ pub use instructions::{
     InstructionSettings, load_instructions,
 };
 pub use mcp::{McpApprovals, McpServer, McpSource, McpTransport, is_valid_server_name};
-pub use permissions::{CallSubject, PermissionMode, PermissionSettings, Rule, Verdict};
+pub use permissions::{
+    CallSubject, PermissionMode, PermissionSettings, Rule, SessionRules, Verdict, glob_literal,
+};
 pub use profiles::{
     AgentSettings, PROFILE_DESCRIPTION_BYTES, PROFILE_INSTRUCTIONS_BYTES, Profile, TASK_TOOL,
     primary_profile, subagent_profiles,

@@ -6,6 +6,11 @@
 //! URL of `web_fetch`. In a subject glob `*` matches any characters, `/` included.
 //! Deny rules win over ask rules, which win over allow rules, which win over the mode
 //! and the defaults (read-only tools run, every other tool asks).
+//!
+//! A session adds its own rules (`approval.scopes`: a person's answer "for this
+//! session"): its deny rules come right after the settings' deny rules, its allow rules
+//! right after the settings' ask rules, so a session never overrides what the settings
+//! refuse or insist on asking about.
 
 use globset::{GlobBuilder, GlobMatcher};
 use serde::Deserialize;
@@ -85,6 +90,45 @@ impl Rule {
     pub fn has_pattern(&self) -> bool {
         self.subject.is_some()
     }
+
+    /// The rule's text, as written.
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+}
+
+/// `text` with every character a subject glob treats specially (`*`, `?`, `[`, `]`,
+/// `{`, `}`, `\`) escaped, so the glob matches exactly `text`.
+pub fn glob_literal(text: &str) -> String {
+    let mut escaped = String::with_capacity(text.len());
+    for c in text.chars() {
+        if matches!(c, '*' | '?' | '[' | ']' | '{' | '}' | '\\') {
+            escaped.push('\\');
+        }
+        escaped.push(c);
+    }
+    escaped
+}
+
+/// The rules a session added through answers "for this session", in the order given.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SessionRules {
+    /// Calls that run without asking for the rest of the session.
+    pub allow: Vec<Rule>,
+    /// Calls that never run for the rest of the session.
+    pub deny: Vec<Rule>,
+}
+
+impl SessionRules {
+    /// How many rules the session holds.
+    pub fn len(&self) -> usize {
+        self.allow.len() + self.deny.len()
+    }
+
+    /// Whether the session holds no rule.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
 }
 
 impl<'de> Deserialize<'de> for Rule {
@@ -123,6 +167,10 @@ pub enum Verdict {
     Ask,
     /// A deny rule refuses it.
     Denied,
+    /// A rule of the session allows it (a person's earlier answer).
+    AllowedForSession,
+    /// A rule of the session refuses it (a person's earlier answer).
+    DeniedForSession,
 }
 
 /// A call, as the policy sees it.
@@ -145,20 +193,39 @@ impl PermissionSettings {
     /// names it; otherwise an allow rule or the allow-all mode allows, a read-only call
     /// runs, and anything else asks.
     pub fn verdict(&self, call: &CallSubject<'_>) -> Verdict {
+        self.verdict_in_session(call, &SessionRules::default())
+    }
+
+    /// The verdict on `call` in a session holding `session`'s rules: the settings' deny
+    /// rules, then the session's deny rules, then the settings' ask rules, then the
+    /// session's allow rules (for a call outside the workspace only those with a
+    /// pattern) where the settings alone would ask.
+    pub fn verdict_in_session(&self, call: &CallSubject<'_>, session: &SessionRules) -> Verdict {
         let covered = |rules: &[Rule]| rules.iter().any(|r| r.covers(call.tool, call.subject));
+        let by_pattern = |rules: &[Rule]| {
+            rules
+                .iter()
+                .any(|r| r.has_pattern() && r.covers(call.tool, call.subject))
+        };
         if covered(&self.deny) {
             return Verdict::Denied;
+        }
+        if covered(&session.deny) {
+            return Verdict::DeniedForSession;
         }
         if covered(&self.ask) {
             return Verdict::Ask;
         }
-        let allowed_by_pattern = self
-            .allow
-            .iter()
-            .any(|r| r.has_pattern() && r.covers(call.tool, call.subject));
+        let session_allows = if call.outside_workspace {
+            by_pattern(&session.allow)
+        } else {
+            covered(&session.allow)
+        };
         if call.outside_workspace {
-            return if self.mode == PermissionMode::AllowAll || allowed_by_pattern {
+            return if self.mode == PermissionMode::AllowAll || by_pattern(&self.allow) {
                 Verdict::Allowed
+            } else if session_allows {
+                Verdict::AllowedForSession
             } else {
                 Verdict::Ask
             };
@@ -169,7 +236,16 @@ impl PermissionSettings {
         if self.mode == PermissionMode::AllowAll || covered(&self.allow) {
             return Verdict::Allowed;
         }
+        if session_allows {
+            return Verdict::AllowedForSession;
+        }
         Verdict::Ask
+    }
+
+    /// Whether an ask rule of the settings covers `call`: then no session rule can
+    /// spare the question.
+    pub fn always_asks(&self, call: &CallSubject<'_>) -> bool {
+        self.ask.iter().any(|r| r.covers(call.tool, call.subject))
     }
 }
 
@@ -232,6 +308,51 @@ mod tests {
             Verdict::Allowed
         );
         assert_eq!(s.verdict(&call("read", Some("secrets/k"))), Verdict::Denied);
+    }
+
+    #[test]
+    fn session_rules_come_after_the_settings_deny_and_ask_rules() {
+        let s = settings(&[], &["bash(cargo publish*)"], &["bash(rm *)"]);
+        let rules = |texts: &[&str]| texts.iter().map(|t| Rule::parse(t).unwrap()).collect();
+        let session = SessionRules {
+            allow: rules(&["bash(cargo *)", "bash(rm *)", "write"]),
+            deny: rules(&["bash(curl *)"]),
+        };
+        let verdict = |call| s.verdict_in_session(&call, &session);
+        assert_eq!(
+            verdict(call("bash", Some("cargo test"))),
+            Verdict::AllowedForSession
+        );
+        assert_eq!(verdict(call("bash", Some("cargo publish"))), Verdict::Ask);
+        assert_eq!(verdict(call("bash", Some("rm -rf x"))), Verdict::Denied);
+        assert_eq!(
+            verdict(call("bash", Some("curl x"))),
+            Verdict::DeniedForSession
+        );
+        assert_eq!(verdict(call("bash", Some("ls"))), Verdict::Ask);
+        // A bare session rule does not reach outside the workspace; one with a pattern does.
+        let outside = CallSubject {
+            outside_workspace: true,
+            ..call("write", Some("/tmp/a"))
+        };
+        assert_eq!(verdict(outside), Verdict::Ask);
+        let session = SessionRules {
+            allow: rules(&["write(/tmp/a)"]),
+            deny: Vec::new(),
+        };
+        assert_eq!(
+            s.verdict_in_session(&outside, &session),
+            Verdict::AllowedForSession
+        );
+        assert!(s.always_asks(&call("bash", Some("cargo publish --dry-run"))));
+    }
+
+    #[test]
+    fn a_literal_glob_matches_only_its_text() {
+        let text = "a*b?[c]{d}\\e";
+        let rule = Rule::parse(&format!("bash({})", glob_literal(text))).unwrap();
+        assert!(rule.covers("bash", Some(text)));
+        assert!(!rule.covers("bash", Some("aXb?[c]{d}\\e")));
     }
 
     #[test]

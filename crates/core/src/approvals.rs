@@ -12,13 +12,37 @@ use std::time::{Duration, Instant};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
+/// The client's answer to an approval.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Answer {
+    /// Whether the call may run.
+    pub allow: bool,
+    /// Whether the answer covers, through the suggested rule, the rest of the session
+    /// (`scope: "session"` of `approval.scopes`).
+    pub for_session: bool,
+    /// What the person said with a denial, for the model.
+    pub message: Option<String>,
+    /// The client could not ask anyone (`unavailable: true`): denied as unavailable.
+    pub unavailable: bool,
+}
+
+impl Answer {
+    /// A plain answer about this one call.
+    pub fn once(allow: bool) -> Answer {
+        Answer {
+            allow,
+            for_session: false,
+            message: None,
+            unavailable: false,
+        }
+    }
+}
+
 /// How a pending approval was settled.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ApprovalOutcome {
-    /// The client allowed it.
-    Allowed,
-    /// The client denied it.
-    Denied,
+    /// The client answered.
+    Answered(Answer),
     /// Nobody answered before it expired (denied).
     Expired,
     /// The run was cancelled first (denied).
@@ -29,7 +53,7 @@ pub enum ApprovalOutcome {
 struct Pending {
     approval_id: String,
     deadline: Instant,
-    answer: Option<bool>,
+    answer: Option<Answer>,
 }
 
 /// The gate of one run. Cloning shares it.
@@ -46,7 +70,7 @@ impl ApprovalGate {
 
     /// Records an answer. Returns whether it was the one winning answer of the
     /// pending approval; anything else is stale and has no effect.
-    pub fn answer(&self, approval_id: &str, allow: bool) -> bool {
+    pub fn answer(&self, approval_id: &str, answer: Answer) -> bool {
         let mut pending = self.lock();
         match pending.as_mut() {
             Some(p)
@@ -54,7 +78,7 @@ impl ApprovalGate {
                     && p.answer.is_none()
                     && Instant::now() < p.deadline =>
             {
-                p.answer = Some(allow);
+                p.answer = Some(answer);
                 self.answered.notify_one();
                 true
             }
@@ -82,8 +106,7 @@ impl ApprovalGate {
     /// Closes the pending approval and says how it was settled.
     fn settle(&self, interrupted: ApprovalOutcome) -> ApprovalOutcome {
         match self.lock().take().and_then(|p| p.answer) {
-            Some(true) => ApprovalOutcome::Allowed,
-            Some(false) => ApprovalOutcome::Denied,
+            Some(answer) => ApprovalOutcome::Answered(answer),
             None => interrupted,
         }
     }
@@ -136,14 +159,20 @@ mod tests {
     #[test]
     fn the_first_answer_wins_and_the_rest_are_stale() {
         let gate = ApprovalGate::default();
-        assert!(!gate.answer("a1", true), "nothing pending");
+        assert!(!gate.answer("a1", Answer::once(true)), "nothing pending");
         let wait = gate.open("a1", Duration::from_secs(60));
-        assert!(!gate.answer("other", true));
-        assert!(gate.answer("a1", false));
-        assert!(!gate.answer("a1", true), "a second answer is stale");
+        assert!(!gate.answer("other", Answer::once(true)));
+        assert!(gate.answer("a1", Answer::once(false)));
+        assert!(
+            !gate.answer("a1", Answer::once(true)),
+            "a second answer is stale"
+        );
         let outcome = runtime().block_on(wait.settled(&CancellationToken::new()));
-        assert_eq!(outcome, ApprovalOutcome::Denied);
-        assert!(!gate.answer("a1", true), "settled approvals are stale");
+        assert_eq!(outcome, ApprovalOutcome::Answered(Answer::once(false)));
+        assert!(
+            !gate.answer("a1", Answer::once(true)),
+            "settled approvals are stale"
+        );
     }
 
     #[test]
@@ -152,7 +181,10 @@ mod tests {
         let wait = gate.open("a1", Duration::from_millis(20));
         let outcome = runtime().block_on(wait.settled(&CancellationToken::new()));
         assert_eq!(outcome, ApprovalOutcome::Expired);
-        assert!(!gate.answer("a1", true), "an expired approval is stale");
+        assert!(
+            !gate.answer("a1", Answer::once(true)),
+            "an expired approval is stale"
+        );
 
         let cancel = CancellationToken::new();
         cancel.cancel();
@@ -161,7 +193,7 @@ mod tests {
             runtime().block_on(wait.settled(&cancel)),
             ApprovalOutcome::Cancelled
         );
-        assert!(!gate.answer("a2", true));
+        assert!(!gate.answer("a2", Answer::once(true)));
     }
 
     #[test]
@@ -172,10 +204,10 @@ mod tests {
         let outcome = runtime().block_on(async move {
             let waiter = tokio::spawn(wait.settled_owned());
             tokio::task::yield_now().await;
-            assert!(answering.answer("a1", true));
+            assert!(answering.answer("a1", Answer::once(true)));
             waiter.await.unwrap()
         });
-        assert_eq!(outcome, ApprovalOutcome::Allowed);
+        assert_eq!(outcome, ApprovalOutcome::Answered(Answer::once(true)));
     }
 
     #[test]
@@ -196,7 +228,10 @@ mod tests {
             outcome
         });
         assert_eq!(outcome, ApprovalOutcome::Expired);
-        assert!(!gate.answer("a1", true), "an expired approval is stale");
+        assert!(
+            !gate.answer("a1", Answer::once(true)),
+            "an expired approval is stale"
+        );
     }
 
     #[test]
@@ -211,7 +246,7 @@ mod tests {
                     let barrier = std::sync::Arc::clone(&barrier);
                     std::thread::spawn(move || {
                         barrier.wait();
-                        (n % 2 == 0, gate.answer("a1", n % 2 == 0))
+                        (n % 2 == 0, gate.answer("a1", Answer::once(n % 2 == 0)))
                     })
                 })
                 .collect();
@@ -224,11 +259,7 @@ mod tests {
                 .collect();
             assert_eq!(winners.len(), 1, "{results:?}");
             let outcome = runtime().block_on(wait.settled(&CancellationToken::new()));
-            let expected = if winners[0] {
-                ApprovalOutcome::Allowed
-            } else {
-                ApprovalOutcome::Denied
-            };
+            let expected = ApprovalOutcome::Answered(Answer::once(winners[0]));
             assert_eq!(outcome, expected, "the winner's answer is the outcome");
         }
     }

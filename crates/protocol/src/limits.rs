@@ -353,6 +353,22 @@ pub const CLIENT_TOOL_TIMEOUT_MS: u64 = 120_000;
 /// Longest time a tool may ask for, in milliseconds.
 pub const CLIENT_TOOL_MAX_TIMEOUT_MS: u64 = 600_000;
 
+// `approval.scopes`: the bounds its contract (docs/protocol/extensions.md) fixes.
+// Not part of the published `limits`: the descriptor of the extension carries them.
+
+/// Most names in `required_capabilities` when `approval.scopes` is among them and
+/// `client.tools` is not: the extension's own name comes on top of the base bound.
+pub const REQUIRED_CAPABILITY_NAMES_WITH_APPROVAL_SCOPES: usize = 17;
+/// Most names in `required_capabilities` when both `client.tools` and
+/// `approval.scopes` are among them.
+pub const REQUIRED_CAPABILITY_NAMES_WITH_CLIENT_TOOLS_AND_APPROVAL_SCOPES: usize = 19;
+/// Longest `message` of an `approval.answer`, in UTF-8 bytes.
+pub const APPROVAL_MESSAGE_BYTES: usize = 1_024;
+/// Longest `subject` and `suggested_rule` of an `approval.requested`, in UTF-8 bytes.
+pub const APPROVAL_SUBJECT_BYTES: usize = 1_024;
+/// Most session rules one session keeps; an answer past it covers its call only.
+pub const SESSION_RULES: usize = 256;
+
 // ---- MCP servers ----
 // The bounds of MCP servers and their tools (docs/mcp.md). Internal: a client never
 // sees an MCP server, only the tool calls it answers.

@@ -148,6 +148,9 @@ impl std::fmt::Display for MethodName {
     }
 }
 
+/// The `approval.scopes` extension's capability name.
+pub const APPROVAL_SCOPES: &str = "approval.scopes";
+
 /// The capabilities advertised by `initialize`, in the protocol's order.
 ///
 /// The base capabilities are the sixteen method names; negotiated extensions are

@@ -94,6 +94,8 @@ pub(crate) struct Connection {
     negotiated: Vec<Method>,
     /// Whether the client required the `tool.cards` extension.
     tool_cards: bool,
+    /// Whether the client required `approval.scopes`.
+    approval_scopes: bool,
     /// Whether the client required `client.tools`, and the tools it registered.
     client_tools_negotiated: bool,
     client_tools: Arc<Vec<ClientTool>>,
@@ -121,6 +123,7 @@ impl Connection {
             init: Init::Unadmitted,
             negotiated: Vec::new(),
             tool_cards: false,
+            approval_scopes: false,
             client_tools_negotiated: false,
             client_tools: Arc::default(),
             selection: None,
@@ -231,7 +234,7 @@ impl Connection {
             }
             Method::ApprovalAnswer if matches!(self.init, Init::Ready(_)) => {
                 parse_params::<ApprovalAnswerParams>(envelope.params)
-                    .and_then(|params| self.approval_answer(&params))
+                    .and_then(|params| self.approval_answer(params))
             }
             other => Err(self.unavailable_method(other)),
         };

@@ -215,6 +215,7 @@ impl Projector {
             }
             RecordBody::SessionMeta { .. }
             | RecordBody::SessionPreferences { .. }
+            | RecordBody::SessionRule { .. }
             | RecordBody::Title { .. }
             | RecordBody::TaskLink { .. }
             | RecordBody::ToolAppliedPreview { .. }

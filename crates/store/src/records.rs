@@ -63,6 +63,16 @@ pub enum ToolCallPhase {
     Running,
 }
 
+/// What a session rule does to the calls it covers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RuleEffect {
+    /// They run without asking.
+    Allow,
+    /// They never run.
+    Deny,
+}
+
 /// The kind-specific part of a record, tagged by `kind`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
@@ -207,6 +217,18 @@ pub enum RecordBody {
         /// Requested effort.
         #[serde(default)]
         effort: Option<String>,
+    },
+    /// A person answered an approval "for this session": `rule` decides the calls it
+    /// covers for the rest of the session, in this child and any that reopens it.
+    SessionRule {
+        /// The turn of the answered call.
+        turn_id: String,
+        /// The answered call.
+        call_id: String,
+        /// Allow or deny.
+        effect: RuleEffect,
+        /// The rule, in the settings' permission rule syntax.
+        rule: String,
     },
     /// Older turns were summarised.
     Compaction {

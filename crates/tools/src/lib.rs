@@ -15,6 +15,7 @@ mod jobs;
 mod list;
 mod preview;
 mod process;
+mod proposal;
 mod read;
 mod scope;
 pub mod tracking;
@@ -31,6 +32,7 @@ pub use diagnostics::{Projection, process_diagnostics};
 pub use facts::{AppliedPreview, CommandFacts, Facts};
 pub use jobs::{JobNotice, take_notices};
 pub use process::launcher;
+pub use proposal::proposed_change;
 pub use scope::{outside_workspace, subject};
 
 /// A tool as the model sees it.

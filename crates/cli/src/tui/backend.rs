@@ -145,6 +145,9 @@ impl App {
             run_id: run_id.clone(),
             approval_id: approval_id.clone(),
             allow,
+            scope: None,
+            message: None,
+            unavailable: None,
         };
         // A late answer is stale and changes nothing; the run goes on either way.
         let _ = backend.call::<methods::ApprovalAnswer>(&params).await?;

@@ -7,6 +7,7 @@
     reason = "test code: a failed step is a failed test"
 )]
 
+use crate::common::approval::env_for;
 use crate::common::*;
 use magi_client::{Backend, Incoming};
 use magi_protocol::ErrorCode;
@@ -17,13 +18,6 @@ use magi_protocol::messages::{
 use magi_protocol::methods;
 use magi_testkit::{MockServer, Reply};
 use serde_json::json;
-
-fn env_for(mock: &MockServer) -> TestEnv {
-    TestEnv::new()
-        .var("MAGI_PROVIDER", "openai-chat")
-        .var("MAGI_MODEL", "mock-model")
-        .var("OPENAI_BASE_URL", &mock.base_url())
-}
 
 fn write_call(mock: &MockServer) {
     mock.enqueue(Reply::stream().tool_call(
@@ -89,6 +83,9 @@ async fn answer(
         run_id: run.to_owned(),
         approval_id: approval.to_owned(),
         allow,
+        scope: None,
+        message: None,
+        unavailable: None,
     };
     backend
         .call::<methods::ApprovalAnswer>(&params)

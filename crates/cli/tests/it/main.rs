@@ -10,6 +10,7 @@
 
 mod common;
 
+mod approval_scopes;
 mod approvals;
 mod card_props;
 mod cards;
@@ -21,6 +22,7 @@ mod discovery;
 mod doctor;
 mod errors;
 mod exec;
+mod exec_approvals;
 mod frames;
 mod initialize;
 mod instructions;

@@ -236,6 +236,9 @@ async fn mcp_calls_ask_like_any_tool_that_may_change_something() {
                     run_id: run.clone(),
                     approval_id: asked.approval_id,
                     allow,
+                    scope: None,
+                    message: None,
+                    unavailable: None,
                 };
                 let answered = backend
                     .call::<methods::ApprovalAnswer>(&params)

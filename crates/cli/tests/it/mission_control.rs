@@ -8,94 +8,9 @@
     reason = "test code: a failed step is a failed test"
 )]
 
-use std::process::Command;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant};
-
+use crate::common::tmux::Tmux;
 use crate::common::*;
 use magi_testkit::{MockServer, Reply};
-
-/// One tmux server of its own per test, killed when the test ends.
-struct Tmux {
-    socket: String,
-}
-
-impl Tmux {
-    /// Starts Mission Control in a 120x40 window with `env`'s environment.
-    fn start(env: &TestEnv, vars: &[(&str, String)]) -> Tmux {
-        static NEXT: AtomicU64 = AtomicU64::new(0);
-        let socket = format!(
-            "magi-test-{}-{}",
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::Relaxed)
-        );
-        let mut command = Command::new("tmux");
-        command.args([
-            "-L",
-            &socket,
-            "-f",
-            "/dev/null",
-            "new-session",
-            "-d",
-            "-s",
-            "mc",
-        ]);
-        command.args(["-x", "120", "-y", "40", "-c"]).arg(env.cwd());
-        command
-            .arg("-e")
-            .arg(format!("MC_HOME={}", env.mc_home().display()));
-        for (key, value) in vars {
-            command.arg("-e").arg(format!("{key}={value}"));
-        }
-        command.arg(bin());
-        let status = command.status().unwrap();
-        assert!(status.success(), "tmux could not start");
-        Tmux { socket }
-    }
-
-    fn tmux(&self, args: &[&str]) -> String {
-        let output = Command::new("tmux")
-            .args(["-L", &self.socket])
-            .args(args)
-            .output()
-            .unwrap();
-        String::from_utf8_lossy(&output.stdout).into_owned()
-    }
-
-    fn screen(&self) -> String {
-        self.tmux(&["capture-pane", "-p", "-t", "mc"])
-    }
-
-    /// Waits until the screen shows `text`; fails with the screen otherwise.
-    fn wait_for(&self, text: &str) -> String {
-        let deadline = Instant::now() + WAIT;
-        loop {
-            let screen = self.screen();
-            if screen.contains(text) {
-                return screen;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "the screen never showed {text:?}:\n{screen}"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-
-    fn type_text(&self, text: &str) {
-        self.tmux(&["send-keys", "-t", "mc", "-l", text]);
-    }
-
-    fn key(&self, key: &str) {
-        self.tmux(&["send-keys", "-t", "mc", key]);
-    }
-}
-
-impl Drop for Tmux {
-    fn drop(&mut self) {
-        self.tmux(&["kill-server"]);
-    }
-}
 
 fn vars(mock: &MockServer) -> Vec<(&'static str, String)> {
     vec![

@@ -320,6 +320,9 @@ async fn a_path_outside_the_workspace_is_asked_about_even_for_reads() {
             run_id: run.clone(),
             approval_id: request.approval_id,
             allow,
+            scope: None,
+            message: None,
+            unavailable: None,
         };
         backend
             .call::<methods::ApprovalAnswer>(&params)

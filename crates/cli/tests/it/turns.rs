@@ -480,6 +480,9 @@ async fn turn_admission_errors() {
         run_id: run,
         approval_id: "a1".into(),
         allow: true,
+        scope: None,
+        message: None,
+        unavailable: None,
     };
     assert_eq!(
         backend

@@ -3,7 +3,8 @@
 
 use std::sync::Arc;
 
-use magi_protocol::messages::{InitializeParams, InitializeResult};
+use magi_protocol::messages::{ApprovalScopesDescriptor, InitializeParams, InitializeResult};
+use magi_protocol::names::APPROVAL_SCOPES;
 use serde_json::Value;
 
 use super::Shared;
@@ -15,6 +16,7 @@ use crate::decode::Violation;
 pub(super) struct Negotiation {
     tool_cards: bool,
     client_tools: bool,
+    approval_scopes: bool,
     shared: Arc<Shared>,
 }
 
@@ -30,6 +32,7 @@ impl Negotiation {
         Ok(Negotiation {
             tool_cards: requires(magi_protocol::cards::CAPABILITY),
             client_tools: requires(CLIENT_TOOLS_CAPABILITY),
+            approval_scopes: requires(APPROVAL_SCOPES),
             shared,
         })
     }
@@ -38,14 +41,21 @@ impl Negotiation {
     pub(super) fn admitted(self, result: &Value) -> Result<(), ClientError> {
         let result: InitializeResult =
             serde_json::from_value(result.clone()).map_err(|_| ClientError::UnexpectedResult)?;
-        check_advertisement(&result, self.tool_cards, self.client_tools)
-            .map_err(ClientError::Violation)?;
+        let required = Required {
+            tool_cards: self.tool_cards,
+            client_tools: self.client_tools,
+            approval_scopes: self.approval_scopes,
+        };
+        check_advertisement(&result, &required).map_err(ClientError::Violation)?;
         self.shared
             .tool_cards
             .store(self.tool_cards, std::sync::atomic::Ordering::SeqCst);
         self.shared
             .client_tools
             .store(self.client_tools, std::sync::atomic::Ordering::SeqCst);
+        self.shared
+            .approval_scopes
+            .store(self.approval_scopes, std::sync::atomic::Ordering::SeqCst);
         Ok(())
     }
 }
@@ -53,44 +63,58 @@ impl Negotiation {
 /// The `client.tools` capability name.
 pub const CLIENT_TOOLS_CAPABILITY: &str = "client.tools";
 
-/// Checks what an admitted `initialize` advertises: the sixteen base capabilities in
-/// order, then `tool.cards` with exactly schema 1's descriptor and `client.tools` with
-/// its descriptor, each exactly when it was required, and nothing of them otherwise.
-fn check_advertisement(
-    result: &InitializeResult,
+/// The extensions an `initialize` required.
+struct Required {
     tool_cards: bool,
     client_tools: bool,
-) -> Result<(), Violation> {
+    approval_scopes: bool,
+}
+
+/// Checks what an admitted `initialize` advertises: the sixteen base capabilities in
+/// order, then `tool.cards` with exactly schema 1's descriptor, `client.tools` with
+/// its descriptor and `approval.scopes` with schema 1's, each exactly when it was
+/// required, and nothing of them otherwise.
+fn check_advertisement(result: &InitializeResult, required: &Required) -> Result<(), Violation> {
     let mut expected = magi_protocol::names::base_capabilities();
-    if tool_cards {
+    if required.tool_cards {
         expected.push(magi_protocol::cards::CAPABILITY.to_owned());
     }
-    if client_tools {
+    if required.client_tools {
         expected.push(CLIENT_TOOLS_CAPABILITY.to_owned());
+    }
+    if required.approval_scopes {
+        expected.push(APPROVAL_SCOPES.to_owned());
     }
     if result.capabilities != expected {
         return Err(Violation("initialize advertised other capabilities".into()));
     }
-    let cards = result
-        .extensions
-        .as_ref()
-        .and_then(|e| e.tool_cards.as_ref());
-    let cards_ok = match (tool_cards, cards) {
+    let extensions = result.extensions.as_ref();
+    let cards_ok = match (
+        required.tool_cards,
+        extensions.and_then(|e| e.tool_cards.as_ref()),
+    ) {
         (false, None) => true,
         (true, Some(d)) => *d == magi_protocol::cards::ToolCardsDescriptor::schema_1(),
         _ => false,
     };
-    let tools = result
-        .extensions
-        .as_ref()
-        .and_then(|e| e.client_tools.as_ref());
-    let tools_ok = match (client_tools, tools) {
+    let tools_ok = match (
+        required.client_tools,
+        extensions.and_then(|e| e.client_tools.as_ref()),
+    ) {
         (false, None) => true,
         (true, Some(d)) => d.schema_version == 1,
         _ => false,
     };
-    let extensions_ok = result.extensions.is_some() == (tool_cards || client_tools);
-    if cards_ok && tools_ok && extensions_ok {
+    let scopes_ok = match (
+        required.approval_scopes,
+        extensions.and_then(|e| e.approval_scopes.as_ref()),
+    ) {
+        (false, None) => true,
+        (true, Some(d)) => *d == ApprovalScopesDescriptor::schema_1(),
+        _ => false,
+    };
+    let any = required.tool_cards || required.client_tools || required.approval_scopes;
+    if cards_ok && tools_ok && scopes_ok && extensions.is_some() == any {
         Ok(())
     } else {
         Err(Violation(

@@ -56,6 +56,9 @@ pub(super) async fn read_output(
             checker.client_tools = shared
                 .client_tools
                 .load(std::sync::atomic::Ordering::SeqCst);
+            checker.approval_scopes = shared
+                .approval_scopes
+                .load(std::sync::atomic::Ordering::SeqCst);
             let checked = match unit {
                 Decoded::Frame(line) => checker.check(&line),
                 Decoded::TooLarge => Err(Violation("output frame over the bound".into())),

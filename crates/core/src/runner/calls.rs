@@ -48,6 +48,7 @@ mod handled;
 mod progress;
 mod recovery;
 mod role;
+mod rules;
 mod settle;
 mod supervision;
 
@@ -188,11 +189,11 @@ impl CallService<'_, '_> {
             }
             let protection = match self.supervise(role, call, &activity_id).await {
                 Ok(protection) => protection,
-                Err(label) => {
+                Err(denial) => {
                     let refusal = Refusal {
-                        content: &format!("The call was not run: {label}."),
+                        content: &denial.content(),
                         outcome: ToolOutcome::Denied,
-                        protection: Some(label),
+                        protection: Some(denial.label),
                     };
                     self.refuse(role, &calls, &mut progress, index, &activity_id, refusal)
                         .await;
@@ -407,8 +408,10 @@ fn outcome_of(report: &ToolReport) -> ToolOutcome {
 
 /// The report of a call that did not run, or whose run left nothing to report.
 fn refused(content: &str) -> ToolReport {
+    // The first line says why; a person's message for the model follows it.
     let summary = content
         .strip_prefix("The call was not run: ")
+        .and_then(|s| s.lines().next())
         .map_or(content, |s| s.trim_end_matches('.'));
     ToolReport::from(ToolOutput {
         content: content.to_owned(),

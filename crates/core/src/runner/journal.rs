@@ -43,6 +43,11 @@ impl<'s> Journal<'s> {
         }
     }
 
+    /// Whether this is the session's own journal (its log), not a subagent's.
+    pub(super) fn is_session(&self) -> bool {
+        matches!(self.sink, Sink::Session(_))
+    }
+
     /// Appends a record; a failure degrades persistence.
     pub(super) fn append(&mut self, body: RecordBody) {
         let _ = self.append_all(vec![body]);

@@ -98,6 +98,7 @@ pub fn start_turn(
                         agent.secrets.clone(),
                         request.tool_cards,
                     );
+                    output.approval_scopes = request.approval_scopes;
                     let mut turn = turn::Turn::new(&sessions, agent, request, gates);
                     let finished = turn.run(&mut sessions, &mut output).await;
                     // The sessions go back before the terminal event, so a client that
@@ -201,6 +202,7 @@ mod tests {
             prompt: "hi".into(),
             tool_cards: false,
             client_tools: Arc::default(),
+            approval_scopes: false,
         };
         let Ok(mut handle) = start_turn(sessions, agent, request) else {
             panic!("the run's thread starts");

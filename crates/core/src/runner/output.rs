@@ -10,10 +10,12 @@
 use std::time::Duration;
 
 use magi_protocol::cards::{Card, Origin, ToolCardEvent};
-use magi_protocol::limits::{CRITICAL_EVENT_WAIT_MS, LIVE_CHUNK_BYTES, SUMMARY_BYTES};
+use magi_protocol::limits::{
+    APPROVAL_SUBJECT_BYTES, CRITICAL_EVENT_WAIT_MS, LIVE_CHUNK_BYTES, SUMMARY_BYTES,
+};
 use magi_protocol::messages::{
     Activity, ActivityKind, ActivityState, ApprovalRequested, Diagnostic, Event, MessageDelta,
-    MessageReconcile,
+    MessageReconcile, ProposedChange,
 };
 use magi_protocol::text::{redact_values, sanitize};
 use tokio::sync::mpsc;
@@ -22,6 +24,16 @@ use tokio_util::sync::CancellationToken;
 use super::live_cards::{LiveCards, Snapshot};
 use super::text::chunks;
 use crate::cards::{CardSource, project};
+
+/// What an approval request shows with `approval.scopes`, before it is made safe.
+pub(super) struct ApprovalDetails {
+    /// The command line, path or URL the call acts on.
+    pub(super) subject: Option<String>,
+    /// The session rule an answer "for this session" adds.
+    pub(super) suggested_rule: Option<String>,
+    /// The change a `write` or `edit` would make.
+    pub(super) proposed_change: Option<magi_tools::AppliedPreview>,
+}
 
 /// The run's events and what it has spent of its budgets.
 pub(super) struct Output {
@@ -32,6 +44,9 @@ pub(super) struct Output {
     pub(super) cancel: CancellationToken,
     /// The backend's credential values, redacted from everything the run sends.
     secrets: Vec<String>,
+    /// Whether the client negotiated `approval.scopes`: approval requests carry their
+    /// details.
+    pub(super) approval_scopes: bool,
     /// A critical event could not be delivered.
     lost: bool,
     /// Bytes of model text received, against `RUN_CONTENT_BYTES`.
@@ -66,6 +81,7 @@ impl Output {
             segments: 0,
             activities: 0,
             cards: LiveCards::new(tool_cards),
+            approval_scopes: false,
         }
     }
 
@@ -170,19 +186,42 @@ impl Output {
         self.critical(event).await;
     }
 
-    /// Announces an approval the run waits for.
+    /// Announces an approval the run waits for, with its details when the client
+    /// negotiated `approval.scopes`. The subject is made safe and bounded here, like
+    /// every summary; the rule is offered only when it needed no redaction.
     pub(super) async fn approval_requested(
         &mut self,
         approval_id: &str,
         summary: &str,
         expires_in_ms: u64,
+        details: Option<ApprovalDetails>,
     ) {
+        let (subject, suggested_rule, proposed_change) = match details {
+            Some(details) => {
+                let subject = details.subject.map(|subject| {
+                    let safe = sanitize(&redact_values(&subject, &self.secrets));
+                    magi_tools::facts::cut(&safe, APPROVAL_SUBJECT_BYTES)
+                });
+                let rule = details
+                    .suggested_rule
+                    .filter(|rule| redact_values(rule, &self.secrets) == *rule);
+                let change = details.proposed_change.map(|preview| ProposedChange {
+                    diff: redact_values(&preview.diff, &self.secrets),
+                    truncated: preview.truncated,
+                });
+                (Some(subject), Some(rule), Some(change))
+            }
+            None => (None, None, None),
+        };
         let event = Event::ApprovalRequested(ApprovalRequested {
             session_id: self.session_id.clone(),
             run_id: self.run_id.clone(),
             approval_id: approval_id.to_owned(),
             summary: summary.to_owned(),
             expires_in_ms,
+            subject,
+            suggested_rule,
+            proposed_change,
         });
         self.critical(event).await;
     }

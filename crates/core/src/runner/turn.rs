@@ -38,6 +38,9 @@ pub struct TurnRequest {
     pub tool_cards: bool,
     /// The tools the client registered (`client.tools`); empty without it.
     pub client_tools: Arc<Vec<ClientTool>>,
+    /// Whether the client negotiated `approval.scopes`: approval requests then carry
+    /// their details, and answers may reach the rest of the session.
+    pub approval_scopes: bool,
 }
 
 /// The session's turn.
@@ -104,6 +107,8 @@ impl Turn {
         output: &mut Output,
     ) -> Result<Vec<Item>, Ending> {
         let records = sessions.records().map_err(Ending::failed)?;
+        // The session's rules hold from its first call on, in whatever child runs it.
+        self.gates.rules.load(&records);
         // Calls a crashed run left without a result are settled first: nothing that
         // might have had effects runs again, and the model is told what is known.
         let turn_id = self.turn_id();
@@ -191,6 +196,8 @@ impl Turn {
                 break;
             }
         }
+        // Rules a subagent's answers added are the session's: its log keeps them.
+        service.record_session_rules();
         let ending = match ending {
             Some(ending) => ending,
             None => {

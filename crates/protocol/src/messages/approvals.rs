@@ -114,7 +114,9 @@ pub struct ClientToolResultResult {
     pub recorded: bool,
 }
 
-/// Params of `approval.answer`.
+/// Params of `approval.answer`: exactly the four base fields, plus the optional
+/// `scope`, `message` and `unavailable` when `approval.scopes` was negotiated (without
+/// it any of them is `invalid_params`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ApprovalAnswerParams {
@@ -126,6 +128,95 @@ pub struct ApprovalAnswerParams {
     pub approval_id: String,
     /// Whether the action is allowed.
     pub allow: bool,
+    /// With `approval.scopes`: whether the answer covers this call only (`once`, the
+    /// default) or, through the request's `suggested_rule`, the rest of the session.
+    #[serde(
+        default,
+        deserialize_with = "present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub scope: Option<ApprovalScope>,
+    /// With `approval.scopes`: what the person said with a denial, given to the model;
+    /// at most 1,024 UTF-8 bytes, only with `allow: false`.
+    #[serde(
+        default,
+        deserialize_with = "present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schemars(length(max = 1024))]
+    pub message: Option<String>,
+    /// With `approval.scopes`: always `true` when present: the client cannot ask
+    /// anyone, so the call is denied as `denied; approval unavailable`. Only with
+    /// `allow: false`, no `message` and no `session` scope.
+    #[serde(
+        default,
+        deserialize_with = "present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub unavailable: Option<bool>,
+}
+
+impl ApprovalAnswerParams {
+    /// A plain answer of version 1: allow or deny this one call.
+    pub fn once(session_id: &str, run_id: &str, approval_id: &str, allow: bool) -> Self {
+        ApprovalAnswerParams {
+            session_id: session_id.to_owned(),
+            run_id: run_id.to_owned(),
+            approval_id: approval_id.to_owned(),
+            allow,
+            scope: None,
+            message: None,
+            unavailable: None,
+        }
+    }
+
+    /// Whether any field of `approval.scopes` is present.
+    pub fn uses_scopes(&self) -> bool {
+        self.scope.is_some() || self.message.is_some() || self.unavailable.is_some()
+    }
+}
+
+/// How far an answer reaches (`approval.scopes`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ApprovalScope {
+    /// This call only.
+    Once,
+    /// This call, and for the rest of the session every call its suggested rule covers.
+    Session,
+}
+
+/// The `extensions["approval.scopes"]` descriptor.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ApprovalScopesDescriptor {
+    /// Always 1.
+    pub schema_version: u64,
+    /// The scopes an answer may name, narrowest first: `once`, `session`.
+    pub scopes: Vec<ApprovalScope>,
+    /// Most UTF-8 bytes of an answer's `message`.
+    pub message_bytes: u64,
+}
+
+impl ApprovalScopesDescriptor {
+    /// The descriptor of schema 1.
+    pub fn schema_1() -> ApprovalScopesDescriptor {
+        ApprovalScopesDescriptor {
+            schema_version: 1,
+            scopes: vec![ApprovalScope::Once, ApprovalScope::Session],
+            message_bytes: crate::limits::APPROVAL_MESSAGE_BYTES as u64,
+        }
+    }
+}
+
+/// The change a `write` or `edit` call would make, shown with its approval
+/// (`approval.scopes`): a unified diff of the file as it is and as the call would
+/// leave it, sanitized, redacted and bounded like an applied preview.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ProposedChange {
+    /// The diff; `---`/`+++` headers name the path relative to the working directory.
+    pub diff: String,
+    /// Whether lines were cut or left out.
+    pub truncated: bool,
 }
 
 /// The result of `approval.answer`: the one winning reply was recorded.
@@ -135,7 +226,8 @@ pub struct ApprovalAnswerResult {
     pub recorded: bool,
 }
 
-/// Data of `approval.requested`.
+/// Data of `approval.requested`. The last three fields are present exactly when
+/// `approval.scopes` was negotiated (each may then be null).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct ApprovalRequested {
     /// The session.
@@ -148,4 +240,39 @@ pub struct ApprovalRequested {
     pub summary: String,
     /// Time left before the approval expires and is denied.
     pub expires_in_ms: u64,
+    /// What the call acts on: the command line of `bash` and `async_bash`, the path of
+    /// a file tool (relative to the working directory when inside it), the URL of
+    /// `web_fetch`; control characters stripped, secret-like values redacted, at most
+    /// 1,024 UTF-8 bytes; null when the call has none.
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub subject: Option<Option<String>>,
+    /// The session rule, in the settings' permission rule syntax, that an answer with
+    /// `scope: "session"` adds; null when none is offered (the answer then covers this
+    /// call only).
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub suggested_rule: Option<Option<String>>,
+    /// The change a `write` or `edit` call would make; null for other calls and when
+    /// it cannot be worked out (the file unreadable, the edit not applicable).
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub proposed_change: Option<Option<ProposedChange>>,
+}
+
+/// A field that a negotiated extension makes present, possibly null: present `null`
+/// is `Some(None)`, absence (the default) is `None`.
+fn nullable<'de, D: serde::Deserializer<'de>, T: Deserialize<'de>>(
+    deserializer: D,
+) -> Result<Option<Option<T>>, D::Error> {
+    Option::<T>::deserialize(deserializer).map(Some)
 }

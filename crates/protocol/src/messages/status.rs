@@ -4,7 +4,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::approvals::{ClientToolDefinition, ClientToolsDescriptor};
+use super::approvals::{ApprovalScopesDescriptor, ClientToolDefinition, ClientToolsDescriptor};
 use super::catalog::SelectionStatus;
 use crate::error::StartupError;
 use crate::limits::Limits;
@@ -14,7 +14,8 @@ use crate::limits::Limits;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct InitializeParams {
-    /// Capabilities the client needs. At most 16 names (18 with `client.tools`),
+    /// Capabilities the client needs. At most 16 names (18 with `client.tools`, one
+    /// more with `approval.scopes`),
     /// duplicates counted; each follows the name grammar. Gated capabilities work only
     /// when named here.
     pub required_capabilities: Vec<String>,
@@ -70,6 +71,13 @@ pub struct Extensions {
         skip_serializing_if = "Option::is_none"
     )]
     pub client_tools: Option<ClientToolsDescriptor>,
+    /// The `approval.scopes` descriptor, schema 1, when negotiated.
+    #[serde(
+        rename = "approval.scopes",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub approval_scopes: Option<ApprovalScopesDescriptor>,
 }
 
 /// The lifecycle state reported by `status`.

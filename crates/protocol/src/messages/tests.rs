@@ -77,3 +77,72 @@ fn session_list_params_are_exact() {
         assert!(parse(bad).is_err(), "{bad}");
     }
 }
+
+#[test]
+fn approval_frames_carry_the_extension_fields_only_when_given() {
+    let base = ApprovalRequested {
+        session_id: "s".into(),
+        run_id: "r".into(),
+        approval_id: "a".into(),
+        summary: "bash".into(),
+        expires_in_ms: 60_000,
+        subject: None,
+        suggested_rule: None,
+        proposed_change: None,
+    };
+    // Version 1 bytes, unchanged.
+    assert_eq!(
+        serde_json::to_string(&base).unwrap(),
+        r#"{"session_id":"s","run_id":"r","approval_id":"a","summary":"bash","expires_in_ms":60000}"#
+    );
+    let scoped = ApprovalRequested {
+        subject: Some(Some("ls".into())),
+        suggested_rule: Some(None),
+        proposed_change: Some(None),
+        ..base.clone()
+    };
+    let text = serde_json::to_string(&scoped).unwrap();
+    assert!(
+        text.ends_with(r#""subject":"ls","suggested_rule":null,"proposed_change":null}"#),
+        "{text}"
+    );
+    // Present null and absence stay apart when read back.
+    assert_eq!(
+        serde_json::from_str::<ApprovalRequested>(&text).unwrap(),
+        scoped
+    );
+
+    let answer = |extra: &str| {
+        serde_json::from_str::<ApprovalAnswerParams>(&format!(
+            r#"{{"session_id":"s","run_id":"r","approval_id":"a","allow":false{extra}}}"#
+        ))
+    };
+    assert!(!answer("").unwrap().uses_scopes());
+    assert_eq!(
+        answer(r#","scope":"session""#).unwrap().scope,
+        Some(ApprovalScope::Session)
+    );
+    assert_eq!(
+        answer(r#","message":"no","unavailable":true"#)
+            .unwrap()
+            .message
+            .as_deref(),
+        Some("no")
+    );
+    for bad in [
+        r#","scope":null"#,
+        r#","scope":"always""#,
+        r#","message":null"#,
+        r#","message":1"#,
+        r#","unavailable":null"#,
+        r#","unavailable":"yes""#,
+        r#","rule":"bash""#,
+    ] {
+        assert!(answer(bad).is_err(), "{bad}");
+    }
+    let once = ApprovalAnswerParams::once("s", "r", "a", true);
+    assert_eq!(
+        serde_json::to_string(&once).unwrap(),
+        r#"{"session_id":"s","run_id":"r","approval_id":"a","allow":true}"#
+    );
+}

@@ -7,8 +7,10 @@ use magi_core::selection::ActiveSelection;
 use magi_core::{CancelFlag, Runtime, Sessions, StartupFailure};
 use magi_protocol::cards;
 use magi_protocol::limits::{CLIENT_TOOL_ARGUMENTS_BYTES, CLIENT_TOOL_RESULT_BYTES, Limits};
-use magi_protocol::messages::{ClientToolsDescriptor, Extensions, InitializeResult, ResultBody};
-use magi_protocol::names::base_capabilities;
+use magi_protocol::messages::{
+    ApprovalScopesDescriptor, ClientToolsDescriptor, Extensions, InitializeResult, ResultBody,
+};
+use magi_protocol::names::{APPROVAL_SCOPES, base_capabilities};
 use magi_protocol::{ErrorCode, StartupError};
 use serde_json::value::RawValue;
 
@@ -35,6 +37,7 @@ impl Connection {
             }
         };
         self.tool_cards = required.tool_cards;
+        self.approval_scopes = required.approval_scopes;
         self.client_tools_negotiated = required.client_tools.is_some();
         self.client_tools = Arc::new(required.client_tools.unwrap_or_default());
         self.negotiated = required
@@ -74,11 +77,13 @@ impl Connection {
                 self.selection = Some(ActiveSelection::from_runtime(&runtime));
                 self.init = Init::Ready(runtime);
                 let mut capabilities = base_capabilities();
+                // Extensions follow the base capabilities in one fixed order.
                 let mut extensions = None;
-                if self.tool_cards || self.client_tools_negotiated {
+                if self.tool_cards || self.client_tools_negotiated || self.approval_scopes {
                     let mut negotiated = Extensions {
                         tool_cards: None,
                         client_tools: None,
+                        approval_scopes: None,
                     };
                     if self.tool_cards {
                         capabilities.push(cards::CAPABILITY.to_owned());
@@ -92,6 +97,10 @@ impl Connection {
                             arguments_bytes: CLIENT_TOOL_ARGUMENTS_BYTES as u64,
                             result_bytes: CLIENT_TOOL_RESULT_BYTES as u64,
                         });
+                    }
+                    if self.approval_scopes {
+                        capabilities.push(APPROVAL_SCOPES.to_owned());
+                        negotiated.approval_scopes = Some(ApprovalScopesDescriptor::schema_1());
                     }
                     extensions = Some(negotiated);
                 }

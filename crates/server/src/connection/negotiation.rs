@@ -5,10 +5,12 @@ use magi_core::client_tools::ClientTool;
 use magi_protocol::cards;
 use magi_protocol::limits::{
     CLIENT_TOOL_DESCRIPTION_BYTES, CLIENT_TOOL_MAX_TIMEOUT_MS, CLIENT_TOOL_SCHEMA_BYTES,
-    CLIENT_TOOLS, REQUIRED_CAPABILITY_NAMES, REQUIRED_CAPABILITY_NAMES_WITH_CLIENT_TOOLS,
+    CLIENT_TOOLS, REQUIRED_CAPABILITY_NAMES, REQUIRED_CAPABILITY_NAMES_WITH_APPROVAL_SCOPES,
+    REQUIRED_CAPABILITY_NAMES_WITH_CLIENT_TOOLS,
+    REQUIRED_CAPABILITY_NAMES_WITH_CLIENT_TOOLS_AND_APPROVAL_SCOPES,
 };
 use magi_protocol::messages::{ClientToolDefinition, InitializeParams};
-use magi_protocol::names::is_valid_name;
+use magi_protocol::names::{APPROVAL_SCOPES, is_valid_name};
 use magi_protocol::{ErrorCode, Method};
 use serde_json::value::RawValue;
 
@@ -23,6 +25,8 @@ pub(super) struct Negotiation {
     pub(super) tool_cards: bool,
     /// The client's tools, when `client.tools` was required.
     pub(super) client_tools: Option<Vec<ClientTool>>,
+    /// Whether `approval.scopes` was required.
+    pub(super) approval_scopes: bool,
 }
 
 /// The method a client answers its tools' calls with.
@@ -35,6 +39,7 @@ fn is_known_capability(name: &str) -> bool {
     Method::from_wire(name).is_some()
         || name == cards::CAPABILITY
         || name == CLIENT_TOOLS_CAPABILITY
+        || name == APPROVAL_SCOPES
 }
 
 /// Checks the tools a client registers: 1 to 16 of them, names `[a-z][a-z0-9_]*` of at
@@ -93,10 +98,13 @@ pub(super) fn preflight_capabilities(params: &RawValue) -> Result<Negotiation, E
     let params: InitializeParams = parse_params(params)?;
     let names = &params.required_capabilities;
     let wants_tools = names.iter().any(|n| n == CLIENT_TOOLS_CAPABILITY);
-    let most = if wants_tools {
-        REQUIRED_CAPABILITY_NAMES_WITH_CLIENT_TOOLS
-    } else {
-        REQUIRED_CAPABILITY_NAMES
+    let wants_scopes = names.iter().any(|n| n == APPROVAL_SCOPES);
+    // `approval.scopes` brings its own name on top of whichever bound applies.
+    let most = match (wants_tools, wants_scopes) {
+        (false, false) => REQUIRED_CAPABILITY_NAMES,
+        (false, true) => REQUIRED_CAPABILITY_NAMES_WITH_APPROVAL_SCOPES,
+        (true, false) => REQUIRED_CAPABILITY_NAMES_WITH_CLIENT_TOOLS,
+        (true, true) => REQUIRED_CAPABILITY_NAMES_WITH_CLIENT_TOOLS_AND_APPROVAL_SCOPES,
     };
     if names.len() > most || !names.iter().all(|n| is_valid_name(n)) {
         return Err(ErrorCode::InvalidParams);
@@ -111,6 +119,7 @@ pub(super) fn preflight_capabilities(params: &RawValue) -> Result<Negotiation, E
         methods: names.iter().filter_map(|n| Method::from_wire(n)).collect(),
         tool_cards: names.iter().any(|n| n == cards::CAPABILITY),
         client_tools,
+        approval_scopes: wants_scopes,
     })
 }
 
@@ -144,8 +153,15 @@ mod tests {
                 methods: vec![Method::Status],
                 tool_cards: true,
                 client_tools: None,
+                approval_scopes: false,
             })
         );
+        // `approval.scopes` adds one name to the bound, and only its own.
+        let with_scopes = [&sixteen[..], &["approval.scopes"]].concat();
+        let raw: Box<RawValue> = serde_json::from_str(&params(&with_scopes)).unwrap();
+        assert!(preflight_capabilities(&raw).is_ok_and(|n| n.approval_scopes));
+        let too_many = [&with_scopes[..], &["status"]].concat();
+        assert_eq!(preflight(&params(&too_many)), Err(InvalidParams));
         // `client.tools` needs its tools, and tools need the capability.
         assert_eq!(preflight(&params(&["client.tools"])), Err(InvalidParams));
         assert_eq!(

@@ -3,13 +3,15 @@
 
 use std::sync::Arc;
 
+use magi_core::approvals::Answer;
 use magi_core::runner::{TurnRequest, start_turn};
 use magi_core::{Sessions, agent_for};
 use magi_protocol::ErrorCode;
-use magi_protocol::limits::CLIENT_TOOL_RESULT_BYTES;
+use magi_protocol::limits::{APPROVAL_MESSAGE_BYTES, CLIENT_TOOL_RESULT_BYTES};
 use magi_protocol::messages::{
-    ApprovalAnswerParams, ApprovalAnswerResult, ClientToolResultParams, ClientToolResultResult,
-    ResultBody, TurnCancelParams, TurnCancelResult, TurnStartParams, TurnStartResult,
+    ApprovalAnswerParams, ApprovalAnswerResult, ApprovalScope, ClientToolResultParams,
+    ClientToolResultResult, ResultBody, TurnCancelParams, TurnCancelResult, TurnStartParams,
+    TurnStartResult,
 };
 use magi_protocol::names::{is_valid_name, is_valid_session_id};
 use magi_protocol::text::PromptProblem;
@@ -93,6 +95,7 @@ impl Connection {
             prompt: params.prompt,
             tool_cards: self.tool_cards,
             client_tools: Arc::clone(&self.client_tools),
+            approval_scopes: self.approval_scopes,
         };
         Ok((sessions, agent, request))
     }
@@ -113,11 +116,13 @@ impl Connection {
     }
 
     /// Records the one winning answer of the active run's pending approval; an answer
-    /// for another run, another approval, a settled or expired one is stale.
+    /// for another run, another approval, a settled or expired one is stale. The fields
+    /// of `approval.scopes` are params only when it was negotiated.
     pub(super) fn approval_answer(
         &self,
-        params: &ApprovalAnswerParams,
+        params: ApprovalAnswerParams,
     ) -> Result<ResultBody, ErrorCode> {
+        let answer = check_answer(&params, self.approval_scopes)?;
         self.check_run_identity(&params.session_id, &params.run_id)?;
         if !is_valid_name(&params.approval_id) {
             return Err(ErrorCode::InvalidParams);
@@ -125,7 +130,7 @@ impl Connection {
         let recorded = self.run.as_ref().is_some_and(|run| {
             run.session_id == params.session_id
                 && run.run_id == params.run_id
-                && run.approvals.answer(&params.approval_id, params.allow)
+                && run.approvals.answer(&params.approval_id, answer)
         });
         if recorded {
             Ok(ResultBody::ApprovalAnswer(ApprovalAnswerResult {
@@ -204,4 +209,34 @@ impl Connection {
             run.cancel.cancel();
         }
     }
+}
+
+/// The answer `params` give, checked: without `approval.scopes` any of its fields is
+/// `invalid_params`, as an unknown field is in version 1; with it, a `message` is at
+/// most 1,024 bytes and comes with a denial only, and `unavailable` is `true` and
+/// comes with a plain denial only (no message, no session scope).
+fn check_answer(params: &ApprovalAnswerParams, negotiated: bool) -> Result<Answer, ErrorCode> {
+    if params.uses_scopes() && !negotiated {
+        return Err(ErrorCode::InvalidParams);
+    }
+    let for_session = params.scope == Some(ApprovalScope::Session);
+    let unavailable = params.unavailable.is_some();
+    let message_ok = params
+        .message
+        .as_ref()
+        .is_none_or(|m| !params.allow && m.len() <= APPROVAL_MESSAGE_BYTES);
+    let unavailable_ok = match params.unavailable {
+        None => true,
+        Some(true) => !params.allow && params.message.is_none() && !for_session,
+        Some(false) => false,
+    };
+    if !(message_ok && unavailable_ok) {
+        return Err(ErrorCode::InvalidParams);
+    }
+    Ok(Answer {
+        allow: params.allow,
+        for_session,
+        message: params.message.clone(),
+        unavailable,
+    })
 }

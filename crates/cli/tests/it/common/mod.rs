@@ -19,6 +19,9 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use tokio::io::AsyncReadExt;
 
+pub mod approval;
+pub mod tmux;
+
 /// The longest any single wait in a test may take.
 pub const WAIT: Duration = Duration::from_secs(10);
 

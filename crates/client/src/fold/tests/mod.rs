@@ -56,6 +56,9 @@ fn approval(id: &str) -> FoldInput {
         approval_id: id.into(),
         summary: "run ls".into(),
         expires_in_ms: 60_000,
+        subject: None,
+        suggested_rule: None,
+        proposed_change: None,
     }))
 }
 

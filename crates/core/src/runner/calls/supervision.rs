@@ -1,14 +1,17 @@
-//! Supervision of a call before it may run: the permission policy's verdict, and the
-//! client's approval when the policy asks, each decision with its protection label.
+//! Supervision of a call before it may run: the permission policy's verdict with the
+//! session's rules, and the client's approval when the policy asks, each decision with
+//! its protection label; an answer "for this session" adds the suggested rule.
 
 use magi_config::{CallSubject, Verdict};
 use magi_protocol::limits::APPROVAL_EXPIRY_MS;
-use magi_store::records::{RecordBody, ToolCallPhase};
+use magi_store::records::{RecordBody, RuleEffect, ToolCallPhase};
 
 use super::role::Role;
+use super::rules::suggested_rule;
 use super::{Call, CallService, running_card};
 use crate::approvals::ApprovalOutcome;
 use crate::runner::live_cards::Snapshot;
+use crate::runner::output::ApprovalDetails;
 
 /// The protection label of a call a settings rule or the allow-all mode let run.
 pub(super) const LABEL_ALLOWED_AUTOMATICALLY: &str = "allowed automatically";
@@ -20,29 +23,72 @@ pub(super) const LABEL_DENIED_BY_USER: &str = "denied by user";
 /// client.
 pub(super) const LABEL_APPROVAL_UNAVAILABLE: &str = "denied; approval unavailable";
 
+/// Why a call may not run: its protection label, and what the person said with the
+/// denial.
+#[derive(Debug)]
+pub(super) struct Denial {
+    pub(super) label: &'static str,
+    pub(super) message: Option<String>,
+}
+
+impl Denial {
+    fn by(label: &'static str) -> Denial {
+        Denial {
+            label,
+            message: None,
+        }
+    }
+
+    /// What the model is told.
+    pub(super) fn content(&self) -> String {
+        match &self.message {
+            Some(message) => format!(
+                "The call was not run: {}.\nThe user said: {message}",
+                self.label
+            ),
+            None => format!("The call was not run: {}.", self.label),
+        }
+    }
+}
+
+/// What the policy sees of a call, owned: its subject and where it reaches.
+struct Judged {
+    subject: Option<String>,
+    read_only: bool,
+    outside_workspace: bool,
+}
+
+impl Judged {
+    fn of<'c>(&'c self, call: &'c Call) -> CallSubject<'c> {
+        CallSubject {
+            tool: &call.name,
+            subject: self.subject.as_deref(),
+            read_only: self.read_only,
+            outside_workspace: self.outside_workspace,
+        }
+    }
+}
+
 impl CallService<'_, '_> {
-    /// What the policy says of a call, from its arguments.
-    pub(super) fn verdict(&self, call: &Call) -> Verdict {
+    /// What the policy is shown of a call; none for a built-in name that does not
+    /// exist (it fails without running anything).
+    fn judged(&self, call: &Call) -> Option<Judged> {
         let cwd = self.workspace.cwd();
         if self.client_tool(&call.name).is_some() || self.agent.mcp.tool(&call.name).is_some() {
             // The client's own tools and MCP tools change what they change: they ask
             // unless a rule or the mode allows them (a server's read-only hint is not
             // evidence).
-            return self.agent.permissions.verdict(&CallSubject {
-                tool: &call.name,
+            return Some(Judged {
                 subject: None,
                 read_only: false,
                 outside_workspace: false,
             });
         }
         if !magi_tools::exists(&call.name) {
-            // It fails without running anything.
-            return Verdict::Run;
+            return None;
         }
-        let subject = magi_tools::subject(&call.name, &call.arguments, cwd);
-        self.agent.permissions.verdict(&CallSubject {
-            tool: &call.name,
-            subject: subject.as_deref(),
+        Some(Judged {
+            subject: magi_tools::subject(&call.name, &call.arguments, cwd),
             // Stopping one's own job needs no more approval than starting it had.
             read_only: magi_tools::BuiltinTool::from_name(&call.name)
                 .is_some_and(|tool| !tool.needs_approval()),
@@ -50,19 +96,38 @@ impl CallService<'_, '_> {
         })
     }
 
+    /// What the policy says of a call, from its arguments and the session's rules.
+    pub(super) fn verdict(&self, call: &Call) -> Verdict {
+        match self.judged(call) {
+            Some(judged) => self
+                .gates
+                .rules
+                .verdict(&self.agent.permissions, &judged.of(call)),
+            None => Verdict::Run,
+        }
+    }
+
     /// Decides whether a call may run, asking the client when the policy says so. Ok
     /// carries the protection label of the decision (none when no decision was
-    /// needed); Err the label of the refusal.
+    /// needed); Err the denial.
     pub(super) async fn supervise(
         &mut self,
         role: &mut Role<'_>,
         call: &Call,
         activity_id: &str,
-    ) -> Result<Option<&'static str>, &'static str> {
-        match self.verdict(call) {
+    ) -> Result<Option<&'static str>, Denial> {
+        let Some(judged) = self.judged(call) else {
+            return Ok(None);
+        };
+        let subject = judged.of(call);
+        match self.gates.rules.verdict(&self.agent.permissions, &subject) {
             Verdict::Run => return Ok(None),
             Verdict::Allowed => return Ok(Some(LABEL_ALLOWED_AUTOMATICALLY)),
-            Verdict::Denied => return Err(LABEL_DENIED_BY_USER),
+            // A session rule is a person's earlier answer.
+            Verdict::AllowedForSession => return Ok(Some(LABEL_ALLOWED_BY_USER)),
+            Verdict::Denied | Verdict::DeniedForSession => {
+                return Err(Denial::by(LABEL_DENIED_BY_USER));
+            }
             Verdict::Ask => {}
         }
         self.journal.append(RecordBody::ToolCallState {
@@ -71,21 +136,65 @@ impl CallService<'_, '_> {
             state: ToolCallPhase::AwaitingApproval,
             protection: None,
         });
+        let suggested_rule = suggested_rule(&self.agent.permissions, &subject);
+        let details = self.output.approval_scopes.then(|| ApprovalDetails {
+            subject: judged.subject.clone(),
+            suggested_rule: suggested_rule.clone(),
+            proposed_change: magi_tools::proposed_change(
+                &call.name,
+                &call.arguments,
+                self.workspace.cwd(),
+            ),
+        });
         let approval_id = uuid::Uuid::new_v4().to_string();
         let expiry = std::time::Duration::from_millis(APPROVAL_EXPIRY_MS);
         // Opened before it is announced, so an answer racing the event is not lost.
         let wait = self.gates.approvals.open(&approval_id, expiry);
         self.output
-            .approval_requested(&approval_id, &call.label, APPROVAL_EXPIRY_MS)
+            .approval_requested(&approval_id, &call.label, APPROVAL_EXPIRY_MS, details)
             .await;
         let waiting = running_card(call, None, true);
         self.card(role, activity_id, Snapshot::Interim, waiting)
             .await;
-        match wait.settled(&self.output.cancel).await {
-            ApprovalOutcome::Allowed => Ok(Some(LABEL_ALLOWED_BY_USER)),
-            ApprovalOutcome::Denied => Err(LABEL_DENIED_BY_USER),
+        let answer = match wait.settled(&self.output.cancel).await {
+            ApprovalOutcome::Answered(answer) => answer,
             ApprovalOutcome::Expired | ApprovalOutcome::Cancelled => {
-                Err(LABEL_APPROVAL_UNAVAILABLE)
+                return Err(Denial::by(LABEL_APPROVAL_UNAVAILABLE));
+            }
+        };
+        if answer.unavailable {
+            return Err(Denial::by(LABEL_APPROVAL_UNAVAILABLE));
+        }
+        if answer.for_session
+            && let Some(rule) = &suggested_rule
+        {
+            let effect = if answer.allow {
+                RuleEffect::Allow
+            } else {
+                RuleEffect::Deny
+            };
+            self.gates
+                .rules
+                .add(effect, rule, self.turn_id, &call.call_id);
+            self.record_session_rules();
+        }
+        if answer.allow {
+            Ok(Some(LABEL_ALLOWED_BY_USER))
+        } else {
+            Err(Denial {
+                label: LABEL_DENIED_BY_USER,
+                message: answer.message,
+            })
+        }
+    }
+
+    /// Appends the session rules added since the last time, when this service records
+    /// to the session log; a subagent's wait for the session's turn to do it.
+    pub(in crate::runner) fn record_session_rules(&mut self) {
+        if self.journal.is_session() {
+            let records = self.gates.rules.take_unrecorded();
+            if !records.is_empty() {
+                self.journal.append_all(records);
             }
         }
     }

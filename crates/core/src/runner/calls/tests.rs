@@ -250,7 +250,10 @@ fn calls_are_recorded_before_they_are_supervised() {
             while let Some(event) = events.recv().await {
                 if let Event::ApprovalRequested(request) = event {
                     seen_when_asked = trace(&read_records(&log, &session_id));
-                    assert!(approvals.answer(&request.approval_id, false));
+                    assert!(
+                        approvals
+                            .answer(&request.approval_id, crate::approvals::Answer::once(false))
+                    );
                 }
             }
         },

@@ -1,0 +1,96 @@
+//! A real terminal for tests: a tmux server of its own per test, keys in with
+//! `send-keys`, the screen back with `capture-pane`.
+
+use std::process::Command;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use super::{TestEnv, WAIT, bin};
+
+/// One tmux server of its own per test, killed when the test ends.
+pub struct Tmux {
+    socket: String,
+}
+
+impl Tmux {
+    /// Starts Mission Control in a 120x40 window with `env`'s environment.
+    pub fn start(env: &TestEnv, vars: &[(&str, String)]) -> Tmux {
+        Tmux::start_command(env, vars, &[bin()])
+    }
+
+    /// Starts `command_line` (a program and its arguments) in a 120x40 window in
+    /// `env`'s workspace, with `env`'s `MC_HOME` and `vars`.
+    pub fn start_command(env: &TestEnv, vars: &[(&str, String)], command_line: &[&str]) -> Tmux {
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let socket = format!(
+            "magi-test-{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        );
+        let mut command = Command::new("tmux");
+        command.args([
+            "-L",
+            &socket,
+            "-f",
+            "/dev/null",
+            "new-session",
+            "-d",
+            "-s",
+            "mc",
+        ]);
+        command.args(["-x", "120", "-y", "40", "-c"]).arg(env.cwd());
+        command
+            .arg("-e")
+            .arg(format!("MC_HOME={}", env.mc_home().display()));
+        for (key, value) in vars {
+            command.arg("-e").arg(format!("{key}={value}"));
+        }
+        command.args(command_line);
+        let status = command.status().unwrap();
+        assert!(status.success(), "tmux could not start");
+        Tmux { socket }
+    }
+
+    fn tmux(&self, args: &[&str]) -> String {
+        let output = Command::new("tmux")
+            .args(["-L", &self.socket])
+            .args(args)
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    }
+
+    pub fn screen(&self) -> String {
+        self.tmux(&["capture-pane", "-p", "-t", "mc"])
+    }
+
+    /// Waits until the screen shows `text`; fails with the screen otherwise.
+    pub fn wait_for(&self, text: &str) -> String {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let screen = self.screen();
+            if screen.contains(text) {
+                return screen;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the screen never showed {text:?}:\n{screen}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    pub fn type_text(&self, text: &str) {
+        self.tmux(&["send-keys", "-t", "mc", "-l", text]);
+    }
+
+    pub fn key(&self, key: &str) {
+        self.tmux(&["send-keys", "-t", "mc", key]);
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        self.tmux(&["kill-server"]);
+    }
+}

@@ -9,7 +9,8 @@
 use magi_config::{ConfigError, load_settings, resolve_selection};
 use magi_protocol::StartupError;
 
-use crate::startup::{StartupRequest, check_disabled_tools, locate, project_settings_path};
+use crate::startup::check_disabled_tools;
+use crate::workspace::{StartupRequest, locate, project_settings_path};
 
 /// Why the local configuration cannot be admitted, in a sentence with the fix; none
 /// when every local step passes (the failure is then beyond them: an MCP server, a

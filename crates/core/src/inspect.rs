@@ -14,7 +14,7 @@ use magi_protocol::limits::{PROVIDER_MODEL_LOOKUP_MS, PROVIDER_PROBE_MS};
 use magi_provider::{Asked, Endpoint, Item, ModelEvent, ModelRequest, ProviderError};
 use tokio_util::sync::CancellationToken;
 
-use crate::startup::{StartupRequest, locate, project_settings_path};
+use crate::workspace::{StartupRequest, locate, project_settings_path};
 
 /// One settings file and whether it was there.
 #[derive(Debug, Clone, PartialEq, Eq)]

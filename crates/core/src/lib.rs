@@ -17,6 +17,7 @@ pub mod saved_cards;
 pub mod selection;
 pub mod sessions;
 mod startup;
+mod workspace;
 
 pub use agent::agent_for;
 pub use explain::{explain_configuration, explain_startup};
@@ -29,7 +30,8 @@ pub fn stop_background_jobs() {
     magi_tools::stop_background_jobs();
 }
 pub use sessions::Sessions;
-pub use startup::{ALLOW_ALL_ENV, CancelFlag, Runtime, StartupFailure, StartupRequest, start};
+pub use startup::{ALLOW_ALL_ENV, Runtime, StartupFailure, start};
+pub use workspace::{CancelFlag, StartupRequest};
 
 /// Whether this build has a built-in tool of that name, or reserves it for MCP tools
 /// (client tools may not take it).

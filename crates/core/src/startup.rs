@@ -4,47 +4,16 @@
 //! Startup runs on its own blocking worker and checks its cancellation flag between
 //! steps; a step already in progress (a slow filesystem call) finishes first.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use magi_config::{ConfigError, Env, Selection, Settings, load_settings, resolve_selection};
 use magi_protocol::StartupError;
 use magi_protocol::text::safe_display_name;
-use magi_store::{Home, context_id, resolve_home_path};
-use tokio_util::sync::CancellationToken;
+use magi_store::{Home, context_id};
 
 use crate::mcp::{MCP_TOOL_PREFIX, McpHub, McpStartError};
-
-/// What startup needs from the process: its working directory and environment.
-#[derive(Debug, Clone)]
-pub struct StartupRequest {
-    /// The working directory the client chose.
-    pub cwd: PathBuf,
-    /// The environment snapshot.
-    pub env: Env,
-}
-
-/// A shared flag that asks startup to stop at its next step (or at once, while it
-/// waits for MCP servers).
-#[derive(Debug, Clone, Default)]
-pub struct CancelFlag(CancellationToken);
-
-impl CancelFlag {
-    /// Asks the worker to stop.
-    pub fn cancel(&self) {
-        self.0.cancel();
-    }
-
-    /// Whether cancellation was asked for.
-    pub fn is_cancelled(&self) -> bool {
-        self.0.is_cancelled()
-    }
-
-    /// Resolves when cancellation is asked for.
-    pub async fn cancelled(&self) {
-        self.0.cancelled().await
-    }
-}
+use crate::workspace::{CancelFlag, StartupRequest, locate, project_settings_path};
 
 /// An admitted child's runtime: the one configuration snapshot it works with.
 #[derive(Debug, Clone)]
@@ -220,20 +189,6 @@ pub fn start(
     })
 }
 
-/// Resolves and prepares `MC_HOME` and canonicalizes the working directory, as every
-/// reader of the configuration does first. The error says which step failed.
-pub(crate) fn locate(request: &StartupRequest) -> Result<(Home, PathBuf), String> {
-    let env = &request.env;
-    let home_path = resolve_home_path(env.get_os("MC_HOME"), env.get_os("HOME"))
-        .map_err(|e| format!("cannot find MC_HOME: {e:?}"))?;
-    let home = Home::prepare(&home_path).map_err(|e| format!("cannot prepare MC_HOME: {e:?}"))?;
-    let cwd = request
-        .cwd
-        .canonicalize()
-        .map_err(|e| format!("cannot resolve the working directory: {e}"))?;
-    Ok((home, cwd))
-}
-
 /// Checks that every name `[tools] disabled` gives is a tool this backend could offer: a
 /// built-in (or `skill`, `task`), a tool the client registered, or `mcp__<server>__<tool>`
 /// of a configured server. Before the servers connect (`mcp` none) a configured
@@ -265,11 +220,6 @@ pub(crate) fn check_disabled_tools(
 /// without asking (deny and ask rules still apply).
 pub const ALLOW_ALL_ENV: &str = "MAGI_ALLOW_ALL";
 
-/// The project settings file of a canonical working directory.
-pub(crate) fn project_settings_path(cwd: &Path) -> PathBuf {
-    cwd.join(".magi").join("settings.toml")
-}
-
 fn config_error_code(error: &ConfigError) -> StartupError {
     match error {
         ConfigError::Invalid(_) => StartupError::ConfigurationInvalid,
@@ -280,6 +230,8 @@ fn config_error_code(error: &ConfigError) -> StartupError {
 
 #[cfg(test)]
 mod tests {
+    use std::path::Path;
+
     use super::*;
 
     fn request(dir: &Path, pairs: &[(&str, &str)]) -> StartupRequest {

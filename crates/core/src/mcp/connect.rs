@@ -17,7 +17,7 @@ use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use tokio::task::JoinSet;
 
 use super::{Connected, McpHub, McpTool, ProcessGroups};
-use crate::startup::CancelFlag;
+use crate::workspace::CancelFlag;
 
 /// Why the servers could not all be connected.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use magi_config::{McpApprovals, McpServer, load_settings};
 
-use crate::startup::{StartupRequest, locate, project_settings_path};
+use crate::workspace::{StartupRequest, locate, project_settings_path};
 
 /// One defined server and where it stands.
 #[derive(Debug, Clone)]

@@ -1,0 +1,235 @@
+//! `magi-code exec` interrupted: Ctrl-C at a real terminal (tmux), SIGTERM and SIGKILL,
+//! during an approved slow command. The backend runs in its own process group, so the
+//! terminal's SIGINT reaches `exec` alone, which cancels the run: exit status 130, the
+//! partial reply kept in the session, the command stopped before it wrote its file, and
+//! nothing left running.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test code: a failed step is a failed test"
+)]
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+
+use crate::common::*;
+use crate::exec::{exec_command, session_of};
+use crate::mcp::{assert_no_processes_in, processes_in, wait_for_processes_in};
+use magi_testkit::{MockServer, Reply};
+
+/// The command the model asks for: it would write `done.txt` after half a minute.
+const SLOW: &str = "sleep 30; touch done.txt";
+
+/// The model's first reply: some text, then the slow command.
+fn slow_call() -> Reply {
+    Reply::stream().text(["Working on it."]).tool_call(
+        "c1",
+        "bash",
+        [format!("{{\"command\":\"{SLOW}\"}}")],
+    )
+}
+
+/// Whether a process working in `dir` runs the slow command's `sleep`.
+fn sleeping_in(dir: &Path) -> bool {
+    processes_in(dir).iter().any(|pid| {
+        std::fs::read(format!("/proc/{pid}/cmdline"))
+            .is_ok_and(|cmdline| cmdline.starts_with(b"sleep\x0030"))
+    })
+}
+
+/// Waits (bounded) until the slow command is running.
+async fn until_sleeping(dir: &Path) {
+    let dir = dir.to_owned();
+    wait_for_processes_in(&dir.clone(), "the command never started", move |_| {
+        sleeping_in(&dir)
+    })
+    .await;
+}
+
+/// After the run: nothing of it runs any more and the command never wrote its file.
+async fn nothing_left(env: &TestEnv) {
+    assert_no_processes_in(&env.cwd()).await;
+    assert!(!env.cwd().join("done.txt").exists(), "the command ran on");
+}
+
+/// The only session log of the workspace, as text.
+fn the_log(env: &TestEnv) -> String {
+    let logs: Vec<_> = std::fs::read_dir(workspace_dir(env))
+        .unwrap()
+        .flatten()
+        .filter(|e| e.path().extension().is_some_and(|x| x == "jsonl"))
+        .collect();
+    assert_eq!(logs.len(), 1);
+    std::fs::read_to_string(logs[0].path()).unwrap()
+}
+
+#[tokio::test]
+async fn sigterm_cancels_the_run_and_exits_130() {
+    let mock = MockServer::start().await;
+    mock.enqueue(slow_call());
+    let env = TestEnv::new();
+    let mut command = exec_command(&env, &mock, &["--allow-all", "Do the slow thing"]);
+    command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let child = command.spawn().unwrap();
+    until_sleeping(&env.cwd()).await;
+    let pid = Pid::from_raw(i32::try_from(child.id().unwrap()).unwrap());
+    kill(pid, Signal::SIGTERM).unwrap();
+    let output = tokio::time::timeout(WAIT, child.wait_with_output())
+        .await
+        .expect("exec exits within the wait")
+        .unwrap();
+    assert_eq!(output.status.code(), Some(130), "{output:?}");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("cancelling the run"), "{stderr}");
+    assert!(stderr.contains("Working on it."), "{stderr}");
+    let session = session_of(&output);
+    let log = std::fs::read_to_string(log_path(&env, &session)).unwrap();
+    assert!(log.contains("Working on it."), "{log}");
+    assert!(log.contains("\"cancelled\""), "{log}");
+    nothing_left(&env).await;
+    assert_eq!(
+        mock.requests().len(),
+        1,
+        "nothing was asked after the cancel"
+    );
+}
+
+#[tokio::test]
+async fn an_interrupted_reply_is_printed_as_far_as_it_got() {
+    let mock = MockServer::start().await;
+    mock.enqueue(Reply::stream().text(["The first half"]).held());
+    let env = TestEnv::new();
+    let mut command = exec_command(&env, &mock, &["Write a lot"]);
+    command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let child = command.spawn().unwrap();
+    // The held reply has sent its text once the model request is in.
+    let deadline = Instant::now() + WAIT;
+    while mock.requests().is_empty() {
+        assert!(Instant::now() < deadline, "no model request");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let pid = Pid::from_raw(i32::try_from(child.id().unwrap()).unwrap());
+    kill(pid, Signal::SIGINT).unwrap();
+    let output = tokio::time::timeout(WAIT, child.wait_with_output())
+        .await
+        .expect("exec exits within the wait")
+        .unwrap();
+    assert_eq!(output.status.code(), Some(130), "{output:?}");
+    assert_eq!(
+        String::from_utf8(output.stdout).unwrap(),
+        "The first half\n"
+    );
+    mock.release();
+}
+
+#[tokio::test]
+async fn sigkill_of_exec_ends_the_backend_and_its_command() {
+    let mock = MockServer::start().await;
+    mock.enqueue(slow_call());
+    let env = TestEnv::new();
+    let mut command = exec_command(&env, &mock, &["--allow-all", "Do the slow thing"]);
+    command
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let mut child = command.spawn().unwrap();
+    until_sleeping(&env.cwd()).await;
+    child.start_kill().unwrap();
+    let status = tokio::time::timeout(WAIT, child.wait())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(status.code(), None);
+    // The backend saw its stdin close, cancelled the run and stopped its command.
+    nothing_left(&env).await;
+}
+
+/// One tmux server of its own per test, killed when the test ends.
+struct Tmux {
+    socket: String,
+}
+
+impl Tmux {
+    fn tmux(&self, args: &[&str]) -> String {
+        let output = Command::new("tmux")
+            .args(["-L", &self.socket])
+            .args(args)
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        self.tmux(&["kill-server"]);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ctrl_c_at_a_terminal_cancels_the_run_and_exits_130() {
+    let mock = MockServer::start().await;
+    mock.enqueue(slow_call());
+    let env = TestEnv::new();
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let tmux = Tmux {
+        socket: format!(
+            "magi-exec-test-{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        ),
+    };
+    let mut command = Command::new("tmux");
+    command.args(["-L", &tmux.socket, "-f", "/dev/null", "new-session", "-d"]);
+    command
+        .args(["-s", "x", "-x", "120", "-y", "20", "-c"])
+        .arg(env.cwd());
+    for (key, value) in [
+        ("MC_HOME", env.mc_home().display().to_string()),
+        ("MAGI_PROVIDER", "openai-chat".into()),
+        ("MAGI_MODEL", "mock-model".into()),
+        ("OPENAI_BASE_URL", mock.base_url()),
+    ] {
+        command.arg("-e").arg(format!("{key}={value}"));
+    }
+    command.args([bin(), "exec", "--allow-all", "Do the slow thing"]);
+    // The pane stays after exec exits, so its exit status can be read.
+    command.args([";", "set-option", "-w", "-t", "x", "remain-on-exit", "on"]);
+    assert!(command.status().unwrap().success(), "tmux could not start");
+    until_sleeping(&env.cwd()).await;
+    // Ctrl-C at the terminal: SIGINT to its whole foreground process group.
+    tmux.tmux(&["send-keys", "-t", "x", "C-c"]);
+    let deadline = Instant::now() + WAIT;
+    let status = loop {
+        let state = tmux.tmux(&[
+            "display-message",
+            "-p",
+            "-t",
+            "x",
+            "#{pane_dead} #{pane_dead_status}",
+        ]);
+        if let Some(status) = state.trim().strip_prefix("1 ") {
+            break status.to_owned();
+        }
+        assert!(Instant::now() < deadline, "exec did not exit: {state}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let screen = tmux.tmux(&["capture-pane", "-p", "-t", "x"]);
+    assert_eq!(status, "130", "{screen}");
+    assert!(screen.contains("cancelling the run"), "{screen}");
+    let log = the_log(&env);
+    assert!(log.contains("Working on it."), "{log}");
+    nothing_left(&env).await;
+}

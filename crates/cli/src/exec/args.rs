@@ -77,8 +77,8 @@ pub struct ExecArgs {
     /// The model for this run, overriding MAGI_MODEL and the settings.
     #[arg(long, value_name = "MODEL", value_parser = NonEmptyStringValueParser::new())]
     pub model: Option<String>,
-    /// The provider for this run, overriding MAGI_PROVIDER and the settings (its own
-    /// default model applies unless --model is given).
+    /// The provider for this run, overriding MAGI_PROVIDER and the settings; its model
+    /// is --model, else MAGI_MODEL, else the one the settings give this provider.
     #[arg(long, value_name = "NAME", value_parser = NonEmptyStringValueParser::new())]
     pub provider: Option<String>,
     /// The prompt. `-`, or nothing when stdin is not a terminal, reads it from stdin.

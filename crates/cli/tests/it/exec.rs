@@ -185,6 +185,7 @@ async fn exec_denies_without_a_terminal_and_allow_all_runs_without_asking() {
     assert!(denied.status.success());
     let stderr = String::from_utf8_lossy(&denied.stderr);
     assert!(stderr.contains("no terminal to ask"), "{stderr}");
+    assert!(stderr.contains("✗ bash: denied"), "{stderr}");
     assert!(!env.cwd().join("made.txt").exists());
 
     mock.enqueue(bash_call());

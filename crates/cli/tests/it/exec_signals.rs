@@ -70,37 +70,41 @@ fn the_log(env: &TestEnv) -> String {
 }
 
 #[tokio::test]
-async fn sigterm_cancels_the_run_and_exits_130() {
-    let mock = MockServer::start().await;
-    mock.enqueue(slow_call());
-    let env = TestEnv::new();
-    let mut command = exec_command(&env, &mock, &["--allow-all", "Do the slow thing"]);
-    command
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let child = command.spawn().unwrap();
-    until_sleeping(&env.cwd()).await;
-    let pid = Pid::from_raw(i32::try_from(child.id().unwrap()).unwrap());
-    kill(pid, Signal::SIGTERM).unwrap();
-    let output = tokio::time::timeout(WAIT, child.wait_with_output())
-        .await
-        .expect("exec exits within the wait")
-        .unwrap();
-    assert_eq!(output.status.code(), Some(130), "{output:?}");
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(stderr.contains("cancelling the run"), "{stderr}");
-    assert!(stderr.contains("Working on it."), "{stderr}");
-    let session = session_of(&output);
-    let log = std::fs::read_to_string(log_path(&env, &session)).unwrap();
-    assert!(log.contains("Working on it."), "{log}");
-    assert!(log.contains("\"cancelled\""), "{log}");
-    nothing_left(&env).await;
-    assert_eq!(
-        mock.requests().len(),
-        1,
-        "nothing was asked after the cancel"
-    );
+async fn sigterm_and_sighup_cancel_the_run_and_exit_130() {
+    for signal in [Signal::SIGTERM, Signal::SIGHUP] {
+        let mock = MockServer::start().await;
+        mock.enqueue(slow_call());
+        let env = TestEnv::new();
+        let mut command = exec_command(&env, &mock, &["--allow-all", "Do the slow thing"]);
+        command
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let child = command.spawn().unwrap();
+        until_sleeping(&env.cwd()).await;
+        let pid = Pid::from_raw(i32::try_from(child.id().unwrap()).unwrap());
+        kill(pid, signal).unwrap();
+        let output = tokio::time::timeout(WAIT, child.wait_with_output())
+            .await
+            .expect("exec exits within the wait")
+            .unwrap();
+        assert_eq!(output.status.code(), Some(130), "{signal}: {output:?}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains("cancelling the run"), "{stderr}");
+        // The text before the call was commentary: on stderr, and kept in the session.
+        assert!(stderr.contains("Working on it."), "{stderr}");
+        assert!(output.stdout.is_empty(), "{signal}: {output:?}");
+        let session = session_of(&output);
+        let log = std::fs::read_to_string(log_path(&env, &session)).unwrap();
+        assert!(log.contains("Working on it."), "{log}");
+        assert!(log.contains("\"cancelled\""), "{log}");
+        nothing_left(&env).await;
+        assert_eq!(
+            mock.requests().len(),
+            1,
+            "nothing was asked after the cancel"
+        );
+    }
 }
 
 #[tokio::test]

@@ -305,6 +305,7 @@ async fn follow(
             }
             Step::Signal => {
                 if cancel_deadline.is_some() {
+                    eprintln!("magi-code exec: stopped at once; the backend was killed");
                     signals::kill_group(backend).await;
                     return Ended::Interrupted { killed: true };
                 }

@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
 
 use crate::common::*;
 use crate::exec::{exec_command, session_of};
@@ -148,6 +149,52 @@ async fn an_interrupted_reply_is_printed_as_far_as_it_got() {
 }
 
 #[tokio::test]
+async fn a_second_ctrl_c_kills_the_backend_at_once() {
+    let mock = MockServer::start().await;
+    // A command that ignores SIGTERM holds the cancelled run for the launcher's grace
+    // period, until its SIGKILL: the second signal comes while the run is stopping.
+    let stubborn = "trap '' TERM; sleep 30; touch done.txt";
+    mock.enqueue(Reply::stream().tool_call(
+        "c1",
+        "bash",
+        [format!("{{\"command\":\"{stubborn}\"}}")],
+    ));
+    let env = TestEnv::new();
+    let mut command = exec_command(&env, &mock, &["--allow-all", "Do the slow thing"]);
+    command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = command.spawn().unwrap();
+    until_sleeping(&env.cwd()).await;
+    let pid = Pid::from_raw(i32::try_from(child.id().unwrap()).unwrap());
+    kill(pid, Signal::SIGINT).unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut seen = String::new();
+    while !seen.contains("cancelling the run") {
+        let read = tokio::time::timeout(WAIT, stderr.read_line(&mut seen))
+            .await
+            .expect("exec said it was cancelling")
+            .unwrap();
+        assert_ne!(read, 0, "stderr ended: {seen}");
+    }
+    // Exec may have exited already on a slow machine; the assertions below still hold.
+    let _ = kill(pid, Signal::SIGINT);
+    let status = tokio::time::timeout(WAIT, child.wait())
+        .await
+        .expect("exec exits within the wait")
+        .unwrap();
+    stderr.read_to_string(&mut seen).await.unwrap();
+    assert_eq!(status.code(), Some(130), "{seen}");
+    assert!(
+        seen.contains("stopped at once; the backend was killed"),
+        "{seen}"
+    );
+    // The backend died by SIGKILL; its command's launcher saw the lifeline close.
+    nothing_left(&env).await;
+}
+
+#[tokio::test]
 async fn sigkill_of_exec_ends_the_backend_and_its_command() {
     let mock = MockServer::start().await;
     mock.enqueue(slow_call());
@@ -209,7 +256,9 @@ async fn ctrl_c_at_a_terminal_cancels_the_run_and_exits_130() {
     command
         .args(["-s", "x", "-x", "120", "-y", "20", "-c"])
         .arg(env.cwd());
+    let status_file = env.root().join("status");
     for (key, value) in [
+        ("STATUS", status_file.display().to_string()),
         ("MC_HOME", env.mc_home().display().to_string()),
         ("MAGI_PROVIDER", "openai-chat".into()),
         ("MAGI_MODEL", "mock-model".into()),
@@ -217,8 +266,13 @@ async fn ctrl_c_at_a_terminal_cancels_the_run_and_exits_130() {
     ] {
         command.arg("-e").arg(format!("{key}={value}"));
     }
+    // bash waits for exec and writes its exit status: a foreground job's shell sees
+    // Ctrl-C too, and (not being a terminal's job control shell) lets its command
+    // decide. Reading the status from tmux instead proved unreliable: its server now
+    // and then leaves the exited pane process unreaped.
+    command.args(["bash", "-c", "\"$@\"; echo $? > \"$STATUS\"", "bash"]);
     command.args([bin(), "exec", "--allow-all", "Do the slow thing"]);
-    // The pane stays after exec exits, so its exit status can be read.
+    // The pane stays after bash exits, so the screen can be read.
     command.args([";", "set-option", "-w", "-t", "x", "remain-on-exit", "on"]);
     assert!(command.status().unwrap().success(), "tmux could not start");
     until_sleeping(&env.cwd()).await;
@@ -226,19 +280,13 @@ async fn ctrl_c_at_a_terminal_cancels_the_run_and_exits_130() {
     tmux.tmux(&["send-keys", "-t", "x", "C-c"]);
     let deadline = Instant::now() + WAIT;
     let status = loop {
-        let state = tmux.tmux(&[
-            "display-message",
-            "-p",
-            "-t",
-            "x",
-            "#{pane_dead} #{pane_dead_status}",
-        ]);
-        if let Some(status) = state.trim().strip_prefix("1 ") {
-            break status.to_owned();
+        let status = std::fs::read_to_string(&status_file).unwrap_or_default();
+        if status.ends_with('\n') {
+            break status.trim().to_owned();
         }
         assert!(
             Instant::now() < deadline,
-            "exec did not exit: {state}\n{}",
+            "exec did not exit:\n{}",
             tmux.tmux(&["capture-pane", "-p", "-t", "x"])
         );
         tokio::time::sleep(Duration::from_millis(20)).await;

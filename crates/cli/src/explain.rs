@@ -3,18 +3,10 @@
 //! configuration loaded in process (`magi_core::explain_*`), the shared prompt rule,
 //! and the run's `diagnostic` events.
 
-use std::process::ExitCode;
-
 use anyhow::anyhow;
 use magi_core::StartupRequest;
-use magi_protocol::messages::{DIAGNOSTIC_REPLY_TRUNCATED, Event, RunOutcome};
 use magi_protocol::text::PromptProblem;
 use magi_protocol::{ErrorCode, StartupError};
-
-/// Exit status of a run that completed with a reply cut at the model's output limit.
-pub const EXIT_REPLY_CUT: u8 = 3;
-/// Exit status of a cancelled run.
-pub const EXIT_CANCELLED: u8 = 130;
 
 /// The startup request a backend started from here makes: this directory, this
 /// environment.
@@ -70,7 +62,7 @@ pub fn turn_refused(code: ErrorCode, prompt: &str) -> String {
 }
 
 /// What a run's end means when no diagnostic said it.
-fn run_failure(code: ErrorCode) -> &'static str {
+pub fn run_failure(code: ErrorCode) -> &'static str {
     match code {
         ErrorCode::ContentLimit => {
             "the reply passed the run's bounds (8 MiB of text, 512 segments or 4,096 activities)"
@@ -84,55 +76,5 @@ fn run_failure(code: ErrorCode) -> &'static str {
             "the session's saved model selection is no longer available: choose another"
         }
         _ => "the run failed",
-    }
-}
-
-/// Follows a run's events for what goes on stderr whatever the output mode: every
-/// diagnostic, why a failed run failed when no diagnostic said it, and whether the
-/// reply was cut.
-#[derive(Debug, Default)]
-pub struct RunReport {
-    /// A diagnostic said the reply was cut at the model's output limit.
-    pub cut: bool,
-    /// Some diagnostic was shown.
-    told: bool,
-}
-
-impl RunReport {
-    /// Takes one event of the run, writing to stderr what a person must know of it.
-    pub fn observe(&mut self, event: &Event) {
-        match event {
-            Event::Diagnostic(diagnostic) => {
-                self.told = true;
-                self.cut |= diagnostic.code == DIAGNOSTIC_REPLY_TRUNCATED;
-                eprintln!("magi-code: {}: {}", diagnostic.code, diagnostic.summary);
-            }
-            Event::RunFinished(finished) => match (finished.outcome, finished.error_code) {
-                (RunOutcome::Failed, Some(code)) if self.told => {
-                    eprintln!("magi-code: the run failed [{}]", code.as_str());
-                }
-                (RunOutcome::Failed, Some(code)) => {
-                    eprintln!("magi-code: {} [{}]", run_failure(code), code.as_str());
-                }
-                (RunOutcome::Failed, None) => eprintln!("magi-code: the run failed"),
-                (RunOutcome::Completed, _) if self.cut => eprintln!(
-                    "magi-code: the reply is incomplete: the model stopped at its output \
-                     token limit"
-                ),
-                _ => {}
-            },
-            _ => {}
-        }
-    }
-
-    /// The exit status of a run that ended with `outcome`: 0 completed, 3 completed
-    /// with a cut reply, 1 failed, 130 cancelled.
-    pub fn exit_code(&self, outcome: RunOutcome) -> ExitCode {
-        match outcome {
-            RunOutcome::Completed if self.cut => ExitCode::from(EXIT_REPLY_CUT),
-            RunOutcome::Completed => ExitCode::SUCCESS,
-            RunOutcome::Failed => ExitCode::FAILURE,
-            RunOutcome::Cancelled => ExitCode::from(EXIT_CANCELLED),
-        }
     }
 }

@@ -16,8 +16,68 @@ use magi_core::{StartupRequest, launcher};
 /// Exit status of an invalid launch.
 const EXIT_INVALID_LAUNCH: u8 = 2;
 
+/// What `magi-code --help` says first: the interactive client.
+const LONG_ABOUT: &str = "\
+magi-code is a local coding agent.
+
+Run `magi-code` with no arguments in a terminal to open Mission Control, the \
+interactive client: type a prompt and press Enter, watch the reply and the tool calls \
+stream in, answer the approvals it asks for, Esc stops a turn, Ctrl-C quits.
+
+The commands below are for everything else: one turn from a script (exec), what a \
+backend would use (doctor), MCP server approvals (mcp), and the backend itself, which \
+a client spawns (serve).";
+
+const AFTER_HELP: &str = "\
+Examples:
+  magi-code                                    Mission Control, in this directory
+  magi-code exec \"What does src/main.rs do?\"   one turn; the reply on stdout
+  magi-code doctor                             the provider and model a backend would use
+  magi-code help serve                         how a client launches the backend
+
+Settings, providers and permissions: docs/configuration.md.";
+
+const SERVE_ABOUT: &str = "\
+Serve the magi-code.local-agent protocol on stdin and stdout, for a client that spawns \
+magi-code as its backend.
+
+The launch rule: the only launch is exactly `magi-code serve --stdio`, with stdin and \
+stdout inherited pipes. Any other argument (`--help` too), a missing --stdio, or a \
+stdin or stdout that is a terminal, a file or a socket is refused with exit status 2 \
+before anything is touched, MC_HOME included, so a client gets the protocol or nothing. \
+That is why this text is only shown by `magi-code help serve`.
+
+Then one JSON request per line goes in and one JSON response or event per line comes \
+out; nothing else is written to stdout or stderr. The protocol: \
+docs/protocol/README.md.";
+
+const SERVE_AFTER_HELP: &str = "\
+Example (a client's view; the first line it sends):
+  magi-code serve --stdio
+  {\"protocol\":\"magi-code.local-agent\",\"version\":1,\"id\":\"r1\",\"method\":\"initialize\",\"params\":{\"required_capabilities\":[\"status\",\"shutdown\"]}}";
+
+const DOCTOR_ABOUT: &str = "\
+Check the setup: show the configuration in use and where each part comes from \
+(MC_HOME, each settings file read or absent, the provider, its base URL, whether its \
+credential is present, the model, the MCP servers and their approval), then check it, \
+each line ok, warning or error with what to do. --online also reaches the provider. \
+Exits 1 when something is broken.";
+
+const DOCTOR_AFTER_HELP: &str = "\
+Examples:
+  magi-code doctor
+  magi-code doctor --online
+  magi-code doctor --json | jq .checks
+  MAGI_PROVIDER=anthropic MAGI_MODEL=claude-sonnet-4-5 magi-code doctor --online";
+
 #[derive(Parser)]
-#[command(name = "magi-code", version, about = "A local coding agent")]
+#[command(
+    name = "magi-code",
+    version,
+    about = "A local coding agent; with no arguments in a terminal, Mission Control",
+    long_about = LONG_ABOUT,
+    after_help = AFTER_HELP
+)]
 struct Cli {
     /// Without a command, in a terminal: Mission Control, the interactive client.
     #[command(subcommand)]
@@ -26,8 +86,13 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Serve the magi-code.local-agent protocol on standard input and output (pipes only).
-    #[command(disable_help_flag = true)]
+    /// Serve the magi-code.local-agent protocol on stdin and stdout (for clients; pipes
+    /// only).
+    #[command(
+        disable_help_flag = true,
+        long_about = SERVE_ABOUT,
+        after_help = SERVE_AFTER_HELP
+    )]
     Serve {
         /// Serve over inherited stdin/stdout pipes; the only transport.
         #[arg(long)]
@@ -35,6 +100,7 @@ enum Command {
     },
     /// Show the configuration in use and where each part comes from, then check it
     /// (exit status 1 when something is broken).
+    #[command(long_about = DOCTOR_ABOUT, after_help = DOCTOR_AFTER_HELP)]
     Doctor {
         /// Also reach the provider: its model list, or a minimal request.
         #[arg(long)]
@@ -44,20 +110,11 @@ enum Command {
         json: bool,
     },
     /// List the MCP servers defined for this directory, approve or revoke them.
-    #[command(subcommand)]
+    #[command(subcommand, long_about = mcp::LONG_ABOUT, after_help = mcp::AFTER_HELP)]
     Mcp(mcp::McpCommand),
-    /// Run one turn in the current directory and print the reply as it streams.
-    Exec {
-        /// Print the protocol's event frames as JSON lines.
-        #[arg(long)]
-        json: bool,
-        /// Run every tool call without asking, for this run only (deny and ask rules
-        /// in settings still apply).
-        #[arg(long)]
-        allow_all: bool,
-        /// The prompt.
-        prompt: String,
-    },
+    /// Run one turn in this directory and print the reply, for scripts.
+    #[command(long_about = exec::LONG_ABOUT, after_help = exec::AFTER_HELP)]
+    Exec(exec::ExecArgs),
 }
 
 fn main() -> ExitCode {
@@ -98,11 +155,7 @@ fn main() -> ExitCode {
         }
         Some(Command::Doctor { online, json }) => doctor::run(online, json),
         Some(Command::Mcp(command)) => mcp::run(command),
-        Some(Command::Exec {
-            json,
-            allow_all,
-            prompt,
-        }) => exec::run(&prompt, json, allow_all),
+        Some(Command::Exec(args)) => exec::run(&args),
     }
 }
 

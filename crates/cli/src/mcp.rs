@@ -11,17 +11,53 @@ use magi_config::{Env, McpSource};
 use magi_core::StartupRequest;
 use magi_core::mcp::{McpReview, ServerReview};
 
+/// What `magi-code mcp --help` says it does.
+pub const LONG_ABOUT: &str = "\
+List the MCP servers defined for this directory (in the global and the project \
+settings), approve or revoke them.
+
+A server runs only after its definition was approved here, by a person: the backend \
+never starts one on its own. The approval is global (kept in MC_HOME) and names the \
+definition's exact content and source, so a changed definition needs approving again.";
+
+/// What `magi-code mcp --help` ends with.
+pub const AFTER_HELP: &str = "\
+Examples:
+  magi-code mcp list
+  magi-code mcp approve github
+  magi-code mcp revoke github
+
+More: docs/mcp.md.";
+
 /// What `magi-code mcp` does.
 #[derive(clap::Subcommand)]
 pub enum McpCommand {
     /// List the servers defined for this directory and whether each may run.
+    #[command(
+        long_about = "List the MCP servers defined for this directory, one a line: its \
+                      name, whether it may run (approved, needs approval, disabled), \
+                      where it is defined (global or project), what it runs or reaches, \
+                      and the start of its definition's digest.",
+        after_help = "Example:\n  magi-code mcp list"
+    )]
     List,
     /// Approve a server's current definition, so the backend connects it.
+    #[command(
+        long_about = "Approve a server's current definition, so backends started in this \
+                      directory connect it. The approval names the definition's exact \
+                      content: after a change, approve it again.",
+        after_help = "Example:\n  magi-code mcp approve github"
+    )]
     Approve {
         /// The server's name.
         name: String,
     },
     /// Withdraw the approval of a server's current definition.
+    #[command(
+        long_about = "Withdraw the approval of a server's current definition: backends \
+                      started afterwards no longer connect it.",
+        after_help = "Example:\n  magi-code mcp revoke github"
+    )]
     Revoke {
         /// The server's name.
         name: String,

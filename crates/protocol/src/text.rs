@@ -29,15 +29,32 @@ impl PromptProblem {
 impl std::fmt::Display for PromptProblem {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            PromptProblem::Empty => f.write_str("the prompt is empty"),
+            PromptProblem::Empty => {
+                f.write_str("the prompt is empty: say what the agent should do")
+            }
             PromptProblem::TooLong(bytes) => write!(
                 f,
-                "the prompt is {bytes} bytes, {} over the {PROMPT_BYTES}-byte limit: put \
-                 long text in a file in the workspace and ask the model to read it",
-                bytes - PROMPT_BYTES
+                "the prompt is {} bytes, over the limit of {} bytes by {}; put long text in \
+                 a file in this directory and ask the model to read it",
+                grouped(*bytes),
+                grouped(PROMPT_BYTES),
+                grouped(bytes.saturating_sub(PROMPT_BYTES)),
             ),
         }
     }
+}
+
+/// `n` with a comma between each group of three digits, as the docs write bounds.
+pub fn grouped(n: usize) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
 }
 
 /// Prefixes of credentials issued by common providers and forges.
@@ -179,6 +196,15 @@ pub fn safe_display_name(name: &str) -> Option<&str> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn numbers_are_grouped_by_thousands() {
+        use super::grouped;
+        assert_eq!(grouped(0), "0");
+        assert_eq!(grouped(999), "999");
+        assert_eq!(grouped(1_000), "1,000");
+        assert_eq!(grouped(1_048_576), "1,048,576");
+    }
+
     use super::*;
 
     #[test]

@@ -16,7 +16,9 @@ use super::{App, EXIT_WAIT, Picker};
 /// uses.
 pub(super) async fn start_backend() -> anyhow::Result<Backend> {
     let exe = std::env::current_exe().context("cannot find the magi-code executable")?;
-    let mut backend = BackendCommand::new(exe).spawn()?;
+    // Its own process group: a signal meant for the terminal's foreground job (Mission
+    // Control) must not reach the backend, which is stopped through the protocol.
+    let mut backend = BackendCommand::new(exe).own_process_group().spawn()?;
     backend
         .initialize(&[
             "session.create",

@@ -204,23 +204,6 @@ async fn a_429_with_a_long_wait_reports_the_retry_time() {
 }
 
 #[tokio::test]
-async fn an_empty_or_oversize_prompt_says_which() {
-    let mock = MockServer::start().await;
-    let empty = exec_against(TestEnv::new(), &mock, &["  "]).await;
-    assert_eq!(empty.status.code(), Some(1));
-    assert!(stderr(&empty).contains("the prompt is empty"), "{empty:?}");
-    let long = "a".repeat(20_000);
-    let oversize = exec_against(TestEnv::new(), &mock, &[&long]).await;
-    assert_eq!(oversize.status.code(), Some(1));
-    let said = stderr(&oversize);
-    assert!(
-        said.contains("the prompt is 20000 bytes, 3616 over the 16384-byte limit"),
-        "{said}"
-    );
-    assert!(mock.requests().is_empty());
-}
-
-#[tokio::test]
 async fn a_reply_cut_at_the_output_limit_is_reported_and_exits_3() {
     let mock = MockServer::start().await;
     mock.enqueue(

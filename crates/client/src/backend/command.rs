@@ -25,6 +25,7 @@ pub struct BackendCommand {
     envs: Vec<(OsString, OsString)>,
     cwd: Option<PathBuf>,
     capture_stderr: bool,
+    own_process_group: bool,
 }
 
 impl BackendCommand {
@@ -37,6 +38,7 @@ impl BackendCommand {
             envs: Vec::new(),
             cwd: None,
             capture_stderr: false,
+            own_process_group: false,
         }
     }
 
@@ -65,6 +67,15 @@ impl BackendCommand {
         self
     }
 
+    /// Starts the child as the leader of a process group of its own, so the signals a
+    /// terminal sends its foreground group (Ctrl-C's SIGINT) reach the front end only,
+    /// which then stops the child through the protocol; the group's ID is the child's
+    /// process ID.
+    pub fn own_process_group(mut self) -> Self {
+        self.own_process_group = true;
+        self
+    }
+
     /// Spawns the backend and starts reading its output.
     pub fn spawn(&self) -> Result<Backend, ClientError> {
         let mut command = Command::new(&self.program);
@@ -84,6 +95,9 @@ impl BackendCommand {
         command.envs(self.envs.iter().map(|(k, v)| (k, v)));
         if let Some(cwd) = &self.cwd {
             command.current_dir(cwd);
+        }
+        if self.own_process_group {
+            command.process_group(0);
         }
         let mut child = command.spawn().map_err(ClientError::Spawn)?;
         let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {

@@ -1,0 +1,115 @@
+//! The session a run goes into: a new one, the one `--resume ID` names, or the newest
+//! of this directory for `--continue`, found with `session.discover` so that any number
+//! of sessions is searched, not only the 256 `session.list` holds.
+
+use anyhow::{Context, anyhow, bail};
+use magi_client::Backend;
+use magi_protocol::ErrorCode;
+use magi_protocol::limits::REQUEST_IDS;
+use magi_protocol::messages::{
+    EmptyParams, SessionDiscoverParams, SessionListEntry, SessionOpenParams, SessionResult,
+};
+use magi_protocol::methods;
+
+/// Most `session.discover` batches one search asks for. Every batch moves the pass on by
+/// at least one log, and a child has [`REQUEST_IDS`] requests in its life; this leaves
+/// the run enough of them.
+const DISCOVER_BATCHES: usize = REQUEST_IDS - 64;
+
+/// Which session the run goes into.
+#[derive(Debug, Clone)]
+pub(super) enum Target {
+    /// A new session.
+    New,
+    /// The session with this ID.
+    Resume(String),
+    /// The newest session of the working directory.
+    Newest,
+}
+
+impl Target {
+    /// The capabilities attaching needs, beyond the ones every run needs.
+    pub(super) fn capabilities(&self) -> &'static [&'static str] {
+        match self {
+            Target::New => &[],
+            Target::Resume(_) => &["session.open"],
+            Target::Newest => &["session.open", "session.discover"],
+        }
+    }
+}
+
+/// Attaches the run's session.
+pub(super) async fn attach(
+    backend: &mut Backend,
+    target: &Target,
+) -> anyhow::Result<SessionResult> {
+    let id = match target {
+        Target::New => {
+            return backend
+                .call::<methods::SessionCreate>(&EmptyParams {})
+                .await?
+                .map_err(|code| anyhow!("cannot create a session: {}", code.as_str()));
+        }
+        Target::Resume(id) => id.clone(),
+        Target::Newest => newest(backend)
+            .await?
+            .context("there is no session in this directory to continue; run without --continue to start one")?,
+    };
+    let params = SessionOpenParams {
+        session_id: id.clone(),
+    };
+    backend
+        .call::<methods::SessionOpen>(&params)
+        .await?
+        .map_err(|code| open_error(&id, code))
+}
+
+/// What a refused `session.open` means to the person who asked for it.
+fn open_error(id: &str, code: ErrorCode) -> anyhow::Error {
+    match code {
+        ErrorCode::SessionMissing => anyhow!(
+            "there is no session {id} in this directory (sessions belong to the directory \
+             they were started in)"
+        ),
+        ErrorCode::CwdMismatch => {
+            anyhow!("session {id} was started in another directory; run exec there to continue it")
+        }
+        ErrorCode::Busy => {
+            anyhow!("session {id} is in use by another magi-code process; try again when it ends")
+        }
+        ErrorCode::InvalidParams => {
+            anyhow!("{id:?} is not a session ID (letters, digits, `-` and `_`, at most 64)")
+        }
+        other => anyhow!("cannot open session {id}: {}", other.as_str()),
+    }
+}
+
+/// The ID of the session of this directory with the latest record, if there is one.
+async fn newest(backend: &mut Backend) -> anyhow::Result<Option<String>> {
+    let mut params = SessionDiscoverParams::default();
+    let mut newest: Option<SessionListEntry> = None;
+    for _ in 0..DISCOVER_BATCHES {
+        let batch = backend
+            .call::<methods::SessionDiscover>(&params)
+            .await?
+            .map_err(|code| anyhow!("cannot list this directory's sessions: {}", code.as_str()))?;
+        for entry in batch.sessions {
+            // Timestamps are UTC RFC 3339 with a fixed width, so their order is the
+            // text's; an empty history (no timestamp) is the oldest.
+            if newest
+                .as_ref()
+                .is_none_or(|best| entry.updated_at > best.updated_at)
+            {
+                newest = Some(entry);
+            }
+        }
+        match batch.next_cursor {
+            Some(cursor) => params.cursor = Some(cursor),
+            None => return Ok(newest.map(|entry| entry.session_id)),
+        }
+    }
+    bail!(
+        "this directory has too many sessions to find the newest in one run; name one \
+         with --resume ID"
+    )
+}

@@ -197,7 +197,7 @@ async fn backend_check(configuration_ok: bool) -> Check {
 async fn start_backend() -> anyhow::Result<(Result<usize, magi_protocol::ErrorCode>, Duration)> {
     let exe = std::env::current_exe().context("cannot find the magi-code executable")?;
     let started = Instant::now();
-    let mut backend = BackendCommand::new(exe).spawn()?;
+    let mut backend = BackendCommand::new(exe).own_process_group().spawn()?;
     let initialized = backend.initialize(&["initialize", "shutdown"]).await?;
     let elapsed = started.elapsed();
     let _ = backend.shutdown().await;

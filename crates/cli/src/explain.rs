@@ -61,9 +61,9 @@ pub fn turn_refused(code: ErrorCode, prompt: &str) -> String {
     format!("{said} [{}]", code.as_str())
 }
 
-/// What a run's end means when no diagnostic said it.
-pub fn run_failure(code: ErrorCode) -> &'static str {
-    match code {
+/// What a run's end means, for the codes whose cause no diagnostic of the run says.
+pub fn run_failure(code: ErrorCode) -> Option<&'static str> {
+    let said = match code {
         ErrorCode::ContentLimit => {
             "the reply passed the run's bounds (8 MiB of text, 512 segments or 4,096 activities)"
         }
@@ -75,6 +75,8 @@ pub fn run_failure(code: ErrorCode) -> &'static str {
         ErrorCode::StaleSelection => {
             "the session's saved model selection is no longer available: choose another"
         }
-        _ => "the run failed",
-    }
+        // The run's diagnostics say why (the provider's failure, for one).
+        _ => return None,
+    };
+    Some(said)
 }

@@ -21,11 +21,10 @@ pub(super) enum Failure<'a> {
 pub(super) fn failure(failure: &Failure<'_>) {
     match failure {
         Failure::Setup(error) => eprintln!("magi-code exec: {error:#}"),
-        Failure::Run(Some(code)) => eprintln!(
-            "magi-code exec: the run failed: {} [{}]",
-            crate::explain::run_failure(*code),
-            code.as_str()
-        ),
+        Failure::Run(Some(code)) => match crate::explain::run_failure(*code) {
+            Some(why) => eprintln!("magi-code exec: the run failed: {why} [{}]", code.as_str()),
+            None => eprintln!("magi-code exec: the run failed [{}]", code.as_str()),
+        },
         Failure::Run(None) => eprintln!("magi-code exec: the run failed"),
         Failure::Cut => eprintln!(
             "magi-code exec: the reply is incomplete: the model stopped at its output token \

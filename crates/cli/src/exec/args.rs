@@ -19,8 +19,8 @@ Run one turn in this directory through a backend of its own, and print the reply
 Stdout carries the final reply alone, so `$(magi-code exec ...)` captures just that \
 (with --json: the protocol's event frames, one JSON object a line). Stderr carries \
 progress for a person: `session ID` first, one line per tool call (the tool and its \
-subject, the outcome, the time taken), the text the model wrote between tool calls, \
-and errors. --quiet keeps only errors, diagnostics and denials.
+main argument, such as the path, or the first line of a command, the outcome, the time \
+taken), the text the model wrote between tool calls, and errors. --quiet keeps only errors, diagnostics and denials.
 
 The prompt is the argument; `-`, or no argument with stdin not a terminal, reads it \
 from stdin. An empty prompt, or one over 16,384 bytes, is refused before anything is \

@@ -3,7 +3,8 @@
 //!
 //! Stdout carries the final reply alone (or, with `--json`, the protocol's event
 //! frames); stderr carries progress (`args`, `output`): `session ID` first, one line per
-//! tool call, and errors (`report`). The run goes into a new session, the one
+//! tool call naming its main argument (from the call's `tool.card`, negotiated unless
+//! `--json` or `--quiet`), and errors (`report`). The run goes into a new session, the one
 //! `--resume` names or the newest one (`--continue`; `session`). A tool call the policy
 //! would ask about is put to the person at the terminal (`approval`).
 //!
@@ -205,6 +206,10 @@ async fn start(
         magi_protocol::names::APPROVAL_SCOPES,
     ];
     capabilities.extend_from_slice(target.capabilities());
+    // The cards name each call's main argument in its progress line.
+    if output.cards() {
+        capabilities.push(magi_protocol::cards::CAPABILITY);
+    }
     let selecting = args.model.is_some() || args.provider.is_some();
     if selecting && !matches!(target, Target::New) {
         capabilities.push("status");

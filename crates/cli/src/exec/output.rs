@@ -1,15 +1,26 @@
 //! Where a run's events go: the final reply alone on stdout (or, with `--json`, every
 //! event frame), and progress for the person on stderr — the session, one line per tool
 //! call, the text the model wrote between tool calls — unless `--quiet`.
+//!
+//! A call's line names its main argument. An activity's summary never holds raw
+//! parameters, so the argument comes from the call's `tool.card` (negotiated for the
+//! progress lines alone; see [`Mode::cards`]): the command of `bash` and `async_bash`
+//! (redacted by the backend), the URL of `web_fetch`. A call's final card follows its
+//! ending activity, so the line waits for it, linked by the activity ID.
 
 use std::collections::HashMap;
 use std::io::Write;
 use std::time::{Duration, Instant};
 
+use magi_protocol::cards::{Block, Card, CardState, ResourceKind, ToolKind};
 use magi_protocol::messages::{ActivityState, DIAGNOSTIC_REPLY_TRUNCATED, Event};
 use magi_protocol::wire::EventFrame;
 
 use super::report;
+
+/// Longest main argument shown in a progress line, in characters: enough to tell a
+/// command or URL, short enough for one line.
+const ARGUMENT_CHARS: usize = 80;
 
 /// What the person asked to see.
 #[derive(Debug, Clone, Copy)]
@@ -18,6 +29,15 @@ pub(super) struct Mode {
     pub json: bool,
     /// Nothing on stderr but errors, diagnostics and denials.
     pub quiet: bool,
+}
+
+impl Mode {
+    /// Whether to negotiate `tool.cards`: only the progress lines use cards, so not
+    /// with `--json` (whose frames stay exactly the base protocol's events) nor with
+    /// `--quiet` (which prints no progress line).
+    pub(super) fn cards(self) -> bool {
+        !self.json && !self.quiet
+    }
 }
 
 /// One assistant segment of the run.
@@ -42,6 +62,40 @@ impl Segment {
 struct Started {
     label: String,
     at: Instant,
+    /// Whether a card came for it: then its final card follows its end.
+    carded: bool,
+}
+
+/// A call that ended, its progress line waiting for its final card.
+struct Ended {
+    activity_id: String,
+    /// `✓` or `✗`.
+    mark: char,
+    label: String,
+    /// The ending activity's summary: the outcome.
+    summary: String,
+    took: Option<Duration>,
+}
+
+impl Ended {
+    /// The progress line, naming `argument` after the label when it does not already.
+    fn line(&self, argument: Option<&str>) -> String {
+        let Ended {
+            mark,
+            label,
+            summary,
+            took,
+            ..
+        } = self;
+        let argument = argument
+            .filter(|a| !label.contains(*a))
+            .map(|a| format!(" {a}"))
+            .unwrap_or_default();
+        let took = took
+            .map(|t| format!(" ({})", elapsed(t)))
+            .unwrap_or_default();
+        format!("{mark} {label}{argument}: {summary}{took}")
+    }
 }
 
 /// The run's output, fed one event at a time.
@@ -51,6 +105,8 @@ pub(super) struct Output {
     /// by a tool call was the model's commentary, not its reply, and goes to stderr.
     reply: Vec<Segment>,
     started: HashMap<String, Started>,
+    /// Calls that ended and wait for their final card, in the order they ended.
+    ended: Vec<Ended>,
     /// Whether the backend said the reply was cut by the model's output limit.
     truncated: bool,
 }
@@ -61,8 +117,14 @@ impl Output {
             mode,
             reply: Vec::new(),
             started: HashMap::new(),
+            ended: Vec::new(),
             truncated: false,
         }
+    }
+
+    /// Whether to negotiate `tool.cards` ([`Mode::cards`]).
+    pub(super) fn cards(&self) -> bool {
+        self.mode.cards()
     }
 
     /// A progress line for the person, on stderr unless quiet.
@@ -120,39 +182,72 @@ impl Output {
                     let started = Started {
                         label: activity.summary.clone(),
                         at: Instant::now(),
+                        carded: false,
                     };
                     self.started.insert(activity.activity_id.clone(), started);
                 }
                 ActivityState::Completed | ActivityState::Failed => {
-                    let (label, took) = match self.started.remove(&activity.activity_id) {
-                        Some(started) => (started.label, Some(started.at.elapsed())),
-                        None => (activity.name.clone(), None),
+                    let started = self.started.remove(&activity.activity_id);
+                    let carded = started.as_ref().is_some_and(|s| s.carded);
+                    let ended = Ended {
+                        activity_id: activity.activity_id.clone(),
+                        mark: if activity.state == ActivityState::Completed {
+                            '✓'
+                        } else {
+                            '✗'
+                        },
+                        took: started.as_ref().map(|s| s.at.elapsed()),
+                        label: started.map_or_else(|| activity.name.clone(), |s| s.label),
+                        summary: activity.summary.clone(),
                     };
-                    let mark = if activity.state == ActivityState::Completed {
-                        "✓"
+                    if carded {
+                        self.ended.push(ended);
                     } else {
-                        "✗"
-                    };
-                    let took = took
-                        .map(|t| format!(" ({})", elapsed(t)))
-                        .unwrap_or_default();
-                    self.progress(&format!("{mark} {label}: {}{took}", activity.summary));
+                        self.progress(&ended.line(None));
+                    }
                 }
             },
+            Event::ToolCard(event) => self.card(&event.card),
             Event::Diagnostic(diagnostic) => {
                 if diagnostic.code == DIAGNOSTIC_REPLY_TRUNCATED {
                     self.truncated = true;
                 }
                 report::diagnostic(diagnostic);
             }
+            // A card that never came leaves its line without the argument.
+            Event::RunFinished(_) => self.flush_ended(),
             Event::InputPersisted(_)
             | Event::ApprovalRequested(_)
-            | Event::RunFinished(_)
-            | Event::ToolCard(_)
             | Event::ClientToolCall(_)
             | Event::ClientToolCancel(_) => {}
         }
         Ok(())
+    }
+
+    /// Takes in a card snapshot: marks its call as carded, and prints the line of an
+    /// ended call once its final card names the main argument.
+    fn card(&mut self, card: &Card) {
+        if let Some(started) = self.started.get_mut(&card.activity_id) {
+            started.carded = true;
+        }
+        if card.state != CardState::Finished {
+            return;
+        }
+        if let Some(at) = self
+            .ended
+            .iter()
+            .position(|e| e.activity_id == card.activity_id)
+        {
+            let ended = self.ended.remove(at);
+            self.progress(&ended.line(main_argument(card).as_deref()));
+        }
+    }
+
+    /// Prints the lines of ended calls whose final card did not come.
+    fn flush_ended(&mut self) {
+        for ended in std::mem::take(&mut self.ended) {
+            self.progress(&ended.line(None));
+        }
     }
 
     fn segment(&mut self, message_id: &str) -> &mut Segment {
@@ -177,6 +272,7 @@ impl Output {
     /// Prints the reply on stdout, as far as it got, ending in a newline; nothing with
     /// `--json`, whose frames carried it already.
     pub(super) fn finish(&mut self) -> std::io::Result<()> {
+        self.flush_ended();
         if self.mode.json {
             return Ok(());
         }
@@ -199,11 +295,124 @@ impl Output {
     }
 }
 
+/// What a call acts on, as its card shows it: the first line of a command, quoted,
+/// or a URL; none for other tools, or when the card carries none (redacted, reduced
+/// to its core, or a call refused before it ran).
+fn main_argument(card: &Card) -> Option<String> {
+    match card.tool_kind {
+        ToolKind::Command => card.blocks.iter().find_map(|block| match block {
+            Block::Command(command) => command.command.as_deref().map(first_line),
+            _ => None,
+        }),
+        ToolKind::Web => card.blocks.iter().find_map(|block| match block {
+            Block::Resources(resources) => resources
+                .rows
+                .iter()
+                .find(|row| row.kind == ResourceKind::Url)
+                .map(|row| bounded(&row.label, false)),
+            _ => None,
+        }),
+        _ => None,
+    }
+}
+
+/// A command's first line that is not blank, quoted, with an ellipsis when more
+/// lines follow or the line was cut.
+fn first_line(command: &str) -> String {
+    let mut lines = command.lines().map(str::trim).filter(|l| !l.is_empty());
+    let first = lines.next().unwrap_or_default();
+    format!("\"{}\"", bounded(first, lines.next().is_some()))
+}
+
+/// `text` cut to [`ARGUMENT_CHARS`] characters, ending in an ellipsis when it was cut
+/// or when `more` says something follows it.
+fn bounded(text: &str, more: bool) -> String {
+    match text.char_indices().nth(ARGUMENT_CHARS) {
+        Some((end, _)) => format!("{}…", &text[..end]),
+        None if more => format!("{text}…"),
+        None => text.to_owned(),
+    }
+}
+
 /// A call's duration as a person reads it: milliseconds under a second, else seconds.
 fn elapsed(took: Duration) -> String {
     if took < Duration::from_secs(1) {
         format!("{} ms", took.as_millis())
     } else {
         format!("{:.1} s", took.as_secs_f64())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A finished card of `tool_kind` with these blocks.
+    fn card(tool_kind: &str, blocks: serde_json::Value) -> Card {
+        serde_json::from_value(serde_json::json!({
+            "schema_version": 1, "card_id": "tool-1", "activity_id": "tool-1",
+            "parent_activity_id": null, "parent_state": "root", "task_id": null,
+            "tool_kind": tool_kind, "state": "finished", "outcome": "success",
+            "changes": "unknown", "revision": 1, "origin": "live",
+            "detail": {"availability": "complete", "reason": null}, "title": "t",
+            "metadata": {"tool_name": null, "resource_path": null, "working_directory": null,
+                         "public_protection": {"decision": "not_reported", "summary": null}},
+            "blocks": blocks, "omissions": []
+        }))
+        .unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    fn command(text: Option<&str>) -> Option<String> {
+        let block = serde_json::json!([{"type": "command", "command": text,
+            "working_directory": null, "exit_code": 0, "signal": null}]);
+        main_argument(&card("command", block))
+    }
+
+    #[test]
+    fn a_command_is_its_first_line_quoted_and_bounded() {
+        assert_eq!(
+            command(Some("cargo test")).as_deref(),
+            Some("\"cargo test\"")
+        );
+        assert_eq!(
+            command(Some("\n  cd x\ncargo test\n")).as_deref(),
+            Some("\"cd x…\"")
+        );
+        let long = "a".repeat(ARGUMENT_CHARS + 5);
+        let cut = format!("\"{}…\"", "a".repeat(ARGUMENT_CHARS));
+        assert_eq!(command(Some(&long)), Some(cut));
+        let exact = "é".repeat(ARGUMENT_CHARS);
+        assert_eq!(command(Some(&exact)), Some(format!("\"{exact}\"")));
+        // Wholly redacted, or reduced to the card's core: no argument.
+        assert_eq!(command(None), None);
+    }
+
+    #[test]
+    fn a_fetch_is_its_url_and_other_tools_have_none() {
+        let url = serde_json::json!([{"type": "resources", "rows": [{"kind": "url",
+            "label": "https://example.com/a", "location": null, "availability": "available"}]}]);
+        assert_eq!(
+            main_argument(&card("web", url.clone())).as_deref(),
+            Some("https://example.com/a")
+        );
+        assert_eq!(main_argument(&card("read", url)), None);
+        assert_eq!(main_argument(&card("command", serde_json::json!([]))), None);
+    }
+
+    #[test]
+    fn a_line_names_the_argument_once() {
+        let ended = Ended {
+            activity_id: "tool-1".to_owned(),
+            mark: '✓',
+            label: "bash".to_owned(),
+            summary: "exit 0".to_owned(),
+            took: Some(Duration::from_millis(12)),
+        };
+        assert_eq!(
+            ended.line(Some("\"cargo test\"")),
+            "✓ bash \"cargo test\": exit 0 (12 ms)"
+        );
+        assert_eq!(ended.line(None), "✓ bash: exit 0 (12 ms)");
+        assert_eq!(ended.line(Some("bash")), "✓ bash: exit 0 (12 ms)");
     }
 }

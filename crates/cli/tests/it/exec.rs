@@ -98,27 +98,36 @@ async fn stdout_is_the_reply_alone_and_progress_goes_to_stderr() {
         "read",
         ["{\"path\":\"a.txt\"}"],
     ));
+    let two_lines = "{\"command\":\"echo one\\necho two\"}";
+    mock.enqueue(Reply::stream().tool_call("c2", "bash", [two_lines]));
     mock.enqueue(Reply::stream().text(["The file ", "says hello."]));
     let env = TestEnv::new();
     std::fs::write(env.cwd().join("a.txt"), "hello\n").unwrap();
-    let output = exec(&env, &mock, &["What does a.txt say?"]).await;
+    let output = exec(&env, &mock, &["--allow-all", "What does a.txt say?"]).await;
     assert_eq!(output.status.code(), Some(0), "{output:?}");
+    // The command's output and the cards stay off stdout: the reply alone.
     assert_eq!(
         String::from_utf8(output.stdout.clone()).unwrap(),
         "The file says hello.\n"
     );
     let stderr = String::from_utf8(output.stderr.clone()).unwrap();
     let lines: Vec<&str> = stderr.lines().collect();
-    assert_eq!(lines.len(), 3, "{stderr}");
+    assert_eq!(lines.len(), 4, "{stderr}");
     let session = session_of(&output);
     assert!(
         log_path(&env, &session).exists(),
         "the session line names the log"
     );
     assert_eq!(lines[1], "Let me look.");
-    // One line per tool call: the tool and its subject, the outcome, the time taken.
-    let call = lines[2].strip_prefix("✓ read a.txt: 1 line (").unwrap();
-    assert!(call.ends_with(" ms)") || call.ends_with(" s)"), "{stderr}");
+    // One line per tool call: the tool and its main argument (a file tool's path, a
+    // command's first line from its card), the outcome, the time taken.
+    let timed = |rest: &str| rest.ends_with(" ms)") || rest.ends_with(" s)");
+    let read = lines[2].strip_prefix("✓ read a.txt: 1 line (").unwrap();
+    assert!(timed(read), "{stderr}");
+    let bash = lines[3]
+        .strip_prefix("✓ bash \"echo one…\": exit 0 (")
+        .unwrap_or_else(|| panic!("{stderr}"));
+    assert!(timed(bash), "{stderr}");
 
     // Quiet: the same reply, nothing on stderr.
     mock.enqueue(Reply::stream().text(["Quietly."]));
@@ -126,6 +135,24 @@ async fn stdout_is_the_reply_alone_and_progress_goes_to_stderr() {
     assert_eq!(quiet.status.code(), Some(0), "{quiet:?}");
     assert_eq!(String::from_utf8(quiet.stdout).unwrap(), "Quietly.\n");
     assert_eq!(String::from_utf8_lossy(&quiet.stderr), "");
+
+    // `--json` negotiates no cards: its frames are the base protocol's events.
+    mock.enqueue(Reply::stream().tool_call("c3", "bash", [two_lines]));
+    mock.enqueue(Reply::stream().text(["Done."]));
+    let json = exec(&env, &mock, &["--json", "--allow-all", "Once more"]).await;
+    assert_eq!(json.status.code(), Some(0), "{json:?}");
+    let events: Vec<String> = String::from_utf8(json.stdout)
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap()["event"].to_string())
+        .collect();
+    assert!(events.iter().any(|e| e == "\"activity\""), "{events:?}");
+    assert!(
+        !events.iter().any(|e| e.contains("tool.card")),
+        "{events:?}"
+    );
+    let stderr = String::from_utf8(json.stderr).unwrap();
+    assert!(stderr.contains("✓ bash: exit 0 ("), "{stderr}");
 }
 
 #[tokio::test]

@@ -11,6 +11,7 @@
 use std::io::{IsTerminal, Write};
 use std::time::Duration;
 
+use magi_client::fold::describe_approval;
 use magi_protocol::limits::APPROVAL_MESSAGE_BYTES;
 use magi_protocol::messages::{ApprovalAnswerParams, ApprovalRequested, ApprovalScope};
 use tokio::time::Instant;
@@ -61,12 +62,10 @@ pub(super) async fn answer(
 
 /// The call in one line: its summary, and its subject when the summary lacks it.
 fn what(request: &ApprovalRequested) -> String {
-    match request.subject.as_ref().and_then(Option::as_deref) {
-        Some(subject) if !request.summary.contains(subject) => {
-            format!("{}: {subject}", request.summary)
-        }
-        _ => request.summary.clone(),
-    }
+    describe_approval(
+        &request.summary,
+        request.subject.as_ref().and_then(Option::as_deref),
+    )
 }
 
 /// Shows the call and the choices, and reads the choice; none when the approval

@@ -5,12 +5,12 @@ use anyhow::{Context, anyhow};
 use magi_client::fold::{FoldInput, PromptId, TURN_ID_RESERVE};
 use magi_client::{Backend, BackendCommand};
 use magi_protocol::messages::{
-    ApprovalAnswerParams, EmptyParams, HistoryPageParams, SessionListParams, SessionOpenParams,
-    TurnCancelParams, TurnStartParams,
+    ApprovalAnswerParams, ApprovalScope, EmptyParams, HistoryPageParams, SessionListParams,
+    SessionOpenParams, TurnCancelParams, TurnStartParams,
 };
 use magi_protocol::methods;
 
-use super::{App, EXIT_WAIT, Picker};
+use super::{Answer, App, EXIT_WAIT, Picker};
 
 /// Starts this executable as a backend and initializes it with what Mission Control
 /// uses.
@@ -31,6 +31,8 @@ pub(super) async fn start_backend() -> anyhow::Result<Backend> {
             "status",
             "shutdown",
             "tool.cards",
+            // Approvals show their subject and can be answered for the session.
+            magi_protocol::names::APPROVAL_SCOPES,
         ])
         .await?
         .map_err(|code| crate::explain::initialize_failed(code, &[]))?;
@@ -137,20 +139,17 @@ impl App {
     pub(super) async fn answer(
         &mut self,
         backend: &mut Backend,
-        allow: bool,
+        answer: Answer,
     ) -> anyhow::Result<()> {
-        let Some((run_id, approval_id)) = self.pending_approval() else {
+        let Some(pending) = self.pending_approval() else {
             return Ok(());
         };
-        let params = ApprovalAnswerParams {
-            session_id: self.session_id.clone(),
-            run_id: run_id.clone(),
-            approval_id: approval_id.clone(),
-            allow,
-            scope: None,
-            message: None,
-            unavailable: None,
-        };
+        let (run_id, approval_id) = (pending.run_id.clone(), pending.approval_id.clone());
+        let allow = answer != Answer::Deny;
+        let mut params = ApprovalAnswerParams::once(&self.session_id, &run_id, &approval_id, allow);
+        if answer == Answer::AllowForSession {
+            params.scope = Some(ApprovalScope::Session);
+        }
         // A late answer is stale and changes nothing; the run goes on either way.
         let _ = backend.call::<methods::ApprovalAnswer>(&params).await?;
         self.transcript.apply(FoldInput::ApprovalAnswered {

@@ -104,7 +104,7 @@ impl App {
                             self.send(backend, prompt).await?
                         }
                         Action::Stop => self.stop(backend).await?,
-                        Action::Answer(allow) => self.answer(backend, allow).await?,
+                        Action::Answer(answer) => self.answer(backend, answer).await?,
                         Action::ListSessions => self.list_sessions(backend).await?,
                         Action::OpenSession(id) => self.open_session(backend, id).await?,
                     }

@@ -2,7 +2,7 @@
 
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
-use super::{Action, App};
+use super::{Action, Answer, App};
 
 impl App {
     /// Applies a key to the composer, the history recall or the picker, and says what
@@ -43,7 +43,21 @@ impl App {
             KeyCode::Char(c @ ('y' | 'n'))
                 if self.composer.is_empty() && self.pending_approval().is_some() =>
             {
-                Action::Answer(c == 'y')
+                Action::Answer(if c == 'y' {
+                    Answer::AllowOnce
+                } else {
+                    Answer::Deny
+                })
+            }
+            // Without a suggested rule "for this session" would cover this call only,
+            // so it is not offered and `s` is an ordinary key.
+            KeyCode::Char('s')
+                if self.composer.is_empty()
+                    && self
+                        .pending_approval()
+                        .is_some_and(|a| a.suggested_rule.is_some()) =>
+            {
+                Action::Answer(Answer::AllowForSession)
             }
             KeyCode::Char(c) if !ctrl => {
                 self.composer.push(c);

@@ -7,8 +7,11 @@
 //! answered with a key, a composer with history, and Stop.
 //!
 //! Keys: type a prompt and press Enter to send it; Up and Down recall earlier prompts;
-//! `y` or `n` answer a pending approval; Esc stops the running turn; Ctrl-O picks a
-//! session of this directory to reopen (`session.list`, `session.open`); Ctrl-C quits.
+//! a pending approval shows the command, path or URL it is about and is answered with
+//! `y` (allow once), `s` (allow for this session through the backend's suggested rule,
+//! `approval.scopes`, offered when there is one) or `n` (deny); Esc stops the running
+//! turn; Ctrl-O picks a session of this directory to reopen (`session.list`,
+//! `session.open`); Ctrl-C quits.
 //!
 //! The module is cut along its seams: [`terminal`] owns the screen and the key reader,
 //! [`keys`] turns a key into an [`Action`], [`event_loop`] interleaves keys and backend
@@ -25,7 +28,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::anyhow;
-use magi_client::fold::{ApprovalState, FoldInput, Item, Transcript};
+use magi_client::fold::{Approval, ApprovalState, FoldInput, Item, Transcript};
 use magi_protocol::messages::{EmptyParams, SessionListEntry, SessionResult};
 use magi_protocol::methods;
 
@@ -72,9 +75,21 @@ enum Action {
     Quit,
     Send(String),
     Stop,
-    Answer(bool),
+    Answer(Answer),
     ListSessions,
     OpenSession(String),
+}
+
+/// An answer to the pending approval (`approval.scopes`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Answer {
+    /// Allow this call (`y`).
+    AllowOnce,
+    /// Allow this call and, through the suggested rule, the calls it covers for the
+    /// rest of the session (`s`, offered only with a rule).
+    AllowForSession,
+    /// Deny this call (`n`).
+    Deny,
 }
 
 /// The session picker: this directory's sessions, one selected.
@@ -114,11 +129,9 @@ impl App {
     }
 
     /// The pending approval, if any.
-    fn pending_approval(&self) -> Option<(String, String)> {
+    fn pending_approval(&self) -> Option<&Approval> {
         self.transcript.items().iter().find_map(|item| match item {
-            Item::Approval(a) if a.state == ApprovalState::Pending => {
-                Some((a.run_id.clone(), a.approval_id.clone()))
-            }
+            Item::Approval(a) if a.state == ApprovalState::Pending => Some(a),
             _ => None,
         })
     }

@@ -1,7 +1,9 @@
 //! Drawing Mission Control: the transcript with its cards, the picker, the composer and
 //! the status line.
 
-use magi_client::fold::{ActivityDisplay, ApprovalState, CardView, Item, PromptState, Role};
+use magi_client::fold::{
+    ActivityDisplay, Approval, ApprovalState, CardView, Item, PromptState, Role,
+};
 use magi_protocol::cards::{Block, Card, DiffLineKind};
 use magi_protocol::messages::{DIAGNOSTIC_PROVIDER_RETRYING, DIAGNOSTIC_REPLY_TRUNCATED};
 use ratatui::layout::{Constraint, Layout};
@@ -39,8 +41,12 @@ impl App {
         );
         let hint = if self.picker.is_some() {
             " sessions: Up/Down choose · Enter open · Esc back "
-        } else if self.pending_approval().is_some() {
-            " approval pending: y allow · n deny "
+        } else if let Some(approval) = self.pending_approval() {
+            if approval.suggested_rule.is_some() {
+                " approval pending: y allow once · s allow for this session · n deny "
+            } else {
+                " approval pending: y allow once · n deny "
+            }
         } else {
             " prompt · Enter send "
         };
@@ -109,27 +115,7 @@ impl App {
                         CardView::None => {}
                     }
                 }
-                Item::Approval(a) => {
-                    let (text, color) = match a.state {
-                        ApprovalState::Pending => (
-                            format!("? Allow {}? press y to allow, n to deny", a.summary),
-                            Color::Yellow,
-                        ),
-                        ApprovalState::Answered { allow: true } => {
-                            (format!("  allowed: {}", a.summary), Color::Green)
-                        }
-                        ApprovalState::Answered { allow: false } => {
-                            (format!("  denied: {}", a.summary), Color::Red)
-                        }
-                        ApprovalState::Lapsed => {
-                            (format!("  lapsed (denied): {}", a.summary), Color::Red)
-                        }
-                        ApprovalState::Unknown => {
-                            (format!("  approval unknown: {}", a.summary), Color::Magenta)
-                        }
-                    };
-                    lines.push(styled(text, color));
-                }
+                Item::Approval(a) => lines.push(approval_line(a)),
                 Item::Diagnostic(d) => lines.push(diagnostic_line(&d.code, &d.summary)),
                 Item::History(h) => {
                     let (prefix, color) = match item.role() {
@@ -176,6 +162,28 @@ fn picker_lines(picker: &Picker) -> Vec<Line<'static>> {
         });
     }
     lines
+}
+
+/// An approval: what the call acts on and, while pending, the keys that answer it.
+fn approval_line(approval: &Approval) -> Line<'static> {
+    let what = approval.description();
+    let (text, color) = match approval.state {
+        ApprovalState::Pending => {
+            let session = match &approval.suggested_rule {
+                Some(rule) => format!(" · s allow for this session ({rule})"),
+                None => String::new(),
+            };
+            (
+                format!("? Allow {what}? y allow once{session} · n deny"),
+                Color::Yellow,
+            )
+        }
+        ApprovalState::Answered { allow: true } => (format!("  allowed: {what}"), Color::Green),
+        ApprovalState::Answered { allow: false } => (format!("  denied: {what}"), Color::Red),
+        ApprovalState::Lapsed => (format!("  lapsed (denied): {what}"), Color::Red),
+        ApprovalState::Unknown => (format!("  approval unknown: {what}"), Color::Magenta),
+    };
+    styled(text, color)
 }
 
 fn styled(text: String, color: Color) -> Line<'static> {
@@ -306,6 +314,40 @@ mod tests {
         assert_eq!(cut, "! reply cut at the output limit (incomplete): cut off");
         let failed = text(diagnostic_line("provider_unreachable", "refused"));
         assert_eq!(failed, "! provider_unreachable: refused");
+    }
+
+    #[test]
+    fn a_pending_approval_shows_its_subject_and_offers_the_session_only_with_a_rule() {
+        let line = |rule: Option<&str>, state| -> String {
+            let approval = Approval {
+                run_id: "r".into(),
+                approval_id: "a".into(),
+                summary: "bash".into(),
+                subject: Some("cargo test -q".into()),
+                suggested_rule: rule.map(str::to_owned),
+                expires_in_ms: 60_000,
+                state,
+            };
+            approval_line(&approval)
+                .spans
+                .iter()
+                .map(|s| s.content.as_ref())
+                .collect()
+        };
+        let pending = ApprovalState::Pending;
+        assert_eq!(
+            line(Some("bash(cargo test*)"), pending),
+            "? Allow bash: cargo test -q? y allow once · s allow for this session \
+             (bash(cargo test*)) · n deny"
+        );
+        assert_eq!(
+            line(None, pending),
+            "? Allow bash: cargo test -q? y allow once · n deny"
+        );
+        assert_eq!(
+            line(None, ApprovalState::Answered { allow: false }),
+            "  denied: bash: cargo test -q"
+        );
     }
 
     #[test]

@@ -8,6 +8,7 @@
     reason = "test code: a failed step is a failed test"
 )]
 
+use crate::common::approval::{bash, calls, only_session, protections, records};
 use crate::common::tmux::Tmux;
 use crate::common::*;
 use magi_testkit::{MockServer, Reply};
@@ -34,7 +35,7 @@ async fn a_turn_with_an_approval_answered_by_a_key() {
     tmux.wait_for("idle");
     tmux.type_text("please write it");
     tmux.key("Enter");
-    tmux.wait_for("press y to allow");
+    tmux.wait_for("y allow once");
     tmux.type_text("y");
     let screen = tmux.wait_for("Wrote the file.");
     assert!(screen.contains("› please write it"), "{screen}");
@@ -52,6 +53,53 @@ async fn a_turn_with_an_approval_answered_by_a_key() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_for_the_session_spares_the_next_question() {
+    let mock = MockServer::start().await;
+    mock.enqueue(calls("bash", &[bash("b1", "touch one.txt")]));
+    mock.enqueue(Reply::stream().text(["Made one."]));
+    mock.enqueue(calls("bash", &[bash("b2", "touch two.txt")]));
+    mock.enqueue(Reply::stream().text(["Made two."]));
+    let env = TestEnv::new();
+    let tmux = Tmux::start(&env, &vars(&mock));
+    tmux.wait_for("idle");
+    tmux.type_text("make one");
+    tmux.key("Enter");
+    // The question shows the command and offers the backend's rule for the session.
+    let screen = tmux.wait_for("s allow for this session (bash(touch*))");
+    assert!(screen.contains("touch one.txt? y allow once"), "{screen}");
+    assert!(
+        screen.contains("approval pending: y allow once · s allow for this session · n deny"),
+        "{screen}"
+    );
+    tmux.type_text("s");
+    tmux.wait_for("Made one.");
+    // The same command prefix in the next turn runs without a question.
+    tmux.type_text("make two");
+    tmux.key("Enter");
+    tmux.wait_for("Made two.");
+    assert!(env.cwd().join("one.txt").exists());
+    assert!(env.cwd().join("two.txt").exists());
+    let session = only_session(&env);
+    let records = records(&env, &session);
+    let asked = records
+        .iter()
+        .filter(|r| r["kind"] == "tool_call_state" && r["state"] == "awaiting_approval")
+        .count();
+    assert_eq!(asked, 1, "only the first call was put to the person");
+    let rules: Vec<_> = records
+        .iter()
+        .filter(|r| r["kind"] == "session_rule")
+        .map(|r| (r["effect"].clone(), r["rule"].clone()))
+        .collect();
+    assert_eq!(rules, [("allow".into(), "bash(touch*)".into())]);
+    assert_eq!(
+        protections(&env, &session),
+        ["allowed by user", "allowed by user"]
+    );
+    tmux.key("C-c");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn escape_stops_the_running_turn() {
     let mock = MockServer::start().await;
     mock.enqueue(Reply::stream().tool_call(
@@ -64,7 +112,7 @@ async fn escape_stops_the_running_turn() {
     tmux.wait_for("idle");
     tmux.type_text("write something");
     tmux.key("Enter");
-    tmux.wait_for("press y to allow");
+    tmux.wait_for("y allow once");
     tmux.key("Escape");
     tmux.wait_for("The turn was cancelled.");
     assert!(!env.cwd().join("out.txt").exists());

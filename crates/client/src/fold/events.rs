@@ -61,6 +61,9 @@ impl Transcript {
                         run_id: e.run_id,
                         approval_id: e.approval_id,
                         summary: e.summary,
+                        // Absent (no extension) and null read the same: nothing to show.
+                        subject: e.subject.flatten(),
+                        suggested_rule: e.suggested_rule.flatten(),
                         expires_in_ms: e.expires_in_ms,
                         state: ApprovalState::Pending,
                     };

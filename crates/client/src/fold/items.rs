@@ -116,10 +116,34 @@ pub struct Approval {
     pub approval_id: String,
     /// The safe summary.
     pub summary: String,
+    /// What the call acts on (its command line, path or URL, redacted by the
+    /// backend), with `approval.scopes`; `None` without the extension or when the call
+    /// has none.
+    pub subject: Option<String>,
+    /// The session rule an answer with `scope: "session"` would add, with
+    /// `approval.scopes`; `None` without the extension or when none is offered (such
+    /// an answer then covers this call only).
+    pub suggested_rule: Option<String>,
     /// Time left at the request; the fold has no clock and never expires it itself.
     pub expires_in_ms: u64,
     /// Where it is.
     pub state: ApprovalState,
+}
+
+impl Approval {
+    /// The call in one line, as [`describe_approval`] puts it.
+    pub fn description(&self) -> String {
+        describe_approval(&self.summary, self.subject.as_deref())
+    }
+}
+
+/// An approval's call in one line: its summary, followed by its subject when the
+/// summary does not already hold it, so a person sees the command, path or URL.
+pub fn describe_approval(summary: &str, subject: Option<&str>) -> String {
+    match subject {
+        Some(subject) if !summary.contains(subject) => format!("{summary}: {subject}"),
+        _ => summary.to_owned(),
+    }
 }
 
 /// A `diagnostic` event.

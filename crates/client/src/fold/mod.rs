@@ -27,7 +27,7 @@ use magi_protocol::messages::{Event, HistoryPageResult, SessionResult};
 pub use history::HistoryMessage;
 pub use items::{
     ActivityDisplay, ActivityItem, Approval, ApprovalState, CardView, DiagnosticItem, Item, Prompt,
-    PromptId, PromptState, Role, Run, RunEnd, RunState,
+    PromptId, PromptState, Role, Run, RunEnd, RunState, describe_approval,
 };
 pub use message::{Message, MessageState};
 

@@ -370,6 +370,42 @@ fn approvals_are_answered_locally_and_lapse_or_turn_unknown() {
 }
 
 #[test]
+fn an_approval_keeps_its_subject_and_suggested_rule() {
+    let scoped = |subject: Option<Option<&str>>, rule: Option<Option<&str>>| {
+        let t = fold(vec![FoldInput::Event(Event::ApprovalRequested(
+            ApprovalRequested {
+                session_id: S.into(),
+                run_id: R.into(),
+                approval_id: "p1".into(),
+                summary: "bash".into(),
+                expires_in_ms: 60_000,
+                subject: subject.map(|s| s.map(str::to_owned)),
+                suggested_rule: rule.map(|r| r.map(str::to_owned)),
+                proposed_change: None,
+            },
+        ))]);
+        match &t.items()[0] {
+            Item::Approval(a) => a.clone(),
+            _ => panic!("not an approval"),
+        }
+    };
+    let with = scoped(Some(Some("cargo test -q")), Some(Some("bash(cargo test*)")));
+    assert_eq!(with.subject.as_deref(), Some("cargo test -q"));
+    assert_eq!(with.suggested_rule.as_deref(), Some("bash(cargo test*)"));
+    assert_eq!(with.description(), "bash: cargo test -q");
+    // Present null (the extension, nothing offered) and absence (no extension) alike.
+    for (subject, rule) in [(Some(None), Some(None)), (None, None)] {
+        let without = scoped(subject, rule);
+        assert_eq!((without.subject, without.suggested_rule), (None, None));
+    }
+    // A summary that already names the subject is not repeated.
+    assert_eq!(
+        describe_approval("write notes.txt", Some("notes.txt")),
+        "write notes.txt"
+    );
+}
+
+#[test]
 fn a_persisted_prompt_keeps_its_anchor() {
     let t = fold(vec![
         page(

@@ -420,3 +420,34 @@ async fn background_jobs_are_read_and_end_with_the_backend() {
         tokio::task::yield_now().await;
     }
 }
+
+#[tokio::test]
+async fn an_earlier_call_has_ended_and_been_told_before_the_next_one_is_asked_about() {
+    let mock = MockServer::start().await;
+    mock.enqueue(
+        Reply::stream()
+            .tool_call("b1", "bash", ["{\"command\":\"echo first\"}"])
+            .tool_call("b2", "bash", ["{\"command\":\"touch second.txt\"}"]),
+    );
+    mock.enqueue(Reply::stream().text(["Done."]));
+    let env = env_for(&mock);
+    env.write_settings("[permissions]\nallow = [\"bash(echo first)\"]\n");
+    let (mut backend, session, run) = turn(&env).await;
+    let mut seen = Vec::new();
+    let request = until_approval(&mut backend, &mut seen).await;
+    // The person is asked about the second call knowing how the first one ended.
+    let ended: Vec<_> = seen
+        .iter()
+        .filter_map(|e| match e {
+            Event::Activity(a) if a.state != ActivityState::Started => Some(a.summary.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(ended, ["exit 0"], "{seen:?}");
+    answer(&mut backend, &session, &run, &request.approval_id, true)
+        .await
+        .unwrap();
+    let finished = until_finished(&mut backend, &mut seen).await;
+    assert_eq!(finished.outcome, RunOutcome::Completed);
+    assert!(env.cwd().join("second.txt").exists());
+}

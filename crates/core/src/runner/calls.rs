@@ -10,8 +10,10 @@
 //! preview of a change it applied. Read-only calls run side by side (at most
 //! [`PARALLEL_TOOL_CALLS`] at once); a call that may
 //! change something waits until every earlier call of the message has settled, and
-//! later calls wait for it, so effects happen in the order the model asked for. The
-//! next model request waits for all of them.
+//! later calls wait for it, so effects happen in the order the model asked for. A call
+//! the client must be asked about waits until every earlier call has settled and been
+//! told, so the person answers knowing how they ended. The next model request waits for
+//! all of them.
 //!
 //! Records share syncs (group commit): one `fdatasync` covers every record written
 //! before it. The settlement of a call and the claim of the next are written and
@@ -182,10 +184,13 @@ impl CallService<'_, '_> {
                     .await;
                 continue;
             }
-            if !progress.group.records.is_empty() && self.verdict(call) == Verdict::Ask {
-                // Nothing waits for the user's answer: what is claimed starts, what is
-                // settled is told.
-                self.commit(role, &calls, &mut progress).await;
+            if self.verdict(call) == Verdict::Ask {
+                // The person asked sees what came before: every earlier call ends and is
+                // told first, and nothing waits for the answer.
+                self.drain(role, &calls, &mut progress).await;
+                if !progress.group.records.is_empty() {
+                    self.commit(role, &calls, &mut progress).await;
+                }
             }
             let protection = match self.supervise(role, call, &activity_id).await {
                 Ok(protection) => protection,

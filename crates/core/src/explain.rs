@@ -94,23 +94,9 @@ fn said(error: &ConfigError) -> String {
 
 #[cfg(test)]
 mod tests {
-    use std::path::Path;
-
-    use magi_config::Env;
-
     use super::*;
 
-    fn request(dir: &Path, pairs: &[(&str, &str)]) -> StartupRequest {
-        let mut vars: Vec<(String, String)> = pairs
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-            .collect();
-        vars.push(("MC_HOME".into(), dir.join("home").display().to_string()));
-        StartupRequest {
-            cwd: dir.to_path_buf(),
-            env: Env::from_pairs(vars),
-        }
-    }
+    use crate::workspace::test_request as request;
 
     #[test]
     fn each_cause_has_its_own_sentence() {

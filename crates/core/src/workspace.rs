@@ -58,3 +58,17 @@ pub(crate) fn locate(request: &StartupRequest) -> Result<(Home, PathBuf), String
 pub(crate) fn project_settings_path(cwd: &Path) -> PathBuf {
     cwd.join(".magi").join("settings.toml")
 }
+
+/// A request for `dir` with `MC_HOME` in `dir/home` and the variables `pairs`, for tests.
+#[cfg(test)]
+pub(crate) fn test_request(dir: &Path, pairs: &[(&str, &str)]) -> StartupRequest {
+    let mut vars: Vec<(String, String)> = pairs
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect();
+    vars.push(("MC_HOME".into(), dir.join("home").display().to_string()));
+    StartupRequest {
+        cwd: dir.to_path_buf(),
+        env: Env::from_pairs(vars),
+    }
+}

@@ -151,20 +151,27 @@ async fn a_command_running_when_the_backend_dies_settles_unknown_and_never_runs_
     shutdown_clean(&mut backend).await;
 }
 
-#[tokio::test]
-async fn a_command_dies_with_a_backend_killed_by_sigkill() {
-    let mock = MockServer::start().await;
+/// A backend whose turn runs the allowed call `c1`: `touch started; sleep 30; touch
+/// finished`, once it has touched `started`.
+async fn slow_command_running(mock: &MockServer) -> (TestEnv, Backend, String) {
     mock.enqueue(Reply::stream().tool_call(
         "c1",
         "bash",
         ["{\"command\":\"touch started; sleep 30; touch finished\"}"],
     ));
-    let env = env_for(&mock);
+    let env = env_for(mock);
     env.write_settings("[permissions]\nallow = [\"bash\"]\n");
     let mut backend = ready(&env).await;
     let session = create(&mut backend).await;
     start_turn(&mut backend, &session, "Run it").await;
     wait_for_file(&env.cwd().join("started")).await;
+    (env, backend, session)
+}
+
+#[tokio::test]
+async fn a_command_dies_with_a_backend_killed_by_sigkill() {
+    let mock = MockServer::start().await;
+    let (env, mut backend, _session) = slow_command_running(&mock).await;
     assert!(
         !crate::mcp::processes_in(&env.cwd()).is_empty(),
         "the command runs in the workspace"
@@ -180,17 +187,7 @@ async fn a_command_dies_with_a_backend_killed_by_sigkill() {
 #[tokio::test]
 async fn sigterm_to_the_backend_cancels_the_run_and_ends_its_command() {
     let mock = MockServer::start().await;
-    mock.enqueue(Reply::stream().tool_call(
-        "c1",
-        "bash",
-        ["{\"command\":\"touch started; sleep 30; touch finished\"}"],
-    ));
-    let env = env_for(&mock);
-    env.write_settings("[permissions]\nallow = [\"bash\"]\n");
-    let mut backend = ready(&env).await;
-    let session = create(&mut backend).await;
-    start_turn(&mut backend, &session, "Run it").await;
-    wait_for_file(&env.cwd().join("started")).await;
+    let (env, mut backend, session) = slow_command_running(&mock).await;
     let pid = backend.pid().unwrap().to_string();
     let sent = std::process::Command::new("kill")
         .args(["-TERM", &pid])

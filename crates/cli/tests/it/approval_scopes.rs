@@ -11,11 +11,11 @@
 
 use crate::common::approval::*;
 use crate::common::*;
-use magi_client::{Backend, Incoming};
+use magi_client::Backend;
 use magi_protocol::ErrorCode;
 use magi_protocol::messages::{
-    ActivityState, ApprovalAnswerParams, ApprovalRequested, ApprovalScope,
-    ApprovalScopesDescriptor, EmptyParams, Event, RunOutcome,
+    ActivityState, ApprovalAnswerParams, ApprovalScope, ApprovalScopesDescriptor, EmptyParams,
+    Event, RunOutcome,
 };
 use magi_protocol::methods;
 use magi_protocol::names::{APPROVAL_SCOPES, base_capabilities};
@@ -35,21 +35,6 @@ async fn started(env: &TestEnv, capabilities: &[&str]) -> Backend {
     let mut backend = env.spawn();
     backend.initialize(capabilities).await.unwrap().unwrap();
     backend
-}
-
-/// The next approval request, the run's events up to it kept in `seen`; panics when
-/// the run ends first.
-async fn approval(backend: &mut Backend, seen: &mut Vec<Event>) -> ApprovalRequested {
-    loop {
-        if let Incoming::Event { event, .. } = next(backend).await {
-            seen.push(event.clone());
-            match event {
-                Event::ApprovalRequested(request) => return request,
-                Event::RunFinished(f) => panic!("no approval was asked: {f:?}"),
-                _ => {}
-            }
-        }
-    }
 }
 
 async fn reply(
@@ -84,7 +69,7 @@ async fn a_session_answer_is_kept_when_the_session_is_reopened_in_a_new_child() 
     let mut first = started(&env, &CAPABILITIES).await;
     let session = session_with_turn(&mut first, "Make one").await;
     let mut events = Vec::new();
-    let request = approval(&mut first, &mut events).await;
+    let request = until_approval(&mut first, &mut events).await;
     assert_eq!(request.subject, Some(Some("touch one.txt".into())));
     assert_eq!(request.suggested_rule, Some(Some("bash(touch*)".into())));
     assert_eq!(request.proposed_change, Some(None));
@@ -119,7 +104,7 @@ async fn a_session_answer_is_kept_when_the_session_is_reopened_in_a_new_child() 
     open_session(&mut second, &session).await.unwrap();
     let run = start_turn(&mut second, &session, "Make two and three").await;
     let mut events = Vec::new();
-    let request = approval(&mut second, &mut events).await;
+    let request = until_approval(&mut second, &mut events).await;
     assert_eq!(
         request.subject,
         Some(Some("touch three.txt; touch four.txt".into()))
@@ -168,7 +153,7 @@ async fn a_denial_message_reaches_the_model_and_unavailable_is_labelled() {
     let session = session_with_turn(&mut backend, "Write them").await;
     let mut events = Vec::new();
 
-    let first = approval(&mut backend, &mut events).await;
+    let first = until_approval(&mut backend, &mut events).await;
     assert_eq!(first.subject, Some(Some("a.txt".into())));
     assert_eq!(first.suggested_rule, Some(Some("write(a.txt)".into())));
     let change = first.proposed_change.clone().flatten().unwrap();
@@ -178,7 +163,7 @@ async fn a_denial_message_reaches_the_model_and_unavailable_is_labelled() {
     deny.message = Some("use notes.txt instead".into());
     assert!(reply(&mut backend, &deny).await.is_ok());
 
-    let second = approval(&mut backend, &mut events).await;
+    let second = until_approval(&mut backend, &mut events).await;
     assert_eq!(second.suggested_rule, Some(Some("write(src/*)".into())));
     let mut unavailable =
         ApprovalAnswerParams::once(&session, &second.run_id, &second.approval_id, false);
@@ -307,7 +292,7 @@ async fn without_the_extension_the_base_frames_are_unchanged() {
         .session_id;
     let run = start_turn(&mut backend, &session, "Make one").await;
     let mut events = Vec::new();
-    let request = approval(&mut backend, &mut events).await;
+    let request = until_approval(&mut backend, &mut events).await;
     // The client library refuses any of the extension's fields without it; absent
     // they decode as `None`.
     assert_eq!(
@@ -371,7 +356,7 @@ async fn a_subagents_session_answer_is_the_sessions_rule() {
     let mut backend = started(&env, &CAPABILITIES).await;
     let session = session_with_turn(&mut backend, "Delegate it").await;
     let mut events = Vec::new();
-    let request = approval(&mut backend, &mut events).await;
+    let request = until_approval(&mut backend, &mut events).await;
     assert_eq!(request.suggested_rule, Some(Some("bash(touch*)".into())));
     let mut allow =
         ApprovalAnswerParams::once(&session, &request.run_id, &request.approval_id, true);

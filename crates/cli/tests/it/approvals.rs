@@ -7,13 +7,13 @@
     reason = "test code: a failed step is a failed test"
 )]
 
-use crate::common::approval::env_for;
+use crate::common::approval::{env_for, until_approval};
 use crate::common::*;
-use magi_client::{Backend, Incoming};
+use magi_client::Backend;
 use magi_protocol::ErrorCode;
 use magi_protocol::messages::{
-    ActivityState, ApprovalAnswerParams, ApprovalAnswerResult, ApprovalRequested, EmptyParams,
-    Event, RunOutcome, TurnCancelParams, TurnStartParams,
+    ActivityState, ApprovalAnswerParams, ApprovalAnswerResult, EmptyParams, Event, RunOutcome,
+    TurnCancelParams, TurnStartParams,
 };
 use magi_protocol::methods;
 use magi_testkit::{MockServer, Reply};
@@ -55,20 +55,6 @@ async fn turn(env: &TestEnv) -> (Backend, String, String) {
         .unwrap()
         .unwrap();
     (backend, session.session_id, started.run_id)
-}
-
-/// Events until the approval request (returned) or the end of the run (panics).
-async fn until_approval(backend: &mut Backend, seen: &mut Vec<Event>) -> ApprovalRequested {
-    loop {
-        if let Incoming::Event { event, .. } = next(backend).await {
-            seen.push(event.clone());
-            match event {
-                Event::ApprovalRequested(request) => return request,
-                Event::RunFinished(f) => panic!("no approval was asked: {f:?}"),
-                _ => {}
-            }
-        }
-    }
 }
 
 async fn answer(

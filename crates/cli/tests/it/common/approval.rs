@@ -3,7 +3,9 @@
 
 use serde_json::{Value, json};
 
-use super::{TestEnv, log_path, workspace_dir};
+use super::{TestEnv, log_path, next, workspace_dir};
+use magi_client::{Backend, Incoming};
+use magi_protocol::messages::{ApprovalRequested, Event};
 use magi_testkit::{MockServer, Reply};
 
 /// A test environment whose backend talks to `mock` as `openai-chat`.
@@ -61,4 +63,19 @@ pub fn only_session(env: &TestEnv) -> String {
         .collect();
     assert_eq!(logs.len(), 1, "{logs:?}");
     logs.pop().unwrap()
+}
+
+/// The next approval request, the run's events up to it kept in `seen`; panics when the
+/// run ends first.
+pub async fn until_approval(backend: &mut Backend, seen: &mut Vec<Event>) -> ApprovalRequested {
+    loop {
+        if let Incoming::Event { event, .. } = next(backend).await {
+            seen.push(event.clone());
+            match event {
+                Event::ApprovalRequested(request) => return request,
+                Event::RunFinished(f) => panic!("no approval was asked: {f:?}"),
+                _ => {}
+            }
+        }
+    }
 }

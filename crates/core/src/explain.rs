@@ -42,6 +42,20 @@ pub fn explain_configuration(request: &StartupRequest, client_tools: &[String]) 
     steps.into_iter().flatten().next().map(|e| said(&e))
 }
 
+/// The first approved, enabled MCP server whose program is no executable file, said with
+/// its name. Checked without starting anything.
+fn missing_mcp_program(request: &StartupRequest) -> Option<String> {
+    let (home, cwd) = locate(request).ok()?;
+    let settings = load_settings(&home.settings_path(), &project_settings_path(&cwd)).ok()?;
+    let approvals = magi_config::McpApprovals::load(home.root()).ok()?;
+    crate::mcp::approved_servers(&settings.mcp_servers, &approvals, &cwd)
+        .into_iter()
+        .find_map(|server| {
+            crate::mcp::missing_program(server, &cwd, &request.env)
+                .map(|why| format!("the MCP server `{}` cannot start: {why}", server.name))
+        })
+}
+
 /// What a startup error code means, with the local configuration's own account of it
 /// when it has one.
 pub fn explain_startup(
@@ -58,10 +72,16 @@ pub fn explain_startup(
             | StartupError::ProfileInvalid,
             Some(found),
         ) => found,
-        (StartupError::McpUnavailable, _) => "an approved MCP server did not start or did not \
-             list its tools in time: see `magi-code mcp list`, fix or disable the server \
-             (`enabled = false` in its settings), or revoke it (`magi-code mcp revoke`)"
-            .to_owned(),
+        (StartupError::McpUnavailable, _) => match missing_mcp_program(request) {
+            Some(missing) => format!(
+                "{missing}: install it or fix its `command` in the settings, disable the \
+                 server (`enabled = false`), or revoke it (`magi-code mcp revoke`)"
+            ),
+            None => "an approved MCP server did not start or did not list its tools in \
+                     time: see `magi-code mcp list`, fix or disable the server (`enabled = \
+                     false` in its settings), or revoke it (`magi-code mcp revoke`)"
+                .to_owned(),
+        },
         (StartupError::ConfigurationInvalid, None) => "the configuration is invalid: a name in \
              [tools] disabled may be a tool no connected MCP server lists; check it against \
              `magi-code mcp list`"

@@ -235,20 +235,10 @@ impl Started {
 fn bash_program() -> &'static OsStr {
     static BASH: OnceLock<OsString> = OnceLock::new();
     BASH.get_or_init(|| {
-        std::env::var_os("PATH")
-            .iter()
-            .flat_map(std::env::split_paths)
-            .map(|dir| dir.join("bash"))
-            .find(|path| is_executable(path))
+        let path = std::env::var_os("PATH");
+        launcher::find_program("bash".as_ref(), path.as_deref(), Path::new("/"))
             .map_or_else(|| "bash".into(), PathBuf::into_os_string)
     })
-}
-
-/// Whether `path` is a regular file someone may execute.
-fn is_executable(path: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::metadata(path)
-        .is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
 }
 
 /// Ends a command's process group as a person would: `SIGTERM` to the whole group, then

@@ -649,3 +649,23 @@ async fn the_reference_server_from_npm_initializes_lists_and_answers_through_a_t
     shutdown_clean(&mut backend).await;
     assert_no_processes_in(&env.cwd()).await;
 }
+
+#[tokio::test]
+async fn an_mcp_server_that_is_not_installed_is_named_with_its_program() {
+    let mock = MockServer::start().await;
+    let env = env_for(&mock).var("MAGI_PROVIDER", "openai-chat");
+    env.write_settings("[mcp.servers.ghost]\ncommand = \"magi-no-such-mcp-server\"\n");
+    mcp_command(&env, &["approve", "ghost"]);
+    let output = env.run_cli(&["exec", "hi"]).await;
+    assert_eq!(output.status.code(), Some(1));
+    let said = String::from_utf8(output.stderr).unwrap();
+    assert!(
+        said.contains(
+            "the MCP server `ghost` cannot start: magi-no-such-mcp-server: no executable file \
+             of that name on PATH"
+        ),
+        "{said}"
+    );
+    assert!(said.contains("[mcp_unavailable]"), "{said}");
+    assert!(mock.requests().is_empty());
+}

@@ -48,6 +48,33 @@ pub fn approved_servers<'a>(
         .collect()
 }
 
+/// Why a stdio server's program cannot be started, when it is no executable file: a
+/// name with a slash where it points (from the server's directory), another name on
+/// the `PATH` it is given. Checked before it starts because under the launcher a
+/// missing program would only look like a server that closed at once.
+pub fn missing_program(server: &McpServer, cwd: &Path, env: &Env) -> Option<String> {
+    let McpTransport::Stdio {
+        command, cwd: dir, ..
+    } = &server.transport
+    else {
+        return None;
+    };
+    let dir = dir.as_ref().map_or_else(|| cwd.to_owned(), |d| cwd.join(d));
+    let path = env.get("PATH").map(std::ffi::OsStr::new);
+    crate::launcher::find_program(command.as_ref(), path, &dir)
+        .is_none()
+        .then(|| {
+            if command.contains('/') {
+                format!(
+                    "{command}: no executable file there (from {})",
+                    dir.display()
+                )
+            } else {
+                format!("{command}: no executable file of that name on PATH")
+            }
+        })
+}
+
 /// Connects every server of `servers`. Blocks: it runs on the startup worker. On any
 /// failure or cancellation the servers already connected are shut down before it
 /// returns.
@@ -139,6 +166,10 @@ async fn connect_one(
             env_vars,
             cwd: dir,
         } => {
+            if let Some(missing) = missing_program(&server, cwd, env) {
+                return Err(fail("could not start", &missing));
+            }
+            let dir = dir.as_ref().map_or_else(|| cwd.to_owned(), |d| cwd.join(d));
             // Under the launcher, so the server and whatever it starts die with the
             // backend however it ends.
             let (program, leading) = crate::launcher::command_line(command.as_ref());
@@ -154,7 +185,7 @@ async fn connect_one(
                 }
             }
             process.envs(set);
-            process.current_dir(dir.as_ref().map_or_else(|| cwd.to_owned(), |d| cwd.join(d)));
+            process.current_dir(&dir);
             let mut wrapped = CommandWrap::from(process);
             // Its own process group, so shutdown reaches whatever it started too.
             wrapped.wrap(ProcessGroup::leader());

@@ -19,7 +19,7 @@ use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock, ResourceC
 use rmcp::service::{Peer, RoleClient, RunningService};
 use tokio_util::sync::CancellationToken;
 
-pub use connect::{McpStartError, approved_servers, connect};
+pub use connect::{McpStartError, approved_servers, connect, missing_program};
 pub use review::{McpReview, ServerReview};
 
 /// An MCP tool as the model sees it.

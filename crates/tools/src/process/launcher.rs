@@ -22,7 +22,7 @@ use std::io::{self, Read};
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 use std::sync::Arc;
 use std::sync::OnceLock;
@@ -102,6 +102,29 @@ pub(crate) fn command(program: &OsStr) -> Command {
         command.arg0("magi-code");
     }
     command
+}
+
+/// Where `program` would be found when started from `dir` with `path` as its `PATH`: a
+/// name with a slash as it stands (relative to `dir`), another name in the first `PATH`
+/// entry that holds an executable file of that name. None when there is none: through
+/// the launcher, a missing program is otherwise only seen as a command that ended.
+pub fn find_program(program: &OsStr, path: Option<&OsStr>, dir: &Path) -> Option<PathBuf> {
+    let named = Path::new(program);
+    if program.as_encoded_bytes().contains(&b'/') {
+        let full = dir.join(named);
+        return is_executable(&full).then_some(full);
+    }
+    path.into_iter()
+        .flat_map(std::env::split_paths)
+        .map(|entry| dir.join(entry).join(named))
+        .find(|candidate| is_executable(candidate))
+}
+
+/// Whether `path` is a regular file someone may execute.
+fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path)
+        .is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
 }
 
 /// The launcher's `main`: `arguments` are those after [`LAUNCH_ARGUMENT`], the lifeline's

@@ -9,6 +9,10 @@ use super::supervision::LABEL_APPROVAL_UNAVAILABLE;
 use super::{CallService, outcome_of, refused, result_record};
 use crate::runner::conversation::INTERRUPTED_CALL;
 
+/// What the model is told of questions a crashed run left open.
+const RECOVERED_QUESTION: &str =
+    "The user did not answer: the backend ended while the questions were open; they are declined.";
+
 impl CallService<'_, '_> {
     /// Settles the calls a crashed run left unsettled, before this turn's input is
     /// recorded. Returns how many it settled, or none when a settlement could not be
@@ -37,6 +41,12 @@ impl CallService<'_, '_> {
                 let report = self.execution(&call).run();
                 let outcome = outcome_of(&report);
                 (report, outcome, None)
+            } else if call.name == crate::questions::ASK_USER_TOOL {
+                // Questions open when the backend died were never answered: declined.
+                let mut report = refused(RECOVERED_QUESTION);
+                report.output.is_error = false;
+                report.output.summary = "declined; the backend ended".into();
+                (report, ToolOutcome::Completed, None)
             } else if unsettled.phase == Some(ToolCallPhase::AwaitingApproval) {
                 (
                     refused(&format!(

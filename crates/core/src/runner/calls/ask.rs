@@ -1,0 +1,44 @@
+//! `ask_user` (`user.questions`): the call waits, in `awaiting_input`, for the
+//! person's answers to its questions; the model is given them as the call's result.
+//! A decline, the expiry, the run's cancellation and a lost client all settle the call
+//! as declined.
+
+use magi_protocol::limits::QUESTION_EXPIRY_MS;
+use magi_protocol::messages::{Event, QuestionAsked};
+use magi_tools::{ToolOutput, ToolReport};
+
+use super::{Call, CallService};
+use crate::questions::parse_questions;
+
+impl CallService<'_, '_> {
+    /// Asks the person the call's questions and waits for the one answer.
+    pub(super) async fn ask_user(&mut self, call: &Call) -> ToolReport {
+        let questions = match parse_questions(&call.arguments) {
+            Ok(questions) => questions,
+            Err(why) => {
+                return ToolReport::from(ToolOutput {
+                    content: format!("The questions were not asked. {why}"),
+                    summary: "invalid questions".into(),
+                    is_error: true,
+                });
+            }
+        };
+        let question_id = uuid::Uuid::new_v4().to_string();
+        // Opened before it is announced, so an answer racing the event is not lost.
+        let wait = self.gates.questions.open(&question_id, questions.clone());
+        let event = Event::QuestionAsked(Box::new(QuestionAsked {
+            session_id: self.output.session_id().to_owned(),
+            run_id: self.output.run_id().to_owned(),
+            question_id,
+            questions: questions.clone(),
+        }));
+        self.output.critical(event).await;
+        let expiry = std::time::Duration::from_millis(QUESTION_EXPIRY_MS);
+        let outcome = wait.settled(expiry, &self.output.cancel).await;
+        ToolReport::from(ToolOutput {
+            content: outcome.for_model(&questions),
+            summary: outcome.summary().into(),
+            is_error: false,
+        })
+    }
+}

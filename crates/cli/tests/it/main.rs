@@ -33,6 +33,7 @@ mod launch;
 mod lifecycle;
 mod mcp;
 mod mission_control;
+mod questions;
 mod sessions;
 mod subagents;
 mod tool_calls;

@@ -40,7 +40,7 @@ fn arguments_are_checked_with_a_reason_for_the_model() {
     assert!(parse_questions(repeated).unwrap_err().contains("repeats"));
     let five = format!(
         r#"{{"questions":[{}]}}"#,
-        vec![r#"{"question":"q","options":[{"label":"a"},{"label":"b"}]}"#; 5].join(",")
+        [r#"{"question":"q","options":[{"label":"a"},{"label":"b"}]}"#; 5].join(",")
     );
     assert!(parse_questions(&five).unwrap_err().contains("5 were given"));
     assert!(parse_questions(r#"{"questions":[],"x":1}"#).is_err());

@@ -7,9 +7,10 @@ use crate::common::approval::{env_for, records};
 use crate::common::*;
 use magi_client::{Backend, Incoming};
 use magi_protocol::ErrorCode;
+use magi_protocol::cards::{Card, CardState};
 use magi_protocol::messages::{
-    EmptyParams, Event, QuestionAnswerParams, QuestionAnswerResult, QuestionAsked, QuestionReply,
-    RunOutcome, TurnCancelParams,
+    EmptyParams, Event, HistoryPageParams, QuestionAnswerParams, QuestionAnswerResult,
+    QuestionAsked, QuestionReply, RunOutcome, SavedCard, TurnCancelParams,
 };
 use magi_protocol::methods;
 use magi_testkit::{MockServer, Reply};
@@ -330,10 +331,128 @@ async fn a_question_open_when_the_backend_died_is_declined_at_the_next_turn() {
     let settled = result_of(&env, id, "q1");
     assert_eq!(settled["outcome"], "completed");
     assert_eq!(settled["summary"], "declined; the backend ended");
+    // Its facts keep the questions for the card, and say how they ended.
+    assert_eq!(settled["facts"]["tool"], "questions");
+    assert_eq!(settled["facts"]["settled"], "declined; the backend ended");
+    assert_eq!(
+        settled["facts"]["questions"][1]["question"],
+        "Which extras?"
+    );
     let outputs = tool_outputs(&mock.requests()[0].body);
     assert!(
         outputs[0].contains("the backend ended while the questions were open"),
         "{outputs:?}"
     );
+    shutdown_clean(&mut backend).await;
+}
+
+/// The rows of a card's one results block, as (label, value) pairs.
+fn rows(card: &Card) -> Vec<(String, String)> {
+    let value = serde_json::to_value(card).unwrap();
+    let block = value["blocks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["type"] == "results")
+        .unwrap_or_else(|| panic!("no results block: {value}"))
+        .clone();
+    block["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["label"].as_str().unwrap().to_owned(),
+                r["value"].as_str().unwrap_or("null").to_owned(),
+            )
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn the_card_keeps_the_questions_and_answers_live_and_saved() {
+    let mock = MockServer::start().await;
+    mock.enqueue(Reply::stream().tool_call("q1", "ask_user", [arguments().as_str()]));
+    mock.enqueue(Reply::stream().text(["Done."]));
+    let env = env_for(&mock);
+    let mut backend = env.spawn();
+    let required = [
+        &REQUIRED[..5],
+        &["tool.cards", "history.page", "user.questions"],
+    ]
+    .concat();
+    let result = backend.initialize(&required).await.unwrap().unwrap();
+    assert_eq!(result.capabilities[16..], ["tool.cards", "user.questions"]);
+    let session = session_with_turn(&mut backend, "Set it up").await;
+    let mut seen = Vec::new();
+    let asked = until_asked(&mut backend, &mut seen).await;
+    // While the questions wait, the live card already shows them.
+    let waiting = loop {
+        if let Incoming::Event {
+            event: Event::ToolCard(e),
+            ..
+        } = next(&mut backend).await
+            && e.card.state == CardState::Running
+            && !e.card.blocks.is_empty()
+        {
+            break e.card;
+        }
+    };
+    let expected_questions = [
+        ("Question", "Database: Which database?"),
+        ("Options", "one of: Postgres (a server) | SQLite (a file)"),
+    ];
+    let waiting_rows = rows(&waiting);
+    assert_eq!(
+        waiting_rows[..2],
+        expected_questions.map(|(l, v)| (l.to_owned(), v.to_owned()))
+    );
+    assert_eq!(
+        waiting_rows[2],
+        ("Answer".to_owned(), "awaiting the answer".to_owned())
+    );
+    let good = vec![reply(&["SQLite"], None), reply(&[], Some("none needed"))];
+    answer(&mut backend, &asked, Some(good)).await.unwrap();
+    let finished = until_finished(&mut backend, &mut seen).await;
+    let last = seen
+        .iter()
+        .rev()
+        .find_map(|e| match e {
+            Event::ToolCard(e) => Some(e.card.clone()),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(last.state, CardState::Finished);
+    let answered = [
+        ("Question", "Database: Which database?"),
+        ("Options", "one of: Postgres (a server) | SQLite (a file)"),
+        ("Answer", "SQLite"),
+        ("Question", "Which extras?"),
+        ("Options", "any of: cache | metrics | tracing"),
+        ("Answer", "other: none needed"),
+    ]
+    .map(|(l, v)| (l.to_owned(), v.to_owned()));
+    assert_eq!(rows(&last), answered);
+    // The saved card, projected from the log, keeps the same.
+    let page = backend
+        .call::<methods::HistoryPage>(&HistoryPageParams {
+            session_id: session.clone(),
+            revision: finished.revision.clone().unwrap(),
+            cursor: None,
+        })
+        .await
+        .unwrap()
+        .unwrap();
+    magi_client::cards::check_page(&page, true).unwrap();
+    let saved: Vec<&Card> = page
+        .entries
+        .iter()
+        .filter_map(|e| match &e.tool_card {
+            SavedCard::Card(card) => Some(&**card),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(saved.len(), 1);
+    assert_eq!(rows(saved[0]), answered);
     shutdown_clean(&mut backend).await;
 }

@@ -71,7 +71,7 @@ impl CallService<'_, '_> {
                 mcp.call(&tool, &call.arguments, &self.output.cancel).await
             }
             Handler::Client(tool) => self.call_client(call, &tool, activity_id).await,
-            Handler::AskUser => self.ask_user(call).await,
+            Handler::AskUser => self.ask_user(role, call, activity_id).await,
         }
     }
 

@@ -12,6 +12,8 @@ use crate::runner::conversation::INTERRUPTED_CALL;
 /// What the model is told of questions a crashed run left open.
 const RECOVERED_QUESTION: &str =
     "The user did not answer: the backend ended while the questions were open; they are declined.";
+/// The summary of questions a crashed run left open.
+const RECOVERED_QUESTION_SUMMARY: &str = "declined; the backend ended";
 
 impl CallService<'_, '_> {
     /// Settles the calls a crashed run left unsettled, before this turn's input is
@@ -45,7 +47,16 @@ impl CallService<'_, '_> {
                 // Questions open when the backend died were never answered: declined.
                 let mut report = refused(RECOVERED_QUESTION);
                 report.output.is_error = false;
-                report.output.summary = "declined; the backend ended".into();
+                report.output.summary = RECOVERED_QUESTION_SUMMARY.into();
+                // The card keeps the questions and says how they ended.
+                report.facts =
+                    crate::questions::parse_questions(&call.arguments)
+                        .ok()
+                        .map(|questions| magi_tools::facts::Facts::Questions {
+                            questions,
+                            answers: None,
+                            settled: Some(RECOVERED_QUESTION_SUMMARY.into()),
+                        });
                 (report, ToolOutcome::Completed, None)
             } else if unsettled.phase == Some(ToolCallPhase::AwaitingApproval) {
                 (

@@ -7,7 +7,7 @@ use crate::common::approval::{env_for, records};
 use crate::common::*;
 use magi_client::{Backend, Incoming};
 use magi_protocol::ErrorCode;
-use magi_protocol::cards::{Card, CardState};
+use magi_protocol::cards::{Card, CardState, Changes, ToolKind};
 use magi_protocol::messages::{
     EmptyParams, Event, HistoryPageParams, QuestionAnswerParams, QuestionAnswerResult,
     QuestionAsked, QuestionReply, RunOutcome, SavedCard, TurnCancelParams,
@@ -423,6 +423,8 @@ async fn the_card_keeps_the_questions_and_answers_live_and_saved() {
         })
         .unwrap();
     assert_eq!(last.state, CardState::Finished);
+    assert_eq!(last.tool_kind, ToolKind::Other);
+    assert_eq!(last.changes, Changes::NotApplicable);
     let answered = [
         ("Question", "Database: Which database?"),
         ("Options", "one of: Postgres (a server) | SQLite (a file)"),
@@ -454,5 +456,6 @@ async fn the_card_keeps_the_questions_and_answers_live_and_saved() {
         .collect();
     assert_eq!(saved.len(), 1);
     assert_eq!(rows(saved[0]), answered);
+    assert_eq!(saved[0].changes, Changes::NotApplicable);
     shutdown_clean(&mut backend).await;
 }

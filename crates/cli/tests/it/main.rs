@@ -23,6 +23,7 @@ mod doctor;
 mod errors;
 mod exec;
 mod exec_approvals;
+mod exec_questions;
 mod exec_sessions;
 mod exec_signals;
 mod frames;

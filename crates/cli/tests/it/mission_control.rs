@@ -73,6 +73,8 @@ async fn an_answer_for_the_session_spares_the_next_question() {
     );
     tmux.type_text("s");
     tmux.wait_for("Made one.");
+    // The reply shows before the run has ended; a prompt is taken only once it has.
+    tmux.wait_for("· idle ·");
     // The same command prefix in the next turn runs without a question.
     tmux.type_text("make two");
     tmux.key("Enter");

@@ -41,6 +41,9 @@ pub struct TurnRequest {
     /// Whether the client negotiated `approval.scopes`: approval requests then carry
     /// their details, and answers may reach the rest of the session.
     pub approval_scopes: bool,
+    /// Whether the client negotiated `user.questions`: the session's agent is then
+    /// offered `ask_user`.
+    pub user_questions: bool,
 }
 
 /// The session's turn.
@@ -73,7 +76,8 @@ impl Turn {
                 .as_deref()
                 .and_then(|(_, profile)| profile.tools.clone()),
             Arc::clone(&request.client_tools),
-        );
+        )
+        .asking_user(request.user_questions);
         Turn {
             request,
             exchange: Exchange::new(agent, offer, true),

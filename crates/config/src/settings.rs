@@ -16,6 +16,7 @@ use serde::Deserialize;
 use crate::ConfigError;
 use crate::instructions::InstructionSettings;
 use crate::location::toml_error;
+use crate::long_work::{ContextSettings, TurnSettings};
 use crate::mcp::{McpServer, merge_mcp};
 use crate::permissions::PermissionSettings;
 use crate::profiles::{AgentSettings, Profile};
@@ -41,6 +42,10 @@ pub struct Settings {
     pub instructions: InstructionSettings,
     /// `[compaction]`.
     pub compaction: CompactionSettings,
+    /// `[context]`.
+    pub context: ContextSettings,
+    /// `[turns]`.
+    pub turns: TurnSettings,
     /// `[skills]`.
     pub skills: SkillSettings,
     /// `[agent]`.
@@ -106,6 +111,10 @@ struct RawSettings {
     instructions: InstructionSettings,
     #[serde(default)]
     compaction: CompactionSettings,
+    #[serde(default)]
+    context: ContextSettings,
+    #[serde(default)]
+    turns: TurnSettings,
     #[serde(default)]
     skills: SkillSettings,
     #[serde(default)]
@@ -238,6 +247,8 @@ fn parse_settings(table: toml::Table) -> Result<Settings, ConfigError> {
         permissions: raw.permissions,
         instructions: raw.instructions,
         compaction: raw.compaction,
+        context: raw.context,
+        turns: raw.turns,
         skills: raw.skills,
         agent: raw.agent,
         profiles: raw.profiles,

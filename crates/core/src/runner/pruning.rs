@@ -17,6 +17,7 @@
 //! only grow as the conversation does, so a result once pruned stays pruned — within a
 //! turn and on later turns, whose conversation is replayed from the same records.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use magi_provider::Item;
@@ -43,6 +44,14 @@ pub(super) fn pruned(
     if protect_tokens == 0 {
         return sent;
     }
+    // The tool of each call, for the stubs.
+    let names: HashMap<&str, &str> = items
+        .iter()
+        .filter_map(|item| match item {
+            Item::ToolCall { call_id, name, .. } => Some((call_id.as_str(), name.as_str())),
+            _ => None,
+        })
+        .collect();
     let mut newer_tokens = 0usize;
     for index in (0..items.len()).rev() {
         let Item::ToolResult {
@@ -57,7 +66,7 @@ pub(super) fn pruned(
         if index >= current || newer_tokens <= protect_tokens {
             continue;
         }
-        let name = tool_name(&items[..index], call_id);
+        let name = names.get(call_id.as_str()).copied().unwrap_or("tool");
         let stub = stub(name, output, assets(call_id).as_deref());
         // A result shorter than its stub is sent as it is: nothing would be saved.
         if stub.len() < output.len() {
@@ -69,20 +78,6 @@ pub(super) fn pruned(
         }
     }
     sent
-}
-
-/// The name of the tool call `call_id` answers, from the items before its result.
-fn tool_name<'a>(before: &'a [Item], call_id: &str) -> &'a str {
-    before
-        .iter()
-        .rev()
-        .find_map(|item| match item {
-            Item::ToolCall {
-                call_id: id, name, ..
-            } if id == call_id => Some(name.as_str()),
-            _ => None,
-        })
-        .unwrap_or("tool")
 }
 
 /// The one-line stub of a pruned result of tool `name`.

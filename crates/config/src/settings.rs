@@ -274,6 +274,25 @@ mod tests {
     }
 
     #[test]
+    fn context_and_turns_have_defaults_and_merge_key_by_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let none = load_settings(&dir.path().join("a"), &dir.path().join("b")).unwrap();
+        assert_eq!(none.context.prune_protect_tokens, 40_000);
+        assert_eq!(none.turns.max_steps, None);
+        let global = write(dir.path(), "g.toml", "[turns]\nmax_steps = 200\n");
+        let project = write(
+            dir.path(),
+            "p.toml",
+            "[context]\nprune_protect_tokens = 0\n",
+        );
+        let settings = load_settings(&global, &project).unwrap();
+        assert_eq!(settings.context.prune_protect_tokens, 0);
+        assert_eq!(settings.turns.max_steps, Some(200));
+        let bad = write(dir.path(), "bad.toml", "[turns]\nmax_step = 2\n");
+        assert!(load_settings(&bad, &dir.path().join("b")).is_err());
+    }
+
+    #[test]
     fn project_overrides_global_key_by_key() {
         let dir = tempfile::tempdir().unwrap();
         let global = write(

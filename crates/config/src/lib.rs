@@ -8,6 +8,7 @@ mod effort;
 mod env;
 mod instructions;
 mod location;
+mod long_work;
 mod mcp;
 mod permissions;
 mod profiles;
@@ -24,6 +25,7 @@ pub use instructions::{
     INSTRUCTION_FILE_BYTES, INSTRUCTION_FILES, INSTRUCTIONS_BYTES, Instruction,
     InstructionSettings, load_instructions,
 };
+pub use long_work::{ContextSettings, DEFAULT_PRUNE_PROTECT_TOKENS, TurnSettings};
 pub use mcp::{McpApprovals, McpServer, McpSource, McpTransport, is_valid_server_name};
 pub use permissions::{
     CallSubject, PermissionMode, PermissionSettings, Rule, SessionRules, Verdict, glob_literal,

@@ -16,6 +16,7 @@ use serde::Deserialize;
 use crate::ConfigError;
 use crate::instructions::InstructionSettings;
 use crate::location::toml_error;
+use crate::long_work::{ContextSettings, TurnSettings};
 use crate::mcp::{McpServer, merge_mcp};
 use crate::permissions::PermissionSettings;
 use crate::profiles::{AgentSettings, Profile};
@@ -41,6 +42,10 @@ pub struct Settings {
     pub instructions: InstructionSettings,
     /// `[compaction]`.
     pub compaction: CompactionSettings,
+    /// `[context]`.
+    pub context: ContextSettings,
+    /// `[turns]`.
+    pub turns: TurnSettings,
     /// `[skills]`.
     pub skills: SkillSettings,
     /// `[agent]`.
@@ -106,6 +111,10 @@ struct RawSettings {
     instructions: InstructionSettings,
     #[serde(default)]
     compaction: CompactionSettings,
+    #[serde(default)]
+    context: ContextSettings,
+    #[serde(default)]
+    turns: TurnSettings,
     #[serde(default)]
     skills: SkillSettings,
     #[serde(default)]
@@ -238,6 +247,8 @@ fn parse_settings(table: toml::Table) -> Result<Settings, ConfigError> {
         permissions: raw.permissions,
         instructions: raw.instructions,
         compaction: raw.compaction,
+        context: raw.context,
+        turns: raw.turns,
         skills: raw.skills,
         agent: raw.agent,
         profiles: raw.profiles,
@@ -260,6 +271,25 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let settings = load_settings(&dir.path().join("a"), &dir.path().join("b")).unwrap();
         assert_eq!(settings, Settings::default());
+    }
+
+    #[test]
+    fn context_and_turns_have_defaults_and_merge_key_by_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let none = load_settings(&dir.path().join("a"), &dir.path().join("b")).unwrap();
+        assert_eq!(none.context.prune_protect_tokens, 40_000);
+        assert_eq!(none.turns.max_steps, None);
+        let global = write(dir.path(), "g.toml", "[turns]\nmax_steps = 200\n");
+        let project = write(
+            dir.path(),
+            "p.toml",
+            "[context]\nprune_protect_tokens = 0\n",
+        );
+        let settings = load_settings(&global, &project).unwrap();
+        assert_eq!(settings.context.prune_protect_tokens, 0);
+        assert_eq!(settings.turns.max_steps, Some(200));
+        let bad = write(dir.path(), "bad.toml", "[turns]\nmax_step = 2\n");
+        assert!(load_settings(&bad, &dir.path().join("b")).is_err());
     }
 
     #[test]

@@ -38,6 +38,11 @@ pub struct Agent {
     pub instructions: Arc<Vec<magi_config::Instruction>>,
     /// The model's context window in tokens, when compaction is configured.
     pub context_window_tokens: Option<usize>,
+    /// Tokens of the newest tool output sent whole (`[context] prune_protect_tokens`);
+    /// `0` sends every result whole.
+    pub prune_protect_tokens: usize,
+    /// Most model round trips of one turn (`[turns] max_steps`), if bounded.
+    pub max_steps: Option<usize>,
     /// The skills offered, by name.
     pub skills: Arc<Vec<magi_config::Skill>>,
     /// The primary agent's profile: its name, instructions and offered tools.
@@ -90,6 +95,8 @@ pub fn agent_for(runtime: &Runtime, selection: &ActiveSelection) -> Result<Agent
         secrets,
         instructions: Arc::new(runtime.instructions.clone()),
         context_window_tokens: runtime.settings.compaction.context_window_tokens,
+        prune_protect_tokens: runtime.settings.context.prune_protect_tokens,
+        max_steps: runtime.settings.turns.max_steps,
         skills: Arc::new(runtime.skills.clone()),
         profile: runtime.profile.clone().map(Arc::new),
         mcp: Arc::clone(&runtime.mcp),

@@ -431,3 +431,14 @@ pub const TASK_REPORT_NOTICE_BYTES: usize = 16_384;
 pub const TASK_DESCRIPTION_BYTES: usize = 16_384;
 /// Most child references a task keeps for its card; later calls are only counted.
 pub const TASK_CHILDREN: usize = 32;
+
+// ---- Long turns ----
+// A turn has no fixed step bound (`[turns] max_steps` sets one); these stop a model
+// repeating itself (docs/protocol/README.md, "Diagnostic codes"). Internal.
+
+/// Rounds in a row with the same calls, arguments and results after which the model is
+/// told it is repeating itself.
+pub const LOOP_NOTE_ROUNDS: usize = 3;
+/// Rounds in a row with the same calls, arguments and results that end the turn
+/// (`loop_detected`).
+pub const LOOP_END_ROUNDS: usize = 5;

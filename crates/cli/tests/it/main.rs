@@ -32,6 +32,7 @@ mod initialize;
 mod instructions;
 mod launch;
 mod lifecycle;
+mod long_turns;
 mod mcp;
 mod mission_control;
 mod questions;

@@ -1,5 +1,6 @@
-//! One model round trip of an agent's conversation: compaction when the conversation
-//! nears the context window, the model's response, then the calls it asks for.
+//! One model round trip of an agent's conversation: older tool output pruned from the
+//! request, compaction when the conversation nears the context window, the model's
+//! response, then the calls it asks for.
 
 use magi_protocol::ErrorCode;
 use magi_provider::Item;
@@ -8,6 +9,7 @@ use super::calls::{CallService, Role};
 use super::compaction::{compact, needs_compaction};
 use super::ending::Ending;
 use super::exchange::Exchange;
+use super::pruning::pruned;
 
 /// Takes one model round trip of the agent of `exchange`, whose calls go through
 /// `service` as `role`. Returns how the conversation ends, or none when the model asked
@@ -19,10 +21,19 @@ pub(super) async fn round_trip(
     items: &mut Vec<Item>,
 ) -> Option<Ending> {
     let system = exchange.instructions(service.workspace.cwd());
-    if needs_compaction(exchange, &system, items) {
+    let workspace = service.workspace;
+    let prune = |items: &[Item]| {
+        let current = exchange.current_round(items.len());
+        let assets = |call_id: &str| workspace.tool_assets_dir(call_id);
+        pruned(items, exchange.agent.prune_protect_tokens, current, &assets)
+    };
+    let mut sent = prune(items);
+    // What is sent is what must fit the context window.
+    if needs_compaction(exchange, &system, &sent) {
         compact(exchange, service.output, service.journal, &system, items).await;
+        sent = prune(items);
     }
-    let request = exchange.request(system, items);
+    let request = exchange.request(system, items, sent);
     let response = exchange
         .respond(&request, service.output, service.journal, service.turn_id)
         .await;

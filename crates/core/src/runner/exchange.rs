@@ -6,6 +6,7 @@
 //! is only recorded.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use magi_protocol::ErrorCode;
 use magi_protocol::limits::{LIVE_CHUNK_BYTES, RUN_CONTENT_BYTES, RUN_CONTENT_SEGMENTS};
@@ -34,7 +35,13 @@ pub(super) struct Exchange {
     tools: Vec<ToolSpec>,
     /// Whether its text streams to the client.
     live: bool,
+    /// How many conversation items its last request carried ([`NOT_SENT`] before the
+    /// first): the ones after are the current round's, never pruned.
+    sent: AtomicUsize,
 }
+
+/// [`Exchange::sent`] before the exchange's first request.
+const NOT_SENT: usize = usize::MAX;
 
 /// What one model response left for the loop.
 pub(super) struct Response {
@@ -99,7 +106,15 @@ impl Exchange {
             offer,
             tools,
             live,
+            sent: AtomicUsize::new(NOT_SENT),
         }
+    }
+
+    /// Where the current round begins in a conversation of `len` items: the items after
+    /// the ones the last request carried. Before the first request of the exchange
+    /// nothing is current: a conversation replayed from the log was all seen before.
+    pub(super) fn current_round(&self, len: usize) -> usize {
+        self.sent.load(Ordering::Relaxed).min(len)
     }
 
     /// Who a request asks, for what a failure or a retry says.
@@ -125,12 +140,19 @@ impl Exchange {
         system
     }
 
-    /// The request for the next response to `items`.
-    pub(super) fn request(&self, instructions: String, items: &[Item]) -> ModelRequest {
+    /// The request for the next response to the conversation `items`, of which the
+    /// request carries `sent` (the conversation, pruned).
+    pub(super) fn request(
+        &self,
+        instructions: String,
+        items: &[Item],
+        sent: Vec<Item>,
+    ) -> ModelRequest {
+        self.sent.store(items.len(), Ordering::Relaxed);
         ModelRequest {
             model: self.agent.model.clone(),
             instructions: Some(instructions),
-            items: items.to_vec(),
+            items: sent,
             tools: self.tools.clone(),
             reasoning_summaries: self.agent.reasoning_summaries,
             reasoning_effort: self.agent.reasoning_effort,

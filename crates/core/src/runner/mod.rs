@@ -25,7 +25,9 @@ mod journal;
 mod live_cards;
 mod offer;
 mod output;
+mod pruning;
 mod scope;
+mod steps;
 mod task;
 mod text;
 mod turn;
@@ -194,6 +196,8 @@ mod tests {
             secrets: Vec::new(),
             instructions: Arc::default(),
             context_window_tokens: None,
+            prune_protect_tokens: 0,
+            max_steps: None,
             skills: Arc::default(),
             profile: None,
             mcp: Arc::new(McpHub::empty()),

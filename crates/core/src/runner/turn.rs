@@ -16,13 +16,11 @@ use super::exchange::Exchange;
 use super::journal::{Journal, Workspace};
 use super::offer::Offer;
 use super::output::Output;
+use super::steps::{LOOP_NOTE, Repeats, Steps};
 use super::task::Subagents;
 use crate::agent::Agent;
 use crate::client_tools::ClientTool;
 use crate::sessions::Sessions;
-
-/// Model round trips one turn may take before it is stopped as failed.
-const MAX_STEPS: usize = 64;
 
 /// One admitted turn.
 #[derive(Debug, Clone)]
@@ -191,30 +189,32 @@ impl Turn {
             turn_id: &turn_id,
         };
         let mut role = Role::Session(&mut self.subagents);
-        let mut ending = None;
-        for _ in 0..MAX_STEPS {
+        let mut steps = Steps::new(self.exchange.agent.max_steps);
+        let ending = loop {
+            if let Some(stop) = steps.before_round() {
+                service.output.diagnostic(stop.code, &stop.summary).await;
+                break Ending::failed(ErrorCode::ExecutionFailed);
+            }
             // Job notices belong to the session's own conversation.
             deliver_job_notices(&mut service, items);
-            ending = round_trip(&self.exchange, &mut service, &mut role, items).await;
-            if ending.is_some() {
-                break;
+            let start = items.len();
+            if let Some(ending) = round_trip(&self.exchange, &mut service, &mut role, items).await {
+                break ending;
             }
-        }
-        // Rules a subagent's answers added are the session's: its log keeps them.
-        service.record_session_rules();
-        let ending = match ending {
-            Some(ending) => ending,
-            None => {
-                service
-                    .output
-                    .diagnostic(
-                        "step_limit",
-                        "The turn reached its limit of model round trips.",
-                    )
-                    .await;
-                Ending::failed(ErrorCode::ExecutionFailed)
+            match steps.after_round(&items[start..]) {
+                Repeats::None => {}
+                // The model's next request carries the note after the round.
+                Repeats::Note => items.push(Item::User {
+                    text: LOOP_NOTE.to_owned(),
+                }),
+                Repeats::Stop(stop) => {
+                    service.output.diagnostic(stop.code, &stop.summary).await;
+                    break Ending::failed(ErrorCode::ExecutionFailed);
+                }
             }
         };
+        // Rules a subagent's answers added are the session's: its log keeps them.
+        service.record_session_rules();
         self.degraded |= journal.degraded();
         ending
     }

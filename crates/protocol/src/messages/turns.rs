@@ -141,6 +141,13 @@ pub const DIAGNOSTIC_REPLY_TRUNCATED: &str = "reply_truncated";
 /// The `diagnostic` code of a model request about to be retried; its summary says why,
 /// the wait and the attempt ("retrying in 2s (2/5)").
 pub const DIAGNOSTIC_PROVIDER_RETRYING: &str = "provider_retrying";
+/// The `diagnostic` code of a turn stopped at `[turns] max_steps` model round trips
+/// (the run ends `failed`, `execution_failed`).
+pub const DIAGNOSTIC_STEP_LIMIT: &str = "step_limit";
+/// The `diagnostic` code of a turn stopped because the model kept making the same calls
+/// with the same arguments and getting the same results (the run ends `failed`,
+/// `execution_failed`).
+pub const DIAGNOSTIC_LOOP_DETECTED: &str = "loop_detected";
 
 /// Data of `diagnostic`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

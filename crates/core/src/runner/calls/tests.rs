@@ -97,6 +97,8 @@ impl Fixture {
             secrets: Vec::new(),
             instructions: Arc::default(),
             context_window_tokens: None,
+            prune_protect_tokens: 0,
+            max_steps: None,
             skills: Arc::default(),
             profile: None,
             mcp: Arc::new(McpHub::empty()),

@@ -1,0 +1,215 @@
+//! Auto-pruning: what a model request carries of older tool output.
+//!
+//! Before each model request the tool results are walked newest first, counting their
+//! estimated tokens (one per [`BYTES_PER_TOKEN`] bytes, the estimate compaction uses:
+//! providers give no count before the request). The results within the protected
+//! budget (`[context] prune_protect_tokens`, 40,000 by default) are sent whole; every
+//! older one is sent as a one-line stub naming the tool, the bytes and lines pruned and
+//! where its whole text is kept. The results of the current round (the ones the model
+//! has not seen yet) are always sent whole, though they count toward the budget.
+//!
+//! Only the request is pruned: the conversation the runner keeps, the session log and
+//! `history.page` keep every result whole. A pruned result keeps its call and its
+//! result item, so no wire format ever sees a call without its result.
+//!
+//! Pruning is stable, so a provider's prompt cache keeps matching the request prefix:
+//! whether a result is pruned depends only on the tokens of the results after it, which
+//! only grow as the conversation does, so a result once pruned stays pruned — within a
+//! turn and on later turns, whose conversation is replayed from the same records.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use magi_provider::Item;
+
+use super::compaction::BYTES_PER_TOKEN;
+
+/// The file a pruned result's whole text is saved to, in its call's assets folder,
+/// when the tool kept no capture of its own.
+pub(super) const PRUNED_RESULT_FILE: &str = "pruned-result.txt";
+/// The capture `bash` keeps of a command's combined output, in its call's assets.
+const COMMAND_OUTPUT_FILE: &str = "output.txt";
+
+/// The items a model request carries: `items` with every tool result outside the
+/// protected budget of `protect_tokens` replaced by a stub. Results at `current` and
+/// after (the current round) are never pruned; `0` protects everything. `assets` gives
+/// a call's assets folder, where a pruned result's text is kept.
+pub(super) fn pruned(
+    items: &[Item],
+    protect_tokens: usize,
+    current: usize,
+    assets: &dyn Fn(&str) -> Option<PathBuf>,
+) -> Vec<Item> {
+    let mut sent = items.to_vec();
+    if protect_tokens == 0 {
+        return sent;
+    }
+    // The tool of each call, for the stubs.
+    let names: HashMap<&str, &str> = items
+        .iter()
+        .filter_map(|item| match item {
+            Item::ToolCall { call_id, name, .. } => Some((call_id.as_str(), name.as_str())),
+            _ => None,
+        })
+        .collect();
+    let mut newer_tokens = 0usize;
+    for index in (0..items.len()).rev() {
+        let Item::ToolResult {
+            call_id,
+            output,
+            is_error,
+        } = &items[index]
+        else {
+            continue;
+        };
+        newer_tokens = newer_tokens.saturating_add(output.len() / BYTES_PER_TOKEN);
+        if index >= current || newer_tokens <= protect_tokens {
+            continue;
+        }
+        let name = names.get(call_id.as_str()).copied().unwrap_or("tool");
+        let stub = stub(name, output, assets(call_id).as_deref());
+        // A result shorter than its stub is sent as it is: nothing would be saved.
+        if stub.len() < output.len() {
+            sent[index] = Item::ToolResult {
+                call_id: call_id.clone(),
+                output: stub,
+                is_error: *is_error,
+            };
+        }
+    }
+    sent
+}
+
+/// The one-line stub of a pruned result of tool `name`.
+fn stub(name: &str, output: &str, assets: Option<&Path>) -> String {
+    let lines = output.lines().count();
+    let what = format!(
+        "[pruned from the context: the result of `{name}`, {} bytes in {lines} lines",
+        output.len()
+    );
+    match kept_at(name, output, assets) {
+        Some(path) => format!(
+            "{what}; its whole text is kept at {}: read it to see it again]",
+            path.display()
+        ),
+        None if name == "bash" => {
+            format!(
+                "{what}; run the command again, or read a background job's output with bash_log]"
+            )
+        }
+        None => format!("{what}; call `{name}` again with the same arguments to see it again]"),
+    }
+}
+
+/// Where the whole text of a pruned result is kept: the command's own capture when
+/// `bash` kept one, else the text saved once to [`PRUNED_RESULT_FILE`]. None when the
+/// call has no assets folder (no session) or the file cannot be written.
+fn kept_at(name: &str, output: &str, assets: Option<&Path>) -> Option<PathBuf> {
+    let dir = assets?;
+    if name == "bash" {
+        let capture = dir.join(COMMAND_OUTPUT_FILE);
+        if capture.is_file() {
+            return Some(capture);
+        }
+    }
+    let saved = dir.join(PRUNED_RESULT_FILE);
+    // Written once: the stub, and so the request prefix, stays the same afterwards.
+    if !saved.is_file() {
+        std::fs::create_dir_all(dir).ok()?;
+        std::fs::write(&saved, output).ok()?;
+    }
+    Some(saved)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn round(items: &mut Vec<Item>, n: usize, bytes: usize) {
+        let id = format!("c{n}");
+        items.push(Item::ToolCall {
+            call_id: id.clone(),
+            name: "read".into(),
+            arguments: "{}".into(),
+        });
+        items.push(Item::ToolResult {
+            call_id: id,
+            output: "x\n".repeat(bytes / 2),
+            is_error: false,
+        });
+    }
+
+    fn stubs(items: &[Item]) -> Vec<bool> {
+        items
+            .iter()
+            .filter_map(|i| match i {
+                Item::ToolResult { output, .. } => Some(output.starts_with("[pruned")),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn older_results_outside_the_budget_become_stubs_and_stay_so() {
+        let none = |_: &str| None;
+        let mut items = vec![Item::User { text: "go".into() }];
+        let mut seen: Vec<Vec<bool>> = Vec::new();
+        for n in 0..8 {
+            round(&mut items, n, 48 * 1024);
+            // The newest round is the current one.
+            let current = items.len() - 2;
+            let sent = pruned(&items, 40_000, current, &none);
+            assert_eq!(sent.len(), items.len(), "no item is dropped");
+            seen.push(stubs(&sent));
+        }
+        // 48 KiB is ~12k tokens: three results fit in 40k, older ones are stubs.
+        assert_eq!(seen[7], [true, true, true, true, true, false, false, false]);
+        // Once pruned, a result stays pruned.
+        for pair in seen.windows(2) {
+            for (before, after) in pair[0].iter().zip(&pair[1]) {
+                assert!(!before || *after);
+            }
+        }
+        let sent = pruned(&items, 40_000, items.len() - 2, &none);
+        let Item::ToolResult { output, .. } = &sent[2] else {
+            panic!("a result")
+        };
+        assert!(
+            output.contains("`read`") && output.contains("49152 bytes"),
+            "{output}"
+        );
+    }
+
+    #[test]
+    fn the_current_round_is_never_pruned_and_zero_turns_it_off() {
+        let none = |_: &str| None;
+        let mut items = Vec::new();
+        for n in 0..4 {
+            round(&mut items, n, 200_000);
+        }
+        assert_eq!(stubs(&pruned(&items, 1, 0, &none)), [false; 4]);
+        assert_eq!(
+            stubs(&pruned(&items, 1, 4, &none)),
+            [true, true, false, false]
+        );
+        assert_eq!(stubs(&pruned(&items, 0, 8, &none)), [false; 4]);
+    }
+
+    #[test]
+    fn a_pruned_result_is_saved_once_and_the_stub_names_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let assets = |id: &str| Some(dir.path().join(id));
+        let mut items = Vec::new();
+        for n in 0..3 {
+            round(&mut items, n, 4000);
+        }
+        let sent = pruned(&items, 1, 6, &assets);
+        let saved = dir.path().join("c0").join(PRUNED_RESULT_FILE);
+        let Item::ToolResult { output, .. } = &sent[1] else {
+            panic!("a result")
+        };
+        assert!(output.contains(&saved.display().to_string()), "{output}");
+        assert_eq!(std::fs::read_to_string(&saved).unwrap(), "x\n".repeat(2000));
+        assert_eq!(sent, pruned(&items, 1, 6, &assets), "the same stub again");
+    }
+}

@@ -20,6 +20,7 @@ use crate::mcp::{McpServer, merge_mcp};
 use crate::permissions::PermissionSettings;
 use crate::profiles::{AgentSettings, Profile};
 use crate::provider_kind::ProviderKind;
+use crate::sessions::SessionSettings;
 use crate::skills::SkillSettings;
 use crate::text_file::read_text_file;
 use crate::tools::{ToolSettings, merge_tools};
@@ -41,6 +42,8 @@ pub struct Settings {
     pub instructions: InstructionSettings,
     /// `[compaction]`.
     pub compaction: CompactionSettings,
+    /// `[sessions]`.
+    pub sessions: SessionSettings,
     /// `[skills]`.
     pub skills: SkillSettings,
     /// `[agent]`.
@@ -106,6 +109,8 @@ struct RawSettings {
     instructions: InstructionSettings,
     #[serde(default)]
     compaction: CompactionSettings,
+    #[serde(default)]
+    sessions: SessionSettings,
     #[serde(default)]
     skills: SkillSettings,
     #[serde(default)]
@@ -238,6 +243,7 @@ fn parse_settings(table: toml::Table) -> Result<Settings, ConfigError> {
         permissions: raw.permissions,
         instructions: raw.instructions,
         compaction: raw.compaction,
+        sessions: raw.sessions,
         skills: raw.skills,
         agent: raw.agent,
         profiles: raw.profiles,

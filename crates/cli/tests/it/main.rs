@@ -35,6 +35,7 @@ mod mcp;
 mod mission_control;
 mod sessions;
 mod subagents;
+mod titles;
 mod tool_calls;
 mod tools_disabled;
 mod turns;

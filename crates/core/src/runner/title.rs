@@ -106,7 +106,7 @@ impl TitleJob {
 /// The title an answer gives: its first non-empty line without quotes or a `Title:`
 /// label, redacted, then held to the rules of a listed title. `None` when nothing safe
 /// is left.
-fn title_of(answer: &str, secrets: &[String]) -> Option<String> {
+pub(super) fn title_of(answer: &str, secrets: &[String]) -> Option<String> {
     let line = answer.lines().map(str::trim).find(|l| !l.is_empty())?;
     let line = strip_label(line);
     let line = line.trim_matches(|c| matches!(c, '"' | '\'' | '`' | '*' | '#' | ' '));

@@ -40,3 +40,67 @@ impl Sessions {
         Ok(())
     }
 }
+
+#[cfg(test)]
+#[allow(
+    clippy::unwrap_used,
+    reason = "test code: a failed step is a failed test"
+)]
+mod tests {
+    use magi_protocol::ErrorCode;
+    use magi_protocol::messages::HistoryPageParams;
+
+    use super::*;
+
+    #[test]
+    fn a_recorded_title_keeps_the_current_revision_and_only_the_attached_session_gets_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = magi_store::Home::prepare(&dir.path().join("home")).unwrap();
+        let cwd = dir.path().canonicalize().unwrap();
+        let mut sessions = Sessions::new(home, cwd);
+        let session_id = sessions.create().session_id;
+        // A lazy handle has no log to write to.
+        assert_eq!(
+            sessions.record_title(&session_id, "Early"),
+            Err(AppendFailure::Detached)
+        );
+        sessions
+            .append(RecordBody::UserInput {
+                turn_id: "t1".into(),
+                message_id: "u1".into(),
+                text: "hello".into(),
+            })
+            .unwrap();
+        let (revision, _) = sessions.refresh().unwrap();
+        assert!(!has_title(&sessions.records().unwrap()));
+        assert_eq!(
+            sessions.record_title("0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b", "Other"),
+            Err(AppendFailure::Detached)
+        );
+        sessions.record_title(&session_id, "Greeting").unwrap();
+        assert!(has_title(&sessions.records().unwrap()));
+        let page = |sessions: &mut Sessions, revision: &str| {
+            sessions.page(&HistoryPageParams {
+                session_id: session_id.clone(),
+                revision: revision.to_owned(),
+                cursor: None,
+            })
+        };
+        // The revision a client was told stays pageable: the projection did not change.
+        let result = page(&mut sessions, &revision).unwrap();
+        assert_eq!(result.entries.len(), 1);
+        // Any other change to the log still makes the snapshot stale.
+        sessions
+            .append(RecordBody::UserInput {
+                turn_id: "t2".into(),
+                message_id: "u2".into(),
+                text: "again".into(),
+            })
+            .unwrap();
+        sessions.record_title(&session_id, "Second").unwrap();
+        assert_eq!(
+            page(&mut sessions, &revision).map(|_| ()),
+            Err(ErrorCode::StaleRevision)
+        );
+    }
+}

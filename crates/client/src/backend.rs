@@ -51,6 +51,9 @@ struct Shared {
     /// Set once `initialize` admitted `approval.scopes`; the reader then expects its
     /// fields in approval requests.
     approval_scopes: std::sync::atomic::AtomicBool,
+    /// Set once `initialize` admitted `user.questions`; the reader then accepts its
+    /// event.
+    user_questions: std::sync::atomic::AtomicBool,
 }
 
 impl Shared {

@@ -53,6 +53,8 @@ pub(crate) struct FrameChecker {
     /// Whether `approval.scopes` was negotiated: approval requests then carry its
     /// fields, and never otherwise.
     pub(crate) approval_scopes: bool,
+    /// Whether `user.questions` was negotiated: only then is `question.asked` allowed.
+    pub(crate) user_questions: bool,
 }
 
 impl FrameChecker {
@@ -94,6 +96,11 @@ impl FrameChecker {
                 {
                     return Err(violation(
                         "client tool event without client.tools negotiated",
+                    ));
+                }
+                if !self.user_questions && name == Some("question.asked") {
+                    return Err(violation(
+                        "question event without user.questions negotiated",
                     ));
                 }
                 let event = decode_event(seq, object, line, self.tool_cards)?;

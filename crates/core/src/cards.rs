@@ -21,6 +21,7 @@ mod mcp;
 mod metadata;
 mod part;
 mod project;
+mod questions;
 mod read;
 mod search;
 mod source;

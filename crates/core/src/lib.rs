@@ -11,6 +11,7 @@ mod explain;
 pub mod inspect;
 pub mod mcp;
 mod paging;
+pub mod questions;
 mod revision;
 pub mod runner;
 pub mod saved_cards;
@@ -39,5 +40,6 @@ pub fn is_built_in_tool(name: &str) -> bool {
     magi_tools::exists(name)
         || name == runner::SKILL_TOOL
         || name == magi_config::TASK_TOOL
+        || name == questions::ASK_USER_TOOL
         || name.starts_with(mcp::MCP_TOOL_PREFIX)
 }

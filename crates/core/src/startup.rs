@@ -274,7 +274,7 @@ mod tests {
             let text = format!("[tools]\ndisabled = [{names}]\n");
             std::fs::write(dir.path().join(".magi/settings.toml"), text).unwrap();
         };
-        let client_tools = ["ask_user".to_owned()];
+        let client_tools = ["open_ticket".to_owned()];
         let run = |client_tools: &[String]| {
             start(
                 &request(dir.path(), &ready),
@@ -284,10 +284,10 @@ mod tests {
             .map(|rt| rt.settings.tools.disabled_names())
             .map_err(|failure| failure.error)
         };
-        disable(r#""bash", "skill", "task", "ask_user""#);
+        disable(r#""bash", "skill", "task", "ask_user", "open_ticket""#);
         assert_eq!(
             run(&client_tools).unwrap(),
-            ["bash", "skill", "task", "ask_user"]
+            ["bash", "skill", "task", "ask_user", "open_ticket"]
         );
         // The same name without a client that registered it is no tool.
         assert_eq!(run(&[]), Err(StartupError::ConfigurationInvalid));

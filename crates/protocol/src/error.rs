@@ -110,6 +110,8 @@ error_codes! {
     StaleRun => "stale_run",
     /// The approval is unknown, expired or answered.
     StaleApproval => "stale_approval",
+    /// The question is unknown, expired or answered (`user.questions`).
+    StaleQuestion => "stale_question",
     /// The run failed while executing.
     ExecutionFailed => "execution_failed",
     /// Critical run events could not be delivered.

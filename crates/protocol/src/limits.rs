@@ -369,6 +369,23 @@ pub const APPROVAL_SUBJECT_BYTES: usize = 1_024;
 /// Most session rules one session keeps; an answer past it covers its call only.
 pub const SESSION_RULES: usize = 256;
 
+// `user.questions`: the bounds its contract (docs/protocol/extensions.md) fixes. Not
+// part of the published `limits`: the descriptor of the extension carries them.
+
+/// Names `user.questions` adds to the bound of `required_capabilities`: its own.
+pub const USER_QUESTIONS_CAPABILITY_NAMES: usize = 1;
+/// Most questions one `ask_user` call asks.
+pub const QUESTIONS_PER_CALL: usize = 4;
+/// Fewest options of one question.
+pub const QUESTION_OPTIONS_MIN: usize = 2;
+/// Most options of one question.
+pub const QUESTION_OPTIONS_MAX: usize = 6;
+/// Longest question, header, label, description or free answer, in UTF-8 bytes.
+pub const QUESTION_TEXT_BYTES: usize = 1_024;
+/// Time a question waits for its answer before it is declined, in milliseconds: a
+/// person needs longer for four questions than for one approval.
+pub const QUESTION_EXPIRY_MS: u64 = 900_000;
+
 // ---- MCP servers ----
 // The bounds of MCP servers and their tools (docs/mcp.md). Internal: a client never
 // sees an MCP server, only the tool calls it answers.

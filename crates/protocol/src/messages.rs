@@ -3,6 +3,7 @@
 
 mod approvals;
 mod catalog;
+mod questions;
 mod sessions;
 mod status;
 mod turns;
@@ -13,6 +14,7 @@ mod tests;
 
 pub use approvals::*;
 pub use catalog::*;
+pub use questions::*;
 pub use sessions::*;
 pub use status::*;
 pub use turns::*;
@@ -105,4 +107,6 @@ pub enum ResultBody {
     OperationCancel(OperationCancelResult),
     /// `client.tool.result`.
     ClientToolResult(ClientToolResultResult),
+    /// `question.answer`.
+    QuestionAnswer(QuestionAnswerResult),
 }

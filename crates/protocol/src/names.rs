@@ -120,6 +120,8 @@ closed_name_set! {
     pub enum ExtensionMethod {
         /// The client's one answer to a call of its tools (`client.tools`).
         ClientToolResult => "client.tool.result",
+        /// The client's answer to the model's questions (`user.questions`).
+        QuestionAnswer => "question.answer",
     }
 }
 
@@ -150,6 +152,9 @@ impl std::fmt::Display for MethodName {
 
 /// The `approval.scopes` extension's capability name.
 pub const APPROVAL_SCOPES: &str = "approval.scopes";
+
+/// The `user.questions` extension's capability name.
+pub const USER_QUESTIONS: &str = "user.questions";
 
 /// The capabilities advertised by `initialize`, in the protocol's order.
 ///

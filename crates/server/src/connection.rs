@@ -27,12 +27,14 @@ use crate::output::{Output, OutputFailure};
 
 mod initialize;
 mod negotiation;
+mod questions;
 mod session_job;
 mod session_work;
 mod titles;
 mod turns;
 
 use negotiation::CLIENT_TOOL_RESULT_METHOD;
+use questions::QUESTION_ANSWER_METHOD;
 pub(crate) use session_job::{SessionDone, SessionJob};
 
 /// What the serve loop does after a frame was answered.
@@ -69,6 +71,7 @@ struct ActiveRun {
     cancel: CancellationToken,
     approvals: ApprovalGate,
     client_calls: ClientToolGate,
+    questions: magi_core::questions::QuestionGate,
 }
 
 /// Where initialization is.
@@ -97,6 +100,8 @@ pub(crate) struct Connection {
     tool_cards: bool,
     /// Whether the client required `approval.scopes`.
     approval_scopes: bool,
+    /// Whether the client required `user.questions`.
+    user_questions: bool,
     /// Whether the client required `client.tools`, and the tools it registered.
     client_tools_negotiated: bool,
     client_tools: Arc<Vec<ClientTool>>,
@@ -129,6 +134,7 @@ impl Connection {
             negotiated: Vec::new(),
             tool_cards: false,
             approval_scopes: false,
+            user_questions: false,
             client_tools_negotiated: false,
             client_tools: Arc::default(),
             selection: None,
@@ -173,6 +179,14 @@ impl Connection {
         let id = envelope.id.as_str();
         if envelope.method == CLIENT_TOOL_RESULT_METHOD {
             let answer = self.client_tool_result(envelope.params);
+            match answer {
+                Ok(result) => self.output.result(id, result)?,
+                Err(code) => self.output.error(Some(id), code)?,
+            }
+            return Ok(Flow::Continue);
+        }
+        if envelope.method == QUESTION_ANSWER_METHOD {
+            let answer = self.question_answer(envelope.params);
             match answer {
                 Ok(result) => self.output.result(id, result)?,
                 Err(code) => self.output.error(Some(id), code)?,

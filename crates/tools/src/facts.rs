@@ -96,6 +96,16 @@ pub enum Facts {
         /// resources); none without an answer.
         non_text_items: Option<u64>,
     },
+    /// `ask_user` (`user.questions`): the questions asked and how they were settled.
+    Questions {
+        /// The questions, with their options, as asked.
+        questions: Vec<magi_protocol::messages::Question>,
+        /// One answer per question, when the person answered; none otherwise.
+        answers: Option<Vec<magi_protocol::messages::QuestionReply>>,
+        /// How they were settled (the call's summary: `answered`, `declined`, …);
+        /// none while they wait for the person.
+        settled: Option<String>,
+    },
     /// `task`: a task delegated to a subagent.
     Task {
         /// The task, as its cards' `task_id` names it.

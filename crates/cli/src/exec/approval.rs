@@ -139,7 +139,7 @@ fn bounded(message: &str) -> String {
 }
 
 /// One line from stdin, or none when `deadline` passes or stdin ends first.
-async fn read_line(deadline: Instant) -> Option<String> {
+pub(super) async fn read_line(deadline: Instant) -> Option<String> {
     // A plain thread, not the runtime's blocking pool: a read nobody answers must not
     // hold up the runtime's shutdown once the approval has expired.
     let (tx, line) = tokio::sync::oneshot::channel();

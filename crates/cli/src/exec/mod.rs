@@ -6,7 +6,8 @@
 //! tool call naming its main argument (from the call's `tool.card`, negotiated unless
 //! `--json` or `--quiet`), and errors (`report`). The run goes into a new session, the one
 //! `--resume` names or the newest one (`--continue`; `session`). A tool call the policy
-//! would ask about is put to the person at the terminal (`approval`).
+//! would ask about is put to the person at the terminal (`approval`), and so are the
+//! model's questions (`ask_user`, `question`).
 //!
 //! The backend runs in a process group of its own; Ctrl-C, SIGTERM and SIGHUP reach
 //! `exec` alone, which cancels the run, waits (bounded) for its end, prints the partial
@@ -16,6 +17,7 @@
 mod approval;
 mod args;
 mod output;
+mod question;
 mod report;
 mod session;
 mod signals;
@@ -204,6 +206,7 @@ async fn start(
         "approval.answer",
         "shutdown",
         magi_protocol::names::APPROVAL_SCOPES,
+        magi_protocol::names::USER_QUESTIONS,
     ];
     capabilities.extend_from_slice(target.capabilities());
     // The cards name each call's main argument in its progress line.
@@ -282,7 +285,8 @@ enum Step {
     CancelTimedOut,
 }
 
-/// Takes in the run's events until `run.finished`, answering approvals and signals.
+/// Takes in the run's events until `run.finished`, answering approvals, questions and
+/// signals.
 async fn follow(
     backend: &mut Backend,
     run: &Run,
@@ -351,6 +355,25 @@ async fn follow(
                 // A late answer is stale and changes nothing; the run goes on either way.
                 if backend
                     .send::<methods::ApprovalAnswer>(&params)
+                    .await
+                    .is_err()
+                {
+                    return Ended::Lost(anyhow!("the backend stopped reading"));
+                }
+            }
+            Event::QuestionAsked(asked) if cancel_deadline.is_none() => {
+                let answer = tokio::select! {
+                    params = question::answer(&asked) => Some(params),
+                    () = signals.next() => None,
+                };
+                let Some(params) = answer else {
+                    // Cancelling settles the open questions too.
+                    cancel_deadline = Some(cancel(backend, run, output).await);
+                    continue;
+                };
+                // A late answer is stale and changes nothing; the run goes on either way.
+                if backend
+                    .send::<methods::QuestionAnswer>(&params)
                     .await
                     .is_err()
                 {

@@ -33,6 +33,8 @@ pub(super) async fn start_backend() -> anyhow::Result<Backend> {
             "tool.cards",
             // Approvals show their subject and can be answered for the session.
             magi_protocol::names::APPROVAL_SCOPES,
+            // The model may ask the person to choose.
+            magi_protocol::names::USER_QUESTIONS,
         ])
         .await?
         .map_err(|code| crate::explain::initialize_failed(code, &[]))?;
@@ -157,6 +159,32 @@ impl App {
             approval_id,
             allow,
         });
+        Ok(())
+    }
+
+    /// Answers (or declines) the open questions and closes their picker.
+    pub(super) async fn answer_questions(
+        &mut self,
+        backend: &mut Backend,
+        answers: Option<Vec<magi_protocol::messages::QuestionReply>>,
+    ) -> anyhow::Result<()> {
+        let Some(picker) = self.question.take() else {
+            return Ok(());
+        };
+        let declined = answers.is_none();
+        let params = magi_protocol::messages::QuestionAnswerParams {
+            session_id: picker.asked.session_id,
+            run_id: picker.asked.run_id,
+            question_id: picker.asked.question_id,
+            answers,
+        };
+        // A late answer is stale and changes nothing; the run goes on either way.
+        let answered = backend.call::<methods::QuestionAnswer>(&params).await?;
+        self.status = match (answered, declined) {
+            (Ok(_), false) => "questions answered".into(),
+            (Ok(_), true) => "questions declined".into(),
+            (Err(code), _) => format!("the answer was refused: {}", code.as_str()),
+        };
         Ok(())
     }
 

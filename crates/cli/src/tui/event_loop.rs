@@ -107,6 +107,9 @@ impl App {
                         Action::Answer(answer) => self.answer(backend, answer).await?,
                         Action::ListSessions => self.list_sessions(backend).await?,
                         Action::OpenSession(id) => self.open_session(backend, id).await?,
+                        Action::AnswerQuestions(answers) => {
+                            self.answer_questions(backend, answers).await?
+                        }
                     }
                 }
                 incoming = backend.next_incoming() => {
@@ -114,6 +117,15 @@ impl App {
                     match incoming {
                     Some(Incoming::Event { event, .. }) => {
                         let finished = matches!(event, Event::RunFinished(_));
+                        match &event {
+                            Event::QuestionAsked(asked) => {
+                                self.question =
+                                    Some(super::question::QuestionPicker::new((**asked).clone()));
+                            }
+                            // Questions still open when the run ends were settled by it.
+                            Event::RunFinished(_) => self.question = None,
+                            _ => {}
+                        }
                         self.transcript.apply(FoldInput::Event(event));
                         if finished
                             && let Some(due) = self.transcript.history_due().cloned()

@@ -9,6 +9,15 @@ impl App {
     /// the loop is to do.
     pub(super) fn key(&mut self, key: KeyEvent) -> Action {
         let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+        if let Some(question) = &mut self.question {
+            if ctrl && matches!(key.code, KeyCode::Char('c' | 'd')) {
+                return Action::Quit;
+            }
+            return match question.key(key, &mut self.composer) {
+                super::question::Step::Stay => Action::Nothing,
+                super::question::Step::Done(answers) => Action::AnswerQuestions(answers),
+            };
+        }
         if let Some(picker) = &mut self.picker {
             return match key.code {
                 KeyCode::Char('c' | 'd') if ctrl => Action::Quit,

@@ -10,7 +10,9 @@
 //! a pending approval shows the command, path or URL it is about and is answered with
 //! `y` (allow once), `s` (allow for this session through the backend's suggested rule,
 //! `approval.scopes`, offered when there is one) or `n` (deny); Esc stops the running
-//! turn; Ctrl-O picks a session of this directory to reopen (`session.list`,
+//! turn; the model's questions (`user.questions`) replace the transcript with a picker
+//! (Up/Down move, Space picks in a multi-select, Enter answers, words typed answer in
+//! the person's own words, Esc declines); Ctrl-O picks a session of this directory to reopen (`session.list`,
 //! `session.open`); Ctrl-C quits.
 //!
 //! The module is cut along its seams: [`terminal`] owns the screen and the key reader,
@@ -21,6 +23,7 @@
 mod backend;
 mod event_loop;
 mod keys;
+mod question;
 mod render;
 mod terminal;
 
@@ -78,6 +81,8 @@ enum Action {
     Answer(Answer),
     ListSessions,
     OpenSession(String),
+    /// Answers the open questions (`None` declines them).
+    AnswerQuestions(Option<Vec<magi_protocol::messages::QuestionReply>>),
 }
 
 /// An answer to the pending approval (`approval.scopes`).
@@ -109,6 +114,8 @@ struct App {
     next_prompt: u64,
     status: String,
     picker: Option<Picker>,
+    /// The model's open questions (`user.questions`), while they wait.
+    question: Option<question::QuestionPicker>,
 }
 
 impl App {
@@ -125,6 +132,7 @@ impl App {
             next_prompt: 0,
             status: String::new(),
             picker: None,
+            question: None,
         }
     }
 

@@ -26,9 +26,10 @@ impl App {
         ])
         .areas(frame.area());
         let width = usize::from(body.width.saturating_sub(2)).max(10);
-        let lines = match &self.picker {
-            Some(picker) => picker_lines(picker),
-            None => self.transcript_lines(),
+        let lines = match (&self.picker, &self.question) {
+            (Some(picker), _) => picker_lines(picker),
+            (None, Some(question)) => question.lines(),
+            (None, None) => self.transcript_lines(),
         };
         let lines = wrap(lines, width);
         let height = usize::from(body.height.saturating_sub(2));
@@ -41,6 +42,8 @@ impl App {
         );
         let hint = if self.picker.is_some() {
             " sessions: Up/Down choose · Enter open · Esc back "
+        } else if let Some(question) = &self.question {
+            question.hint()
         } else if let Some(approval) = self.pending_approval() {
             if approval.suggested_rule.is_some() {
                 " approval pending: y allow once · s allow for this session · n deny "

@@ -203,6 +203,7 @@ async fn registration_is_checked_before_anything_starts() {
     let cases = [
         with(json!([])),
         with(json!([{"name": "read", "description": "d", "parameters": {"type": "object"}}])),
+        with(json!([{"name": "ask_user", "description": "d", "parameters": {"type": "object"}}])),
         with(json!([{"name": "Bad-Name", "description": "d", "parameters": {"type": "object"}}])),
         with(json!([good, good])),
         with(json!([{"name": "n", "description": "", "parameters": {"type": "object"}}])),

@@ -73,6 +73,8 @@ async fn an_answer_for_the_session_spares_the_next_question() {
     );
     tmux.type_text("s");
     tmux.wait_for("Made one.");
+    // The reply shows before the run has ended; a prompt is taken only once it has.
+    tmux.wait_for("· idle ·");
     // The same command prefix in the next turn runs without a question.
     tmux.type_text("make two");
     tmux.key("Enter");
@@ -173,5 +175,48 @@ async fn a_fresh_backend_takes_over_before_request_ids_run_out() {
     // The session kept both turns.
     let logs: Vec<_> = std::fs::read_dir(workspace_dir(&env)).unwrap().collect();
     assert_eq!(logs.len(), 1);
+    tmux.key("C-c");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_question_is_answered_from_the_picker() {
+    let mock = MockServer::start().await;
+    let arguments = serde_json::json!({"questions": [
+        {"question": "Which database?", "header": "Database",
+         "options": [{"label": "Postgres", "description": "a server"}, {"label": "SQLite"}]},
+        {"question": "Which extras?", "multi_select": true,
+         "options": [{"label": "cache"}, {"label": "metrics"}, {"label": "tracing"}]},
+        {"question": "Which port?", "options": [{"label": "80"}, {"label": "8080"}]}
+    ]})
+    .to_string();
+    mock.enqueue(Reply::stream().tool_call("q1", "ask_user", [arguments.as_str()]));
+    mock.enqueue(Reply::stream().text(["Set up as asked."]));
+    let env = TestEnv::new();
+    let tmux = Tmux::start(&env, &vars(&mock));
+    tmux.wait_for("idle");
+    tmux.type_text("set it up");
+    tmux.key("Enter");
+    let screen = tmux.wait_for("The model asks (1 of 3) · Database");
+    assert!(screen.contains("Postgres — a server"), "{screen}");
+    tmux.key("Down");
+    tmux.key("Enter");
+    tmux.wait_for("The model asks (2 of 3)");
+    tmux.key("Space");
+    tmux.key("Down");
+    tmux.key("Down");
+    tmux.key("Space");
+    tmux.wait_for("[x] tracing");
+    tmux.key("Enter");
+    tmux.wait_for("The model asks (3 of 3)");
+    tmux.type_text("whatever is free");
+    tmux.key("Enter");
+    tmux.wait_for("Set up as asked.");
+    assert_eq!(
+        tool_outputs(&mock.requests()[1].body),
+        [
+            "The user answered:\n- Which database?: SQLite\n- Which extras?: cache; tracing\n\
+          - Which port?: (in their own words) whatever is free"
+        ]
+    );
     tmux.key("C-c");
 }

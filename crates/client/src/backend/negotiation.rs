@@ -3,8 +3,10 @@
 
 use std::sync::Arc;
 
-use magi_protocol::messages::{ApprovalScopesDescriptor, InitializeParams, InitializeResult};
-use magi_protocol::names::APPROVAL_SCOPES;
+use magi_protocol::messages::{
+    ApprovalScopesDescriptor, InitializeParams, InitializeResult, UserQuestionsDescriptor,
+};
+use magi_protocol::names::{APPROVAL_SCOPES, USER_QUESTIONS};
 use serde_json::Value;
 
 use super::Shared;
@@ -17,6 +19,7 @@ pub(super) struct Negotiation {
     tool_cards: bool,
     client_tools: bool,
     approval_scopes: bool,
+    user_questions: bool,
     shared: Arc<Shared>,
 }
 
@@ -33,6 +36,7 @@ impl Negotiation {
             tool_cards: requires(magi_protocol::cards::CAPABILITY),
             client_tools: requires(CLIENT_TOOLS_CAPABILITY),
             approval_scopes: requires(APPROVAL_SCOPES),
+            user_questions: requires(USER_QUESTIONS),
             shared,
         })
     }
@@ -45,6 +49,7 @@ impl Negotiation {
             tool_cards: self.tool_cards,
             client_tools: self.client_tools,
             approval_scopes: self.approval_scopes,
+            user_questions: self.user_questions,
         };
         check_advertisement(&result, &required).map_err(ClientError::Violation)?;
         self.shared
@@ -56,6 +61,9 @@ impl Negotiation {
         self.shared
             .approval_scopes
             .store(self.approval_scopes, std::sync::atomic::Ordering::SeqCst);
+        self.shared
+            .user_questions
+            .store(self.user_questions, std::sync::atomic::Ordering::SeqCst);
         Ok(())
     }
 }
@@ -68,6 +76,7 @@ struct Required {
     tool_cards: bool,
     client_tools: bool,
     approval_scopes: bool,
+    user_questions: bool,
 }
 
 /// Checks what an admitted `initialize` advertises: the sixteen base capabilities in
@@ -84,6 +93,9 @@ fn check_advertisement(result: &InitializeResult, required: &Required) -> Result
     }
     if required.approval_scopes {
         expected.push(APPROVAL_SCOPES.to_owned());
+    }
+    if required.user_questions {
+        expected.push(USER_QUESTIONS.to_owned());
     }
     if result.capabilities != expected {
         return Err(Violation("initialize advertised other capabilities".into()));
@@ -113,8 +125,19 @@ fn check_advertisement(result: &InitializeResult, required: &Required) -> Result
         (true, Some(d)) => *d == ApprovalScopesDescriptor::schema_1(),
         _ => false,
     };
-    let any = required.tool_cards || required.client_tools || required.approval_scopes;
-    if cards_ok && tools_ok && scopes_ok && extensions.is_some() == any {
+    let questions_ok = match (
+        required.user_questions,
+        extensions.and_then(|e| e.user_questions.as_ref()),
+    ) {
+        (false, None) => true,
+        (true, Some(d)) => *d == UserQuestionsDescriptor::schema_1(),
+        _ => false,
+    };
+    let any = required.tool_cards
+        || required.client_tools
+        || required.approval_scopes
+        || required.user_questions;
+    if cards_ok && tools_ok && scopes_ok && questions_ok && extensions.is_some() == any {
         Ok(())
     } else {
         Err(Violation(

@@ -78,8 +78,9 @@ impl Transcript {
             Event::RunFinished(e) => self.finished(e),
             Event::ToolCard(e) => self.card(*e),
             // A client tool call is the client's own work, not a transcript item: the
-            // activity it belongs to is folded from its own events.
-            Event::ClientToolCall(_) | Event::ClientToolCancel(_) => {}
+            // activity it belongs to is folded from its own events. A question is the
+            // client's to ask; its call's activity and card show it in the transcript.
+            Event::ClientToolCall(_) | Event::ClientToolCancel(_) | Event::QuestionAsked(_) => {}
         }
     }
 

@@ -45,6 +45,9 @@ pub(super) fn read_facts(tool_name: &str, kind: ToolKind, facts: Option<&Value>)
     let fits = match BuiltinTool::from_name(tool_name) {
         Some(tool) => tool.family().fits(&facts),
         None if tool_name == magi_config::TASK_TOOL => matches!(facts, Facts::Task { .. }),
+        None if tool_name == crate::questions::ASK_USER_TOOL => {
+            matches!(facts, Facts::Questions { .. })
+        }
         None if tool_name.starts_with(crate::mcp::MCP_TOOL_PREFIX) => {
             matches!(facts, Facts::Mcp { .. })
         }
@@ -139,6 +142,11 @@ impl Context<'_, '_> {
                 *result_bytes,
                 *non_text_items,
             ),
+            Facts::Questions {
+                questions,
+                answers,
+                settled,
+            } => self.questions(questions, answers.as_deref(), settled.as_deref()),
             Facts::Task {
                 profile,
                 model_requests,

@@ -22,6 +22,12 @@ pub const ROW_FAILURE_EXPLANATION: &str = "Failure explanation";
 pub const ROW_OUTPUT_LINES: &str = "Output lines";
 /// Label of the row naming the job a command moved to.
 pub const ROW_BACKGROUND_JOB: &str = "Background job";
+/// Label of the `ask_user` row holding one question.
+pub const ROW_QUESTION: &str = "Question";
+/// Label of the `ask_user` row listing a question's options.
+pub const ROW_OPTIONS: &str = "Options";
+/// Label of the `ask_user` row with the person's answer to a question.
+pub const ROW_ANSWER: &str = "Answer";
 /// Label of the `read` and `bash_log` row for the lines returned.
 pub const ROW_LINES_SHOWN: &str = "Lines shown";
 /// Label of the `read` row for the file's length in lines.

@@ -56,9 +56,10 @@ fn decision_of(label: &str) -> Option<ProtectionDecision> {
 
 /// What the change facts and the settlement say about changes made.
 pub(super) fn changes(source: &CardSource, facts: &Source) -> Changes {
-    // Subagents, MCP tools and the client's tools change what they change.
-    let mutating =
-        BuiltinTool::from_name(source.tool_name).is_none_or(BuiltinTool::may_change_files);
+    // Subagents, MCP tools and the client's tools change what they change; a question
+    // to the user changes nothing.
+    let mutating = source.tool_name != crate::questions::ASK_USER_TOOL
+        && BuiltinTool::from_name(source.tool_name).is_none_or(BuiltinTool::may_change_files);
     if !mutating {
         return Changes::NotApplicable;
     }

@@ -46,6 +46,7 @@ use magi_provider::Item;
 use magi_store::records::{RecordBody, ToolCallPhase, ToolOutcome};
 use magi_tools::{ToolOutput, ToolReport};
 
+mod ask;
 mod handled;
 mod progress;
 mod recovery;

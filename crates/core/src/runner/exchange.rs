@@ -65,6 +65,13 @@ impl Exchange {
         {
             tools.push(task_tool_spec(&agent.subagents));
         }
+        if offer.asks_user() {
+            tools.push(ToolSpec {
+                name: crate::questions::ASK_USER_TOOL.to_owned(),
+                description: crate::questions::ASK_USER_DESCRIPTION.to_owned(),
+                parameters: crate::questions::ask_user_parameters(),
+            });
+        }
         tools.extend(
             offer
                 .client_tools()

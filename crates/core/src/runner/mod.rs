@@ -58,6 +58,8 @@ pub struct RunHandle {
     pub approvals: ApprovalGate,
     /// Where `client.tool.result` answers the run's client tool calls.
     pub client_calls: ClientToolGate,
+    /// Where `question.answer` answers the run's questions to the user.
+    pub questions: crate::questions::QuestionGate,
     /// The run's events; closed after `run.finished`.
     pub events: mpsc::Receiver<Event>,
     /// The sessions, handed back when the run's thread ends.
@@ -77,6 +79,7 @@ pub fn start_turn(
     let run_cancel = cancel.clone();
     let gates = calls::Gates::default();
     let (approvals, client_calls) = (gates.approvals.clone(), gates.client_calls.clone());
+    let questions = gates.questions.clone();
     // The sessions travel through this slot so that a failed spawn can return them.
     let slot = Arc::new(std::sync::Mutex::new(Some(sessions)));
     let thread_slot = Arc::clone(&slot);
@@ -125,6 +128,7 @@ pub fn start_turn(
             cancel,
             approvals,
             client_calls,
+            questions,
             events,
             done,
         }),
@@ -213,6 +217,7 @@ mod tests {
             client_tools: Arc::default(),
             approval_scopes: false,
             titles: None,
+            user_questions: false,
         };
         let Ok(mut handle) = start_turn(sessions, agent, request) else {
             panic!("the run's thread starts");

@@ -22,6 +22,8 @@ pub(super) struct Offer {
     withheld: Arc<Vec<ClientTool>>,
     /// Whether the agent may delegate tasks.
     delegates: bool,
+    /// Whether the agent may ask the user (`ask_user`, with `user.questions`).
+    asks_user: bool,
 }
 
 impl Offer {
@@ -38,6 +40,7 @@ impl Offer {
             client_tools,
             withheld: Arc::default(),
             delegates: true,
+            asks_user: false,
         }
     }
 
@@ -52,7 +55,20 @@ impl Offer {
             client_tools: Arc::default(),
             withheld: Arc::new(withheld),
             delegates: false,
+            // Only the session's agent talks to the person.
+            asks_user: false,
         }
+    }
+
+    /// The same offer, with `ask_user` when the client negotiated `user.questions`.
+    pub(super) fn asking_user(self, asks_user: bool) -> Offer {
+        Offer { asks_user, ..self }
+    }
+
+    /// Whether `ask_user` is offered: negotiated, and neither disabled nor left off
+    /// the profile's list.
+    pub(super) fn asks_user(&self) -> bool {
+        self.asks_user && self.offers(crate::questions::ASK_USER_TOOL)
     }
 
     /// Whether tool `name` is offered.

@@ -45,6 +45,9 @@ pub struct TurnRequest {
     /// Where a title for an untitled session goes (`[sessions] titles = "model"`);
     /// `None` asks for none.
     pub titles: Option<TitleSink>,
+    /// Whether the client negotiated `user.questions`: the session's agent is then
+    /// offered `ask_user`.
+    pub user_questions: bool,
 }
 
 /// The session's turn.
@@ -81,7 +84,8 @@ impl Turn {
                 .as_deref()
                 .and_then(|(_, profile)| profile.tools.clone()),
             Arc::clone(&request.client_tools),
-        );
+        )
+        .asking_user(request.user_questions);
         Turn {
             request,
             exchange: Exchange::new(agent, offer, true),

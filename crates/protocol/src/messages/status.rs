@@ -78,6 +78,13 @@ pub struct Extensions {
         skip_serializing_if = "Option::is_none"
     )]
     pub approval_scopes: Option<ApprovalScopesDescriptor>,
+    /// The `user.questions` descriptor, schema 1, when negotiated.
+    #[serde(
+        rename = "user.questions",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub user_questions: Option<super::UserQuestionsDescriptor>,
 }
 
 /// The lifecycle state reported by `status`.

@@ -230,4 +230,7 @@ pub enum Event {
     /// `client.tool.cancel`, only with `client.tools` negotiated.
     #[serde(rename = "client.tool.cancel")]
     ClientToolCancel(ClientToolCancel),
+    /// `question.asked`, only with `user.questions` negotiated.
+    #[serde(rename = "question.asked")]
+    QuestionAsked(Box<super::QuestionAsked>),
 }

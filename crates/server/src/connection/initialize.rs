@@ -7,10 +7,11 @@ use magi_core::selection::ActiveSelection;
 use magi_core::{CancelFlag, Runtime, Sessions, StartupFailure};
 use magi_protocol::cards;
 use magi_protocol::limits::{CLIENT_TOOL_ARGUMENTS_BYTES, CLIENT_TOOL_RESULT_BYTES, Limits};
+use magi_protocol::messages::UserQuestionsDescriptor;
 use magi_protocol::messages::{
     ApprovalScopesDescriptor, ClientToolsDescriptor, Extensions, InitializeResult, ResultBody,
 };
-use magi_protocol::names::{APPROVAL_SCOPES, base_capabilities};
+use magi_protocol::names::{APPROVAL_SCOPES, USER_QUESTIONS, base_capabilities};
 use magi_protocol::{ErrorCode, StartupError};
 use serde_json::value::RawValue;
 
@@ -38,6 +39,7 @@ impl Connection {
         };
         self.tool_cards = required.tool_cards;
         self.approval_scopes = required.approval_scopes;
+        self.user_questions = required.user_questions;
         self.client_tools_negotiated = required.client_tools.is_some();
         self.client_tools = Arc::new(required.client_tools.unwrap_or_default());
         self.negotiated = required
@@ -79,11 +81,16 @@ impl Connection {
                 let mut capabilities = base_capabilities();
                 // Extensions follow the base capabilities in one fixed order.
                 let mut extensions = None;
-                if self.tool_cards || self.client_tools_negotiated || self.approval_scopes {
+                if self.tool_cards
+                    || self.client_tools_negotiated
+                    || self.approval_scopes
+                    || self.user_questions
+                {
                     let mut negotiated = Extensions {
                         tool_cards: None,
                         client_tools: None,
                         approval_scopes: None,
+                        user_questions: None,
                     };
                     if self.tool_cards {
                         capabilities.push(cards::CAPABILITY.to_owned());
@@ -101,6 +108,10 @@ impl Connection {
                     if self.approval_scopes {
                         capabilities.push(APPROVAL_SCOPES.to_owned());
                         negotiated.approval_scopes = Some(ApprovalScopesDescriptor::schema_1());
+                    }
+                    if self.user_questions {
+                        capabilities.push(USER_QUESTIONS.to_owned());
+                        negotiated.user_questions = Some(UserQuestionsDescriptor::schema_1());
                     }
                     extensions = Some(negotiated);
                 }

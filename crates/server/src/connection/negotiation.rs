@@ -8,9 +8,10 @@ use magi_protocol::limits::{
     CLIENT_TOOLS, REQUIRED_CAPABILITY_NAMES, REQUIRED_CAPABILITY_NAMES_WITH_APPROVAL_SCOPES,
     REQUIRED_CAPABILITY_NAMES_WITH_CLIENT_TOOLS,
     REQUIRED_CAPABILITY_NAMES_WITH_CLIENT_TOOLS_AND_APPROVAL_SCOPES,
+    USER_QUESTIONS_CAPABILITY_NAMES,
 };
 use magi_protocol::messages::{ClientToolDefinition, InitializeParams};
-use magi_protocol::names::{APPROVAL_SCOPES, is_valid_name};
+use magi_protocol::names::{APPROVAL_SCOPES, USER_QUESTIONS, is_valid_name};
 use magi_protocol::{ErrorCode, Method};
 use serde_json::value::RawValue;
 
@@ -27,6 +28,8 @@ pub(super) struct Negotiation {
     pub(super) client_tools: Option<Vec<ClientTool>>,
     /// Whether `approval.scopes` was required.
     pub(super) approval_scopes: bool,
+    /// Whether `user.questions` was required.
+    pub(super) user_questions: bool,
 }
 
 /// The method a client answers its tools' calls with.
@@ -40,6 +43,7 @@ fn is_known_capability(name: &str) -> bool {
         || name == cards::CAPABILITY
         || name == CLIENT_TOOLS_CAPABILITY
         || name == APPROVAL_SCOPES
+        || name == USER_QUESTIONS
 }
 
 /// Checks the tools a client registers: 1 to 16 of them, names `[a-z][a-z0-9_]*` of at
@@ -106,6 +110,9 @@ pub(super) fn preflight_capabilities(params: &RawValue) -> Result<Negotiation, E
         (true, false) => REQUIRED_CAPABILITY_NAMES_WITH_CLIENT_TOOLS,
         (true, true) => REQUIRED_CAPABILITY_NAMES_WITH_CLIENT_TOOLS_AND_APPROVAL_SCOPES,
     };
+    // `user.questions` brings its own name too.
+    let wants_questions = names.iter().any(|n| n == USER_QUESTIONS);
+    let most = most + usize::from(wants_questions) * USER_QUESTIONS_CAPABILITY_NAMES;
     if names.len() > most || !names.iter().all(|n| is_valid_name(n)) {
         return Err(ErrorCode::InvalidParams);
     }
@@ -120,6 +127,7 @@ pub(super) fn preflight_capabilities(params: &RawValue) -> Result<Negotiation, E
         tool_cards: names.iter().any(|n| n == cards::CAPABILITY),
         client_tools,
         approval_scopes: wants_scopes,
+        user_questions: wants_questions,
     })
 }
 
@@ -154,6 +162,7 @@ mod tests {
                 tool_cards: true,
                 client_tools: None,
                 approval_scopes: false,
+                user_questions: false,
             })
         );
         // `approval.scopes` adds one name to the bound, and only its own.
@@ -161,6 +170,12 @@ mod tests {
         let raw: Box<RawValue> = serde_json::from_str(&params(&with_scopes)).unwrap();
         assert!(preflight_capabilities(&raw).is_ok_and(|n| n.approval_scopes));
         let too_many = [&with_scopes[..], &["status"]].concat();
+        assert_eq!(preflight(&params(&too_many)), Err(InvalidParams));
+        // `user.questions` adds its own name as well, on top of `approval.scopes`.
+        let with_questions = [&with_scopes[..], &["user.questions"]].concat();
+        let raw: Box<RawValue> = serde_json::from_str(&params(&with_questions)).unwrap();
+        assert!(preflight_capabilities(&raw).is_ok_and(|n| n.user_questions));
+        let too_many = [&with_questions[..], &["status"]].concat();
         assert_eq!(preflight(&params(&too_many)), Err(InvalidParams));
         // `client.tools` needs its tools, and tools need the capability.
         assert_eq!(preflight(&params(&["client.tools"])), Err(InvalidParams));

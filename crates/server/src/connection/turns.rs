@@ -46,6 +46,7 @@ impl Connection {
                             cancel: handle.cancel,
                             approvals: handle.approvals,
                             client_calls: handle.client_calls,
+                            questions: handle.questions,
                         });
                         Ok(Flow::RunStarted(RunChannels {
                             events: handle.events,
@@ -97,6 +98,7 @@ impl Connection {
             client_tools: Arc::clone(&self.client_tools),
             approval_scopes: self.approval_scopes,
             titles: self.turn_title_sink(runtime.settings.sessions.titles.asks_model()),
+            user_questions: self.user_questions,
         };
         Ok((sessions, agent, request))
     }
@@ -176,7 +178,11 @@ impl Connection {
     }
 
     /// Grammar of a run's identity, then the attachment it names.
-    fn check_run_identity(&self, session_id: &str, run_id: &str) -> Result<(), ErrorCode> {
+    pub(super) fn check_run_identity(
+        &self,
+        session_id: &str,
+        run_id: &str,
+    ) -> Result<(), ErrorCode> {
         if !is_valid_session_id(session_id) || !is_valid_name(run_id) {
             return Err(ErrorCode::InvalidParams);
         }

@@ -24,6 +24,8 @@ pub(super) enum Handler {
     Task,
     Mcp(Arc<McpTool>),
     Client(ClientTool),
+    /// `ask_user`: the person, through `question.asked` (`user.questions`).
+    AskUser,
 }
 
 impl CallService<'_, '_> {
@@ -35,6 +37,9 @@ impl CallService<'_, '_> {
         }
         if call.name == magi_config::TASK_TOOL && matches!(role, Role::Session(_)) {
             return Some(Handler::Task);
+        }
+        if call.name == crate::questions::ASK_USER_TOOL && self.offer.asks_user() {
+            return Some(Handler::AskUser);
         }
         if let Some(tool) = self.agent.mcp.tool(&call.name) {
             return Some(Handler::Mcp(tool));
@@ -66,6 +71,7 @@ impl CallService<'_, '_> {
                 mcp.call(&tool, &call.arguments, &self.output.cancel).await
             }
             Handler::Client(tool) => self.call_client(call, &tool, activity_id).await,
+            Handler::AskUser => self.ask_user(role, call, activity_id).await,
         }
     }
 

@@ -9,6 +9,12 @@ use super::supervision::LABEL_APPROVAL_UNAVAILABLE;
 use super::{CallService, outcome_of, refused, result_record};
 use crate::runner::conversation::INTERRUPTED_CALL;
 
+/// What the model is told of questions a crashed run left open.
+const RECOVERED_QUESTION: &str =
+    "The user did not answer: the backend ended while the questions were open; they are declined.";
+/// The summary of questions a crashed run left open.
+const RECOVERED_QUESTION_SUMMARY: &str = "declined; the backend ended";
+
 impl CallService<'_, '_> {
     /// Settles the calls a crashed run left unsettled, before this turn's input is
     /// recorded. Returns how many it settled, or none when a settlement could not be
@@ -37,6 +43,21 @@ impl CallService<'_, '_> {
                 let report = self.execution(&call).run();
                 let outcome = outcome_of(&report);
                 (report, outcome, None)
+            } else if call.name == crate::questions::ASK_USER_TOOL {
+                // Questions open when the backend died were never answered: declined.
+                let mut report = refused(RECOVERED_QUESTION);
+                report.output.is_error = false;
+                report.output.summary = RECOVERED_QUESTION_SUMMARY.into();
+                // The card keeps the questions and says how they ended.
+                report.facts =
+                    crate::questions::parse_questions(&call.arguments)
+                        .ok()
+                        .map(|questions| magi_tools::facts::Facts::Questions {
+                            questions,
+                            answers: None,
+                            settled: Some(RECOVERED_QUESTION_SUMMARY.into()),
+                        });
+                (report, ToolOutcome::Completed, None)
             } else if unsettled.phase == Some(ToolCallPhase::AwaitingApproval) {
                 (
                     refused(&format!(

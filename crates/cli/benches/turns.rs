@@ -5,6 +5,11 @@
 //! streamed as 10,000 deltas. Each runs as whole-process `magi-code exec` runs and as
 //! turns over `serve --stdio`.
 //!
+//! Scenario A runs twice: with session titles (the default: every turn here is a new
+//! session's first, so each is followed by a title request the mock answers at once)
+//! and with `[sessions] titles = "off"`; the turn's terminal should come no later with
+//! titles than without.
+//!
 //! Run with `cargo bench -p magi-cli --bench turns` (append `-- B` for one scenario).
 //! It prints figures; it asserts nothing about them.
 
@@ -30,7 +35,7 @@ const RUNS: usize = 15;
 
 fn scenarios() -> Vec<(&'static str, Scenario)> {
     vec![
-        ("A: one text reply", Scenario::Text),
+        ("A: one text reply (titles on)", Scenario::Text),
         (
             "T: 10 read-only tool calls, then text",
             Scenario::Tools10 {
@@ -227,5 +232,24 @@ async fn main() {
                 millis(per_call)
             );
         }
+    }
+    if only.is_empty() || only.iter().any(|o| o.starts_with('A')) {
+        // The same turns with titles off: their own home, whose settings say so.
+        let home_off = root.path().join("home-titles-off");
+        std::fs::create_dir_all(&home_off).unwrap();
+        std::fs::write(
+            home_off.join("settings.toml"),
+            "[sessions]\ntitles = \"off\"\n",
+        )
+        .unwrap();
+        let mock = MockServer::start_scenario(Scenario::Text).await.unwrap();
+        let exec = median(exec_runs(&home_off, &cwd, &mock).await);
+        let (serve, peak) = serve_runs(&home_off, &cwd, &mock).await;
+        println!(
+            "  A: one text reply (titles off): exec {:.1} ms; over serve --stdio {:.1} ms; peak backend memory {:.1} MiB",
+            millis(exec),
+            millis(median(serve)),
+            peak as f64 / 1024.0
+        );
     }
 }

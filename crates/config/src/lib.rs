@@ -14,6 +14,7 @@ mod permissions;
 mod profiles;
 mod provider;
 mod provider_kind;
+mod sessions;
 mod settings;
 mod skills;
 mod text_file;
@@ -39,6 +40,7 @@ pub use provider::{
     missing_credential, provider_definition, provider_names, read_credential, resolve_selection,
 };
 pub use provider_kind::ProviderKind;
+pub use sessions::{SessionSettings, TitleMode};
 pub use settings::{
     CatalogSettings, CompactionSettings, ProviderSettings, Settings, load_settings,
 };

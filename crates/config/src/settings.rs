@@ -21,6 +21,7 @@ use crate::mcp::{McpServer, merge_mcp};
 use crate::permissions::PermissionSettings;
 use crate::profiles::{AgentSettings, Profile};
 use crate::provider_kind::ProviderKind;
+use crate::sessions::SessionSettings;
 use crate::skills::SkillSettings;
 use crate::text_file::read_text_file;
 use crate::tools::{ToolSettings, merge_tools};
@@ -46,6 +47,8 @@ pub struct Settings {
     pub context: ContextSettings,
     /// `[turns]`.
     pub turns: TurnSettings,
+    /// `[sessions]`.
+    pub sessions: SessionSettings,
     /// `[skills]`.
     pub skills: SkillSettings,
     /// `[agent]`.
@@ -115,6 +118,8 @@ struct RawSettings {
     context: ContextSettings,
     #[serde(default)]
     turns: TurnSettings,
+    #[serde(default)]
+    sessions: SessionSettings,
     #[serde(default)]
     skills: SkillSettings,
     #[serde(default)]
@@ -249,6 +254,7 @@ fn parse_settings(table: toml::Table) -> Result<Settings, ConfigError> {
         compaction: raw.compaction,
         context: raw.context,
         turns: raw.turns,
+        sessions: raw.sessions,
         skills: raw.skills,
         agent: raw.agent,
         profiles: raw.profiles,

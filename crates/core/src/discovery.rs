@@ -29,6 +29,7 @@ use crate::revision::Revision;
 
 mod budget;
 mod entry;
+pub(crate) use entry::safe_title;
 mod folder;
 mod scope;
 #[cfg(test)]

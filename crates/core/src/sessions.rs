@@ -7,8 +7,8 @@
 //!
 //! The parts: `attachment` (create, open, load, page and list, and reading the
 //! attached log again), `selection` (the model selection, its saved preferences and the
-//! catalog), `append` (records appended to the attached log) and `assets` (where a
-//! session's bulky tool output lives).
+//! catalog), `append` (records appended to the attached log), `assets` (where a
+//! session's bulky tool output lives) and `title` (the session's recorded title).
 
 use std::path::{Path, PathBuf};
 
@@ -27,10 +27,12 @@ mod append;
 mod assets;
 mod attachment;
 mod selection;
+mod title;
 
 pub use crate::discovery::NOTICE_CWD_UNVERIFIED;
 pub use append::AppendFailure;
 pub(crate) use assets::call_assets_dir;
+pub use title::has_title;
 
 /// The sessions of one child: where they live and which one is attached.
 #[derive(Debug)]

@@ -30,6 +30,7 @@ mod negotiation;
 mod questions;
 mod session_job;
 mod session_work;
+mod titles;
 mod turns;
 
 use negotiation::CLIENT_TOOL_RESULT_METHOD;
@@ -118,6 +119,10 @@ pub(crate) struct Connection {
     attached: Option<String>,
     /// The turn running now, until its thread ended and its events were drained.
     run: Option<ActiveRun>,
+    /// Where turns send the titles they obtain (`titles`); `None` once cleanup began.
+    title_sink: Option<magi_core::runner::TitleSink>,
+    /// A title that arrived while the sessions were held elsewhere.
+    pending_title: Option<magi_core::runner::TitleOutcome>,
 }
 
 impl Connection {
@@ -139,6 +144,8 @@ impl Connection {
             session_cancel: CancellationToken::new(),
             attached: None,
             run: None,
+            title_sink: None,
+            pending_title: None,
         }
     }
 

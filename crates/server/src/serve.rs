@@ -16,12 +16,16 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use magi_core::Sessions;
+use magi_core::runner::TitleOutcome;
 use magi_protocol::messages::Event;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::connection::{Connection, Flow, SessionDone};
 use crate::output::{Output, OutputFailure};
 
+/// Titles that may wait in their channel for the loop: one per run that just ended is
+/// plenty, since a run sends at most one.
+const TITLES_WAITING: usize = 4;
 /// Exit status after an orderly end with all output written.
 const EXIT_OK: i32 = 0;
 /// Exit status after a transport failure or an undrained end.
@@ -83,6 +87,7 @@ enum Wake {
     Startup(StartupOutcome),
     Session(Option<SessionDone>),
     RunEvent(Option<Event>),
+    Title(Option<TitleOutcome>),
     OutputRoom,
     Read(io::Result<usize>),
     StopSignal,
@@ -92,6 +97,9 @@ async fn serve(mut input: pipe::Receiver, output: Arc<Output>, request: StartupR
     let writer_output = Arc::clone(&output);
     let mut writer = tokio::spawn(async move { writer_output.run_writer().await });
     let mut connection = Connection::new(Arc::clone(&output), request);
+    // Titles arrive after their run's terminal event, from the run's thread.
+    let (title_sink, mut titles) = mpsc::channel(TITLES_WAITING);
+    connection.set_title_sink(title_sink);
     let mut decoder = FrameDecoder::new();
     let mut startup: Option<JoinHandle<StartupOutcome>> = None;
     let mut session_work: Option<JoinHandle<SessionDone>> = None;
@@ -113,6 +121,7 @@ async fn serve(mut input: pipe::Receiver, output: Arc<Output>, request: StartupR
             () = output.room_for_events(), if run_events.is_some() && !output.has_room_for_events() => {
                 Wake::OutputRoom
             }
+            title = titles.recv() => Wake::Title(title),
             read = input.read(&mut buffer) => Wake::Read(read),
         };
         let flow = match wake {
@@ -135,6 +144,13 @@ async fn serve(mut input: pipe::Receiver, output: Arc<Output>, request: StartupR
                 output.event(event).map(|()| Flow::Continue)
             }
             Wake::OutputRoom => Ok(Flow::Continue),
+            Wake::Title(title) => {
+                // The connection holds a sink until cleanup, so the channel is open.
+                if let Some(title) = title {
+                    connection.title_arrived(title);
+                }
+                Ok(Flow::Continue)
+            }
             Wake::RunEvent(None) => {
                 run_events = None;
                 if run_done.is_some() {
@@ -204,7 +220,7 @@ async fn serve(mut input: pipe::Receiver, output: Arc<Output>, request: StartupR
         }
     };
     let workers = [startup.map(detach_result), session_work.map(detach_result)];
-    let run = (run_events, run_done);
+    let run = (run_events, run_done, titles);
     finish(ending, input, &output, writer, connection, workers, run).await
 }
 
@@ -285,6 +301,14 @@ async fn join_startup(startup: &mut Option<JoinHandle<StartupOutcome>>) -> Start
     }
 }
 
+/// What is left of runs when reading ends: the active run's events and sessions, and
+/// the titles runs may still send.
+type RunLeft = (
+    Option<mpsc::Receiver<Event>>,
+    Option<oneshot::Receiver<Box<Sessions>>>,
+    mpsc::Receiver<TitleOutcome>,
+);
+
 /// Ends the child: answer what EOF leaves unanswered, cancel pending work, drain output
 /// under the closing deadline, then give cleanup its bounded wait.
 async fn finish(
@@ -294,12 +318,9 @@ async fn finish(
     mut writer: JoinHandle<OutputFailure>,
     mut connection: Connection,
     workers: [Option<JoinHandle<()>>; 2],
-    run: (
-        Option<mpsc::Receiver<Event>>,
-        Option<oneshot::Receiver<Box<Sessions>>>,
-    ),
+    run: RunLeft,
 ) -> i32 {
-    let (mut run_events, mut run_done) = run;
+    let (mut run_events, mut run_done, mut titles) = run;
     connection.cancel_run();
     if let Ending::Eof {
         partial_frame: true,
@@ -359,6 +380,13 @@ async fn finish(
         }
         if let Some(done) = run_done.take() {
             connection.finish_run(done.await.ok());
+        }
+        // A title still being asked for is the backend's until cleanup: it is
+        // recorded if it comes within the cleanup wait. The channel ends once no run
+        // that may send one is left.
+        connection.close_title_sink();
+        while let Some(title) = titles.recv().await {
+            connection.title_arrived(title);
         }
     };
     let both = async { tokio::join!(close_mcp, cleanup) };

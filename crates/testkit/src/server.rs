@@ -27,6 +27,16 @@ pub const STATS_PATH: &str = "/v1/mock/stats";
 /// `POST` here clears the request count, the gaps and the request log.
 pub const RESET_PATH: &str = "/v1/mock/reset";
 
+/// How a backend's session-title request begins (the first words of its one user
+/// message): such a request is answered from the title queue
+/// ([`MockServer::enqueue_title`]) and logged apart ([`MockServer::title_requests`]),
+/// so that titles never take a turn's reply nor count as a turn's request. It must
+/// match the backend's title prompt; the title tests fail when it does not.
+pub const TITLE_PROMPT_START: &str = "Write a title for the conversation below";
+
+/// What a benchmark scenario answers a title request with.
+const SCENARIO_TITLE: &str = "Benchmark session";
+
 /// One request the server received, as the client sent it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RecordedRequest {
@@ -61,6 +71,8 @@ enum Source {
 #[derive(Default)]
 struct Log {
     requests: Vec<RecordedRequest>,
+    /// Title requests, apart from the rest.
+    title_requests: Vec<RecordedRequest>,
     count: u64,
     gaps: Vec<Duration>,
     /// When the last response body ended, to measure the client's gap.
@@ -69,6 +81,8 @@ struct Log {
 
 struct State {
     source: Source,
+    /// Replies for title requests, first in first out.
+    titles: Mutex<VecDeque<Reply>>,
     /// Whether full requests are kept (a benchmark scenario only counts them).
     record: bool,
     log: Mutex<Log>,
@@ -142,6 +156,7 @@ impl MockServer {
         let addr = listener.local_addr()?;
         let state = Arc::new(State {
             source,
+            titles: Mutex::new(VecDeque::new()),
             record,
             log: Mutex::new(Log::default()),
             models: Mutex::new(ModelsRoute::default()),
@@ -170,6 +185,22 @@ impl MockServer {
                 .unwrap_or_else(PoisonError::into_inner)
                 .push_back(reply);
         }
+    }
+
+    /// Queues `reply` for a later title request (see [`TITLE_PROMPT_START`]). A title
+    /// request finding this queue empty gets HTTP 400, which is not retried; under a
+    /// benchmark scenario it gets a short title.
+    pub fn enqueue_title(&self, reply: Reply) {
+        self.state
+            .titles
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push_back(reply);
+    }
+
+    /// The title requests received so far, in arrival order.
+    pub fn title_requests(&self) -> Vec<RecordedRequest> {
+        self.state.log().title_requests.clone()
     }
 
     /// Sets the models that model-list requests list, in order: ID and optional

@@ -1,6 +1,7 @@
 //! Auto-compaction through the real binary: a small configured context window makes the
 //! next request summarise the conversation first; the summary is recorded, shown in
-//! history and replaces the older conversation for the model.
+//! history and replaces the older conversation for the model; its closing `Title:` line
+//! is recorded as the session's title.
 
 #![allow(
     clippy::unwrap_used,
@@ -28,7 +29,10 @@ async fn turn(backend: &mut Backend, session: &str, prompt: &str) -> (Vec<Event>
 async fn a_small_context_window_compacts_before_the_request() {
     let mock = MockServer::start().await;
     mock.enqueue(Reply::stream().text(["FIRST-ANSWER"]));
-    mock.enqueue(Reply::stream().text(["SUMMARY-TEXT: the user asked twice."]));
+    mock.enqueue(Reply::stream().text([
+        "SUMMARY-TEXT: the user asked twice.\n",
+        "Title: Asked twice",
+    ]));
     mock.enqueue(Reply::stream().text(["Done."]));
     let env = TestEnv::new()
         .var("MAGI_PROVIDER", "openai-chat")
@@ -89,4 +93,13 @@ async fn a_small_context_window_compacts_before_the_request() {
             .any(|e| e.kind == EntryKind::Compaction && e.text.contains("SUMMARY-TEXT"))
     );
     shutdown_clean(&mut backend).await;
+    // The summary's closing title line is the compaction's title, not summary text.
+    let log = std::fs::read_to_string(log_path(&env, &session)).unwrap();
+    let compaction: serde_json::Value = log
+        .lines()
+        .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap())
+        .find(|record| record["kind"] == "compaction")
+        .unwrap();
+    assert_eq!(compaction["title"], "Asked twice");
+    assert_eq!(compaction["summary"], "SUMMARY-TEXT: the user asked twice.");
 }

@@ -38,6 +38,7 @@ mod mission_control;
 mod questions;
 mod sessions;
 mod subagents;
+mod titles;
 mod tool_calls;
 mod tools_disabled;
 mod turns;

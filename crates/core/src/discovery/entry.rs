@@ -62,7 +62,7 @@ pub(super) fn title(log: &StoredLog) -> Option<String> {
 /// A stored title as shown: at most `DISCOVERY_TITLE_BYTES` of input, no control
 /// characters, nothing secret-like, sanitized, trimmed and cut to `TITLE_CHARS`
 /// characters. Anything else, or nothing left, is `None`: a title is never invented.
-pub(super) fn safe_title(raw: &str) -> Option<String> {
+pub(crate) fn safe_title(raw: &str) -> Option<String> {
     if raw.len() > DISCOVERY_TITLE_BYTES || has_control(raw) || is_secret_like(raw) {
         return None;
     }

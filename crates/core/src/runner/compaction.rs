@@ -6,7 +6,9 @@
 //! [`BYTES_PER_TOKEN`] bytes of its text (instructions, prompts, replies, tool calls and
 //! results), and compaction runs before a model request whose estimate passes
 //! [`TRIGGER_PERCENT`] of `[compaction] context_window_tokens`. Without that setting
-//! nothing is compacted. The summary is bounded to [`SUMMARY_BYTES`].
+//! nothing is compacted. The summary is bounded to [`SUMMARY_BYTES`]. The model is asked
+//! to end the summary with a `Title:` line; a safe title there is recorded with the
+//! summary (the session's title from then on) and taken out of it.
 
 use std::sync::Arc;
 
@@ -19,6 +21,7 @@ use super::exchange::Exchange;
 use super::journal::Journal;
 use super::output::Output;
 use super::text::bounded;
+use super::title::title_of;
 
 /// Bytes of text counted as one token by the estimate.
 pub(super) const BYTES_PER_TOKEN: usize = 4;
@@ -33,7 +36,8 @@ pub(super) const SUMMARY_HEADING: &str = "Summary of the earlier conversation:";
 const COMPACT_PROMPT: &str = "Summarise the conversation so far for your own later use: the \
     user's requests (the latest one in full), what was done, which files were read or \
     changed and how, results of commands, decisions, and what remains to do. Be complete \
-    and concise; do not call tools.";
+    and concise; do not call tools. End with one line `Title: ` followed by a title of \
+    at most 50 characters naming the work.";
 
 /// The estimated tokens of a request's text.
 pub(super) fn estimate_tokens(instructions: &str, items: &[Item]) -> usize {
@@ -113,6 +117,7 @@ pub(super) async fn compact(
         text
     };
     let (outcome, text) = tokio::join!(client.stream(&request, events, &cancel), collect);
+    let (text, title) = split_title(&text, &exchange.agent.secrets);
     let summary = bounded(&output.without_credentials(text.trim()), SUMMARY_BYTES);
     if outcome.is_err() || summary.is_empty() {
         compaction_activity(
@@ -126,7 +131,7 @@ pub(super) async fn compact(
     }
     journal.append(RecordBody::Compaction {
         summary: summary.clone(),
-        title: None,
+        title,
     });
     *items = vec![summary_item(&summary)];
     compaction_activity(
@@ -136,6 +141,24 @@ pub(super) async fn compact(
         "conversation compacted",
     )
     .await;
+}
+
+/// A summary without its closing `Title:` line, and the title that line gives when it
+/// is a safe one (the same rules as a title the model is asked for after a turn).
+fn split_title(text: &str, secrets: &[String]) -> (String, Option<String>) {
+    let trimmed = text.trim_end();
+    let (body, last) = match trimmed.rsplit_once('\n') {
+        Some((body, last)) => (body, last),
+        None => ("", trimmed),
+    };
+    let labelled = last
+        .trim()
+        .get(..6)
+        .is_some_and(|label| label.eq_ignore_ascii_case("title:"));
+    if !labelled {
+        return (text.to_owned(), None);
+    }
+    (body.to_owned(), title_of(last, secrets))
 }
 
 async fn compaction_activity(
@@ -153,4 +176,29 @@ async fn compaction_activity(
             summary,
         )
         .await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_closing_title_line_is_taken_out_of_the_summary() {
+        let none: &[String] = &[];
+        let (summary, title) = split_title("Did a.\nDid b.\n\nTitle: Parser work\n", none);
+        assert_eq!(
+            (summary.as_str(), title.as_deref()),
+            ("Did a.\nDid b.\n", Some("Parser work"))
+        );
+        let (summary, title) = split_title("Did a.\nNo title here.", none);
+        assert_eq!((summary.as_str(), title), ("Did a.\nNo title here.", None));
+        // A title line that is not a safe title is dropped, the summary kept.
+        let (summary, title) = split_title("Did a.\ntitle: sk-abc123def456", none);
+        assert_eq!((summary.as_str(), title), ("Did a.", None));
+        let (summary, title) = split_title("Title: Only a title", none);
+        assert_eq!(
+            (summary.as_str(), title.as_deref()),
+            ("", Some("Only a title"))
+        );
+    }
 }

@@ -12,7 +12,8 @@
 //! `output` (shared with its subagents), an agent's `journal`, the `offer` of
 //! tools, the model `exchange`, one round trip of the `dialogue`, the tool-call
 //! service (`calls`), the subagent runner (`task`) and `compaction`; `turn` puts
-//! them together for the session's agent.
+//! them together for the session's agent, and `title` names an untitled session after
+//! the run's terminal event.
 
 mod calls;
 mod compaction;
@@ -30,11 +31,13 @@ mod scope;
 mod steps;
 mod task;
 mod text;
+mod title;
 mod turn;
 
 pub use crate::agent::Agent;
 pub use conversation::conversation;
 pub(crate) use exchange::SKILL_TOOL;
+pub use title::{TitleOutcome, TitleSink};
 pub use turn::TurnRequest;
 
 use std::sync::Arc;
@@ -110,6 +113,12 @@ pub fn start_turn(
                     // saw `run.finished` finds the child idle.
                     let _ = done_tx.send(sessions);
                     output.finished(finished).await;
+                    // The run's events end here; a title is asked for only now, so the
+                    // turn never waits for it.
+                    drop(output);
+                    if let Some(job) = turn.take_title_job() {
+                        job.run().await;
+                    }
                 }),
                 Err(_) => {
                     let _ = done_tx.send(sessions);
@@ -211,6 +220,7 @@ mod tests {
             tool_cards: false,
             client_tools: Arc::default(),
             approval_scopes: false,
+            titles: None,
             user_questions: false,
         };
         let Ok(mut handle) = start_turn(sessions, agent, request) else {

@@ -18,9 +18,10 @@ use super::offer::Offer;
 use super::output::Output;
 use super::steps::{LOOP_NOTE, Repeats, Steps};
 use super::task::Subagents;
+use super::title::{TitleJob, TitleSink};
 use crate::agent::Agent;
 use crate::client_tools::ClientTool;
-use crate::sessions::Sessions;
+use crate::sessions::{Sessions, has_title};
 
 /// One admitted turn.
 #[derive(Debug, Clone)]
@@ -39,6 +40,9 @@ pub struct TurnRequest {
     /// Whether the client negotiated `approval.scopes`: approval requests then carry
     /// their details, and answers may reach the rest of the session.
     pub approval_scopes: bool,
+    /// Where a title for an untitled session goes (`[sessions] titles = "model"`);
+    /// `None` asks for none.
+    pub titles: Option<TitleSink>,
     /// Whether the client negotiated `user.questions`: the session's agent is then
     /// offered `ask_user`.
     pub user_questions: bool,
@@ -57,6 +61,10 @@ pub(super) struct Turn {
     input_durable: bool,
     /// An append after the input failed.
     degraded: bool,
+    /// The session had no title when the turn began.
+    untitled: bool,
+    /// The title request to make once the run's terminal event is out.
+    title: Option<TitleJob>,
 }
 
 impl Turn {
@@ -84,6 +92,8 @@ impl Turn {
             subagents: Subagents::default(),
             input_durable: false,
             degraded: false,
+            untitled: false,
+            title: None,
         }
     }
 
@@ -91,10 +101,44 @@ impl Turn {
     /// the sessions are handed back.
     pub(super) async fn run(&mut self, sessions: &mut Sessions, output: &mut Output) -> Event {
         let ending = match self.persist_input(sessions, output).await {
-            Ok(mut items) => self.converse(sessions, output, &mut items).await,
+            Ok(mut items) => {
+                let ending = self.converse(sessions, output, &mut items).await;
+                self.plan_title(&ending, &items);
+                ending
+            }
             Err(ending) => ending,
         };
         self.finish(sessions, output, ending)
+    }
+
+    /// The title request this turn leaves for after its terminal event, if any.
+    pub(super) fn take_title_job(&mut self) -> Option<TitleJob> {
+        self.title.take()
+    }
+
+    /// Plans the title request: after a completed turn of an untitled session, when
+    /// titles are asked for, from the prompt and the turn's last reply.
+    fn plan_title(&mut self, ending: &Ending, items: &[Item]) {
+        let Some(sink) = &self.request.titles else {
+            return;
+        };
+        if !self.untitled || ending.outcome != RunOutcome::Completed {
+            return;
+        }
+        let reply = items.iter().rev().find_map(|item| match item {
+            Item::Assistant { text } if !text.trim().is_empty() => Some(text.clone()),
+            _ => None,
+        });
+        let agent = &self.exchange.agent;
+        self.title = Some(TitleJob {
+            client: Arc::clone(&agent.client),
+            model: agent.model.clone(),
+            secrets: agent.secrets.clone(),
+            session_id: self.request.session_id.clone(),
+            prompt: self.request.prompt.clone(),
+            reply: reply.unwrap_or_default(),
+            sink: sink.clone(),
+        });
     }
 
     /// The turn's ID: the run's.
@@ -109,6 +153,7 @@ impl Turn {
         output: &mut Output,
     ) -> Result<Vec<Item>, Ending> {
         let records = sessions.records().map_err(Ending::failed)?;
+        self.untitled = !has_title(&records);
         // The session's rules hold from its first call on, in whatever child runs it.
         self.gates.rules.load(&records);
         // Calls a crashed run left without a result are settled first: nothing that

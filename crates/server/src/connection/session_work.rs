@@ -118,6 +118,7 @@ impl Connection {
         if let Some(selection) = done.selection {
             self.selection = Some(selection);
         }
+        self.record_pending_title();
         match self.session_request.take() {
             Some(id) => match done.answer {
                 Ok(result) => self.output.result(&id, result),

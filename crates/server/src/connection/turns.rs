@@ -97,6 +97,7 @@ impl Connection {
             tool_cards: self.tool_cards,
             client_tools: Arc::clone(&self.client_tools),
             approval_scopes: self.approval_scopes,
+            titles: self.turn_title_sink(runtime.settings.sessions.titles.asks_model()),
             user_questions: self.user_questions,
         };
         Ok((sessions, agent, request))
@@ -199,6 +200,7 @@ impl Connection {
             self.sessions = Some(sessions);
         }
         self.run = None;
+        self.record_pending_title();
     }
 
     /// The connected MCP servers, once startup succeeded.

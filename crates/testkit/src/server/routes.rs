@@ -19,9 +19,11 @@ use tokio::net::TcpListener;
 use tokio::task::JoinSet;
 
 use super::body::EventBody;
-use super::{Log, RESET_PATH, RecordedRequest, STATS_PATH, Source, State};
+use super::{
+    Log, RESET_PATH, RecordedRequest, SCENARIO_TITLE, STATS_PATH, Source, State, TITLE_PROMPT_START,
+};
 use crate::render::{Format, render};
-use crate::reply::Kind;
+use crate::reply::{Kind, Reply};
 
 pub(super) async fn serve(listener: TcpListener, state: Arc<State>) {
     let mut connections = JoinSet::new();
@@ -95,6 +97,18 @@ async fn handle(
     } else {
         None
     };
+    if let Some(format) = format
+        && is_title_request(&body)
+    {
+        let recorded = RecordedRequest {
+            method,
+            path,
+            query,
+            headers,
+            body,
+        };
+        return Ok(answer_title(&state, format, recorded));
+    }
     {
         let mut log = state.log();
         log.count += 1;
@@ -180,6 +194,74 @@ async fn handle(
     headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));
     add_headers(&mut response, &reply_headers);
     Ok(response)
+}
+
+/// Whether a model request asks for a session title: one of its messages' text starts
+/// with [`TITLE_PROMPT_START`], in any wire format.
+fn is_title_request(body: &Value) -> bool {
+    let messages = body
+        .get("messages")
+        .or_else(|| body.get("input"))
+        .and_then(Value::as_array);
+    messages.is_some_and(|messages| {
+        messages.iter().any(|m| {
+            let content = &m["content"];
+            let starts = |v: &Value| {
+                v.as_str()
+                    .is_some_and(|t| t.starts_with(TITLE_PROMPT_START))
+            };
+            starts(content)
+                || content
+                    .as_array()
+                    .is_some_and(|parts| parts.iter().any(|p| starts(&p["text"])))
+        })
+    })
+}
+
+/// A title request, logged apart and answered from the title queue (a short title under
+/// a scenario; HTTP 400 when nothing is queued).
+fn answer_title(
+    state: &Arc<State>,
+    format: Format,
+    recorded: RecordedRequest,
+) -> Response<EventBody> {
+    if state.record {
+        state.log().title_requests.push(recorded);
+    }
+    let next = match &state.source {
+        Source::Scenario(_) => Some(Reply::stream().text([SCENARIO_TITLE])),
+        Source::Queue(_) => state
+            .titles
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .pop_front(),
+    };
+    let Some(reply) = next else {
+        return plain(400, error_body("mock: no title queued"), None);
+    };
+    match reply.kind {
+        Kind::Error { status, body } => {
+            let mut response = plain(status, body, None);
+            add_headers(&mut response, &reply.headers);
+            response
+        }
+        Kind::Stream(script) => {
+            let (events, break_at_end) = render(format, &script);
+            let mut body = EventBody::new(events, script.chunk_delay, break_at_end, None);
+            if script.held {
+                let mut released = state.released.subscribe();
+                body.hold = Some(Box::pin(async move {
+                    let _ = released.wait_for(|released| *released).await;
+                }));
+            }
+            let mut response = Response::new(body);
+            let headers = response.headers_mut();
+            headers.insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
+            headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+            add_headers(&mut response, &reply.headers);
+            response
+        }
+    }
 }
 
 fn error_body(message: &str) -> String {

@@ -1,0 +1,226 @@
+//! Session titles through the real binary against the mock model: asked for after the
+//! first turn's terminal event, recorded in the log, listed by `session.list`; a failed
+//! request leaves the session untitled, listing asks for nothing, and
+//! `[sessions] titles = "off"` turns them off.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test code: a failed step is a failed test"
+)]
+
+use crate::common::*;
+use magi_client::Backend;
+use magi_protocol::messages::{RunOutcome, SessionListParams, SessionListResult};
+use magi_protocol::methods;
+use magi_testkit::{MockServer, Reply, TITLE_PROMPT_START};
+use serde_json::{Value, json};
+
+/// How the backend reaches the mock in each wire format.
+#[derive(Debug, Clone, Copy)]
+enum Wire {
+    Responses,
+    Chat,
+    Anthropic,
+}
+
+fn env_for(wire: Wire, mock: &MockServer) -> TestEnv {
+    let env = TestEnv::new().var("MAGI_MODEL", "mock-model");
+    match wire {
+        Wire::Responses => env
+            .var("MAGI_PROVIDER", "openai")
+            .var("OPENAI_API_KEY", "test-key-5d1e")
+            .var("OPENAI_BASE_URL", &mock.base_url()),
+        Wire::Chat => env
+            .var("MAGI_PROVIDER", "openai-chat")
+            .var("OPENAI_BASE_URL", &mock.base_url()),
+        Wire::Anthropic => env
+            .var("MAGI_PROVIDER", "anthropic")
+            .var("ANTHROPIC_API_KEY", "test-key-5d1e")
+            .var("ANTHROPIC_BASE_URL", &mock.origin()),
+    }
+}
+
+async fn ready(env: &TestEnv) -> Backend {
+    let mut backend = env.spawn();
+    backend
+        .initialize(&[
+            "session.create",
+            "session.list",
+            "turn.start",
+            "history.page",
+            "shutdown",
+        ])
+        .await
+        .unwrap()
+        .unwrap();
+    backend
+}
+
+/// One completed turn in a new session; returns the session ID.
+async fn one_turn(backend: &mut Backend, prompt: &str) -> String {
+    let session = session_with_turn(backend, prompt).await;
+    let finished = until_finished(backend, &mut Vec::new()).await;
+    assert_eq!(finished.outcome, RunOutcome::Completed);
+    session
+}
+
+/// The `title` records of a session's log.
+fn titles_in_log(env: &TestEnv, session: &str) -> Vec<String> {
+    std::fs::read_to_string(log_path(env, session))
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str::<Value>(line).unwrap())
+        .filter(|record| record["kind"] == "title")
+        .map(|record| record["title"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// The title `session.list` shows for `session`, from a fresh child.
+async fn listed_title(env: &TestEnv, session: &str) -> Option<String> {
+    let mut backend = ready(env).await;
+    let listed: SessionListResult = backend
+        .call::<methods::SessionList>(&SessionListParams::default())
+        .await
+        .unwrap()
+        .unwrap();
+    shutdown_clean(&mut backend).await;
+    let entry = listed.sessions.iter().find(|s| s.session_id == session);
+    entry.expect("the session is listed").title.clone()
+}
+
+/// The text of every message of a recorded request body, in any wire format.
+fn texts(body: &Value) -> String {
+    body.to_string()
+}
+
+#[tokio::test]
+async fn a_title_is_recorded_after_the_first_turn_without_holding_it_back() {
+    for wire in [Wire::Responses, Wire::Chat, Wire::Anthropic] {
+        let mock = MockServer::start().await;
+        mock.enqueue(Reply::stream().text(["The parser now accepts tabs."]));
+        // The title's answer is held until released: the turn must end without it.
+        mock.enqueue_title(Reply::stream().text(["\"Fix the ", "parser\""]).held());
+        let env = env_for(wire, &mock);
+        let mut backend = ready(&env).await;
+        let session = one_turn(&mut backend, "make the parser accept tabs").await;
+        // `run.finished` arrived while the title's answer is still held back.
+        mock.release();
+        // The backend owns the title until cleanup: after shutdown it is on disk.
+        shutdown_clean(&mut backend).await;
+        assert_eq!(
+            titles_in_log(&env, &session),
+            ["Fix the parser"],
+            "{wire:?}"
+        );
+        assert_eq!(
+            listed_title(&env, &session).await.as_deref(),
+            Some("Fix the parser")
+        );
+        // One turn request, one title request: tool-less, with the prompt and reply.
+        assert_eq!(mock.requests().len(), 1, "{wire:?}");
+        let titles = mock.title_requests();
+        assert_eq!(titles.len(), 1, "{wire:?}");
+        let body = &titles[0].body;
+        assert!(
+            body.get("tools")
+                .is_none_or(|t| t.as_array().is_some_and(Vec::is_empty)),
+            "{wire:?}: {body}"
+        );
+        let text = texts(body);
+        assert!(text.contains(TITLE_PROMPT_START), "{wire:?}");
+        assert!(text.contains("make the parser accept tabs"), "{wire:?}");
+        assert!(text.contains("The parser now accepts tabs."), "{wire:?}");
+    }
+}
+
+#[tokio::test]
+async fn a_titled_session_is_not_titled_again() {
+    let mock = MockServer::start().await;
+    mock.enqueue(Reply::stream().text(["first"]));
+    mock.enqueue(Reply::stream().text(["second"]));
+    mock.enqueue_title(Reply::stream().text(["First title"]));
+    let env = env_for(Wire::Chat, &mock);
+    let mut backend = ready(&env).await;
+    let session = one_turn(&mut backend, "one").await;
+    shutdown_clean(&mut backend).await;
+    assert_eq!(titles_in_log(&env, &session), ["First title"]);
+    let mut backend = env.spawn();
+    backend
+        .initialize(&["session.open", "turn.start", "shutdown"])
+        .await
+        .unwrap()
+        .unwrap();
+    open_session(&mut backend, &session).await.unwrap();
+    start_turn(&mut backend, &session, "two").await;
+    let finished = until_finished(&mut backend, &mut Vec::new()).await;
+    assert_eq!(finished.outcome, RunOutcome::Completed);
+    shutdown_clean(&mut backend).await;
+    assert_eq!(mock.title_requests().len(), 1);
+    assert_eq!(titles_in_log(&env, &session), ["First title"]);
+}
+
+#[tokio::test]
+async fn a_failed_title_request_leaves_the_session_untitled() {
+    let mock = MockServer::start().await;
+    mock.enqueue(Reply::stream().text(["done"]));
+    mock.enqueue_title(Reply::error(500, r#"{"error":{"message":"down"}}"#));
+    let env = env_for(Wire::Chat, &mock);
+    let mut backend = ready(&env).await;
+    let session = one_turn(&mut backend, "do it").await;
+    shutdown_clean(&mut backend).await;
+    assert!(!mock.title_requests().is_empty());
+    assert_eq!(titles_in_log(&env, &session), Vec::<String>::new());
+    assert_eq!(listed_title(&env, &session).await, None);
+}
+
+#[tokio::test]
+async fn an_unusable_title_answer_leaves_the_session_untitled() {
+    let mock = MockServer::start().await;
+    mock.enqueue(Reply::stream().text(["done"]));
+    // A secret-looking title would not be listed, so it is not recorded.
+    mock.enqueue_title(Reply::stream().text(["use sk-abc123def456"]));
+    let env = env_for(Wire::Chat, &mock);
+    let mut backend = ready(&env).await;
+    let session = one_turn(&mut backend, "do it").await;
+    shutdown_clean(&mut backend).await;
+    assert_eq!(mock.title_requests().len(), 1);
+    assert_eq!(titles_in_log(&env, &session), Vec::<String>::new());
+}
+
+#[tokio::test]
+async fn listing_asks_the_model_for_nothing_and_writes_nothing() {
+    let mock = MockServer::start().await;
+    let env = env_for(Wire::Chat, &mock);
+    let id = "0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5c";
+    let cwd = env.cwd().canonicalize().unwrap().display().to_string();
+    let text = [
+        record(id, "session_meta", json!({"cwd": cwd})),
+        record(id, "turn_started", json!({"turn_id": "t1"})),
+        record(
+            id,
+            "user_input",
+            json!({"turn_id": "t1", "message_id": "u1", "text": "an untitled request"}),
+        ),
+    ]
+    .concat();
+    let path = write_log(&env, id, &text);
+    assert_eq!(listed_title(&env, id).await, None);
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), text);
+    assert!(mock.requests().is_empty());
+    assert!(mock.title_requests().is_empty());
+}
+
+#[tokio::test]
+async fn titles_off_asks_for_none() {
+    let mock = MockServer::start().await;
+    mock.enqueue(Reply::stream().text(["done"]));
+    mock.enqueue_title(Reply::stream().text(["Unused"]));
+    let env = env_for(Wire::Chat, &mock);
+    env.write_settings("[sessions]\ntitles = \"off\"\n");
+    let mut backend = ready(&env).await;
+    let session = one_turn(&mut backend, "do it").await;
+    shutdown_clean(&mut backend).await;
+    assert!(mock.title_requests().is_empty());
+    assert_eq!(titles_in_log(&env, &session), Vec::<String>::new());
+}

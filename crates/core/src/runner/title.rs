@@ -1,0 +1,158 @@
+//! Session titles: after a completed turn of an untitled session, the model is asked for
+//! a short title with one small tool-less request, sent only after the run's terminal
+//! event so that the turn never waits for it (and a single-slot local server never
+//! queues the turn behind it).
+//!
+//! The request carries no system instructions and no tools: one user message with the
+//! turn's prompt and reply, each cut to [`SOURCE_BYTES`]. The answer's first non-empty
+//! line, without quotes or a `Title:` label, redacted and sanitized like any listed
+//! title and cut to `title_chars`, becomes the title; a failure, a timeout or an answer
+//! that is not a safe title leaves the session untitled. The runner hands the outcome to
+//! the server ([`TitleOutcome`]), which records it once it holds the sessions again.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use magi_protocol::limits::TITLE_CHARS;
+use magi_protocol::text::redact_values;
+use magi_provider::{Item, ModelClient, ModelEvent, ModelRequest};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use super::text::bounded;
+use crate::discovery::safe_title;
+
+/// Longest piece of the prompt and of the reply the title request carries, in bytes.
+const SOURCE_BYTES: usize = 2048;
+/// Most answer text collected, in bytes: a title is one short line.
+const ANSWER_BYTES: usize = 1024;
+/// Longest the title request may take, retries included; then it is abandoned.
+pub(super) const TITLE_WAIT: Duration = Duration::from_secs(30);
+
+/// What the model is asked.
+const TITLE_PROMPT: &str = "Write a title for the conversation below: at most 50 \
+    characters, in the language of the request, naming the task. Answer with the title \
+    alone, on one line, without quotes.";
+
+/// Where the runner sends a title it obtained; the server records it.
+pub type TitleSink = mpsc::Sender<TitleOutcome>;
+
+/// A title the model gave for a session, ready to record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TitleOutcome {
+    /// The session it names.
+    pub session_id: String,
+    /// The title: safe to list, at most `title_chars` characters.
+    pub title: String,
+}
+
+/// One title request to make after a turn.
+pub(super) struct TitleJob {
+    pub(super) client: Arc<dyn ModelClient>,
+    pub(super) model: String,
+    /// The credentials redacted from the answer.
+    pub(super) secrets: Vec<String>,
+    pub(super) session_id: String,
+    pub(super) prompt: String,
+    pub(super) reply: String,
+    pub(super) sink: TitleSink,
+}
+
+impl TitleJob {
+    /// Asks the model, within [`TITLE_WAIT`], and hands a usable title to the sink.
+    pub(super) async fn run(self) {
+        let request = ModelRequest {
+            model: self.model.clone(),
+            instructions: None,
+            items: vec![Item::User {
+                text: format!(
+                    "{TITLE_PROMPT}\n\nRequest:\n{}\n\nReply:\n{}",
+                    bounded(&self.prompt, SOURCE_BYTES),
+                    bounded(&self.reply, SOURCE_BYTES)
+                ),
+            }],
+            tools: Vec::new(),
+            reasoning_summaries: false,
+            reasoning_effort: None,
+        };
+        let (events, mut received) = mpsc::channel(64);
+        let cancel = CancellationToken::new();
+        let collect = async {
+            let mut text = String::new();
+            while let Some(event) = received.recv().await {
+                if let ModelEvent::TextDelta(delta) = event
+                    && text.len() <= ANSWER_BYTES
+                {
+                    text.push_str(&delta);
+                }
+            }
+            text
+        };
+        let asked = async { tokio::join!(self.client.stream(&request, events, &cancel), collect) };
+        let Ok((Ok(()), answer)) = tokio::time::timeout(TITLE_WAIT, asked).await else {
+            return;
+        };
+        if let Some(title) = title_of(&answer, &self.secrets) {
+            let outcome = TitleOutcome {
+                session_id: self.session_id,
+                title,
+            };
+            // A server that is gone has nothing left to record it in.
+            let _ = self.sink.send(outcome).await;
+        }
+    }
+}
+
+/// The title an answer gives: its first non-empty line without quotes or a `Title:`
+/// label, redacted, then held to the rules of a listed title. `None` when nothing safe
+/// is left.
+pub(super) fn title_of(answer: &str, secrets: &[String]) -> Option<String> {
+    let line = answer.lines().map(str::trim).find(|l| !l.is_empty())?;
+    let line = strip_label(line);
+    let line = line.trim_matches(|c| matches!(c, '"' | '\'' | '`' | '*' | '#' | ' '));
+    let redacted = redact_values(line, secrets);
+    // Cut first, so a long line is shortened rather than refused as over-long input.
+    let cut: String = redacted.chars().take(TITLE_CHARS).collect();
+    safe_title(&cut)
+}
+
+/// `line` without a leading `Title:` label, in any case.
+fn strip_label(line: &str) -> &str {
+    match line.split_once(':') {
+        Some((label, rest)) if label.trim().eq_ignore_ascii_case("title") => rest.trim(),
+        _ => line,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_answer_becomes_a_bounded_safe_title() {
+        let none: &[String] = &[];
+        assert_eq!(
+            title_of("\n  \"Fix the parser\"  \nmore", none).as_deref(),
+            Some("Fix the parser")
+        );
+        assert_eq!(
+            title_of("Title: Add a cache", none).as_deref(),
+            Some("Add a cache")
+        );
+        assert_eq!(
+            title_of("**Speed up tests**", none).as_deref(),
+            Some("Speed up tests")
+        );
+        let long = "word ".repeat(40);
+        let title = title_of(&long, none).unwrap();
+        assert!(title.chars().count() <= TITLE_CHARS);
+        assert!(!title.ends_with(' '));
+        assert_eq!(title_of("", none), None);
+        assert_eq!(title_of("\"\"", none), None);
+        // Secret-looking titles are not listed, so they are not recorded either.
+        assert_eq!(title_of("use sk-abc123def456", none), None);
+        let secrets = vec!["hunter2-secret-value".to_owned()];
+        let title = title_of("Login with hunter2-secret-value", &secrets).unwrap();
+        assert!(!title.contains("hunter2"), "{title}");
+    }
+}

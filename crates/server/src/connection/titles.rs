@@ -1,0 +1,48 @@
+//! Session titles on a connection: the sink each turn's runner sends a title to, and
+//! recording an arrived title once the connection holds the sessions.
+//!
+//! A title arrives after its run's terminal event, when the sessions are usually idle
+//! here; if an operation or a new turn holds them, the title waits until they come
+//! back. It is recorded on the protocol loop itself (one small append and sync) rather
+//! than as a session job, so that a client's request arriving at the same moment is
+//! never answered `busy` because of it. A title for a session this child no longer has
+//! attached is dropped: the session stays untitled.
+
+use magi_core::runner::{TitleOutcome, TitleSink};
+
+use super::*;
+
+impl Connection {
+    /// Gives the connection the sink turns send their titles to.
+    pub(crate) fn set_title_sink(&mut self, sink: TitleSink) {
+        self.title_sink = Some(sink);
+    }
+
+    /// Lets go of the sink, so that the receiver ends once every run that may still
+    /// send a title has ended (cleanup).
+    pub(crate) fn close_title_sink(&mut self) {
+        self.title_sink = None;
+    }
+
+    /// The sink a new turn gets: none when `[sessions] titles = "off"`.
+    pub(super) fn turn_title_sink(&self, asks_model: bool) -> Option<TitleSink> {
+        self.title_sink.clone().filter(|_| asks_model)
+    }
+
+    /// A title arrived: record it now if the sessions are here, else when they are back.
+    pub(crate) fn title_arrived(&mut self, outcome: TitleOutcome) {
+        self.pending_title = Some(outcome);
+        self.record_pending_title();
+    }
+
+    /// Records the waiting title, if any, when no operation or run holds the sessions.
+    pub(super) fn record_pending_title(&mut self) {
+        let Some(sessions) = self.sessions.as_mut() else {
+            return;
+        };
+        if let Some(outcome) = self.pending_title.take() {
+            // A failed append leaves the session untitled; nothing else depends on it.
+            let _ = sessions.record_title(&outcome.session_id, &outcome.title);
+        }
+    }
+}

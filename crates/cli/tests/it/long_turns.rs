@@ -15,31 +15,6 @@ use magi_protocol::messages::{Event, RunFinished, RunOutcome};
 use magi_testkit::{MockServer, Reply};
 use serde_json::{Value, json};
 
-/// The three wire formats, and how to point the backend at the mock for each.
-#[derive(Debug, Clone, Copy)]
-enum Wire {
-    Responses,
-    Chat,
-    Anthropic,
-}
-
-fn env_for(wire: Wire, mock: &MockServer) -> TestEnv {
-    let env = TestEnv::new().var("MAGI_MODEL", "mock-model");
-    match wire {
-        Wire::Responses => env
-            .var("MAGI_PROVIDER", "openai")
-            .var("OPENAI_API_KEY", "test-key-7f3a9c")
-            .var("OPENAI_BASE_URL", &mock.base_url()),
-        Wire::Chat => env
-            .var("MAGI_PROVIDER", "openai-chat")
-            .var("OPENAI_BASE_URL", &mock.base_url()),
-        Wire::Anthropic => env
-            .var("MAGI_PROVIDER", "anthropic")
-            .var("ANTHROPIC_API_KEY", "test-key-7f3a9c")
-            .var("ANTHROPIC_BASE_URL", &mock.origin()),
-    }
-}
-
 /// A reply asking for one `read` of `path` with `offset`.
 fn read_call(id: &str, path: &str, offset: usize) -> Reply {
     let arguments = json!({ "path": path, "offset": offset }).to_string();
@@ -95,7 +70,7 @@ async fn a_turn_of_three_hundred_serial_tool_calls_completes() {
         mock.enqueue(read_call(&format!("c{n}"), "notes.txt", n));
     }
     mock.enqueue(Reply::stream().text(["All read."]));
-    let env = env_for(Wire::Chat, &mock);
+    let env = env_for_wire(Wire::Chat, &mock);
     write_work(&env, "notes.txt", &"a line\n".repeat(400));
     let (mut backend, session, events, finished) = one_turn(&env, "read it all").await;
     assert_eq!(
@@ -121,7 +96,7 @@ async fn max_steps_ends_the_turn_with_step_limit() {
     for n in 1..=5 {
         mock.enqueue(read_call(&format!("c{n}"), "notes.txt", n));
     }
-    let env = env_for(Wire::Chat, &mock);
+    let env = env_for_wire(Wire::Chat, &mock);
     env.write_settings("[turns]\nmax_steps = 3\n");
     write_work(&env, "notes.txt", &"a line\n".repeat(10));
     let (mut backend, _, events, finished) = one_turn(&env, "read").await;
@@ -139,7 +114,7 @@ async fn a_repeated_identical_call_is_noted_then_ends_the_turn() {
         // The same call, arguments and (unchanged file) result, under new call IDs.
         mock.enqueue(read_call(&format!("c{n}"), "notes.txt", 1));
     }
-    let env = env_for(Wire::Chat, &mock);
+    let env = env_for_wire(Wire::Chat, &mock);
     write_work(&env, "notes.txt", "the same\n");
     let (mut backend, session, events, finished) = one_turn(&env, "read").await;
     assert_eq!(finished.outcome, RunOutcome::Failed);
@@ -218,7 +193,7 @@ fn paired_results(body: &Value) -> Vec<(String, String)> {
 async fn eight_large_reads_send_the_newest_whole_and_stubs_before_them_in_every_wire() {
     for wire in [Wire::Responses, Wire::Chat, Wire::Anthropic] {
         let mock = MockServer::start().await;
-        let env = env_for(wire, &mock);
+        let env = env_for_wire(wire, &mock);
         for n in 1..=8 {
             // 48 KiB of distinct text in each file.
             let line = format!("{n:02} {}\n", "z".repeat(60));

@@ -16,31 +16,6 @@ use magi_protocol::methods;
 use magi_testkit::{MockServer, Reply, TITLE_PROMPT_START};
 use serde_json::{Value, json};
 
-/// How the backend reaches the mock in each wire format.
-#[derive(Debug, Clone, Copy)]
-enum Wire {
-    Responses,
-    Chat,
-    Anthropic,
-}
-
-fn env_for(wire: Wire, mock: &MockServer) -> TestEnv {
-    let env = TestEnv::new().var("MAGI_MODEL", "mock-model");
-    match wire {
-        Wire::Responses => env
-            .var("MAGI_PROVIDER", "openai")
-            .var("OPENAI_API_KEY", "test-key-5d1e")
-            .var("OPENAI_BASE_URL", &mock.base_url()),
-        Wire::Chat => env
-            .var("MAGI_PROVIDER", "openai-chat")
-            .var("OPENAI_BASE_URL", &mock.base_url()),
-        Wire::Anthropic => env
-            .var("MAGI_PROVIDER", "anthropic")
-            .var("ANTHROPIC_API_KEY", "test-key-5d1e")
-            .var("ANTHROPIC_BASE_URL", &mock.origin()),
-    }
-}
-
 async fn ready(env: &TestEnv) -> Backend {
     let mut backend = env.spawn();
     backend
@@ -101,7 +76,7 @@ async fn a_title_is_recorded_after_the_first_turn_without_holding_it_back() {
         mock.enqueue(Reply::stream().text(["The parser now accepts tabs."]));
         // The title's answer is held until released: the turn must end without it.
         mock.enqueue_title(Reply::stream().text(["\"Fix the ", "parser\""]).held());
-        let env = env_for(wire, &mock);
+        let env = env_for_wire(wire, &mock);
         let mut backend = ready(&env).await;
         let session = one_turn(&mut backend, "make the parser accept tabs").await;
         // `run.finished` arrived while the title's answer is still held back.
@@ -140,7 +115,7 @@ async fn a_titled_session_is_not_titled_again() {
     mock.enqueue(Reply::stream().text(["first"]));
     mock.enqueue(Reply::stream().text(["second"]));
     mock.enqueue_title(Reply::stream().text(["First title"]));
-    let env = env_for(Wire::Chat, &mock);
+    let env = env_for_wire(Wire::Chat, &mock);
     let mut backend = ready(&env).await;
     let session = one_turn(&mut backend, "one").await;
     shutdown_clean(&mut backend).await;
@@ -165,7 +140,7 @@ async fn a_failed_title_request_leaves_the_session_untitled() {
     let mock = MockServer::start().await;
     mock.enqueue(Reply::stream().text(["done"]));
     mock.enqueue_title(Reply::error(500, r#"{"error":{"message":"down"}}"#));
-    let env = env_for(Wire::Chat, &mock);
+    let env = env_for_wire(Wire::Chat, &mock);
     let mut backend = ready(&env).await;
     let session = one_turn(&mut backend, "do it").await;
     shutdown_clean(&mut backend).await;
@@ -180,7 +155,7 @@ async fn an_unusable_title_answer_leaves_the_session_untitled() {
     mock.enqueue(Reply::stream().text(["done"]));
     // A secret-looking title would not be listed, so it is not recorded.
     mock.enqueue_title(Reply::stream().text(["use sk-abc123def456"]));
-    let env = env_for(Wire::Chat, &mock);
+    let env = env_for_wire(Wire::Chat, &mock);
     let mut backend = ready(&env).await;
     let session = one_turn(&mut backend, "do it").await;
     shutdown_clean(&mut backend).await;
@@ -191,7 +166,7 @@ async fn an_unusable_title_answer_leaves_the_session_untitled() {
 #[tokio::test]
 async fn listing_asks_the_model_for_nothing_and_writes_nothing() {
     let mock = MockServer::start().await;
-    let env = env_for(Wire::Chat, &mock);
+    let env = env_for_wire(Wire::Chat, &mock);
     let id = "0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5c";
     let cwd = env.cwd().canonicalize().unwrap().display().to_string();
     let text = [
@@ -216,7 +191,7 @@ async fn titles_off_asks_for_none() {
     let mock = MockServer::start().await;
     mock.enqueue(Reply::stream().text(["done"]));
     mock.enqueue_title(Reply::stream().text(["Unused"]));
-    let env = env_for(Wire::Chat, &mock);
+    let env = env_for_wire(Wire::Chat, &mock);
     env.write_settings("[sessions]\ntitles = \"off\"\n");
     let mut backend = ready(&env).await;
     let session = one_turn(&mut backend, "do it").await;

@@ -19,33 +19,7 @@ use magi_protocol::methods;
 use magi_testkit::{MockServer, Reply};
 use serde_json::json;
 
-/// The three wire formats, and how to point the backend at the mock for each.
-#[derive(Debug, Clone, Copy)]
-enum Wire {
-    Responses,
-    Chat,
-    Anthropic,
-}
-
-const WIRES: [Wire; 3] = [Wire::Responses, Wire::Chat, Wire::Anthropic];
-const KEY: &str = "test-key-7f3a9c";
-
-fn env_for(wire: Wire, mock: &MockServer) -> TestEnv {
-    let env = TestEnv::new().var("MAGI_MODEL", "mock-model");
-    match wire {
-        Wire::Responses => env
-            .var("MAGI_PROVIDER", "openai")
-            .var("OPENAI_API_KEY", KEY)
-            .var("OPENAI_BASE_URL", &mock.base_url()),
-        Wire::Chat => env
-            .var("MAGI_PROVIDER", "openai-chat")
-            .var("OPENAI_BASE_URL", &mock.base_url()),
-        Wire::Anthropic => env
-            .var("MAGI_PROVIDER", "anthropic")
-            .var("ANTHROPIC_API_KEY", KEY)
-            .var("ANTHROPIC_BASE_URL", &mock.origin()),
-    }
-}
+const KEY: &str = WIRE_KEY;
 
 async fn ready(env: &TestEnv) -> (Backend, String) {
     let mut backend = env.spawn();
@@ -153,7 +127,7 @@ async fn a_text_reply_streams_reconciles_and_lands_in_history() {
     for wire in WIRES {
         let mock = MockServer::start().await;
         mock.enqueue(Reply::stream().text(["Hello", ", ", "world."]));
-        let env = env_for(wire, &mock);
+        let env = env_for_wire(wire, &mock);
         let (mut backend, session) = ready(&env).await;
         let run_id = start(&mut backend, &session, "Say hello").await;
         let (events, finished) = events_until_finished(&mut backend).await;
@@ -206,7 +180,7 @@ async fn the_tool_loop_reads_files_and_answers_with_their_content() {
                 .tool_call("call_2", "read", ["{\"path\":\"missing.txt\"}"]),
         );
         mock.enqueue(Reply::stream().text(["The notes say hi."]));
-        let env = env_for(wire, &mock);
+        let env = env_for_wire(wire, &mock);
         std::fs::write(env.cwd().join("notes.txt"), "hi from the notes\n").unwrap();
         let (mut backend, session) = ready(&env).await;
         start(&mut backend, &session, "What do the notes say?").await;
@@ -302,7 +276,7 @@ async fn a_broken_stream_keeps_the_partial_reply_and_fails_truthfully() {
         for (reply, code) in broken_streams(wire) {
             let mock = MockServer::start().await;
             mock.enqueue(reply);
-            let env = env_for(wire, &mock);
+            let env = env_for_wire(wire, &mock);
             let (mut backend, session) = ready(&env).await;
             start(&mut backend, &session, "Tell me").await;
             let (events, finished) = events_until_finished(&mut backend).await;
@@ -345,7 +319,7 @@ async fn a_server_error_is_retried_before_any_output() {
         let mock = MockServer::start().await;
         mock.enqueue(Reply::error(500, "{\"error\":\"overloaded\"}"));
         mock.enqueue(Reply::stream().text(["Recovered."]));
-        let env = env_for(wire, &mock);
+        let env = env_for_wire(wire, &mock);
         let (mut backend, session) = ready(&env).await;
         start(&mut backend, &session, "Try").await;
         let (events, finished) = events_until_finished(&mut backend).await;
@@ -363,7 +337,7 @@ async fn cancellation_mid_stream_ends_the_run_cancelled() {
         let chunks: Vec<String> = (0..50).map(|n| format!("chunk {n} ")).collect();
         // Held before its end, the stream is still in flight whenever the cancel lands.
         mock.enqueue(Reply::stream().text(chunks).held());
-        let env = env_for(wire, &mock);
+        let env = env_for_wire(wire, &mock);
         let (mut backend, session) = ready(&env).await;
         let run_id = start(&mut backend, &session, "Talk slowly").await;
         // Wait for the first delta, then cancel (twice: it is idempotent).
@@ -421,7 +395,7 @@ async fn cancellation_mid_stream_ends_the_run_cancelled() {
 #[tokio::test]
 async fn turn_admission_errors() {
     let mock = MockServer::start().await;
-    let env = env_for(Wire::Chat, &mock);
+    let env = env_for_wire(Wire::Chat, &mock);
     let mut backend = env.spawn();
     backend
         .initialize(&["session.create", "turn.start", "shutdown"])
@@ -505,7 +479,7 @@ async fn a_provider_echoing_the_key_never_reaches_the_client() {
             401,
             format!("{{\"error\":{{\"message\":\"invalid key {KEY}\"}}}}"),
         ));
-        let env = env_for(wire, &mock);
+        let env = env_for_wire(wire, &mock);
         let (mut backend, session) = ready(&env).await;
         start(&mut backend, &session, "hi").await;
         let (events, finished) = events_until_finished(&mut backend).await;
@@ -534,7 +508,7 @@ async fn a_second_turn_replays_the_conversation() {
     let mock = MockServer::start().await;
     mock.enqueue(Reply::stream().text(["First answer."]));
     mock.enqueue(Reply::stream().text(["Second answer."]));
-    let env = env_for(Wire::Chat, &mock);
+    let env = env_for_wire(Wire::Chat, &mock);
     let (mut backend, session) = ready(&env).await;
     start(&mut backend, &session, "First question").await;
     events_until_finished(&mut backend).await;
@@ -566,7 +540,7 @@ async fn a_second_turn_replays_the_conversation() {
 #[tokio::test]
 async fn a_session_at_its_stored_read_bound_refuses_new_turns_before_appending() {
     let mock = MockServer::start().await;
-    let env = env_for(Wire::Chat, &mock);
+    let env = env_for_wire(Wire::Chat, &mock);
     let id = "full-session";
     let cwd = env.cwd().canonicalize().unwrap().display().to_string();
     let mut text = record(id, "session_meta", json!({"cwd": cwd}));
@@ -597,7 +571,7 @@ async fn a_multi_step_tool_loop_and_unknown_tools_or_bad_arguments_are_reported(
         mock.enqueue(Reply::stream().tool_call("s2", "teleport", ["{}"]));
         mock.enqueue(Reply::stream().tool_call("s3", "read", ["{not json"]));
         mock.enqueue(Reply::stream().text(["Done after three steps."]));
-        let env = env_for(wire, &mock);
+        let env = env_for_wire(wire, &mock);
         std::fs::write(env.cwd().join("a.txt"), "alpha\n").unwrap();
         let (mut backend, session) = ready(&env).await;
         start(&mut backend, &session, "Work").await;
@@ -637,7 +611,7 @@ async fn cancellation_during_the_tool_phase_ends_the_run_cancelled() {
         mock.enqueue(reply);
         // No further reply is queued: whatever the timing, the next model request could
         // only fail, so the cancellation is what ends the run.
-        let env = env_for(wire, &mock);
+        let env = env_for_wire(wire, &mock);
         std::fs::write(env.cwd().join("big.txt"), "row\n".repeat(5_000)).unwrap();
         let (mut backend, session) = ready(&env).await;
         let run_id = start(&mut backend, &session, "Read it all").await;
@@ -685,7 +659,7 @@ async fn assistant_content_over_8_mib_ends_the_run_with_content_limit() {
     let mock = MockServer::start().await;
     let chunk = "z".repeat(64 * 1024);
     mock.enqueue(Reply::stream().text(vec![chunk; 130]));
-    let env = env_for(Wire::Chat, &mock);
+    let env = env_for_wire(Wire::Chat, &mock);
     let (mut backend, session) = ready(&env).await;
     start(&mut backend, &session, "Say a lot").await;
     let (events, finished) = events_until_finished(&mut backend).await;
@@ -712,7 +686,7 @@ async fn provider_reasoning_summaries_are_requested_when_configured_and_kept_wit
             .reasoning_summary(["Checking ", "the question."])
             .text(["Answer."]),
     );
-    let env = env_for(Wire::Responses, &mock);
+    let env = env_for_wire(Wire::Responses, &mock);
     env.write_settings("[providers.openai]\nreasoning_summaries = true\n");
     let (mut backend, session) = ready(&env).await;
     start(&mut backend, &session, "Think").await;
@@ -751,7 +725,7 @@ async fn raw_reasoning_of_other_formats_is_never_shown() {
                 .reasoning_summary(["private thoughts"])
                 .text(["Answer."]),
         );
-        let env = env_for(wire, &mock);
+        let env = env_for_wire(wire, &mock);
         let (mut backend, session) = ready(&env).await;
         start(&mut backend, &session, "Think").await;
         let (events, finished) = events_until_finished(&mut backend).await;
@@ -779,7 +753,7 @@ async fn the_search_tools_answer_the_model() {
             .tool_call("l1", "list", ["{}"]),
     );
     mock.enqueue(Reply::stream().text(["Found it."]));
-    let env = env_for(Wire::Chat, &mock);
+    let env = env_for_wire(Wire::Chat, &mock);
     std::fs::write(env.cwd().join("hay.txt"), "straw\nneedle\n").unwrap();
     let (mut backend, session) = ready(&env).await;
     start(&mut backend, &session, "Where is the needle?").await;
@@ -802,7 +776,7 @@ async fn the_search_tools_answer_the_model() {
 async fn calls_a_crashed_run_left_unsettled_are_settled_as_unknown_before_the_next_turn() {
     let mock = MockServer::start().await;
     mock.enqueue(Reply::stream().text(["Continuing."]));
-    let env = env_for(Wire::Chat, &mock);
+    let env = env_for_wire(Wire::Chat, &mock);
     let id = "crashed-session";
     let cwd = env.cwd().canonicalize().unwrap().display().to_string();
     let crashed = [
@@ -854,7 +828,7 @@ async fn the_backends_own_credential_never_leaves_it_whatever_it_looks_like() {
             .tool_call("c1", "read", ["{\"path\":\"leak.txt\"}"]),
     );
     mock.enqueue(Reply::stream().text(["Done."]));
-    let env = env_for(Wire::Responses, &mock);
+    let env = env_for_wire(Wire::Responses, &mock);
     std::fs::write(env.cwd().join("leak.txt"), format!("key={KEY}\n")).unwrap();
     let (mut backend, session) = ready(&env).await;
     start(&mut backend, &session, "hi").await;

@@ -322,3 +322,35 @@ pub async fn open_session(backend: &mut Backend, id: &str) -> Result<SessionResu
     };
     backend.call::<methods::SessionOpen>(&params).await.unwrap()
 }
+
+/// The three wire formats, and how to point the backend at the mock for each.
+#[derive(Debug, Clone, Copy)]
+pub enum Wire {
+    Responses,
+    Chat,
+    Anthropic,
+}
+
+/// Every wire format, in a fixed order.
+pub const WIRES: [Wire; 3] = [Wire::Responses, Wire::Chat, Wire::Anthropic];
+
+/// The credential the wire formats that need one are given (never a real key).
+pub const WIRE_KEY: &str = "test-key-7f3a9c";
+
+/// A test environment whose backend reaches `mock` in the `wire` format.
+pub fn env_for_wire(wire: Wire, mock: &magi_testkit::MockServer) -> TestEnv {
+    let env = TestEnv::new().var("MAGI_MODEL", "mock-model");
+    match wire {
+        Wire::Responses => env
+            .var("MAGI_PROVIDER", "openai")
+            .var("OPENAI_API_KEY", WIRE_KEY)
+            .var("OPENAI_BASE_URL", &mock.base_url()),
+        Wire::Chat => env
+            .var("MAGI_PROVIDER", "openai-chat")
+            .var("OPENAI_BASE_URL", &mock.base_url()),
+        Wire::Anthropic => env
+            .var("MAGI_PROVIDER", "anthropic")
+            .var("ANTHROPIC_API_KEY", WIRE_KEY)
+            .var("ANTHROPIC_BASE_URL", &mock.origin()),
+    }
+}

@@ -9,6 +9,7 @@ mod env;
 mod instructions;
 mod location;
 mod mcp;
+mod models;
 mod permissions;
 mod profiles;
 mod provider;
@@ -25,6 +26,7 @@ pub use instructions::{
     InstructionSettings, load_instructions,
 };
 pub use mcp::{McpApprovals, McpServer, McpSource, McpTransport, is_valid_server_name};
+pub use models::ModelSettings;
 pub use permissions::{
     CallSubject, PermissionMode, PermissionSettings, Rule, SessionRules, Verdict, glob_literal,
 };

@@ -17,6 +17,7 @@ use crate::ConfigError;
 use crate::instructions::InstructionSettings;
 use crate::location::toml_error;
 use crate::mcp::{McpServer, merge_mcp};
+use crate::models::ModelSettings;
 use crate::permissions::PermissionSettings;
 use crate::profiles::{AgentSettings, Profile};
 use crate::provider_kind::ProviderKind;
@@ -41,6 +42,8 @@ pub struct Settings {
     pub instructions: InstructionSettings,
     /// `[compaction]`.
     pub compaction: CompactionSettings,
+    /// `[models."provider/model"]`, by `provider/model`.
+    pub models: BTreeMap<String, ModelSettings>,
     /// `[skills]`.
     pub skills: SkillSettings,
     /// `[agent]`.
@@ -57,7 +60,9 @@ pub struct Settings {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CompactionSettings {
-    /// The model's context window in tokens; without it nothing is compacted.
+    /// The context window in tokens of every model, over what is known of each; without
+    /// it each model's own window applies (`[models."provider/model"]`, the catalog, the
+    /// shipped table, the default).
     #[serde(default)]
     pub context_window_tokens: Option<usize>,
 }
@@ -106,6 +111,8 @@ struct RawSettings {
     instructions: InstructionSettings,
     #[serde(default)]
     compaction: CompactionSettings,
+    #[serde(default)]
+    models: BTreeMap<String, ModelSettings>,
     #[serde(default)]
     skills: SkillSettings,
     #[serde(default)]
@@ -238,6 +245,7 @@ fn parse_settings(table: toml::Table) -> Result<Settings, ConfigError> {
         permissions: raw.permissions,
         instructions: raw.instructions,
         compaction: raw.compaction,
+        models: raw.models,
         skills: raw.skills,
         agent: raw.agent,
         profiles: raw.profiles,
@@ -419,5 +427,31 @@ base_url = "http://127.0.0.1:2/v1"
             load_settings(dir.path(), &missing),
             Err(ConfigError::Invalid(_))
         ));
+    }
+
+    #[test]
+    fn model_settings_merge_key_by_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let global = write(
+            dir.path(),
+            "global.toml",
+            "[models.\"local/m\"]\ncontext_window = 32768\nimages = false\n",
+        );
+        let project = write(
+            dir.path(),
+            "project.toml",
+            "[models.\"local/m\"]\ncontext_window = 8192\nmax_output_tokens = 1024\n",
+        );
+        let settings = load_settings(&global, &project).unwrap();
+        assert_eq!(
+            settings.models["local/m"],
+            ModelSettings {
+                context_window: Some(8192),
+                max_output_tokens: Some(1024),
+                images: Some(false),
+            }
+        );
+        let bad = write(dir.path(), "bad.toml", "[models.\"local/m\"]\nwindow = 1\n");
+        assert!(load_settings(&bad, &dir.path().join("none")).is_err());
     }
 }

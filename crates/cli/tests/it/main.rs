@@ -17,6 +17,7 @@ mod cards;
 mod catalog;
 mod client_tools;
 mod compaction;
+mod context_windows;
 mod crash;
 mod discovery;
 mod doctor;

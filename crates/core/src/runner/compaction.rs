@@ -5,8 +5,11 @@
 //! The trigger is an estimate, not a tokenizer: a conversation counts one token per
 //! [`BYTES_PER_TOKEN`] bytes of its text (instructions, prompts, replies, tool calls and
 //! results), and compaction runs before a model request whose estimate passes
-//! [`TRIGGER_PERCENT`] of `[compaction] context_window_tokens`. Without that setting
-//! nothing is compacted. The summary is bounded to [`SUMMARY_BYTES`].
+//! [`TRIGGER_PERCENT`] of the model's context window (`crate::model_limits`). The summary
+//! is bounded to [`SUMMARY_BYTES`]. A conversation whose estimate still passes the whole
+//! window afterwards (compaction failed, or the summary with what follows is too long)
+//! ends the turn with a `context_exceeded` diagnostic: never a request the model cannot
+//! take, never a silent cut.
 
 use std::sync::Arc;
 
@@ -19,6 +22,7 @@ use super::exchange::Exchange;
 use super::journal::Journal;
 use super::output::Output;
 use super::text::bounded;
+use super::usage::{self, Reported};
 
 /// Bytes of text counted as one token by the estimate.
 pub(super) const BYTES_PER_TOKEN: usize = 4;
@@ -68,6 +72,17 @@ pub(super) fn needs_compaction(exchange: &Exchange, instructions: &str, items: &
         })
 }
 
+/// The estimated tokens of the next request of `exchange` when they pass its context
+/// window (compaction could not make the conversation fit), none when it fits.
+pub(super) fn overflow(exchange: &Exchange, instructions: &str, items: &[Item]) -> Option<usize> {
+    let estimate = estimate_tokens(instructions, items);
+    exchange
+        .agent
+        .context_window_tokens
+        .is_some_and(|window| estimate > window)
+        .then_some(estimate)
+}
+
 /// Summarises `items` with the model of `exchange`, records the summary and replaces
 /// `items` by it. On failure (the provider, cancellation) `items` stay as they were and
 /// the request goes on uncompacted.
@@ -75,6 +90,7 @@ pub(super) async fn compact(
     exchange: &Exchange,
     output: &mut Output,
     journal: &mut Journal<'_>,
+    turn_id: &str,
     instructions: &str,
     items: &mut Vec<Item>,
 ) {
@@ -103,16 +119,24 @@ pub(super) async fn compact(
     let cancel = output.cancel.clone();
     let collect = async {
         let mut text = String::new();
+        let mut usage = Reported::default();
         while let Some(event) = received.recv().await {
+            usage.observe(&event);
             if let ModelEvent::TextDelta(delta) = event
                 && text.len() <= SUMMARY_BYTES
             {
                 text.push_str(&delta);
             }
         }
-        text
+        (text, usage)
     };
-    let (outcome, text) = tokio::join!(client.stream(&request, events, &cancel), collect);
+    let (outcome, (text, usage)) = tokio::join!(client.stream(&request, events, &cancel), collect);
+    usage::record(
+        journal,
+        turn_id,
+        exchange.agent.context_window_tokens,
+        usage,
+    );
     let summary = bounded(&output.without_credentials(text.trim()), SUMMARY_BYTES);
     if outcome.is_err() || summary.is_empty() {
         compaction_activity(

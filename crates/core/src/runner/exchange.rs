@@ -19,6 +19,7 @@ use super::journal::Journal;
 use super::offer::Offer;
 use super::output::Output;
 use super::text::chunks;
+use super::usage::{self, Reported};
 use crate::agent::Agent;
 
 /// Model events buffered between the provider and the runner.
@@ -150,6 +151,7 @@ impl Exchange {
         let mut over_bound = false;
         let mut cut = false;
         let mut result = None;
+        let mut usage = Reported::default();
         loop {
             tokio::select! {
                 outcome = &mut stream, if result.is_none() => result = Some(outcome),
@@ -184,7 +186,7 @@ impl Exchange {
                         let said = retry.describe(&self.asked());
                         output.diagnostic(DIAGNOSTIC_PROVIDER_RETRYING, &said).await;
                     }
-                    Some(ModelEvent::Usage { .. }) => {}
+                    Some(event @ ModelEvent::Usage { .. }) => usage.observe(&event),
                     // The provider finished and dropped its sender.
                     None => break,
                 },
@@ -194,6 +196,7 @@ impl Exchange {
             Some(result) => result,
             None => stream.await,
         };
+        usage::record(journal, turn_id, self.agent.context_window_tokens, usage);
         for (item_id, summary) in summaries {
             journal.append(RecordBody::ReasoningSummary {
                 turn_id: turn_id.to_owned(),

@@ -29,6 +29,7 @@ mod scope;
 mod task;
 mod text;
 mod turn;
+mod usage;
 
 pub use crate::agent::Agent;
 pub use conversation::conversation;

@@ -141,6 +141,10 @@ pub const DIAGNOSTIC_REPLY_TRUNCATED: &str = "reply_truncated";
 /// The `diagnostic` code of a model request about to be retried; its summary says why,
 /// the wait and the attempt ("retrying in 2s (2/5)").
 pub const DIAGNOSTIC_PROVIDER_RETRYING: &str = "provider_retrying";
+/// The `diagnostic` code of a conversation that does not fit the model's context window
+/// even after compaction; the run ends `failed` (`execution_failed`) rather than send a
+/// request the model cannot take or silently cut the conversation.
+pub const DIAGNOSTIC_CONTEXT_EXCEEDED: &str = "context_exceeded";
 
 /// Data of `diagnostic`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

@@ -51,6 +51,9 @@ struct Shared {
     /// Set once `initialize` admitted `approval.scopes`; the reader then expects its
     /// fields in approval requests.
     approval_scopes: std::sync::atomic::AtomicBool,
+    /// Set once `initialize` admitted `session.usage`; the reader then accepts
+    /// `usage.updated`.
+    session_usage: std::sync::atomic::AtomicBool,
 }
 
 impl Shared {

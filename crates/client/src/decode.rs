@@ -53,6 +53,8 @@ pub(crate) struct FrameChecker {
     /// Whether `approval.scopes` was negotiated: approval requests then carry its
     /// fields, and never otherwise.
     pub(crate) approval_scopes: bool,
+    /// Whether `session.usage` was negotiated: only then is `usage.updated` allowed.
+    pub(crate) session_usage: bool,
 }
 
 impl FrameChecker {
@@ -95,6 +97,9 @@ impl FrameChecker {
                     return Err(violation(
                         "client tool event without client.tools negotiated",
                     ));
+                }
+                if !self.session_usage && name == Some("usage.updated") {
+                    return Err(violation("usage.updated without session.usage negotiated"));
                 }
                 let event = decode_event(seq, object, line, self.tool_cards)?;
                 if let ServerFrame::Event {

@@ -6,6 +6,7 @@ mod catalog;
 mod sessions;
 mod status;
 mod turns;
+mod usage;
 
 /// Results and event data tolerate fields a later backend adds; params do not.
 #[cfg(test)]
@@ -16,6 +17,7 @@ pub use catalog::*;
 pub use sessions::*;
 pub use status::*;
 pub use turns::*;
+pub use usage::*;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -105,4 +107,6 @@ pub enum ResultBody {
     OperationCancel(OperationCancelResult),
     /// `client.tool.result`.
     ClientToolResult(ClientToolResultResult),
+    /// `session.compact`.
+    SessionCompact(SessionCompactResult),
 }

@@ -14,9 +14,10 @@ use crate::messages::{
     ClientToolResultParams, ClientToolResultResult, EmptyParams, HistoryPageParams,
     HistoryPageResult, InitializeParams, InitializeResult, ModelCatalogParams, ModelCatalogResult,
     ModelRefreshParams, ModelRefreshResult, OperationCancelParams, OperationCancelResult,
-    SelectionSetParams, SelectionSetResult, SessionDiscoverParams, SessionDiscoverResult,
-    SessionListParams, SessionListResult, SessionOpenParams, SessionResult, ShutdownResult,
-    StatusResult, TurnCancelParams, TurnCancelResult, TurnStartParams, TurnStartResult,
+    SelectionSetParams, SelectionSetResult, SessionCompactParams, SessionCompactResult,
+    SessionDiscoverParams, SessionDiscoverResult, SessionListParams, SessionListResult,
+    SessionOpenParams, SessionResult, ShutdownResult, StatusResult, TurnCancelParams,
+    TurnCancelResult, TurnStartParams, TurnStartResult,
 };
 use crate::names::{ExtensionMethod, Method, MethodName};
 
@@ -95,6 +96,9 @@ requests! {
     /// `client.tool.result` (with `client.tools`).
     ClientToolResult = MethodName::Extension(ExtensionMethod::ClientToolResult),
         ClientToolResultParams => ClientToolResultResult;
+    /// `session.compact` (with `session.usage`).
+    SessionCompact = MethodName::Extension(ExtensionMethod::SessionCompact),
+        SessionCompactParams => SessionCompactResult;
 }
 
 #[cfg(test)]

@@ -120,6 +120,8 @@ closed_name_set! {
     pub enum ExtensionMethod {
         /// The client's one answer to a call of its tools (`client.tools`).
         ClientToolResult => "client.tool.result",
+        /// Compacts an idle session's conversation now (`session.usage`).
+        SessionCompact => "session.compact",
     }
 }
 
@@ -150,6 +152,9 @@ impl std::fmt::Display for MethodName {
 
 /// The `approval.scopes` extension's capability name.
 pub const APPROVAL_SCOPES: &str = "approval.scopes";
+
+/// The `session.usage` extension's capability name.
+pub const SESSION_USAGE: &str = "session.usage";
 
 /// The capabilities advertised by `initialize`, in the protocol's order.
 ///

@@ -25,12 +25,14 @@ use tokio_util::sync::CancellationToken;
 use crate::admission::{IdAdmission, IdRegistry};
 use crate::output::{Output, OutputFailure};
 
+mod compact;
 mod initialize;
 mod negotiation;
 mod session_job;
 mod session_work;
 mod turns;
 
+use compact::SESSION_COMPACT_METHOD;
 use negotiation::CLIENT_TOOL_RESULT_METHOD;
 pub(crate) use session_job::{SessionDone, SessionJob};
 
@@ -96,6 +98,8 @@ pub(crate) struct Connection {
     tool_cards: bool,
     /// Whether the client required `approval.scopes`.
     approval_scopes: bool,
+    /// Whether the client required `session.usage`.
+    session_usage: bool,
     /// Whether the client required `client.tools`, and the tools it registered.
     client_tools_negotiated: bool,
     client_tools: Arc<Vec<ClientTool>>,
@@ -124,6 +128,7 @@ impl Connection {
             negotiated: Vec::new(),
             tool_cards: false,
             approval_scopes: false,
+            session_usage: false,
             client_tools_negotiated: false,
             client_tools: Arc::default(),
             selection: None,
@@ -171,6 +176,9 @@ impl Connection {
                 Err(code) => self.output.error(Some(id), code)?,
             }
             return Ok(Flow::Continue);
+        }
+        if envelope.method == SESSION_COMPACT_METHOD {
+            return self.session_compact(id, envelope.params);
         }
         let Some(method) = Method::from_wire(&envelope.method) else {
             self.output.error(Some(id), ErrorCode::UnsupportedMethod)?;

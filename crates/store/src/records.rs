@@ -253,8 +253,10 @@ pub enum RecordBody {
     /// The tokens one model request used, as the provider reported them (`null` where
     /// it did not say), and the context window the request was held to.
     Usage {
-        /// The turn the request belongs to.
-        turn_id: String,
+        /// The turn the request belongs to; none for a compaction a client asked for
+        /// between turns (`session.compact`).
+        #[serde(default)]
+        turn_id: Option<String>,
         /// Input tokens, cached ones included.
         input_tokens: Option<u64>,
         /// Of the input tokens, those read from the provider's prompt cache.

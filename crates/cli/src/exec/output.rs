@@ -219,7 +219,8 @@ impl Output {
             Event::InputPersisted(_)
             | Event::ApprovalRequested(_)
             | Event::ClientToolCall(_)
-            | Event::ClientToolCancel(_) => {}
+            | Event::ClientToolCancel(_)
+            | Event::UsageUpdated(_) => {}
         }
         Ok(())
     }

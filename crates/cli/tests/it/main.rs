@@ -34,6 +34,7 @@ mod launch;
 mod lifecycle;
 mod mcp;
 mod mission_control;
+mod session_usage;
 mod sessions;
 mod subagents;
 mod tool_calls;

@@ -3,8 +3,10 @@
 
 use std::sync::Arc;
 
-use magi_protocol::messages::{ApprovalScopesDescriptor, InitializeParams, InitializeResult};
-use magi_protocol::names::APPROVAL_SCOPES;
+use magi_protocol::messages::{
+    ApprovalScopesDescriptor, InitializeParams, InitializeResult, SessionUsageDescriptor,
+};
+use magi_protocol::names::{APPROVAL_SCOPES, SESSION_USAGE};
 use serde_json::Value;
 
 use super::Shared;
@@ -17,6 +19,7 @@ pub(super) struct Negotiation {
     tool_cards: bool,
     client_tools: bool,
     approval_scopes: bool,
+    session_usage: bool,
     shared: Arc<Shared>,
 }
 
@@ -33,6 +36,7 @@ impl Negotiation {
             tool_cards: requires(magi_protocol::cards::CAPABILITY),
             client_tools: requires(CLIENT_TOOLS_CAPABILITY),
             approval_scopes: requires(APPROVAL_SCOPES),
+            session_usage: requires(SESSION_USAGE),
             shared,
         })
     }
@@ -45,6 +49,7 @@ impl Negotiation {
             tool_cards: self.tool_cards,
             client_tools: self.client_tools,
             approval_scopes: self.approval_scopes,
+            session_usage: self.session_usage,
         };
         check_advertisement(&result, &required).map_err(ClientError::Violation)?;
         self.shared
@@ -56,6 +61,9 @@ impl Negotiation {
         self.shared
             .approval_scopes
             .store(self.approval_scopes, std::sync::atomic::Ordering::SeqCst);
+        self.shared
+            .session_usage
+            .store(self.session_usage, std::sync::atomic::Ordering::SeqCst);
         Ok(())
     }
 }
@@ -68,11 +76,12 @@ struct Required {
     tool_cards: bool,
     client_tools: bool,
     approval_scopes: bool,
+    session_usage: bool,
 }
 
 /// Checks what an admitted `initialize` advertises: the sixteen base capabilities in
 /// order, then `tool.cards` with exactly schema 1's descriptor, `client.tools` with
-/// its descriptor and `approval.scopes` with schema 1's, each exactly when it was
+/// its descriptor, `approval.scopes` and `session.usage` with schema 1's, each exactly when it was
 /// required, and nothing of them otherwise.
 fn check_advertisement(result: &InitializeResult, required: &Required) -> Result<(), Violation> {
     let mut expected = magi_protocol::names::base_capabilities();
@@ -84,6 +93,9 @@ fn check_advertisement(result: &InitializeResult, required: &Required) -> Result
     }
     if required.approval_scopes {
         expected.push(APPROVAL_SCOPES.to_owned());
+    }
+    if required.session_usage {
+        expected.push(SESSION_USAGE.to_owned());
     }
     if result.capabilities != expected {
         return Err(Violation("initialize advertised other capabilities".into()));
@@ -113,8 +125,19 @@ fn check_advertisement(result: &InitializeResult, required: &Required) -> Result
         (true, Some(d)) => *d == ApprovalScopesDescriptor::schema_1(),
         _ => false,
     };
-    let any = required.tool_cards || required.client_tools || required.approval_scopes;
-    if cards_ok && tools_ok && scopes_ok && extensions.is_some() == any {
+    let usage_ok = match (
+        required.session_usage,
+        extensions.and_then(|e| e.session_usage.as_ref()),
+    ) {
+        (false, None) => true,
+        (true, Some(d)) => *d == SessionUsageDescriptor::schema_1(),
+        _ => false,
+    };
+    let any = required.tool_cards
+        || required.client_tools
+        || required.approval_scopes
+        || required.session_usage;
+    if cards_ok && tools_ok && scopes_ok && usage_ok && extensions.is_some() == any {
         Ok(())
     } else {
         Err(Violation(

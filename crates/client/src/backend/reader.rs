@@ -59,6 +59,9 @@ pub(super) async fn read_output(
             checker.approval_scopes = shared
                 .approval_scopes
                 .load(std::sync::atomic::Ordering::SeqCst);
+            checker.session_usage = shared
+                .session_usage
+                .load(std::sync::atomic::Ordering::SeqCst);
             let checked = match unit {
                 Decoded::Frame(line) => checker.check(&line),
                 Decoded::TooLarge => Err(Violation("output frame over the bound".into())),

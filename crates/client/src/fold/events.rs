@@ -79,7 +79,7 @@ impl Transcript {
             Event::ToolCard(e) => self.card(*e),
             // A client tool call is the client's own work, not a transcript item: the
             // activity it belongs to is folded from its own events.
-            Event::ClientToolCall(_) | Event::ClientToolCancel(_) => {}
+            Event::ClientToolCall(_) | Event::ClientToolCancel(_) | Event::UsageUpdated(_) => {}
         }
     }
 

@@ -14,15 +14,18 @@
 use std::sync::Arc;
 
 use magi_protocol::messages::{ActivityKind, ActivityState};
-use magi_provider::{Item, ModelEvent, ModelRequest};
+use magi_protocol::text::redact_values;
+use magi_provider::{Failure, Item, ModelEvent, ModelRequest};
 use magi_store::records::RecordBody;
 use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
 
 use super::exchange::Exchange;
 use super::journal::Journal;
 use super::output::Output;
 use super::text::bounded;
 use super::usage::{self, Reported};
+use crate::agent::Agent;
 
 /// Bytes of text counted as one token by the estimate.
 pub(super) const BYTES_PER_TOKEN: usize = 4;
@@ -65,11 +68,62 @@ pub(super) fn summary_item(summary: &str) -> Item {
 /// Whether the next request of `exchange` should be compacted first.
 pub(super) fn needs_compaction(exchange: &Exchange, instructions: &str, items: &[Item]) -> bool {
     // A conversation that is only a summary already cannot shrink further.
-    let only_summary = matches!(items, [Item::User { text }] if text.starts_with(SUMMARY_HEADING));
-    !only_summary
+    compactable(items)
         && exchange.agent.context_window_tokens.is_some_and(|window| {
             estimate_tokens(instructions, items) * 100 > window * TRIGGER_PERCENT
         })
+}
+
+/// Asks `agent`'s model, without tools, for a summary of `items`: the summary (bounded,
+/// credentials redacted; none when the request failed, was cancelled or said nothing)
+/// and the request's usage.
+pub(super) async fn summarise(
+    agent: &Agent,
+    instructions: &str,
+    items: &[Item],
+    cancel: &CancellationToken,
+) -> (Result<String, Option<Failure>>, Reported) {
+    let mut request_items = items.to_vec();
+    request_items.push(Item::User {
+        text: COMPACT_PROMPT.to_owned(),
+    });
+    let request = ModelRequest {
+        model: agent.model.clone(),
+        instructions: Some(instructions.to_owned()),
+        items: request_items,
+        tools: Vec::new(),
+        reasoning_summaries: false,
+        reasoning_effort: None,
+    };
+    let (events, mut received) = mpsc::channel(64);
+    let client = Arc::clone(&agent.client);
+    let collect = async {
+        let mut text = String::new();
+        let mut usage = Reported::default();
+        while let Some(event) = received.recv().await {
+            usage.observe(&event);
+            if let ModelEvent::TextDelta(delta) = event
+                && text.len() <= SUMMARY_BYTES
+            {
+                text.push_str(&delta);
+            }
+        }
+        (text, usage)
+    };
+    let (outcome, (text, usage)) = tokio::join!(client.stream(&request, events, cancel), collect);
+    let summary = bounded(&redact_values(text.trim(), &agent.secrets), SUMMARY_BYTES);
+    let summary = match outcome {
+        Err(failure) => Err(Some(failure)),
+        Ok(()) if summary.is_empty() => Err(None),
+        Ok(()) => Ok(summary),
+    };
+    (summary, usage)
+}
+
+/// Whether `items` are worth compacting: something beyond a summary alone.
+pub(super) fn compactable(items: &[Item]) -> bool {
+    !items.is_empty()
+        && !matches!(items, [Item::User { text }] if text.starts_with(SUMMARY_HEADING))
 }
 
 /// The estimated tokens of the next request of `exchange` when they pass its context
@@ -102,43 +156,17 @@ pub(super) async fn compact(
         "compacting the conversation",
     )
     .await;
-    let mut request_items = items.clone();
-    request_items.push(Item::User {
-        text: COMPACT_PROMPT.to_owned(),
-    });
-    let request = ModelRequest {
-        model: exchange.agent.model.clone(),
-        instructions: Some(instructions.to_owned()),
-        items: request_items,
-        tools: Vec::new(),
-        reasoning_summaries: false,
-        reasoning_effort: None,
-    };
-    let (events, mut received) = mpsc::channel(64);
-    let client = Arc::clone(&exchange.agent.client);
     let cancel = output.cancel.clone();
-    let collect = async {
-        let mut text = String::new();
-        let mut usage = Reported::default();
-        while let Some(event) = received.recv().await {
-            usage.observe(&event);
-            if let ModelEvent::TextDelta(delta) = event
-                && text.len() <= SUMMARY_BYTES
-            {
-                text.push_str(&delta);
-            }
-        }
-        (text, usage)
-    };
-    let (outcome, (text, usage)) = tokio::join!(client.stream(&request, events, &cancel), collect);
+    let (summary, usage) = summarise(&exchange.agent, instructions, items, &cancel).await;
     usage::record(
+        output,
         journal,
         turn_id,
         exchange.agent.context_window_tokens,
         usage,
-    );
-    let summary = bounded(&output.without_credentials(text.trim()), SUMMARY_BYTES);
-    if outcome.is_err() || summary.is_empty() {
+    )
+    .await;
+    let Ok(summary) = summary else {
         compaction_activity(
             output,
             &activity_id,
@@ -147,7 +175,7 @@ pub(super) async fn compact(
         )
         .await;
         return;
-    }
+    };
     journal.append(RecordBody::Compaction {
         summary: summary.clone(),
         title: None,

@@ -196,7 +196,14 @@ impl Exchange {
             Some(result) => result,
             None => stream.await,
         };
-        usage::record(journal, turn_id, self.agent.context_window_tokens, usage);
+        usage::record(
+            output,
+            journal,
+            turn_id,
+            self.agent.context_window_tokens,
+            usage,
+        )
+        .await;
         for (item_id, summary) in summaries {
             journal.append(RecordBody::ReasoningSummary {
                 turn_id: turn_id.to_owned(),

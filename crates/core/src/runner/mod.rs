@@ -15,6 +15,7 @@
 //! them together for the session's agent.
 
 mod calls;
+mod compact_now;
 mod compaction;
 mod conversation;
 mod dialogue;
@@ -32,6 +33,7 @@ mod turn;
 mod usage;
 
 pub use crate::agent::Agent;
+pub use compact_now::compact_session;
 pub use conversation::conversation;
 pub(crate) use exchange::SKILL_TOOL;
 pub use turn::TurnRequest;
@@ -100,6 +102,7 @@ pub fn start_turn(
                         request.tool_cards,
                     );
                     output.approval_scopes = request.approval_scopes;
+                    output.session_usage = request.session_usage;
                     let mut turn = turn::Turn::new(&sessions, agent, request, gates);
                     let finished = turn.run(&mut sessions, &mut output).await;
                     // The sessions go back before the terminal event, so a client that
@@ -204,6 +207,7 @@ mod tests {
             tool_cards: false,
             client_tools: Arc::default(),
             approval_scopes: false,
+            session_usage: false,
         };
         let Ok(mut handle) = start_turn(sessions, agent, request) else {
             panic!("the run's thread starts");

@@ -41,6 +41,9 @@ pub struct TurnRequest {
     /// Whether the client negotiated `approval.scopes`: approval requests then carry
     /// their details, and answers may reach the rest of the session.
     pub approval_scopes: bool,
+    /// Whether the client negotiated `session.usage`: each model request is told as
+    /// `usage.updated`.
+    pub session_usage: bool,
 }
 
 /// The session's turn.

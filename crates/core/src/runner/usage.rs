@@ -1,10 +1,14 @@
 //! The tokens of each model request: recorded in the agent's journal (a `usage` record)
-//! once the request ended, whatever the provider reported of them.
+//! once the request ended, whatever the provider reported of them, and told to a client
+//! that negotiated `session.usage` as `usage.updated` when the request was the session
+//! agent's.
 
+use magi_protocol::messages::{Event, UsageUpdated};
 use magi_provider::ModelEvent;
 use magi_store::records::RecordBody;
 
 use super::journal::Journal;
+use super::output::Output;
 
 /// What the provider reported of one request's tokens.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -36,9 +40,9 @@ impl Reported {
 
     /// The `usage` record of a request of turn `turn_id` held to `window`: the window
     /// the conversation fills after it is its input and output, when both are known.
-    pub(super) fn record(self, turn_id: &str, window: Option<usize>) -> RecordBody {
+    pub(super) fn record(self, turn_id: Option<&str>, window: Option<usize>) -> RecordBody {
         RecordBody::Usage {
-            turn_id: turn_id.to_owned(),
+            turn_id: turn_id.map(str::to_owned),
             input_tokens: self.input_tokens,
             cached_input_tokens: self.cached_input_tokens,
             output_tokens: self.output_tokens,
@@ -52,14 +56,43 @@ impl Reported {
     }
 }
 
-/// Records the usage of one request of turn `turn_id`.
-pub(super) fn record(
+/// Records the usage of one request of turn `turn_id` and tells it to the client when
+/// it negotiated `session.usage` and the request was the session agent's.
+pub(super) async fn record(
+    output: &mut Output,
     journal: &mut Journal<'_>,
     turn_id: &str,
     window: Option<usize>,
     reported: Reported,
 ) {
-    journal.append(reported.record(turn_id, window));
+    let record = reported.record(Some(turn_id), window);
+    if output.session_usage
+        && journal.is_session()
+        && let RecordBody::Usage {
+            input_tokens,
+            cached_input_tokens,
+            output_tokens,
+            reasoning_tokens,
+            context_window,
+            context_used,
+            ..
+        } = record
+    {
+        journal.append(record.clone());
+        let event = Event::UsageUpdated(UsageUpdated {
+            session_id: output.session_id().to_owned(),
+            run_id: output.run_id().to_owned(),
+            input_tokens,
+            cached_input_tokens,
+            output_tokens,
+            reasoning_tokens,
+            context_window,
+            context_used,
+        });
+        output.critical(event).await;
+    } else {
+        journal.append(record);
+    }
 }
 
 #[cfg(test)]
@@ -70,9 +103,9 @@ mod tests {
     fn the_last_report_counts_and_unknowns_stay_null() {
         let mut reported = Reported::default();
         assert_eq!(
-            reported.record("t", None),
+            reported.record(Some("t"), None),
             RecordBody::Usage {
-                turn_id: "t".into(),
+                turn_id: Some("t".into()),
                 input_tokens: None,
                 cached_input_tokens: None,
                 output_tokens: None,
@@ -91,9 +124,9 @@ mod tests {
             });
         }
         assert_eq!(
-            reported.record("t", Some(1_000)),
+            reported.record(Some("t"), Some(1_000)),
             RecordBody::Usage {
-                turn_id: "t".into(),
+                turn_id: Some("t".into()),
                 input_tokens: Some(120),
                 cached_input_tokens: Some(100),
                 output_tokens: Some(30),

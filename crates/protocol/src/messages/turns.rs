@@ -234,4 +234,7 @@ pub enum Event {
     /// `client.tool.cancel`, only with `client.tools` negotiated.
     #[serde(rename = "client.tool.cancel")]
     ClientToolCancel(ClientToolCancel),
+    /// `usage.updated`, only with `session.usage` negotiated.
+    #[serde(rename = "usage.updated")]
+    UsageUpdated(super::UsageUpdated),
 }

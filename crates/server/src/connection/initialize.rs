@@ -9,8 +9,9 @@ use magi_protocol::cards;
 use magi_protocol::limits::{CLIENT_TOOL_ARGUMENTS_BYTES, CLIENT_TOOL_RESULT_BYTES, Limits};
 use magi_protocol::messages::{
     ApprovalScopesDescriptor, ClientToolsDescriptor, Extensions, InitializeResult, ResultBody,
+    SessionUsageDescriptor,
 };
-use magi_protocol::names::{APPROVAL_SCOPES, base_capabilities};
+use magi_protocol::names::{APPROVAL_SCOPES, SESSION_USAGE, base_capabilities};
 use magi_protocol::{ErrorCode, StartupError};
 use serde_json::value::RawValue;
 
@@ -38,6 +39,7 @@ impl Connection {
         };
         self.tool_cards = required.tool_cards;
         self.approval_scopes = required.approval_scopes;
+        self.session_usage = required.session_usage;
         self.client_tools_negotiated = required.client_tools.is_some();
         self.client_tools = Arc::new(required.client_tools.unwrap_or_default());
         self.negotiated = required
@@ -79,11 +81,16 @@ impl Connection {
                 let mut capabilities = base_capabilities();
                 // Extensions follow the base capabilities in one fixed order.
                 let mut extensions = None;
-                if self.tool_cards || self.client_tools_negotiated || self.approval_scopes {
+                if self.tool_cards
+                    || self.client_tools_negotiated
+                    || self.approval_scopes
+                    || self.session_usage
+                {
                     let mut negotiated = Extensions {
                         tool_cards: None,
                         client_tools: None,
                         approval_scopes: None,
+                        session_usage: None,
                     };
                     if self.tool_cards {
                         capabilities.push(cards::CAPABILITY.to_owned());
@@ -101,6 +108,10 @@ impl Connection {
                     if self.approval_scopes {
                         capabilities.push(APPROVAL_SCOPES.to_owned());
                         negotiated.approval_scopes = Some(ApprovalScopesDescriptor::schema_1());
+                    }
+                    if self.session_usage {
+                        capabilities.push(SESSION_USAGE.to_owned());
+                        negotiated.session_usage = Some(SessionUsageDescriptor::schema_1());
                     }
                     extensions = Some(negotiated);
                 }

@@ -7,10 +7,10 @@ use magi_protocol::limits::{
     CLIENT_TOOL_DESCRIPTION_BYTES, CLIENT_TOOL_MAX_TIMEOUT_MS, CLIENT_TOOL_SCHEMA_BYTES,
     CLIENT_TOOLS, REQUIRED_CAPABILITY_NAMES, REQUIRED_CAPABILITY_NAMES_WITH_APPROVAL_SCOPES,
     REQUIRED_CAPABILITY_NAMES_WITH_CLIENT_TOOLS,
-    REQUIRED_CAPABILITY_NAMES_WITH_CLIENT_TOOLS_AND_APPROVAL_SCOPES,
+    REQUIRED_CAPABILITY_NAMES_WITH_CLIENT_TOOLS_AND_APPROVAL_SCOPES, SESSION_USAGE_NAME_ROOM,
 };
 use magi_protocol::messages::{ClientToolDefinition, InitializeParams};
-use magi_protocol::names::{APPROVAL_SCOPES, is_valid_name};
+use magi_protocol::names::{APPROVAL_SCOPES, SESSION_USAGE, is_valid_name};
 use magi_protocol::{ErrorCode, Method};
 use serde_json::value::RawValue;
 
@@ -27,6 +27,8 @@ pub(super) struct Negotiation {
     pub(super) client_tools: Option<Vec<ClientTool>>,
     /// Whether `approval.scopes` was required.
     pub(super) approval_scopes: bool,
+    /// Whether `session.usage` was required.
+    pub(super) session_usage: bool,
 }
 
 /// The method a client answers its tools' calls with.
@@ -40,6 +42,7 @@ fn is_known_capability(name: &str) -> bool {
         || name == cards::CAPABILITY
         || name == CLIENT_TOOLS_CAPABILITY
         || name == APPROVAL_SCOPES
+        || name == SESSION_USAGE
 }
 
 /// Checks the tools a client registers: 1 to 16 of them, names `[a-z][a-z0-9_]*` of at
@@ -100,12 +103,14 @@ pub(super) fn preflight_capabilities(params: &RawValue) -> Result<Negotiation, E
     let wants_tools = names.iter().any(|n| n == CLIENT_TOOLS_CAPABILITY);
     let wants_scopes = names.iter().any(|n| n == APPROVAL_SCOPES);
     // `approval.scopes` brings its own name on top of whichever bound applies.
-    let most = match (wants_tools, wants_scopes) {
-        (false, false) => REQUIRED_CAPABILITY_NAMES,
-        (false, true) => REQUIRED_CAPABILITY_NAMES_WITH_APPROVAL_SCOPES,
-        (true, false) => REQUIRED_CAPABILITY_NAMES_WITH_CLIENT_TOOLS,
-        (true, true) => REQUIRED_CAPABILITY_NAMES_WITH_CLIENT_TOOLS_AND_APPROVAL_SCOPES,
-    };
+    let wants_usage = names.iter().any(|n| n == SESSION_USAGE);
+    let most = usize::from(wants_usage) * SESSION_USAGE_NAME_ROOM
+        + match (wants_tools, wants_scopes) {
+            (false, false) => REQUIRED_CAPABILITY_NAMES,
+            (false, true) => REQUIRED_CAPABILITY_NAMES_WITH_APPROVAL_SCOPES,
+            (true, false) => REQUIRED_CAPABILITY_NAMES_WITH_CLIENT_TOOLS,
+            (true, true) => REQUIRED_CAPABILITY_NAMES_WITH_CLIENT_TOOLS_AND_APPROVAL_SCOPES,
+        };
     if names.len() > most || !names.iter().all(|n| is_valid_name(n)) {
         return Err(ErrorCode::InvalidParams);
     }
@@ -120,6 +125,7 @@ pub(super) fn preflight_capabilities(params: &RawValue) -> Result<Negotiation, E
         tool_cards: names.iter().any(|n| n == cards::CAPABILITY),
         client_tools,
         approval_scopes: wants_scopes,
+        session_usage: wants_usage,
     })
 }
 
@@ -154,6 +160,7 @@ mod tests {
                 tool_cards: true,
                 client_tools: None,
                 approval_scopes: false,
+                session_usage: false,
             })
         );
         // `approval.scopes` adds one name to the bound, and only its own.
@@ -161,6 +168,12 @@ mod tests {
         let raw: Box<RawValue> = serde_json::from_str(&params(&with_scopes)).unwrap();
         assert!(preflight_capabilities(&raw).is_ok_and(|n| n.approval_scopes));
         let too_many = [&with_scopes[..], &["status"]].concat();
+        assert_eq!(preflight(&params(&too_many)), Err(InvalidParams));
+        // So does `session.usage`, on top of whichever bound applies.
+        let with_usage = [&with_scopes[..], &["session.usage"]].concat();
+        let raw: Box<RawValue> = serde_json::from_str(&params(&with_usage)).unwrap();
+        assert!(preflight_capabilities(&raw).is_ok_and(|n| n.session_usage && n.approval_scopes));
+        let too_many = [&with_usage[..], &["status"]].concat();
         assert_eq!(preflight(&params(&too_many)), Err(InvalidParams));
         // `client.tools` needs its tools, and tools need the capability.
         assert_eq!(preflight(&params(&["client.tools"])), Err(InvalidParams));

@@ -96,6 +96,7 @@ impl Connection {
             tool_cards: self.tool_cards,
             client_tools: Arc::clone(&self.client_tools),
             approval_scopes: self.approval_scopes,
+            session_usage: self.session_usage,
         };
         Ok((sessions, agent, request))
     }

@@ -196,14 +196,7 @@ impl Exchange {
             Some(result) => result,
             None => stream.await,
         };
-        usage::record(
-            output,
-            journal,
-            turn_id,
-            self.agent.context_window_tokens,
-            usage,
-        )
-        .await;
+        let usage = usage.record(Some(turn_id), self.agent.context_window_tokens);
         for (item_id, summary) in summaries {
             journal.append(RecordBody::ReasoningSummary {
                 turn_id: turn_id.to_owned(),
@@ -240,29 +233,36 @@ impl Exchange {
         }
         let partial = ending.is_some();
         let text = if text.is_empty() {
+            journal.append(usage.clone());
             None
         } else {
             let text = output.without_credentials(&text);
             output.segments += 1;
             if output.segments > RUN_CONTENT_SEGMENTS {
+                journal.append(usage);
                 return Response {
                     text: None,
                     calls: Vec::new(),
                     ending: Some(Ending::failed(ErrorCode::ContentLimit)),
                 };
             }
-            journal.append(RecordBody::AssistantOutput {
-                turn_id: turn_id.to_owned(),
-                message_id: message_id.clone(),
-                text: Some(text.clone()),
-                chunks: Vec::new(),
-                partial,
-            });
+            // The usage shares the reply's write: one sync, not two.
+            journal.append_all(vec![
+                usage.clone(),
+                RecordBody::AssistantOutput {
+                    turn_id: turn_id.to_owned(),
+                    message_id: message_id.clone(),
+                    text: Some(text.clone()),
+                    chunks: Vec::new(),
+                    partial,
+                },
+            ]);
             if self.live {
                 output.reconcile(&message_id, &text, partial).await;
             }
             Some(text)
         };
+        usage::tell(output, journal, usage).await;
         Response {
             text,
             // Calls of a response that did not complete are never run.

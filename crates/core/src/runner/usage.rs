@@ -56,8 +56,7 @@ impl Reported {
     }
 }
 
-/// Records the usage of one request of turn `turn_id` and tells it to the client when
-/// it negotiated `session.usage` and the request was the session agent's.
+/// Records the usage of one request of turn `turn_id` and tells it (see [`tell`]).
 pub(super) async fn record(
     output: &mut Output,
     journal: &mut Journal<'_>,
@@ -66,19 +65,26 @@ pub(super) async fn record(
     reported: Reported,
 ) {
     let record = reported.record(Some(turn_id), window);
-    if output.session_usage
-        && journal.is_session()
-        && let RecordBody::Usage {
-            input_tokens,
-            cached_input_tokens,
-            output_tokens,
-            reasoning_tokens,
-            context_window,
-            context_used,
-            ..
-        } = record
+    journal.append(record.clone());
+    tell(output, journal, record).await;
+}
+
+/// Tells the `usage` record of a request, once recorded, to a client that negotiated
+/// `session.usage`, when the request was the session agent's.
+pub(super) async fn tell(output: &mut Output, journal: &Journal<'_>, record: RecordBody) {
+    if !output.session_usage || !journal.is_session() {
+        return;
+    }
+    if let RecordBody::Usage {
+        input_tokens,
+        cached_input_tokens,
+        output_tokens,
+        reasoning_tokens,
+        context_window,
+        context_used,
+        ..
+    } = record
     {
-        journal.append(record.clone());
         let event = Event::UsageUpdated(UsageUpdated {
             session_id: output.session_id().to_owned(),
             run_id: output.run_id().to_owned(),
@@ -90,8 +96,6 @@ pub(super) async fn record(
             context_used,
         });
         output.critical(event).await;
-    } else {
-        journal.append(record);
     }
 }
 

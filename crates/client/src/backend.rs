@@ -54,6 +54,9 @@ struct Shared {
     /// Set once `initialize` admitted `user.questions`; the reader then accepts its
     /// event.
     user_questions: std::sync::atomic::AtomicBool,
+    /// Set once `initialize` admitted `session.usage`; the reader then accepts
+    /// `usage.updated`.
+    session_usage: std::sync::atomic::AtomicBool,
 }
 
 impl Shared {

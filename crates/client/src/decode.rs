@@ -55,6 +55,8 @@ pub(crate) struct FrameChecker {
     pub(crate) approval_scopes: bool,
     /// Whether `user.questions` was negotiated: only then is `question.asked` allowed.
     pub(crate) user_questions: bool,
+    /// Whether `session.usage` was negotiated: only then is `usage.updated` allowed.
+    pub(crate) session_usage: bool,
 }
 
 impl FrameChecker {
@@ -102,6 +104,9 @@ impl FrameChecker {
                     return Err(violation(
                         "question event without user.questions negotiated",
                     ));
+                }
+                if !self.session_usage && name == Some("usage.updated") {
+                    return Err(violation("usage.updated without session.usage negotiated"));
                 }
                 let event = decode_event(seq, object, line, self.tool_cards)?;
                 if let ServerFrame::Event {

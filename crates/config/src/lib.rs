@@ -10,6 +10,7 @@ mod instructions;
 mod location;
 mod long_work;
 mod mcp;
+mod models;
 mod permissions;
 mod profiles;
 mod provider;
@@ -28,6 +29,7 @@ pub use instructions::{
 };
 pub use long_work::{ContextSettings, DEFAULT_PRUNE_PROTECT_TOKENS, TurnSettings};
 pub use mcp::{McpApprovals, McpServer, McpSource, McpTransport, is_valid_server_name};
+pub use models::ModelSettings;
 pub use permissions::{
     CallSubject, PermissionMode, PermissionSettings, Rule, SessionRules, Verdict, glob_literal,
 };

@@ -18,6 +18,7 @@ use crate::instructions::InstructionSettings;
 use crate::location::toml_error;
 use crate::long_work::{ContextSettings, TurnSettings};
 use crate::mcp::{McpServer, merge_mcp};
+use crate::models::ModelSettings;
 use crate::permissions::PermissionSettings;
 use crate::profiles::{AgentSettings, Profile};
 use crate::provider_kind::ProviderKind;
@@ -49,6 +50,8 @@ pub struct Settings {
     pub turns: TurnSettings,
     /// `[sessions]`.
     pub sessions: SessionSettings,
+    /// `[models."provider/model"]`, by `provider/model`.
+    pub models: BTreeMap<String, ModelSettings>,
     /// `[skills]`.
     pub skills: SkillSettings,
     /// `[agent]`.
@@ -65,7 +68,9 @@ pub struct Settings {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CompactionSettings {
-    /// The model's context window in tokens; without it nothing is compacted.
+    /// The context window in tokens of every model, over what is known of each; without
+    /// it each model's own window applies (`[models."provider/model"]`, the catalog, the
+    /// shipped table, the default).
     #[serde(default)]
     pub context_window_tokens: Option<usize>,
 }
@@ -120,6 +125,8 @@ struct RawSettings {
     turns: TurnSettings,
     #[serde(default)]
     sessions: SessionSettings,
+    #[serde(default)]
+    models: BTreeMap<String, ModelSettings>,
     #[serde(default)]
     skills: SkillSettings,
     #[serde(default)]
@@ -255,6 +262,7 @@ fn parse_settings(table: toml::Table) -> Result<Settings, ConfigError> {
         context: raw.context,
         turns: raw.turns,
         sessions: raw.sessions,
+        models: raw.models,
         skills: raw.skills,
         agent: raw.agent,
         profiles: raw.profiles,
@@ -455,5 +463,31 @@ base_url = "http://127.0.0.1:2/v1"
             load_settings(dir.path(), &missing),
             Err(ConfigError::Invalid(_))
         ));
+    }
+
+    #[test]
+    fn model_settings_merge_key_by_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let global = write(
+            dir.path(),
+            "global.toml",
+            "[models.\"local/m\"]\ncontext_window = 32768\nimages = false\n",
+        );
+        let project = write(
+            dir.path(),
+            "project.toml",
+            "[models.\"local/m\"]\ncontext_window = 8192\nmax_output_tokens = 1024\n",
+        );
+        let settings = load_settings(&global, &project).unwrap();
+        assert_eq!(
+            settings.models["local/m"],
+            ModelSettings {
+                context_window: Some(8192),
+                max_output_tokens: Some(1024),
+                images: Some(false),
+            }
+        );
+        let bad = write(dir.path(), "bad.toml", "[models.\"local/m\"]\nwindow = 1\n");
+        assert!(load_settings(&bad, &dir.path().join("none")).is_err());
     }
 }

@@ -8,6 +8,7 @@ use magi_protocol::ErrorCode;
 use magi_provider::{Endpoint, ModelClient, WireFormat};
 
 use crate::mcp::McpHub;
+use crate::model_limits::model_limits;
 use crate::selection::ActiveSelection;
 use crate::startup::Runtime;
 
@@ -36,7 +37,8 @@ pub struct Agent {
     pub secrets: Vec<String>,
     /// The instruction files startup read, in order.
     pub instructions: Arc<Vec<magi_config::Instruction>>,
-    /// The model's context window in tokens, when compaction is configured.
+    /// The model's context window in tokens (`crate::model_limits`), which compaction
+    /// keeps the conversation within; none only for agents built by hand in tests.
     pub context_window_tokens: Option<usize>,
     /// Tokens of the newest tool output sent whole (`[context] prune_protect_tokens`);
     /// `0` sends every result whole.
@@ -94,7 +96,7 @@ pub fn agent_for(runtime: &Runtime, selection: &ActiveSelection) -> Result<Agent
         hidden_env,
         secrets,
         instructions: Arc::new(runtime.instructions.clone()),
-        context_window_tokens: runtime.settings.compaction.context_window_tokens,
+        context_window_tokens: Some(window(runtime, &provider.name, &selection.model)),
         prune_protect_tokens: runtime.settings.context.prune_protect_tokens,
         max_steps: runtime.settings.turns.max_steps,
         skills: Arc::new(runtime.skills.clone()),
@@ -103,6 +105,12 @@ pub fn agent_for(runtime: &Runtime, selection: &ActiveSelection) -> Result<Agent
         subagents: Arc::clone(&runtime.subagents),
         disabled_tools: Arc::new(runtime.settings.tools.disabled_names()),
     })
+}
+
+/// The context window of `provider`/`model`, from what is known of it.
+fn window(runtime: &Runtime, provider: &str, model: &str) -> usize {
+    let limits = model_limits(&runtime.home, &runtime.settings, provider, model);
+    usize::try_from(limits.context_window).unwrap_or(usize::MAX)
 }
 
 /// Every environment variable that may hold a credential: the built-in providers', each

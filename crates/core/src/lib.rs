@@ -10,6 +10,7 @@ pub mod discovery;
 mod explain;
 pub mod inspect;
 pub mod mcp;
+pub mod model_limits;
 mod paging;
 pub mod questions;
 mod revision;

@@ -362,6 +362,9 @@ pub const REQUIRED_CAPABILITY_NAMES_WITH_APPROVAL_SCOPES: usize = 17;
 /// Most names in `required_capabilities` when both `client.tools` and
 /// `approval.scopes` are among them.
 pub const REQUIRED_CAPABILITY_NAMES_WITH_CLIENT_TOOLS_AND_APPROVAL_SCOPES: usize = 19;
+/// Names `session.usage` adds to whichever bound of `required_capabilities` applies
+/// without it: its own.
+pub const SESSION_USAGE_NAME_ROOM: usize = 1;
 /// Longest `message` of an `approval.answer`, in UTF-8 bytes.
 pub const APPROVAL_MESSAGE_BYTES: usize = 1_024;
 /// Longest `subject` and `suggested_rule` of an `approval.requested`, in UTF-8 bytes.

@@ -7,6 +7,7 @@ mod questions;
 mod sessions;
 mod status;
 mod turns;
+mod usage;
 
 /// Results and event data tolerate fields a later backend adds; params do not.
 #[cfg(test)]
@@ -18,6 +19,7 @@ pub use questions::*;
 pub use sessions::*;
 pub use status::*;
 pub use turns::*;
+pub use usage::*;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -109,4 +111,6 @@ pub enum ResultBody {
     ClientToolResult(ClientToolResultResult),
     /// `question.answer`.
     QuestionAnswer(QuestionAnswerResult),
+    /// `session.compact`.
+    SessionCompact(SessionCompactResult),
 }

@@ -15,9 +15,9 @@ use crate::messages::{
     HistoryPageResult, InitializeParams, InitializeResult, ModelCatalogParams, ModelCatalogResult,
     ModelRefreshParams, ModelRefreshResult, OperationCancelParams, OperationCancelResult,
     QuestionAnswerParams, QuestionAnswerResult, SelectionSetParams, SelectionSetResult,
-    SessionDiscoverParams, SessionDiscoverResult, SessionListParams, SessionListResult,
-    SessionOpenParams, SessionResult, ShutdownResult, StatusResult, TurnCancelParams,
-    TurnCancelResult, TurnStartParams, TurnStartResult,
+    SessionCompactParams, SessionCompactResult, SessionDiscoverParams, SessionDiscoverResult,
+    SessionListParams, SessionListResult, SessionOpenParams, SessionResult, ShutdownResult,
+    StatusResult, TurnCancelParams, TurnCancelResult, TurnStartParams, TurnStartResult,
 };
 use crate::names::{ExtensionMethod, Method, MethodName};
 
@@ -99,6 +99,9 @@ requests! {
     /// `question.answer` (with `user.questions`).
     QuestionAnswer = MethodName::Extension(ExtensionMethod::QuestionAnswer),
         QuestionAnswerParams => QuestionAnswerResult;
+    /// `session.compact` (with `session.usage`).
+    SessionCompact = MethodName::Extension(ExtensionMethod::SessionCompact),
+        SessionCompactParams => SessionCompactResult;
 }
 
 #[cfg(test)]

@@ -122,6 +122,8 @@ closed_name_set! {
         ClientToolResult => "client.tool.result",
         /// The client's answer to the model's questions (`user.questions`).
         QuestionAnswer => "question.answer",
+        /// Compacts an idle session's conversation now (`session.usage`).
+        SessionCompact => "session.compact",
     }
 }
 
@@ -155,6 +157,9 @@ pub const APPROVAL_SCOPES: &str = "approval.scopes";
 
 /// The `user.questions` extension's capability name.
 pub const USER_QUESTIONS: &str = "user.questions";
+
+/// The `session.usage` extension's capability name.
+pub const SESSION_USAGE: &str = "session.usage";
 
 /// The capabilities advertised by `initialize`, in the protocol's order.
 ///

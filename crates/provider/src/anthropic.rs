@@ -227,6 +227,7 @@ pub(crate) struct Decoder {
     text_blocks: Vec<u64>,
     tools: Vec<PendingTool>,
     input_tokens: Option<u64>,
+    cached_input_tokens: Option<u64>,
     output_tokens: Option<u64>,
     stop: Option<String>,
 }
@@ -236,6 +237,9 @@ impl Decoder {
         if let Some(usage) = usage {
             if let Some(input) = usage.input() {
                 self.input_tokens = Some(input);
+            }
+            if let Some(cached) = usage.cache_read_input_tokens {
+                self.cached_input_tokens = Some(cached);
             }
             if let Some(output) = usage.output_tokens {
                 self.output_tokens = Some(output);
@@ -313,6 +317,9 @@ impl Decode for Decoder {
                     out.push(ModelEvent::Usage {
                         input_tokens: self.input_tokens.unwrap_or(0),
                         output_tokens: self.output_tokens.unwrap_or(0),
+                        cached_input_tokens: self.cached_input_tokens,
+                        // Thinking tokens are counted in the output, not apart.
+                        reasoning_tokens: None,
                     });
                 }
                 let stop = match self.stop.as_deref() {

@@ -134,6 +134,22 @@ struct Usage {
     prompt_tokens: u64,
     #[serde(default)]
     completion_tokens: u64,
+    #[serde(default)]
+    prompt_tokens_details: Option<PromptDetails>,
+    #[serde(default)]
+    completion_tokens_details: Option<CompletionDetails>,
+}
+
+#[derive(Deserialize)]
+struct PromptDetails {
+    #[serde(default)]
+    cached_tokens: Option<u64>,
+}
+
+#[derive(Deserialize)]
+struct CompletionDetails {
+    #[serde(default)]
+    reasoning_tokens: Option<u64>,
 }
 
 /// A tool call being streamed.
@@ -149,7 +165,7 @@ struct PendingCall {
 pub(crate) struct Decoder {
     calls: Vec<PendingCall>,
     finish: Option<String>,
-    usage: Option<(u64, u64)>,
+    usage: Option<ModelEvent>,
     emitted_calls: usize,
 }
 
@@ -226,12 +242,7 @@ impl Decode for Decoder {
     ) -> Result<bool, ProviderError> {
         if event.data.trim() == "[DONE]" {
             self.flush_calls(out);
-            if let Some((input_tokens, output_tokens)) = self.usage {
-                out.push(ModelEvent::Usage {
-                    input_tokens,
-                    output_tokens,
-                });
-            }
+            out.extend(self.usage.take());
             let stop = match self.finish.as_deref() {
                 Some("stop") if self.emitted_calls > 0 => StopReason::ToolCalls,
                 Some("stop") => StopReason::EndTurn,
@@ -248,7 +259,14 @@ impl Decode for Decoder {
         }
         // Only the last usage counts: some servers repeat running totals.
         if let Some(usage) = chunk.usage {
-            self.usage = Some((usage.prompt_tokens, usage.completion_tokens));
+            self.usage = Some(ModelEvent::Usage {
+                input_tokens: usage.prompt_tokens,
+                output_tokens: usage.completion_tokens,
+                cached_input_tokens: usage.prompt_tokens_details.and_then(|d| d.cached_tokens),
+                reasoning_tokens: usage
+                    .completion_tokens_details
+                    .and_then(|d| d.reasoning_tokens),
+            });
         }
         // One completion is asked for, so only the first choice matters.
         let Some(choice) = chunk.choices.and_then(|c| c.into_iter().next()) else {
@@ -369,6 +387,23 @@ mod tests {
         assert_eq!(
             decoder.event(&event, &mut Vec::new()),
             Err(ProviderError::ServerError)
+        );
+    }
+
+    #[test]
+    fn cached_and_reasoning_tokens_are_read_from_the_details() {
+        let out = feed(&[
+            r#"{"choices":[],"usage":{"prompt_tokens":100,"completion_tokens":20,"prompt_tokens_details":{"cached_tokens":64},"completion_tokens_details":{"reasoning_tokens":12}}}"#,
+            "[DONE]",
+        ]);
+        assert_eq!(
+            out[0],
+            ModelEvent::Usage {
+                input_tokens: 100,
+                output_tokens: 20,
+                cached_input_tokens: Some(64),
+                reasoning_tokens: Some(12),
+            }
         );
     }
 }

@@ -21,7 +21,7 @@ pub use http::{
     BASE_BACKOFF, CONNECT_TIMEOUT, MAX_ATTEMPTS, MAX_EVENT_BYTES, MAX_RETRY_AFTER, MAX_RETRY_WAIT,
     READ_TIMEOUT,
 };
-pub use models::{ListedModel, RefreshError, list_models};
+pub use models::{ListedLimits, ListedModel, RefreshError, list_models};
 
 use std::future::Future;
 use std::pin::Pin;
@@ -175,10 +175,15 @@ pub enum ModelEvent {
     },
     /// Token usage, when reported.
     Usage {
-        /// Input tokens.
+        /// Input tokens, cached ones included.
         input_tokens: u64,
-        /// Output tokens.
+        /// Output tokens, reasoning ones included.
         output_tokens: u64,
+        /// Of the input tokens, those read from the provider's prompt cache, when it
+        /// says.
+        cached_input_tokens: Option<u64>,
+        /// Of the output tokens, those spent reasoning, when the provider says.
+        reasoning_tokens: Option<u64>,
     },
     /// The response ended normally.
     Completed(StopReason),

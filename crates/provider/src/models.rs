@@ -44,6 +44,22 @@ pub struct ListedModel {
     /// `display_name`; the OpenAI formats have none). Not checked for safety: the
     /// catalog cache drops names that are not safe to show.
     pub name: Option<String>,
+    /// What the list said the model can take, where it said.
+    pub limits: ListedLimits,
+}
+
+/// What a provider's list says one model can take; `None` where it does not say. Read
+/// from OpenRouter-style lists (`context_length`, `top_provider.max_completion_tokens`,
+/// `architecture.input_modalities`), llama.cpp's server (`meta.n_ctx`, else
+/// `meta.n_ctx_train`) and Anthropic's (`max_input_tokens`, `max_tokens`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ListedLimits {
+    /// The context window in tokens.
+    pub context_window: Option<u64>,
+    /// The most tokens of one response.
+    pub max_output_tokens: Option<u64>,
+    /// Whether the model takes images.
+    pub images: Option<bool>,
 }
 
 /// Why a model list could not be fetched. Only these codes leave the crate: never a
@@ -146,7 +162,8 @@ async fn fetch(endpoint: &Endpoint) -> Result<Vec<ListedModel>, RefreshError> {
             let body = fetch.get(url, &headers).await?;
             let list: OpenAiList = parse(&body)?;
             for model in list.data {
-                fetch.add(model.id, None)?;
+                let limits = model.limits();
+                fetch.add(model.id, None, limits)?;
             }
         }
         WireFormat::AnthropicMessages => {
@@ -167,7 +184,8 @@ async fn fetch(endpoint: &Endpoint) -> Result<Vec<ListedModel>, RefreshError> {
                 let page: AnthropicPage = parse(&body)?;
                 let listed = page.data.len();
                 for model in page.data {
-                    fetch.add(model.id, model.display_name)?;
+                    let limits = model.limits();
+                    fetch.add(model.id, model.display_name, limits)?;
                 }
                 if !page.has_more {
                     break;
@@ -270,7 +288,12 @@ impl Fetch {
 
     /// Adds one listed model, within the model and ID bounds; an empty or repeated ID
     /// is no model list.
-    fn add(&mut self, id: String, name: Option<String>) -> Result<(), RefreshError> {
+    fn add(
+        &mut self,
+        id: String,
+        name: Option<String>,
+        limits: ListedLimits,
+    ) -> Result<(), RefreshError> {
         if id.is_empty() {
             return Err(RefreshError::Malformed);
         }
@@ -281,7 +304,7 @@ impl Fetch {
             return Err(RefreshError::Malformed);
         }
         let name = name.filter(|n| !n.is_empty());
-        self.models.push(ListedModel { id, name });
+        self.models.push(ListedModel { id, name, limits });
         Ok(())
     }
 }

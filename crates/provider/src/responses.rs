@@ -121,6 +121,22 @@ struct Usage {
     input_tokens: u64,
     #[serde(default)]
     output_tokens: u64,
+    #[serde(default)]
+    input_tokens_details: Option<InputDetails>,
+    #[serde(default)]
+    output_tokens_details: Option<OutputDetails>,
+}
+
+#[derive(Deserialize)]
+struct InputDetails {
+    #[serde(default)]
+    cached_tokens: Option<u64>,
+}
+
+#[derive(Deserialize)]
+struct OutputDetails {
+    #[serde(default)]
+    reasoning_tokens: Option<u64>,
 }
 
 #[derive(Deserialize)]
@@ -280,6 +296,12 @@ impl Decode for Decoder {
                     out.push(ModelEvent::Usage {
                         input_tokens: usage.input_tokens,
                         output_tokens: usage.output_tokens,
+                        cached_input_tokens: usage
+                            .input_tokens_details
+                            .and_then(|d| d.cached_tokens),
+                        reasoning_tokens: usage
+                            .output_tokens_details
+                            .and_then(|d| d.reasoning_tokens),
                     });
                 }
                 let stop = if kind == "response.completed" {
@@ -430,6 +452,26 @@ mod tests {
         assert_eq!(
             feed(&[json!({"no":"type"})]).1,
             Err(ProviderError::MalformedStream)
+        );
+    }
+
+    #[test]
+    fn cached_and_reasoning_tokens_are_read_from_the_details() {
+        let (out, _) = feed(
+            &[json!({"type": "response.completed", "response": {"usage": {
+                "input_tokens": 100, "output_tokens": 20,
+                "input_tokens_details": {"cached_tokens": 64},
+                "output_tokens_details": {"reasoning_tokens": 12},
+            }}})],
+        );
+        assert_eq!(
+            out[0],
+            ModelEvent::Usage {
+                input_tokens: 100,
+                output_tokens: 20,
+                cached_input_tokens: Some(64),
+                reasoning_tokens: Some(12),
+            }
         );
     }
 }

@@ -25,6 +25,7 @@ use tokio_util::sync::CancellationToken;
 use crate::admission::{IdAdmission, IdRegistry};
 use crate::output::{Output, OutputFailure};
 
+mod compact;
 mod initialize;
 mod negotiation;
 mod questions;
@@ -33,6 +34,7 @@ mod session_work;
 mod titles;
 mod turns;
 
+use compact::SESSION_COMPACT_METHOD;
 use negotiation::CLIENT_TOOL_RESULT_METHOD;
 use questions::QUESTION_ANSWER_METHOD;
 pub(crate) use session_job::{SessionDone, SessionJob};
@@ -102,6 +104,8 @@ pub(crate) struct Connection {
     approval_scopes: bool,
     /// Whether the client required `user.questions`.
     user_questions: bool,
+    /// Whether the client required `session.usage`.
+    session_usage: bool,
     /// Whether the client required `client.tools`, and the tools it registered.
     client_tools_negotiated: bool,
     client_tools: Arc<Vec<ClientTool>>,
@@ -135,6 +139,7 @@ impl Connection {
             tool_cards: false,
             approval_scopes: false,
             user_questions: false,
+            session_usage: false,
             client_tools_negotiated: false,
             client_tools: Arc::default(),
             selection: None,
@@ -192,6 +197,9 @@ impl Connection {
                 Err(code) => self.output.error(Some(id), code)?,
             }
             return Ok(Flow::Continue);
+        }
+        if envelope.method == SESSION_COMPACT_METHOD {
+            return self.session_compact(id, envelope.params);
         }
         let Some(method) = Method::from_wire(&envelope.method) else {
             self.output.error(Some(id), ErrorCode::UnsupportedMethod)?;

@@ -40,6 +40,19 @@ pub struct CachedModel {
     /// stays in the cache (the file is still valid) but must never be shown: the
     /// catalog omits it with the notice `catalog_entries_omitted_unsafe`.
     pub unsafe_id: bool,
+    /// What the provider's list said the model can take, where it said.
+    pub limits: CachedLimits,
+}
+
+/// What a provider's model list said one model can take; `None` where it did not say.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CachedLimits {
+    /// The context window in tokens.
+    pub context_window: Option<u64>,
+    /// The most tokens of one response.
+    pub max_output_tokens: Option<u64>,
+    /// Whether the model takes images.
+    pub images: Option<bool>,
 }
 
 impl CachedModel {
@@ -52,7 +65,13 @@ impl CachedModel {
             id,
             name,
             unsafe_id,
+            limits: CachedLimits::default(),
         }
+    }
+
+    /// The model with what its provider said it can take.
+    pub fn with_limits(self, limits: CachedLimits) -> CachedModel {
+        CachedModel { limits, ..self }
     }
 }
 

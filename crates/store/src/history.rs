@@ -217,6 +217,7 @@ impl Projector {
             | RecordBody::SessionPreferences { .. }
             | RecordBody::SessionRule { .. }
             | RecordBody::Title { .. }
+            | RecordBody::Usage { .. }
             | RecordBody::TaskLink { .. }
             | RecordBody::ToolAppliedPreview { .. }
             | RecordBody::ToolCallState { .. }

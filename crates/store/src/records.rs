@@ -250,6 +250,27 @@ pub enum RecordBody {
         /// The subagent profile.
         profile: String,
     },
+    /// The tokens one model request used, as the provider reported them (`null` where
+    /// it did not say), and the context window the request was held to.
+    Usage {
+        /// The turn the request belongs to; none for a compaction a client asked for
+        /// between turns (`session.compact`).
+        #[serde(default)]
+        turn_id: Option<String>,
+        /// Input tokens, cached ones included.
+        input_tokens: Option<u64>,
+        /// Of the input tokens, those read from the provider's prompt cache.
+        cached_input_tokens: Option<u64>,
+        /// Output tokens, reasoning ones included.
+        output_tokens: Option<u64>,
+        /// Of the output tokens, those spent reasoning.
+        reasoning_tokens: Option<u64>,
+        /// The model's context window in tokens.
+        context_window: Option<u64>,
+        /// The tokens of the window the conversation fills after the request: its input
+        /// and output.
+        context_used: Option<u64>,
+    },
     /// The session's title.
     Title {
         /// The title.

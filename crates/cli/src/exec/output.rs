@@ -220,7 +220,8 @@ impl Output {
             | Event::ApprovalRequested(_)
             | Event::ClientToolCall(_)
             | Event::ClientToolCancel(_)
-            | Event::QuestionAsked(_) => {}
+            | Event::QuestionAsked(_)
+            | Event::UsageUpdated(_) => {}
         }
         Ok(())
     }

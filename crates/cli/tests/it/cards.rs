@@ -240,6 +240,9 @@ async fn a_run_at_the_activity_bound_keeps_every_card_budget_and_ends_with_conte
     mock.enqueue(calls("a", magi_protocol::limits::RUN_ACTIVITIES));
     mock.enqueue(calls("b", 1));
     let env = env_for(&mock);
+    // 4,096 calls pass the default context window: this test is about the activity
+    // bound, not compaction.
+    env.write_settings("[compaction]\ncontext_window_tokens = 100000000\n");
     let mut backend = env.spawn();
     let required = [&BASE[..], &["tool.cards"]].concat();
     backend.initialize(&required).await.unwrap().unwrap();

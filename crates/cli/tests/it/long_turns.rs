@@ -22,6 +22,9 @@ fn read_call(id: &str, path: &str, offset: usize) -> Reply {
 }
 
 /// Writes `text` to `name` in the backend's working directory.
+/// Settings giving the model a window far beyond what these turns send.
+const LARGE_WINDOW: &str = "[compaction]\ncontext_window_tokens = 4000000\n";
+
 fn write_work(env: &TestEnv, name: &str, text: &str) {
     std::fs::create_dir_all(env.cwd()).unwrap();
     std::fs::write(env.cwd().join(name), text).unwrap();
@@ -71,6 +74,8 @@ async fn a_turn_of_three_hundred_serial_tool_calls_completes() {
     }
     mock.enqueue(Reply::stream().text(["All read."]));
     let env = env_for_wire(Wire::Chat, &mock);
+    // A model with room for the whole turn: what is tested is that nothing else stops it.
+    env.write_settings(LARGE_WINDOW);
     write_work(&env, "notes.txt", &"a line\n".repeat(400));
     let (mut backend, session, events, finished) = one_turn(&env, "read it all").await;
     assert_eq!(
@@ -194,6 +199,8 @@ async fn eight_large_reads_send_the_newest_whole_and_stubs_before_them_in_every_
     for wire in [Wire::Responses, Wire::Chat, Wire::Anthropic] {
         let mock = MockServer::start().await;
         let env = env_for_wire(wire, &mock);
+        // Room for every read whole, so what keeps them out of the request is pruning.
+        env.write_settings(LARGE_WINDOW);
         for n in 1..=8 {
             // 48 KiB of distinct text in each file.
             let line = format!("{n:02} {}\n", "z".repeat(60));

@@ -514,7 +514,13 @@ async fn an_oversized_result_fails_the_call_without_reaching_the_model() {
     mock.enqueue(Reply::stream().tool_call("big", "mcp__mock__echo", [arguments]));
     mock.enqueue(Reply::stream().text(["Too big."]));
     let env = env_for(&mock);
-    approve_mock(&env, "\n[permissions]\nallow = [\"mcp__mock__echo\"]\n");
+    // The 256 KiB of arguments pass the default context window: this test is about
+    // the result bound, not compaction.
+    approve_mock(
+        &env,
+        "\n[permissions]\nallow = [\"mcp__mock__echo\"]\n\
+         [compaction]\ncontext_window_tokens = 100000000\n",
+    );
     let mut backend = env.spawn();
     backend.initialize(&METHODS).await.unwrap().unwrap();
     session_with_turn(&mut backend, "echo a lot").await;

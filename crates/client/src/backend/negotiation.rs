@@ -4,9 +4,10 @@
 use std::sync::Arc;
 
 use magi_protocol::messages::{
-    ApprovalScopesDescriptor, InitializeParams, InitializeResult, UserQuestionsDescriptor,
+    ApprovalScopesDescriptor, InitializeParams, InitializeResult, SessionUsageDescriptor,
+    UserQuestionsDescriptor,
 };
-use magi_protocol::names::{APPROVAL_SCOPES, USER_QUESTIONS};
+use magi_protocol::names::{APPROVAL_SCOPES, SESSION_USAGE, USER_QUESTIONS};
 use serde_json::Value;
 
 use super::Shared;
@@ -20,6 +21,7 @@ pub(super) struct Negotiation {
     client_tools: bool,
     approval_scopes: bool,
     user_questions: bool,
+    session_usage: bool,
     shared: Arc<Shared>,
 }
 
@@ -37,6 +39,7 @@ impl Negotiation {
             client_tools: requires(CLIENT_TOOLS_CAPABILITY),
             approval_scopes: requires(APPROVAL_SCOPES),
             user_questions: requires(USER_QUESTIONS),
+            session_usage: requires(SESSION_USAGE),
             shared,
         })
     }
@@ -50,6 +53,7 @@ impl Negotiation {
             client_tools: self.client_tools,
             approval_scopes: self.approval_scopes,
             user_questions: self.user_questions,
+            session_usage: self.session_usage,
         };
         check_advertisement(&result, &required).map_err(ClientError::Violation)?;
         self.shared
@@ -64,6 +68,9 @@ impl Negotiation {
         self.shared
             .user_questions
             .store(self.user_questions, std::sync::atomic::Ordering::SeqCst);
+        self.shared
+            .session_usage
+            .store(self.session_usage, std::sync::atomic::Ordering::SeqCst);
         Ok(())
     }
 }
@@ -77,11 +84,12 @@ struct Required {
     client_tools: bool,
     approval_scopes: bool,
     user_questions: bool,
+    session_usage: bool,
 }
 
 /// Checks what an admitted `initialize` advertises: the sixteen base capabilities in
 /// order, then `tool.cards` with exactly schema 1's descriptor, `client.tools` with
-/// its descriptor and `approval.scopes` with schema 1's, each exactly when it was
+/// its descriptor, `approval.scopes` and `session.usage` with schema 1's, each exactly when it was
 /// required, and nothing of them otherwise.
 fn check_advertisement(result: &InitializeResult, required: &Required) -> Result<(), Violation> {
     let mut expected = magi_protocol::names::base_capabilities();
@@ -96,6 +104,9 @@ fn check_advertisement(result: &InitializeResult, required: &Required) -> Result
     }
     if required.user_questions {
         expected.push(USER_QUESTIONS.to_owned());
+    }
+    if required.session_usage {
+        expected.push(SESSION_USAGE.to_owned());
     }
     if result.capabilities != expected {
         return Err(Violation("initialize advertised other capabilities".into()));
@@ -133,11 +144,21 @@ fn check_advertisement(result: &InitializeResult, required: &Required) -> Result
         (true, Some(d)) => *d == UserQuestionsDescriptor::schema_1(),
         _ => false,
     };
+    let usage_ok = match (
+        required.session_usage,
+        extensions.and_then(|e| e.session_usage.as_ref()),
+    ) {
+        (false, None) => true,
+        (true, Some(d)) => *d == SessionUsageDescriptor::schema_1(),
+        _ => false,
+    };
     let any = required.tool_cards
         || required.client_tools
         || required.approval_scopes
-        || required.user_questions;
-    if cards_ok && tools_ok && scopes_ok && questions_ok && extensions.is_some() == any {
+        || required.user_questions
+        || required.session_usage;
+    if cards_ok && tools_ok && scopes_ok && questions_ok && usage_ok && extensions.is_some() == any
+    {
         Ok(())
     } else {
         Err(Violation(

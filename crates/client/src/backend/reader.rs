@@ -62,6 +62,9 @@ pub(super) async fn read_output(
             checker.user_questions = shared
                 .user_questions
                 .load(std::sync::atomic::Ordering::SeqCst);
+            checker.session_usage = shared
+                .session_usage
+                .load(std::sync::atomic::Ordering::SeqCst);
             let checked = match unit {
                 Decoded::Frame(line) => checker.check(&line),
                 Decoded::TooLarge => Err(Violation("output frame over the bound".into())),

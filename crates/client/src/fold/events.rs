@@ -80,7 +80,10 @@ impl Transcript {
             // A client tool call is the client's own work, not a transcript item: the
             // activity it belongs to is folded from its own events. A question is the
             // client's to ask; its call's activity and card show it in the transcript.
-            Event::ClientToolCall(_) | Event::ClientToolCancel(_) | Event::QuestionAsked(_) => {}
+            Event::ClientToolCall(_)
+            | Event::ClientToolCancel(_)
+            | Event::QuestionAsked(_)
+            | Event::UsageUpdated(_) => {}
         }
     }
 

@@ -5,23 +5,30 @@
 //! The trigger is an estimate, not a tokenizer: a conversation counts one token per
 //! [`BYTES_PER_TOKEN`] bytes of its text (instructions, prompts, replies, tool calls and
 //! results), and compaction runs before a model request whose estimate passes
-//! [`TRIGGER_PERCENT`] of `[compaction] context_window_tokens`. Without that setting
-//! nothing is compacted. The summary is bounded to [`SUMMARY_BYTES`]. The model is asked
-//! to end the summary with a `Title:` line; a safe title there is recorded with the
-//! summary (the session's title from then on) and taken out of it.
+//! [`TRIGGER_PERCENT`] of the model's context window (`crate::model_limits`). The summary
+//! is bounded to [`SUMMARY_BYTES`]. A conversation whose estimate still passes the whole
+//! window afterwards (compaction failed, or the summary with what follows is too long)
+//! ends the turn with a `context_exceeded` diagnostic: never a request the model cannot
+//! take, never a silent cut.
+//! The model is asked to end the summary with a `Title:` line; a safe title there is
+//! recorded with the summary (the session's title from then on) and taken out of it.
 
 use std::sync::Arc;
 
 use magi_protocol::messages::{ActivityKind, ActivityState};
-use magi_provider::{Item, ModelEvent, ModelRequest};
+use magi_protocol::text::redact_values;
+use magi_provider::{Failure, Item, ModelEvent, ModelRequest};
 use magi_store::records::RecordBody;
 use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
 
 use super::exchange::Exchange;
 use super::journal::Journal;
 use super::output::Output;
 use super::text::bounded;
 use super::title::title_of;
+use super::usage::{self, Reported};
+use crate::agent::Agent;
 
 /// Bytes of text counted as one token by the estimate.
 pub(super) const BYTES_PER_TOKEN: usize = 4;
@@ -65,11 +72,73 @@ pub(super) fn summary_item(summary: &str) -> Item {
 /// Whether the next request of `exchange` should be compacted first.
 pub(super) fn needs_compaction(exchange: &Exchange, instructions: &str, items: &[Item]) -> bool {
     // A conversation that is only a summary already cannot shrink further.
-    let only_summary = matches!(items, [Item::User { text }] if text.starts_with(SUMMARY_HEADING));
-    !only_summary
+    compactable(items)
         && exchange.agent.context_window_tokens.is_some_and(|window| {
             estimate_tokens(instructions, items) * 100 > window * TRIGGER_PERCENT
         })
+}
+
+/// Asks `agent`'s model, without tools, for a summary of `items`: the summary (bounded,
+/// credentials redacted; none when the request failed, was cancelled or said nothing)
+/// and the request's usage.
+pub(super) async fn summarise(
+    agent: &Agent,
+    instructions: &str,
+    items: &[Item],
+    cancel: &CancellationToken,
+) -> (Result<String, Option<Failure>>, Reported) {
+    let mut request_items = items.to_vec();
+    request_items.push(Item::User {
+        text: COMPACT_PROMPT.to_owned(),
+    });
+    let request = ModelRequest {
+        model: agent.model.clone(),
+        instructions: Some(instructions.to_owned()),
+        items: request_items,
+        tools: Vec::new(),
+        reasoning_summaries: false,
+        reasoning_effort: None,
+    };
+    let (events, mut received) = mpsc::channel(64);
+    let client = Arc::clone(&agent.client);
+    let collect = async {
+        let mut text = String::new();
+        let mut usage = Reported::default();
+        while let Some(event) = received.recv().await {
+            usage.observe(&event);
+            if let ModelEvent::TextDelta(delta) = event
+                && text.len() <= SUMMARY_BYTES
+            {
+                text.push_str(&delta);
+            }
+        }
+        (text, usage)
+    };
+    let (outcome, (text, usage)) = tokio::join!(client.stream(&request, events, cancel), collect);
+    let summary = bounded(&redact_values(text.trim(), &agent.secrets), SUMMARY_BYTES);
+    let summary = match outcome {
+        Err(failure) => Err(Some(failure)),
+        Ok(()) if summary.is_empty() => Err(None),
+        Ok(()) => Ok(summary),
+    };
+    (summary, usage)
+}
+
+/// Whether `items` are worth compacting: something beyond a summary alone.
+pub(super) fn compactable(items: &[Item]) -> bool {
+    !items.is_empty()
+        && !matches!(items, [Item::User { text }] if text.starts_with(SUMMARY_HEADING))
+}
+
+/// The estimated tokens of the next request of `exchange` when they pass its context
+/// window (compaction could not make the conversation fit), none when it fits.
+pub(super) fn overflow(exchange: &Exchange, instructions: &str, items: &[Item]) -> Option<usize> {
+    let estimate = estimate_tokens(instructions, items);
+    exchange
+        .agent
+        .context_window_tokens
+        .is_some_and(|window| estimate > window)
+        .then_some(estimate)
 }
 
 /// Summarises `items` with the model of `exchange`, records the summary and replaces
@@ -79,6 +148,7 @@ pub(super) async fn compact(
     exchange: &Exchange,
     output: &mut Output,
     journal: &mut Journal<'_>,
+    turn_id: &str,
     instructions: &str,
     items: &mut Vec<Item>,
 ) {
@@ -90,36 +160,23 @@ pub(super) async fn compact(
         "compacting the conversation",
     )
     .await;
-    let mut request_items = items.clone();
-    request_items.push(Item::User {
-        text: COMPACT_PROMPT.to_owned(),
-    });
-    let request = ModelRequest {
-        model: exchange.agent.model.clone(),
-        instructions: Some(instructions.to_owned()),
-        items: request_items,
-        tools: Vec::new(),
-        reasoning_summaries: false,
-        reasoning_effort: None,
-    };
-    let (events, mut received) = mpsc::channel(64);
-    let client = Arc::clone(&exchange.agent.client);
     let cancel = output.cancel.clone();
-    let collect = async {
-        let mut text = String::new();
-        while let Some(event) = received.recv().await {
-            if let ModelEvent::TextDelta(delta) = event
-                && text.len() <= SUMMARY_BYTES
-            {
-                text.push_str(&delta);
-            }
-        }
-        text
-    };
-    let (outcome, text) = tokio::join!(client.stream(&request, events, &cancel), collect);
-    let (text, title) = split_title(&text, &exchange.agent.secrets);
-    let summary = bounded(&output.without_credentials(text.trim()), SUMMARY_BYTES);
-    if outcome.is_err() || summary.is_empty() {
+    let (summary, usage) = summarise(&exchange.agent, instructions, items, &cancel).await;
+    usage::record(
+        output,
+        journal,
+        turn_id,
+        exchange.agent.context_window_tokens,
+        usage,
+    )
+    .await;
+    // The closing `Title:` line is the session's title, not part of the summary.
+    let split = summary
+        .ok()
+        .map(|text| split_title(&text, &exchange.agent.secrets))
+        .map(|(text, title)| (text.trim().to_owned(), title))
+        .filter(|(text, _)| !text.is_empty());
+    let Some((summary, title)) = split else {
         compaction_activity(
             output,
             &activity_id,
@@ -128,7 +185,7 @@ pub(super) async fn compact(
         )
         .await;
         return;
-    }
+    };
     journal.append(RecordBody::Compaction {
         summary: summary.clone(),
         title,

@@ -1,12 +1,14 @@
 //! One model round trip of an agent's conversation: older tool output pruned from the
-//! request, compaction when the conversation nears the context window, the model's
+//! request, compaction when the conversation nears the context window (the turn ends
+//! when it still does not fit), the model's
 //! response, then the calls it asks for.
 
 use magi_protocol::ErrorCode;
+use magi_protocol::messages::DIAGNOSTIC_CONTEXT_EXCEEDED;
 use magi_provider::Item;
 
 use super::calls::{CallService, Role};
-use super::compaction::{compact, needs_compaction};
+use super::compaction::{compact, needs_compaction, overflow};
 use super::ending::Ending;
 use super::exchange::Exchange;
 use super::pruning::pruned;
@@ -30,8 +32,32 @@ pub(super) async fn round_trip(
     let mut sent = prune(items);
     // What is sent is what must fit the context window.
     if needs_compaction(exchange, &system, &sent) {
-        compact(exchange, service.output, service.journal, &system, items).await;
+        compact(
+            exchange,
+            service.output,
+            service.journal,
+            service.turn_id,
+            &system,
+            items,
+        )
+        .await;
         sent = prune(items);
+    }
+    if let Some(estimate) = overflow(exchange, &system, &sent) {
+        let said = format!(
+            "the conversation (about {estimate} tokens) does not fit the context window of \
+             model {:?} ({} tokens) even after compaction; start a new session, or set the \
+             model's context_window in [models.\"{}/{}\"] if the window is larger",
+            exchange.agent.model,
+            exchange.agent.context_window_tokens.unwrap_or_default(),
+            exchange.agent.provider,
+            exchange.agent.model,
+        );
+        service
+            .output
+            .diagnostic(DIAGNOSTIC_CONTEXT_EXCEEDED, &said)
+            .await;
+        return Some(Ending::failed(ErrorCode::ExecutionFailed));
     }
     let request = exchange.request(system, items, sent);
     let response = exchange

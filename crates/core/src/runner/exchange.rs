@@ -20,6 +20,7 @@ use super::journal::Journal;
 use super::offer::Offer;
 use super::output::Output;
 use super::text::chunks;
+use super::usage::{self, Reported};
 use crate::agent::Agent;
 
 /// Model events buffered between the provider and the runner.
@@ -179,6 +180,7 @@ impl Exchange {
         let mut over_bound = false;
         let mut cut = false;
         let mut result = None;
+        let mut usage = Reported::default();
         loop {
             tokio::select! {
                 outcome = &mut stream, if result.is_none() => result = Some(outcome),
@@ -213,7 +215,7 @@ impl Exchange {
                         let said = retry.describe(&self.asked());
                         output.diagnostic(DIAGNOSTIC_PROVIDER_RETRYING, &said).await;
                     }
-                    Some(ModelEvent::Usage { .. }) => {}
+                    Some(event @ ModelEvent::Usage { .. }) => usage.observe(&event),
                     // The provider finished and dropped its sender.
                     None => break,
                 },
@@ -223,6 +225,7 @@ impl Exchange {
             Some(result) => result,
             None => stream.await,
         };
+        let usage = usage.record(Some(turn_id), self.agent.context_window_tokens);
         for (item_id, summary) in summaries {
             journal.append(RecordBody::ReasoningSummary {
                 turn_id: turn_id.to_owned(),
@@ -259,29 +262,36 @@ impl Exchange {
         }
         let partial = ending.is_some();
         let text = if text.is_empty() {
+            journal.append(usage.clone());
             None
         } else {
             let text = output.without_credentials(&text);
             output.segments += 1;
             if output.segments > RUN_CONTENT_SEGMENTS {
+                journal.append(usage);
                 return Response {
                     text: None,
                     calls: Vec::new(),
                     ending: Some(Ending::failed(ErrorCode::ContentLimit)),
                 };
             }
-            journal.append(RecordBody::AssistantOutput {
-                turn_id: turn_id.to_owned(),
-                message_id: message_id.clone(),
-                text: Some(text.clone()),
-                chunks: Vec::new(),
-                partial,
-            });
+            // The usage shares the reply's write: one sync, not two.
+            journal.append_all(vec![
+                usage.clone(),
+                RecordBody::AssistantOutput {
+                    turn_id: turn_id.to_owned(),
+                    message_id: message_id.clone(),
+                    text: Some(text.clone()),
+                    chunks: Vec::new(),
+                    partial,
+                },
+            ]);
             if self.live {
                 output.reconcile(&message_id, &text, partial).await;
             }
             Some(text)
         };
+        usage::tell(output, journal, usage).await;
         Response {
             text,
             // Calls of a response that did not complete are never run.

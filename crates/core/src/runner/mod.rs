@@ -16,6 +16,7 @@
 //! the run's terminal event.
 
 mod calls;
+mod compact_now;
 mod compaction;
 mod conversation;
 mod dialogue;
@@ -33,8 +34,10 @@ mod task;
 mod text;
 mod title;
 mod turn;
+mod usage;
 
 pub use crate::agent::Agent;
+pub use compact_now::compact_session;
 pub use conversation::conversation;
 pub(crate) use exchange::SKILL_TOOL;
 pub use title::{TitleOutcome, TitleSink};
@@ -107,6 +110,7 @@ pub fn start_turn(
                         request.tool_cards,
                     );
                     output.approval_scopes = request.approval_scopes;
+                    output.session_usage = request.session_usage;
                     let mut turn = turn::Turn::new(&sessions, agent, request, gates);
                     let finished = turn.run(&mut sessions, &mut output).await;
                     // The sessions go back before the terminal event, so a client that
@@ -222,6 +226,7 @@ mod tests {
             approval_scopes: false,
             titles: None,
             user_questions: false,
+            session_usage: false,
         };
         let Ok(mut handle) = start_turn(sessions, agent, request) else {
             panic!("the run's thread starts");

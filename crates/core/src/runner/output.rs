@@ -47,6 +47,9 @@ pub(super) struct Output {
     /// Whether the client negotiated `approval.scopes`: approval requests carry their
     /// details.
     pub(super) approval_scopes: bool,
+    /// Whether the client negotiated `session.usage`: each model request of the
+    /// session's agent is told as `usage.updated`.
+    pub(super) session_usage: bool,
     /// A critical event could not be delivered.
     lost: bool,
     /// Bytes of model text received, against `RUN_CONTENT_BYTES`.
@@ -82,6 +85,7 @@ impl Output {
             activities: 0,
             cards: LiveCards::new(tool_cards),
             approval_scopes: false,
+            session_usage: false,
         }
     }
 

@@ -46,6 +46,9 @@ pub struct TurnRequest {
     /// Whether the client negotiated `user.questions`: the session's agent is then
     /// offered `ask_user`.
     pub user_questions: bool,
+    /// Whether the client negotiated `session.usage`: each model request is told as
+    /// `usage.updated`.
+    pub session_usage: bool,
 }
 
 /// The session's turn.

@@ -13,7 +13,7 @@ use magi_protocol::messages::{
 };
 use magi_protocol::names::{is_valid_name, is_valid_session_id};
 use magi_store::Home;
-use magi_store::catalog::{CachedModel, ProviderCache, write_cache};
+use magi_store::catalog::{CachedLimits, CachedModel, ProviderCache, write_cache};
 use magi_store::records::RecordBody;
 
 use super::Sessions;
@@ -215,7 +215,13 @@ impl Sessions {
             fetched_at: std::time::SystemTime::now(),
             models: listed
                 .into_iter()
-                .map(|m| CachedModel::new(m.id, m.name))
+                .map(|m| {
+                    CachedModel::new(m.id, m.name).with_limits(CachedLimits {
+                        context_window: m.limits.context_window,
+                        max_output_tokens: m.limits.max_output_tokens,
+                        images: m.limits.images,
+                    })
+                })
                 .collect(),
         };
         write_cache(&self.home, &cache).map_err(|_| ErrorCode::CatalogUnavailable)?;

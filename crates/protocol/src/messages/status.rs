@@ -85,6 +85,13 @@ pub struct Extensions {
         skip_serializing_if = "Option::is_none"
     )]
     pub user_questions: Option<super::UserQuestionsDescriptor>,
+    /// The `session.usage` descriptor, schema 1, when negotiated.
+    #[serde(
+        rename = "session.usage",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub session_usage: Option<super::SessionUsageDescriptor>,
 }
 
 /// The lifecycle state reported by `status`.

@@ -148,6 +148,10 @@ pub const DIAGNOSTIC_STEP_LIMIT: &str = "step_limit";
 /// with the same arguments and getting the same results (the run ends `failed`,
 /// `execution_failed`).
 pub const DIAGNOSTIC_LOOP_DETECTED: &str = "loop_detected";
+/// The `diagnostic` code of a conversation that does not fit the model's context window
+/// even after compaction; the run ends `failed` (`execution_failed`) rather than send a
+/// request the model cannot take or silently cut the conversation.
+pub const DIAGNOSTIC_CONTEXT_EXCEEDED: &str = "context_exceeded";
 
 /// Data of `diagnostic`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -240,4 +244,7 @@ pub enum Event {
     /// `question.asked`, only with `user.questions` negotiated.
     #[serde(rename = "question.asked")]
     QuestionAsked(Box<super::QuestionAsked>),
+    /// `usage.updated`, only with `session.usage` negotiated.
+    #[serde(rename = "usage.updated")]
+    UsageUpdated(super::UsageUpdated),
 }

@@ -87,11 +87,13 @@ async fn openai_formats_read_the_data_list_with_a_bearer_key() {
             [
                 ListedModel {
                     id: "gpt-5".to_owned(),
-                    name: None
+                    name: None,
+                    limits: Default::default(),
                 },
                 ListedModel {
                     id: "gpt-5-mini".to_owned(),
-                    name: None
+                    name: None,
+                    limits: Default::default(),
                 },
             ]
         );
@@ -165,15 +167,18 @@ async fn anthropic_pages_are_followed_by_after_id() {
         [
             ListedModel {
                 id: "claude-a".to_owned(),
-                name: Some("Claude A".to_owned())
+                name: Some("Claude A".to_owned()),
+                limits: Default::default(),
             },
             ListedModel {
                 id: "claude-b".to_owned(),
-                name: None
+                name: None,
+                limits: Default::default(),
             },
             ListedModel {
                 id: "claude-c".to_owned(),
-                name: Some("Claude C".to_owned())
+                name: Some("Claude C".to_owned()),
+                limits: Default::default(),
             },
         ]
     );
@@ -247,7 +252,8 @@ async fn anthropic_paging_that_does_not_advance_is_malformed() {
         models,
         [ListedModel {
             id: "a".to_owned(),
-            name: None
+            name: None,
+            limits: Default::default(),
         }]
     );
 }
@@ -432,4 +438,55 @@ async fn cancellation_ends_the_fetch() {
     let result = list_models(&endpoint(&server, WireFormat::ChatCompletions), &cancel).await;
     assert_eq!(result, Err(RefreshError::Cancelled));
     assert!(server.requests().is_empty());
+}
+
+#[tokio::test]
+async fn model_metadata_is_read_where_the_list_gives_it() {
+    let server = MockServer::start().await;
+    // OpenRouter-style, llama.cpp-style, and a model with metadata of the wrong shape.
+    server.set_models_body(Some(
+        serde_json::json!({"data": [
+            {"id": "vendor/big", "context_length": 200000,
+             "top_provider": {"max_completion_tokens": 8192},
+             "architecture": {"input_modalities": ["text", "image"]}},
+            {"id": "local.gguf", "meta": {"n_ctx_train": 131072}},
+            {"id": "odd", "context_length": "a lot", "architecture": {"input_modalities": "text"}},
+        ]})
+        .to_string(),
+    ));
+    let models = list(&server, WireFormat::ChatCompletions).await.unwrap();
+    let limits: Vec<ListedLimits> = models.iter().map(|m| m.limits).collect();
+    assert_eq!(
+        limits,
+        [
+            ListedLimits {
+                context_window: Some(200_000),
+                max_output_tokens: Some(8_192),
+                images: Some(true),
+            },
+            ListedLimits {
+                context_window: Some(131_072),
+                ..Default::default()
+            },
+            ListedLimits::default(),
+        ]
+    );
+
+    let server = MockServer::start().await;
+    server.set_models_body(Some(
+        serde_json::json!({"data": [
+            {"id": "claude-x", "display_name": "Claude X",
+             "max_input_tokens": 1000000, "max_tokens": 64000},
+        ], "has_more": false})
+        .to_string(),
+    ));
+    let models = list(&server, WireFormat::AnthropicMessages).await.unwrap();
+    assert_eq!(
+        models[0].limits,
+        ListedLimits {
+            context_window: Some(1_000_000),
+            max_output_tokens: Some(64_000),
+            images: None,
+        }
+    );
 }

@@ -27,7 +27,9 @@ async fn text_only() {
                 ModelEvent::TextDelta(" world".into()),
                 ModelEvent::Usage {
                     input_tokens: 5,
-                    output_tokens: 3
+                    output_tokens: 3,
+                    cached_input_tokens: None,
+                    reasoning_tokens: None,
                 },
                 ModelEvent::Completed(StopReason::EndTurn),
             ],
@@ -69,7 +71,9 @@ async fn several_tool_calls_in_one_response_are_reassembled() {
                 call("call_3", "status", "{}"),
                 ModelEvent::Usage {
                     input_tokens: 30,
-                    output_tokens: 20
+                    output_tokens: 20,
+                    cached_input_tokens: None,
+                    reasoning_tokens: None,
                 },
                 ModelEvent::Completed(StopReason::ToolCalls),
             ],

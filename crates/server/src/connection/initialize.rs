@@ -10,8 +10,9 @@ use magi_protocol::limits::{CLIENT_TOOL_ARGUMENTS_BYTES, CLIENT_TOOL_RESULT_BYTE
 use magi_protocol::messages::UserQuestionsDescriptor;
 use magi_protocol::messages::{
     ApprovalScopesDescriptor, ClientToolsDescriptor, Extensions, InitializeResult, ResultBody,
+    SessionUsageDescriptor,
 };
-use magi_protocol::names::{APPROVAL_SCOPES, USER_QUESTIONS, base_capabilities};
+use magi_protocol::names::{APPROVAL_SCOPES, SESSION_USAGE, USER_QUESTIONS, base_capabilities};
 use magi_protocol::{ErrorCode, StartupError};
 use serde_json::value::RawValue;
 
@@ -40,6 +41,7 @@ impl Connection {
         self.tool_cards = required.tool_cards;
         self.approval_scopes = required.approval_scopes;
         self.user_questions = required.user_questions;
+        self.session_usage = required.session_usage;
         self.client_tools_negotiated = required.client_tools.is_some();
         self.client_tools = Arc::new(required.client_tools.unwrap_or_default());
         self.negotiated = required
@@ -85,12 +87,14 @@ impl Connection {
                     || self.client_tools_negotiated
                     || self.approval_scopes
                     || self.user_questions
+                    || self.session_usage
                 {
                     let mut negotiated = Extensions {
                         tool_cards: None,
                         client_tools: None,
                         approval_scopes: None,
                         user_questions: None,
+                        session_usage: None,
                     };
                     if self.tool_cards {
                         capabilities.push(cards::CAPABILITY.to_owned());
@@ -112,6 +116,10 @@ impl Connection {
                     if self.user_questions {
                         capabilities.push(USER_QUESTIONS.to_owned());
                         negotiated.user_questions = Some(UserQuestionsDescriptor::schema_1());
+                    }
+                    if self.session_usage {
+                        capabilities.push(SESSION_USAGE.to_owned());
+                        negotiated.session_usage = Some(SessionUsageDescriptor::schema_1());
                     }
                     extensions = Some(negotiated);
                 }

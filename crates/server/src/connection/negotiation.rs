@@ -7,11 +7,11 @@ use magi_protocol::limits::{
     CLIENT_TOOL_DESCRIPTION_BYTES, CLIENT_TOOL_MAX_TIMEOUT_MS, CLIENT_TOOL_SCHEMA_BYTES,
     CLIENT_TOOLS, REQUIRED_CAPABILITY_NAMES, REQUIRED_CAPABILITY_NAMES_WITH_APPROVAL_SCOPES,
     REQUIRED_CAPABILITY_NAMES_WITH_CLIENT_TOOLS,
-    REQUIRED_CAPABILITY_NAMES_WITH_CLIENT_TOOLS_AND_APPROVAL_SCOPES,
+    REQUIRED_CAPABILITY_NAMES_WITH_CLIENT_TOOLS_AND_APPROVAL_SCOPES, SESSION_USAGE_NAME_ROOM,
     USER_QUESTIONS_CAPABILITY_NAMES,
 };
 use magi_protocol::messages::{ClientToolDefinition, InitializeParams};
-use magi_protocol::names::{APPROVAL_SCOPES, USER_QUESTIONS, is_valid_name};
+use magi_protocol::names::{APPROVAL_SCOPES, SESSION_USAGE, USER_QUESTIONS, is_valid_name};
 use magi_protocol::{ErrorCode, Method};
 use serde_json::value::RawValue;
 
@@ -30,6 +30,8 @@ pub(super) struct Negotiation {
     pub(super) approval_scopes: bool,
     /// Whether `user.questions` was required.
     pub(super) user_questions: bool,
+    /// Whether `session.usage` was required.
+    pub(super) session_usage: bool,
 }
 
 /// The method a client answers its tools' calls with.
@@ -44,6 +46,7 @@ fn is_known_capability(name: &str) -> bool {
         || name == CLIENT_TOOLS_CAPABILITY
         || name == APPROVAL_SCOPES
         || name == USER_QUESTIONS
+        || name == SESSION_USAGE
 }
 
 /// Checks the tools a client registers: 1 to 16 of them, names `[a-z][a-z0-9_]*` of at
@@ -113,6 +116,9 @@ pub(super) fn preflight_capabilities(params: &RawValue) -> Result<Negotiation, E
     // `user.questions` brings its own name too.
     let wants_questions = names.iter().any(|n| n == USER_QUESTIONS);
     let most = most + usize::from(wants_questions) * USER_QUESTIONS_CAPABILITY_NAMES;
+    // `session.usage` brings its own name too.
+    let wants_usage = names.iter().any(|n| n == SESSION_USAGE);
+    let most = most + usize::from(wants_usage) * SESSION_USAGE_NAME_ROOM;
     if names.len() > most || !names.iter().all(|n| is_valid_name(n)) {
         return Err(ErrorCode::InvalidParams);
     }
@@ -128,6 +134,7 @@ pub(super) fn preflight_capabilities(params: &RawValue) -> Result<Negotiation, E
         client_tools,
         approval_scopes: wants_scopes,
         user_questions: wants_questions,
+        session_usage: wants_usage,
     })
 }
 
@@ -163,6 +170,7 @@ mod tests {
                 client_tools: None,
                 approval_scopes: false,
                 user_questions: false,
+                session_usage: false,
             })
         );
         // `approval.scopes` adds one name to the bound, and only its own.
@@ -175,7 +183,11 @@ mod tests {
         let with_questions = [&with_scopes[..], &["user.questions"]].concat();
         let raw: Box<RawValue> = serde_json::from_str(&params(&with_questions)).unwrap();
         assert!(preflight_capabilities(&raw).is_ok_and(|n| n.user_questions));
-        let too_many = [&with_questions[..], &["status"]].concat();
+        // So does `session.usage`, on top of whichever bound applies.
+        let with_usage = [&with_questions[..], &["session.usage"]].concat();
+        let raw: Box<RawValue> = serde_json::from_str(&params(&with_usage)).unwrap();
+        assert!(preflight_capabilities(&raw).is_ok_and(|n| n.session_usage && n.user_questions));
+        let too_many = [&with_usage[..], &["status"]].concat();
         assert_eq!(preflight(&params(&too_many)), Err(InvalidParams));
         // `client.tools` needs its tools, and tools need the capability.
         assert_eq!(preflight(&params(&["client.tools"])), Err(InvalidParams));

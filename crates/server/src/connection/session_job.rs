@@ -1,8 +1,10 @@
 //! A session operation moved to the session worker, and what the worker hands back.
 
 use magi_core::Sessions;
+use magi_core::runner::Agent;
 use magi_core::selection::ActiveSelection;
 use magi_protocol::ErrorCode;
+use magi_protocol::messages::SessionCompactParams;
 use magi_protocol::messages::{
     CatalogStatusParams, HistoryPageParams, ModelCatalogParams, ModelRefreshParams, ResultBody,
     SelectionSetParams, SessionDiscoverParams, SessionListParams, SessionOpenParams,
@@ -32,6 +34,23 @@ pub(super) enum SessionOperation {
     List(SessionListParams),
     /// `model.catalog`, with the current selection's provider.
     Catalog(ModelCatalogParams, String),
+    /// `session.compact`, with the agent of the current selection.
+    Compact(Box<CompactJob>),
+}
+
+/// What the worker needs to compact: the agent of the current selection.
+pub(crate) struct CompactJob {
+    pub(super) params: SessionCompactParams,
+    pub(super) agent: Agent,
+    pub(super) cancel: CancellationToken,
+}
+
+impl std::fmt::Debug for CompactJob {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CompactJob")
+            .field("params", &self.params)
+            .finish_non_exhaustive()
+    }
 }
 
 /// What the session worker hands back: the sessions, and the answer.
@@ -87,6 +106,13 @@ impl SessionJob {
                 .sessions
                 .catalog_page(params, provider)
                 .map(|result| ResultBody::ModelCatalog(Box::new(result))),
+            SessionOperation::Compact(job) => magi_core::runner::compact_session(
+                &mut self.sessions,
+                job.agent.clone(),
+                &job.params.session_id,
+                &job.cancel,
+            )
+            .map(ResultBody::SessionCompact),
         };
         SessionDone {
             sessions: self.sessions,

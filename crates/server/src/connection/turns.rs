@@ -99,6 +99,7 @@ impl Connection {
             approval_scopes: self.approval_scopes,
             titles: self.turn_title_sink(runtime.settings.sessions.titles.asks_model()),
             user_questions: self.user_questions,
+            session_usage: self.session_usage,
         };
         Ok((sessions, agent, request))
     }

@@ -8,7 +8,7 @@ use magi_protocol::text::{has_control, is_secret_like};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use super::{CACHE_FORMAT, CachedModel, ProviderCache};
+use super::{CACHE_FORMAT, CachedLimits, CachedModel, ProviderCache};
 
 /// The file as written on disk: exact field order, compact, no trailing newline.
 #[derive(Serialize, Deserialize)]
@@ -27,6 +27,13 @@ pub(super) struct RawModel {
     // `deserialize_with` makes the field required: `null` is a value, absence is not.
     #[serde(deserialize_with = "Option::deserialize")]
     name: Option<String>,
+    // What the provider said the model can take: absent when it did not say.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    context_window: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    max_output_tokens: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    images: Option<bool>,
 }
 
 pub(super) fn serialize(cache: &ProviderCache) -> io::Result<Vec<u8>> {
@@ -46,6 +53,9 @@ pub(super) fn serialize(cache: &ProviderCache) -> io::Result<Vec<u8>> {
         models.push(RawModel {
             id: model.id.clone(),
             name: model.name.clone().filter(|n| is_safe_text(n)),
+            context_window: model.limits.context_window,
+            max_output_tokens: model.limits.max_output_tokens,
+            images: model.limits.images,
         });
     }
     let raw = RawCache {
@@ -73,7 +83,12 @@ pub(super) fn parse(bytes: &[u8], provider: &str) -> Option<ProviderCache> {
         if !is_valid_id(&model.id) || !seen.insert(model.id.clone()) {
             return None;
         }
-        models.push(CachedModel::new(model.id, model.name));
+        let limits = CachedLimits {
+            context_window: model.context_window,
+            max_output_tokens: model.max_output_tokens,
+            images: model.images,
+        };
+        models.push(CachedModel::new(model.id, model.name).with_limits(limits));
     }
     Some(ProviderCache {
         provider: raw.provider,

@@ -409,3 +409,26 @@ fn a_replacement_replaces_a_symlink_not_its_target() {
         CacheRead::Ready { .. }
     ));
 }
+
+#[test]
+fn limits_are_written_where_known_and_read_back() {
+    let (_dir, home) = home();
+    let mut written = cache("local", &["big", "plain"]);
+    written.models[0] = written.models[0].clone().with_limits(CachedLimits {
+        context_window: Some(4096),
+        max_output_tokens: None,
+        images: Some(true),
+    });
+    write_cache(&home, &written).unwrap();
+    let text = std::fs::read_to_string(cache_path(&home, "local").unwrap()).unwrap();
+    assert!(
+        text.contains(r#"{"id":"big","name":"Model big","context_window":4096,"images":true}"#),
+        "{text}"
+    );
+    assert!(
+        text.contains(r#"{"id":"plain","name":"Model plain"}"#),
+        "{text}"
+    );
+    let (read, _, _) = ready(read_cache(&home, "local"));
+    assert_eq!(read, written);
+}

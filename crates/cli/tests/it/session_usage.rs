@@ -1,0 +1,218 @@
+//! The `session.usage` extension through the real binary: its negotiation, a
+//! `usage.updated` after each model request with the figures the mock reported, and
+//! `session.compact` (compacting an idle session, nothing to compact, `busy` during a
+//! run, refused without the extension, another session).
+
+use crate::common::approval::{env_for, records};
+use crate::common::*;
+use magi_client::Backend;
+use magi_protocol::ErrorCode;
+use magi_protocol::messages::{
+    EmptyParams, Event, RunOutcome, SessionCompactParams, SessionCompactResult,
+    SessionUsageDescriptor, TurnCancelParams, UsageUpdated,
+};
+use magi_protocol::methods;
+use magi_testkit::{MockServer, Reply};
+
+const WITH_USAGE: [&str; 5] = [
+    "session.create",
+    "turn.start",
+    "turn.cancel",
+    "shutdown",
+    "session.usage",
+];
+
+async fn started(env: &TestEnv, names: &[&str]) -> Backend {
+    let mut backend = env.spawn();
+    backend.initialize(names).await.unwrap().unwrap();
+    backend
+}
+
+async fn new_session(backend: &mut Backend) -> String {
+    backend
+        .call::<methods::SessionCreate>(&EmptyParams {})
+        .await
+        .unwrap()
+        .unwrap()
+        .session_id
+}
+
+async fn compact(backend: &mut Backend, session: &str) -> Result<SessionCompactResult, ErrorCode> {
+    let params = SessionCompactParams {
+        session_id: session.to_owned(),
+    };
+    backend
+        .call::<methods::SessionCompact>(&params)
+        .await
+        .unwrap()
+}
+
+fn updates(events: &[Event]) -> Vec<UsageUpdated> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            Event::UsageUpdated(u) => Some(u.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn negotiated_it_is_advertised_last_and_each_request_is_told() {
+    let mock = MockServer::start().await;
+    mock.enqueue(
+        Reply::stream()
+            .tool_call("c1", "list", [r#"{"path":"."}"#])
+            .usage(40, 6),
+    );
+    mock.enqueue(Reply::stream().text(["Done."]).usage(55, 3));
+    let env = env_for(&mock);
+    let mut backend = env.spawn();
+    let result = backend.initialize(&WITH_USAGE).await.unwrap().unwrap();
+    assert_eq!(
+        result.capabilities.last().map(String::as_str),
+        Some("session.usage")
+    );
+    let extensions = result.extensions.unwrap();
+    assert_eq!(
+        extensions.session_usage,
+        Some(SessionUsageDescriptor::schema_1())
+    );
+    assert!(extensions.tool_cards.is_none() && extensions.approval_scopes.is_none());
+
+    let session = new_session(&mut backend).await;
+    let run_id = start_turn(&mut backend, &session, "look around").await;
+    let mut seen = Vec::new();
+    let finished = until_finished(&mut backend, &mut seen).await;
+    assert_eq!(finished.outcome, RunOutcome::Completed);
+    let told = |input: u64, output: u64| UsageUpdated {
+        session_id: session.clone(),
+        run_id: run_id.clone(),
+        input_tokens: Some(input),
+        cached_input_tokens: None,
+        output_tokens: Some(output),
+        reasoning_tokens: None,
+        context_window: Some(32_768),
+        context_used: Some(input + output),
+    };
+    assert_eq!(updates(&seen), [told(40, 6), told(55, 3)]);
+    // Each update follows its request's response: the first comes before the call runs.
+    let first_update = seen
+        .iter()
+        .position(|e| matches!(e, Event::UsageUpdated(_)))
+        .unwrap();
+    let first_activity = seen
+        .iter()
+        .position(|e| matches!(e, Event::Activity(_)))
+        .unwrap();
+    assert!(first_update < first_activity, "{seen:?}");
+    // What was told is what was recorded.
+    let recorded: Vec<_> = records(&env, &session)
+        .into_iter()
+        .filter(|r| r["kind"] == "usage")
+        .map(|r| (r["input_tokens"].clone(), r["output_tokens"].clone()))
+        .collect();
+    assert_eq!(recorded, [(40.into(), 6.into()), (55.into(), 3.into())]);
+    shutdown_clean(&mut backend).await;
+}
+
+#[tokio::test]
+async fn without_it_nothing_is_told_and_session_compact_is_refused() {
+    let mock = MockServer::start().await;
+    mock.enqueue(Reply::stream().text(["Hi."]).usage(5, 1));
+    let env = env_for(&mock);
+    // The client library refuses a `usage.updated` it did not negotiate, so a turn that
+    // completes cleanly is one that sent none.
+    let mut backend = started(&env, &WITH_USAGE[..4]).await;
+    let session = new_session(&mut backend).await;
+    start_turn(&mut backend, &session, "hello").await;
+    let mut seen = Vec::new();
+    let finished = until_finished(&mut backend, &mut seen).await;
+    assert_eq!(finished.outcome, RunOutcome::Completed);
+    assert!(updates(&seen).is_empty());
+    assert_eq!(
+        compact(&mut backend, &session).await,
+        Err(ErrorCode::UnsupportedCapability)
+    );
+    assert_eq!(mock.requests().len(), 1);
+    shutdown_clean(&mut backend).await;
+}
+
+#[tokio::test]
+async fn session_compact_summarises_an_idle_session_for_the_next_turn() {
+    let mock = MockServer::start().await;
+    mock.enqueue(Reply::stream().text(["FIRST-ANSWER"]));
+    mock.enqueue(Reply::stream().text(["SUMMARY-TEXT"]).usage(70, 9));
+    mock.enqueue(Reply::stream().text(["Done."]));
+    let env = env_for(&mock);
+    let mut backend = started(&env, &WITH_USAGE).await;
+    let session = new_session(&mut backend).await;
+    // Nothing to compact yet.
+    assert_eq!(
+        compact(&mut backend, &session).await,
+        Ok(SessionCompactResult { compacted: false })
+    );
+    start_turn(&mut backend, &session, "first question").await;
+    until_finished(&mut backend, &mut Vec::new()).await;
+    assert_eq!(
+        compact(&mut backend, &session).await,
+        Ok(SessionCompactResult { compacted: true })
+    );
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 2);
+    let compacting = requests[1].body.to_string();
+    assert!(compacting.contains("Summarise the conversation so far"));
+    assert!(compacting.contains("FIRST-ANSWER"));
+    let log = records(&env, &session);
+    let tail: Vec<&str> = log[log.len() - 2..]
+        .iter()
+        .map(|r| r["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(tail, ["usage", "compaction"]);
+    assert_eq!(log[log.len() - 2]["turn_id"], serde_json::Value::Null);
+    assert_eq!(log[log.len() - 2]["input_tokens"], 70);
+    // A summary alone is not compacted again.
+    assert_eq!(
+        compact(&mut backend, &session).await,
+        Ok(SessionCompactResult { compacted: false })
+    );
+    // The next turn starts from the summary.
+    start_turn(&mut backend, &session, "second question").await;
+    until_finished(&mut backend, &mut Vec::new()).await;
+    let after = mock.requests()[2].body.to_string();
+    assert!(after.contains("SUMMARY-TEXT") && !after.contains("FIRST-ANSWER"));
+    // Another session than the attached one is stale.
+    let other = "0190a000-0000-7000-8000-000000000000".to_owned();
+    assert_eq!(
+        compact(&mut backend, &other).await,
+        Err(ErrorCode::StaleSession)
+    );
+    shutdown_clean(&mut backend).await;
+}
+
+#[tokio::test]
+async fn session_compact_is_busy_during_a_run() {
+    let mock = MockServer::start().await;
+    mock.enqueue(Reply::stream().text(["working"]).held());
+    let env = env_for(&mock);
+    let mut backend = started(&env, &WITH_USAGE).await;
+    let session = new_session(&mut backend).await;
+    let run_id = start_turn(&mut backend, &session, "go").await;
+    assert_eq!(compact(&mut backend, &session).await, Err(ErrorCode::Busy));
+    let cancel = TurnCancelParams {
+        session_id: session.clone(),
+        run_id,
+    };
+    backend
+        .call::<methods::TurnCancel>(&cancel)
+        .await
+        .unwrap()
+        .unwrap();
+    mock.release();
+    let finished = until_finished(&mut backend, &mut Vec::new()).await;
+    assert_eq!(finished.outcome, RunOutcome::Cancelled);
+    // Once the run ended the session is idle again.
+    mock.enqueue(Reply::stream().text(["SUMMARY-TEXT"]));
+    assert!(compact(&mut backend, &session).await.is_ok());
+    shutdown_clean(&mut backend).await;
+}

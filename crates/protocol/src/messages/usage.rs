@@ -1,0 +1,58 @@
+//! The `session.usage` extension: the `usage.updated` event after each model request of
+//! a run, and `session.compact` (docs/protocol/extensions.md).
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// Data of `usage.updated`: the tokens of one model request of the run, as the provider
+/// reported them, and the context window it was held to. Every count is `null` when
+/// unknown, never left out.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct UsageUpdated {
+    /// The session.
+    pub session_id: String,
+    /// The run.
+    pub run_id: String,
+    /// Input tokens, cached ones included.
+    pub input_tokens: Option<u64>,
+    /// Of the input tokens, those read from the provider's prompt cache.
+    pub cached_input_tokens: Option<u64>,
+    /// Output tokens, reasoning ones included.
+    pub output_tokens: Option<u64>,
+    /// Of the output tokens, those spent reasoning.
+    pub reasoning_tokens: Option<u64>,
+    /// The model's context window in tokens.
+    pub context_window: Option<u64>,
+    /// The tokens of the window the conversation fills after the request.
+    pub context_used: Option<u64>,
+}
+
+/// Params of `session.compact`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SessionCompactParams {
+    /// The attached session.
+    pub session_id: String,
+}
+
+/// The result of `session.compact`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct SessionCompactResult {
+    /// Whether a summary now stands for the conversation; false when there was nothing
+    /// to compact (no conversation, or only a summary already).
+    pub compacted: bool,
+}
+
+/// The `extensions["session.usage"]` descriptor.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct SessionUsageDescriptor {
+    /// Always 1.
+    pub schema_version: u64,
+}
+
+impl SessionUsageDescriptor {
+    /// The descriptor of schema 1.
+    pub fn schema_1() -> SessionUsageDescriptor {
+        SessionUsageDescriptor { schema_version: 1 }
+    }
+}

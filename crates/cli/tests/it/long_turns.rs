@@ -282,3 +282,39 @@ async fn eight_large_reads_send_the_newest_whole_and_stubs_before_them_in_every_
         shutdown_clean(&mut backend).await;
     }
 }
+
+#[tokio::test]
+async fn the_summary_request_carries_the_pruned_conversation() {
+    let mock = MockServer::start().await;
+    let env = env_for_wire(Wire::Chat, &mock);
+    // A 16,000-token window (compaction past 12,800) and little room for whole output:
+    // the second, larger read alone passes the trigger, the first is pruned by then.
+    env.write_settings(
+        "[compaction]\ncontext_window_tokens = 16000\n[context]\nprune_protect_tokens = 1000\n",
+    );
+    let first = format!("01 {}\n", "y".repeat(60));
+    write_work(&env, "first.txt", &first.repeat(24 * 1024 / first.len()));
+    let second = format!("02 {}\n", "x".repeat(60));
+    write_work(&env, "second.txt", &second.repeat(56 * 1024 / second.len()));
+    mock.enqueue(read_call("c1", "first.txt", 1));
+    mock.enqueue(read_call("c2", "second.txt", 1));
+    mock.enqueue(Reply::stream().text(["Read two files.\nTitle: Two reads"]));
+    mock.enqueue(Reply::stream().text(["Done."]));
+    let (mut backend, _session, events, finished) = one_turn(&env, "read both").await;
+    assert_eq!(
+        finished.outcome,
+        RunOutcome::Completed,
+        "{:?}",
+        diagnostics(&events)
+    );
+    // The third request is the summary's: the first read only as its stub, the second
+    // (the current round) whole.
+    let summary_request = mock.requests()[2].body.to_string();
+    assert!(
+        summary_request.contains("[pruned"),
+        "{summary_request:.400}"
+    );
+    assert!(!summary_request.contains(first.trim_end()));
+    assert!(summary_request.contains(second.trim_end()));
+    shutdown_clean(&mut backend).await;
+}

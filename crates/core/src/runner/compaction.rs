@@ -141,15 +141,17 @@ pub(super) fn overflow(exchange: &Exchange, instructions: &str, items: &[Item]) 
         .then_some(estimate)
 }
 
-/// Summarises `items` with the model of `exchange`, records the summary and replaces
-/// `items` by it. On failure (the provider, cancellation) `items` stay as they were and
-/// the request goes on uncompacted.
+/// Has the model of `exchange` summarise the conversation, given `shown` (the
+/// conversation as requests carry it, older tool output pruned), records the summary
+/// and replaces `items` by it. On failure (the provider, cancellation) `items` stay as
+/// they were and the request goes on uncompacted.
 pub(super) async fn compact(
     exchange: &Exchange,
     output: &mut Output,
     journal: &mut Journal<'_>,
     turn_id: &str,
     instructions: &str,
+    shown: &[Item],
     items: &mut Vec<Item>,
 ) {
     let activity_id = output.next_activity_id("compaction");
@@ -161,7 +163,9 @@ pub(super) async fn compact(
     )
     .await;
     let cancel = output.cancel.clone();
-    let (summary, usage) = summarise(&exchange.agent, instructions, items, &cancel).await;
+    // The model summarises what it is shown, older tool output pruned, so the summary
+    // request fits where the conversation itself no longer does.
+    let (summary, usage) = summarise(&exchange.agent, instructions, shown, &cancel).await;
     usage::record(
         output,
         journal,

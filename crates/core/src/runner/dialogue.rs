@@ -38,6 +38,7 @@ pub(super) async fn round_trip(
             service.journal,
             service.turn_id,
             &system,
+            &sent,
             items,
         )
         .await;

@@ -8,9 +8,7 @@ use crate::common::approval::{env_for, records};
 use crate::common::*;
 use magi_client::Backend;
 use magi_protocol::ErrorCode;
-use magi_protocol::messages::{
-    ActivityKind, EmptyParams, Event, ModelRefreshParams, RunFinished, RunOutcome,
-};
+use magi_protocol::messages::{ActivityKind, Event, ModelRefreshParams, RunFinished, RunOutcome};
 use magi_protocol::methods;
 use magi_testkit::{MockServer, Reply};
 use serde_json::{Value, json};
@@ -24,15 +22,6 @@ async fn started(env: &TestEnv, extra: &[&str]) -> Backend {
     let mut backend = env.spawn();
     backend.initialize(&names).await.unwrap().unwrap();
     backend
-}
-
-async fn new_session(backend: &mut Backend) -> String {
-    backend
-        .call::<methods::SessionCreate>(&EmptyParams {})
-        .await
-        .unwrap()
-        .unwrap()
-        .session_id
 }
 
 async fn turn(backend: &mut Backend, session: &str, prompt: &str) -> (Vec<Event>, RunFinished) {

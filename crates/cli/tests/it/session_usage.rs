@@ -8,8 +8,8 @@ use crate::common::*;
 use magi_client::Backend;
 use magi_protocol::ErrorCode;
 use magi_protocol::messages::{
-    EmptyParams, Event, RunOutcome, SessionCompactParams, SessionCompactResult,
-    SessionUsageDescriptor, TurnCancelParams, UsageUpdated,
+    Event, RunOutcome, SessionCompactParams, SessionCompactResult, SessionUsageDescriptor,
+    TurnCancelParams, UsageUpdated,
 };
 use magi_protocol::methods;
 use magi_testkit::{MockServer, Reply};
@@ -26,15 +26,6 @@ async fn started(env: &TestEnv, names: &[&str]) -> Backend {
     let mut backend = env.spawn();
     backend.initialize(names).await.unwrap().unwrap();
     backend
-}
-
-async fn new_session(backend: &mut Backend) -> String {
-    backend
-        .call::<methods::SessionCreate>(&EmptyParams {})
-        .await
-        .unwrap()
-        .unwrap()
-        .session_id
 }
 
 async fn compact(backend: &mut Backend, session: &str) -> Result<SessionCompactResult, ErrorCode> {

@@ -265,14 +265,19 @@ pub async fn until_finished(
     }
 }
 
-/// Creates a session and starts a turn with `prompt` in it; returns the session ID.
-pub async fn session_with_turn(backend: &mut Backend, prompt: &str) -> String {
-    let session = backend
+/// Creates a session; returns its ID.
+pub async fn new_session(backend: &mut Backend) -> String {
+    backend
         .call::<methods::SessionCreate>(&EmptyParams {})
         .await
         .unwrap()
         .unwrap()
-        .session_id;
+        .session_id
+}
+
+/// Creates a session and starts a turn with `prompt` in it; returns the session ID.
+pub async fn session_with_turn(backend: &mut Backend, prompt: &str) -> String {
+    let session = new_session(backend).await;
     start_turn(backend, &session, prompt).await;
     session
 }

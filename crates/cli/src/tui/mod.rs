@@ -21,6 +21,8 @@
 //! and [`render`] draws the transcript and its cards.
 
 mod backend;
+#[allow(dead_code, reason = "wired into the composer and the loop next")]
+mod commands;
 mod event_loop;
 mod keys;
 mod question;

@@ -1,0 +1,134 @@
+//! Drawing Mission Control: the transcript with its cards, the picker, the composer and
+//! the status line.
+
+use magi_protocol::messages::{DIAGNOSTIC_PROVIDER_RETRYING, DIAGNOSTIC_REPLY_TRUNCATED};
+use ratatui::layout::{Constraint, Layout};
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block as Frame, Borders, Paragraph};
+
+mod cards;
+mod transcript;
+mod wrap;
+
+use super::{App, Picker};
+use wrap::wrap;
+
+impl App {
+    /// Draws the whole screen.
+    pub(super) fn draw(&self, frame: &mut ratatui::Frame) {
+        let [body, composer, status] = Layout::vertical([
+            Constraint::Min(3),
+            Constraint::Length(3),
+            Constraint::Length(1),
+        ])
+        .areas(frame.area());
+        let width = usize::from(body.width.saturating_sub(2)).max(10);
+        let lines = match (&self.picker, &self.question) {
+            (Some(picker), _) => picker_lines(picker),
+            (None, Some(question)) => question.lines(),
+            (None, None) => self.transcript_lines(),
+        };
+        let lines = wrap(lines, width);
+        let height = usize::from(body.height.saturating_sub(2));
+        let first = lines.len().saturating_sub(height);
+        let shown: Vec<Line> = lines.into_iter().skip(first).collect();
+        frame.render_widget(
+            Paragraph::new(shown)
+                .block(Frame::default().borders(Borders::ALL).title(" magi-code ")),
+            body,
+        );
+        let hint = if self.picker.is_some() {
+            " sessions: Up/Down choose · Enter open · Esc back "
+        } else if let Some(question) = &self.question {
+            question.hint()
+        } else if let Some(approval) = self.pending_approval() {
+            if approval.suggested_rule.is_some() {
+                " approval pending: y allow once · s allow for this session · n deny "
+            } else {
+                " approval pending: y allow once · n deny "
+            }
+        } else {
+            " prompt · Enter send "
+        };
+        frame.render_widget(
+            Paragraph::new(format!("› {}", self.composer))
+                .block(Frame::default().borders(Borders::ALL).title(hint)),
+            composer,
+        );
+        let state = if self.transcript.transport_lost() {
+            "disconnected"
+        } else if self.transcript.run_active() {
+            "running · Esc stop"
+        } else {
+            "idle"
+        };
+        // The notice comes before the key hints, so a narrow terminal cuts the hints.
+        let session = format!(" session {}", self.session_id);
+        let mut parts = vec![session.as_str(), state];
+        if !self.status.trim().is_empty() {
+            parts.push(self.status.trim());
+        }
+        parts.push("Up/Down history · Ctrl-O sessions · Ctrl-C quit");
+        frame.render_widget(
+            Paragraph::new(parts.join(" · ")).style(Style::default().add_modifier(Modifier::DIM)),
+            status,
+        );
+    }
+}
+
+/// The picker's lines: one per session, the selected one marked.
+fn picker_lines(picker: &Picker) -> Vec<Line<'static>> {
+    let mut lines = vec![styled(
+        "Sessions of this directory:".to_owned(),
+        Color::Cyan,
+    )];
+    for (n, session) in picker.sessions.iter().enumerate() {
+        let mark = if n == picker.selected { "▶" } else { " " };
+        let text = format!(
+            "{mark} {}  {}  {}",
+            session.session_id,
+            session.updated_at.as_deref().unwrap_or("-"),
+            session.title.as_deref().unwrap_or("")
+        );
+        lines.push(if n == picker.selected {
+            styled(text, Color::Yellow)
+        } else {
+            Line::from(text)
+        });
+    }
+    lines
+}
+
+pub(super) fn styled(text: String, color: Color) -> Line<'static> {
+    Line::from(Span::styled(text, Style::default().fg(color)))
+}
+
+/// A diagnostic in the transcript. A reply cut at the model's output limit is marked
+/// as such, so it is never read as a whole answer; a retry is news, not an error.
+pub(super) fn diagnostic_line(code: &str, summary: &str) -> Line<'static> {
+    match code {
+        DIAGNOSTIC_REPLY_TRUNCATED => styled(
+            format!("! reply cut at the output limit (incomplete): {summary}"),
+            Color::Yellow,
+        ),
+        DIAGNOSTIC_PROVIDER_RETRYING => styled(format!("… {summary}"), Color::Yellow),
+        _ => styled(format!("! {code}: {summary}"), Color::Red),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cut_reply_is_marked_incomplete() {
+        let text = |line: Line<'static>| -> String {
+            line.spans.iter().map(|s| s.content.as_ref()).collect()
+        };
+        let cut = text(diagnostic_line(DIAGNOSTIC_REPLY_TRUNCATED, "cut off"));
+        assert_eq!(cut, "! reply cut at the output limit (incomplete): cut off");
+        let failed = text(diagnostic_line("provider_unreachable", "refused"));
+        assert_eq!(failed, "! provider_unreachable: refused");
+    }
+}

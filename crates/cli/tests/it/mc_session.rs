@@ -121,9 +121,9 @@ async fn continue_and_resume_open_straight_into_a_session() {
     let id = only_session_id(&env);
     for arguments in ["--continue".to_owned(), format!("--resume {id}")] {
         let tmux = start_with_shell(&env, &vars(&mock), &arguments);
-        let screen = tmux.wait_for("Remembered answer.");
-        assert!(screen.contains("› remember this"), "{arguments}: {screen}");
-        assert!(screen.contains(&format!("session {id}")), "{screen}");
+        tmux.wait_for("Remembered answer.");
+        tmux.wait_for("› remember this");
+        tmux.wait_for(&format!("session {id}"));
         quit_to_shell(&tmux);
     }
     // An unknown session is said, with the way out, after the terminal is restored.
@@ -148,20 +148,18 @@ async fn a_first_run_without_a_provider_guides_and_a_fixed_settings_file_is_read
     )
     .unwrap();
     let tmux = start_with_shell(&env, &[], "");
-    let screen = tmux.wait_for("magi-code cannot start yet");
-    assert!(
-        screen.contains("settings.toml:3:12: key `tools.disabled`"),
-        "the broken place is named: {screen}"
-    );
-    assert!(screen.contains("r try again · q quit"), "{screen}");
+    tmux.wait_for("magi-code cannot start yet");
+    // The broken place is named.
+    tmux.wait_for("settings.toml:3:12: key `tools.disabled`");
+    tmux.wait_for("r try again · q quit");
     // Still broken: the same screen again.
     tmux.key("r");
     tmux.wait_for("magi-code cannot start yet");
     // A provider without a model: the ways to set one up.
     std::fs::write(&settings, "provider = \"anthropic\"\n").unwrap();
     tmux.key("r");
-    let screen = tmux.wait_for("Set up a model provider:");
-    assert!(screen.contains("ANTHROPIC_API_KEY"), "{screen}");
+    tmux.wait_for("Set up a model provider:");
+    tmux.wait_for("ANTHROPIC_API_KEY");
     // Fixed: the retry starts the backend and Mission Control opens.
     std::fs::write(
         &settings,
@@ -210,6 +208,7 @@ async fn a_resize_redraws_at_once() {
 
 /// Quits Mission Control started by [`start_with_shell`] and waits for its exit status.
 fn quit_to_shell(tmux: &Tmux) {
+    tmux.wait_for("idle ·");
     tmux.key("C-c");
     tmux.key("C-c");
     tmux.wait_for("exit status 0");
@@ -218,4 +217,24 @@ fn quit_to_shell(tmux: &Tmux) {
 /// The ID of the only session of `env`'s workspace.
 fn only_session_id(env: &TestEnv) -> String {
     crate::common::approval::only_session(env)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_turn_keeps_its_cause_on_screen() {
+    let mock = MockServer::start().await;
+    mock.enqueue(Reply::error(
+        400,
+        "{\"error\":{\"message\":\"no such model\"}}",
+    ));
+    let env = TestEnv::new();
+    let tmux = Tmux::start(&env, &vars(&mock));
+    tmux.wait_for("idle ·");
+    tmux.type_text("fail please");
+    tmux.key("Enter");
+    // The history says the turn failed; the cause, which only the live diagnostic
+    // carried, stays with it.
+    tmux.wait_for("The turn failed");
+    let screen = tmux.wait_for("with HTTP 400");
+    assert!(screen.contains("› fail please"), "{screen}");
+    tmux.quit();
 }

@@ -112,9 +112,10 @@ impl Tmux {
             .is_ok_and(|output| output.status.success())
     }
 
-    /// Quits Mission Control as a person does, with Ctrl-C twice on an idle, empty
-    /// composer, and waits until it has exited.
+    /// Quits Mission Control as a person does, once it is idle, with Ctrl-C twice on an
+    /// empty composer, and waits until it has exited.
     pub fn quit(&self) {
+        self.wait_for("idle ·");
         self.key("C-c");
         self.key("C-c");
         let deadline = Instant::now() + WAIT;

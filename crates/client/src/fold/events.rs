@@ -72,7 +72,7 @@ impl Transcript {
                     self.push(key, Item::Approval(approval));
                 }
             }
-            Event::Diagnostic(e) => self.items.push(Item::Diagnostic(DiagnosticItem {
+            Event::Diagnostic(e) => self.push_unkeyed(Item::Diagnostic(DiagnosticItem {
                 run_id: e.run_id,
                 code: e.code,
                 summary: e.summary,
@@ -172,22 +172,31 @@ impl Transcript {
             error_code: e.error_code,
         });
         let unpersisted = run.input.is_none().then_some(run.prompt).flatten();
-        for item in &mut self.items {
+        let mut changed = Vec::new();
+        for (at, item) in self.items.iter_mut().enumerate() {
             match item {
                 // A terminal follows required reconciliation: a segment still open
                 // now never got its authoritative text.
-                Item::Message(m) if m.run_id == e.run_id => m.mark_unknown(),
+                Item::Message(m) if m.run_id == e.run_id && !m.is_settled() => {
+                    m.mark_unknown();
+                    changed.push(at);
+                }
                 Item::Activity(a)
                     if a.run_id == e.run_id && a.state == ActivityDisplay::Started =>
                 {
                     a.state = ActivityDisplay::Unknown;
+                    changed.push(at);
                 }
                 Item::Approval(a) if a.run_id == e.run_id && a.state == ApprovalState::Pending => {
                     // The backend denies an unanswered approval on expiry or cancel.
                     a.state = ApprovalState::Lapsed;
+                    changed.push(at);
                 }
                 _ => {}
             }
+        }
+        for at in changed {
+            self.touch(at);
         }
         if let Some(id) = unpersisted {
             self.restore(&Key::Prompt(id));
@@ -210,20 +219,29 @@ impl Transcript {
             }
         }
         let mut uncertain = Vec::new();
-        for item in &mut self.items {
+        let mut changed = Vec::new();
+        for (at, item) in self.items.iter_mut().enumerate() {
             match item {
-                Item::Message(m) => m.mark_unknown(),
+                Item::Message(m) if !m.is_settled() => {
+                    m.mark_unknown();
+                    changed.push(at);
+                }
                 Item::Activity(a) if a.state == ActivityDisplay::Started => {
                     a.state = ActivityDisplay::Unknown;
+                    changed.push(at);
                 }
                 Item::Approval(a) if a.state == ApprovalState::Pending => {
                     a.state = ApprovalState::Unknown;
+                    changed.push(at);
                 }
                 Item::Prompt(p) if !matches!(p.state, PromptState::Persisted { .. }) => {
                     uncertain.push(p.id);
                 }
                 _ => {}
             }
+        }
+        for at in changed {
+            self.touch(at);
         }
         for id in uncertain {
             self.restore(&Key::Prompt(id));
@@ -252,6 +270,7 @@ impl Transcript {
                 self.restore(key);
             }
             self.items.clear();
+            self.stamps.clear();
             self.index.clear();
             self.runs.clear();
             self.history = None;
@@ -270,12 +289,13 @@ impl Transcript {
     /// Shows a finished page load in place of the entries: live entries and older
     /// history go; prompts not yet persisted stay, re-anchored after the history.
     pub(super) fn replace_with_history(&mut self, load: PageLoad, complete: bool) {
+        // Pending prompts keep their stamps: they are the same entries, moved.
         let mut pending = Vec::new();
         let mut fresh = Vec::new();
-        for item in self.items.drain(..) {
+        for (item, stamp) in self.items.drain(..).zip(self.stamps.drain(..)) {
             match item {
                 Item::Prompt(p) if !matches!(p.state, PromptState::Persisted { .. }) => {
-                    pending.push(Item::Prompt(p));
+                    pending.push((Item::Prompt(p), stamp));
                 }
                 // A retry is news while it happens, not part of the record.
                 Item::Diagnostic(d)
@@ -298,16 +318,21 @@ impl Transcript {
         self.kept_diagnostics
             .extend(fresh.into_iter().map(|d| (messages, d)));
         let mut kept = self.kept_diagnostics.iter().peekable();
-        self.items = Vec::with_capacity(messages + self.kept_diagnostics.len() + pending.len());
+        let mut shown = Vec::with_capacity(messages + self.kept_diagnostics.len());
         for (before, message) in load.items.into_iter().enumerate() {
             while let Some((_, d)) = kept.next_if(|(at, _)| *at <= before) {
-                self.items.push(Item::Diagnostic(d.clone()));
+                shown.push(Item::Diagnostic(d.clone()));
             }
-            self.items.push(Item::History(message));
+            shown.push(Item::History(message));
         }
-        self.items
-            .extend(kept.map(|(_, d)| Item::Diagnostic(d.clone())));
-        self.items.extend(pending);
+        shown.extend(kept.map(|(_, d)| Item::Diagnostic(d.clone())));
+        for item in shown {
+            self.push_unkeyed(item);
+        }
+        for (item, stamp) in pending {
+            self.items.push(item);
+            self.stamps.push(stamp);
+        }
         self.reindex();
         let due = self.history_due.as_ref().is_some_and(|due| {
             due.session_id == load.session_id

@@ -126,11 +126,28 @@ enum Key {
     Approval(String, String),
 }
 
+/// Which entry an item is and which version of it, so a client that keeps what it
+/// drew of an entry draws it again only when its stamp changed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Stamp {
+    /// The entry's identity: kept while the entry stays in the transcript (also when
+    /// entries before it leave), never reused; history replacing the entries gives
+    /// every new entry a new one.
+    pub id: u64,
+    /// Changes whenever the entry may have changed; never reused either, so a
+    /// revision alone names one version of one entry.
+    pub revision: u64,
+}
+
 /// The folded transcript. Build it with [`Transcript::default`] and [`Transcript::apply`].
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Transcript {
     session: Option<SessionInfo>,
     items: Vec<Item>,
+    /// Each item's stamp, at the same index as the item.
+    stamps: Vec<Stamp>,
+    /// The last stamp number given out (ids and revisions share it).
+    clock: u64,
     /// Where each live entry sits in `items`; rebuilt whenever entries move.
     index: HashMap<Key, usize>,
     runs: Vec<Run>,
@@ -194,6 +211,11 @@ impl Transcript {
         &self.items
     }
 
+    /// Each entry's [`Stamp`], at the same index as in [`Self::items`].
+    pub fn stamps(&self) -> &[Stamp] {
+        &self.stamps
+    }
+
     /// The runs seen, in the order they were first learned.
     pub fn runs(&self) -> &[Run] {
         &self.runs
@@ -255,13 +277,35 @@ impl Transcript {
         self.index.get(key).and_then(|&i| self.items.get(i))
     }
 
+    /// The entry to change: its revision moves on (whether or not the caller ends up
+    /// changing it, which at worst costs a client one redraw).
     fn get_mut(&mut self, key: &Key) -> Option<&mut Item> {
-        self.index.get(key).and_then(|&i| self.items.get_mut(i))
+        let at = *self.index.get(key)?;
+        self.touch(at);
+        self.items.get_mut(at)
+    }
+
+    /// Gives the entry at `at` a new revision.
+    fn touch(&mut self, at: usize) {
+        self.clock += 1;
+        if let Some(stamp) = self.stamps.get_mut(at) {
+            stamp.revision = self.clock;
+        }
     }
 
     /// Appends a live entry at the end of the transcript.
     fn push(&mut self, key: Key, item: Item) {
         self.index.insert(key, self.items.len());
+        self.push_unkeyed(item);
+    }
+
+    /// Appends an entry that is never looked up again, with a new stamp.
+    fn push_unkeyed(&mut self, item: Item) {
+        self.clock += 1;
+        self.stamps.push(Stamp {
+            id: self.clock,
+            revision: self.clock,
+        });
         self.items.push(item);
     }
 
@@ -307,6 +351,7 @@ impl Transcript {
         let Some(at) = self.index.get(key).copied() else {
             return;
         };
+        self.stamps.remove(at);
         if let Item::Prompt(p) = self.items.remove(at) {
             self.restored_prompt = Some(match self.restored_prompt.take() {
                 Some(earlier) => format!("{earlier}\n\n{}", p.text),

@@ -230,3 +230,59 @@ fn live_diagnostics_stay_where_they_were_when_history_replaces_the_projection() 
     }));
     assert!(t.items().is_empty());
 }
+
+#[test]
+fn stamps_move_with_their_entry_and_only_when_it_may_have_changed() {
+    let mut t = fold(vec![
+        submit(1, "p"),
+        accept(1),
+        persisted(),
+        delta("a1", 0, "one"),
+        act("tool-1", ActivityState::Started),
+    ]);
+    assert_eq!(t.stamps().len(), t.items().len());
+    let before = t.stamps().to_vec();
+    // A delta changes its message only.
+    t.apply(delta("a1", 1, " two"));
+    let after = t.stamps().to_vec();
+    assert_eq!(after[0], before[0]);
+    assert_eq!(after[1].id, before[1].id);
+    assert_ne!(after[1].revision, before[1].revision);
+    assert_eq!(after[2], before[2]);
+    // A diagnostic is a new entry with a stamp of its own.
+    t.apply(diagnostic(DIAGNOSTIC_PROVIDER_RETRYING, "again"));
+    assert_eq!(t.stamps().len(), 4);
+    // The terminal settles the open message and activity, nothing else.
+    let before = t.stamps().to_vec();
+    t.apply(finished(Some("h2")));
+    let after = t.stamps().to_vec();
+    assert_eq!(after[0], before[0]);
+    assert_ne!(after[1].revision, before[1].revision);
+    assert_ne!(after[2].revision, before[2].revision);
+    assert_eq!(after[3], before[3]);
+    // History replaces the entries: every one is new (the retry notice goes); a
+    // pending prompt keeps its own.
+    t.apply(submit(2, "next"));
+    let pending = *t.stamps().last().unwrap();
+    t.apply(page(
+        "h2",
+        vec![
+            entry("u1", EntryKind::User, "p", 0, true),
+            entry("m1", EntryKind::Assistant, "one two", 0, true),
+        ],
+        None,
+    ));
+    let ids: Vec<u64> = t.stamps().iter().map(|s| s.id).collect();
+    assert_eq!(ids.len(), 3);
+    assert!(
+        ids[..2]
+            .iter()
+            .all(|id| !before.iter().any(|s| s.id == *id))
+    );
+    assert_eq!(*t.stamps().last().unwrap(), pending);
+    // Every revision given out is distinct.
+    let mut revisions: Vec<u64> = t.stamps().iter().map(|s| s.revision).collect();
+    revisions.sort_unstable();
+    revisions.dedup();
+    assert_eq!(revisions.len(), 3);
+}

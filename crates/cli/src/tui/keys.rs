@@ -4,6 +4,9 @@ use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 use super::{Action, Answer, App};
 
+/// Rows the transcript moves per step of the mouse wheel.
+const WHEEL_ROWS: i32 = 3;
+
 impl App {
     /// Applies a key to the composer, the history recall or the picker, and says what
     /// the loop is to do.
@@ -51,6 +54,9 @@ impl App {
                 }
                 _ => Action::Nothing,
             };
+        }
+        if self.view.key(key, self.composer.is_empty()) {
+            return Action::Nothing;
         }
         match key.code {
             KeyCode::Char('o') if ctrl && !self.transcript.run_active() => Action::ListSessions,
@@ -140,8 +146,25 @@ impl App {
         Action::Nothing
     }
 
-    /// The mouse wheel (arrows read together) scrolls the transcript.
-    pub(super) fn scroll(&mut self, _lines: i32) -> Action {
+    /// The mouse wheel (arrows read together) scrolls the transcript, a few rows a
+    /// step; over the session picker or the questions it moves the selection, as
+    /// arrows would.
+    pub(super) fn scroll(&mut self, steps: i32) -> Action {
+        if self.picker.is_none() && self.question.is_none() {
+            self.view.scroll(steps.saturating_mul(WHEEL_ROWS));
+            return Action::Nothing;
+        }
+        let code = if steps < 0 {
+            KeyCode::Up
+        } else {
+            KeyCode::Down
+        };
+        for _ in 0..steps.unsigned_abs() {
+            match self.key(KeyEvent::new(code, KeyModifiers::NONE)) {
+                Action::Nothing => {}
+                action => return action,
+            }
+        }
         Action::Nothing
     }
 

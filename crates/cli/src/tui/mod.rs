@@ -56,6 +56,7 @@ pub fn run(target: Target) -> ExitCode {
         }
     };
     let outcome = runtime.block_on(async {
+        render::warm_up();
         let mut terminal = terminal::enter_terminal()?;
         let mut inputs = terminal::spawn_input_reader();
         let result = session(&target, &mut terminal, &mut inputs).await;
@@ -175,6 +176,8 @@ struct App {
     picker: Option<Picker>,
     /// The model's open questions (`user.questions`), while they wait.
     question: Option<question::QuestionPicker>,
+    /// The transcript's scroll position and laid-out rows.
+    view: render::View,
 }
 
 impl App {
@@ -199,6 +202,7 @@ impl App {
             quit_armed: false,
             picker: None,
             question: None,
+            view: render::View::default(),
         }
     }
 

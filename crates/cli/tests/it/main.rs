@@ -35,6 +35,7 @@ mod launch;
 mod lifecycle;
 mod long_turns;
 mod mc_session;
+mod mc_transcript;
 mod mcp;
 mod mission_control;
 mod questions;

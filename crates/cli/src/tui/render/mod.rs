@@ -8,17 +8,24 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block as Frame, Borders, Paragraph};
 
 mod cards;
+mod markdown;
 mod status;
 mod transcript;
+mod view;
 mod wrap;
 
 use super::{App, Picker};
+pub(super) use markdown::warm_up;
 pub(super) use status::{SPINNER_STEP, reduced_motion};
-use wrap::wrap;
+pub(super) use view::View;
+use wrap::wrap_lines;
+
+/// What the transcript says while the view is anchored above and output arrives.
+const NEWS_BELOW: &str = " ↓ new output below · End to follow ";
 
 impl App {
     /// Draws the whole screen.
-    pub(super) fn draw(&self, frame: &mut ratatui::Frame) {
+    pub(super) fn draw(&mut self, frame: &mut ratatui::Frame) {
         let [body, composer, status] = Layout::vertical([
             Constraint::Min(3),
             Constraint::Length(3),
@@ -26,29 +33,46 @@ impl App {
         ])
         .areas(frame.area());
         let width = usize::from(body.width.saturating_sub(2)).max(10);
-        let lines = match (&self.picker, &self.question) {
-            (Some(picker), _) => picker_lines(picker),
-            (None, Some(question)) => question.lines(),
+        let height = usize::from(body.height.saturating_sub(2));
+        let newest = |lines: Vec<Line<'static>>| {
+            let lines = wrap_lines(&lines, width);
+            let first = lines.len().saturating_sub(height);
+            lines.into_iter().skip(first).collect()
+        };
+        let shown: Vec<Line> = match (&self.picker, &self.question) {
+            (Some(picker), _) => newest(picker_lines(picker)),
+            (None, Some(question)) => newest(question.lines()),
             (None, None) => {
-                let mut lines = self.transcript_lines();
-                if let Some(queued) = &self.queued {
-                    lines.push(styled(
+                // A queued prompt stays in sight under the transcript.
+                let queued = self.queued.as_ref().map(|queued| {
+                    let line = styled(
                         format!("⏳ queued, sent when the turn ends (Up edits): {queued}"),
                         Color::DarkGray,
-                    ));
-                }
-                lines
+                    );
+                    wrap_lines(&[line], width)
+                });
+                let below = queued.as_ref().map_or(0, Vec::len).min(height);
+                let mut shown = self.view.rows(
+                    self.transcript.items(),
+                    self.transcript.stamps(),
+                    width,
+                    height - below,
+                );
+                shown.extend(queued.into_iter().flatten().take(below));
+                shown
             }
         };
-        let lines = wrap(lines, width);
-        let height = usize::from(body.height.saturating_sub(2));
-        let first = lines.len().saturating_sub(height);
-        let shown: Vec<Line> = lines.into_iter().skip(first).collect();
-        frame.render_widget(
-            Paragraph::new(shown)
-                .block(Frame::default().borders(Borders::ALL).title(" magi-code ")),
-            body,
-        );
+        let mut block = Frame::default().borders(Borders::ALL).title(" magi-code ");
+        if self.view.news_below() && self.picker.is_none() && self.question.is_none() {
+            block = block.title_bottom(
+                Line::from(NEWS_BELOW).style(
+                    Style::default()
+                        .fg(Color::Yellow)
+                        .add_modifier(Modifier::BOLD),
+                ),
+            );
+        }
+        frame.render_widget(Paragraph::new(shown).block(block), body);
         let hint = if self.picker.is_some() {
             " sessions: Up/Down choose · Enter open · Esc back "
         } else if let Some(question) = &self.question {

@@ -1,78 +1,218 @@
-//! The transcript: prompts, replies, activities with their cards, approvals,
-//! diagnostics and saved history, as lines.
+//! The transcript's entries as rows: prompts, replies (markdown), activities with
+//! their cards, approvals, diagnostics and saved history.
+//!
+//! A reply is drawn from its text alone, whether it is live or came back in the saved
+//! history after its run, so it looks the same before and after (it used to re-indent
+//! when history replaced it).
 
-use magi_client::fold::{ActivityDisplay, CardView, Item, PromptState, Role};
-use ratatui::style::Color;
-use ratatui::text::Line;
+use magi_client::fold::{ActivityDisplay, CardView, Item, MessageState, PromptState, Role};
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
 
 use super::cards::{approval_line, card_lines};
+use super::wrap::{wrap, wrap_plain};
 use super::{diagnostic_line, styled};
-use crate::tui::App;
 
-impl App {
-    /// Every line of the transcript, unwrapped.
-    pub(super) fn transcript_lines(&self) -> Vec<Line<'static>> {
-        let mut lines = Vec::new();
-        for item in self.transcript.items() {
-            match item {
-                Item::Prompt(p) => {
-                    let note = match &p.state {
-                        PromptState::Submitted => " (sending)",
-                        _ => "",
-                    };
-                    lines.push(styled(format!("› {}{note}", p.text), Color::Cyan));
-                }
-                Item::Message(m) => {
-                    for line in m.text().lines() {
-                        lines.push(Line::from(line.to_owned()));
-                    }
-                }
-                Item::Activity(a) => {
-                    let (mark, color) = match a.state {
-                        ActivityDisplay::Started => ("…", Color::Yellow),
-                        ActivityDisplay::Completed => ("✓", Color::Green),
-                        ActivityDisplay::Failed => ("✗", Color::Red),
-                        ActivityDisplay::Unknown => ("?", Color::Magenta),
-                    };
-                    // A subagent's call is shown under its task.
-                    let indent = match &a.card {
-                        CardView::Card(card) if card.parent_activity_id.is_some() => "  ↳ ",
-                        _ => "",
-                    };
-                    lines.push(styled(
-                        format!("{indent}{mark} {}: {}", a.name, a.summary),
-                        color,
-                    ));
-                    match &a.card {
-                        CardView::Card(card) => lines.extend(card_lines(card)),
-                        CardView::Unknown => {
-                            lines.push(styled("    card unknown".to_owned(), Color::Magenta))
-                        }
-                        CardView::None => {}
-                    }
-                }
-                Item::Approval(a) => lines.push(approval_line(a)),
-                Item::Diagnostic(d) => lines.push(diagnostic_line(&d.code, &d.summary)),
-                Item::History(h) => {
-                    let (prefix, color) = match item.role() {
-                        Role::User => ("› ", Some(Color::Cyan)),
-                        Role::Activity => ("• ", Some(Color::Green)),
-                        Role::Diagnostic => ("! ", Some(Color::Red)),
-                        _ => ("", None),
-                    };
-                    for (n, line) in h.text.lines().enumerate() {
-                        let text = format!("{}{line}", if n == 0 { prefix } else { "  " });
-                        lines.push(match color {
-                            Some(color) => styled(text, color),
-                            None => Line::from(text),
-                        });
-                    }
-                    if let Some(card) = &h.card {
-                        lines.extend(card_lines(card));
-                    }
-                }
-            }
+/// The markdown text of an entry the model wrote (a reply, live or saved), or `None`
+/// for an entry drawn from rows of its own ([`entry_rows`]).
+pub(super) fn markdown(item: &Item) -> Option<&str> {
+    match item {
+        Item::Message(m) => Some(m.text()),
+        Item::History(h) if item.role() == Role::Assistant => Some(&h.text),
+        _ => None,
+    }
+}
+
+/// What is said under a reply whose text is not the whole of it, if anything.
+pub(super) fn reply_note(item: &Item) -> Option<Line<'static>> {
+    let note = match item {
+        Item::Message(m) if m.state() == MessageState::Unknown => {
+            "? how this reply ended is unknown (reopen the session to see it)"
         }
-        lines
+        Item::History(h) if !h.complete => "(parts of this reply are missing)",
+        Item::History(h) if h.partial => "(this reply was interrupted)",
+        _ => return None,
+    };
+    Some(styled(note.to_owned(), Color::Magenta))
+}
+
+/// Whether a blank row goes between `previous` and `item`: between everything but
+/// consecutive tool lines (activities and approvals), which stay together.
+pub(super) fn separated(previous: &Item, item: &Item) -> bool {
+    let tool = |item: &Item| matches!(item.role(), Role::Activity | Role::Approval);
+    !(tool(previous) && tool(item))
+}
+
+/// The rows of an entry at `width` (a reply's whole, though the view draws a reply
+/// piece by piece).
+pub(super) fn entry_rows(item: &Item, width: usize) -> Vec<Line<'static>> {
+    if let Some(text) = markdown(item) {
+        return super::markdown::render(text, width);
+    }
+    let lines = match item {
+        Item::Prompt(p) => {
+            let note = match p.state {
+                PromptState::Submitted => " (sending)",
+                _ => "",
+            };
+            return prompt_rows(&p.text, note, width);
+        }
+        Item::History(h) if item.role() == Role::User => return prompt_rows(&h.text, "", width),
+        Item::Activity(a) => {
+            let (mark, color) = match a.state {
+                ActivityDisplay::Started => ("…", Color::Yellow),
+                ActivityDisplay::Completed => ("✓", Color::Green),
+                ActivityDisplay::Failed => ("✗", Color::Red),
+                ActivityDisplay::Unknown => ("?", Color::Magenta),
+            };
+            // A subagent's call is shown under its task.
+            let indent = match &a.card {
+                CardView::Card(card) if card.parent_activity_id.is_some() => "  ↳ ",
+                _ => "",
+            };
+            let mut lines = vec![styled(
+                format!("{indent}{mark} {}: {}", a.name, a.summary),
+                color,
+            )];
+            match &a.card {
+                CardView::Card(card) => lines.extend(card_lines(card)),
+                CardView::Unknown => {
+                    lines.push(styled("    card unknown".to_owned(), Color::Magenta))
+                }
+                CardView::None => {}
+            }
+            lines
+        }
+        // Drawn as markdown above.
+        Item::Message(_) => Vec::new(),
+        Item::Approval(a) => vec![approval_line(a)],
+        Item::Diagnostic(d) => vec![diagnostic_line(&d.code, &d.summary)],
+        Item::History(h) => {
+            let (prefix, style) = match item.role() {
+                Role::Activity => ("• ", Style::default().fg(Color::Green)),
+                Role::Diagnostic => ("! ", Style::default().fg(Color::Red)),
+                Role::ReasoningSummary => (
+                    "thinking: ",
+                    Style::default().add_modifier(Modifier::DIM | Modifier::ITALIC),
+                ),
+                Role::Compaction => (
+                    "earlier conversation, summarised: ",
+                    Style::default().add_modifier(Modifier::DIM),
+                ),
+                _ => ("", Style::default()),
+            };
+            let mut lines = Vec::new();
+            for (n, line) in h.text.lines().enumerate() {
+                let text = format!("{}{line}", if n == 0 { prefix } else { "  " });
+                lines.push(Line::from(Span::styled(text, style)));
+            }
+            if let Some(card) = &h.card {
+                lines.extend(card_lines(card));
+            }
+            lines
+        }
+    };
+    lines
+        .iter()
+        .flat_map(|line| wrap_plain(line, width))
+        .collect()
+}
+
+/// A prompt: `›` before its first line, its other lines under the first, and a note
+/// after its last.
+fn prompt_rows(text: &str, note: &str, width: usize) -> Vec<Line<'static>> {
+    let style = Style::default().fg(Color::Cyan);
+    let first = [Span::styled("› ", style)];
+    let hang = [Span::styled("  ", style)];
+    let lines: Vec<&str> = if text.is_empty() {
+        vec![""]
+    } else {
+        text.lines().collect()
+    };
+    let mut rows = Vec::new();
+    for (n, line) in lines.iter().enumerate() {
+        let mut content = vec![Span::styled(*line, style)];
+        if n + 1 == lines.len() && !note.is_empty() {
+            content.push(Span::styled(note, style.add_modifier(Modifier::DIM)));
+        }
+        let lead: &[Span<'static>] = if n == 0 { &first } else { &hang };
+        rows.extend(wrap(lead, &content, &hang, width));
+    }
+    rows
+}
+
+#[cfg(test)]
+mod tests {
+    use magi_client::fold::{FoldInput, Transcript};
+    use magi_protocol::messages::{
+        EntryKind, Event, HistoryEntry, HistoryPageResult, MessageDelta, MessageReconcile,
+    };
+
+    use super::super::markdown;
+    use super::*;
+
+    fn text(rows: &[Line<'_>]) -> Vec<String> {
+        rows.iter()
+            .map(|l| l.spans.iter().map(|s| s.content.as_ref()).collect())
+            .collect()
+    }
+
+    #[test]
+    fn a_reply_looks_the_same_live_and_from_history() {
+        let reply = "First line\nsecond line\n\n- a\n- b\n\n```sh\nls\n```";
+        let mut live = Transcript::default();
+        live.apply(FoldInput::Event(Event::MessageDelta(MessageDelta {
+            session_id: "s".into(),
+            run_id: "r".into(),
+            message_id: "m".into(),
+            part: 0,
+            text: reply.into(),
+        })));
+        live.apply(FoldInput::Event(Event::MessageReconcile(
+            MessageReconcile {
+                session_id: "s".into(),
+                run_id: "r".into(),
+                message_id: "m".into(),
+                part: 0,
+                text: reply.into(),
+                last_part: true,
+                partial: false,
+            },
+        )));
+        let mut saved = Transcript::default();
+        saved.apply(FoldInput::HistoryPage(HistoryPageResult {
+            session_id: "s".into(),
+            revision: "h1".into(),
+            entries: vec![HistoryEntry {
+                message_id: "m".into(),
+                kind: EntryKind::Assistant,
+                text: reply.into(),
+                partial: false,
+                part: 0,
+                last_part: true,
+                tool_card: Default::default(),
+            }],
+            next_cursor: None,
+            complete: true,
+        }));
+        let shown = |t: &Transcript| {
+            let item = &t.items()[0];
+            assert!(reply_note(item).is_none());
+            text(&markdown::render(markdown(item).unwrap_or_default(), 40))
+        };
+        assert_eq!(shown(&live), shown(&saved));
+        assert_eq!(
+            shown(&saved),
+            ["First line", "second line", "", "• a", "• b", "", "  ls"]
+        );
+    }
+
+    #[test]
+    fn a_prompt_keeps_its_lines_under_the_mark() {
+        assert_eq!(
+            text(&prompt_rows("one two three\nfour", " (sending)", 12)),
+            ["› one two", "  three", "  four", "  (sending)"]
+        );
+        assert_eq!(text(&prompt_rows("hi", "", 10)), ["› hi"]);
     }
 }

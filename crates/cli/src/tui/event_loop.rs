@@ -16,19 +16,41 @@ const FRAME: Duration = Duration::from_millis(16);
 /// Frame times kept for the statistics, at most.
 const FRAME_SAMPLES: usize = 65_536;
 
-/// How long frames took to draw, written on exit to the file `MAGI_TUI_STATS` names
-/// (for the benchmark; nothing is kept or written without it).
+/// How long frames took to draw, and how long after its read each input was on
+/// screen (to the end of the frame that showed it), written on exit to the file
+/// `MAGI_TUI_STATS` names (for the benchmark; nothing is kept or written without it).
 #[derive(Default)]
 struct FrameStats {
     samples: Vec<Duration>,
     frames: u64,
+    /// Frames that took longer than [`FRAME`].
+    slow: u64,
+    /// When each input handled since the last frame was read.
+    unseen: Vec<Instant>,
+    inputs: Vec<Duration>,
 }
 
 impl FrameStats {
     fn record(&mut self, took: Duration) {
         self.frames += 1;
+        if took > FRAME {
+            self.slow += 1;
+        }
         if self.samples.len() < FRAME_SAMPLES {
             self.samples.push(took);
+        }
+        let shown = Instant::now();
+        for read_at in self.unseen.drain(..) {
+            if self.inputs.len() < FRAME_SAMPLES {
+                self.inputs.push(shown.duration_since(read_at));
+            }
+        }
+    }
+
+    /// An input read at `read_at` was handled; the next frame shows it.
+    fn input(&mut self, read_at: Instant) {
+        if self.unseen.len() < FRAME_SAMPLES {
+            self.unseen.push(read_at);
         }
     }
 
@@ -36,17 +58,27 @@ impl FrameStats {
         let Some(path) = std::env::var_os("MAGI_TUI_STATS") else {
             return;
         };
-        self.samples.sort();
-        let at = |q: f64| {
-            self.samples
-                .get(((self.samples.len() as f64 - 1.0) * q).round() as usize)
-                .map_or(0.0, |d| d.as_secs_f64() * 1000.0)
+        let quantiles = |samples: &mut Vec<Duration>| {
+            samples.sort();
+            let at = |q: f64| {
+                samples
+                    .get(((samples.len() as f64 - 1.0) * q).round() as usize)
+                    .map_or(0.0, |d| d.as_secs_f64() * 1000.0)
+            };
+            (at(0.5), at(0.95), at(1.0))
         };
+        let (median, p95, max) = quantiles(&mut self.samples);
+        let (input_median, input_p95, input_max) = quantiles(&mut self.inputs);
         let stats = json!({
             "frames": self.frames,
-            "median_ms": at(0.5),
-            "p95_ms": at(0.95),
-            "max_ms": at(1.0),
+            "median_ms": median,
+            "p95_ms": p95,
+            "max_ms": max,
+            "frames_over_16ms": self.slow,
+            "inputs": self.inputs.len(),
+            "input_to_frame_median_ms": input_median,
+            "input_to_frame_p95_ms": input_p95,
+            "input_to_frame_max_ms": input_max,
         });
         let _ = std::fs::write(path, stats.to_string());
     }
@@ -58,7 +90,7 @@ impl App {
         &mut self,
         backend: &mut Backend,
         terminal: &mut Screen,
-        inputs: &mut mpsc::Receiver<TermInput>,
+        inputs: &mut mpsc::Receiver<(Instant, TermInput)>,
     ) -> anyhow::Result<()> {
         let mut frames = FrameStats::default();
         let result = self
@@ -74,7 +106,7 @@ impl App {
         &mut self,
         backend: &mut Backend,
         terminal: &mut Screen,
-        inputs: &mut mpsc::Receiver<TermInput>,
+        inputs: &mut mpsc::Receiver<(Instant, TermInput)>,
         frames: &mut FrameStats,
     ) -> anyhow::Result<()> {
         let mut dirty = true;
@@ -103,7 +135,8 @@ impl App {
                     continue;
                 }
                 input = inputs.recv() => {
-                    let Some(input) = input else { return Ok(()) };
+                    let Some((read_at, input)) = input else { return Ok(()) };
+                    frames.input(read_at);
                     dirty = true;
                     // Input is drawn at once, whatever streams.
                     last_draw = Instant::now() - FRAME;

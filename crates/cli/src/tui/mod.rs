@@ -84,7 +84,7 @@ pub fn run(target: Target) -> ExitCode {
 async fn session(
     target: &Target,
     terminal: &mut terminal::Screen,
-    inputs: &mut tokio::sync::mpsc::Receiver<terminal::TermInput>,
+    inputs: &mut tokio::sync::mpsc::Receiver<(std::time::Instant, terminal::TermInput)>,
 ) -> anyhow::Result<Option<String>> {
     let mut backend = loop {
         match backend::start_backend().await? {

@@ -39,7 +39,7 @@ pub(super) fn is_setup_problem(code: ErrorCode) -> bool {
 /// Shows the screen for the refusal `code` until the person retries or quits.
 pub(super) async fn guide(
     terminal: &mut Screen,
-    inputs: &mut mpsc::Receiver<TermInput>,
+    inputs: &mut mpsc::Receiver<(std::time::Instant, TermInput)>,
     code: ErrorCode,
 ) -> anyhow::Result<SetupChoice> {
     let problem = crate::explain::initialize_failed(code, &[]).to_string();
@@ -63,7 +63,7 @@ pub(super) async fn guide(
             );
             frame.render_widget(Paragraph::new(keys.clone()), footer);
         })?;
-        let Some(input) = inputs.recv().await else {
+        let Some((_, input)) = inputs.recv().await else {
             return Ok(SetupChoice::Quit);
         };
         let page = terminal

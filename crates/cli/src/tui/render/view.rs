@@ -10,9 +10,9 @@
 //! by the piece's text or the entry's revision: an entry that changes (the reply
 //! streaming, an activity running) is laid out again, a settled one is not.
 
-use std::collections::HashMap;
-use std::hash::{DefaultHasher, Hash, Hasher};
-use std::ops::Range;
+mod bounded;
+mod plan;
+
 use std::rc::Rc;
 
 use magi_client::fold::{Item, Stamp};
@@ -20,6 +20,8 @@ use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::text::Line;
 
 use super::{markdown, transcript};
+use bounded::Bounded;
+use plan::{Piece, PieceKey, Plan};
 
 /// The rows of laid-out pieces kept, beyond those on screen.
 const CACHE_ROWS: usize = 8_192;
@@ -49,31 +51,6 @@ struct Pos {
     item: usize,
     piece: usize,
     row: usize,
-}
-
-/// What a piece's rows are kept under: the same key at the same width is the same rows.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-enum PieceKey {
-    /// Markdown text, by its hash and length.
-    Text { hash: u64, len: usize },
-    /// An entry drawn whole, at one revision.
-    Entry(u64),
-    /// The note under a reply, at one revision.
-    Note(u64),
-}
-
-/// One piece of an entry.
-#[derive(Debug, Clone)]
-struct Piece {
-    key: PieceKey,
-    /// The markdown text it is, for a reply's piece.
-    text: Option<Range<usize>>,
-}
-
-/// An entry's pieces, at one revision.
-struct Plan {
-    revision: u64,
-    pieces: Rc<[Piece]>,
 }
 
 /// The transcript's scroll position and its laid-out rows.
@@ -400,42 +377,14 @@ impl View {
         let (Some(entry), Some(stamp)) = (ctx.items.get(item), ctx.stamps.get(item)) else {
             return Rc::from([]);
         };
-        if let Some(plan) = self.plans.get(&stamp.id, self.frame)
+        let old = self.plans.get(&stamp.id, self.frame);
+        if let Some(plan) = old
             && plan.revision == stamp.revision
         {
             return plan.pieces.clone();
         }
-        let mut pieces: Vec<Piece> = match transcript::markdown(entry) {
-            Some(text) => markdown::pieces(text)
-                .into_iter()
-                .map(|range| {
-                    let mut hasher = DefaultHasher::new();
-                    text[range.clone()].hash(&mut hasher);
-                    Piece {
-                        key: PieceKey::Text {
-                            hash: hasher.finish(),
-                            len: range.len(),
-                        },
-                        text: Some(range),
-                    }
-                })
-                .collect(),
-            None => vec![Piece {
-                key: PieceKey::Entry(stamp.revision),
-                text: None,
-            }],
-        };
-        if transcript::reply_note(entry).is_some() {
-            pieces.push(Piece {
-                key: PieceKey::Note(stamp.revision),
-                text: None,
-            });
-        }
-        let pieces: Rc<[Piece]> = pieces.into();
-        let plan = Plan {
-            revision: stamp.revision,
-            pieces: pieces.clone(),
-        };
+        let plan = Plan::new(entry, *stamp, old);
+        let pieces = plan.pieces.clone();
         self.plans.insert(stamp.id, plan, 1, self.frame);
         pieces
     }
@@ -480,65 +429,6 @@ impl View {
         self.rows
             .insert(key, rows.clone(), rows.len() + 1, self.frame);
         rows
-    }
-}
-
-/// A map bounded by the cost of its entries: past the bound, the entries least
-/// recently used go, but never one used in the current frame.
-struct Bounded<K, V> {
-    entries: HashMap<K, (V, usize, u64)>,
-    cost: usize,
-    bound: usize,
-}
-
-impl<K: Hash + Eq + Clone, V> Bounded<K, V> {
-    fn new(bound: usize) -> Bounded<K, V> {
-        Bounded {
-            entries: HashMap::new(),
-            cost: 0,
-            bound,
-        }
-    }
-
-    fn get(&mut self, key: &K, frame: u64) -> Option<&V> {
-        let entry = self.entries.get_mut(key)?;
-        entry.2 = frame;
-        Some(&entry.0)
-    }
-
-    fn insert(&mut self, key: K, value: V, cost: usize, frame: u64) {
-        self.cost += cost;
-        if let Some((_, old, _)) = self.entries.insert(key, (value, cost, frame)) {
-            self.cost -= old;
-        }
-    }
-
-    /// Drops the least recently used entries until the cost is within three quarters
-    /// of the bound (so trimming is rare), keeping those of `frame`.
-    fn trim(&mut self, frame: u64) {
-        if self.cost <= self.bound {
-            return;
-        }
-        let mut by_age: Vec<(u64, K)> = self
-            .entries
-            .iter()
-            .filter(|(_, (_, _, used))| *used != frame)
-            .map(|(key, (_, _, used))| (*used, key.clone()))
-            .collect();
-        by_age.sort_unstable_by_key(|(used, _)| *used);
-        for (_, key) in by_age {
-            if self.cost <= self.bound / 4 * 3 {
-                break;
-            }
-            if let Some((_, cost, _)) = self.entries.remove(&key) {
-                self.cost -= cost;
-            }
-        }
-    }
-
-    #[cfg(test)]
-    fn cost(&self) -> usize {
-        self.cost
     }
 }
 

@@ -13,7 +13,10 @@
 //! turn; the model's questions (`user.questions`) replace the transcript with a picker
 //! (Up/Down move, Space picks in a multi-select, Enter answers, words typed answer in
 //! the person's own words, Esc declines); Ctrl-O picks a session of this directory to reopen (`session.list`,
-//! `session.open`); Ctrl-C quits.
+//! `session.open`); Ctrl-C quits. PageUp and PageDown scroll the transcript, Home and
+//! End go to its top and bottom (with an empty composer; Ctrl-Home and Ctrl-End
+//! always), and so does the mouse wheel; a view scrolled up stays put while output
+//! arrives below, and says so.
 //!
 //! The module is cut along its seams: [`terminal`] owns the screen and the key reader,
 //! [`keys`] turns a key into an [`Action`], [`event_loop`] interleaves keys and backend

@@ -52,12 +52,13 @@ impl App {
                     wrap_lines(&[line], width)
                 });
                 let below = queued.as_ref().map_or(0, Vec::len).min(height);
-                let mut shown = self.view.rows(
-                    self.transcript.items(),
-                    self.transcript.stamps(),
-                    width,
-                    height - below,
-                );
+                let entries = view::Entries {
+                    items: self.transcript.items(),
+                    stamps: self.transcript.stamps(),
+                    draw: &transcript::entry_rows,
+                    look: 0,
+                };
+                let mut shown = self.view.rows(&entries, width, height - below);
                 shown.extend(queued.into_iter().flatten().take(below));
                 shown
             }

@@ -36,6 +36,12 @@ pub(super) fn reply_note(item: &Item) -> Option<Line<'static>> {
     Some(styled(note.to_owned(), Color::Magenta))
 }
 
+/// Whether an entry's rows change without a new revision (a running call shows its
+/// elapsed time), so they are drawn again each frame rather than kept.
+pub(super) fn changing(item: &Item) -> bool {
+    matches!(item, Item::Activity(a) if a.state == ActivityDisplay::Started)
+}
+
 /// Whether a blank row goes between `previous` and `item`: between everything but
 /// consecutive tool lines (activities and approvals), which stay together.
 pub(super) fn separated(previous: &Item, item: &Item) -> bool {

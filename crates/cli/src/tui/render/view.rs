@@ -66,7 +66,7 @@ pub(in crate::tui) struct View {
     height: usize,
     frame: u64,
     plans: Bounded<u64, Plan>,
-    rows: Bounded<(PieceKey, usize, bool), Rc<[Line<'static>]>>,
+    rows: Bounded<(PieceKey, usize, bool, u64), Rc<[Line<'static>]>>,
     /// Pieces laid out so far (for the tests of what a frame costs).
     #[cfg(test)]
     laid_out: usize,
@@ -89,10 +89,26 @@ impl Default for View {
     }
 }
 
+/// The entries a view shows, and how those not written in markdown are drawn.
+pub(in crate::tui) struct Entries<'a> {
+    /// The fold's entries.
+    pub(in crate::tui) items: &'a [Item],
+    /// Their stamps, at the same indexes.
+    pub(in crate::tui) stamps: &'a [Stamp],
+    /// Draws an entry that is not a reply at a width (a prompt, an activity and its
+    /// card, an approval, a diagnostic).
+    pub(in crate::tui) draw: &'a dyn Fn(&Item, usize) -> Vec<Line<'static>>,
+    /// Changes when something besides the entries changes how `draw` draws them (a
+    /// card expanded, say): entries drawn under another look are drawn again.
+    pub(in crate::tui) look: u64,
+}
+
 /// What a draw reads.
 struct Ctx<'a> {
     items: &'a [Item],
     stamps: &'a [Stamp],
+    draw: &'a dyn Fn(&Item, usize) -> Vec<Line<'static>>,
+    look: u64,
     width: usize,
 }
 
@@ -150,16 +166,18 @@ impl View {
     /// The rows on screen, `height` of them at most, each at most `width` cells.
     pub(super) fn rows(
         &mut self,
-        items: &[Item],
-        stamps: &[Stamp],
+        entries: &Entries<'_>,
         width: usize,
         height: usize,
     ) -> Vec<Line<'static>> {
         self.frame += 1;
         self.height = height.max(1);
+        let (items, stamps) = (entries.items, entries.stamps);
         let ctx = Ctx {
             items,
             stamps,
+            draw: entries.draw,
+            look: entries.look,
             width,
         };
         let end = stamps.last().map(|s| (stamps.len(), s.revision));
@@ -406,7 +424,15 @@ impl View {
             // Markdown pieces are top-level blocks, a row apart; a note sits right under.
             _ => !matches!(spec.key, PieceKey::Note(_)),
         };
-        let key = (spec.key.clone(), ctx.width, gap);
+        // What else the rows depend on: the look for what `draw` draws, and, for an
+        // entry that changes without a new revision (a running call's elapsed time),
+        // the frame, so it is drawn once a frame.
+        let context = match spec.key {
+            PieceKey::Text { .. } => 0,
+            PieceKey::Entry(_) if transcript::changing(entry) => self.frame,
+            PieceKey::Entry(_) | PieceKey::Note(_) => ctx.look,
+        };
+        let key = (spec.key.clone(), ctx.width, gap, context);
         if let Some(rows) = self.rows.get(&key, self.frame) {
             return rows.clone();
         }
@@ -416,7 +442,7 @@ impl View {
                 markdown::render(text.get(range.clone()).unwrap_or_default(), ctx.width)
             }
             (PieceKey::Note(_), _) => transcript::reply_note(entry).into_iter().collect(),
-            _ => transcript::entry_rows(entry, ctx.width),
+            _ => (ctx.draw)(entry, ctx.width),
         };
         if gap && !rows.is_empty() {
             rows.insert(0, Line::default());

@@ -66,7 +66,13 @@ fn delta(part: u64, text: &str) -> FoldInput {
 }
 
 fn draw(view: &mut View, t: &Transcript) -> Vec<String> {
-    view.rows(t.items(), t.stamps(), WIDTH, HEIGHT)
+    let entries = Entries {
+        items: t.items(),
+        stamps: t.stamps(),
+        draw: &transcript::entry_rows,
+        look: 0,
+    };
+    view.rows(&entries, WIDTH, HEIGHT)
         .iter()
         .map(|l| l.spans.iter().map(|s| s.content.as_ref()).collect())
         .collect()
@@ -222,4 +228,43 @@ fn history_replacing_the_entries_keeps_the_view_near_where_it_was() {
     }));
     assert_ne!(again.stamps()[1].id, t.stamps()[1].id);
     assert_eq!(draw(&mut view, &again), reading);
+}
+
+#[test]
+fn a_running_call_is_drawn_each_frame_and_a_new_look_draws_again() {
+    use magi_protocol::messages::{Activity, ActivityKind, ActivityState};
+    // Short enough that the prompt is on screen with the call.
+    let mut t = history(1, 3);
+    t.apply(FoldInput::Event(Event::Activity(Activity {
+        session_id: "s".into(),
+        run_id: "r".into(),
+        activity_id: "a1".into(),
+        kind: ActivityKind::Tool,
+        state: ActivityState::Started,
+        name: "bash".into(),
+        summary: "sleep 5".into(),
+    })));
+    let drawn = std::cell::Cell::new(0);
+    let draw = |item: &Item, width: usize| {
+        drawn.set(drawn.get() + 1);
+        transcript::entry_rows(item, width)
+    };
+    let mut view = View::default();
+    let mut frame = |look: u64| {
+        let entries = Entries {
+            items: t.items(),
+            stamps: t.stamps(),
+            draw: &draw,
+            look,
+        };
+        view.rows(&entries, WIDTH, HEIGHT)
+    };
+    frame(0);
+    let first = drawn.get();
+    frame(0);
+    // Only the running call again (its elapsed time moves without a new revision).
+    assert_eq!(drawn.get(), first + 1);
+    // Another look draws the settled entry on screen (the prompt) again too.
+    frame(1);
+    assert_eq!(drawn.get(), first + 3);
 }

@@ -26,8 +26,12 @@ use magi_testkit::{MockServer, Reply};
 
 const COLUMNS: &str = "120";
 const ROWS: &str = "40";
-/// Keys typed while the reply streams.
-const KEYS: usize = 20;
+/// Keys typed while the reply streams, one every [`KEY_GAP`].
+const KEYS: usize = 40;
+const KEY_GAP: Duration = Duration::from_millis(150);
+/// The mock's pause before each event of the streamed reply, so it streams for
+/// seconds and the keys land while it does.
+const DELTA_GAP: Duration = Duration::from_millis(1);
 /// Lines of the reply already in the transcript when the stream starts.
 const HISTORY_LINES: usize = 5_000;
 const DELTAS: usize = 10_000;
@@ -58,7 +62,9 @@ impl Mc {
                 "-e",
                 "MAGI_PROVIDER=openai-chat",
                 "-e",
-                "MAGI_MODEL=bench-model",
+                // A model with a window of a million tokens, so the long transcript
+                // never calls for compaction (the mock has no summary queued).
+                "MAGI_MODEL=gpt-4.1",
             ])
             .arg("-e")
             .arg(format!("OPENAI_BASE_URL={}", mock.base_url()))
@@ -188,7 +194,11 @@ fn ms(d: &Duration) -> f64 {
 async fn frames_and_keys() {
     let mock = MockServer::start().await;
     mock.enqueue(long_reply(HISTORY_LINES));
-    mock.enqueue(Reply::stream().text((0..DELTAS).map(|i| format!("w{i} "))));
+    mock.enqueue(
+        Reply::stream()
+            .text((0..DELTAS).map(|i| format!("w{i} ")))
+            .chunk_delay(DELTA_GAP),
+    );
     let mc = Mc::start(&mock, "frames");
     mc.ask("fill the transcript", &format!("line {HISTORY_LINES:06}"));
     mc.type_text("stream please");
@@ -197,7 +207,12 @@ async fn frames_and_keys() {
     // Keys typed while the reply streams: each must show in the composer.
     let mut latencies = Vec::new();
     let mut typed = String::new();
+    let last = format!("w{}", DELTAS - 1);
     for n in 0..KEYS {
+        std::thread::sleep(KEY_GAP);
+        if mc.screen().contains(&last) {
+            break;
+        }
         let key = char::from(b'a' + (n % 26) as u8).to_string();
         typed.push_str(&key);
         mc.type_text(&key);
@@ -205,8 +220,11 @@ async fn frames_and_keys() {
             latencies.push(took);
         }
     }
-    let streamed = mc.wait_for(&format!("w{}", DELTAS - 1), Duration::from_secs(120));
+    let streamed = mc.wait_for(&last, Duration::from_secs(60));
     let total = started.elapsed();
+    if streamed.is_none() {
+        println!("  the end of the stream never showed:\n{}", mc.screen());
+    }
     let stats = mc.quit();
     latencies.sort();
     println!(
@@ -230,14 +248,17 @@ async fn frames_and_keys() {
     println!("  statistics from inside (frames; input read to end of its frame): {stats}");
 }
 
-/// Peak memory after a reply of `lines` lines scrolled from top to bottom.
-async fn memory_with(lines: usize) -> (f64, f64) {
+/// Memory after a reply of `lines` lines (peak and now), and after it was scrolled
+/// from top to bottom.
+async fn memory_with(lines: usize) -> ((f64, f64), (f64, f64)) {
     let mock = MockServer::start().await;
     mock.enqueue(long_reply(lines));
     let mc = Mc::start(&mock, &format!("memory-{lines}"));
     let pid = mc.pid();
+    let mut streamed = memory(pid);
     if lines > 0 {
         mc.ask("a long reply", &format!("line {lines:06}"));
+        streamed = memory(pid);
         mc.keys(&["Home"]);
         mc.wait_for("line 000001", Duration::from_secs(10)).unwrap();
         let batch = vec!["PageDown"; PAGE_BATCH];
@@ -246,13 +267,18 @@ async fn memory_with(lines: usize) -> (f64, f64) {
             mc.keys(&batch);
         }
     }
-    let figures = memory(pid);
+    let scrolled = memory(pid);
     mc.quit();
-    figures
+    (streamed, scrolled)
 }
 
-fn show_memory(label: &str, (peak, now): (f64, f64)) {
-    println!("  {label}: peak {peak:.1} MiB, at the end {now:.1} MiB");
+fn show_memory(
+    label: &str,
+    ((peak, now), (scrolled_peak, scrolled_now)): ((f64, f64), (f64, f64)),
+) {
+    println!(
+        "  {label}: peak {peak:.1} MiB, then {now:.1} MiB; after scrolling top to bottom peak {scrolled_peak:.1} MiB, then {scrolled_now:.1} MiB"
+    );
 }
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
@@ -265,7 +291,7 @@ async fn main() {
         let figures = memory_with(lines).await;
         show_memory(
             &format!(
-                "{lines}-line reply (~{} KiB of text), streamed, then scrolled top to bottom in {:.1} s",
+                "{lines}-line reply (~{} KiB of text; whole run {:.1} s)",
                 lines * 28 / 1024,
                 started.elapsed().as_secs_f64()
             ),

@@ -4,6 +4,7 @@
 
 mod bash;
 mod builtin;
+mod control;
 mod diagnostics;
 mod edit;
 mod editing;
@@ -28,6 +29,7 @@ use std::path::Path;
 use serde_json::Value;
 
 pub use builtin::{BuiltinTool, CardFamily, SubjectArgument, TranscriptLines};
+pub use control::{ControlRequest, cut_title, parse_control};
 pub use diagnostics::{Projection, process_diagnostics};
 pub use facts::{AppliedPreview, CommandFacts, Facts};
 pub use jobs::{JobNotice, take_notices};
@@ -233,6 +235,7 @@ fn dispatch(tool: BuiltinTool, arguments: &str, ctx: &ToolContext) -> ToolReport
         BuiltinTool::BashLog => jobs::run_log(&arguments),
         BuiltinTool::BashKill => jobs::run_kill(&arguments),
         BuiltinTool::Bash => bash::execute(&arguments, ctx),
+        BuiltinTool::MagiControl => control::run_elsewhere(),
     }
 }
 
@@ -339,6 +342,7 @@ mod tests {
                 BuiltinTool::Bash => limits::BASH_TOOL_MAX_TIMEOUT_MS.to_string(),
                 BuiltinTool::BashLog => limits::BASH_LOG_MAX_LINES.to_string(),
                 BuiltinTool::Read => limits::READ_TOOL_LINES.to_string(),
+                BuiltinTool::MagiControl => limits::TITLE_CHARS.to_string(),
                 // Nothing bounded to spell out.
                 BuiltinTool::AsyncBash | BuiltinTool::BashKill => continue,
             };

@@ -5,12 +5,12 @@ use anyhow::{Context, anyhow};
 use magi_client::fold::{FoldInput, PromptId, TURN_ID_RESERVE};
 use magi_client::{Backend, BackendCommand};
 use magi_protocol::messages::{
-    ApprovalAnswerParams, ApprovalScope, EmptyParams, HistoryPageParams, SessionListParams,
-    SessionOpenParams, TurnCancelParams, TurnStartParams,
+    ApprovalAnswerParams, ApprovalScope, EmptyParams, HistoryPageParams, SessionOpenParams,
+    TurnCancelParams, TurnStartParams,
 };
 use magi_protocol::methods;
 
-use super::{Answer, App, EXIT_WAIT, Picker};
+use super::{Answer, App, EXIT_WAIT};
 
 /// Starts this executable as a backend and initializes it with what Mission Control
 /// uses.
@@ -35,6 +35,15 @@ pub(super) async fn start_backend() -> anyhow::Result<Backend> {
             magi_protocol::names::APPROVAL_SCOPES,
             // The model may ask the person to choose.
             magi_protocol::names::USER_QUESTIONS,
+            // The slash commands: sessions past the 256 of `session.list`, the model
+            // catalog with its reasons and refresh, the switch, token usage and
+            // compaction on demand.
+            "session.discover",
+            "model.catalog",
+            "model.catalog.status",
+            "model.refresh",
+            "selection.set",
+            magi_protocol::names::SESSION_USAGE,
         ])
         .await?
         .map_err(|code| crate::explain::initialize_failed(code, &[]))?;
@@ -185,24 +194,6 @@ impl App {
             (Ok(_), true) => "questions declined".into(),
             (Err(code), _) => format!("the answer was refused: {}", code.as_str()),
         };
-        Ok(())
-    }
-
-    /// Opens the picker with this directory's sessions (the first page).
-    pub(super) async fn list_sessions(&mut self, backend: &mut Backend) -> anyhow::Result<()> {
-        let listed = backend
-            .call::<methods::SessionList>(&SessionListParams::default())
-            .await?;
-        match listed {
-            Ok(list) if list.sessions.is_empty() => self.status = "no sessions yet".into(),
-            Ok(list) => {
-                self.picker = Some(Picker {
-                    selected: list.sessions.len() - 1,
-                    sessions: list.sessions,
-                })
-            }
-            Err(code) => self.status = format!("session.list: {}", code.as_str()),
-        }
         Ok(())
     }
 

@@ -60,6 +60,7 @@ impl App {
         terminal: &mut Screen,
     ) -> anyhow::Result<()> {
         let mut inputs = spawn_input_reader();
+        self.refresh_selection(backend).await?;
         let mut frames = FrameStats::default();
         let result = self
             .event_loop(backend, terminal, &mut inputs, &mut frames)
@@ -112,11 +113,15 @@ impl App {
                         Action::Stop => self.stop(backend).await?,
                         Action::Answer(answer) => self.answer(backend, answer).await?,
                         Action::ListSessions => self.list_sessions(backend).await?,
-                        Action::OpenSession(id) => self.open_session(backend, id).await?,
+                        Action::Commands(request) => self.command(backend, request).await?,
                         Action::AnswerQuestions(answers) => {
                             self.answer_questions(backend, answers).await?
                         }
                     }
+                }
+                done = super::commands::finished(&mut self.op), if self.op.is_some() => {
+                    dirty = true;
+                    self.op_done(backend, done).await?;
                 }
                 incoming = backend.next_incoming() => {
                     dirty = true;
@@ -130,6 +135,7 @@ impl App {
                             }
                             // Questions still open when the run ends were settled by it.
                             Event::RunFinished(_) => self.question = None,
+                            Event::UsageUpdated(usage) => self.usage = Some(usage.clone()),
                             _ => {}
                         }
                         self.transcript.apply(FoldInput::Event(event));

@@ -18,32 +18,11 @@ impl App {
                 super::question::Step::Done(answers) => Action::AnswerQuestions(answers),
             };
         }
-        if let Some(picker) = &mut self.picker {
-            return match key.code {
-                KeyCode::Char('c' | 'd') if ctrl => Action::Quit,
-                KeyCode::Esc => {
-                    self.picker = None;
-                    Action::Nothing
-                }
-                KeyCode::Up => {
-                    picker.selected = picker.selected.saturating_sub(1);
-                    Action::Nothing
-                }
-                KeyCode::Down => {
-                    picker.selected =
-                        (picker.selected + 1).min(picker.sessions.len().saturating_sub(1));
-                    Action::Nothing
-                }
-                KeyCode::Enter => {
-                    let chosen = picker
-                        .sessions
-                        .get(picker.selected)
-                        .map(|s| s.session_id.clone());
-                    self.picker = None;
-                    chosen.map_or(Action::Nothing, Action::OpenSession)
-                }
-                _ => Action::Nothing,
-            };
+        if self.panel.is_some() {
+            if ctrl && matches!(key.code, KeyCode::Char('c' | 'd')) {
+                return Action::Quit;
+            }
+            return self.panel_key(key);
         }
         match key.code {
             KeyCode::Char('o') if ctrl && !self.transcript.run_active() => Action::ListSessions,
@@ -101,6 +80,7 @@ impl App {
                 }
                 Action::Nothing
             }
+            KeyCode::Enter if super::commands::is_command(&self.composer) => self.enter_command(),
             KeyCode::Enter if !self.composer.trim().is_empty() && !self.transcript.run_active() => {
                 let prompt = std::mem::take(&mut self.composer);
                 self.history.push(prompt.clone());

@@ -21,7 +21,6 @@
 //! and [`render`] draws the transcript and its cards.
 
 mod backend;
-#[allow(dead_code, reason = "wired into the composer and the loop next")]
 mod commands;
 mod event_loop;
 mod keys;
@@ -34,7 +33,7 @@ use std::time::Duration;
 
 use anyhow::anyhow;
 use magi_client::fold::{Approval, ApprovalState, FoldInput, Item, Transcript};
-use magi_protocol::messages::{EmptyParams, SessionListEntry, SessionResult};
+use magi_protocol::messages::{EmptyParams, SelectionStatus, SessionResult, UsageUpdated};
 use magi_protocol::methods;
 
 /// How long the backend gets to exit after `shutdown`.
@@ -82,7 +81,8 @@ enum Action {
     Stop,
     Answer(Answer),
     ListSessions,
-    OpenSession(String),
+    /// A slash command, or what its panel asks for.
+    Commands(commands::Request),
     /// Answers the open questions (`None` declines them).
     AnswerQuestions(Option<Vec<magi_protocol::messages::QuestionReply>>),
 }
@@ -99,12 +99,6 @@ enum Answer {
     Deny,
 }
 
-/// The session picker: this directory's sessions, one selected.
-struct Picker {
-    sessions: Vec<SessionListEntry>,
-    selected: usize,
-}
-
 /// Mission Control's state: the fold, the composer and its history.
 struct App {
     transcript: Transcript,
@@ -115,7 +109,17 @@ struct App {
     recall: Option<usize>,
     next_prompt: u64,
     status: String,
-    picker: Option<Picker>,
+    /// The panel of a slash command (help, status, changes, the pickers), over the
+    /// transcript.
+    panel: Option<commands::Panel>,
+    /// A command's request left in flight (compaction, a model-list fetch).
+    op: Option<commands::Op>,
+    /// The last `usage.updated` of this session.
+    usage: Option<UsageUpdated>,
+    /// The session's title, when one is known (from the session picker).
+    title: Option<String>,
+    /// The backend's current model selection (`status.selection`).
+    selection: Option<SelectionStatus>,
     /// The model's open questions (`user.questions`), while they wait.
     question: Option<question::QuestionPicker>,
 }
@@ -133,7 +137,11 @@ impl App {
             recall: None,
             next_prompt: 0,
             status: String::new(),
-            picker: None,
+            panel: None,
+            op: None,
+            usage: None,
+            title: None,
+            selection: None,
             question: None,
         }
     }

@@ -11,7 +11,7 @@ mod cards;
 mod transcript;
 mod wrap;
 
-use super::{App, Picker};
+use super::App;
 use wrap::wrap;
 
 impl App {
@@ -23,23 +23,26 @@ impl App {
             Constraint::Length(1),
         ])
         .areas(frame.area());
-        let width = usize::from(body.width.saturating_sub(2)).max(10);
-        let lines = match (&self.picker, &self.question) {
-            (Some(picker), _) => picker_lines(picker),
-            (None, Some(question)) => question.lines(),
-            (None, None) => self.transcript_lines(),
-        };
-        let lines = wrap(lines, width);
-        let height = usize::from(body.height.saturating_sub(2));
-        let first = lines.len().saturating_sub(height);
-        let shown: Vec<Line> = lines.into_iter().skip(first).collect();
-        frame.render_widget(
-            Paragraph::new(shown)
-                .block(Frame::default().borders(Borders::ALL).title(" magi-code ")),
-            body,
-        );
-        let hint = if self.picker.is_some() {
-            " sessions: Up/Down choose · Enter open · Esc back "
+        if let Some(panel) = &self.panel {
+            panel.draw(frame, body);
+        } else {
+            let width = usize::from(body.width.saturating_sub(2)).max(10);
+            let lines = match &self.question {
+                Some(question) => question.lines(),
+                None => self.transcript_lines(),
+            };
+            let lines = wrap(lines, width);
+            let height = usize::from(body.height.saturating_sub(2));
+            let first = lines.len().saturating_sub(height);
+            let shown: Vec<Line> = lines.into_iter().skip(first).collect();
+            frame.render_widget(
+                Paragraph::new(shown)
+                    .block(Frame::default().borders(Borders::ALL).title(" magi-code ")),
+                body,
+            );
+        }
+        let hint = if let Some(hint) = self.panel_hint() {
+            hint
         } else if let Some(question) = &self.question {
             question.hint()
         } else if let Some(approval) = self.pending_approval() {
@@ -75,29 +78,6 @@ impl App {
             status,
         );
     }
-}
-
-/// The picker's lines: one per session, the selected one marked.
-fn picker_lines(picker: &Picker) -> Vec<Line<'static>> {
-    let mut lines = vec![styled(
-        "Sessions of this directory:".to_owned(),
-        Color::Cyan,
-    )];
-    for (n, session) in picker.sessions.iter().enumerate() {
-        let mark = if n == picker.selected { "▶" } else { " " };
-        let text = format!(
-            "{mark} {}  {}  {}",
-            session.session_id,
-            session.updated_at.as_deref().unwrap_or("-"),
-            session.title.as_deref().unwrap_or("")
-        );
-        lines.push(if n == picker.selected {
-            styled(text, Color::Yellow)
-        } else {
-            Line::from(text)
-        });
-    }
-    lines
 }
 
 pub(super) fn styled(text: String, color: Color) -> Line<'static> {

@@ -224,6 +224,25 @@ async fn status_shows_the_session_model_paths_and_tokens() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn copy_sends_the_last_reply_to_the_terminals_clipboard() {
+    let mock = MockServer::start().await;
+    mock.enqueue(Reply::stream().text(["Copy ", "me: 世界 🌍"]));
+    let env = TestEnv::new();
+    let tmux = Tmux::start(&env, &vars(&mock));
+    tmux.accept_clipboard();
+    tmux.wait_for("idle");
+    command(&tmux, "/copy");
+    tmux.wait_for("no reply to copy yet");
+    command(&tmux, "say it");
+    tmux.wait_for("Copy me");
+    tmux.wait_for("· idle ·");
+    command(&tmux, "/copy");
+    tmux.wait_for("copied 13 characters (sent to the terminal's clipboard)");
+    assert_eq!(tmux.clipboard(), "Copy me: 世界 🌍");
+    tmux.key("C-c");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn compact_is_answered_and_diff_shows_the_changes() {
     let mock = MockServer::start().await;
     mock.enqueue(Reply::stream().tool_call(

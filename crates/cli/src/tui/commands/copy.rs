@@ -16,9 +16,9 @@ pub(super) fn copy_last_reply(transcript: &Transcript) -> String {
         .write_all(osc52(reply).as_bytes())
         .and_then(|()| out.flush());
     match written {
+        // Whether the terminal took it cannot be known: say what was done.
         Ok(()) => format!(
-            "copied {} characters: sent to the terminal's clipboard (OSC 52; some terminals \
-             ignore it)",
+            "copied {} characters (sent to the terminal's clipboard)",
             reply.chars().count()
         ),
         Err(e) => format!("the reply could not be written to the terminal: {e}"),

@@ -3,8 +3,8 @@
 //! lists, and, for a model with effort levels, a second choice of its effort.
 
 use magi_protocol::messages::{
-    Availability, CacheState, CatalogChoice, Effort, EffortRequest, EffortSupport,
-    ProviderCatalogStatus, SelectionStatus,
+    AuthenticationState, Availability, CacheState, CatalogChoice, Effort, EffortRequest,
+    EffortSupport, ProviderCatalogStatus, SelectionStatus,
 };
 use ratatui::crossterm::event::{KeyCode, KeyEvent};
 use ratatui::style::{Color, Modifier, Style};
@@ -56,21 +56,37 @@ impl ModelPicker {
         providers: &[ProviderCatalogStatus],
     ) -> ModelPicker {
         let provider = current.as_ref().and_then(|s| s.provider.clone());
-        let empty = catalog.choices.is_empty();
-        // With choices to pick from, only the providers that have enabled models are
-        // worth a word; with none, every reason may be the one.
-        let reasons = providers
-            .iter()
-            .filter(|p| empty || p.enabled_models > 0)
-            .flat_map(|p| p.reasons.iter().map(|r| reason(&p.provider, r)))
-            .collect();
         let mut refreshable: Vec<String> = providers
             .iter()
             .filter(|p| needs_refresh(p))
             .map(|p| p.provider.clone())
             .collect();
         if refreshable.is_empty() {
-            refreshable.extend(provider);
+            refreshable.extend(provider.clone());
+        }
+        // Only providers the person uses are worth a word: those with enabled models
+        // and the current one.
+        let relevant = |p: &&ProviderCatalogStatus| {
+            p.enabled_models > 0 || Some(&p.provider) == provider.as_ref()
+        };
+        let reasons: Vec<String> = providers
+            .iter()
+            .filter(relevant)
+            .flat_map(|p| {
+                // A list never fetched lacks the enabled models too; once is enough.
+                let no_cache = p.cache != CacheState::Ready;
+                p.reasons
+                    .iter()
+                    .filter(move |r| !(no_cache && *r == "enabled_model_not_cached"))
+                    .map(|r| reason(&p.provider, r, refreshable.contains(&p.provider)))
+            })
+            .collect();
+        let mut catalog = catalog;
+        if !reasons.is_empty() {
+            // The reasons say it provider by provider.
+            catalog
+                .notes
+                .retain(|n| n != &notice("provider_catalog_unavailable"));
         }
         let selected = current
             .as_ref()
@@ -315,14 +331,19 @@ pub(super) fn current(selection: Option<&SelectionStatus>) -> String {
 fn needs_refresh(p: &ProviderCatalogStatus) -> bool {
     let cache_short =
         p.cache != CacheState::Ready || p.reasons.iter().any(|r| r == "enabled_model_not_cached");
-    p.enabled_models > 0 && cache_short && !p.reasons.iter().any(|r| r == "provider_not_configured")
+    // Without its credential a fetch can only fail.
+    p.enabled_models > 0
+        && cache_short
+        && p.authentication != AuthenticationState::Unavailable
+        && !p.reasons.iter().any(|r| r == "provider_not_configured")
 }
 
-/// A `model.catalog.status` reason in words.
-fn reason(provider: &str, code: &str) -> String {
+/// A `model.catalog.status` reason in words; `fetchable` when `r` fetches its list.
+fn reason(provider: &str, code: &str, fetchable: bool) -> String {
+    let r = if fetchable { " (r fetches it)" } else { "" };
     let said = match code {
-        "cache_missing" => "its model list was never fetched (r fetches it)".to_owned(),
-        "cache_invalid" => "its saved model list is unreadable (r fetches it again)".to_owned(),
+        "cache_missing" => format!("its model list was never fetched{r}"),
+        "cache_invalid" => format!("its saved model list is unreadable{r}"),
         "cache_empty" => "its saved model list is empty".to_owned(),
         "authentication_unavailable" => "its credential is missing".to_owned(),
         "no_enabled_models" => format!(
@@ -330,7 +351,7 @@ fn reason(provider: &str, code: &str) -> String {
              enabled in settings)"
         ),
         "enabled_model_not_cached" => {
-            "an enabled model is not in its saved model list (r fetches the list)".to_owned()
+            format!("an enabled model is not in its saved model list{r}")
         }
         "provider_not_configured" => {
             "named in [providers.catalog] enabled but not defined in settings".to_owned()
@@ -459,7 +480,7 @@ mod tests {
         let status = |provider: &str, cache, enabled, reasons: &[&str]| ProviderCatalogStatus {
             provider: provider.into(),
             cache,
-            authentication: magi_protocol::messages::AuthenticationState::Available,
+            authentication: AuthenticationState::Available,
             enabled_models: enabled,
             cached_models: 0,
             reasons: reasons.iter().map(|r| (*r).to_owned()).collect(),
@@ -471,14 +492,27 @@ mod tests {
                 0,
                 &["cache_missing", "no_enabled_models"],
             ),
-            status("openai-chat", CacheState::Missing, 1, &["cache_missing"]),
+            status(
+                "openai",
+                CacheState::Missing,
+                0,
+                &["cache_missing", "no_enabled_models"],
+            ),
+            status(
+                "openai-chat",
+                CacheState::Missing,
+                1,
+                &["cache_missing", "enabled_model_not_cached"],
+            ),
         ];
         let catalog = Catalog {
             revision: "cat1".into(),
             choices: Vec::new(),
             notes: vec![notice("provider_catalog_unavailable")],
         };
-        let picker = ModelPicker::new(catalog, None, &providers);
+        let mut current = selection("openai", "gpt-4.1", Effort::Default);
+        current.effort_support = EffortSupport::Unknown;
+        let picker = ModelPicker::new(catalog, Some(current), &providers);
         assert_eq!(picker.refreshable, ["openai-chat"]);
         let text: Vec<String> = picker
             .view()
@@ -486,22 +520,18 @@ mod tests {
             .iter()
             .map(|l| l.spans.iter().map(|s| s.content.as_ref()).collect())
             .collect();
-        assert_eq!(text[0], "Current: unknown");
-        assert!(
-            text.contains(
-                &"openai-chat: its model list was never fetched (r fetches it)".to_owned()
-            ),
-            "{text:?}"
+        assert_eq!(
+            text[..5],
+            [
+                "Current: openai/gpt-4.1",
+                "openai: its model list was never fetched",
+                "openai: none of its models is enabled (add \"openai/<model>\" to \
+                 [providers.catalog] enabled in settings)",
+                "openai-chat: its model list was never fetched (r fetches it)",
+                "r fetches the model list of openai-chat",
+            ]
         );
-        assert!(
-            text.iter()
-                .any(|l| l.starts_with("anthropic: none of its models is enabled")),
-            "{text:?}"
-        );
-        assert!(
-            text.contains(&"r fetches the model list of openai-chat".to_owned()),
-            "{text:?}"
-        );
+        assert!(text.iter().all(|l| !l.starts_with("anthropic")), "{text:?}");
     }
 
     #[test]

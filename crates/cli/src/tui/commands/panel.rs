@@ -3,8 +3,9 @@
 
 use ratatui::crossterm::event::{KeyCode, KeyEvent};
 use ratatui::layout::Rect;
-use ratatui::text::Line;
+use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph};
+use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
 
 use super::Request;
 use super::model::ModelPicker;
@@ -80,12 +81,32 @@ impl Panel {
         }
     }
 
-    /// Draws the panel in `area`, bordered and titled.
+    /// Draws the panel in `area`, bordered and titled, its lines wrapped to the width.
     pub(in crate::tui) fn draw(&self, frame: &mut ratatui::Frame, area: Rect) {
         let view = self.view();
+        let width = usize::from(area.width.saturating_sub(2)).max(1);
         let height = usize::from(area.height.saturating_sub(2)).max(1);
-        let first = first_shown(view.anchor, view.lines.len(), height);
-        let shown: Vec<Line> = view.lines.into_iter().skip(first).take(height).collect();
+        // The anchor names a line of the view; it moves to where that line's first row
+        // lands once the lines before it are wrapped.
+        let (index, focus_last) = match view.anchor {
+            Anchor::Scroll(line) => (line, false),
+            Anchor::Focus(line) => (line, true),
+        };
+        let mut rows = Vec::new();
+        let mut at = 0;
+        for (n, line) in view.lines.into_iter().enumerate() {
+            if n == index {
+                at = rows.len();
+            }
+            rows.extend(wrap(line, width));
+        }
+        let anchor = if focus_last {
+            Anchor::Focus(at)
+        } else {
+            Anchor::Scroll(at)
+        };
+        let first = first_shown(anchor, rows.len(), height);
+        let shown: Vec<Line> = rows.into_iter().skip(first).take(height).collect();
         frame.render_widget(
             Paragraph::new(shown).block(
                 Block::default()
@@ -94,6 +115,82 @@ impl Panel {
             ),
             area,
         );
+    }
+}
+
+/// A line cut into rows of at most `width` display cells, between words where it can
+/// and never inside a character; rows after the first are indented by two cells.
+fn wrap(line: Line<'static>, width: usize) -> Vec<Line<'static>> {
+    if line.width() <= width || width <= INDENT.len() + 1 {
+        return vec![line];
+    }
+    let mut rows = Rows {
+        style: line.style,
+        done: Vec::new(),
+        row: Vec::new(),
+        used: 0,
+    };
+    for span in &line.spans {
+        for word in span.content.split_inclusive(' ') {
+            let cells = word.trim_end_matches(' ').width();
+            if rows.used + cells > width && rows.used > INDENT.len() {
+                rows.next_row();
+            }
+            if rows.used + cells <= width {
+                rows.push(word, span.style);
+                continue;
+            }
+            // A word longer than a row is cut between its characters.
+            for c in word.chars() {
+                if rows.used + c.width().unwrap_or(0) > width {
+                    rows.next_row();
+                }
+                rows.push(c.encode_utf8(&mut [0; 4]), span.style);
+            }
+        }
+    }
+    rows.next_row();
+    rows.done
+}
+
+/// What a continued row starts with.
+const INDENT: &str = "  ";
+
+/// The rows of a line being wrapped.
+struct Rows {
+    style: ratatui::style::Style,
+    done: Vec<Line<'static>>,
+    row: Vec<Span<'static>>,
+    used: usize,
+}
+
+impl Rows {
+    fn push(&mut self, text: &str, style: ratatui::style::Style) {
+        // A continued row does not start with the space its word was cut at.
+        let text = if self.used == INDENT.len() && !self.done.is_empty() {
+            text.trim_start_matches(' ')
+        } else {
+            text
+        };
+        self.used += text.width();
+        self.row.push(Span::styled(text.to_owned(), style));
+    }
+
+    /// Ends the row (without the spaces it ends with) and starts a continued one.
+    fn next_row(&mut self) {
+        let mut row = std::mem::take(&mut self.row);
+        while let Some(last) = row.last_mut() {
+            let kept = last.content.trim_end_matches(' ').to_owned();
+            if kept.is_empty() {
+                row.pop();
+            } else {
+                last.content = kept.into();
+                break;
+            }
+        }
+        self.done.push(Line::from(row).style(self.style));
+        self.row.push(Span::raw(INDENT));
+        self.used = INDENT.len();
     }
 }
 
@@ -149,6 +246,29 @@ impl TextPanel {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn text(line: &Line) -> String {
+        line.spans.iter().map(|s| s.content.as_ref()).collect()
+    }
+
+    #[test]
+    fn a_long_line_wraps_by_display_width_without_cutting_a_character() {
+        let rows: Vec<String> = wrap(Line::from("ab 模型二 😀xyz"), 6)
+            .iter()
+            .map(text)
+            .collect();
+        assert_eq!(rows, ["ab", "  模型", "  二", "  😀xy", "  z"]);
+        let rows: Vec<String> = wrap(Line::from("add the model to settings"), 12)
+            .iter()
+            .map(text)
+            .collect();
+        assert_eq!(rows, ["add the", "  model to", "  settings"]);
+        for row in wrap(Line::from("模型".repeat(20)), 7) {
+            assert!(row.width() <= 7, "{}", text(&row));
+        }
+        let short = Line::from("fits");
+        assert_eq!(wrap(short.clone(), 4), [short]);
+    }
 
     #[test]
     fn a_scrolled_text_stops_at_its_end_and_a_focus_stays_in_view() {

@@ -47,7 +47,7 @@ pub(super) fn help() -> TextPanel {
     lines.push(Line::default());
     lines.push(heading("Keys"));
     for (key, what) in KEYS {
-        lines.push(Line::from(format!("  {key:<10} {what}")));
+        lines.push(Line::from(format!("  {key:<11} {what}")));
     }
     TextPanel::new("Help", lines)
 }
@@ -118,12 +118,16 @@ fn usage(usage: Option<&UsageUpdated>) -> (String, String) {
         return (none.clone(), none);
     };
     let count = |n: Option<u64>| n.map_or_else(unknown, thousands);
+    let part = |n: Option<u64>, what: &str| match n {
+        Some(n) => format!("{} {what}", thousands(n)),
+        None => format!("{what} unknown"),
+    };
     let tokens = format!(
-        "last request: {} in ({} cached), {} out ({} reasoning)",
+        "last request: {} in ({}), {} out ({})",
         count(u.input_tokens),
-        count(u.cached_input_tokens),
+        part(u.cached_input_tokens, "cached"),
         count(u.output_tokens),
-        count(u.reasoning_tokens),
+        part(u.reasoning_tokens, "reasoning"),
     );
     let context = match (u.context_used, u.context_window) {
         (Some(used), Some(window)) if window > 0 => {
@@ -273,7 +277,7 @@ mod tests {
         assert_eq!(
             usage(Some(&u)),
             (
-                "last request: 1,200 in (1,024 cached), 80 out (unknown reasoning)".to_owned(),
+                "last request: 1,200 in (1,024 cached), 80 out (reasoning unknown)".to_owned(),
                 "1,280 of 32,768 used, 31,488 left (96%)".to_owned()
             )
         );

@@ -1,5 +1,6 @@
-//! Every request Mission Control makes of its backend: starting and renewing it, turns,
-//! cancellation, approvals, and sessions and their history.
+//! The requests Mission Control makes of its backend for turns: starting and renewing
+//! it, turns, cancellation, approvals, reopening a session and its history. The slash
+//! commands' requests are in `commands::run`.
 
 use anyhow::{Context, anyhow};
 use magi_client::fold::{FoldInput, PromptId, TURN_ID_RESERVE};

@@ -12,13 +12,16 @@
 //! `approval.scopes`, offered when there is one) or `n` (deny); Esc stops the running
 //! turn; the model's questions (`user.questions`) replace the transcript with a picker
 //! (Up/Down move, Space picks in a multi-select, Enter answers, words typed answer in
-//! the person's own words, Esc declines); Ctrl-O picks a session of this directory to reopen (`session.list`,
-//! `session.open`); Ctrl-C quits.
+//! the person's own words, Esc declines); Ctrl-O (or `/sessions`) picks a session of
+//! this directory to reopen (`session.discover`, `session.open`); Ctrl-C quits.
+//! Slash commands (`/help` lists them) open panels over the transcript or switch the
+//! session or the model.
 //!
 //! The module is cut along its seams: [`terminal`] owns the screen and the key reader,
 //! [`keys`] turns a key into an [`Action`], [`event_loop`] interleaves keys and backend
-//! frames and paces the drawing, [`backend`] is every request Mission Control makes,
-//! and [`render`] draws the transcript and its cards.
+//! frames and paces the drawing, [`backend`] is the requests of turns, approvals and
+//! history, [`commands`] the slash commands with their panels and requests, and
+//! [`render`] draws the transcript and its cards.
 
 mod backend;
 mod commands;

@@ -132,7 +132,10 @@ impl App {
                             Event::QuestionAsked(asked) => {
                                 self.question =
                                     Some(super::question::QuestionPicker::new((**asked).clone()));
+                                // What the run asks is answered before any panel is read.
+                                self.panel = None;
                             }
+                            Event::ApprovalRequested(_) => self.panel = None,
                             // Questions still open when the run ends were settled by it.
                             Event::RunFinished(_) => self.question = None,
                             Event::UsageUpdated(usage) => self.usage = Some(usage.clone()),

@@ -275,3 +275,32 @@ async fn compact_is_answered_and_diff_shows_the_changes() {
     assert!(log.contains("\"kind\":\"compaction\""), "{log}");
     tmux.key("C-c");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_panel_gives_way_to_an_approval() {
+    let mock = MockServer::start().await;
+    mock.enqueue(
+        Reply::stream()
+            .tool_call(
+                "w1",
+                "write",
+                ["{\"path\":\"out.txt\",\"content\":\"x\\n\"}"],
+            )
+            .held(),
+    );
+    mock.enqueue(Reply::stream().text(["Done."]));
+    let env = TestEnv::new();
+    let tmux = Tmux::start(&env, &vars(&mock));
+    tmux.wait_for("idle");
+    command(&tmux, "write it");
+    tmux.wait_for("running");
+    // Commands that need no session worker run during a turn.
+    command(&tmux, "/help");
+    tmux.wait_for("Keys");
+    mock.release();
+    let screen = tmux.wait_for("y allow once");
+    assert!(!screen.contains("Keys"), "the panel closed: {screen}");
+    tmux.type_text("y");
+    tmux.wait_for("Done.");
+    tmux.key("C-c");
+}

@@ -2,7 +2,6 @@
 //! switches, and the two that may take as long as a model request (compaction, a
 //! model-list fetch), left in flight while the person goes on.
 
-use anyhow::anyhow;
 use magi_client::fold::FoldInput;
 use magi_client::{Backend, ClientError};
 use magi_protocol::messages::{
@@ -384,14 +383,16 @@ impl App {
     ) -> anyhow::Result<()> {
         match done {
             Done::Compacted(result) => {
-                self.status = match result.map_err(|e| anyhow!(e))? {
-                    Ok(SessionCompactResult { compacted: true }) => {
+                self.status = match result {
+                    // The backend went away (its end is told by the loop) or was renewed.
+                    Err(e) => format!("/compact: no answer: {e}"),
+                    Ok(Ok(SessionCompactResult { compacted: true })) => {
                         "compacted: a summary now stands for the conversation so far".to_owned()
                     }
-                    Ok(SessionCompactResult { compacted: false }) => {
+                    Ok(Ok(SessionCompactResult { compacted: false })) => {
                         "nothing to compact yet".to_owned()
                     }
-                    Err(code) => words::refused("/compact", code),
+                    Ok(Err(code)) => words::refused("/compact", code),
                 };
             }
             Done::Refreshed {
@@ -400,11 +401,12 @@ impl App {
                 mut rest,
                 mut said,
             } => {
-                said.push(match result.map_err(|e| anyhow!(e))? {
-                    Ok(refreshed) => {
+                said.push(match result {
+                    Err(e) => format!("{provider}: no answer: {e}"),
+                    Ok(Ok(refreshed)) => {
                         format!("{provider}: {} models fetched", refreshed.cached_models)
                     }
-                    Err(code) => words::refresh_refused(&provider, code),
+                    Ok(Err(code)) => words::refresh_refused(&provider, code),
                 });
                 if !rest.is_empty() {
                     let next = rest.remove(0);

@@ -24,7 +24,6 @@ pub(super) async fn start_backend() -> anyhow::Result<Backend> {
         .initialize(&[
             "session.create",
             "session.open",
-            "session.list",
             "history.page",
             "turn.start",
             "turn.cancel",

@@ -22,9 +22,9 @@ use std::future::Future;
 use std::pin::Pin;
 
 use ratatui::crossterm::event::KeyEvent;
+use ratatui::text::Line;
 
 pub(super) use panel::Panel;
-use panel::Step;
 pub(super) use run::Done;
 
 use super::{Action, App};
@@ -141,6 +141,32 @@ pub(super) fn typed(text: &str) -> Typed<'_> {
         Some(command) => Typed::Command(command, argument.trim()),
         None => Typed::Unknown(word),
     }
+}
+
+/// What a key did to a panel.
+pub(super) enum Step {
+    /// Nothing for the loop to do.
+    Stay,
+    /// The panel is closed.
+    Close,
+    /// The loop is to make this request.
+    Do(Request),
+}
+
+/// What a panel shows: its title, its lines and which part of them is in view.
+pub(super) struct View {
+    pub(super) title: String,
+    pub(super) lines: Vec<Line<'static>>,
+    pub(super) anchor: Anchor,
+}
+
+/// Which lines of a view are drawn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Anchor {
+    /// From this line on (a text scrolled this far).
+    Scroll(usize),
+    /// Around this line (a picker's selection).
+    Focus(usize),
 }
 
 /// Whether Enter on this composer text runs a command (or says it is unknown) rather

@@ -7,9 +7,9 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph};
 use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
 
-use super::Request;
 use super::model::ModelPicker;
 use super::sessions::SessionPicker;
+use super::{Anchor, Step, View};
 
 /// Lines a PageUp or PageDown moves.
 const PAGE: usize = 10;
@@ -22,32 +22,6 @@ pub(in crate::tui) enum Panel {
     Sessions(SessionPicker),
     /// The model picker (`/model`).
     Model(ModelPicker),
-}
-
-/// What a key did to a panel.
-pub(super) enum Step {
-    /// Nothing for the loop to do.
-    Stay,
-    /// The panel is closed.
-    Close,
-    /// The loop is to make this request.
-    Do(Request),
-}
-
-/// What a panel shows: its title, its lines and which part of them is in view.
-pub(super) struct View {
-    pub(super) title: String,
-    pub(super) lines: Vec<Line<'static>>,
-    pub(super) anchor: Anchor,
-}
-
-/// Which lines of a view are drawn.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Anchor {
-    /// From this line on (a text scrolled this far).
-    Scroll(usize),
-    /// Around this line (a picker's selection).
-    Focus(usize),
 }
 
 impl Panel {

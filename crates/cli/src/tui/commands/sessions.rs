@@ -10,9 +10,8 @@ use ratatui::crossterm::event::{KeyCode, KeyEvent};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 
-use super::Request;
-use super::panel::{Anchor, Step, View};
 use super::time::ago;
+use super::{Anchor, Request, Step, View};
 
 /// Rows a PageUp or PageDown moves.
 const PAGE: usize = 10;

@@ -4,7 +4,7 @@
 use ratatui::crossterm::event::{KeyCode, KeyEvent};
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Borders, Paragraph};
+use ratatui::widgets::{Block, Borders, Clear, Paragraph};
 use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
 
 use super::model::ModelPicker;
@@ -55,7 +55,8 @@ impl Panel {
         }
     }
 
-    /// Draws the panel in `area`, bordered and titled, its lines wrapped to the width.
+    /// Draws the panel over whatever `area` held, bordered and titled, its lines wrapped
+    /// to the width.
     pub(in crate::tui) fn draw(&self, frame: &mut ratatui::Frame, area: Rect) {
         let view = self.view();
         let width = usize::from(area.width.saturating_sub(2)).max(1);
@@ -81,6 +82,7 @@ impl Panel {
         };
         let first = first_shown(anchor, rows.len(), height);
         let shown: Vec<Line> = rows.into_iter().skip(first).take(height).collect();
+        frame.render_widget(Clear, area);
         frame.render_widget(
             Paragraph::new(shown).block(
                 Block::default()

@@ -23,23 +23,23 @@ impl App {
             Constraint::Length(1),
         ])
         .areas(frame.area());
+        let width = usize::from(body.width.saturating_sub(2)).max(10);
+        let lines = match &self.question {
+            Some(question) => question.lines(),
+            None => self.transcript_lines(),
+        };
+        let lines = wrap(lines, width);
+        let height = usize::from(body.height.saturating_sub(2));
+        let first = lines.len().saturating_sub(height);
+        let shown: Vec<Line> = lines.into_iter().skip(first).collect();
+        frame.render_widget(
+            Paragraph::new(shown)
+                .block(Frame::default().borders(Borders::ALL).title(" magi-code ")),
+            body,
+        );
+        // A command's panel covers the transcript.
         if let Some(panel) = &self.panel {
             panel.draw(frame, body);
-        } else {
-            let width = usize::from(body.width.saturating_sub(2)).max(10);
-            let lines = match &self.question {
-                Some(question) => question.lines(),
-                None => self.transcript_lines(),
-            };
-            let lines = wrap(lines, width);
-            let height = usize::from(body.height.saturating_sub(2));
-            let first = lines.len().saturating_sub(height);
-            let shown: Vec<Line> = lines.into_iter().skip(first).collect();
-            frame.render_widget(
-                Paragraph::new(shown)
-                    .block(Frame::default().borders(Borders::ALL).title(" magi-code ")),
-                body,
-            );
         }
         let hint = if let Some(hint) = self.panel_hint() {
             hint

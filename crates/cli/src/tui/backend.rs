@@ -215,7 +215,7 @@ impl App {
                 self.load_history(backend, &id, &revision).await?;
                 self.status = String::new();
             }
-            Err(code) => self.status = format!("session.open: {}", code.as_str()),
+            Err(code) => self.status = super::commands::refused("session.open", code),
         }
         Ok(())
     }

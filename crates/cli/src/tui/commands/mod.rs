@@ -26,6 +26,7 @@ use ratatui::text::Line;
 
 pub(super) use panel::Panel;
 pub(super) use run::Done;
+pub(super) use words::refused;
 
 use super::{Action, App};
 

@@ -3,7 +3,7 @@
 use magi_protocol::ErrorCode;
 
 /// A refusal of `what` (a command or a method), said in full.
-pub(super) fn refused(what: &str, code: ErrorCode) -> String {
+pub(in crate::tui) fn refused(what: &str, code: ErrorCode) -> String {
     let said = match code {
         ErrorCode::Busy => "the backend is busy with a turn or another operation; try again \
                             when it ends"
@@ -20,6 +20,14 @@ pub(super) fn refused(what: &str, code: ErrorCode) -> String {
         }
         ErrorCode::SessionMissing | ErrorCode::StaleSession => {
             "this session is no longer attached; /new or /sessions attaches one".to_owned()
+        }
+        ErrorCode::SessionBusy => "the session is in use by another magi-code".to_owned(),
+        ErrorCode::SessionInvalid => {
+            "the session's log is unreadable or malformed; it cannot be reopened".to_owned()
+        }
+        ErrorCode::CwdMismatch => "the session was recorded in another directory".to_owned(),
+        ErrorCode::HistoryLimit => {
+            "the session's history is over the size a reopen reads".to_owned()
         }
         ErrorCode::DiscoveryLimit => {
             "this directory holds more session files than a listing reads".to_owned()
@@ -90,6 +98,10 @@ mod tests {
             refused("/compact", ErrorCode::Busy),
             "/compact: the backend is busy with a turn or another operation; try again when \
              it ends [busy]"
+        );
+        assert_eq!(
+            refused("session.open", ErrorCode::SessionBusy),
+            "session.open: the session is in use by another magi-code [session_busy]"
         );
         assert!(
             selection_refused("openai/nope", ErrorCode::SelectionInvalid)

@@ -199,6 +199,14 @@ impl App {
             self.status = "no sessions of this directory yet".to_owned();
             return Ok(());
         }
+        // The listing is where a title is learnt: keep this session's for the status.
+        if let Some(title) = sessions
+            .iter()
+            .find(|s| s.session_id == self.session_id)
+            .and_then(|s| s.title.clone())
+        {
+            self.title = Some(title);
+        }
         let mut notes: Vec<String> = notices.iter().map(|c| discovery_notice(c)).collect();
         if !complete {
             notes.push(format!(

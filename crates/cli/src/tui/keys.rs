@@ -13,8 +13,9 @@ impl App {
         if !interrupt {
             self.quit_armed = false;
         }
-        if interrupt && self.picker.is_some() && self.question.is_none() {
-            self.picker = None;
+        // Ctrl-C closes a panel first (the model's questions come before any panel).
+        if interrupt && self.panel.is_some() && self.question.is_none() {
+            self.panel = None;
             return Action::Nothing;
         }
         if interrupt {
@@ -26,31 +27,8 @@ impl App {
                 super::question::Step::Done(answers) => Action::AnswerQuestions(answers),
             };
         }
-        if let Some(picker) = &mut self.picker {
-            return match key.code {
-                KeyCode::Esc => {
-                    self.picker = None;
-                    Action::Nothing
-                }
-                KeyCode::Up => {
-                    picker.selected = picker.selected.saturating_sub(1);
-                    Action::Nothing
-                }
-                KeyCode::Down => {
-                    picker.selected =
-                        (picker.selected + 1).min(picker.sessions.len().saturating_sub(1));
-                    Action::Nothing
-                }
-                KeyCode::Enter => {
-                    let chosen = picker
-                        .sessions
-                        .get(picker.selected)
-                        .map(|s| s.session_id.clone());
-                    self.picker = None;
-                    chosen.map_or(Action::Nothing, Action::OpenSession)
-                }
-                _ => Action::Nothing,
-            };
+        if self.panel.is_some() {
+            return self.panel_key(key);
         }
         match key.code {
             KeyCode::Char('o') if ctrl && !self.transcript.run_active() => Action::ListSessions,
@@ -118,6 +96,7 @@ impl App {
                 }
                 Action::Nothing
             }
+            KeyCode::Enter if super::commands::is_command(&self.composer) => self.enter_command(),
             KeyCode::Enter if !self.composer.trim().is_empty() => {
                 let prompt = std::mem::take(&mut self.composer);
                 self.history.push(prompt.clone());
@@ -141,7 +120,29 @@ impl App {
     }
 
     /// The mouse wheel (arrows read together) scrolls the transcript.
-    pub(super) fn scroll(&mut self, _lines: i32) -> Action {
+    pub(super) fn scroll(&mut self, lines: i32) -> Action {
+        // Over a panel or the model's questions the arrows move a cursor: arrows read
+        // together (a wheel, or keys typed faster than they are read) are those arrows.
+        if self.question.is_some() || self.panel.is_some() {
+            return self.arrows(lines);
+        }
+        Action::Nothing
+    }
+
+    /// `lines` presses of Up (negative) or Down (positive), in order, until one asks
+    /// the loop for something.
+    fn arrows(&mut self, lines: i32) -> Action {
+        let code = if lines < 0 {
+            KeyCode::Up
+        } else {
+            KeyCode::Down
+        };
+        for _ in 0..lines.unsigned_abs() {
+            match self.key(KeyEvent::new(code, KeyModifiers::NONE)) {
+                Action::Nothing => {}
+                action => return action,
+            }
+        }
         Action::Nothing
     }
 

@@ -79,7 +79,7 @@ pub(super) fn spawn_input_reader() -> mpsc::Receiver<TermInput> {
                     if let Some(step) = arrow_step(&key)
                         && (more || arrows.count != 0)
                     {
-                        arrows.add(step, key);
+                        out.extend(arrows.add(step, key));
                     } else {
                         out.extend(arrows.flush());
                         out.push(TermInput::Key(key));
@@ -130,10 +130,15 @@ struct ArrowBurst {
 }
 
 impl ArrowBurst {
-    fn add(&mut self, step: i32, key: KeyEvent) {
+    /// Adds an arrow; one in the other direction first gives back the burst so far, so
+    /// a burst is all one way and no press is lost in a sum.
+    fn add(&mut self, step: i32, key: KeyEvent) -> Option<TermInput> {
+        let turned = self.count != 0 && self.steps.signum() != step.signum();
+        let before = if turned { self.flush() } else { None };
         self.count += 1;
         self.steps += step;
         self.first.get_or_insert(key);
+        before
     }
 
     /// A lone arrow is a key; several are the wheel.
@@ -159,15 +164,23 @@ mod tests {
     fn a_lone_arrow_is_a_key_and_arrows_together_are_the_wheel() {
         let mut burst = ArrowBurst::default();
         assert_eq!(burst.flush(), None);
-        burst.add(-1, key(KeyCode::Up));
+        assert_eq!(burst.add(-1, key(KeyCode::Up)), None);
         assert_eq!(burst.flush(), Some(TermInput::Key(key(KeyCode::Up))));
         for _ in 0..3 {
-            burst.add(-1, key(KeyCode::Up));
+            assert_eq!(burst.add(-1, key(KeyCode::Up)), None);
         }
         assert_eq!(burst.flush(), Some(TermInput::Scroll(-3)));
         burst.add(1, key(KeyCode::Down));
         burst.add(1, key(KeyCode::Down));
         assert_eq!(burst.flush(), Some(TermInput::Scroll(2)));
+        // A turn gives back what went before: no press is lost in a sum.
+        burst.add(-1, key(KeyCode::Up));
+        burst.add(-1, key(KeyCode::Up));
+        assert_eq!(
+            burst.add(1, key(KeyCode::Down)),
+            Some(TermInput::Scroll(-2))
+        );
+        assert_eq!(burst.flush(), Some(TermInput::Key(key(KeyCode::Down))));
         assert_eq!(arrow_step(&key(KeyCode::Left)), None);
         let shifted = KeyEvent::new(KeyCode::Up, KeyModifiers::SHIFT);
         assert_eq!(arrow_step(&shifted), None);

@@ -146,7 +146,7 @@ async fn a_session_is_reopened_from_the_picker() {
     tmux.wait_for("idle");
     assert!(!tmux.screen().contains("First answer."));
     tmux.key("C-o");
-    tmux.wait_for("Sessions of this directory:");
+    tmux.wait_for("Sessions of this directory");
     tmux.key("Enter");
     let screen = tmux.wait_for("First answer.");
     assert!(screen.contains("› first question"), "{screen}");

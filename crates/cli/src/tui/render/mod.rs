@@ -12,7 +12,7 @@ mod status;
 mod transcript;
 mod wrap;
 
-use super::{App, Picker};
+use super::App;
 pub(super) use status::{SPINNER_STEP, reduced_motion};
 use wrap::wrap;
 
@@ -26,10 +26,9 @@ impl App {
         ])
         .areas(frame.area());
         let width = usize::from(body.width.saturating_sub(2)).max(10);
-        let lines = match (&self.picker, &self.question) {
-            (Some(picker), _) => picker_lines(picker),
-            (None, Some(question)) => question.lines(),
-            (None, None) => {
+        let lines = match &self.question {
+            Some(question) => question.lines(),
+            None => {
                 let mut lines = self.transcript_lines();
                 if let Some(queued) = &self.queued {
                     lines.push(styled(
@@ -49,8 +48,12 @@ impl App {
                 .block(Frame::default().borders(Borders::ALL).title(" magi-code ")),
             body,
         );
-        let hint = if self.picker.is_some() {
-            " sessions: Up/Down choose · Enter open · Esc back "
+        // A command's panel covers the transcript.
+        if let Some(panel) = &self.panel {
+            panel.draw(frame, body);
+        }
+        let hint = if let Some(hint) = self.panel_hint() {
+            hint
         } else if let Some(question) = &self.question {
             question.hint()
         } else if let Some(approval) = self.pending_approval() {
@@ -73,29 +76,6 @@ impl App {
             status,
         );
     }
-}
-
-/// The picker's lines: one per session, the selected one marked.
-fn picker_lines(picker: &Picker) -> Vec<Line<'static>> {
-    let mut lines = vec![styled(
-        "Sessions of this directory:".to_owned(),
-        Color::Cyan,
-    )];
-    for (n, session) in picker.sessions.iter().enumerate() {
-        let mark = if n == picker.selected { "▶" } else { " " };
-        let text = format!(
-            "{mark} {}  {}  {}",
-            session.session_id,
-            session.updated_at.as_deref().unwrap_or("-"),
-            session.title.as_deref().unwrap_or("")
-        );
-        lines.push(if n == picker.selected {
-            styled(text, Color::Yellow)
-        } else {
-            Line::from(text)
-        });
-    }
-    lines
 }
 
 pub(super) fn styled(text: String, color: Color) -> Line<'static> {

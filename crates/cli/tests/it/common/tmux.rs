@@ -96,6 +96,16 @@ impl Tmux {
         }
     }
 
+    /// Lets programs in the window set tmux's clipboard (OSC 52), as a terminal would.
+    pub fn accept_clipboard(&self) {
+        self.tmux(&["set-option", "-g", "set-clipboard", "on"]);
+    }
+
+    /// What tmux's clipboard (its newest paste buffer) holds.
+    pub fn clipboard(&self) -> String {
+        self.tmux(&["show-buffer"])
+    }
+
     pub fn type_text(&self, text: &str) {
         self.tmux(&["send-keys", "-t", "mc", "-l", text]);
     }

@@ -204,6 +204,14 @@ pub enum RecordBody {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         facts: Option<serde_json::Value>,
     },
+    /// The model was told that its last rounds repeated the same calls with the same
+    /// results (loop detection), before the request this record precedes.
+    LoopNote {
+        /// The turn whose model request carried the note.
+        turn_id: String,
+        /// What the model was told, replayed on later turns; history never shows it.
+        text: String,
+    },
     /// A display-only preview of what a tool applied, written after its `tool_result`
     /// and joined to it by `display_id`; never replayed to the model.
     ToolAppliedPreview {

@@ -251,10 +251,17 @@ impl Turn {
             }
             match steps.after_round(&items[start..]) {
                 Repeats::None => {}
-                // The model's next request carries the note after the round.
-                Repeats::Note => items.push(Item::User {
-                    text: LOOP_NOTE.to_owned(),
-                }),
+                // The model's next request carries the note after the round; the log
+                // keeps it, so later turns and compaction see what the model was told.
+                Repeats::Note => {
+                    service.journal.append(RecordBody::LoopNote {
+                        turn_id: turn_id.clone(),
+                        text: LOOP_NOTE.to_owned(),
+                    });
+                    items.push(Item::User {
+                        text: LOOP_NOTE.to_owned(),
+                    });
+                }
                 Repeats::Stop(stop) => {
                     service.output.diagnostic(stop.code, &stop.summary).await;
                     break Ending::failed(ErrorCode::ExecutionFailed);

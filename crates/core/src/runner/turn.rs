@@ -120,12 +120,17 @@ impl Turn {
     }
 
     /// Plans the title request: after a completed turn of an untitled session, when
-    /// titles are asked for, from the prompt and the turn's last reply.
+    /// titles are asked for and no earlier request for the session is under way, from
+    /// the prompt and the turn's last reply.
     fn plan_title(&mut self, ending: &Ending, items: &[Item]) {
         let Some(sink) = &self.request.titles else {
             return;
         };
         if !self.untitled || ending.outcome != RunOutcome::Completed {
+            return;
+        }
+        // An earlier turn's request, still unanswered, may yet title the session.
+        if !sink.claim(&self.request.session_id) {
             return;
         }
         let reply = items.iter().rev().find_map(|item| match item {

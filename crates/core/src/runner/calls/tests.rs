@@ -219,6 +219,7 @@ fn trace(records: &[RecordBody]) -> Vec<String> {
             RecordBody::ToolCallState { call_id, state, .. } => Some(match state {
                 ToolCallPhase::AwaitingApproval => format!("awaiting:{call_id}"),
                 ToolCallPhase::Running => format!("running:{call_id}"),
+                ToolCallPhase::AwaitingInput => format!("input:{call_id}"),
             }),
             RecordBody::ToolResult {
                 call_id, outcome, ..

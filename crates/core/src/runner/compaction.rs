@@ -91,6 +91,7 @@ pub(super) async fn summarise(
     request_items.push(Item::User {
         text: COMPACT_PROMPT.to_owned(),
     });
+    let max_output_tokens = agent.output_bound(estimate_tokens(instructions, &request_items));
     let request = ModelRequest {
         model: agent.model.clone(),
         instructions: Some(instructions.to_owned()),
@@ -98,6 +99,7 @@ pub(super) async fn summarise(
         tools: Vec::new(),
         reasoning_summaries: false,
         reasoning_effort: None,
+        max_output_tokens,
     };
     let (events, mut received) = mpsc::channel(64);
     let client = Arc::clone(&agent.client);

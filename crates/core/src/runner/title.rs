@@ -20,6 +20,7 @@ use magi_provider::{Item, ModelClient, ModelEvent, ModelRequest};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use super::compaction::BYTES_PER_TOKEN;
 use super::text::bounded;
 use crate::discovery::safe_title;
 
@@ -27,6 +28,11 @@ use crate::discovery::safe_title;
 const SOURCE_BYTES: usize = 2048;
 /// Most answer text collected, in bytes: a title is one short line.
 const ANSWER_BYTES: usize = 1024;
+/// The most tokens a title request is estimated at: its prompt and the two pieces it
+/// carries, at [`BYTES_PER_TOKEN`] bytes a token; the room its answer may take is what
+/// that leaves in the window.
+pub(super) const REQUEST_TOKENS: usize =
+    (TITLE_PROMPT.len() + 2 * SOURCE_BYTES).div_ceil(BYTES_PER_TOKEN);
 /// Longest the title request may take, retries included; then it is abandoned.
 pub(super) const TITLE_WAIT: Duration = Duration::from_secs(30);
 
@@ -92,6 +98,8 @@ pub(super) struct TitleJob {
     pub(super) session_id: String,
     pub(super) prompt: String,
     pub(super) reply: String,
+    /// The request's output bound (`Agent::output_bound`).
+    pub(super) max_output_tokens: Option<u64>,
     pub(super) sink: TitleSink,
 }
 
@@ -111,6 +119,7 @@ impl TitleJob {
             tools: Vec::new(),
             reasoning_summaries: false,
             reasoning_effort: None,
+            max_output_tokens: self.max_output_tokens,
         };
         let (events, mut received) = mpsc::channel(64);
         let cancel = CancellationToken::new();
@@ -203,6 +212,7 @@ mod tests {
             session_id: "s".into(),
             prompt: "p".into(),
             reply: "r".into(),
+            max_output_tokens: None,
             sink: sink.clone(),
         }
     }

@@ -145,6 +145,7 @@ impl Turn {
             session_id: self.request.session_id.clone(),
             prompt: self.request.prompt.clone(),
             reply: reply.unwrap_or_default(),
+            max_output_tokens: agent.output_bound(super::title::REQUEST_TOKENS),
             sink: sink.clone(),
         });
     }

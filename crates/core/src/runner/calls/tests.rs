@@ -97,6 +97,8 @@ impl Fixture {
             secrets: Vec::new(),
             instructions: Arc::default(),
             context_window_tokens: None,
+            max_output_tokens: None,
+            limits: None,
             prune_protect_tokens: 0,
             max_steps: None,
             skills: Arc::default(),

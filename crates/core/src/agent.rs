@@ -45,8 +45,10 @@ pub struct Agent {
     /// sends it (see [`wire_bound`]); none sends no bound. A request asks for at most
     /// the room its conversation leaves in the window ([`Agent::output_bound`]).
     pub max_output_tokens: Option<u64>,
-    /// What the model can take, still to be resolved: its cached catalog is read on the
-    /// thread that runs the turn or the compaction, never on the protocol loop.
+    /// Where the agent learns what its model can take, and the wire format its output
+    /// bound is sent in: resolved ([`Agent::resolve_limits`]) on the thread that runs
+    /// the turn or the compaction, since the cached catalog is a file and the protocol
+    /// loop that admits them never waits on a disk. None for agents built by hand.
     pub limits: Option<(LimitsLookup, WireFormat)>,
     /// Tokens of the newest tool output sent whole (`[context] prune_protect_tokens`);
     /// `0` sends every result whole.
@@ -128,16 +130,27 @@ pub fn agent_for(runtime: &Runtime, selection: &ActiveSelection) -> Result<Agent
 impl Agent {
     /// Learns what the model can take: its context window and the output bound its
     /// requests send. Reads the provider's cached catalog from disk, so it is called on
-    /// the thread that runs the turn or the compaction, never on the protocol loop; once
-    /// done it does nothing.
+    /// the thread that runs the turn or the compaction, never on the protocol loop.
     pub fn resolve_limits(&mut self) {
-        let Some((lookup, format)) = self.limits.take() else {
+        let Some((lookup, format)) = &self.limits else {
             return;
         };
+        let format = *format;
         let limits = lookup.resolve();
         self.context_window_tokens =
             Some(usize::try_from(limits.context_window).unwrap_or(usize::MAX));
         self.max_output_tokens = wire_bound(format, limits.max_output_tokens);
+    }
+
+    /// Makes the agent speak to `model` of the same provider (a subagent profile's),
+    /// with that model's limits. Reads the cached catalog, as
+    /// [`Agent::resolve_limits`] does.
+    pub(crate) fn use_model(&mut self, model: &str) {
+        self.model = model.to_owned();
+        if let Some((lookup, _)) = &mut self.limits {
+            *lookup = lookup.for_model(model);
+            self.resolve_limits();
+        }
     }
 
     /// The output bound of a request whose conversation is estimated at
@@ -259,6 +272,12 @@ mod tests {
         assert_eq!(agent.max_output_tokens, Some(678));
         assert_eq!(agent.output_bound(12_000), Some(345), "the room left");
         assert_eq!(agent.output_bound(20_000), Some(1));
+        // A subagent's model has its own limits: here the table's window, and no bound
+        // (the table's limit is not stated).
+        agent.use_model("gpt-4o");
+        assert_eq!(agent.model, "gpt-4o");
+        assert_eq!(agent.context_window_tokens, Some(128_000));
+        assert_eq!(agent.max_output_tokens, None);
     }
 
     #[test]

@@ -13,7 +13,10 @@
 //! and resolved where it runs (the run's thread, the session worker), so a slow disk
 //! never delays the loop's other requests.
 
-use magi_config::Settings;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use magi_config::{ModelSettings, Settings};
 use magi_store::Home;
 use magi_store::catalog::{CacheRead, read_cache};
 
@@ -105,23 +108,41 @@ pub fn from_table(model: &str) -> Known {
 
 /// What the settings say of `provider`/`model`.
 pub fn from_settings(settings: &Settings, provider: &str, model: &str) -> Known {
-    let own = settings
-        .models
-        .get(&format!("{provider}/{model}"))
-        .copied()
-        .unwrap_or_default();
-    Known {
-        context_window: own.context_window,
-        max_output_tokens: own.max_output_tokens,
-        images: own.images,
+    ModelSettingsOf::of(settings).known(provider, model)
+}
+
+/// The settings that speak of models: `[models."provider/model"]` and
+/// `[compaction] context_window_tokens`.
+#[derive(Debug, Clone)]
+struct ModelSettingsOf {
+    models: Arc<BTreeMap<String, ModelSettings>>,
+    window_tokens: Option<usize>,
+}
+
+impl ModelSettingsOf {
+    fn of(settings: &Settings) -> ModelSettingsOf {
+        ModelSettingsOf {
+            models: Arc::new(settings.models.clone()),
+            window_tokens: settings.compaction.context_window_tokens,
+        }
     }
-    .over(Known {
-        context_window: settings
-            .compaction
-            .context_window_tokens
-            .map(|tokens| tokens as u64),
-        ..Known::default()
-    })
+
+    fn known(&self, provider: &str, model: &str) -> Known {
+        let own = self
+            .models
+            .get(&format!("{provider}/{model}"))
+            .copied()
+            .unwrap_or_default();
+        Known {
+            context_window: own.context_window,
+            max_output_tokens: own.max_output_tokens,
+            images: own.images,
+        }
+        .over(Known {
+            context_window: self.window_tokens.map(|tokens| tokens as u64),
+            ..Known::default()
+        })
+    }
 }
 
 /// What `provider`'s cached catalog says of `model`; nothing when the cache is missing,
@@ -142,38 +163,45 @@ pub fn from_catalog(home: &Home, provider: &str, model: &str) -> Known {
         .unwrap_or_default()
 }
 
-/// What is known of a model before its cached catalog is read: the settings and the
-/// table, and where the catalog is. Made without I/O; [`LimitsLookup::resolve`] reads the
-/// catalog.
+/// Where to learn what a model can take: the settings that speak of models, and where
+/// the provider's cached catalog is. Made without I/O; [`LimitsLookup::resolve`] reads
+/// the catalog.
 #[derive(Debug, Clone)]
 pub struct LimitsLookup {
     home: Home,
     provider: String,
     model: String,
-    settings: Known,
-    table: Known,
+    settings: ModelSettingsOf,
 }
 
 impl LimitsLookup {
-    /// The lookup of `provider`/`model`: what the settings and the table say, now.
+    /// The lookup of `provider`/`model`, with the settings as they are now.
     pub fn new(home: &Home, settings: &Settings, provider: &str, model: &str) -> LimitsLookup {
         LimitsLookup {
             home: home.clone(),
             provider: provider.to_owned(),
             model: model.to_owned(),
-            settings: from_settings(settings, provider, model),
-            table: from_table(model),
+            settings: ModelSettingsOf::of(settings),
+        }
+    }
+
+    /// The lookup of another model of the same provider (a subagent profile's).
+    pub fn for_model(&self, model: &str) -> LimitsLookup {
+        LimitsLookup {
+            model: model.to_owned(),
+            ..self.clone()
         }
     }
 
     /// What the model can take, every source consulted in order. Reads the cached
     /// catalog from disk: never call it on the protocol loop.
     pub fn resolve(&self) -> ModelLimits {
+        let settings = self.settings.known(&self.provider, &self.model);
         let catalog = from_catalog(&self.home, &self.provider, &self.model);
-        let known = self.settings.over(catalog).over(self.table);
+        let table = from_table(&self.model);
+        let known = settings.over(catalog).over(table);
         // A limit of zero is no limit: the next source stands in.
-        let stated = self
-            .settings
+        let stated = settings
             .max_output_tokens
             .filter(|&t| t > 0)
             .or(catalog.max_output_tokens.filter(|&t| t > 0));
@@ -182,8 +210,7 @@ impl LimitsLookup {
                 tokens,
                 stated: true,
             }),
-            None => self
-                .table
+            None => table
                 .max_output_tokens
                 .filter(|&t| t > 0)
                 .map(|tokens| OutputLimit {

@@ -42,8 +42,8 @@ pub struct Agent {
     /// agents built by hand in tests.
     pub context_window_tokens: Option<usize>,
     /// The most tokens a response may take (`crate::model_limits`), as this wire format
-    /// sends it (see [`wire_bound`]); none sends no bound. A request asks for at most
-    /// the room its conversation leaves in the window ([`Agent::output_bound`]).
+    /// sends it (`wire_bound`); none sends no bound. A request asks for at most
+    /// the room its conversation leaves in the window (`Agent::output_bound`).
     pub max_output_tokens: Option<u64>,
     /// Where the agent learns what its model can take, and the wire format its output
     /// bound is sent in: resolved ([`Agent::resolve_limits`]) on the thread that runs

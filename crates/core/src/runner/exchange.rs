@@ -15,8 +15,8 @@ use magi_provider::{Asked, Item, ModelEvent, ModelRequest, ProviderError, StopRe
 use magi_store::records::RecordBody;
 use tokio::sync::mpsc;
 
-use super::compaction::estimate_tokens;
 use super::ending::Ending;
+use super::estimate::estimate_tokens;
 use super::journal::Journal;
 use super::offer::Offer;
 use super::output::Output;

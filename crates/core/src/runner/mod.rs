@@ -21,6 +21,7 @@ mod compaction;
 mod conversation;
 mod dialogue;
 mod ending;
+mod estimate;
 mod exchange;
 mod fault;
 mod journal;

@@ -20,7 +20,7 @@ use magi_provider::{Item, ModelClient, ModelEvent, ModelRequest};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::compaction::BYTES_PER_TOKEN;
+use super::estimate::BYTES_PER_TOKEN;
 use super::text::bounded;
 use crate::discovery::safe_title;
 

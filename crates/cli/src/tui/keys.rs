@@ -9,10 +9,18 @@ impl App {
     /// the loop is to do.
     pub(super) fn key(&mut self, key: KeyEvent) -> Action {
         let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+        let interrupt = ctrl && key.code == KeyCode::Char('c');
+        if !interrupt {
+            self.quit_armed = false;
+        }
+        if interrupt && self.picker.is_some() && self.question.is_none() {
+            self.picker = None;
+            return Action::Nothing;
+        }
+        if interrupt {
+            return self.interrupt();
+        }
         if let Some(question) = &mut self.question {
-            if ctrl && matches!(key.code, KeyCode::Char('c' | 'd')) {
-                return Action::Quit;
-            }
             return match question.key(key, &mut self.composer) {
                 super::question::Step::Stay => Action::Nothing,
                 super::question::Step::Done(answers) => Action::AnswerQuestions(answers),
@@ -20,7 +28,6 @@ impl App {
         }
         if let Some(picker) = &mut self.picker {
             return match key.code {
-                KeyCode::Char('c' | 'd') if ctrl => Action::Quit,
                 KeyCode::Esc => {
                     self.picker = None;
                     Action::Nothing
@@ -47,7 +54,12 @@ impl App {
         }
         match key.code {
             KeyCode::Char('o') if ctrl && !self.transcript.run_active() => Action::ListSessions,
-            KeyCode::Char('c' | 'd') if ctrl => Action::Quit,
+            // Ctrl-D on an empty composer, with nothing running, is the end of input.
+            KeyCode::Char('d')
+                if ctrl && self.composer.is_empty() && !self.transcript.run_active() =>
+            {
+                Action::Quit
+            }
             KeyCode::Esc => Action::Stop,
             KeyCode::Char(c @ ('y' | 'n'))
                 if self.composer.is_empty() && self.pending_approval().is_some() =>
@@ -77,6 +89,11 @@ impl App {
                 self.composer.pop();
                 Action::Nothing
             }
+            // The queued prompt comes back to the composer to be edited.
+            KeyCode::Up if self.composer.is_empty() && self.queued.is_some() => {
+                self.composer = self.queued.take().unwrap_or_default();
+                Action::Nothing
+            }
             KeyCode::Up => {
                 let at = self
                     .recall
@@ -101,11 +118,16 @@ impl App {
                 }
                 Action::Nothing
             }
-            KeyCode::Enter if !self.composer.trim().is_empty() && !self.transcript.run_active() => {
+            KeyCode::Enter if !self.composer.trim().is_empty() => {
                 let prompt = std::mem::take(&mut self.composer);
                 self.history.push(prompt.clone());
                 self.recall = None;
-                Action::Send(prompt)
+                if self.transcript.run_active() {
+                    self.queue(prompt);
+                    Action::Nothing
+                } else {
+                    Action::Send(prompt)
+                }
             }
             _ => Action::Nothing,
         }
@@ -121,5 +143,33 @@ impl App {
     /// The mouse wheel (arrows read together) scrolls the transcript.
     pub(super) fn scroll(&mut self, _lines: i32) -> Action {
         Action::Nothing
+    }
+
+    /// Ctrl-C: stops a running turn first; else clears the composer; on an empty
+    /// composer it asks for a second press, which quits.
+    fn interrupt(&mut self) -> Action {
+        if self.transcript.run_active() && !self.stopping {
+            return Action::Stop;
+        }
+        if !self.composer.is_empty() {
+            self.composer.clear();
+            self.recall = None;
+            return Action::Nothing;
+        }
+        if self.quit_armed {
+            return Action::Quit;
+        }
+        self.quit_armed = true;
+        Action::Nothing
+    }
+
+    /// Queues a prompt typed while a turn runs: it is sent when the turn ends, and
+    /// until then Up on an empty composer brings it back to edit. Prompts queued one
+    /// after another go as one, in order.
+    fn queue(&mut self, prompt: String) {
+        self.queued = Some(match self.queued.take() {
+            Some(earlier) => format!("{earlier}\n\n{prompt}"),
+            None => prompt,
+        });
     }
 }

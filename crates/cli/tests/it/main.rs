@@ -34,6 +34,8 @@ mod instructions;
 mod launch;
 mod lifecycle;
 mod long_turns;
+mod magi_control;
+mod mc_session;
 mod mcp;
 mod mission_control;
 mod questions;

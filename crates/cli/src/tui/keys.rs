@@ -2,6 +2,7 @@
 
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
+use super::composer::Edit;
 use super::{Action, Answer, App};
 
 impl App {
@@ -13,7 +14,7 @@ impl App {
             if ctrl && matches!(key.code, KeyCode::Char('c' | 'd')) {
                 return Action::Quit;
             }
-            return match question.key(key, &mut self.composer) {
+            return match self.composer.edit_plain(|text| question.key(key, text)) {
                 super::question::Step::Stay => Action::Nothing,
                 super::question::Step::Done(answers) => Action::AnswerQuestions(answers),
             };
@@ -45,6 +46,10 @@ impl App {
                 _ => Action::Nothing,
             };
         }
+        // An open history search or list of candidates takes Esc, Enter and arrows.
+        if self.composer.captures(&key) {
+            return self.composer_key(key);
+        }
         match key.code {
             KeyCode::Char('o') if ctrl && !self.transcript.run_active() => Action::ListSessions,
             KeyCode::Char('c' | 'd') if ctrl => Action::Quit,
@@ -68,53 +73,38 @@ impl App {
             {
                 Action::Answer(Answer::AllowForSession)
             }
-            KeyCode::Char(c) if !ctrl => {
-                self.composer.push(c);
-                self.recall = None;
-                Action::Nothing
-            }
-            KeyCode::Backspace => {
-                self.composer.pop();
-                Action::Nothing
-            }
-            KeyCode::Up => {
-                let at = self
-                    .recall
-                    .map_or(self.history.len(), |i| i)
-                    .saturating_sub(1);
-                if let Some(prompt) = self.history.get(at) {
-                    self.composer = prompt.clone();
-                    self.recall = Some(at);
-                }
-                Action::Nothing
-            }
-            KeyCode::Down => {
-                match self.recall.map(|i| i + 1) {
-                    Some(at) if at < self.history.len() => {
-                        self.composer = self.history[at].clone();
-                        self.recall = Some(at);
-                    }
-                    _ => {
-                        self.composer.clear();
-                        self.recall = None;
-                    }
-                }
-                Action::Nothing
-            }
-            KeyCode::Enter if !self.composer.trim().is_empty() && !self.transcript.run_active() => {
-                let prompt = std::mem::take(&mut self.composer);
-                self.history.push(prompt.clone());
-                self.recall = None;
-                Action::Send(prompt)
-            }
-            _ => Action::Nothing,
+            _ => self.composer_key(key),
         }
     }
 
-    /// A bracketed paste goes into the composer whole.
+    /// A key for the composer; Enter sends its prompt when no turn runs.
+    fn composer_key(&mut self, key: KeyEvent) -> Action {
+        match self.composer.key(key) {
+            Edit::Submit if !self.transcript.run_active() => {
+                if self.composer.text().trim().is_empty() {
+                    return Action::Nothing;
+                }
+                match self.composer.submit() {
+                    Ok(prompt) => {
+                        if let Some(problem) = self.composer.take_problem() {
+                            self.status = problem;
+                        }
+                        Action::Send(prompt)
+                    }
+                    // The prompt stays in the composer, to be cut down.
+                    Err(problem) => {
+                        self.status = problem;
+                        Action::Nothing
+                    }
+                }
+            }
+            Edit::Submit | Edit::Done | Edit::NotMine => Action::Nothing,
+        }
+    }
+
+    /// A bracketed paste goes into the composer whole (a large one as a placeholder).
     pub(super) fn paste(&mut self, text: &str) -> Action {
-        self.composer.push_str(text);
-        self.recall = None;
+        self.composer.paste(text);
         Action::Nothing
     }
 

@@ -18,11 +18,13 @@
 //! The module is cut along its seams: [`terminal`] owns the screen and the key reader,
 //! [`keys`] turns a key into an [`Action`], [`event_loop`] interleaves keys and backend
 //! frames and paces the drawing, [`backend`] is every request Mission Control makes,
-//! and [`render`] draws the transcript and its cards.
+//! and [`render`] draws the transcript and its cards. The [`composer`] is where a
+//! prompt is written, with its own keys (multi-line editing, history, mentions).
 
 mod backend;
 #[allow(dead_code, reason = "wired into the composer and the loop next")]
 mod commands;
+mod composer;
 mod event_loop;
 mod keys;
 mod question;
@@ -109,10 +111,7 @@ struct Picker {
 struct App {
     transcript: Transcript,
     session_id: String,
-    composer: String,
-    history: Vec<String>,
-    /// Position while recalling history with Up/Down.
-    recall: Option<usize>,
+    composer: composer::Composer,
     next_prompt: u64,
     status: String,
     picker: Option<Picker>,
@@ -125,14 +124,15 @@ impl App {
         let session_id = session.session_id.clone();
         let mut transcript = Transcript::default();
         transcript.apply(FoldInput::SessionAttached(session));
+        // The backend runs in this directory too: mentions name its files.
+        let mut composer = composer::Composer::open(std::env::current_dir().unwrap_or_default());
         App {
             transcript,
             session_id,
-            composer: String::new(),
-            history: Vec::new(),
-            recall: None,
+            // A history file that cannot be read is said once, at the start.
+            status: composer.take_problem().unwrap_or_default(),
+            composer,
             next_prompt: 0,
-            status: String::new(),
             picker: None,
             question: None,
         }

@@ -8,6 +8,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block as Frame, Borders, Paragraph};
 
 mod cards;
+mod composer;
 mod transcript;
 mod wrap;
 
@@ -17,9 +18,10 @@ use wrap::wrap;
 impl App {
     /// Draws the whole screen.
     pub(super) fn draw(&self, frame: &mut ratatui::Frame) {
+        let composer_height = composer::height(&self.composer, frame.area().width);
         let [body, composer, status] = Layout::vertical([
             Constraint::Min(3),
-            Constraint::Length(3),
+            Constraint::Length(composer_height),
             Constraint::Length(1),
         ])
         .areas(frame.area());
@@ -51,11 +53,8 @@ impl App {
         } else {
             " prompt · Enter send "
         };
-        frame.render_widget(
-            Paragraph::new(format!("› {}", self.composer))
-                .block(Frame::default().borders(Borders::ALL).title(hint)),
-            composer,
-        );
+        composer::draw(frame, composer, &self.composer, hint, self.picker.is_none());
+        composer::draw_candidates(frame, body, &self.composer);
         let state = if self.transcript.transport_lost() {
             "disconnected"
         } else if self.transcript.run_active() {

@@ -98,7 +98,9 @@ impl App {
                     }
                 }
             }
-            Edit::Submit | Edit::Done | Edit::NotMine => Action::Nothing,
+            Edit::Submit | Edit::Done => Action::Nothing,
+            // Home/End on an empty composer: the transcript's keys.
+            Edit::NotMine => Action::Nothing,
         }
     }
 

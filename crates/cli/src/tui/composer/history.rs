@@ -8,6 +8,10 @@
 //! the next send. A file that cannot be read at all is said once and left alone: the
 //! prompts of this session are kept in memory, and a prompt is never lost to the
 //! history failing.
+//!
+//! Two Mission Controls at once both append to the file; a rewrite keeps what the one
+//! rewriting has read and sent, so the other's prompts since it started are dropped
+//! then (the sends themselves are never affected).
 
 use std::fs::OpenOptions;
 use std::io::{Read, Seek, SeekFrom, Write};

@@ -151,11 +151,13 @@ impl Composer {
 
     /// Lets `edit` change the text as a plain string (the question picker's free
     /// answer); paste placeholders are expanded first, and the cursor ends at the end.
+    /// No candidates are offered meanwhile: the picker has the keys.
     pub(super) fn edit_plain<T>(&mut self, edit: impl FnOnce(&mut String) -> T) -> T {
         let mut text = self.pastes.expand(self.editor.text());
         let result = edit(&mut text);
         self.editor.set(text);
-        self.after_edit();
+        self.recall = None;
+        self.completion = None;
         result
     }
 
@@ -214,6 +216,8 @@ impl Composer {
             KeyCode::Char('k') if ctrl => editor.kill_to_line_end(),
             KeyCode::Char('w') if ctrl => editor.kill_word_before(),
             KeyCode::Backspace if alt || ctrl => editor.kill_word_before(),
+            // Many terminals send Ctrl-H for Backspace.
+            KeyCode::Char('h') if ctrl => editor.backspace(),
             KeyCode::Char('y') if ctrl => editor.yank(),
             KeyCode::Char('b') if alt => editor.word_left(),
             KeyCode::Char('f') if alt => editor.word_right(),
@@ -253,6 +257,12 @@ impl Composer {
     /// placeholder.
     pub(super) fn paste(&mut self, text: &str) {
         let text = paste::normalise(text);
+        // Into an open history search it goes as words to look for.
+        if let Some(search) = &mut self.search {
+            search.query.push_str(&text.replace(['\n', '\t'], " "));
+            search.refresh(self.history.entries());
+            return;
+        }
         let (editor, pastes) = (&self.editor, &mut self.pastes);
         let inserted = pastes.hold(text, |marker| {
             editor.text().contains(marker) || editor.killed().is_some_and(|k| k.contains(marker))

@@ -124,6 +124,7 @@ fn deletions_and_kills_with_ctrl_y_putting_the_last_kill_back() {
         &[(Char('u'), CTRL), (Char('y'), CTRL), (Char('y'), CTRL)],
         "one twoone two|",
     );
+    check("abc", &[(Char('h'), CTRL)], "ab|");
     // Control keys with no meaning here type nothing.
     check("x", &[(Char('z'), CTRL), (Char('q'), ALT)], "x|");
 }
@@ -187,9 +188,14 @@ fn ctrl_r_searches_the_history() {
     press(&mut composer, Enter, NONE);
     assert_eq!(composer.search(), None);
     assert_eq!(shown(&composer), "fix the build|");
-    // Esc leaves the composer as it was.
+    // Esc leaves the composer as it was; a paste adds to the query.
     press(&mut composer, Char('r'), CTRL);
-    typed(&mut composer, "write");
+    composer.paste("wri\nte");
+    assert_eq!(composer.search(), Some(("wri te", None)));
+    press(&mut composer, Backspace, NONE);
+    press(&mut composer, Backspace, NONE);
+    press(&mut composer, Backspace, NONE);
+    assert_eq!(composer.search(), Some(("wri", Some("write tests"))));
     press(&mut composer, Esc, NONE);
     assert_eq!(composer.search(), None);
     assert_eq!(composer.text(), "fix the build");
@@ -322,6 +328,7 @@ fn the_question_picker_edits_the_text_as_a_plain_string() {
     let taken = composer.edit_plain(std::mem::take);
     assert_eq!(taken, big, "placeholders are expanded first");
     assert!(composer.is_empty());
-    composer.edit_plain(|text| text.push('a'));
-    assert_eq!(shown(&composer), "a|");
+    composer.edit_plain(|text| text.push_str("/he"));
+    assert_eq!(shown(&composer), "/he|");
+    assert!(composer.completion().is_none(), "the picker has the keys");
 }

@@ -113,8 +113,10 @@ async fn the_prompt_history_is_recalled_after_a_restart() {
     tmux.wait_for("› and this one");
     tmux.key("Up");
     tmux.wait_for("› remember this prompt");
-    // Down past the newest gives back what was typed before (nothing).
+    // Down past the newest gives back what was typed before (nothing). Each arrow is
+    // seen before the next is sent: arrows read together are the mouse wheel.
     tmux.key("Down");
+    tmux.wait_for("› and this one");
     tmux.key("Down");
     tmux.type_text("x");
     tmux.wait_for("│› x ");

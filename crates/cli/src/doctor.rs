@@ -82,7 +82,7 @@ pub fn run(online: bool, json_output: bool) -> ExitCode {
     let written = if json_output {
         write_json(&inspection, &checks, online)
     } else {
-        write_text(&inspection, &checks, online)
+        write_text(&mut std::io::stdout().lock(), &inspection, &checks, online)
     };
     if let Err(e) = written {
         eprintln!("magi-code doctor: {e}");
@@ -255,8 +255,28 @@ fn shown_url(url: &str) -> String {
     }
 }
 
-fn write_text(inspection: &Inspection, checks: &[Check], online: bool) -> std::io::Result<()> {
-    let mut out = std::io::stdout().lock();
+/// What `magi-code doctor` (offline) prints for this directory, as text: Mission
+/// Control's first-run screen shows it.
+pub async fn report() -> String {
+    let request = StartupRequest {
+        cwd: std::path::PathBuf::from("."),
+        env: magi_config::Env::from_process(),
+    };
+    let inspection = inspect(&request);
+    let checks = checks(&request, &inspection, false).await;
+    let mut text = Vec::new();
+    match write_text(&mut text, &inspection, &checks, false) {
+        Ok(()) => String::from_utf8_lossy(&text).into_owned(),
+        Err(e) => format!("(the report could not be written: {e})"),
+    }
+}
+
+fn write_text(
+    out: &mut impl Write,
+    inspection: &Inspection,
+    checks: &[Check],
+    online: bool,
+) -> std::io::Result<()> {
     writeln!(out, "magi-code doctor")?;
     match &inspection.home {
         Ok(home) => writeln!(

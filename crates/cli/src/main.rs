@@ -1,5 +1,6 @@
 //! `magi-code`: the backend (`serve --stdio`) and the commands people run.
 
+mod attach;
 mod doctor;
 mod exec;
 mod explain;
@@ -22,7 +23,9 @@ magi-code is a local coding agent.
 
 Run `magi-code` with no arguments in a terminal to open Mission Control, the \
 interactive client: type a prompt and press Enter, watch the reply and the tool calls \
-stream in, answer the approvals it asks for, Esc stops a turn, Ctrl-C quits.
+stream in, answer the approvals it asks for; Esc stops a turn, /help lists the \
+commands, Ctrl-C twice on an empty prompt quits. `magi-code --continue` reopens this \
+directory's newest session, `magi-code --resume ID` a given one.
 
 The commands below are for everything else: one turn from a script (exec), what a \
 backend would use (doctor), MCP server approvals (mcp), and the backend itself, which \
@@ -31,6 +34,7 @@ a client spawns (serve).";
 const AFTER_HELP: &str = "\
 Examples:
   magi-code                                    Mission Control, in this directory
+  magi-code --continue                         Mission Control on this directory's newest session
   magi-code exec \"What does src/main.rs do?\"   one turn; the reply on stdout
   magi-code doctor                             the provider and model a backend would use
   magi-code help serve                         how a client launches the backend
@@ -76,12 +80,19 @@ Examples:
     version,
     about = "A local coding agent; with no arguments in a terminal, Mission Control",
     long_about = LONG_ABOUT,
-    after_help = AFTER_HELP
+    after_help = AFTER_HELP,
+    args_conflicts_with_subcommands = true
 )]
 struct Cli {
     /// Without a command, in a terminal: Mission Control, the interactive client.
     #[command(subcommand)]
     command: Option<Command>,
+    /// Open Mission Control on the session with this ID (of this directory).
+    #[arg(long, value_name = "ID")]
+    resume: Option<String>,
+    /// Open Mission Control on this directory's newest session.
+    #[arg(short = 'c', long = "continue", conflicts_with = "resume")]
+    continue_newest: bool,
 }
 
 #[derive(Subcommand)]
@@ -139,7 +150,12 @@ fn main() -> ExitCode {
         None => {
             use std::io::IsTerminal;
             if std::io::stdin().is_terminal() && std::io::stdout().is_terminal() {
-                tui::run()
+                let target = match (cli.resume, cli.continue_newest) {
+                    (Some(id), _) => attach::Target::Resume(id),
+                    (None, true) => attach::Target::Newest,
+                    (None, false) => attach::Target::New,
+                };
+                tui::run(target)
             } else {
                 eprintln!(
                     "magi-code: Mission Control needs a terminal; see `magi-code --help` \

@@ -19,7 +19,7 @@ mod args;
 mod output;
 mod question;
 mod report;
-mod session;
+
 mod signals;
 
 use std::process::ExitCode;
@@ -31,10 +31,10 @@ use magi_protocol::messages::{EmptyParams, Event, RunOutcome, TurnCancelParams, 
 use magi_protocol::methods;
 use tokio::time::Instant;
 
+use crate::attach::{self, Target};
 pub use args::{AFTER_HELP, ExecArgs, LONG_ABOUT};
 use output::{Mode, Output};
 use report::Failure;
-use session::Target;
 use signals::Signals;
 
 /// How long the backend gets to exit after `shutdown`.
@@ -221,7 +221,7 @@ async fn start(
         .initialize(&capabilities)
         .await?
         .map_err(|code| crate::explain::initialize_failed(code, &[]))?;
-    let session = session::attach(backend, &target).await?;
+    let session = attach::attach(backend, &target).await?;
     output.progress(&format!("session {}", session.session_id));
     if selecting && !matches!(target, Target::New) {
         warn_if_kept(backend, args).await?;

@@ -8,22 +8,23 @@ use magi_protocol::messages::{
     ApprovalAnswerParams, ApprovalScope, EmptyParams, HistoryPageParams, SessionListParams,
     SessionOpenParams, TurnCancelParams, TurnStartParams,
 };
-use magi_protocol::methods;
+use magi_protocol::{ErrorCode, methods};
 
 use super::{Answer, App, EXIT_WAIT, Picker};
 
 /// Starts this executable as a backend and initializes it with what Mission Control
-/// uses.
-pub(super) async fn start_backend() -> anyhow::Result<Backend> {
+/// uses: the backend, or the code `initialize` was refused with.
+pub(super) async fn start_backend() -> anyhow::Result<Result<Backend, ErrorCode>> {
     let exe = std::env::current_exe().context("cannot find the magi-code executable")?;
     // Its own process group: a signal meant for the terminal's foreground job (Mission
     // Control) must not reach the backend, which is stopped through the protocol.
     let mut backend = BackendCommand::new(exe).own_process_group().spawn()?;
-    backend
+    let initialized = backend
         .initialize(&[
             "session.create",
             "session.open",
             "session.list",
+            "session.discover",
             "history.page",
             "turn.start",
             "turn.cancel",
@@ -36,9 +37,8 @@ pub(super) async fn start_backend() -> anyhow::Result<Backend> {
             // The model may ask the person to choose.
             magi_protocol::names::USER_QUESTIONS,
         ])
-        .await?
-        .map_err(|code| crate::explain::initialize_failed(code, &[]))?;
-    Ok(backend)
+        .await?;
+    Ok(initialized.map(|_| backend))
 }
 
 /// Request IDs kept in reserve before a turn: `MAGI_TUI_ID_RESERVE` when set (so the
@@ -65,7 +65,9 @@ impl App {
         }
         let _ = backend.shutdown().await;
         let _ = backend.wait_within(EXIT_WAIT).await;
-        *backend = start_backend().await?;
+        *backend = start_backend()
+            .await?
+            .map_err(|code| crate::explain::initialize_failed(code, &[]))?;
         match self.transcript.durable_session().map(str::to_owned) {
             Some(id) => self.open_session(backend, id).await?,
             None => {
@@ -78,6 +80,14 @@ impl App {
             }
         }
         self.status = "backend renewed".into();
+        Ok(())
+    }
+
+    /// Learns the session's model selection from `status`.
+    pub(super) async fn refresh_selection(&mut self, backend: &mut Backend) -> anyhow::Result<()> {
+        if let Ok(status) = backend.call::<methods::Status>(&EmptyParams {}).await? {
+            self.selection = status.selection;
+        }
         Ok(())
     }
 
@@ -99,6 +109,8 @@ impl App {
         };
         match backend.call::<methods::TurnStart>(&params).await? {
             Ok(started) => {
+                self.run_started = Some(std::time::Instant::now());
+                self.stopping = false;
                 self.transcript.apply(FoldInput::TurnAccepted {
                     id,
                     run_id: started.run_id,
@@ -131,8 +143,9 @@ impl App {
                 run_id,
             };
             // A refusal means the run is no longer active; its end arrives as an event.
+            // The status line says "stopping…" until `run.finished` arrives.
             let _ = backend.call::<methods::TurnCancel>(&params).await?;
-            self.status = "stopping…".into();
+            self.stopping = true;
         }
         Ok(())
     }

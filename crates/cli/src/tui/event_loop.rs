@@ -8,7 +8,7 @@ use magi_protocol::messages::Event;
 use serde_json::json;
 use tokio::sync::mpsc;
 
-use super::terminal::{Screen, TermInput, spawn_input_reader};
+use super::terminal::{Screen, TermInput};
 use super::{Action, App};
 
 /// The shortest time between two frames while events stream (about 60 per second).
@@ -58,11 +58,11 @@ impl App {
         &mut self,
         backend: &mut Backend,
         terminal: &mut Screen,
+        inputs: &mut mpsc::Receiver<TermInput>,
     ) -> anyhow::Result<()> {
-        let mut inputs = spawn_input_reader();
         let mut frames = FrameStats::default();
         let result = self
-            .event_loop(backend, terminal, &mut inputs, &mut frames)
+            .event_loop(backend, terminal, inputs, &mut frames)
             .await;
         frames.report();
         result
@@ -88,8 +88,20 @@ impl App {
                 dirty = false;
             }
             let wait = FRAME.saturating_sub(last_draw.elapsed());
+            // While a turn runs the indicator moves (or, without motion, its seconds
+            // count), so the screen is redrawn on a tick even when nothing arrives.
+            let tick = if super::render::reduced_motion() {
+                Duration::from_secs(1)
+            } else {
+                super::render::SPINNER_STEP
+            };
+            let working = self.transcript.run_active() && !dirty;
             tokio::select! {
                 () = tokio::time::sleep(wait), if dirty => continue,
+                () = tokio::time::sleep(tick), if working => {
+                    dirty = true;
+                    continue;
+                }
                 input = inputs.recv() => {
                     let Some(input) = input else { return Ok(()) };
                     dirty = true;
@@ -134,7 +146,14 @@ impl App {
                                     Some(super::question::QuestionPicker::new((**asked).clone()));
                             }
                             // Questions still open when the run ends were settled by it.
-                            Event::RunFinished(_) => self.question = None,
+                            Event::RunFinished(_) => {
+                                self.question = None;
+                                self.stopping = false;
+                                self.run_started = None;
+                            }
+                            Event::UsageUpdated(usage) if usage.session_id == self.session_id => {
+                                self.usage = Some(usage.clone());
+                            }
                             _ => {}
                         }
                         self.transcript.apply(FoldInput::Event(event));
@@ -143,6 +162,11 @@ impl App {
                             && let Some(revision) = due.revision
                         {
                             self.load_history(backend, &due.session_id, &revision).await?;
+                        }
+                        // A prompt queued during the turn goes now.
+                        if finished && let Some(prompt) = self.queued.take() {
+                            self.renew_backend_if_needed(backend).await?;
+                            self.send(backend, prompt).await?;
                         }
                     }
                     Some(Incoming::Response(_)) => {}

@@ -10,10 +10,18 @@ impl App {
     /// the loop is to do.
     pub(super) fn key(&mut self, key: KeyEvent) -> Action {
         let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+        let interrupt = ctrl && key.code == KeyCode::Char('c');
+        if !interrupt {
+            self.quit_armed = false;
+        }
+        if interrupt && self.picker.is_some() && self.question.is_none() {
+            self.picker = None;
+            return Action::Nothing;
+        }
+        if interrupt {
+            return self.interrupt();
+        }
         if let Some(question) = &mut self.question {
-            if ctrl && matches!(key.code, KeyCode::Char('c' | 'd')) {
-                return Action::Quit;
-            }
             return match self.composer.edit_plain(|text| question.key(key, text)) {
                 super::question::Step::Stay => Action::Nothing,
                 super::question::Step::Done(answers) => Action::AnswerQuestions(answers),
@@ -21,7 +29,6 @@ impl App {
         }
         if let Some(picker) = &mut self.picker {
             return match key.code {
-                KeyCode::Char('c' | 'd') if ctrl => Action::Quit,
                 KeyCode::Esc => {
                     self.picker = None;
                     Action::Nothing
@@ -52,7 +59,12 @@ impl App {
         }
         match key.code {
             KeyCode::Char('o') if ctrl && !self.transcript.run_active() => Action::ListSessions,
-            KeyCode::Char('c' | 'd') if ctrl => Action::Quit,
+            // Ctrl-D on an empty composer, with nothing running, is the end of input.
+            KeyCode::Char('d')
+                if ctrl && self.composer.is_empty() && !self.transcript.run_active() =>
+            {
+                Action::Quit
+            }
             KeyCode::Esc => Action::Stop,
             KeyCode::Char(c @ ('y' | 'n'))
                 if self.composer.is_empty() && self.pending_approval().is_some() =>
@@ -73,14 +85,20 @@ impl App {
             {
                 Action::Answer(Answer::AllowForSession)
             }
+            // The queued prompt comes back to the composer to be edited.
+            KeyCode::Up if self.composer.is_empty() && self.queued.is_some() => {
+                let queued = self.queued.take().unwrap_or_default();
+                self.composer.set_text(queued);
+                Action::Nothing
+            }
             _ => self.composer_key(key),
         }
     }
 
-    /// A key for the composer; Enter sends its prompt when no turn runs.
+    /// A key for the composer; Enter sends its prompt, or queues it while a turn runs.
     fn composer_key(&mut self, key: KeyEvent) -> Action {
         match self.composer.key(key) {
-            Edit::Submit if !self.transcript.run_active() => {
+            Edit::Submit => {
                 if self.composer.text().trim().is_empty() {
                     return Action::Nothing;
                 }
@@ -89,7 +107,12 @@ impl App {
                         if let Some(problem) = self.composer.take_problem() {
                             self.status = problem;
                         }
-                        Action::Send(prompt)
+                        if self.transcript.run_active() {
+                            self.queue(prompt);
+                            Action::Nothing
+                        } else {
+                            Action::Send(prompt)
+                        }
                     }
                     // The prompt stays in the composer, to be cut down.
                     Err(problem) => {
@@ -98,7 +121,7 @@ impl App {
                     }
                 }
             }
-            Edit::Submit | Edit::Done => Action::Nothing,
+            Edit::Done => Action::Nothing,
             // Home/End on an empty composer: the transcript's keys.
             Edit::NotMine => Action::Nothing,
         }
@@ -113,5 +136,32 @@ impl App {
     /// The mouse wheel (arrows read together) scrolls the transcript.
     pub(super) fn scroll(&mut self, _lines: i32) -> Action {
         Action::Nothing
+    }
+
+    /// Ctrl-C: stops a running turn first; else clears the composer; on an empty
+    /// composer it asks for a second press, which quits.
+    fn interrupt(&mut self) -> Action {
+        if self.transcript.run_active() && !self.stopping {
+            return Action::Stop;
+        }
+        if !self.composer.is_empty() {
+            self.composer.clear();
+            return Action::Nothing;
+        }
+        if self.quit_armed {
+            return Action::Quit;
+        }
+        self.quit_armed = true;
+        Action::Nothing
+    }
+
+    /// Queues a prompt typed while a turn runs: it is sent when the turn ends, and
+    /// until then Up on an empty composer brings it back to edit. Prompts queued one
+    /// after another go as one, in order.
+    fn queue(&mut self, prompt: String) {
+        self.queued = Some(match self.queued.take() {
+            Some(earlier) => format!("{earlier}\n\n{prompt}"),
+            None => prompt,
+        });
     }
 }

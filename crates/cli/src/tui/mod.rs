@@ -29,21 +29,24 @@ mod event_loop;
 mod keys;
 mod question;
 mod render;
+mod setup;
 mod terminal;
 
+use std::io::Write;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use anyhow::anyhow;
 use magi_client::fold::{Approval, ApprovalState, FoldInput, Item, Transcript};
-use magi_protocol::messages::{EmptyParams, SessionListEntry, SessionResult};
-use magi_protocol::methods;
+use magi_protocol::messages::{SessionListEntry, SessionResult};
+
+use crate::attach::Target;
 
 /// How long the backend gets to exit after `shutdown`.
 const EXIT_WAIT: Duration = Duration::from_secs(5);
 
-/// Runs Mission Control until the user quits; restores the terminal whatever happens.
-pub fn run() -> ExitCode {
+/// Runs Mission Control on the session `target` names until the user quits; restores
+/// the terminal whatever happens, then says how to come back to the session.
+pub fn run(target: Target) -> ExitCode {
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -55,25 +58,65 @@ pub fn run() -> ExitCode {
         }
     };
     let outcome = runtime.block_on(async {
-        let mut backend = backend::start_backend().await?;
-        let session = backend
-            .call::<methods::SessionCreate>(&EmptyParams {})
-            .await?
-            .map_err(|code| anyhow!("session.create failed: {}", code.as_str()))?;
         let mut terminal = terminal::enter_terminal()?;
-        let result = App::new(session).run(&mut backend, &mut terminal).await;
+        let mut inputs = terminal::spawn_input_reader();
+        let result = session(&target, &mut terminal, &mut inputs).await;
         terminal::leave_terminal(&mut terminal);
-        let _ = backend.shutdown().await;
-        let _ = backend.wait_within(EXIT_WAIT).await;
         result
     });
     match outcome {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(farewell) => {
+            if let Some(farewell) = farewell {
+                let mut out = std::io::stdout().lock();
+                let _ = writeln!(out, "{farewell}");
+            }
+            ExitCode::SUCCESS
+        }
         Err(e) => {
             eprintln!("magi-code: {e:#}");
             ExitCode::FAILURE
         }
     }
+}
+
+/// Starts a backend (through the first-run screen while the configuration is not
+/// usable), attaches the session and runs until the user quits: what to print after
+/// leaving the terminal, `None` when the person quit before a backend started.
+async fn session(
+    target: &Target,
+    terminal: &mut terminal::Screen,
+    inputs: &mut tokio::sync::mpsc::Receiver<terminal::TermInput>,
+) -> anyhow::Result<Option<String>> {
+    let mut backend = loop {
+        match backend::start_backend().await? {
+            Ok(backend) => break backend,
+            Err(code) if setup::is_setup_problem(code) => {
+                if setup::guide(terminal, inputs, code).await? == setup::SetupChoice::Quit {
+                    return Ok(None);
+                }
+            }
+            Err(code) => return Err(crate::explain::initialize_failed(code, &[])),
+        }
+    };
+    let attached = crate::attach::attach(&mut backend, target).await;
+    let result = match attached {
+        Ok(session) => {
+            let revision = session.revision.clone();
+            let mut app = App::new(session);
+            if !matches!(target, Target::New) {
+                let id = app.session_id.clone();
+                app.load_history(&mut backend, &id, &revision).await?;
+            }
+            app.refresh_selection(&mut backend).await?;
+            app.run(&mut backend, terminal, inputs)
+                .await
+                .map(|()| Some(app.farewell()))
+        }
+        Err(e) => Err(e),
+    };
+    let _ = backend.shutdown().await;
+    let _ = backend.wait_within(EXIT_WAIT).await;
+    result
 }
 
 /// What a key asks the loop to do.
@@ -114,6 +157,20 @@ struct App {
     composer: composer::Composer,
     next_prompt: u64,
     status: String,
+    /// The session's model selection, as `status` last reported it.
+    selection: Option<magi_protocol::messages::SelectionStatus>,
+    /// The last `usage.updated` of this session (`session.usage`).
+    usage: Option<magi_protocol::messages::UsageUpdated>,
+    /// The session's durable title, when one is known.
+    title: Option<String>,
+    /// When the running turn was sent, for the working indicator.
+    run_started: Option<std::time::Instant>,
+    /// Whether the running turn was asked to stop (until its `run.finished`).
+    stopping: bool,
+    /// A prompt typed while the turn ran, sent when it ends.
+    queued: Option<String>,
+    /// Whether Ctrl-C was just pressed on an empty composer (a second press quits).
+    quit_armed: bool,
     picker: Option<Picker>,
     /// The model's open questions (`user.questions`), while they wait.
     question: Option<question::QuestionPicker>,
@@ -133,6 +190,13 @@ impl App {
             status: composer.take_problem().unwrap_or_default(),
             composer,
             next_prompt: 0,
+            selection: None,
+            usage: None,
+            title: None,
+            run_started: None,
+            stopping: false,
+            queued: None,
+            quit_armed: false,
             picker: None,
             question: None,
         }
@@ -144,5 +208,14 @@ impl App {
             Item::Approval(a) if a.state == ApprovalState::Pending => Some(a),
             _ => None,
         })
+    }
+
+    /// What is printed after the terminal is restored: the session and the command that
+    /// reopens it, or that nothing was saved.
+    fn farewell(&self) -> String {
+        match self.transcript.durable_session() {
+            Some(id) => format!("Session {id}\nResume it with: magi-code --resume {id}"),
+            None => "Nothing was saved: no prompt was sent in this session.".to_owned(),
+        }
     }
 }

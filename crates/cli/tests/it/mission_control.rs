@@ -74,7 +74,7 @@ async fn an_answer_for_the_session_spares_the_next_question() {
     tmux.type_text("s");
     tmux.wait_for("Made one.");
     // The reply shows before the run has ended; a prompt is taken only once it has.
-    tmux.wait_for("· idle ·");
+    tmux.wait_for("idle ·");
     // The same command prefix in the next turn runs without a question.
     tmux.type_text("make two");
     tmux.key("Enter");
@@ -117,6 +117,9 @@ async fn escape_stops_the_running_turn() {
     tmux.wait_for("y allow once");
     tmux.key("Escape");
     tmux.wait_for("The turn was cancelled.");
+    // The status line goes back to idle once the run has ended.
+    let screen = tmux.wait_for("idle ·");
+    assert!(!screen.contains("stopping"), "{screen}");
     assert!(!env.cwd().join("out.txt").exists());
     // The composer works again after the stop.
     tmux.type_text("next prompt");
@@ -135,7 +138,8 @@ async fn a_session_is_reopened_from_the_picker() {
         tmux.type_text("first question");
         tmux.key("Enter");
         tmux.wait_for("First answer.");
-        tmux.key("C-c");
+        tmux.wait_for("idle ·");
+        tmux.quit();
     }
     // A new Mission Control starts a new session; the picker reopens the old one.
     let tmux = Tmux::start(&env, &vars(&mock));

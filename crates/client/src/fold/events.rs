@@ -1,7 +1,9 @@
 //! The fold's rules for run events, a lost transport, attachment and history
 //! replacement.
 
-use magi_protocol::messages::{Activity, ActivityState, Event, RunFinished, SessionResult};
+use magi_protocol::messages::{
+    Activity, ActivityState, DIAGNOSTIC_PROVIDER_RETRYING, Event, RunFinished, SessionResult,
+};
 
 use super::history::PageLoad;
 use super::items::{
@@ -254,6 +256,7 @@ impl Transcript {
             self.runs.clear();
             self.history = None;
             self.history_due = None;
+            self.kept_diagnostics.clear();
         }
         let durable = result.durable || (same && self.durable_session().is_some());
         self.session = Some(SessionInfo {
@@ -267,14 +270,43 @@ impl Transcript {
     /// Shows a finished page load in place of the entries: live entries and older
     /// history go; prompts not yet persisted stay, re-anchored after the history.
     pub(super) fn replace_with_history(&mut self, load: PageLoad, complete: bool) {
-        let pending: Vec<Item> = self
-            .items
-            .drain(..)
-            .filter(|item| {
-                matches!(item, Item::Prompt(p) if !matches!(p.state, PromptState::Persisted { .. }))
-            })
-            .collect();
-        self.items = load.items.into_iter().map(Item::History).collect();
+        let mut pending = Vec::new();
+        let mut fresh = Vec::new();
+        for item in self.items.drain(..) {
+            match item {
+                Item::Prompt(p) if !matches!(p.state, PromptState::Persisted { .. }) => {
+                    pending.push(Item::Prompt(p));
+                }
+                // A retry is news while it happens, not part of the record.
+                Item::Diagnostic(d)
+                    if d.code != DIAGNOSTIC_PROVIDER_RETRYING
+                        && !self.kept_diagnostics.iter().any(|(_, kept)| *kept == d) =>
+                {
+                    fresh.push(d);
+                }
+                _ => {}
+            }
+        }
+        let same_session = self
+            .history
+            .as_ref()
+            .is_none_or(|shown| shown.session_id == load.session_id);
+        if !same_session {
+            self.kept_diagnostics.clear();
+        }
+        let messages = load.items.len();
+        self.kept_diagnostics
+            .extend(fresh.into_iter().map(|d| (messages, d)));
+        let mut kept = self.kept_diagnostics.iter().peekable();
+        self.items = Vec::with_capacity(messages + self.kept_diagnostics.len() + pending.len());
+        for (before, message) in load.items.into_iter().enumerate() {
+            while let Some((_, d)) = kept.next_if(|(at, _)| *at <= before) {
+                self.items.push(Item::Diagnostic(d.clone()));
+            }
+            self.items.push(Item::History(message));
+        }
+        self.items
+            .extend(kept.map(|(_, d)| Item::Diagnostic(d.clone())));
         self.items.extend(pending);
         self.reindex();
         let due = self.history_due.as_ref().is_some_and(|due| {

@@ -138,6 +138,10 @@ pub struct Transcript {
     last_rejection: Option<ErrorCode>,
     history_due: Option<HistoryDue>,
     history: Option<HistoryShown>,
+    /// Live diagnostics of this session's runs, which the backend never stores, each
+    /// with the number of history messages before it: history replacing the live
+    /// projection keeps them where they were.
+    kept_diagnostics: Vec<(usize, DiagnosticItem)>,
     loading: Option<PageLoad>,
     transport_lost: bool,
 }

@@ -36,7 +36,8 @@
 //!
 //! The parts: `role` (whose calls, the delegate and the client's gates), `supervision`
 //! (the policy's verdict and the client's approval), `progress` (a response's calls on
-//! their way to settlement), `settle` (the group commit), `recovery` and `handled`.
+//! their way to settlement), `settle` (the group commit), `recovery`, `handled` and
+//! `control` (`magi_control`).
 
 use magi_config::Verdict;
 use magi_protocol::ErrorCode;
@@ -47,6 +48,7 @@ use magi_store::records::{RecordBody, ToolCallPhase, ToolOutcome};
 use magi_tools::{ToolOutput, ToolReport};
 
 mod ask;
+mod control;
 mod handled;
 mod progress;
 mod recovery;

@@ -264,6 +264,8 @@ impl Turn {
         // Rules a subagent's answers added are the session's: its log keeps them.
         service.record_session_rules();
         self.degraded |= journal.degraded();
+        // A title the agent set itself is not replaced by one asked for after the turn.
+        self.untitled &= !journal.titled();
         ending
     }
 

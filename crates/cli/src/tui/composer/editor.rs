@@ -289,6 +289,11 @@ impl Editor {
         self.kill(self.word_start_before(), self.cursor);
     }
 
+    /// Kills the whole text.
+    pub(crate) fn kill_all(&mut self) {
+        self.kill(0, self.text.len());
+    }
+
     /// Ctrl-Y: puts the last kill back at the cursor (it stays available).
     pub(crate) fn yank(&mut self) {
         if let Some(killed) = self.killed.clone() {
@@ -458,6 +463,15 @@ mod tests {
             "abab|",
         );
         check("a|", Editor::yank, "a|");
+        check(
+            "one\ntw|o",
+            |e| {
+                e.kill_all();
+                assert!(e.is_empty());
+                e.yank();
+            },
+            "one\ntwo|",
+        );
     }
 
     #[test]

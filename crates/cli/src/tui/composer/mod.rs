@@ -149,6 +149,14 @@ impl Composer {
         self.after_edit();
     }
 
+    /// Empties the composer (Ctrl-C); what it held is the last kill, so Ctrl-Y brings
+    /// it back.
+    pub(super) fn clear(&mut self) {
+        self.editor.kill_all();
+        self.search = None;
+        self.after_edit();
+    }
+
     /// Lets `edit` change the text as a plain string (the question picker's free
     /// answer); paste placeholders are expanded first, and the cursor ends at the end.
     /// No candidates are offered meanwhile: the picker has the keys.

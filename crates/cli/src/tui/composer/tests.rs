@@ -240,6 +240,22 @@ fn a_paste_keeps_its_lines_and_a_large_one_is_one_placeholder() {
 }
 
 #[test]
+fn clearing_the_composer_is_a_kill_that_ctrl_y_undoes() {
+    let mut composer = composer();
+    typed(&mut composer, "long prompt ");
+    composer.paste(&"p".repeat(2_000));
+    press(&mut composer, KeyCode::Char('r'), CTRL);
+    composer.clear();
+    assert!(composer.is_empty());
+    assert_eq!(composer.search(), None);
+    press(&mut composer, KeyCode::Char('y'), CTRL);
+    assert_eq!(
+        composer.submit(),
+        Ok(format!("long prompt {}", "p".repeat(2_000)))
+    );
+}
+
+#[test]
 fn a_prompt_the_backend_would_refuse_stays_in_the_composer() {
     let mut composer = composer();
     composer.paste(&"x".repeat(magi_protocol::limits::PROMPT_BYTES + 1));

@@ -9,10 +9,12 @@ use ratatui::widgets::{Block as Frame, Borders, Paragraph};
 
 mod cards;
 mod composer;
+mod status;
 mod transcript;
 mod wrap;
 
 use super::{App, Picker};
+pub(super) use status::{SPINNER_STEP, reduced_motion};
 use wrap::wrap;
 
 impl App {
@@ -29,7 +31,16 @@ impl App {
         let lines = match (&self.picker, &self.question) {
             (Some(picker), _) => picker_lines(picker),
             (None, Some(question)) => question.lines(),
-            (None, None) => self.transcript_lines(),
+            (None, None) => {
+                let mut lines = self.transcript_lines();
+                if let Some(queued) = &self.queued {
+                    lines.push(styled(
+                        format!("⏳ queued, sent when the turn ends (Up edits): {queued}"),
+                        Color::DarkGray,
+                    ));
+                }
+                lines
+            }
         };
         let lines = wrap(lines, width);
         let height = usize::from(body.height.saturating_sub(2));
@@ -55,22 +66,9 @@ impl App {
         };
         composer::draw(frame, composer, &self.composer, hint, self.picker.is_none());
         composer::draw_candidates(frame, body, &self.composer);
-        let state = if self.transcript.transport_lost() {
-            "disconnected"
-        } else if self.transcript.run_active() {
-            "running · Esc stop"
-        } else {
-            "idle"
-        };
-        // The notice comes before the key hints, so a narrow terminal cuts the hints.
-        let session = format!(" session {}", self.session_id);
-        let mut parts = vec![session.as_str(), state];
-        if !self.status.trim().is_empty() {
-            parts.push(self.status.trim());
-        }
-        parts.push("Up/Down history · Ctrl-O sessions · Ctrl-C quit");
         frame.render_widget(
-            Paragraph::new(parts.join(" · ")).style(Style::default().add_modifier(Modifier::DIM)),
+            Paragraph::new(self.status_line(std::time::Instant::now()))
+                .style(Style::default().add_modifier(Modifier::DIM)),
             status,
         );
     }

@@ -81,6 +81,22 @@ impl Tmux {
         }
     }
 
+    /// Waits until the screen no longer shows `text`; fails with the screen otherwise.
+    pub fn wait_gone(&self, text: &str) -> String {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let screen = self.screen();
+            if !screen.contains(text) {
+                return screen;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the screen kept showing {text:?}:\n{screen}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     pub fn type_text(&self, text: &str) {
         self.tmux(&["send-keys", "-t", "mc", "-l", text]);
     }
@@ -107,6 +123,37 @@ impl Tmux {
             "tmux could not load the paste"
         );
         self.tmux(&["paste-buffer", "-p", "-d", "-t", "mc"]);
+    }
+
+    /// Whether the window's program still runs (the server ends with it).
+    pub fn running(&self) -> bool {
+        Command::new("tmux")
+            .args(["-L", &self.socket, "has-session", "-t", "mc"])
+            .output()
+            .is_ok_and(|output| output.status.success())
+    }
+
+    /// Quits Mission Control as a person does, once it is idle, with Ctrl-C twice on an
+    /// empty composer, and waits until it has exited.
+    pub fn quit(&self) {
+        self.wait_for("idle ·");
+        self.key("C-c");
+        self.key("C-c");
+        let deadline = Instant::now() + WAIT;
+        while self.running() {
+            assert!(
+                Instant::now() < deadline,
+                "Mission Control did not quit:\n{}",
+                self.screen()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Resizes the window.
+    pub fn resize(&self, columns: u16, rows: u16) {
+        let (columns, rows) = (columns.to_string(), rows.to_string());
+        self.tmux(&["resize-window", "-t", "mc", "-x", &columns, "-y", &rows]);
     }
 }
 

@@ -1,6 +1,8 @@
 //! Table tests of run terminals, lost transports, history replacement and reopening.
 
-use magi_protocol::messages::{ActivityState, EntryKind, SessionResult};
+use magi_protocol::messages::{
+    ActivityState, DIAGNOSTIC_PROVIDER_RETRYING, Diagnostic, EntryKind, SessionResult,
+};
 
 use super::*;
 
@@ -151,4 +153,80 @@ fn reopening_folds_pages_into_the_same_state() {
             (Role::User, "next", false),
         ]
     );
+}
+
+fn diagnostic(code: &str, summary: &str) -> FoldInput {
+    FoldInput::Event(Event::Diagnostic(Diagnostic {
+        session_id: S.into(),
+        run_id: R.into(),
+        code: code.into(),
+        summary: summary.into(),
+    }))
+}
+
+#[test]
+fn live_diagnostics_stay_where_they_were_when_history_replaces_the_projection() {
+    let mut t = fold(vec![
+        submit(1, "p"),
+        accept(1),
+        persisted(),
+        diagnostic(DIAGNOSTIC_PROVIDER_RETRYING, "retrying in 1s (2/5)"),
+        diagnostic(
+            "provider_http_status",
+            "the provider answered 400: bad model",
+        ),
+        finished(Some("h2")),
+        page(
+            "h2",
+            vec![
+                entry("m1", EntryKind::User, "p", 0, true),
+                entry("m2", EntryKind::Diagnostic, "The turn failed.", 0, true),
+            ],
+            None,
+        ),
+    ]);
+    // The cause the backend never stores stays after the run's history; the retry
+    // notice, news while it happened, goes.
+    assert_eq!(
+        shown(&t),
+        [
+            (Role::User, "p", true),
+            (Role::Diagnostic, "The turn failed.", true),
+            (
+                Role::Diagnostic,
+                "the provider answered 400: bad model",
+                true
+            ),
+        ]
+    );
+    // A later run's history keeps it in its place, after the first run's messages.
+    t.apply(page(
+        "h3",
+        vec![
+            entry("m1", EntryKind::User, "p", 0, true),
+            entry("m2", EntryKind::Diagnostic, "The turn failed.", 0, true),
+            entry("m3", EntryKind::User, "again", 0, true),
+            entry("m4", EntryKind::Assistant, "fine", 0, true),
+        ],
+        None,
+    ));
+    let texts: Vec<&str> = shown(&t).into_iter().map(|(_, text, _)| text).collect();
+    assert_eq!(
+        texts,
+        [
+            "p",
+            "The turn failed.",
+            "the provider answered 400: bad model",
+            "again",
+            "fine"
+        ]
+    );
+    // Another session has none of them.
+    t.apply(FoldInput::SessionAttached(SessionResult {
+        session_id: "other".into(),
+        durable: true,
+        revision: "o1".into(),
+        notices: Vec::new(),
+    }));
+    assert!(t.items().is_empty());
 }

@@ -1,4 +1,4 @@
-//! The session a run goes into: a new one, the one `--resume ID` names, or the newest
+//! The session a front end attaches to: a new one, the one `--resume ID` names, or the newest
 //! of this directory for `--continue`, found with `session.discover` so that any number
 //! of sessions is searched, not only the 256 `session.list` holds.
 
@@ -13,12 +13,12 @@ use magi_protocol::methods;
 
 /// Most `session.discover` batches one search asks for. Every batch moves the pass on by
 /// at least one log, and a child has [`REQUEST_IDS`] requests in its life; this leaves
-/// the run enough of them.
+/// the front end enough of them.
 const DISCOVER_BATCHES: usize = REQUEST_IDS - 64;
 
-/// Which session the run goes into.
+/// Which session a front end attaches to.
 #[derive(Debug, Clone)]
-pub(super) enum Target {
+pub(crate) enum Target {
     /// A new session.
     New,
     /// The session with this ID.
@@ -29,7 +29,7 @@ pub(super) enum Target {
 
 impl Target {
     /// The capabilities attaching needs, beyond the ones every run needs.
-    pub(super) fn capabilities(&self) -> &'static [&'static str] {
+    pub(crate) fn capabilities(&self) -> &'static [&'static str] {
         match self {
             Target::New => &[],
             Target::Resume(_) => &["session.open"],
@@ -38,8 +38,8 @@ impl Target {
     }
 }
 
-/// Attaches the run's session.
-pub(super) async fn attach(
+/// Attaches the session `target` names.
+pub(crate) async fn attach(
     backend: &mut Backend,
     target: &Target,
 ) -> anyhow::Result<SessionResult> {
@@ -72,7 +72,9 @@ fn open_error(id: &str, code: ErrorCode) -> anyhow::Error {
              they were started in)"
         ),
         ErrorCode::CwdMismatch => {
-            anyhow!("session {id} was started in another directory; run exec there to continue it")
+            anyhow!(
+                "session {id} was started in another directory; continue it from that directory"
+            )
         }
         ErrorCode::Busy => {
             anyhow!("session {id} is in use by another magi-code process; try again when it ends")

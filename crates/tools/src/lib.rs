@@ -36,6 +36,7 @@ pub use jobs::{JobNotice, take_notices};
 pub use process::launcher;
 pub use proposal::proposed_change;
 pub use scope::{outside_workspace, subject};
+pub use walk::walker;
 
 /// A tool as the model sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]

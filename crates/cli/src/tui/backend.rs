@@ -120,7 +120,7 @@ impl App {
                 self.transcript.apply(FoldInput::TurnRejected { id, code });
                 // The fold gives the prompt back to the composer.
                 if let Some(text) = self.transcript.take_restored_prompt() {
-                    self.composer = text;
+                    self.composer.set_text(text);
                 }
                 self.status = crate::explain::turn_refused(code, &params.prompt);
             }

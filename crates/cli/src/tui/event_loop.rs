@@ -134,6 +134,11 @@ impl App {
                     dirty = true;
                     self.op_done(backend, done).await?;
                 }
+                // The workspace's paths for `@` mentions arrive while the person types.
+                walked = self.composer.walk_finished(), if self.composer.walking() => {
+                    self.composer.walked(walked);
+                    dirty = true;
+                }
                 incoming = backend.next_incoming() => {
                     dirty = true;
                     match incoming {

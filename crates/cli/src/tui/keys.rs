@@ -2,6 +2,7 @@
 
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
+use super::composer::Edit;
 use super::{Action, Answer, App};
 
 impl App {
@@ -22,13 +23,17 @@ impl App {
             return self.interrupt();
         }
         if let Some(question) = &mut self.question {
-            return match question.key(key, &mut self.composer) {
+            return match self.composer.edit_plain(|text| question.key(key, text)) {
                 super::question::Step::Stay => Action::Nothing,
                 super::question::Step::Done(answers) => Action::AnswerQuestions(answers),
             };
         }
         if self.panel.is_some() {
             return self.panel_key(key);
+        }
+        // An open history search or list of candidates takes Esc, Enter and arrows.
+        if self.composer.captures(&key) {
+            return self.composer_key(key);
         }
         match key.code {
             KeyCode::Char('o') if ctrl && !self.transcript.run_active() => Action::ListSessions,
@@ -58,64 +63,55 @@ impl App {
             {
                 Action::Answer(Answer::AllowForSession)
             }
-            KeyCode::Char(c) if !ctrl => {
-                self.composer.push(c);
-                self.recall = None;
-                Action::Nothing
-            }
-            KeyCode::Backspace => {
-                self.composer.pop();
-                Action::Nothing
-            }
             // The queued prompt comes back to the composer to be edited.
             KeyCode::Up if self.composer.is_empty() && self.queued.is_some() => {
-                self.composer = self.queued.take().unwrap_or_default();
+                let queued = self.queued.take().unwrap_or_default();
+                self.composer.set_text(queued);
                 Action::Nothing
             }
-            KeyCode::Up => {
-                let at = self
-                    .recall
-                    .map_or(self.history.len(), |i| i)
-                    .saturating_sub(1);
-                if let Some(prompt) = self.history.get(at) {
-                    self.composer = prompt.clone();
-                    self.recall = Some(at);
-                }
-                Action::Nothing
-            }
-            KeyCode::Down => {
-                match self.recall.map(|i| i + 1) {
-                    Some(at) if at < self.history.len() => {
-                        self.composer = self.history[at].clone();
-                        self.recall = Some(at);
-                    }
-                    _ => {
-                        self.composer.clear();
-                        self.recall = None;
-                    }
-                }
-                Action::Nothing
-            }
-            KeyCode::Enter if super::commands::is_command(&self.composer) => self.enter_command(),
-            KeyCode::Enter if !self.composer.trim().is_empty() => {
-                let prompt = std::mem::take(&mut self.composer);
-                self.history.push(prompt.clone());
-                self.recall = None;
-                if self.transcript.run_active() {
-                    self.queue(prompt);
-                    Action::Nothing
-                } else {
-                    Action::Send(prompt)
-                }
-            }
-            _ => Action::Nothing,
+            _ => self.composer_key(key),
         }
     }
 
-    /// A bracketed paste goes into the composer whole.
+    /// A key for the composer; Enter sends its prompt, or queues it while a turn runs.
+    fn composer_key(&mut self, key: KeyEvent) -> Action {
+        match self.composer.key(key) {
+            Edit::Submit => {
+                if self.composer.text().trim().is_empty() {
+                    return Action::Nothing;
+                }
+                // A slash command (completed from the list or typed whole) runs.
+                if super::commands::is_command(self.composer.text()) {
+                    return self.enter_command();
+                }
+                match self.composer.submit() {
+                    Ok(prompt) => {
+                        if let Some(problem) = self.composer.take_problem() {
+                            self.status = problem;
+                        }
+                        if self.transcript.run_active() {
+                            self.queue(prompt);
+                            Action::Nothing
+                        } else {
+                            Action::Send(prompt)
+                        }
+                    }
+                    // The prompt stays in the composer, to be cut down.
+                    Err(problem) => {
+                        self.status = problem;
+                        Action::Nothing
+                    }
+                }
+            }
+            Edit::Done => Action::Nothing,
+            // Home/End on an empty composer: the transcript's keys.
+            Edit::NotMine => Action::Nothing,
+        }
+    }
+
+    /// A bracketed paste goes into the composer whole (a large one as a placeholder).
     pub(super) fn paste(&mut self, text: &str) -> Action {
-        self.composer.push_str(text);
-        self.recall = None;
+        self.composer.paste(text);
         Action::Nothing
     }
 
@@ -154,7 +150,6 @@ impl App {
         }
         if !self.composer.is_empty() {
             self.composer.clear();
-            self.recall = None;
             return Action::Nothing;
         }
         if self.quit_armed {

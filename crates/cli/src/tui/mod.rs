@@ -20,11 +20,13 @@
 //! The module is cut along its seams: [`terminal`] owns the screen and the key reader,
 //! [`keys`] turns a key into an [`Action`], [`event_loop`] interleaves keys and backend
 //! frames and paces the drawing, [`backend`] is the requests of turns, approvals and
-//! history, [`commands`] the slash commands with their panels and requests, and
-//! [`render`] draws the transcript and its cards.
+//! history, [`commands`] the slash commands with their panels and requests, the
+//! [`composer`] is where a prompt is written, with its own keys (multi-line editing,
+//! history, mentions), and [`render`] draws the transcript and its cards.
 
 mod backend;
 mod commands;
+mod composer;
 mod event_loop;
 mod keys;
 mod question;
@@ -149,10 +151,7 @@ enum Answer {
 struct App {
     transcript: Transcript,
     session_id: String,
-    composer: String,
-    history: Vec<String>,
-    /// Position while recalling history with Up/Down.
-    recall: Option<usize>,
+    composer: composer::Composer,
     next_prompt: u64,
     status: String,
     /// The panel of a slash command (help, status, changes, the pickers), over the
@@ -183,14 +182,15 @@ impl App {
         let session_id = session.session_id.clone();
         let mut transcript = Transcript::default();
         transcript.apply(FoldInput::SessionAttached(session));
+        // The backend runs in this directory too: mentions name its files.
+        let mut composer = composer::Composer::open(std::env::current_dir().unwrap_or_default());
         App {
             transcript,
             session_id,
-            composer: String::new(),
-            history: Vec::new(),
-            recall: None,
+            // A history file that cannot be read is said once, at the start.
+            status: composer.take_problem().unwrap_or_default(),
+            composer,
             next_prompt: 0,
-            status: String::new(),
             panel: None,
             op: None,
             usage: None,

@@ -36,6 +36,7 @@ mod lifecycle;
 mod long_turns;
 mod magi_control;
 mod mc_commands;
+mod mc_composer;
 mod mc_session;
 mod mcp;
 mod mission_control;

@@ -134,7 +134,7 @@ async fn new_starts_a_new_session_with_an_empty_transcript() {
     tmux.wait_for("idle ·");
     let first = only_session(&env);
     command(&tmux, "/new");
-    let screen = tmux.wait_for("new session");
+    let screen = tmux.wait_for("idle · new session");
     assert!(!screen.contains("First answer."), "{screen}");
     assert!(!screen.contains("first question"), "{screen}");
     command(&tmux, "second question");

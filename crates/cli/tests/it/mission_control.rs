@@ -206,8 +206,11 @@ async fn a_question_is_answered_from_the_picker() {
     tmux.key("Enter");
     tmux.wait_for("The model asks (2 of 3)");
     tmux.key("Space");
+    // Each arrow is seen before the next is sent: arrows read together are the wheel.
     tmux.key("Down");
+    tmux.wait_for("▶ [ ] metrics");
     tmux.key("Down");
+    tmux.wait_for("▶ [ ] tracing");
     tmux.key("Space");
     tmux.wait_for("[x] tracing");
     tmux.key("Enter");

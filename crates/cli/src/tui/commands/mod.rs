@@ -212,7 +212,7 @@ impl App {
     /// On Enter, for a composer text that is a command attempt ([`is_command`]): the
     /// command's action. An unknown command is said and its text stays in the composer.
     pub(super) fn enter_command(&mut self) -> Action {
-        match typed(&self.composer) {
+        match typed(self.composer.text()) {
             Typed::Prompt => Action::Nothing,
             Typed::Unknown(word) => {
                 self.status = format!("unknown command /{word} — /help lists them");
@@ -228,9 +228,10 @@ impl App {
             }
             Typed::Command(command, argument) => {
                 let argument = argument.to_owned();
-                let text = std::mem::take(&mut self.composer);
-                self.history.push(text);
-                self.recall = None;
+                // The command goes into the prompt history as a prompt does.
+                if self.composer.submit().is_err() {
+                    self.composer.clear();
+                }
                 Action::Commands(Request::Run(command, argument))
             }
         }

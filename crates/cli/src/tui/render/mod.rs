@@ -8,6 +8,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block as Frame, Borders, Paragraph};
 
 mod cards;
+mod composer;
 mod status;
 mod transcript;
 mod wrap;
@@ -19,9 +20,10 @@ use wrap::wrap;
 impl App {
     /// Draws the whole screen.
     pub(super) fn draw(&self, frame: &mut ratatui::Frame) {
+        let composer_height = composer::height(&self.composer, frame.area().width);
         let [body, composer, status] = Layout::vertical([
             Constraint::Min(3),
-            Constraint::Length(3),
+            Constraint::Length(composer_height),
             Constraint::Length(1),
         ])
         .areas(frame.area());
@@ -65,11 +67,8 @@ impl App {
         } else {
             " prompt · Enter send "
         };
-        frame.render_widget(
-            Paragraph::new(format!("› {}", self.composer))
-                .block(Frame::default().borders(Borders::ALL).title(hint)),
-            composer,
-        );
+        composer::draw(frame, composer, &self.composer, hint, self.panel.is_none());
+        composer::draw_candidates(frame, body, &self.composer);
         frame.render_widget(
             Paragraph::new(self.status_line(std::time::Instant::now()))
                 .style(Style::default().add_modifier(Modifier::DIM)),

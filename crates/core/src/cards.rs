@@ -13,6 +13,7 @@
 mod blocks;
 mod change;
 mod command;
+mod control;
 mod diff;
 mod draft;
 mod job;
@@ -31,6 +32,7 @@ mod tests;
 mod text;
 mod web;
 
+pub(crate) use control::{context_used, status_label, tokens};
 pub use labels::*;
 pub use metadata::{fixed_title, tool_kind};
 pub use project::{core, project};

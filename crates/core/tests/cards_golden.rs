@@ -23,7 +23,7 @@ use magi_protocol::cards::{
     serialized_len, validate, validate_saved,
 };
 use magi_store::records::ToolOutcome;
-use magi_tools::facts::{CommandFacts, Facts};
+use magi_tools::facts::{CommandFacts, ControlStatus, Facts, TokenSum, UsageFigures};
 use magi_tools::tracking::track;
 use serde_json::{Value, json};
 
@@ -576,6 +576,77 @@ fn mcp_tool() {
 }
 
 #[test]
+fn magi_control_usage() {
+    let facts = facts(Facts::Control {
+        operation: "usage".into(),
+        status: ControlStatus::Answered,
+        usage: Some(UsageFigures {
+            model_requests: 3,
+            tool_calls: 2,
+            input_tokens: Some(TokenSum {
+                tokens: 1_250,
+                requests: 3,
+            }),
+            cached_input_tokens: Some(TokenSum {
+                tokens: 800,
+                requests: 2,
+            }),
+            output_tokens: Some(TokenSum {
+                tokens: 96,
+                requests: 3,
+            }),
+            reasoning_tokens: None,
+            context_window: Some(200_000),
+            context_used: Some(512),
+        }),
+        title: None,
+        title_cut: None,
+    });
+    let mut s = saved(source("tool-23", "magi_control", "magi_control usage"));
+    s.facts = Some(&facts);
+    let card = golden("magi_control_usage", &s);
+    assert_eq!(card.tool_kind, ToolKind::Other);
+    assert_eq!(card.changes, Changes::NotApplicable);
+    assert_eq!(card.detail.availability, Availability::Complete);
+}
+
+#[test]
+fn magi_control_title_and_compact() {
+    let facts = facts(Facts::Control {
+        operation: "title".into(),
+        status: ControlStatus::TitleSet,
+        usage: None,
+        title: Some(format!("Login {SECRET}")),
+        title_cut: Some(0),
+    });
+    let mut s = source("tool-24", "magi_control", "magi_control title");
+    s.facts = Some(&facts);
+    let card = golden("magi_control_title", &s);
+    // A title is redacted again on its way to the card.
+    assert_eq!(card.detail.reason, Some(Reason::Redacted));
+    let facts = facts_of_compact();
+    let mut s = source("tool-25", "magi_control", "magi_control compact");
+    s.facts = Some(&facts);
+    golden("magi_control_compact", &s);
+    // A call refused for its arguments records nothing.
+    let mut s = source("tool-26", "magi_control", "magi_control");
+    s.settlement = settled(ToolOutcome::Failed, "invalid arguments");
+    let card = golden("magi_control_refused", &s);
+    assert_eq!(card.detail.availability, Availability::Unavailable);
+    assert_eq!(card.detail.reason, Some(Reason::NotRecorded));
+}
+
+fn facts_of_compact() -> Value {
+    facts(Facts::Control {
+        operation: "compact".into(),
+        status: ControlStatus::CompactionRequested,
+        usage: None,
+        title: None,
+        title_cut: None,
+    })
+}
+
+#[test]
 fn unknown_protection_labels_are_never_copied() {
     let facts = facts(Facts::Command(Box::new(command_facts())));
     let mut s = source("tool-20", "bash", "bash");
@@ -910,6 +981,7 @@ impl Rng {
             "write" | "edit" | "hash_edit" => 4,
             "web_fetch" => 5,
             "bash_log" | "bash_kill" => 6,
+            "magi_control" => 8,
             _ => 7,
         };
         let which = match self.below(12) {
@@ -958,6 +1030,35 @@ impl Rng {
                 lines: self.maybe_number(),
                 total_lines: self.maybe_number(),
             },
+            8 => {
+                let mut sum = || {
+                    self.flag().then(|| TokenSum {
+                        tokens: self.number(),
+                        requests: self.number(),
+                    })
+                };
+                let usage = UsageFigures {
+                    input_tokens: sum(),
+                    cached_input_tokens: sum(),
+                    output_tokens: sum(),
+                    reasoning_tokens: sum(),
+                    model_requests: self.number(),
+                    tool_calls: self.number(),
+                    context_window: self.maybe_number(),
+                    context_used: self.maybe_number(),
+                };
+                Facts::Control {
+                    operation: if self.flag() {
+                        "title".to_owned()
+                    } else {
+                        self.string()
+                    },
+                    status: ControlStatus::Answered,
+                    usage: self.flag().then_some(usage),
+                    title: self.maybe_string(),
+                    title_cut: self.maybe_number(),
+                }
+            }
             _ => {
                 let maybe_bool = |rng: &mut Rng| rng.flag().then(|| rng.flag());
                 let facts = CommandFacts {
@@ -1128,6 +1229,7 @@ fn generated_sources_always_give_valid_bounded_safe_cards() {
         "bash_log",
         "bash_kill",
         "web_fetch",
+        "magi_control",
         "mystery",
         SECRET,
         "",

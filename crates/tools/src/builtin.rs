@@ -63,6 +63,9 @@ builtin_tools! {
     BashLog => "bash_log",
     /// `bash_kill`: stops a background job.
     BashKill => "bash_kill",
+    /// `magi_control`: the session's usage, a compaction request, its title. The
+    /// backend's turn runs it, since it acts on the session.
+    MagiControl => "magi_control",
 }
 
 /// Which facts a tool's calls record, and so which card body shows them.
@@ -80,6 +83,8 @@ pub enum CardFamily {
     Command,
     /// [`Facts::Job`].
     Job,
+    /// [`Facts::Control`].
+    Control,
 }
 
 impl CardFamily {
@@ -93,6 +98,7 @@ impl CardFamily {
                 | (CardFamily::Web, Facts::Web { .. })
                 | (CardFamily::Command, Facts::Command(_))
                 | (CardFamily::Job, Facts::Job { .. })
+                | (CardFamily::Control, Facts::Control { .. })
         )
     }
 }
@@ -143,6 +149,8 @@ impl BuiltinTool {
             | BuiltinTool::BashLog
             | BuiltinTool::BashKill => ToolKind::Command,
             BuiltinTool::WebFetch => ToolKind::Web,
+            // The specification's kinds have none for a session's own controls.
+            BuiltinTool::MagiControl => ToolKind::Other,
         }
     }
 
@@ -155,11 +163,13 @@ impl BuiltinTool {
             BuiltinTool::WebFetch => CardFamily::Web,
             BuiltinTool::Bash | BuiltinTool::AsyncBash => CardFamily::Command,
             BuiltinTool::BashLog | BuiltinTool::BashKill => CardFamily::Job,
+            BuiltinTool::MagiControl => CardFamily::Control,
         }
     }
 
     /// Whether its calls only read: they never need an approval and may run side by
-    /// side.
+    /// side. `magi_control` is not read-only: its title and compaction change the
+    /// session (never a file), and the turn runs it between the other calls.
     pub fn is_read_only(self) -> bool {
         match self {
             BuiltinTool::Read
@@ -173,15 +183,18 @@ impl BuiltinTool {
             | BuiltinTool::WebFetch
             | BuiltinTool::Bash
             | BuiltinTool::AsyncBash
-            | BuiltinTool::BashKill => false,
+            | BuiltinTool::BashKill
+            | BuiltinTool::MagiControl => false,
         }
     }
 
     /// Whether a call needs the client's approval (or a rule) before it runs: every
     /// tool that is not read-only, except `bash_kill`, which only stops a job an
-    /// approved call started.
+    /// approved call started, and `magi_control`, which changes only the session's own
+    /// bookkeeping (its title, when it compacts) and reads its usage: nobody would
+    /// want to be asked before the model looks at its token count.
     pub fn needs_approval(self) -> bool {
-        !self.is_read_only() && self != BuiltinTool::BashKill
+        !self.is_read_only() && !matches!(self, BuiltinTool::BashKill | BuiltinTool::MagiControl)
     }
 
     /// Whether a call a crashed run left unsettled may be run again when the session's
@@ -206,7 +219,8 @@ impl BuiltinTool {
             | BuiltinTool::Find
             | BuiltinTool::List
             | BuiltinTool::WebFetch
-            | BuiltinTool::BashLog => false,
+            | BuiltinTool::BashLog
+            | BuiltinTool::MagiControl => false,
         }
     }
 
@@ -221,7 +235,9 @@ impl BuiltinTool {
             }
             BuiltinTool::Bash | BuiltinTool::AsyncBash => SubjectArgument::Command,
             BuiltinTool::WebFetch => SubjectArgument::Url,
-            BuiltinTool::BashLog | BuiltinTool::BashKill => SubjectArgument::Nothing,
+            BuiltinTool::BashLog | BuiltinTool::BashKill | BuiltinTool::MagiControl => {
+                SubjectArgument::Nothing
+            }
         }
     }
 
@@ -243,7 +259,10 @@ impl BuiltinTool {
             | BuiltinTool::Edit
             | BuiltinTool::HashEdit
             | BuiltinTool::AsyncBash
-            | BuiltinTool::BashKill => TranscriptLines::Nothing,
+            | BuiltinTool::BashKill
+            // Its result is the session's private bookkeeping; the card says what is
+            // public of it.
+            | BuiltinTool::MagiControl => TranscriptLines::Nothing,
         }
     }
 
@@ -262,6 +281,7 @@ impl BuiltinTool {
             BuiltinTool::AsyncBash => crate::jobs::start_definition(),
             BuiltinTool::BashLog => crate::jobs::log_definition(),
             BuiltinTool::BashKill => crate::jobs::kill_definition(),
+            BuiltinTool::MagiControl => crate::control::definition(),
         }
     }
 }
@@ -294,7 +314,10 @@ mod tests {
                 "{tool:?}"
             );
             assert!(!definition.description.is_empty(), "{tool:?}");
-            assert_ne!(tool.kind(), ToolKind::Other, "{tool:?}");
+            // Only the session's controls have no kind of their own.
+            if tool != BuiltinTool::MagiControl {
+                assert_ne!(tool.kind(), ToolKind::Other, "{tool:?}");
+            }
             assert_ne!(tool.kind(), ToolKind::Mcp, "{tool:?}");
             // The family's card body belongs to the tool's kind.
             let family_kinds: &[ToolKind] = match tool.family() {
@@ -303,6 +326,7 @@ mod tests {
                 CardFamily::Change => &[ToolKind::Write, ToolKind::Edit],
                 CardFamily::Web => &[ToolKind::Web],
                 CardFamily::Command | CardFamily::Job => &[ToolKind::Command],
+                CardFamily::Control => &[ToolKind::Other],
             };
             assert!(family_kinds.contains(&tool.kind()), "{tool:?}");
             let quoted = format!("`{}`", tool.name());
@@ -324,6 +348,9 @@ mod tests {
             }
         }
         assert!(!BuiltinTool::BashKill.needs_approval());
+        assert!(!BuiltinTool::MagiControl.needs_approval());
+        assert!(!BuiltinTool::MagiControl.replay_safe());
+        assert!(!BuiltinTool::MagiControl.may_change_files());
         assert!(BuiltinTool::WebFetch.needs_approval());
         assert!(!BuiltinTool::WebFetch.may_change_files());
     }

@@ -137,6 +137,69 @@ pub enum Facts {
         /// Lines in the job's output so far.
         total_lines: Option<u64>,
     },
+    /// `magi_control`: the operation, how the request stands, and only what is public
+    /// of its answer (never a compaction's summary or the result text).
+    Control {
+        /// `usage`, `compact` or `title`.
+        operation: String,
+        /// How the request stands, in the fixed words of [`ControlStatus`].
+        status: ControlStatus,
+        /// The session's recorded usage (`usage` only).
+        usage: Option<UsageFigures>,
+        /// The title recorded (`title` only, when one was).
+        title: Option<String>,
+        /// Characters cut off the title given to keep it within `title_chars`.
+        title_cut: Option<u64>,
+    },
+}
+
+/// How a `magi_control` request stands when its call settles.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ControlStatus {
+    /// `usage`: answered from the session's records.
+    Answered,
+    /// `compact`: compaction runs before the agent's next model request.
+    CompactionRequested,
+    /// `compact`: an earlier call of the same turn already asked; it runs once.
+    AlreadyRequested,
+    /// `title`: the title was recorded.
+    TitleSet,
+    /// `title`: the title could not be recorded (the log refused the append).
+    TitleNotRecorded,
+}
+
+/// The session's usage as its log records it: the sums of what the provider reported
+/// for each model request of the session's agent, with how many requests reported each
+/// figure (a figure no request reported is none, never zero).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UsageFigures {
+    /// Model requests recorded (each has a `usage` record, whatever it reported).
+    pub model_requests: u64,
+    /// Tool calls recorded in the session log, this one included.
+    pub tool_calls: u64,
+    /// Input tokens, cached ones included.
+    pub input_tokens: Option<TokenSum>,
+    /// Of the input tokens, those read from the provider's prompt cache.
+    pub cached_input_tokens: Option<TokenSum>,
+    /// Output tokens, reasoning ones included.
+    pub output_tokens: Option<TokenSum>,
+    /// Of the output tokens, those spent reasoning.
+    pub reasoning_tokens: Option<TokenSum>,
+    /// The model's context window in tokens, when known.
+    pub context_window: Option<u64>,
+    /// The tokens of the window the conversation filled after the latest request that
+    /// reported them.
+    pub context_used: Option<u64>,
+}
+
+/// A token figure summed over the requests that reported it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TokenSum {
+    /// The sum.
+    pub tokens: u64,
+    /// How many requests reported it.
+    pub requests: u64,
 }
 
 impl Facts {

@@ -4,6 +4,7 @@
 
 mod bash;
 mod builtin;
+mod control;
 mod diagnostics;
 mod edit;
 mod editing;
@@ -28,12 +29,14 @@ use std::path::Path;
 use serde_json::Value;
 
 pub use builtin::{BuiltinTool, CardFamily, SubjectArgument, TranscriptLines};
+pub use control::{ControlRequest, cut_title, parse_control};
 pub use diagnostics::{Projection, process_diagnostics};
 pub use facts::{AppliedPreview, CommandFacts, Facts};
 pub use jobs::{JobNotice, take_notices};
 pub use process::launcher;
 pub use proposal::proposed_change;
 pub use scope::{outside_workspace, subject};
+pub use walk::walker;
 
 /// A tool as the model sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -233,6 +236,7 @@ fn dispatch(tool: BuiltinTool, arguments: &str, ctx: &ToolContext) -> ToolReport
         BuiltinTool::BashLog => jobs::run_log(&arguments),
         BuiltinTool::BashKill => jobs::run_kill(&arguments),
         BuiltinTool::Bash => bash::execute(&arguments, ctx),
+        BuiltinTool::MagiControl => control::run_elsewhere(),
     }
 }
 
@@ -241,8 +245,8 @@ fn dispatch(tool: BuiltinTool, arguments: &str, ctx: &ToolContext) -> ToolReport
 const LABEL_PATTERN_CHARS: usize = 60;
 
 /// A short label of a call for its `started` activity: the tool and its target
-/// (`read src/main.rs`, `grep "fn main" in src`, `find **/*.rs`, `list src`). The caller
-/// bounds and sanitizes it.
+/// (`read src/main.rs`, `grep "fn main" in src`, `find **/*.rs`, `list src`,
+/// `magi_control usage`). The caller bounds and sanitizes it.
 pub fn describe(name: &str, arguments: &str) -> String {
     let arguments = serde_json::from_str::<Value>(arguments).ok();
     let field = |key: &str| {
@@ -251,6 +255,13 @@ pub fn describe(name: &str, arguments: &str) -> String {
             .and_then(|v| v.get(key))
             .and_then(Value::as_str)
     };
+    if BuiltinTool::from_name(name) == Some(BuiltinTool::MagiControl) {
+        // The operation, never the title: the card shows a title once it is checked.
+        return match field("operation") {
+            Some(operation) => format!("{name} {}", short(operation, LABEL_PATTERN_CHARS)),
+            None => name.to_owned(),
+        };
+    }
     let path = field("path");
     let search =
         BuiltinTool::from_name(name).filter(|t| matches!(t, BuiltinTool::Grep | BuiltinTool::Find));
@@ -306,6 +317,11 @@ mod tests {
         );
         assert_eq!(describe("list", r#"{"path": "src"}"#), "list src");
         assert_eq!(describe("list", "{}"), "list");
+        assert_eq!(
+            describe("magi_control", r#"{"operation": "title", "title": "x"}"#),
+            "magi_control title"
+        );
+        assert_eq!(describe("magi_control", "{}"), "magi_control");
         assert_eq!(describe("grep", "not json"), "grep");
         let long = "a".repeat(100);
         assert_eq!(
@@ -339,6 +355,7 @@ mod tests {
                 BuiltinTool::Bash => limits::BASH_TOOL_MAX_TIMEOUT_MS.to_string(),
                 BuiltinTool::BashLog => limits::BASH_LOG_MAX_LINES.to_string(),
                 BuiltinTool::Read => limits::READ_TOOL_LINES.to_string(),
+                BuiltinTool::MagiControl => limits::TITLE_CHARS.to_string(),
                 // Nothing bounded to spell out.
                 BuiltinTool::AsyncBash | BuiltinTool::BashKill => continue,
             };

@@ -1,16 +1,17 @@
-//! Every request Mission Control makes of its backend: starting and renewing it, turns,
-//! cancellation, approvals, and sessions and their history.
+//! The requests Mission Control makes of its backend for turns: starting and renewing
+//! it, turns, cancellation, approvals, reopening a session and its history. The slash
+//! commands' requests are in `commands::run`.
 
 use anyhow::{Context, anyhow};
 use magi_client::fold::{FoldInput, PromptId, TURN_ID_RESERVE};
 use magi_client::{Backend, BackendCommand};
 use magi_protocol::messages::{
-    ApprovalAnswerParams, ApprovalScope, EmptyParams, HistoryPageParams, SessionListParams,
-    SessionOpenParams, TurnCancelParams, TurnStartParams,
+    ApprovalAnswerParams, ApprovalScope, EmptyParams, HistoryPageParams, SessionOpenParams,
+    TurnCancelParams, TurnStartParams,
 };
 use magi_protocol::{ErrorCode, methods};
 
-use super::{Answer, App, EXIT_WAIT, Picker};
+use super::{Answer, App, EXIT_WAIT};
 
 /// Starts this executable as a backend and initializes it with what Mission Control
 /// uses: the backend, or the code `initialize` was refused with.
@@ -23,8 +24,6 @@ pub(super) async fn start_backend() -> anyhow::Result<Result<Backend, ErrorCode>
         .initialize(&[
             "session.create",
             "session.open",
-            "session.list",
-            "session.discover",
             "history.page",
             "turn.start",
             "turn.cancel",
@@ -36,6 +35,15 @@ pub(super) async fn start_backend() -> anyhow::Result<Result<Backend, ErrorCode>
             magi_protocol::names::APPROVAL_SCOPES,
             // The model may ask the person to choose.
             magi_protocol::names::USER_QUESTIONS,
+            // The slash commands: sessions past the 256 of `session.list`, the model
+            // catalog with its reasons and refresh, the switch, token usage and
+            // compaction on demand.
+            "session.discover",
+            "model.catalog",
+            "model.catalog.status",
+            "model.refresh",
+            "selection.set",
+            magi_protocol::names::SESSION_USAGE,
         ])
         .await?;
     Ok(initialized.map(|_| backend))
@@ -83,14 +91,6 @@ impl App {
         Ok(())
     }
 
-    /// Learns the session's model selection from `status`.
-    pub(super) async fn refresh_selection(&mut self, backend: &mut Backend) -> anyhow::Result<()> {
-        if let Ok(status) = backend.call::<methods::Status>(&EmptyParams {}).await? {
-            self.selection = status.selection;
-        }
-        Ok(())
-    }
-
     /// Submits a prompt: the fold shows it at once and learns whether it was accepted.
     pub(super) async fn send(
         &mut self,
@@ -120,7 +120,7 @@ impl App {
                 self.transcript.apply(FoldInput::TurnRejected { id, code });
                 // The fold gives the prompt back to the composer.
                 if let Some(text) = self.transcript.take_restored_prompt() {
-                    self.composer = text;
+                    self.composer.set_text(text);
                 }
                 self.status = crate::explain::turn_refused(code, &params.prompt);
             }
@@ -201,24 +201,6 @@ impl App {
         Ok(())
     }
 
-    /// Opens the picker with this directory's sessions (the first page).
-    pub(super) async fn list_sessions(&mut self, backend: &mut Backend) -> anyhow::Result<()> {
-        let listed = backend
-            .call::<methods::SessionList>(&SessionListParams::default())
-            .await?;
-        match listed {
-            Ok(list) if list.sessions.is_empty() => self.status = "no sessions yet".into(),
-            Ok(list) => {
-                self.picker = Some(Picker {
-                    selected: list.sessions.len() - 1,
-                    sessions: list.sessions,
-                })
-            }
-            Err(code) => self.status = format!("session.list: {}", code.as_str()),
-        }
-        Ok(())
-    }
-
     /// Reopens a session and shows its history.
     pub(super) async fn open_session(
         &mut self,
@@ -237,7 +219,7 @@ impl App {
                 self.load_history(backend, &id, &revision).await?;
                 self.status = String::new();
             }
-            Err(code) => self.status = format!("session.open: {}", code.as_str()),
+            Err(code) => self.status = super::commands::refused("session.open", code),
         }
         Ok(())
     }

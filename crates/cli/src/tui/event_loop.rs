@@ -157,11 +157,20 @@ impl App {
                         Action::Stop => self.stop(backend).await?,
                         Action::Answer(answer) => self.answer(backend, answer).await?,
                         Action::ListSessions => self.list_sessions(backend).await?,
-                        Action::OpenSession(id) => self.open_session(backend, id).await?,
+                        Action::Commands(request) => self.command(backend, request).await?,
                         Action::AnswerQuestions(answers) => {
                             self.answer_questions(backend, answers).await?
                         }
                     }
+                }
+                done = super::commands::finished(&mut self.op), if self.op.is_some() => {
+                    dirty = true;
+                    self.op_done(backend, done).await?;
+                }
+                // The workspace's paths for `@` mentions arrive while the person types.
+                walked = self.composer.walk_finished(), if self.composer.walking() => {
+                    self.composer.walked(walked);
+                    dirty = true;
                 }
                 incoming = backend.next_incoming() => {
                     dirty = true;
@@ -172,7 +181,10 @@ impl App {
                             Event::QuestionAsked(asked) => {
                                 self.question =
                                     Some(super::question::QuestionPicker::new((**asked).clone()));
+                                // What the run asks is answered before any panel is read.
+                                self.panel = None;
                             }
+                            Event::ApprovalRequested(_) => self.panel = None,
                             // Questions still open when the run ends were settled by it.
                             Event::RunFinished(_) => {
                                 self.question = None;

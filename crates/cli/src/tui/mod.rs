@@ -12,20 +12,24 @@
 //! `approval.scopes`, offered when there is one) or `n` (deny); Esc stops the running
 //! turn; the model's questions (`user.questions`) replace the transcript with a picker
 //! (Up/Down move, Space picks in a multi-select, Enter answers, words typed answer in
-//! the person's own words, Esc declines); Ctrl-O picks a session of this directory to reopen (`session.list`,
-//! `session.open`); Ctrl-C quits. PageUp and PageDown scroll the transcript, Home and
-//! End go to its top and bottom (with an empty composer; Ctrl-Home and Ctrl-End
-//! always), and so does the mouse wheel; a view scrolled up stays put while output
-//! arrives below, and says so.
+//! the person's own words, Esc declines); Ctrl-O (or `/sessions`) picks a session of
+//! this directory to reopen (`session.discover`, `session.open`); Ctrl-C quits.
+//! Slash commands (`/help` lists them) open panels over the transcript or switch the
+//! session or the model.
+//! PageUp and PageDown scroll the transcript, Home and End go to its top and bottom
+//! (with an empty composer; Ctrl-Home and Ctrl-End always), and so does the mouse
+//! wheel; a view scrolled up stays put while output arrives below, and says so.
 //!
 //! The module is cut along its seams: [`terminal`] owns the screen and the key reader,
 //! [`keys`] turns a key into an [`Action`], [`event_loop`] interleaves keys and backend
-//! frames and paces the drawing, [`backend`] is every request Mission Control makes,
-//! and [`render`] draws the transcript and its cards.
+//! frames and paces the drawing, [`backend`] is the requests of turns, approvals and
+//! history, [`commands`] the slash commands with their panels and requests, the
+//! [`composer`] is where a prompt is written, with its own keys (multi-line editing,
+//! history, mentions), and [`render`] draws the transcript and its cards.
 
 mod backend;
-#[allow(dead_code, reason = "wired into the composer and the loop next")]
 mod commands;
+mod composer;
 mod event_loop;
 mod keys;
 mod question;
@@ -38,7 +42,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use magi_client::fold::{Approval, ApprovalState, FoldInput, Item, Transcript};
-use magi_protocol::messages::{SessionListEntry, SessionResult};
+use magi_protocol::messages::{SelectionStatus, SessionResult, UsageUpdated};
 
 use crate::attach::Target;
 
@@ -129,7 +133,8 @@ enum Action {
     Stop,
     Answer(Answer),
     ListSessions,
-    OpenSession(String),
+    /// A slash command, or what its panel asks for.
+    Commands(commands::Request),
     /// Answers the open questions (`None` declines them).
     AnswerQuestions(Option<Vec<magi_protocol::messages::QuestionReply>>),
 }
@@ -146,28 +151,24 @@ enum Answer {
     Deny,
 }
 
-/// The session picker: this directory's sessions, one selected.
-struct Picker {
-    sessions: Vec<SessionListEntry>,
-    selected: usize,
-}
-
 /// Mission Control's state: the fold, the composer and its history.
 struct App {
     transcript: Transcript,
     session_id: String,
-    composer: String,
-    history: Vec<String>,
-    /// Position while recalling history with Up/Down.
-    recall: Option<usize>,
+    composer: composer::Composer,
     next_prompt: u64,
     status: String,
-    /// The session's model selection, as `status` last reported it.
-    selection: Option<magi_protocol::messages::SelectionStatus>,
-    /// The last `usage.updated` of this session (`session.usage`).
-    usage: Option<magi_protocol::messages::UsageUpdated>,
-    /// The session's durable title, when one is known.
+    /// The panel of a slash command (help, status, changes, the pickers), over the
+    /// transcript.
+    panel: Option<commands::Panel>,
+    /// A command's request left in flight (compaction, a model-list fetch).
+    op: Option<commands::Op>,
+    /// The last `usage.updated` of this session.
+    usage: Option<UsageUpdated>,
+    /// The session's title, when one is known (from the session picker).
     title: Option<String>,
+    /// The backend's current model selection (`status.selection`).
+    selection: Option<SelectionStatus>,
     /// When the running turn was sent, for the working indicator.
     run_started: Option<std::time::Instant>,
     /// Whether the running turn was asked to stop (until its `run.finished`).
@@ -176,7 +177,6 @@ struct App {
     queued: Option<String>,
     /// Whether Ctrl-C was just pressed on an empty composer (a second press quits).
     quit_armed: bool,
-    picker: Option<Picker>,
     /// The model's open questions (`user.questions`), while they wait.
     question: Option<question::QuestionPicker>,
     /// The transcript's scroll position and laid-out rows.
@@ -188,22 +188,24 @@ impl App {
         let session_id = session.session_id.clone();
         let mut transcript = Transcript::default();
         transcript.apply(FoldInput::SessionAttached(session));
+        // The backend runs in this directory too: mentions name its files.
+        let mut composer = composer::Composer::open(std::env::current_dir().unwrap_or_default());
         App {
             transcript,
             session_id,
-            composer: String::new(),
-            history: Vec::new(),
-            recall: None,
+            // A history file that cannot be read is said once, at the start.
+            status: composer.take_problem().unwrap_or_default(),
+            composer,
             next_prompt: 0,
-            status: String::new(),
-            selection: None,
+            panel: None,
+            op: None,
             usage: None,
             title: None,
+            selection: None,
             run_started: None,
             stopping: false,
             queued: None,
             quit_armed: false,
-            picker: None,
             question: None,
             view: render::View::default(),
         }

@@ -1,22 +1,26 @@
 //! The terminal Mission Control draws on, and the thread that reads its input.
 //!
 //! The screen is the alternate screen in raw mode, with bracketed paste (a pasted text
-//! arrives whole, newlines kept) and the terminal's alternate-scroll mode (the mouse
+//! arrives whole, newlines kept), the terminal's alternate-scroll mode (the mouse
 //! wheel arrives as arrow keys; the mouse is never captured, so the terminal's own
-//! selection and copy keep working).
+//! selection and copy keep working) and, where the terminal has it, the keyboard
+//! enhancement protocol (so Shift+Enter is told from Enter).
 
 use std::io::{Stdout, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use ratatui::Terminal;
 use ratatui::backend::CrosstermBackend;
 use ratatui::crossterm::event::{
     self, DisableBracketedPaste, EnableBracketedPaste, Event as TermEvent, KeyCode, KeyEvent,
-    KeyEventKind, KeyModifiers,
+    KeyEventKind, KeyModifiers, KeyboardEnhancementFlags, PopKeyboardEnhancementFlags,
+    PushKeyboardEnhancementFlags,
 };
 use ratatui::crossterm::execute;
 use ratatui::crossterm::terminal::{
     EnterAlternateScreen, LeaveAlternateScreen, disable_raw_mode, enable_raw_mode,
+    supports_keyboard_enhancement,
 };
 use tokio::sync::mpsc;
 
@@ -27,6 +31,9 @@ const INPUT_QUEUE: usize = 256;
 /// screen the wheel sends arrow keys instead of scrolling the terminal's own buffer.
 const ALTERNATE_SCROLL_ON: &str = "\x1b[?1007h";
 const ALTERNATE_SCROLL_OFF: &str = "\x1b[?1007l";
+
+/// Whether the keyboard enhancement flags were pushed, so leaving pops them.
+static ENHANCED_KEYS: AtomicBool = AtomicBool::new(false);
 
 /// The alternate screen, in raw mode.
 pub(super) type Screen = Terminal<CrosstermBackend<Stdout>>;
@@ -52,6 +59,15 @@ pub(super) fn enter_terminal() -> anyhow::Result<Screen> {
     let mut stdout = std::io::stdout();
     execute!(stdout, EnterAlternateScreen, EnableBracketedPaste)?;
     stdout.write_all(ALTERNATE_SCROLL_ON.as_bytes())?;
+    // A terminal that speaks the keyboard enhancement protocol tells Shift+Enter from
+    // Enter (a new line, not a send); one that does not is never sent the request.
+    if supports_keyboard_enhancement().unwrap_or(false) {
+        execute!(
+            stdout,
+            PushKeyboardEnhancementFlags(KeyboardEnhancementFlags::DISAMBIGUATE_ESCAPE_CODES)
+        )?;
+        ENHANCED_KEYS.store(true, Ordering::Relaxed);
+    }
     stdout.flush()?;
     Ok(Terminal::new(CrosstermBackend::new(stdout))?)
 }
@@ -60,6 +76,9 @@ pub(super) fn enter_terminal() -> anyhow::Result<Screen> {
 pub(super) fn leave_terminal(terminal: &mut Screen) {
     let backend = terminal.backend_mut();
     let _ = backend.write_all(ALTERNATE_SCROLL_OFF.as_bytes());
+    if ENHANCED_KEYS.swap(false, Ordering::Relaxed) {
+        let _ = execute!(backend, PopKeyboardEnhancementFlags);
+    }
     let _ = execute!(backend, DisableBracketedPaste, LeaveAlternateScreen);
     let _ = disable_raw_mode();
     let _ = terminal.show_cursor();
@@ -81,7 +100,7 @@ pub(super) fn spawn_input_reader() -> mpsc::Receiver<(Instant, TermInput)> {
                     if let Some(step) = arrow_step(&key)
                         && (more || arrows.count != 0)
                     {
-                        arrows.add(step, key);
+                        out.extend(arrows.add(step, key));
                     } else {
                         out.extend(arrows.flush());
                         out.push(TermInput::Key(key));
@@ -132,10 +151,15 @@ struct ArrowBurst {
 }
 
 impl ArrowBurst {
-    fn add(&mut self, step: i32, key: KeyEvent) {
+    /// Adds an arrow; one in the other direction first gives back the burst so far, so
+    /// a burst is all one way and no press is lost in a sum.
+    fn add(&mut self, step: i32, key: KeyEvent) -> Option<TermInput> {
+        let turned = self.count != 0 && self.steps.signum() != step.signum();
+        let before = if turned { self.flush() } else { None };
         self.count += 1;
         self.steps += step;
         self.first.get_or_insert(key);
+        before
     }
 
     /// A lone arrow is a key; several are the wheel.
@@ -161,15 +185,23 @@ mod tests {
     fn a_lone_arrow_is_a_key_and_arrows_together_are_the_wheel() {
         let mut burst = ArrowBurst::default();
         assert_eq!(burst.flush(), None);
-        burst.add(-1, key(KeyCode::Up));
+        assert_eq!(burst.add(-1, key(KeyCode::Up)), None);
         assert_eq!(burst.flush(), Some(TermInput::Key(key(KeyCode::Up))));
         for _ in 0..3 {
-            burst.add(-1, key(KeyCode::Up));
+            assert_eq!(burst.add(-1, key(KeyCode::Up)), None);
         }
         assert_eq!(burst.flush(), Some(TermInput::Scroll(-3)));
         burst.add(1, key(KeyCode::Down));
         burst.add(1, key(KeyCode::Down));
         assert_eq!(burst.flush(), Some(TermInput::Scroll(2)));
+        // A turn gives back what went before: no press is lost in a sum.
+        burst.add(-1, key(KeyCode::Up));
+        burst.add(-1, key(KeyCode::Up));
+        assert_eq!(
+            burst.add(1, key(KeyCode::Down)),
+            Some(TermInput::Scroll(-2))
+        );
+        assert_eq!(burst.flush(), Some(TermInput::Key(key(KeyCode::Down))));
         assert_eq!(arrow_step(&key(KeyCode::Left)), None);
         let shifted = KeyEvent::new(KeyCode::Up, KeyModifiers::SHIFT);
         assert_eq!(arrow_step(&shifted), None);

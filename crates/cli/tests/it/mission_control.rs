@@ -146,7 +146,7 @@ async fn a_session_is_reopened_from_the_picker() {
     tmux.wait_for("idle");
     assert!(!tmux.screen().contains("First answer."));
     tmux.key("C-o");
-    tmux.wait_for("Sessions of this directory:");
+    tmux.wait_for("Sessions of this directory");
     tmux.key("Enter");
     let screen = tmux.wait_for("First answer.");
     assert!(screen.contains("› first question"), "{screen}");
@@ -206,8 +206,11 @@ async fn a_question_is_answered_from_the_picker() {
     tmux.key("Enter");
     tmux.wait_for("The model asks (2 of 3)");
     tmux.key("Space");
+    // Each arrow is seen before the next is sent: arrows read together are the wheel.
     tmux.key("Down");
+    tmux.wait_for("▶ [ ] metrics");
     tmux.key("Down");
+    tmux.wait_for("▶ [ ] tracing");
     tmux.key("Space");
     tmux.wait_for("[x] tracing");
     tmux.key("Enter");

@@ -26,7 +26,9 @@ pub(super) enum Source {
 /// and read on its own, so that an unknown tracking status costs only its two rows.
 pub(super) fn read_facts(tool_name: &str, kind: ToolKind, facts: Option<&Value>) -> Source {
     let Some(value) = facts else {
-        return if kind == ToolKind::Other {
+        // A built-in of kind `other` (`magi_control`) is known: its running card has
+        // no facts by design, not from an unknown source.
+        return if kind == ToolKind::Other && BuiltinTool::from_name(tool_name).is_none() {
             Source::Unsupported
         } else {
             Source::Absent
@@ -161,6 +163,19 @@ impl Context<'_, '_> {
                 ended,
                 *report_bytes,
                 tail,
+            ),
+            Facts::Control {
+                operation,
+                status,
+                usage,
+                title,
+                title_cut,
+            } => self.control(
+                operation,
+                *status,
+                usage.as_ref(),
+                title.as_deref(),
+                *title_cut,
             ),
         }
     }

@@ -86,6 +86,26 @@ pub const ROW_SERVER_ERROR: &str = "Server error";
 pub const ROW_RESULT_SIZE: &str = "Result size";
 /// Label of the MCP row for content not given as text.
 pub const ROW_NON_TEXT_CONTENT: &str = "Non-text content";
+/// Label of the `magi_control` row naming the operation.
+pub const ROW_OPERATION: &str = "Operation";
+/// Label of the `magi_control` row saying how the request stands.
+pub const ROW_REQUEST_STATUS: &str = "Request status";
+/// Label of the `magi_control` row for the session's input tokens.
+pub const ROW_INPUT_TOKENS: &str = "Input tokens";
+/// Label of the `magi_control` row for the input tokens read from the prompt cache.
+pub const ROW_CACHED_INPUT_TOKENS: &str = "Cached input tokens";
+/// Label of the `magi_control` row for the session's output tokens.
+pub const ROW_OUTPUT_TOKENS: &str = "Output tokens";
+/// Label of the `magi_control` row for the output tokens spent reasoning.
+pub const ROW_REASONING_TOKENS: &str = "Reasoning tokens";
+/// Label of the `magi_control` row for the model's context window.
+pub const ROW_CONTEXT_WINDOW: &str = "Context window";
+/// Label of the `magi_control` row for the share of the window the conversation fills.
+pub const ROW_CONTEXT_USED: &str = "Context used";
+/// Label of the `magi_control` row for the title it set.
+pub const ROW_TITLE: &str = "Title";
+/// Label of the `magi_control` row for a title cut to the bound.
+pub const ROW_TITLE_CUT: &str = "Title cut";
 
 /// Every public protection label of the contract. Only these are ever copied into a
 /// card; any other recorded string is unavailable.

@@ -7,7 +7,8 @@ use magi_store::records::{Record, RecordBody, ToolOutcome};
 pub(super) const INTERRUPTED_CALL: &str = "The call was interrupted; its outcome is unknown.";
 
 /// The conversation the model is given, from the durable records: prompts, replies,
-/// and each tool call with its result. A call whose result was never recorded (a
+/// each tool call with its result, and what the backend told the model in between
+/// (background jobs' ends, loop notes). A call whose result was never recorded (a
 /// crashed turn) is answered as interrupted, so the provider sees a complete pairing.
 pub fn conversation(records: &[Record]) -> Vec<Item> {
     let answered: std::collections::HashSet<&str> = records
@@ -43,7 +44,7 @@ pub fn conversation(records: &[Record]) -> Vec<Item> {
                     });
                 }
             }
-            RecordBody::AsyncBashEvent { text, .. } => {
+            RecordBody::AsyncBashEvent { text, .. } | RecordBody::LoopNote { text, .. } => {
                 items.push(Item::User { text: text.clone() })
             }
             // What came before a compaction is its summary, for the model.

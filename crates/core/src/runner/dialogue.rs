@@ -1,14 +1,14 @@
 //! One model round trip of an agent's conversation: older tool output pruned from the
-//! request, compaction when the conversation nears the context window (the turn ends
-//! when it still does not fit), the model's
-//! response, then the calls it asks for.
+//! request, compaction when the conversation nears the context window or the agent
+//! asked for it (`magi_control`; the turn ends when it still does not fit), the
+//! model's response, then the calls it asks for.
 
 use magi_protocol::ErrorCode;
 use magi_protocol::messages::DIAGNOSTIC_CONTEXT_EXCEEDED;
 use magi_provider::Item;
 
 use super::calls::{CallService, Role};
-use super::compaction::{compact, needs_compaction, overflow};
+use super::compaction::{compact, compactable, needs_compaction, overflow};
 use super::ending::Ending;
 use super::exchange::Exchange;
 use super::pruning::pruned;
@@ -30,8 +30,10 @@ pub(super) async fn round_trip(
         pruned(items, exchange.agent.prune_protect_tokens, current, &assets)
     };
     let mut sent = prune(items);
-    // What is sent is what must fit the context window.
-    if needs_compaction(exchange, &system, &sent) {
+    // What is sent is what must fit the context window. A request the agent made is
+    // taken either way: it is for this request only.
+    let requested = service.journal.take_compaction_request() && compactable(&sent);
+    if requested || needs_compaction(exchange, &system, &sent) {
         compact(
             exchange,
             service.output,

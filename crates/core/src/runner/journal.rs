@@ -3,9 +3,15 @@
 //! The session's own agent records to the session log; a subagent to its own history,
 //! the `task.jsonl` of its `task` call. A record that cannot be appended after the
 //! turn's input degrades the run's persistence; the journal remembers it.
+//!
+//! It also carries what the agent asked of its own session through `magi_control`
+//! (compaction before its next request, a title it recorded): the journal is the one
+//! value that lives across an agent's round trips and reaches both its calls and its
+//! requests.
 
 use std::path::{Path, PathBuf};
 
+use magi_protocol::ErrorCode;
 use magi_store::log::Appender;
 use magi_store::records::{Record, RecordBody};
 
@@ -24,6 +30,10 @@ pub(super) struct Journal<'s> {
     sink: Sink<'s>,
     /// A record could not be appended.
     degraded: bool,
+    /// The agent asked, with `magi_control`, to compact before its next request.
+    compaction_requested: bool,
+    /// The agent recorded the session's title with `magi_control`.
+    titled: bool,
 }
 
 impl<'s> Journal<'s> {
@@ -32,6 +42,8 @@ impl<'s> Journal<'s> {
         Journal {
             sink: Sink::Session(sessions),
             degraded: false,
+            compaction_requested: false,
+            titled: false,
         }
     }
 
@@ -40,6 +52,8 @@ impl<'s> Journal<'s> {
         Journal {
             sink: Sink::Task { log, history },
             degraded: false,
+            compaction_requested: false,
+            titled: false,
         }
     }
 
@@ -68,6 +82,39 @@ impl<'s> Journal<'s> {
         };
         self.degraded |= !appended;
         appended
+    }
+
+    /// The session log's records, for the session's own journal; none for a
+    /// subagent's.
+    pub(super) fn session_records(&self) -> Option<Result<Vec<Record>, ErrorCode>> {
+        match &self.sink {
+            Sink::Session(sessions) => Some(sessions.records()),
+            Sink::Task { .. } => None,
+        }
+    }
+
+    /// Asks for compaction before the agent's next model request; false when it was
+    /// asked already and not yet done.
+    pub(super) fn request_compaction(&mut self) -> bool {
+        !std::mem::replace(&mut self.compaction_requested, true)
+    }
+
+    /// Takes the compaction request, if one is pending.
+    pub(super) fn take_compaction_request(&mut self) -> bool {
+        std::mem::take(&mut self.compaction_requested)
+    }
+
+    /// Appends the session's title; notes it, so no model title replaces it after the
+    /// turn. Returns whether it was appended.
+    pub(super) fn record_title(&mut self, title: String) -> bool {
+        let appended = self.append_all(vec![RecordBody::Title { title }]);
+        self.titled |= appended;
+        appended
+    }
+
+    /// Whether the agent recorded the session's title during the turn.
+    pub(super) fn titled(&self) -> bool {
+        self.titled
     }
 
     /// Marks the journal degraded: records that belong to it were lost elsewhere.

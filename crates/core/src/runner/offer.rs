@@ -3,7 +3,9 @@
 //! The settings' `[tools] disabled` turns a tool off for every agent. A profile's
 //! `tools` list limits what its agent is offered; without a list every tool is. The
 //! client's own tools serve the session's agent (offered whatever its profile lists),
-//! never a subagent; only the session's agent may delegate with `task`.
+//! never a subagent; only the session's agent may delegate with `task`, and only it
+//! may control the session with `magi_control` (its usage, compaction and title are
+//! the session's, not a subagent's).
 
 use std::sync::Arc;
 
@@ -24,6 +26,8 @@ pub(super) struct Offer {
     delegates: bool,
     /// Whether the agent may ask the user (`ask_user`, with `user.questions`).
     asks_user: bool,
+    /// Whether the agent is the session's own, which alone is offered `magi_control`.
+    controls_session: bool,
 }
 
 impl Offer {
@@ -41,6 +45,7 @@ impl Offer {
             withheld: Arc::default(),
             delegates: true,
             asks_user: false,
+            controls_session: true,
         }
     }
 
@@ -57,6 +62,7 @@ impl Offer {
             delegates: false,
             // Only the session's agent talks to the person.
             asks_user: false,
+            controls_session: false,
         }
     }
 
@@ -74,6 +80,9 @@ impl Offer {
     /// Whether tool `name` is offered.
     pub(super) fn offers(&self, name: &str) -> bool {
         if self.disabled(name) || self.withheld.iter().any(|t| t.name == name) {
+            return false;
+        }
+        if name == magi_tools::BuiltinTool::MagiControl.name() && !self.controls_session {
             return false;
         }
         match &self.listed {
@@ -144,5 +153,10 @@ mod tests {
         assert!(unlisted.offers("grep"));
         assert!(!unlisted.offers("bash"));
         assert!(!unlisted.offers("open_ticket"));
+        // The session's controls are the session agent's alone.
+        assert!(Offer::session(Arc::default(), None, Arc::default()).offers("magi_control"));
+        assert!(!unlisted.offers("magi_control"));
+        let listing = session.subagent(Some(vec!["magi_control".into()]));
+        assert!(!listing.offers("magi_control"));
     }
 }

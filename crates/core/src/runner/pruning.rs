@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 
 use magi_provider::Item;
 
-use super::compaction::BYTES_PER_TOKEN;
+use super::estimate::BYTES_PER_TOKEN;
 
 /// The file a pruned result's whole text is saved to, in its call's assets folder,
 /// when the tool kept no capture of its own.

@@ -8,13 +8,14 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block as Frame, Borders, Paragraph};
 
 mod cards;
+mod composer;
 mod markdown;
 mod status;
 mod transcript;
 mod view;
 mod wrap;
 
-use super::{App, Picker};
+use super::App;
 pub(super) use markdown::warm_up;
 pub(super) use status::{SPINNER_STEP, reduced_motion};
 pub(super) use view::View;
@@ -26,23 +27,22 @@ const NEWS_BELOW: &str = " ↓ new output below · End to follow ";
 impl App {
     /// Draws the whole screen.
     pub(super) fn draw(&mut self, frame: &mut ratatui::Frame) {
+        let composer_height = composer::height(&self.composer, frame.area().width);
         let [body, composer, status] = Layout::vertical([
             Constraint::Min(3),
-            Constraint::Length(3),
+            Constraint::Length(composer_height),
             Constraint::Length(1),
         ])
         .areas(frame.area());
         let width = usize::from(body.width.saturating_sub(2)).max(10);
         let height = usize::from(body.height.saturating_sub(2));
-        let newest = |lines: Vec<Line<'static>>| {
-            let lines = wrap_lines(&lines, width);
-            let first = lines.len().saturating_sub(height);
-            lines.into_iter().skip(first).collect()
-        };
-        let shown: Vec<Line> = match (&self.picker, &self.question) {
-            (Some(picker), _) => newest(picker_lines(picker)),
-            (None, Some(question)) => newest(question.lines()),
-            (None, None) => {
+        let shown: Vec<Line> = match &self.question {
+            Some(question) => {
+                let lines = wrap_lines(&question.lines(), width);
+                let first = lines.len().saturating_sub(height);
+                lines.into_iter().skip(first).collect()
+            }
+            None => {
                 // A queued prompt stays in sight under the transcript.
                 let queued = self.queued.as_ref().map(|queued| {
                     let line = styled(
@@ -64,7 +64,7 @@ impl App {
             }
         };
         let mut block = Frame::default().borders(Borders::ALL).title(" magi-code ");
-        if self.view.news_below() && self.picker.is_none() && self.question.is_none() {
+        if self.view.news_below() && self.question.is_none() && self.panel.is_none() {
             block = block.title_bottom(
                 Line::from(NEWS_BELOW).style(
                     Style::default()
@@ -74,8 +74,12 @@ impl App {
             );
         }
         frame.render_widget(Paragraph::new(shown).block(block), body);
-        let hint = if self.picker.is_some() {
-            " sessions: Up/Down choose · Enter open · Esc back "
+        // A command's panel covers the transcript.
+        if let Some(panel) = &self.panel {
+            panel.draw(frame, body);
+        }
+        let hint = if let Some(hint) = self.panel_hint() {
+            hint
         } else if let Some(question) = &self.question {
             question.hint()
         } else if let Some(approval) = self.pending_approval() {
@@ -87,40 +91,14 @@ impl App {
         } else {
             " prompt · Enter send "
         };
-        frame.render_widget(
-            Paragraph::new(format!("› {}", self.composer))
-                .block(Frame::default().borders(Borders::ALL).title(hint)),
-            composer,
-        );
+        composer::draw(frame, composer, &self.composer, hint, self.panel.is_none());
+        composer::draw_candidates(frame, body, &self.composer);
         frame.render_widget(
             Paragraph::new(self.status_line(std::time::Instant::now()))
                 .style(Style::default().add_modifier(Modifier::DIM)),
             status,
         );
     }
-}
-
-/// The picker's lines: one per session, the selected one marked.
-fn picker_lines(picker: &Picker) -> Vec<Line<'static>> {
-    let mut lines = vec![styled(
-        "Sessions of this directory:".to_owned(),
-        Color::Cyan,
-    )];
-    for (n, session) in picker.sessions.iter().enumerate() {
-        let mark = if n == picker.selected { "▶" } else { " " };
-        let text = format!(
-            "{mark} {}  {}  {}",
-            session.session_id,
-            session.updated_at.as_deref().unwrap_or("-"),
-            session.title.as_deref().unwrap_or("")
-        );
-        lines.push(if n == picker.selected {
-            styled(text, Color::Yellow)
-        } else {
-            Line::from(text)
-        });
-    }
-    lines
 }
 
 pub(super) fn styled(text: String, color: Color) -> Line<'static> {

@@ -1,6 +1,7 @@
 //! A real terminal for tests: a tmux server of its own per test, keys in with
 //! `send-keys`, the screen back with `capture-pane`.
 
+use std::io::Write;
 use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -112,12 +113,42 @@ impl Tmux {
         }
     }
 
+    /// Lets programs in the window set tmux's clipboard (OSC 52), as a terminal would.
+    pub fn accept_clipboard(&self) {
+        self.tmux(&["set-option", "-g", "set-clipboard", "on"]);
+    }
+
+    /// What tmux's clipboard (its newest paste buffer) holds.
+    pub fn clipboard(&self) -> String {
+        self.tmux(&["show-buffer"])
+    }
+
     pub fn type_text(&self, text: &str) {
         self.tmux(&["send-keys", "-t", "mc", "-l", text]);
     }
 
     pub fn key(&self, key: &str) {
         self.tmux(&["send-keys", "-t", "mc", key]);
+    }
+
+    /// Pastes `text` as a terminal does: a bracketed paste (the program asked for
+    /// them), each line break sent as a carriage return.
+    pub fn paste(&self, text: &str) {
+        let mut load = Command::new("tmux")
+            .args(["-L", &self.socket, "load-buffer", "-"])
+            .stdin(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        load.stdin
+            .take()
+            .unwrap()
+            .write_all(text.as_bytes())
+            .unwrap();
+        assert!(
+            load.wait().unwrap().success(),
+            "tmux could not load the paste"
+        );
+        self.tmux(&["paste-buffer", "-p", "-d", "-t", "mc"]);
     }
 
     /// Whether the window's program still runs (the server ends with it).

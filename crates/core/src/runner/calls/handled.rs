@@ -1,6 +1,7 @@
 //! The calls the backend or the client handles itself rather than on a blocking
-//! thread: `skill` loads a skill's text, `task` goes to the delegate, an MCP tool to its
-//! server, and a client tool to the client, answered through the run's gate.
+//! thread: `skill` loads a skill's text, `task` goes to the delegate, `magi_control`
+//! acts on the session, an MCP tool goes to its server, and a client tool to the
+//! client, answered through the run's gate.
 
 use std::sync::Arc;
 
@@ -26,6 +27,8 @@ pub(super) enum Handler {
     Client(ClientTool),
     /// `ask_user`: the person, through `question.asked` (`user.questions`).
     AskUser,
+    /// `magi_control`: the session itself.
+    Control,
 }
 
 impl CallService<'_, '_> {
@@ -40,6 +43,11 @@ impl CallService<'_, '_> {
         }
         if call.name == crate::questions::ASK_USER_TOOL && self.offer.asks_user() {
             return Some(Handler::AskUser);
+        }
+        if call.name == magi_tools::BuiltinTool::MagiControl.name()
+            && matches!(role, Role::Session(_))
+        {
+            return Some(Handler::Control);
         }
         if let Some(tool) = self.agent.mcp.tool(&call.name) {
             return Some(Handler::Mcp(tool));
@@ -72,6 +80,7 @@ impl CallService<'_, '_> {
             }
             Handler::Client(tool) => self.call_client(call, &tool, activity_id).await,
             Handler::AskUser => self.ask_user(role, call, activity_id).await,
+            Handler::Control => self.control(call),
         }
     }
 

@@ -159,6 +159,7 @@ proptest! {
             parent_activity_id: (!saved && awaiting).then_some("tool-1"),
             task_id: (!saved && awaiting).then_some("task-1"),
             children: None,
+            transcript: &[],
         };
         let card = project(&source);
         let text = serde_json::to_string(&card).unwrap();

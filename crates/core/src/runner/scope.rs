@@ -108,6 +108,7 @@ impl TaskScope {
             parent_activity_id: None,
             task_id: Some(&self.task_id),
             children: Some(&self.children),
+            transcript: &[],
         };
         output
             .card(&self.parent_activity_id, Snapshot::Interim, source)

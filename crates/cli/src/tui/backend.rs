@@ -66,6 +66,7 @@ impl App {
         let _ = backend.shutdown().await;
         let _ = backend.wait_within(EXIT_WAIT).await;
         *backend = start_backend().await?;
+        self.clock.backend_renewed();
         match self.transcript.durable_session().map(str::to_owned) {
             Some(id) => self.open_session(backend, id).await?,
             None => {
@@ -147,10 +148,15 @@ impl App {
             return Ok(());
         };
         let (run_id, approval_id) = (pending.run_id.clone(), pending.approval_id.clone());
-        let allow = answer != Answer::Deny;
+        let allow = matches!(answer, Answer::AllowOnce | Answer::AllowForSession);
         let mut params = ApprovalAnswerParams::once(&self.session_id, &run_id, &approval_id, allow);
-        if answer == Answer::AllowForSession {
-            params.scope = Some(ApprovalScope::Session);
+        match answer {
+            Answer::AllowForSession => params.scope = Some(ApprovalScope::Session),
+            // An empty message is a plain denial.
+            Answer::DenyWithMessage(message) if !message.trim().is_empty() => {
+                params.message = Some(message)
+            }
+            _ => {}
         }
         // A late answer is stale and changes nothing; the run goes on either way.
         let _ = backend.call::<methods::ApprovalAnswer>(&params).await?;

@@ -13,6 +13,8 @@ use super::{Action, App};
 
 /// The shortest time between two frames while events stream (about 60 per second).
 const FRAME: Duration = Duration::from_millis(16);
+/// How often the elapsed times of running calls are redrawn.
+const TICK: Duration = Duration::from_millis(500);
 /// Frame times kept for the statistics, at most.
 const FRAME_SAMPLES: usize = 65_536;
 
@@ -74,7 +76,7 @@ impl App {
         &mut self,
         backend: &mut Backend,
         terminal: &mut Screen,
-        inputs: &mut mpsc::Receiver<TermInput>,
+        inputs: &mut mpsc::Receiver<(Instant, TermInput)>,
         frames: &mut FrameStats,
     ) -> anyhow::Result<()> {
         let mut dirty = true;
@@ -85,18 +87,26 @@ impl App {
                 terminal.draw(|frame| self.draw(frame))?;
                 frames.record(started.elapsed());
                 last_draw = Instant::now();
+                self.approval_drawn(last_draw);
                 dirty = false;
             }
             let wait = FRAME.saturating_sub(last_draw.elapsed());
             tokio::select! {
                 () = tokio::time::sleep(wait), if dirty => continue,
+                // Running calls show their elapsed time: redraw while a run is active.
+                () = tokio::time::sleep(TICK), if !dirty && self.transcript.run_active() => {
+                    dirty = true;
+                }
                 input = inputs.recv() => {
-                    let Some(input) = input else { return Ok(()) };
+                    let Some((read_at, input)) = input else { return Ok(()) };
                     dirty = true;
                     // Input is drawn at once, whatever streams.
                     last_draw = Instant::now() - FRAME;
                     let action = match input {
-                        TermInput::Key(key) => self.key(key),
+                        TermInput::Key(key) => match self.approval_key(key, read_at) {
+                            Some(action) => action,
+                            None => self.key(key),
+                        },
                         TermInput::Paste(text) => self.paste(&text),
                         TermInput::Scroll(lines) => self.scroll(lines),
                         // The next draw fits the new size.
@@ -122,6 +132,7 @@ impl App {
                     dirty = true;
                     match incoming {
                     Some(Incoming::Event { event, .. }) => {
+                        self.clock.observe(&event, Instant::now());
                         let finished = matches!(event, Event::RunFinished(_));
                         match &event {
                             Event::QuestionAsked(asked) => {

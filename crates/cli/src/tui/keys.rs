@@ -2,7 +2,7 @@
 
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
-use super::{Action, Answer, App};
+use super::{Action, App};
 
 impl App {
     /// Applies a key to the composer, the history recall or the picker, and says what
@@ -46,28 +46,13 @@ impl App {
             };
         }
         match key.code {
-            KeyCode::Char('o') if ctrl && !self.transcript.run_active() => Action::ListSessions,
+            // Every tool card expands to all it carries, or collapses again.
+            KeyCode::Char('o') if ctrl => {
+                self.expanded = !self.expanded;
+                Action::Nothing
+            }
             KeyCode::Char('c' | 'd') if ctrl => Action::Quit,
             KeyCode::Esc => Action::Stop,
-            KeyCode::Char(c @ ('y' | 'n'))
-                if self.composer.is_empty() && self.pending_approval().is_some() =>
-            {
-                Action::Answer(if c == 'y' {
-                    Answer::AllowOnce
-                } else {
-                    Answer::Deny
-                })
-            }
-            // Without a suggested rule "for this session" would cover this call only,
-            // so it is not offered and `s` is an ordinary key.
-            KeyCode::Char('s')
-                if self.composer.is_empty()
-                    && self
-                        .pending_approval()
-                        .is_some_and(|a| a.suggested_rule.is_some()) =>
-            {
-                Action::Answer(Answer::AllowForSession)
-            }
             KeyCode::Char(c) if !ctrl => {
                 self.composer.push(c);
                 self.recall = None;

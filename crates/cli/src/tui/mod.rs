@@ -7,19 +7,21 @@
 //! answered with a key, a composer with history, and Stop.
 //!
 //! Keys: type a prompt and press Enter to send it; Up and Down recall earlier prompts;
-//! a pending approval shows the command, path or URL it is about and is answered with
-//! `y` (allow once), `s` (allow for this session through the backend's suggested rule,
-//! `approval.scopes`, offered when there is one) or `n` (deny); Esc stops the running
-//! turn; the model's questions (`user.questions`) replace the transcript with a picker
-//! (Up/Down move, Space picks in a multi-select, Enter answers, words typed answer in
-//! the person's own words, Esc declines); Ctrl-O picks a session of this directory to reopen (`session.list`,
-//! `session.open`); Ctrl-C quits.
+//! a pending approval shows the command, or the path and a preview of the change, and
+//! is answered with `y` (allow once), `s` (allow for this session through the
+//! backend's suggested rule, `approval.scopes`, offered when there is one), `n` (deny)
+//! or `d` (deny with a message to the model); Esc stops the running turn; the model's
+//! questions (`user.questions`) replace the transcript with a picker (Up/Down move,
+//! Space picks in a multi-select, Enter answers, words typed answer in the person's
+//! own words, Esc declines); Ctrl-O expands every tool card to all it carries, or
+//! collapses them again; Ctrl-C quits.
 //!
 //! The module is cut along its seams: [`terminal`] owns the screen and the key reader,
 //! [`keys`] turns a key into an [`Action`], [`event_loop`] interleaves keys and backend
 //! frames and paces the drawing, [`backend`] is every request Mission Control makes,
 //! and [`render`] draws the transcript and its cards.
 
+mod approval;
 mod backend;
 #[allow(dead_code, reason = "wired into the composer and the loop next")]
 mod commands;
@@ -81,6 +83,7 @@ enum Action {
     Send(String),
     Stop,
     Answer(Answer),
+    #[allow(dead_code, reason = "the /sessions command opens the picker next")]
     ListSessions,
     OpenSession(String),
     /// Answers the open questions (`None` declines them).
@@ -88,7 +91,7 @@ enum Action {
 }
 
 /// An answer to the pending approval (`approval.scopes`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 enum Answer {
     /// Allow this call (`y`).
     AllowOnce,
@@ -97,6 +100,8 @@ enum Answer {
     AllowForSession,
     /// Deny this call (`n`).
     Deny,
+    /// Deny this call and tell the model why (`d`, then the message and Enter).
+    DenyWithMessage(String),
 }
 
 /// The session picker: this directory's sessions, one selected.
@@ -118,6 +123,12 @@ struct App {
     picker: Option<Picker>,
     /// The model's open questions (`user.questions`), while they wait.
     question: Option<question::QuestionPicker>,
+    /// Whether every tool card shows all it carries (Ctrl-O) or its result's first lines.
+    expanded: bool,
+    /// When each activity was first seen, and the background jobs.
+    clock: render::Clock,
+    /// The pending approval's prompt.
+    approval: approval::ApprovalPrompt,
 }
 
 impl App {
@@ -135,6 +146,9 @@ impl App {
             status: String::new(),
             picker: None,
             question: None,
+            expanded: false,
+            clock: render::Clock::default(),
+            approval: approval::ApprovalPrompt::default(),
         }
     }
 

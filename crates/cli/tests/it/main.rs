@@ -34,6 +34,7 @@ mod instructions;
 mod launch;
 mod lifecycle;
 mod long_turns;
+mod mc_cards;
 mod mcp;
 mod mission_control;
 mod questions;

@@ -6,8 +6,8 @@ mod lifecycle;
 use magi_protocol::ErrorCode;
 use magi_protocol::messages::{
     Activity, ActivityKind, ActivityState, ApprovalRequested, EntryKind, Event, HistoryEntry,
-    HistoryPageResult, InputPersisted, MessageDelta, MessageReconcile, Persistence,
-    ProposedChange, RunFinished, RunOutcome,
+    HistoryPageResult, InputPersisted, MessageDelta, MessageReconcile, Persistence, ProposedChange,
+    RunFinished, RunOutcome,
 };
 
 use super::*;

@@ -68,7 +68,7 @@ async fn an_answer_for_the_session_spares_the_next_question() {
     let screen = tmux.wait_for("s allow for this session (adds the rule bash(touch*))");
     assert!(screen.contains("? Allow bash: touch one.txt"), "{screen}");
     assert!(
-        screen.contains("approval pending: y allow once · s allow for this session · n deny"),
+        screen.contains("approval pending: y once · s this session · n deny"),
         "{screen}"
     );
     tmux.type_text("s");

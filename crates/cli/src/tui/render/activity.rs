@@ -172,7 +172,8 @@ impl App {
                 Some(first) => format!(" · {first}"),
                 None => String::new(),
             };
-            lines.push(entry("subagent", &card.title, &format!("{time}{doing}")));
+            let what = main_argument(card).unwrap_or_else(|| card.title.clone());
+            lines.push(entry("subagent", &what, &format!("{time}{doing}")));
         }
         for job in self.clock.jobs.iter().filter(|j| !j.ended) {
             // The backend tells a job's end to the model at the next turn, recorded as
@@ -203,7 +204,7 @@ impl App {
     }
 }
 
-/// One running thing: `⏵ subagent task reviewer: … · 12s · read a.rs`.
+/// One running thing: `⏵ subagent reviewer: … · 12s · read a.rs`.
 fn entry(what: &str, title: &str, rest: &str) -> Line<'static> {
     Line::from(vec![
         Span::styled("⏵ ", Style::default().fg(Color::Yellow)),

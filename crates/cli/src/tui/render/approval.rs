@@ -80,9 +80,9 @@ pub(super) fn hint(approval: &Approval, message: Option<&str>) -> &'static str {
     match (message, approval.suggested_rule.is_some()) {
         (Some(_), _) => " message to the model: Enter deny with it · Esc back ",
         (None, true) => {
-            " approval pending: y allow once · s allow for this session · n deny · d deny with a message "
+            " approval pending: y once · s this session · n deny · d deny with a message "
         }
-        (None, false) => " approval pending: y allow once · n deny · d deny with a message ",
+        (None, false) => " approval pending: y once · n deny · d deny with a message ",
     }
 }
 
@@ -100,15 +100,8 @@ pub(super) fn approval_line(approval: &Approval) -> Line<'static> {
         ApprovalState::Answered { allow: false } | ApprovalState::Lapsed => Color::Red,
         ApprovalState::Unknown => Color::Magenta,
     };
-    let mark = match approval.state {
-        ApprovalState::Pending => "?",
-        _ => " ",
-    };
     Line::from(Span::styled(
-        format!(
-            "{mark} approval {}: {what}",
-            words::approval(approval.state)
-        ),
+        format!("    ↳ {}: {what}", words::approval(approval.state)),
         Style::default().fg(color),
     ))
 }
@@ -185,7 +178,7 @@ mod tests {
         a.state = ApprovalState::Lapsed;
         assert_eq!(
             text(&[approval_line(&a)]),
-            ["  approval denied: not answered before the run ended: bash: cargo test -q"]
+            ["    ↳ denied: not answered before the run ended: bash: cargo test -q"]
         );
     }
 }

@@ -34,16 +34,26 @@ pub(in crate::tui) enum Timing {
     Unknown,
 }
 
+/// How the transcript shows cards, the same for every card of a frame.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Look {
+    /// Every card shows all it carries (Ctrl-O), or its result's first lines.
+    pub(super) expanded: bool,
+    /// Whether an approval waits for the person: a card still saying "approval
+    /// required" after its approval was answered is running.
+    pub(super) approval_pending: bool,
+}
+
 /// A live activity: its header and, with a card, the card's body.
 pub(super) fn activity_lines(
     activity: &ActivityItem,
     timing: Timing,
-    expanded: bool,
+    look: Look,
 ) -> Vec<Line<'static>> {
     match &activity.card {
         CardView::Card(card) => {
-            let mut lines = vec![header(card, Some(activity.state), timing)];
-            lines.extend(body(card, expanded));
+            let mut lines = vec![header(card, Some(activity.state), timing, look)];
+            lines.extend(body(card, look.expanded, Some(&activity.summary)));
             lines
         }
         CardView::Unknown | CardView::None => {
@@ -62,10 +72,16 @@ pub(super) fn activity_lines(
     }
 }
 
-/// A saved card of the history: its header (no time: it was not seen live) and body.
-pub(super) fn saved_lines(card: &Card, expanded: bool) -> Vec<Line<'static>> {
-    let mut lines = vec![header(card, None, Timing::Unknown)];
-    lines.extend(body(card, expanded));
+/// A saved card of the history: its header (no time: it was not seen live) and body;
+/// `summary` is the history entry's text.
+pub(super) fn saved_lines(card: &Card, summary: &str, look: Look) -> Vec<Line<'static>> {
+    // The entry reads `<tool>: <outcome>. <summary>`; the header says the first two.
+    let summary = summary
+        .split_once(". ")
+        .filter(|(head, _)| head.contains(": "))
+        .map_or(summary, |(_, rest)| rest);
+    let mut lines = vec![header(card, None, Timing::Unknown, look)];
+    lines.extend(body(card, look.expanded, Some(summary)));
     lines
 }
 
@@ -89,7 +105,12 @@ fn note(text: &str) -> Line<'static> {
 
 /// The card's one-line header: mark, tool, main argument, then its status in words
 /// and its time.
-fn header(card: &Card, live: Option<ActivityDisplay>, timing: Timing) -> Line<'static> {
+fn header(
+    card: &Card,
+    live: Option<ActivityDisplay>,
+    timing: Timing,
+    look: Look,
+) -> Line<'static> {
     let display = live.unwrap_or(match (card.state, card.outcome) {
         (CardState::Running, _) => ActivityDisplay::Started,
         (_, Some(magi_protocol::cards::CardOutcome::Success)) => ActivityDisplay::Completed,
@@ -114,7 +135,7 @@ fn header(card: &Card, live: Option<ActivityDisplay>, timing: Timing) -> Line<'s
     if let Some(argument) = main_argument(card) {
         spans.push(Span::raw(format!(" {argument}")));
     }
-    let status = status_with_time(status(card, display), timing);
+    let status = status_with_time(status(card, display, look.approval_pending), timing);
     spans.push(Span::styled(format!("  {status}"), dim()));
     Line::from(spans)
 }
@@ -195,11 +216,13 @@ fn row_value(card: &Card, label: &str) -> Option<String> {
 
 /// The card's status in words: running or waiting for an approval; once finished, how
 /// it ended (a command's exit or signal), what it changed and whether it was denied.
-fn status(card: &Card, display: ActivityDisplay) -> String {
+fn status(card: &Card, display: ActivityDisplay, approval_pending: bool) -> String {
     let decision = card.metadata.public_protection.decision;
     if display == ActivityDisplay::Started {
         return match decision {
-            ProtectionDecision::ApprovalRequired => "waiting for your approval".to_owned(),
+            ProtectionDecision::ApprovalRequired if approval_pending => {
+                "waiting for your approval".to_owned()
+            }
             _ => "running".to_owned(),
         };
     }
@@ -259,7 +282,9 @@ fn status_with_time(status: String, timing: Timing) -> String {
 /// A duration as a person reads it: `0.4s`, `12s`, `3m 05s`, `1h 02m`.
 pub(in crate::tui) fn elapsed(d: Duration) -> String {
     let secs = d.as_secs();
-    if secs < 10 {
+    if d < Duration::from_millis(100) {
+        format!("{}ms", d.as_millis())
+    } else if secs < 10 {
         format!("{:.1}s", d.as_secs_f64())
     } else if secs < 60 {
         format!("{secs}s")
@@ -272,19 +297,19 @@ pub(in crate::tui) fn elapsed(d: Duration) -> String {
 
 /// The card's body: collapsed, at most [`RESULT_LINES`] lines of its result and a
 /// hint when more is there; expanded, everything it carries, omissions said in words.
-fn body(card: &Card, expanded: bool) -> Vec<Line<'static>> {
+fn body(card: &Card, expanded: bool, summary: Option<&str>) -> Vec<Line<'static>> {
     if expanded {
         return full(card);
     }
-    let (mut lines, more) = projected(card);
+    let (mut lines, more) = projected(card, summary);
     if more {
-        lines.push(note("… more in the card · Ctrl-O expands"));
+        lines.push(note("… more lines · Ctrl-O expands"));
     }
     lines
 }
 
 /// The result in at most [`RESULT_LINES`] lines, and whether the card holds more.
-fn projected(card: &Card) -> (Vec<Line<'static>>, bool) {
+fn projected(card: &Card, summary: Option<&str>) -> (Vec<Line<'static>>, bool) {
     let mut lines: Vec<Line<'static>> = Vec::new();
     let mut more = false;
     let text = card.blocks.iter().find_map(|b| match b {
@@ -314,20 +339,23 @@ fn projected(card: &Card) -> (Vec<Line<'static>>, bool) {
         _ => None,
     }) {
         lines.push(children_summary(children));
-        more = true;
     } else if let Some(failure) = row_value(card, ROW_FAILURE_EXPLANATION) {
         lines.push(Line::from(Span::styled(
             format!("{INDENT}{failure}"),
             Style::default().fg(Color::Red),
         )));
     }
-    // Rows, resources and the like are the expanded card's.
-    more |= card.blocks.iter().any(|b| {
-        matches!(
-            b,
-            Block::Results(_) | Block::Resources(_) | Block::Progress(_)
-        )
-    });
+    // A failed call with nothing else to show says why, in the tool's own summary.
+    if lines.is_empty()
+        && card.state == CardState::Finished
+        && card.outcome != Some(magi_protocol::cards::CardOutcome::Success)
+        && let Some(summary) = summary.map(str::trim).filter(|s| !s.is_empty())
+    {
+        lines.push(Line::from(Span::styled(
+            format!("{INDENT}{summary}"),
+            Style::default().fg(Color::Red),
+        )));
+    }
     if lines.is_empty()
         && let Some(said) = words::availability(card.detail.availability)
         && card.blocks.is_empty()
@@ -351,10 +379,23 @@ fn children_summary(children: &magi_protocol::cards::ChildrenBlock) -> Line<'sta
     note(&format!("subagent calls: {total} ({running} running)"))
 }
 
-/// Everything the card carries, in order, then what it left out.
+/// Everything the card carries, then what it left out: the command and what it printed
+/// first, then the changes, the files and the rows, each kind in the card's order.
 fn full(card: &Card) -> Vec<Line<'static>> {
     let mut lines = Vec::new();
-    for block in &card.blocks {
+    let rank = |block: &Block| match block {
+        Block::Command(_) => 0,
+        Block::Text(_) => 1,
+        Block::Diff(_) => 2,
+        Block::Children(_) => 3,
+        Block::Progress(_) => 4,
+        Block::Resources(_) => 5,
+        Block::Results(_) => 6,
+    };
+    let mut blocks: Vec<&Block> = card.blocks.iter().collect();
+    // Stable: blocks of one kind keep their order.
+    blocks.sort_by_key(|b| rank(b));
+    for block in blocks {
         match block {
             Block::Command(c) => {
                 let command = c.command.as_deref().unwrap_or("(command not shown)");

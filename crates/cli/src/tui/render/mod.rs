@@ -27,8 +27,9 @@ impl App {
         // What runs now, and the approval prompt, sit above the composer when there
         // is something to show.
         let running = self.activity_area(now);
+        let width = usize::from(frame.area().width).max(10);
         let prompt = pending
-            .map(|a| approval::panel(a, self.approval.message()))
+            .map(|a| wrap(approval::panel(a, self.approval.message()), width))
             .unwrap_or_default();
         let above = |lines: &Vec<Line>| match lines.len() {
             0 => 0,
@@ -53,9 +54,8 @@ impl App {
             );
         }
         if !prompt.is_empty() {
-            let width = usize::from(approval_area.width).max(10);
             frame.render_widget(
-                Paragraph::new(wrap(prompt, width))
+                Paragraph::new(prompt)
                     .block(Frame::default().borders(Borders::TOP).title(" approval ")),
                 approval_area,
             );

@@ -1,12 +1,12 @@
 //! The transcript: prompts, replies, activities with their cards, approvals,
 //! diagnostics and saved history, as lines.
 
-use magi_client::fold::{Item, PromptState, Role};
+use magi_client::fold::{ApprovalState, Item, PromptState, Role};
 use ratatui::style::Color;
 use ratatui::text::Line;
 
 use super::approval::approval_line;
-use super::cards::{activity_lines, saved_lines};
+use super::cards::{Look, activity_lines, saved_lines};
 use super::{diagnostic_line, styled};
 use crate::tui::App;
 
@@ -15,6 +15,10 @@ impl App {
     pub(super) fn transcript_lines(&self) -> Vec<Line<'static>> {
         let mut lines = Vec::new();
         let now = std::time::Instant::now();
+        let look = Look {
+            expanded: self.expanded,
+            approval_pending: self.pending_approval().is_some(),
+        };
         for item in self.transcript.items() {
             match item {
                 Item::Prompt(p) => {
@@ -31,14 +35,17 @@ impl App {
                 }
                 Item::Activity(a) => {
                     let timing = self.clock.timing(&a.run_id, &a.activity_id, now);
-                    lines.extend(activity_lines(a, timing, self.expanded));
+                    lines.extend(activity_lines(a, timing, look));
                 }
+                // A pending approval is asked above the composer; once answered, its
+                // line says how.
+                Item::Approval(a) if a.state == ApprovalState::Pending => {}
                 Item::Approval(a) => lines.push(approval_line(a)),
                 Item::Diagnostic(d) => lines.push(diagnostic_line(&d.code, &d.summary)),
                 // A saved tool call is shown as its card, like a live one.
                 Item::History(h) if h.card.is_some() && item.role() == Role::Activity => {
                     if let Some(card) = &h.card {
-                        lines.extend(saved_lines(card, self.expanded));
+                        lines.extend(saved_lines(card, &h.text, look));
                     }
                 }
                 Item::History(h) => {
@@ -56,7 +63,7 @@ impl App {
                         });
                     }
                     if let Some(card) = &h.card {
-                        lines.extend(saved_lines(card, self.expanded));
+                        lines.extend(saved_lines(card, &h.text, look));
                     }
                 }
             }

@@ -6,6 +6,15 @@ use serde_json::{Value, json};
 
 use super::*;
 
+const COLLAPSED: Look = Look {
+    expanded: false,
+    approval_pending: false,
+};
+const EXPANDED: Look = Look {
+    expanded: true,
+    approval_pending: false,
+};
+
 fn text(lines: &[Line<'static>]) -> Vec<String> {
     lines
         .iter()
@@ -69,7 +78,7 @@ fn a_running_command_names_its_command_and_its_time() {
     let lines = activity_lines(
         &activity(running, ActivityDisplay::Started),
         Timing::Running(Duration::from_secs(12)),
-        false,
+        COLLAPSED,
     );
     assert_eq!(text(&lines), ["… bash cargo test -q  running 12s"]);
 }
@@ -91,7 +100,7 @@ fn a_finished_command_shows_its_exit_and_at_most_six_lines() {
     let lines = activity_lines(
         &activity(done.clone(), ActivityDisplay::Failed),
         Timing::Took(Duration::from_millis(1500)),
-        false,
+        COLLAPSED,
     );
     assert_eq!(
         text(&lines),
@@ -109,7 +118,7 @@ fn a_finished_command_shows_its_exit_and_at_most_six_lines() {
     let lines = text(&activity_lines(
         &activity(done, ActivityDisplay::Failed),
         Timing::Unknown,
-        true,
+        EXPANDED,
     ));
     assert_eq!(
         lines[..4],
@@ -132,7 +141,7 @@ fn signals_and_timeouts_are_said_in_words() {
         json!([command_block("sleep 100", Value::Null, json!("SIGKILL"))]),
     );
     assert_eq!(
-        text(&[header(&killed, None, Timing::Unknown)]),
+        text(&[header(&killed, None, Timing::Unknown, COLLAPSED)]),
         ["✗ bash sleep 100  failed · killed by signal 9 (KILL)"]
     );
     let timed_out = card(
@@ -145,7 +154,7 @@ fn signals_and_timeouts_are_said_in_words() {
                    {"label": "Command timeout", "value": "timed out after 5s", "outcome": "unknown"}]}]),
     );
     assert_eq!(
-        text(&[header(&timed_out, None, Timing::Unknown)]),
+        text(&[header(&timed_out, None, Timing::Unknown, COLLAPSED)]),
         ["✗ bash sleep 100  failed · timed out"]
     );
 }
@@ -239,12 +248,12 @@ fn an_edit_shows_its_diff_and_the_rest_waits_for_ctrl_o() {
         json!([{"type": "diff", "old_path": "src/a.rs", "new_path": "src/a.rs",
                 "application": "applied", "lines": lines}]),
     );
-    let shown = text(&saved_lines(&edit, false));
+    let shown = text(&saved_lines(&edit, "edit: completed. applied", COLLAPSED));
     assert_eq!(shown[0], "✓ edit src/a.rs  done");
     assert_eq!(shown.len(), 1 + RESULT_LINES + 1);
     assert_eq!(shown[1], "            1 │+new 1");
-    assert_eq!(shown[7], "    … more in the card · Ctrl-O expands");
-    let all = text(&saved_lines(&edit, true));
+    assert_eq!(shown[7], "    … more lines · Ctrl-O expands");
+    let all = text(&saved_lines(&edit, "edit: completed. applied", EXPANDED));
     assert_eq!(all[1], "    diff src/a.rs (applied)");
     assert_eq!(all.len(), 2 + 8);
 }
@@ -265,7 +274,7 @@ fn omissions_and_missing_detail_are_words_not_wire_names() {
         reason: magi_protocol::cards::Reason::NotRecorded,
         omitted_count: None,
     }];
-    let collapsed = text(&saved_lines(&saved, false));
+    let collapsed = text(&saved_lines(&saved, "", COLLAPSED));
     assert_eq!(
         collapsed,
         [
@@ -273,10 +282,36 @@ fn omissions_and_missing_detail_are_words_not_wire_names() {
             "    no detail available: not recorded in the session"
         ]
     );
-    let expanded = text(&saved_lines(&saved, true)).join("\n");
+    let expanded = text(&saved_lines(&saved, "", EXPANDED)).join("\n");
     assert!(
         expanded.contains("(detail not shown: not recorded in the session)"),
         "{expanded}"
     );
     assert!(!expanded.contains("not_recorded"), "{expanded}");
+}
+
+#[test]
+fn a_failed_call_without_detail_says_why_and_approval_waits_only_while_pending() {
+    let mut failed = card("edit", "edit", "edit src/a.rs", json!("failure"), json!([]));
+    failed.detail.availability = magi_protocol::cards::Availability::Unavailable;
+    failed.detail.reason = Some(magi_protocol::cards::Reason::NotRecorded);
+    assert_eq!(
+        text(&saved_lines(&failed, "edit: failed. invalid arguments", COLLAPSED)),
+        ["✗ edit src/a.rs  failed", "    invalid arguments"]
+    );
+    let mut asking = card("bash", "command", "bash make", Value::Null, json!([]));
+    asking.metadata.public_protection.decision = ProtectionDecision::ApprovalRequired;
+    let waiting = Look {
+        approval_pending: true,
+        ..COLLAPSED
+    };
+    assert_eq!(
+        text(&[header(&asking, None, Timing::Unknown, waiting)]),
+        ["… bash make  waiting for your approval"]
+    );
+    // Answered: the same snapshot now means it runs.
+    assert_eq!(
+        text(&[header(&asking, None, Timing::Unknown, COLLAPSED)]),
+        ["… bash make  running"]
+    );
 }

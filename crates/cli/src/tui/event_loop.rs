@@ -87,7 +87,9 @@ impl App {
                 terminal.draw(|frame| self.draw(frame))?;
                 frames.record(started.elapsed());
                 last_draw = Instant::now();
-                self.approval_drawn(last_draw);
+                // From the frame's start: a key read after it began was typed by
+                // someone who could see it, however late this thread gets here.
+                self.approval_drawn(started);
                 dirty = false;
             }
             let wait = FRAME.saturating_sub(last_draw.elapsed());

@@ -35,17 +35,18 @@ async fn a_commands_output_shows_in_its_card_and_ctrl_o_expands_it() {
     let mock = MockServer::start().await;
     mock.enqueue(calls(
         "bash",
-        &[bash("b1", "printf 'alpha\\nbeta\\n'; exit 3")],
+        &[bash("b1", "seq 1 7; printf '日本語 🎉\\n'; exit 3")],
     ));
     mock.enqueue(Reply::stream().text(["It failed."]));
     let env = TestEnv::new();
-    let tmux = Tmux::start(&env, &vars(&mock));
+    // 80 columns, wide characters in the output: the card keeps them whole.
+    let tmux = Tmux::start_sized(&env, &vars(&mock), 80, 40);
     tmux.wait_for("idle");
     tmux.type_text("run it");
     tmux.key("Enter");
     let screen = tmux.wait_for("y allow once");
     assert!(
-        screen.contains("? Allow bash: printf 'alpha\\nbeta\\n'; exit 3"),
+        screen.contains("? Allow bash: seq 1 7; printf '日本語 🎉\\n'; exit 3"),
         "the prompt names the command: {screen}"
     );
     tmux.type_text("y");
@@ -54,17 +55,20 @@ async fn a_commands_output_shows_in_its_card_and_ctrl_o_expands_it() {
     // the lines it printed, never a wire name.
     let screen = tmux.wait_for("failed · exit 3");
     assert!(
-        screen.contains("✗ bash printf 'alpha\\nbeta\\n'; exit 3  failed · exit 3"),
+        screen.contains("✗ bash seq 1 7; printf '日本語 🎉\\n'; exit 3  failed · exit 3"),
         "{screen}"
     );
-    assert!(screen.contains("│    alpha "), "{screen}");
-    assert!(screen.contains("│    beta "), "{screen}");
+    // The last six lines it printed, and a note that there is more.
+    assert!(screen.contains("│    日本語 🎉 "), "{screen}");
+    assert!(screen.contains("│    3 "), "{screen}");
+    assert!(!screen.contains("│    2 "), "{screen}");
+    assert!(screen.contains("… more lines · Ctrl-O expands"), "{screen}");
     assert!(!screen.contains("not_recorded"), "{screen}");
     // Ctrl-O shows all the card carries, and collapses it again.
     tmux.key("C-o");
-    let screen = tmux.wait_for("Output lines: 2 lines");
+    let screen = tmux.wait_for("Output lines: 8 lines");
     assert!(
-        screen.contains("$ printf 'alpha\\nbeta\\n'; exit 3"),
+        screen.contains("$ seq 1 7; printf '日本語 🎉\\n'; exit 3"),
         "{screen}"
     );
     tmux.key("C-o");

@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use magi_client::fold::{ActivityDisplay, ActivityItem, CardView};
 use magi_core::cards::{
-    ROW_BACKGROUND_JOB, ROW_COMMAND_TIMEOUT, ROW_ENDED, ROW_FAILURE_EXPLANATION, ROW_PATTERN,
+    ROW_BACKGROUND_JOB, ROW_COMMAND_TIMEOUT, ROW_ENDED, ROW_FAILURE_EXPLANATION, ROW_LINES_SHOWN,
+    ROW_MATCHES, ROW_OUTPUT_LINES, ROW_PATTERN,
 };
 use magi_protocol::cards::{
     Block, Card, CardState, DiffLine, DiffLineKind, ProtectionDecision, ResourceKind, ToolKind,
@@ -105,12 +106,7 @@ fn note(text: &str) -> Line<'static> {
 
 /// The card's one-line header: mark, tool, main argument, then its status in words
 /// and its time.
-fn header(
-    card: &Card,
-    live: Option<ActivityDisplay>,
-    timing: Timing,
-    look: Look,
-) -> Line<'static> {
+fn header(card: &Card, live: Option<ActivityDisplay>, timing: Timing, look: Look) -> Line<'static> {
     let display = live.unwrap_or(match (card.state, card.outcome) {
         (CardState::Running, _) => ActivityDisplay::Started,
         (_, Some(magi_protocol::cards::CardOutcome::Success)) => ActivityDisplay::Completed,
@@ -330,7 +326,8 @@ fn projected(card: &Card, summary: Option<&str>) -> (Vec<Line<'static>>, bool) {
         lines.extend(diff_lines(shown.into_iter().take(RESULT_LINES)));
     } else if let Some(text) = text {
         let all: Vec<&str> = text.lines().collect();
-        more |= all.len() > RESULT_LINES;
+        // The tool's rows say how much there was beyond the six lines it kept.
+        more |= all.len() > RESULT_LINES || reported_lines(card).is_some_and(|n| n > all.len());
         for line in all.into_iter().take(RESULT_LINES) {
             lines.push(Line::from(format!("{INDENT}{line}")));
         }
@@ -364,6 +361,28 @@ fn projected(card: &Card, summary: Option<&str>) -> (Vec<Line<'static>>, bool) {
         lines.push(note(&format!("{said}: {why}")));
     }
     (lines, more)
+}
+
+/// How many lines of result the card's rows report: a command's output lines, a read's
+/// lines shown, a search's matches; `None` when no row says.
+fn reported_lines(card: &Card) -> Option<usize> {
+    let leading = |value: String| -> Option<usize> {
+        value
+            .split(|c: char| !c.is_ascii_digit())
+            .next()?
+            .parse()
+            .ok()
+    };
+    match card.tool_kind {
+        ToolKind::Command => row_value(card, ROW_OUTPUT_LINES).and_then(leading),
+        ToolKind::Search => row_value(card, ROW_MATCHES).and_then(leading),
+        ToolKind::Read => row_value(card, ROW_LINES_SHOWN).and_then(|range| {
+            let (first, last) = range.split_once('-').unwrap_or((&range, &range));
+            let (first, last): (usize, usize) = (first.parse().ok()?, last.parse().ok()?);
+            Some(last.checked_sub(first)? + 1)
+        }),
+        _ => None,
+    }
 }
 
 /// `subagent calls: 3 (1 running)`.
@@ -582,13 +601,8 @@ pub(super) fn parse_unified(diff: &str) -> Vec<DiffLine> {
             old_left = o.map_or(0, |(_, count)| count);
             new_left = n.map_or(0, |(_, count)| count);
             out.push(line(DiffLineKind::HunkHeader, raw, None, None));
-        } else if raw.starts_with('\\') {
-            out.push(line(
-                DiffLineKind::NoNewline,
-                raw[1..].trim_start(),
-                None,
-                None,
-            ));
+        } else if let Some(rest) = raw.strip_prefix('\\') {
+            out.push(line(DiffLineKind::NoNewline, rest.trim_start(), None, None));
         } else {
             out.push(line(DiffLineKind::FileHeader, raw, None, None));
         }
@@ -596,9 +610,11 @@ pub(super) fn parse_unified(diff: &str) -> Vec<DiffLine> {
     out
 }
 
-/// The old and new `(start, count)` of a hunk header; `None` for a side that cannot be
-/// read.
-fn hunk_header(header: &str) -> (Option<(u64, u64)>, Option<(u64, u64)>) {
+/// One side of a hunk header: its first line and its count of lines.
+type HunkSide = Option<(u64, u64)>;
+
+/// The old and new side of a hunk header; `None` for a side that cannot be read.
+fn hunk_header(header: &str) -> (HunkSide, HunkSide) {
     let mut parts = header.split_whitespace().skip(1);
     let side = |part: Option<&str>, sign: char| {
         let range = part?.strip_prefix(sign)?;

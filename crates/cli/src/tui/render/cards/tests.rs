@@ -296,7 +296,11 @@ fn a_failed_call_without_detail_says_why_and_approval_waits_only_while_pending()
     failed.detail.availability = magi_protocol::cards::Availability::Unavailable;
     failed.detail.reason = Some(magi_protocol::cards::Reason::NotRecorded);
     assert_eq!(
-        text(&saved_lines(&failed, "edit: failed. invalid arguments", COLLAPSED)),
+        text(&saved_lines(
+            &failed,
+            "edit: failed. invalid arguments",
+            COLLAPSED
+        )),
         ["✗ edit src/a.rs  failed", "    invalid arguments"]
     );
     let mut asking = card("bash", "command", "bash make", Value::Null, json!([]));

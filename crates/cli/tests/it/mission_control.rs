@@ -199,12 +199,17 @@ async fn a_question_is_answered_from_the_picker() {
     tmux.key("Enter");
     let screen = tmux.wait_for("The model asks (1 of 3) · Database");
     assert!(screen.contains("Postgres — a server"), "{screen}");
+    // Each arrow is drawn before the next is sent: arrows read together are the
+    // mouse wheel, not keys.
     tmux.key("Down");
+    tmux.wait_for("▶ SQLite");
     tmux.key("Enter");
     tmux.wait_for("The model asks (2 of 3)");
     tmux.key("Space");
     tmux.key("Down");
+    tmux.wait_for("▶ [ ] metrics");
     tmux.key("Down");
+    tmux.wait_for("▶ [ ] tracing");
     tmux.key("Space");
     tmux.wait_for("[x] tracing");
     tmux.key("Enter");

@@ -159,7 +159,15 @@ impl App {
             _ => {}
         }
         // A late answer is stale and changes nothing; the run goes on either way.
-        let _ = backend.call::<methods::ApprovalAnswer>(&params).await?;
+        if backend
+            .call::<methods::ApprovalAnswer>(&params)
+            .await?
+            .is_err()
+        {
+            self.status = "the approval was no longer open (it expired or its run ended); \
+                           the call was denied"
+                .into();
+        }
         self.transcript.apply(FoldInput::ApprovalAnswered {
             run_id,
             approval_id,

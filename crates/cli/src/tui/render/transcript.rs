@@ -7,7 +7,7 @@ use ratatui::text::Line;
 
 use super::approval::approval_line;
 use super::cards::{Look, activity_lines, saved_lines};
-use super::{diagnostic_line, styled};
+use super::{diagnostic_line, styled, words};
 use crate::tui::App;
 
 impl App {
@@ -55,7 +55,11 @@ impl App {
                         Role::Diagnostic => ("! ", Some(Color::Red)),
                         _ => ("", None),
                     };
-                    for (n, line) in h.text.lines().enumerate() {
+                    let text = match item.role() {
+                        Role::Diagnostic => words::history_diagnostic(&h.text),
+                        _ => std::borrow::Cow::Borrowed(h.text.as_str()),
+                    };
+                    for (n, line) in text.lines().enumerate() {
                         let text = format!("{}{line}", if n == 0 { prefix } else { "  " });
                         lines.push(match color {
                             Some(color) => styled(text, color),

@@ -2,7 +2,10 @@
 //! place a wire value becomes text on screen. Each function matches its enum
 //! exhaustively, so a new variant fails to compile until it has words.
 
+use std::borrow::Cow;
+
 use magi_client::fold::{ActivityDisplay, ApprovalState};
+use magi_protocol::ErrorCode;
 use magi_protocol::cards::{
     Availability, CardOutcome, CardState, Changes, DiffApplication, Omission, ProgressUnit,
     ProtectionDecision, Reason, ResourceAvailability, Subject,
@@ -176,6 +179,24 @@ pub(super) fn diagnostic(code: &str, summary: &str) -> String {
         said.to_owned()
     } else {
         format!("{said}: {}", summary.trim())
+    }
+}
+
+/// A history entry of the session's diagnostics, in words: a turn that failed names
+/// its error code in the log (`The turn failed: content_limit.`), which is said here
+/// as what it means ([`crate::explain::run_failure`]); other entries are already words.
+pub(super) fn history_diagnostic(text: &str) -> Cow<'_, str> {
+    let code = text
+        .strip_prefix("The turn failed: ")
+        .and_then(|rest| rest.strip_suffix('.'))
+        .and_then(ErrorCode::from_wire);
+    match code {
+        Some(code) => match crate::explain::run_failure(code) {
+            Some(said) => Cow::Owned(format!("The turn failed: {said}.")),
+            // The live diagnostics said why; the log keeps only that it failed.
+            None => Cow::Borrowed("The turn failed while it ran."),
+        },
+        None => Cow::Borrowed(text),
     }
 }
 
@@ -371,6 +392,23 @@ mod tests {
             Some("timed out")
         );
         assert_eq!(exit(None, None, false), None);
+    }
+
+    #[test]
+    fn a_failed_turn_in_the_history_says_why_in_words() {
+        assert_eq!(
+            history_diagnostic("The turn failed: execution_failed."),
+            "The turn failed while it ran."
+        );
+        assert_eq!(
+            history_diagnostic("The turn failed: persistence_failed."),
+            "The turn failed: the session log could not be written: check the free space \
+             and permissions of MC_HOME."
+        );
+        assert_eq!(
+            history_diagnostic("The turn was cancelled."),
+            "The turn was cancelled."
+        );
     }
 
     #[test]

@@ -223,8 +223,22 @@ fn status(card: &Card, display: ActivityDisplay, approval_pending: bool) -> Stri
         };
     }
     let mut parts: Vec<String> = Vec::new();
+    let refused = matches!(
+        decision,
+        ProtectionDecision::Denied | ProtectionDecision::Blocked
+    );
     match display {
         ActivityDisplay::Unknown => parts.push(words::activity(display).to_owned()),
+        // A refused call did not fail at its work: the refusal is what happened, in
+        // the backend's own words when it gave them (`denied by user`).
+        _ if refused => parts.push(
+            card.metadata
+                .public_protection
+                .summary
+                .clone()
+                .or_else(|| words::decision(decision).map(str::to_owned))
+                .unwrap_or_default(),
+        ),
         _ => match card.outcome {
             Some(outcome) => parts.push(words::outcome(outcome).to_owned()),
             None => parts.push(words::card_state(card.state).to_owned()),
@@ -238,13 +252,6 @@ fn status(card: &Card, display: ActivityDisplay, approval_pending: bool) -> Stri
     }
     if let Some(ended) = row_value(card, ROW_ENDED) {
         parts.push(format!("subagent {ended}"));
-    }
-    if matches!(
-        decision,
-        ProtectionDecision::Denied | ProtectionDecision::Blocked
-    ) && let Some(said) = words::decision(decision)
-    {
-        parts.push(said.to_owned());
     }
     if card.tool_kind != ToolKind::Command
         && let Some(changes) = words::changes(card.changes)

@@ -313,6 +313,20 @@ fn a_failed_call_without_detail_says_why_and_approval_waits_only_while_pending()
         text(&[header(&asking, None, Timing::Unknown, waiting)]),
         ["… bash make  waiting for your approval"]
     );
+    let mut denied = card(
+        "bash",
+        "command",
+        "bash rm -rf build",
+        json!("failure"),
+        json!([]),
+    );
+    denied.changes = magi_protocol::cards::Changes::None;
+    denied.metadata.public_protection.decision = ProtectionDecision::Denied;
+    denied.metadata.public_protection.summary = Some("denied by user".into());
+    assert_eq!(
+        text(&[header(&denied, None, Timing::Unknown, COLLAPSED)]),
+        ["✗ bash rm -rf build  denied by user"]
+    );
     // Answered: the same snapshot now means it runs.
     assert_eq!(
         text(&[header(&asking, None, Timing::Unknown, COLLAPSED)]),

@@ -47,6 +47,20 @@ impl App {
         }
     }
 
+    /// A paste while a denial message is typed goes into the message (on one line,
+    /// within the bound); `None` otherwise, so it goes to the composer.
+    pub(super) fn approval_paste(&mut self, text: &str) -> Option<Action> {
+        self.pending_approval()?;
+        let message = self.approval.message.as_mut()?;
+        for c in text.chars().map(|c| if c.is_control() { ' ' } else { c }) {
+            if message.len() + c.len_utf8() > APPROVAL_MESSAGE_BYTES {
+                break;
+            }
+            message.push(c);
+        }
+        Some(Action::Nothing)
+    }
+
     /// Applies `key`, read at `read_at`, to the pending approval; `None` when the key
     /// is not the approval's (there is none, it was read before the prompt was drawn,
     /// or it is no answer key), so it goes to the rest of the screen.
@@ -191,9 +205,11 @@ mod tests {
                 Some(Action::Nothing)
             ));
         }
-        // `y` is text now, not an answer.
+        // `y` is text now, not an answer, and a paste joins the message.
         app.approval_key(key('y'), now);
-        assert_eq!(app.approval.message(), Some("not thaty"));
+        assert!(app.approval_paste("!\n").is_some());
+        assert_eq!(app.approval.message(), Some("not thaty! "));
+        app.approval_key(KeyEvent::new(KeyCode::Backspace, KeyModifiers::NONE), now);
         app.approval_key(KeyEvent::new(KeyCode::Backspace, KeyModifiers::NONE), now);
         // Esc returns to the choice; `d` starts a fresh message.
         app.approval_key(KeyEvent::new(KeyCode::Esc, KeyModifiers::NONE), now);

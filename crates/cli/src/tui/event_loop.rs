@@ -109,7 +109,10 @@ impl App {
                             Some(action) => action,
                             None => self.key(key),
                         },
-                        TermInput::Paste(text) => self.paste(&text),
+                        TermInput::Paste(text) => match self.approval_paste(&text) {
+                            Some(action) => action,
+                            None => self.paste(&text),
+                        },
                         TermInput::Scroll(lines) => self.scroll(lines),
                         // The next draw fits the new size.
                         TermInput::Resize => Action::Nothing,

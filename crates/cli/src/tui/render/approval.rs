@@ -6,7 +6,7 @@ use magi_client::fold::{Approval, ApprovalState};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 
-use super::cards::{diff_lines, parse_unified};
+use super::diff::{diff_lines, parse_unified};
 use super::words;
 
 /// Lines of a proposed change shown in the prompt at most.

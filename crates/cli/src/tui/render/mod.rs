@@ -10,6 +10,7 @@ use ratatui::widgets::{Block as Frame, Borders, Paragraph};
 mod activity;
 mod approval;
 mod cards;
+mod diff;
 mod transcript;
 mod words;
 mod wrap;

@@ -5,6 +5,7 @@ use magi_protocol::messages::ActivityKind;
 use serde_json::{Value, json};
 
 use super::*;
+use crate::tui::render::diff::parse_unified;
 
 const COLLAPSED: Look = Look {
     expanded: false,

@@ -163,6 +163,8 @@ async fn a_fresh_backend_takes_over_before_request_ids_run_out() {
     tmux.type_text("one");
     tmux.key("Enter");
     tmux.wait_for("First answer.");
+    // The reply shows before the run has ended; a prompt is taken only once it has.
+    tmux.wait_for("· idle ·");
     tmux.type_text("two");
     tmux.key("Enter");
     let screen = tmux.wait_for("Second answer.");

@@ -95,8 +95,9 @@ impl App {
             let wait = FRAME.saturating_sub(last_draw.elapsed());
             tokio::select! {
                 () = tokio::time::sleep(wait), if dirty => continue,
-                // Running calls show their elapsed time: redraw while a run is active.
-                () = tokio::time::sleep(TICK), if !dirty && self.transcript.run_active() => {
+                // Running calls and jobs show their elapsed time: redraw while any runs.
+                () = tokio::time::sleep(TICK),
+                    if !dirty && (self.transcript.run_active() || self.clock.has_jobs()) => {
                     dirty = true;
                 }
                 input = inputs.recv() => {

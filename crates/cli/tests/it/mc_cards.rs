@@ -154,3 +154,24 @@ async fn a_key_typed_before_an_approval_appears_never_answers_it() {
     assert!(env.cwd().join("made.txt").exists());
     tmux.key("C-c");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_background_command_is_listed_as_running_now() {
+    let mock = MockServer::start().await;
+    mock.enqueue(calls("async_bash", &[bash("j1", "sleep 30")]));
+    mock.enqueue(Reply::stream().text(["Started it."]));
+    let env = TestEnv::new();
+    let tmux = Tmux::start(&env, &vars(&mock));
+    tmux.wait_for("idle");
+    tmux.type_text("start it");
+    tmux.key("Enter");
+    tmux.wait_for("? Allow async_bash: sleep 30");
+    tmux.type_text("y");
+    tmux.wait_for("Started it.");
+    tmux.wait_for("· idle ·");
+    // The job outlives the turn: the activity area lists it with its time.
+    tmux.wait_for("running now");
+    tmux.wait_for("⏵ background job-1 sleep 30 · started");
+    tmux.wait_for("✓ async_bash sleep 30  done · running in the background as job-1");
+    tmux.key("C-c");
+}

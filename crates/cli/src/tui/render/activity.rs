@@ -96,6 +96,11 @@ impl Clock {
         }
     }
 
+    /// Whether a background job started here has no known end.
+    pub(in crate::tui) fn has_jobs(&self) -> bool {
+        self.jobs.iter().any(|j| !j.ended)
+    }
+
     /// A fresh backend: the old one's jobs ended with it.
     pub(in crate::tui) fn backend_renewed(&mut self) {
         self.jobs.clear();
@@ -185,11 +190,13 @@ impl App {
             if ended {
                 continue;
             }
+            // Its end is told to the model at the next turn, not to this client: until
+            // then all that is known is when it started.
             let time = elapsed(now.saturating_duration_since(job.since));
             lines.push(entry(
                 &format!("background {}", job.id),
                 &job.command,
-                &format!(" · {time}"),
+                &format!(" · started {time} ago · no end reported yet"),
             ));
         }
         if lines.len() > AREA_LINES {

@@ -8,7 +8,7 @@
 
 use std::io::{Stdout, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use ratatui::Terminal;
 use ratatui::backend::CrosstermBackend;
@@ -37,6 +37,9 @@ static ENHANCED_KEYS: AtomicBool = AtomicBool::new(false);
 
 /// The alternate screen, in raw mode.
 pub(super) type Screen = Terminal<CrosstermBackend<Stdout>>;
+
+/// The terminal's inputs, each with the instant it was read.
+pub(super) type Inputs = mpsc::Receiver<(Instant, TermInput)>;
 
 /// One thing the terminal said.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -84,12 +87,15 @@ pub(super) fn leave_terminal(terminal: &mut Screen) {
     let _ = terminal.show_cursor();
 }
 
-/// Reads terminal events on a plain thread (the reads block) and queues them.
-pub(super) fn spawn_input_reader() -> mpsc::Receiver<TermInput> {
+/// Reads terminal events on a plain thread (the reads block) and queues them, each
+/// with the instant it was read: a key read before a prompt was drawn must not answer
+/// it, however late the loop handles the key.
+pub(super) fn spawn_input_reader() -> Inputs {
     let (inputs, received) = mpsc::channel(INPUT_QUEUE);
     std::thread::spawn(move || {
         let mut arrows = ArrowBurst::default();
         while let Ok(event) = event::read() {
+            let read_at = Instant::now();
             // Whether more input is already waiting: arrows read together are a wheel.
             let more = event::poll(Duration::ZERO).unwrap_or(false);
             let mut out = Vec::new();
@@ -118,7 +124,7 @@ pub(super) fn spawn_input_reader() -> mpsc::Receiver<TermInput> {
                 out.extend(arrows.flush());
             }
             for input in out {
-                if inputs.blocking_send(input).is_err() {
+                if inputs.blocking_send((read_at, input)).is_err() {
                     return;
                 }
             }

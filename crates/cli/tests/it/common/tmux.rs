@@ -19,9 +19,23 @@ impl Tmux {
         Tmux::start_command(env, vars, &[bin()])
     }
 
+    /// Starts Mission Control in a window of `columns` by `rows`.
+    pub fn start_sized(env: &TestEnv, vars: &[(&str, String)], columns: u16, rows: u16) -> Tmux {
+        Tmux::launch(env, vars, &[bin()], (columns, rows))
+    }
+
     /// Starts `command_line` (a program and its arguments) in a 120x40 window in
     /// `env`'s workspace, with `env`'s `MC_HOME` and `vars`.
     pub fn start_command(env: &TestEnv, vars: &[(&str, String)], command_line: &[&str]) -> Tmux {
+        Tmux::launch(env, vars, command_line, (120, 40))
+    }
+
+    fn launch(
+        env: &TestEnv,
+        vars: &[(&str, String)],
+        command_line: &[&str],
+        (columns, rows): (u16, u16),
+    ) -> Tmux {
         static NEXT: AtomicU64 = AtomicU64::new(0);
         let socket = format!(
             "magi-test-{}-{}",
@@ -39,7 +53,9 @@ impl Tmux {
             "-s",
             "mc",
         ]);
-        command.args(["-x", "120", "-y", "40", "-c"]).arg(env.cwd());
+        command
+            .args(["-x", &columns.to_string(), "-y", &rows.to_string(), "-c"])
+            .arg(env.cwd());
         command
             .arg("-e")
             .arg(format!("MC_HOME={}", env.mc_home().display()));

@@ -76,6 +76,7 @@ impl App {
         *backend = start_backend()
             .await?
             .map_err(|code| crate::explain::initialize_failed(code, &[]))?;
+        self.clock.backend_renewed();
         match self.transcript.durable_session().map(str::to_owned) {
             Some(id) => self.open_session(backend, id).await?,
             None => {
@@ -160,13 +161,26 @@ impl App {
             return Ok(());
         };
         let (run_id, approval_id) = (pending.run_id.clone(), pending.approval_id.clone());
-        let allow = answer != Answer::Deny;
+        let allow = matches!(answer, Answer::AllowOnce | Answer::AllowForSession);
         let mut params = ApprovalAnswerParams::once(&self.session_id, &run_id, &approval_id, allow);
-        if answer == Answer::AllowForSession {
-            params.scope = Some(ApprovalScope::Session);
+        match answer {
+            Answer::AllowForSession => params.scope = Some(ApprovalScope::Session),
+            // An empty message is a plain denial.
+            Answer::DenyWithMessage(message) if !message.trim().is_empty() => {
+                params.message = Some(message)
+            }
+            _ => {}
         }
         // A late answer is stale and changes nothing; the run goes on either way.
-        let _ = backend.call::<methods::ApprovalAnswer>(&params).await?;
+        if backend
+            .call::<methods::ApprovalAnswer>(&params)
+            .await?
+            .is_err()
+        {
+            self.status = "the approval was no longer open (it expired or its run ended); \
+                           the call was denied"
+                .into();
+        }
         self.transcript.apply(FoldInput::ApprovalAnswered {
             run_id,
             approval_id,

@@ -3,7 +3,7 @@
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 use super::composer::Edit;
-use super::{Action, Answer, App};
+use super::{Action, App};
 
 /// Rows the transcript moves per step of the mouse wheel.
 const WHEEL_ROWS: i32 = 3;
@@ -42,7 +42,11 @@ impl App {
             return Action::Nothing;
         }
         match key.code {
-            KeyCode::Char('o') if ctrl && !self.transcript.run_active() => Action::ListSessions,
+            // Every tool card expands to all it carries, or collapses again.
+            KeyCode::Char('o') if ctrl => {
+                self.expanded = !self.expanded;
+                Action::Nothing
+            }
             // Ctrl-D on an empty composer, with nothing running, is the end of input.
             KeyCode::Char('d')
                 if ctrl && self.composer.is_empty() && !self.transcript.run_active() =>
@@ -50,25 +54,6 @@ impl App {
                 Action::Quit
             }
             KeyCode::Esc => Action::Stop,
-            KeyCode::Char(c @ ('y' | 'n'))
-                if self.composer.is_empty() && self.pending_approval().is_some() =>
-            {
-                Action::Answer(if c == 'y' {
-                    Answer::AllowOnce
-                } else {
-                    Answer::Deny
-                })
-            }
-            // Without a suggested rule "for this session" would cover this call only,
-            // so it is not offered and `s` is an ordinary key.
-            KeyCode::Char('s')
-                if self.composer.is_empty()
-                    && self
-                        .pending_approval()
-                        .is_some_and(|a| a.suggested_rule.is_some()) =>
-            {
-                Action::Answer(Answer::AllowForSession)
-            }
             // The queued prompt comes back to the composer to be edited.
             KeyCode::Up if self.composer.is_empty() && self.queued.is_some() => {
                 let queued = self.queued.take().unwrap_or_default();

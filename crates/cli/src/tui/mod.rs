@@ -7,15 +7,17 @@
 //! answered with a key, a composer with history, and Stop.
 //!
 //! Keys: type a prompt and press Enter to send it; Up and Down recall earlier prompts;
-//! a pending approval shows the command, path or URL it is about and is answered with
-//! `y` (allow once), `s` (allow for this session through the backend's suggested rule,
-//! `approval.scopes`, offered when there is one) or `n` (deny); Esc stops the running
-//! turn; the model's questions (`user.questions`) replace the transcript with a picker
-//! (Up/Down move, Space picks in a multi-select, Enter answers, words typed answer in
-//! the person's own words, Esc declines); Ctrl-O (or `/sessions`) picks a session of
-//! this directory to reopen (`session.discover`, `session.open`); Ctrl-C quits.
-//! Slash commands (`/help` lists them) open panels over the transcript or switch the
-//! session or the model.
+//! a pending approval shows the command, or the path and a preview of the change, and
+//! is answered with `y` (allow once), `s` (allow for this session through the
+//! backend's suggested rule, `approval.scopes`, offered when there is one), `n` (deny)
+//! or `d` (deny with a message to the model); Esc stops the running turn; the model's
+//! questions (`user.questions`) replace the transcript with a picker (Up/Down move,
+//! Space picks in a multi-select, Enter answers, words typed answer in the person's
+//! own words, Esc declines); Ctrl-O expands every tool card to all it carries, or
+//! collapses them again; `/sessions` picks a session of this directory to reopen
+//! (`session.discover`, `session.open`); Ctrl-C stops a turn, clears the composer, and
+//! twice on an empty one quits. Slash commands (`/help` lists them) open panels over
+//! the transcript or switch the session or the model.
 //! PageUp and PageDown scroll the transcript, Home and End go to its top and bottom
 //! (with an empty composer; Ctrl-Home and Ctrl-End always), and so does the mouse
 //! wheel; a view scrolled up stays put while output arrives below, and says so.
@@ -27,6 +29,7 @@
 //! [`composer`] is where a prompt is written, with its own keys (multi-line editing,
 //! history, mentions), and [`render`] draws the transcript and its cards.
 
+mod approval;
 mod backend;
 mod commands;
 mod composer;
@@ -91,7 +94,7 @@ pub fn run(target: Target) -> ExitCode {
 async fn session(
     target: &Target,
     terminal: &mut terminal::Screen,
-    inputs: &mut tokio::sync::mpsc::Receiver<(std::time::Instant, terminal::TermInput)>,
+    inputs: &mut terminal::Inputs,
 ) -> anyhow::Result<Option<String>> {
     let mut backend = loop {
         match backend::start_backend().await? {
@@ -132,7 +135,6 @@ enum Action {
     Send(String),
     Stop,
     Answer(Answer),
-    ListSessions,
     /// A slash command, or what its panel asks for.
     Commands(commands::Request),
     /// Answers the open questions (`None` declines them).
@@ -140,7 +142,7 @@ enum Action {
 }
 
 /// An answer to the pending approval (`approval.scopes`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 enum Answer {
     /// Allow this call (`y`).
     AllowOnce,
@@ -149,6 +151,8 @@ enum Answer {
     AllowForSession,
     /// Deny this call (`n`).
     Deny,
+    /// Deny this call and tell the model why (`d`, then the message and Enter).
+    DenyWithMessage(String),
 }
 
 /// Mission Control's state: the fold, the composer and its history.
@@ -179,6 +183,12 @@ struct App {
     quit_armed: bool,
     /// The model's open questions (`user.questions`), while they wait.
     question: Option<question::QuestionPicker>,
+    /// Whether every tool card shows all it carries (Ctrl-O) or its result's first lines.
+    expanded: bool,
+    /// When each activity was first seen, and the background jobs.
+    clock: render::Clock,
+    /// The pending approval's prompt.
+    approval: approval::ApprovalPrompt,
     /// The transcript's scroll position and laid-out rows.
     view: render::View,
 }
@@ -207,6 +217,9 @@ impl App {
             queued: None,
             quit_armed: false,
             question: None,
+            expanded: false,
+            clock: render::Clock::default(),
+            approval: approval::ApprovalPrompt::default(),
             view: render::View::default(),
         }
     }

@@ -38,6 +38,9 @@ static ENHANCED_KEYS: AtomicBool = AtomicBool::new(false);
 /// The alternate screen, in raw mode.
 pub(super) type Screen = Terminal<CrosstermBackend<Stdout>>;
 
+/// The terminal's inputs, each with the instant it was read.
+pub(super) type Inputs = mpsc::Receiver<(Instant, TermInput)>;
+
 /// One thing the terminal said.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) enum TermInput {
@@ -85,8 +88,9 @@ pub(super) fn leave_terminal(terminal: &mut Screen) {
 }
 
 /// Reads terminal events on a plain thread (the reads block) and queues them, each
-/// with the instant it was read.
-pub(super) fn spawn_input_reader() -> mpsc::Receiver<(Instant, TermInput)> {
+/// with the instant it was read: a key read before a prompt was drawn must not answer
+/// it, however late the loop handles the key.
+pub(super) fn spawn_input_reader() -> Inputs {
     let (inputs, received) = mpsc::channel(INPUT_QUEUE);
     std::thread::spawn(move || {
         let mut arrows = ArrowBurst::default();

@@ -35,6 +35,7 @@ mod launch;
 mod lifecycle;
 mod long_turns;
 mod magi_control;
+mod mc_cards;
 mod mc_commands;
 mod mc_composer;
 mod mc_session;

@@ -262,7 +262,8 @@ async fn compact_is_answered_and_diff_shows_the_changes() {
     tmux.wait_for("y allow once");
     tmux.type_text("y");
     tmux.wait_for("Wrote it.");
-    tmux.wait_for("write: completed");
+    tmux.wait_for("write out.txt  done");
+    tmux.wait_for("idle ·");
     command(&tmux, "/diff");
     let screen = tmux.wait_for("out.txt (applied)");
     assert!(screen.contains("+hello"), "{screen}");

@@ -33,7 +33,7 @@ async fn a_two_line_bracketed_paste_is_sent_whole() {
     mock.enqueue(Reply::stream().text(["Got both."]));
     let env = TestEnv::new();
     let tmux = Tmux::start(&env, &vars(&mock));
-    tmux.wait_for("idle");
+    tmux.wait_for("idle ·");
     tmux.paste("first line\nsecond line");
     // Both lines are in the composer, not sent at the first line break.
     let screen = tmux.wait_for("  second line");
@@ -50,7 +50,7 @@ async fn a_large_paste_is_a_placeholder_until_it_is_sent() {
     mock.enqueue(Reply::stream().text(["Read it all."]));
     let env = TestEnv::new();
     let tmux = Tmux::start(&env, &vars(&mock));
-    tmux.wait_for("idle");
+    tmux.wait_for("idle ·");
     tmux.type_text("look: ");
     let pasted: String = (1..=12).map(|n| format!("row {n}\n")).collect();
     tmux.paste(&pasted);
@@ -68,7 +68,7 @@ async fn alt_enter_and_ctrl_j_start_new_lines() {
     mock.enqueue(Reply::stream().text(["Three lines."]));
     let env = TestEnv::new();
     let tmux = Tmux::start(&env, &vars(&mock));
-    tmux.wait_for("idle");
+    tmux.wait_for("idle ·");
     tmux.type_text("one");
     tmux.key("M-Enter");
     tmux.type_text("two");
@@ -91,7 +91,7 @@ async fn the_prompt_history_is_recalled_after_a_restart() {
     let env = TestEnv::new();
     {
         let tmux = Tmux::start(&env, &vars(&mock));
-        tmux.wait_for("idle");
+        tmux.wait_for("idle ·");
         tmux.type_text("remember this prompt");
         tmux.key("Enter");
         tmux.wait_for("First answer.");
@@ -108,7 +108,7 @@ async fn the_prompt_history_is_recalled_after_a_restart() {
     );
     // A new Mission Control (a new session) recalls them with Up.
     let tmux = Tmux::start(&env, &vars(&mock));
-    tmux.wait_for("idle");
+    tmux.wait_for("idle ·");
     tmux.key("Up");
     tmux.wait_for("› and this one");
     tmux.key("Up");
@@ -143,7 +143,7 @@ async fn an_at_mention_completes_a_workspace_path() {
     std::fs::create_dir_all(env.cwd().join("ignored")).unwrap();
     std::fs::write(env.cwd().join("ignored/grammar_copy.rs"), "").unwrap();
     let tmux = Tmux::start(&env, &vars(&mock));
-    tmux.wait_for("idle");
+    tmux.wait_for("idle ·");
     tmux.type_text("explain @gram");
     let screen = tmux.wait_for("▶ @src/parser/grammar.rs");
     assert!(screen.contains("files · Up/Down choose"), "{screen}");

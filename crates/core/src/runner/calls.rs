@@ -401,6 +401,7 @@ fn running_card<'a>(
         parent_activity_id: call.parent_activity_id.as_deref(),
         task_id: call.task_id.as_deref(),
         children: None,
+        transcript: &[],
     }
 }
 

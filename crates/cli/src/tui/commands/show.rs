@@ -14,15 +14,41 @@ use crate::tui::App;
 
 /// The keys `/help` lists, beside the commands.
 const KEYS: &[(&str, &str)] = &[
-    ("Enter", "send the prompt, or run the /command"),
-    ("Up / Down", "earlier prompts"),
+    (
+        "Enter",
+        "send the prompt (queued while a turn runs), or run the /command",
+    ),
+    (
+        "Alt+Enter/Ctrl-J",
+        "a new line in the prompt (Shift+Enter where reported)",
+    ),
+    (
+        "Up / Down",
+        "move between lines; at the edges, earlier prompts",
+    ),
+    ("Ctrl-R", "search earlier prompts"),
+    (
+        "Ctrl-A/E/U/K/W/Y",
+        "line start/end, kill to start/end, kill word, put back",
+    ),
+    (
+        "@ / Tab",
+        "complete a workspace path; Tab completes /commands",
+    ),
+    (
+        "PgUp/PgDn",
+        "scroll the transcript (Home/End on an empty prompt)",
+    ),
     ("Esc", "stop the running turn; close a panel"),
     (
-        "y / s / n",
-        "answer an approval: allow once, for this session, deny",
+        "y / s / n / d",
+        "answer an approval: allow once, for this session, deny, deny with a message",
     ),
-    ("Ctrl-O", "reopen a session (as /sessions)"),
-    ("Ctrl-C", "quit"),
+    ("Ctrl-O", "expand or collapse every tool card"),
+    (
+        "Ctrl-C",
+        "stop the turn, else clear the prompt; twice on an empty prompt quits",
+    ),
 ];
 
 fn heading(text: &str) -> Line<'static> {
@@ -46,8 +72,9 @@ pub(super) fn help() -> TextPanel {
     }
     lines.push(Line::default());
     lines.push(heading("Keys"));
+    let width = KEYS.iter().map(|(key, _)| key.len()).max().unwrap_or(0);
     for (key, what) in KEYS {
-        lines.push(Line::from(format!("  {key:<11} {what}")));
+        lines.push(Line::from(format!("  {key:<width$}  {what}")));
     }
     TextPanel::new("Help", lines)
 }

@@ -5,13 +5,32 @@
 //! history after its run, so it looks the same before and after (it used to re-indent
 //! when history replaced it).
 
-use magi_client::fold::{ActivityDisplay, CardView, Item, MessageState, PromptState, Role};
+use std::time::Instant;
+
+use magi_client::fold::{ActivityDisplay, ApprovalState, Item, MessageState, PromptState, Role};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 
-use super::cards::{approval_line, card_lines};
+use super::activity::Clock;
+use super::approval::approval_line;
+use super::cards::{Look, activity_lines, saved_lines};
 use super::wrap::{wrap, wrap_plain};
-use super::{diagnostic_line, styled};
+use super::{diagnostic_line, styled, words};
+
+/// What the entries other than replies are drawn with in one frame: the cards' look
+/// and each call's timing.
+pub(super) struct Drawing<'a> {
+    pub(super) look: Look,
+    pub(super) clock: &'a Clock,
+    pub(super) now: Instant,
+}
+
+impl Drawing<'_> {
+    /// The look as the view names it: entries drawn under another are drawn again.
+    pub(super) fn look_key(&self) -> u64 {
+        u64::from(self.look.expanded) | (u64::from(self.look.approval_pending) << 1)
+    }
+}
 
 /// The markdown text of an entry the model wrote (a reply, live or saved), or `None`
 /// for an entry drawn from rows of its own ([`entry_rows`]).
@@ -51,7 +70,7 @@ pub(super) fn separated(previous: &Item, item: &Item) -> bool {
 
 /// The rows of an entry at `width` (a reply's whole, though the view draws a reply
 /// piece by piece).
-pub(super) fn entry_rows(item: &Item, width: usize) -> Vec<Line<'static>> {
+pub(super) fn entry_rows(item: &Item, width: usize, drawing: &Drawing<'_>) -> Vec<Line<'static>> {
     if let Some(text) = markdown(item) {
         return super::markdown::render(text, width);
     }
@@ -65,34 +84,22 @@ pub(super) fn entry_rows(item: &Item, width: usize) -> Vec<Line<'static>> {
         }
         Item::History(h) if item.role() == Role::User => return prompt_rows(&h.text, "", width),
         Item::Activity(a) => {
-            let (mark, color) = match a.state {
-                ActivityDisplay::Started => ("…", Color::Yellow),
-                ActivityDisplay::Completed => ("✓", Color::Green),
-                ActivityDisplay::Failed => ("✗", Color::Red),
-                ActivityDisplay::Unknown => ("?", Color::Magenta),
-            };
-            // A subagent's call is shown under its task.
-            let indent = match &a.card {
-                CardView::Card(card) if card.parent_activity_id.is_some() => "  ↳ ",
-                _ => "",
-            };
-            let mut lines = vec![styled(
-                format!("{indent}{mark} {}: {}", a.name, a.summary),
-                color,
-            )];
-            match &a.card {
-                CardView::Card(card) => lines.extend(card_lines(card)),
-                CardView::Unknown => {
-                    lines.push(styled("    card unknown".to_owned(), Color::Magenta))
-                }
-                CardView::None => {}
-            }
-            lines
+            let timing = drawing.clock.timing(&a.run_id, &a.activity_id, drawing.now);
+            activity_lines(a, timing, drawing.look)
         }
-        // Drawn as markdown above.
-        Item::Message(_) => Vec::new(),
+        // A pending approval is asked above the composer; once answered, its line
+        // says how.
+        Item::Approval(a) if a.state == ApprovalState::Pending => Vec::new(),
         Item::Approval(a) => vec![approval_line(a)],
         Item::Diagnostic(d) => vec![diagnostic_line(&d.code, &d.summary)],
+        // Drawn as markdown above.
+        Item::Message(_) => Vec::new(),
+        // A saved tool call is shown as its card, like a live one.
+        Item::History(h) if item.role() == Role::Activity && h.card.is_some() => h
+            .card
+            .as_ref()
+            .map(|card| saved_lines(card, &h.text, drawing.look))
+            .unwrap_or_default(),
         Item::History(h) => {
             let (prefix, style) = match item.role() {
                 Role::Activity => ("• ", Style::default().fg(Color::Green)),
@@ -107,13 +114,17 @@ pub(super) fn entry_rows(item: &Item, width: usize) -> Vec<Line<'static>> {
                 ),
                 _ => ("", Style::default()),
             };
+            let text = match item.role() {
+                Role::Diagnostic => words::history_diagnostic(&h.text),
+                _ => std::borrow::Cow::Borrowed(h.text.as_str()),
+            };
             let mut lines = Vec::new();
-            for (n, line) in h.text.lines().enumerate() {
+            for (n, line) in text.lines().enumerate() {
                 let text = format!("{}{line}", if n == 0 { prefix } else { "  " });
                 lines.push(Line::from(Span::styled(text, style)));
             }
             if let Some(card) = &h.card {
-                lines.extend(card_lines(card));
+                lines.extend(saved_lines(card, &h.text, drawing.look));
             }
             lines
         }

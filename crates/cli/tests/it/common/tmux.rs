@@ -19,18 +19,18 @@ impl Tmux {
         Tmux::start_command(env, vars, &[bin()])
     }
 
-    /// Starts Mission Control in a window `columns` wide and `rows` high.
+    /// Starts Mission Control in a window of `columns` by `rows`.
     pub fn start_sized(env: &TestEnv, vars: &[(&str, String)], columns: u16, rows: u16) -> Tmux {
-        Tmux::start_in(env, vars, &[bin()], (columns, rows))
+        Tmux::launch(env, vars, &[bin()], (columns, rows))
     }
 
     /// Starts `command_line` (a program and its arguments) in a 120x40 window in
     /// `env`'s workspace, with `env`'s `MC_HOME` and `vars`.
     pub fn start_command(env: &TestEnv, vars: &[(&str, String)], command_line: &[&str]) -> Tmux {
-        Tmux::start_in(env, vars, command_line, (120, 40))
+        Tmux::launch(env, vars, command_line, (120, 40))
     }
 
-    fn start_in(
+    fn launch(
         env: &TestEnv,
         vars: &[(&str, String)],
         command_line: &[&str],

@@ -65,11 +65,25 @@ fn delta(part: u64, text: &str) -> FoldInput {
     }))
 }
 
+/// Draws an entry as Mission Control does, cards collapsed, at one instant.
+fn entry_rows(item: &Item, width: usize) -> Vec<Line<'static>> {
+    let clock = super::super::Clock::default();
+    let drawing = transcript::Drawing {
+        look: super::super::cards::Look {
+            expanded: false,
+            approval_pending: false,
+        },
+        clock: &clock,
+        now: std::time::Instant::now(),
+    };
+    transcript::entry_rows(item, width, &drawing)
+}
+
 fn draw(view: &mut View, t: &Transcript) -> Vec<String> {
     let entries = Entries {
         items: t.items(),
         stamps: t.stamps(),
-        draw: &transcript::entry_rows,
+        draw: &entry_rows,
         look: 0,
     };
     view.rows(&entries, WIDTH, HEIGHT)
@@ -247,7 +261,7 @@ fn a_running_call_is_drawn_each_frame_and_a_new_look_draws_again() {
     let drawn = std::cell::Cell::new(0);
     let draw = |item: &Item, width: usize| {
         drawn.set(drawn.get() + 1);
-        transcript::entry_rows(item, width)
+        entry_rows(item, width)
     };
     let mut view = View::default();
     let mut frame = |look: u64| {

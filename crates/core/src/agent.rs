@@ -40,6 +40,9 @@ pub struct Agent {
     /// The model's context window in tokens (`crate::model_limits`), which compaction
     /// keeps the conversation within; none only for agents built by hand in tests.
     pub context_window_tokens: Option<usize>,
+    /// Whether the model takes images (`crate::model_limits`): without them
+    /// `view_image` fails rather than attach one.
+    pub images: bool,
     /// Tokens of the newest tool output sent whole (`[context] prune_protect_tokens`);
     /// `0` sends every result whole.
     pub prune_protect_tokens: usize,
@@ -80,6 +83,12 @@ pub fn agent_for(runtime: &Runtime, selection: &ActiveSelection) -> Result<Agent
         .collect();
     secrets.sort();
     secrets.dedup();
+    let limits = model_limits(
+        &runtime.home,
+        &runtime.settings,
+        &provider.name,
+        &selection.model,
+    );
     let client = magi_provider::client(Endpoint {
         format,
         base_url: provider.base_url.clone(),
@@ -96,7 +105,8 @@ pub fn agent_for(runtime: &Runtime, selection: &ActiveSelection) -> Result<Agent
         hidden_env,
         secrets,
         instructions: Arc::new(runtime.instructions.clone()),
-        context_window_tokens: Some(window(runtime, &provider.name, &selection.model)),
+        context_window_tokens: Some(limits.context_window_tokens()),
+        images: limits.images,
         prune_protect_tokens: runtime.settings.context.prune_protect_tokens,
         max_steps: runtime.settings.turns.max_steps,
         skills: Arc::new(runtime.skills.clone()),
@@ -105,12 +115,6 @@ pub fn agent_for(runtime: &Runtime, selection: &ActiveSelection) -> Result<Agent
         subagents: Arc::clone(&runtime.subagents),
         disabled_tools: Arc::new(runtime.settings.tools.disabled_names()),
     })
-}
-
-/// The context window of `provider`/`model`, from what is known of it.
-fn window(runtime: &Runtime, provider: &str, model: &str) -> usize {
-    let limits = model_limits(&runtime.home, &runtime.settings, provider, model);
-    usize::try_from(limits.context_window).unwrap_or(usize::MAX)
 }
 
 /// Every environment variable that may hold a credential: the built-in providers', each

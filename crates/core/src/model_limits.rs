@@ -49,6 +49,13 @@ pub struct ModelLimits {
     pub images: bool,
 }
 
+impl ModelLimits {
+    /// The context window as a count of tokens in memory.
+    pub fn context_window_tokens(&self) -> usize {
+        usize::try_from(self.context_window).unwrap_or(usize::MAX)
+    }
+}
+
 /// Well-known models by ID prefix (the longest matching prefix wins; a vendor path such
 /// as `openai/` in front of the ID is ignored): context window, output limit, images.
 const TABLE: &[(&str, u64, u64, bool)] = &[

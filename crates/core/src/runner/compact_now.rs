@@ -30,7 +30,7 @@ pub fn compact_session(
     cancel: &CancellationToken,
 ) -> Result<SessionCompactResult, ErrorCode> {
     sessions.check_attached(session_id)?;
-    let items = conversation(&sessions.records()?);
+    let items = conversation(&sessions.records()?, &|id| sessions.tool_assets_dir(id));
     if !compactable(&items) {
         return Ok(SessionCompactResult { compacted: false });
     }

@@ -32,6 +32,11 @@ use crate::agent::Agent;
 
 /// Bytes of text counted as one token by the estimate.
 pub(super) const BYTES_PER_TOKEN: usize = 4;
+/// Tokens an image is counted as by the estimate, whatever its size: about what the
+/// providers charge for one within `view_image`'s bounds (Anthropic's ~1,600 for the
+/// largest it keeps whole; OpenAI's high detail tiles come under that). Its base64 text
+/// is not the model's measure.
+pub(super) const IMAGE_TOKENS: usize = 1_600;
 /// Percent of the context window the estimate may reach before compaction.
 pub(super) const TRIGGER_PERCENT: usize = 80;
 /// Longest summary kept, in bytes.
@@ -57,6 +62,7 @@ pub(super) fn estimate_tokens(instructions: &str, items: &[Item]) -> usize {
                     name, arguments, ..
                 } => name.len() + arguments.len(),
                 Item::ToolResult { output, .. } => output.len(),
+                Item::Image { .. } => IMAGE_TOKENS * BYTES_PER_TOKEN,
             })
             .sum::<usize>();
     bytes / BYTES_PER_TOKEN

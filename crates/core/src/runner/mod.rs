@@ -209,6 +209,7 @@ mod tests {
             secrets: Vec::new(),
             instructions: Arc::default(),
             context_window_tokens: None,
+            images: true,
             prune_protect_tokens: 0,
             max_steps: None,
             skills: Arc::default(),

@@ -11,6 +11,7 @@ use super::progress::{Ended, Group, InFlight, Progress, Settled, Staged};
 use super::role::Role;
 use super::{Call, CallService, SafeResult, outcome_of, refused, result_record};
 use crate::cards::{CardSource, PreviewSource, Settlement};
+use crate::runner::conversation::attached_image;
 use crate::runner::live_cards::Snapshot;
 use crate::runner::text::bounded;
 
@@ -160,6 +161,12 @@ impl CallService<'_, '_> {
             safe.facts.clone(),
             safe.content.clone(),
         );
+        let image = (outcome == ToolOutcome::Completed)
+            .then(|| {
+                let assets = |id: &str| self.workspace.tool_assets_dir(id);
+                attached_image(&call.name, &call.call_id, facts.as_ref(), &assets)
+            })
+            .flatten();
         let mut records = vec![result_record(
             self.turn_id.to_owned(),
             call,
@@ -195,6 +202,7 @@ impl CallService<'_, '_> {
             settled: Settled {
                 content,
                 is_error: outcome != ToolOutcome::Completed,
+                image,
             },
         }
     }

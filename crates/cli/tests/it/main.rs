@@ -46,3 +46,4 @@ mod titles;
 mod tool_calls;
 mod tools_disabled;
 mod turns;
+mod view_image;

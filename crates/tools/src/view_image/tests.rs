@@ -35,15 +35,16 @@ fn view_in(dir: &Path, name: &str) -> ToolReport {
     )
 }
 
-fn image_facts(
-    report: &ToolReport,
-) -> (
+/// What image facts say: format, width, height, file bytes and the image sent.
+type Seen = (
     Option<String>,
     Option<u32>,
     Option<u32>,
     Option<u64>,
     Option<SentImage>,
-) {
+);
+
+fn image_facts(report: &ToolReport) -> Seen {
     match report.facts.clone() {
         Some(Facts::Image {
             format,

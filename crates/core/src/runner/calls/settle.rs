@@ -295,10 +295,22 @@ impl CallService<'_, '_> {
         match value {
             serde_json::Value::String(text) => *text = self.output.safe(text),
             serde_json::Value::Array(items) => items.iter_mut().for_each(|v| self.make_safe(v)),
-            serde_json::Value::Object(fields) => {
-                fields.values_mut().for_each(|v| self.make_safe(v))
-            }
+            serde_json::Value::Object(fields) => fields
+                .iter_mut()
+                .filter(|(key, value)| !is_digest(key, value))
+                .for_each(|(_, v)| self.make_safe(v)),
             _ => {}
         }
     }
+}
+
+/// Whether a fact is a SHA-256 digest the backend computed of a file it kept (a
+/// capture, a `view_image` image): 64 hex digits under `sha256`, which look like a
+/// secret to the redaction but are needed whole to tell the file is the one written.
+/// Nothing else passes: any other text there is made safe as usual.
+fn is_digest(key: &str, value: &serde_json::Value) -> bool {
+    key == "sha256"
+        && value
+            .as_str()
+            .is_some_and(|v| v.len() == 64 && v.bytes().all(|b| b.is_ascii_hexdigit()))
 }

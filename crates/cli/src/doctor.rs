@@ -241,7 +241,7 @@ async fn provider_check(request: &StartupRequest, inspection: &Inspection) -> Ch
 }
 
 /// A URL as it may be shown: no user information, query or fragment.
-fn shown_url(url: &str) -> String {
+pub(crate) fn shown_url(url: &str) -> String {
     let url = url.split(['?', '#']).next().unwrap_or_default();
     match url.split_once("://") {
         Some((scheme, rest)) => {

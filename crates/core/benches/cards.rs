@@ -37,6 +37,7 @@ fn source<'a>(tool: &'a str, label: &'a str, facts: &'a Value) -> CardSource<'a>
         parent_activity_id: None,
         task_id: None,
         children: None,
+        transcript: &[],
     }
 }
 

@@ -8,7 +8,7 @@ use magi_protocol::ErrorCode;
 use magi_provider::{Endpoint, ModelClient, WireFormat};
 
 use crate::mcp::McpHub;
-use crate::model_limits::model_limits;
+use crate::model_limits::{LimitsLookup, OutputLimit};
 use crate::selection::ActiveSelection;
 use crate::startup::Runtime;
 
@@ -38,11 +38,22 @@ pub struct Agent {
     /// The instruction files startup read, in order.
     pub instructions: Arc<Vec<magi_config::Instruction>>,
     /// The model's context window in tokens (`crate::model_limits`), which compaction
-    /// keeps the conversation within; none only for agents built by hand in tests.
+    /// keeps the conversation within; none until [`Agent::resolve_limits`], and for
+    /// agents built by hand in tests.
     pub context_window_tokens: Option<usize>,
+    /// The most tokens a response may take (`crate::model_limits`), as this wire format
+    /// sends it (`wire_bound`); none sends no bound. A request asks for at most
+    /// the room its conversation leaves in the window (`Agent::output_bound`).
+    pub max_output_tokens: Option<u64>,
     /// Whether the model takes images (`crate::model_limits`): without them
-    /// `view_image` fails rather than attach one.
+    /// `view_image` fails rather than attach one. False until
+    /// [`Agent::resolve_limits`]; agents built by hand set it.
     pub images: bool,
+    /// Where the agent learns what its model can take, and the wire format its output
+    /// bound is sent in: resolved ([`Agent::resolve_limits`]) on the thread that runs
+    /// the turn or the compaction, since the cached catalog is a file and the protocol
+    /// loop that admits them never waits on a disk. None for agents built by hand.
+    pub limits: Option<(LimitsLookup, WireFormat)>,
     /// Tokens of the newest tool output sent whole (`[context] prune_protect_tokens`);
     /// `0` sends every result whole.
     pub prune_protect_tokens: usize,
@@ -83,12 +94,6 @@ pub fn agent_for(runtime: &Runtime, selection: &ActiveSelection) -> Result<Agent
         .collect();
     secrets.sort();
     secrets.dedup();
-    let limits = model_limits(
-        &runtime.home,
-        &runtime.settings,
-        &provider.name,
-        &selection.model,
-    );
     let client = magi_provider::client(Endpoint {
         format,
         base_url: provider.base_url.clone(),
@@ -105,8 +110,18 @@ pub fn agent_for(runtime: &Runtime, selection: &ActiveSelection) -> Result<Agent
         hidden_env,
         secrets,
         instructions: Arc::new(runtime.instructions.clone()),
-        context_window_tokens: Some(limits.context_window_tokens()),
-        images: limits.images,
+        context_window_tokens: None,
+        max_output_tokens: None,
+        images: false,
+        limits: Some((
+            LimitsLookup::new(
+                &runtime.home,
+                &runtime.settings,
+                &provider.name,
+                &selection.model,
+            ),
+            format,
+        )),
         prune_protect_tokens: runtime.settings.context.prune_protect_tokens,
         max_steps: runtime.settings.turns.max_steps,
         skills: Arc::new(runtime.skills.clone()),
@@ -115,6 +130,63 @@ pub fn agent_for(runtime: &Runtime, selection: &ActiveSelection) -> Result<Agent
         subagents: Arc::clone(&runtime.subagents),
         disabled_tools: Arc::new(runtime.settings.tools.disabled_names()),
     })
+}
+
+impl Agent {
+    /// Learns what the model can take: its context window and the output bound its
+    /// requests send. Reads the provider's cached catalog from disk, so it is called on
+    /// the thread that runs the turn or the compaction, never on the protocol loop.
+    pub fn resolve_limits(&mut self) {
+        let Some((lookup, format)) = &self.limits else {
+            return;
+        };
+        let format = *format;
+        let limits = lookup.resolve();
+        self.context_window_tokens =
+            Some(usize::try_from(limits.context_window).unwrap_or(usize::MAX));
+        self.max_output_tokens = wire_bound(format, limits.max_output_tokens);
+        self.images = limits.images;
+    }
+
+    /// Makes the agent speak to `model` of the same provider (a subagent profile's),
+    /// with that model's limits. Reads the cached catalog, as
+    /// [`Agent::resolve_limits`] does.
+    pub(crate) fn use_model(&mut self, model: &str) {
+        self.model = model.to_owned();
+        if let Some((lookup, _)) = &mut self.limits {
+            *lookup = lookup.for_model(model);
+            self.resolve_limits();
+        }
+    }
+
+    /// The output bound of a request whose conversation is estimated at
+    /// `request_tokens`: the model's limit, within the room the request leaves in the
+    /// context window (providers refuse a request whose input and bound pass the
+    /// window), at least one token.
+    pub(crate) fn output_bound(&self, request_tokens: usize) -> Option<u64> {
+        let limit = self.max_output_tokens?;
+        let room = self.context_window_tokens.map_or(u64::MAX, |window| {
+            u64::try_from(window.saturating_sub(request_tokens)).unwrap_or(u64::MAX)
+        });
+        Some(limit.min(room).max(1))
+    }
+}
+
+/// The output bound `format` sends for a model's output `limit`. Anthropic's
+/// `max_tokens` is required: the limit from any source, else
+/// [`DEFAULT_MAX_TOKENS`](magi_provider::DEFAULT_MAX_TOKENS). The OpenAI formats' bound
+/// is optional: only a limit the settings or the provider's metadata stated is sent, since
+/// a compatible server may serve a model of the shipped table with less room than the
+/// table says, and refuse a bound past it.
+fn wire_bound(format: WireFormat, limit: Option<OutputLimit>) -> Option<u64> {
+    match format {
+        WireFormat::AnthropicMessages => {
+            Some(limit.map_or(magi_provider::DEFAULT_MAX_TOKENS, |limit| limit.tokens))
+        }
+        WireFormat::OpenAiResponses | WireFormat::ChatCompletions => {
+            limit.filter(|limit| limit.stated).map(|limit| limit.tokens)
+        }
+    }
 }
 
 /// Every environment variable that may hold a credential: the built-in providers', each
@@ -157,5 +229,84 @@ pub(crate) fn wire_format(kind: ProviderKind) -> WireFormat {
         ProviderKind::OpenAi => WireFormat::OpenAiResponses,
         ProviderKind::OpenAiChat => WireFormat::ChatCompletions,
         ProviderKind::Anthropic => WireFormat::AnthropicMessages,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::workspace::{CancelFlag, StartupRequest};
+    use magi_config::Env;
+    use magi_store::catalog::{CachedLimits, CachedModel, ProviderCache, write_cache};
+
+    #[test]
+    fn the_catalog_is_read_when_the_limits_are_resolved_not_when_the_agent_is_made() {
+        let dir = tempfile::tempdir().unwrap();
+        let cwd = dir.path().canonicalize().unwrap();
+        let env = Env::from_pairs([
+            ("MC_HOME", cwd.join("home").into_os_string()),
+            ("MAGI_PROVIDER", "openai-chat".into()),
+            ("MAGI_MODEL", "mock-model".into()),
+            ("OPENAI_BASE_URL", "http://127.0.0.1:9/v1".into()),
+        ]);
+        let request = StartupRequest {
+            cwd: cwd.clone(),
+            env,
+        };
+        let runtime = crate::start(&request, &[], &CancelFlag::default()).unwrap();
+        let selection = ActiveSelection::from_runtime(&runtime);
+        // Made where a turn is admitted: the protocol loop.
+        let mut agent = agent_for(&runtime, &selection).unwrap();
+        assert_eq!(agent.context_window_tokens, None);
+        // A catalog written after that is what the resolution finds: admission read
+        // nothing of it.
+        let mut model = CachedModel::new("mock-model".into(), None);
+        model.limits = CachedLimits {
+            context_window: Some(12_345),
+            max_output_tokens: Some(678),
+            images: None,
+        };
+        let cache = ProviderCache {
+            provider: "openai-chat".into(),
+            fetched_at: std::time::SystemTime::now(),
+            models: vec![model],
+        };
+        write_cache(&runtime.home, &cache).unwrap();
+        agent.resolve_limits();
+        assert_eq!(agent.context_window_tokens, Some(12_345));
+        // Stated by the provider's metadata, so the Chat Completions format sends it.
+        assert_eq!(agent.max_output_tokens, Some(678));
+        assert_eq!(agent.output_bound(12_000), Some(345), "the room left");
+        assert_eq!(agent.output_bound(20_000), Some(1));
+        // A subagent's model has its own limits: here the table's window, and no bound
+        // (the table's limit is not stated).
+        agent.use_model("gpt-4o");
+        assert_eq!(agent.model, "gpt-4o");
+        assert_eq!(agent.context_window_tokens, Some(128_000));
+        assert_eq!(agent.max_output_tokens, None);
+    }
+
+    #[test]
+    fn each_format_sends_the_limits_it_may() {
+        let table = Some(OutputLimit {
+            tokens: 8_192,
+            stated: false,
+        });
+        let stated = Some(OutputLimit {
+            tokens: 4_000,
+            stated: true,
+        });
+        let anthropic = WireFormat::AnthropicMessages;
+        assert_eq!(wire_bound(anthropic, table), Some(8_192));
+        assert_eq!(wire_bound(anthropic, stated), Some(4_000));
+        assert_eq!(
+            wire_bound(anthropic, None),
+            Some(magi_provider::DEFAULT_MAX_TOKENS)
+        );
+        for format in [WireFormat::OpenAiResponses, WireFormat::ChatCompletions] {
+            assert_eq!(wire_bound(format, table), None);
+            assert_eq!(wire_bound(format, stated), Some(4_000));
+            assert_eq!(wire_bound(format, None), None);
+        }
     }
 }

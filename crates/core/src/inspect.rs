@@ -220,6 +220,8 @@ async fn minimal_request(endpoint: Endpoint, model: &str, asked: &Asked<'_>) -> 
         tools: Vec::new(),
         reasoning_summaries: false,
         reasoning_effort: None,
+        // One word is asked for, and the request is cancelled once output begins.
+        max_output_tokens: None,
     };
     let cancel = CancellationToken::new();
     let (tx, mut rx) = tokio::sync::mpsc::channel(16);

@@ -25,6 +25,9 @@ pub use agent::agent_for;
 pub use explain::{explain_configuration, explain_startup};
 /// How every command the backend starts dies with it: see [`magi_tools::launcher`].
 pub use magi_tools::launcher;
+/// The workspace walk the search tools use, for a front end that lists the same files
+/// (Mission Control's `@` mentions).
+pub use magi_tools::walker;
 
 /// Kills every background job the agent started: the backend is ending, and its jobs
 /// end with it.
@@ -33,7 +36,7 @@ pub fn stop_background_jobs() {
 }
 pub use sessions::Sessions;
 pub use startup::{ALLOW_ALL_ENV, Runtime, StartupFailure, start};
-pub use workspace::{CancelFlag, StartupRequest};
+pub use workspace::{CancelFlag, StartupRequest, home_path};
 
 /// Whether this build has a built-in tool of that name, or reserves it for MCP tools
 /// (client tools may not take it).

@@ -5,9 +5,18 @@
 //! `[compaction] context_window_tokens` (the window alone, for every model), then the
 //! model's metadata in the provider's cached catalog (written by `model.refresh`; nothing
 //! is fetched here), then [`TABLE`] of well-known models shipped in the binary, then the
-//! conservative defaults. The window decides when a conversation is compacted.
+//! conservative defaults. The window decides when a conversation is compacted; the
+//! output limit bounds each request's response (`crate::agent`).
+//!
+//! The settings and the table are known without I/O; the catalog is a file. A
+//! [`LimitsLookup`] is made where a turn or a compaction is admitted (the protocol loop)
+//! and resolved where it runs (the run's thread, the session worker), so a slow disk
+//! never delays the loop's other requests.
 
-use magi_config::Settings;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use magi_config::{ModelSettings, Settings};
 use magi_store::Home;
 use magi_store::catalog::{CacheRead, read_cache};
 
@@ -38,22 +47,27 @@ impl Known {
     }
 }
 
+/// A model's output limit, and where it was learned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OutputLimit {
+    /// The most tokens of one response.
+    pub tokens: u64,
+    /// Whether the settings or the provider's own metadata (the cached catalog) said it,
+    /// rather than the shipped table: only a stated limit is sent where a wire format's
+    /// bound is optional, since a server may serve a well-known model with less room.
+    pub stated: bool,
+}
+
 /// What a model can take, every source consulted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ModelLimits {
     /// The context window in tokens.
     pub context_window: u64,
     /// The most tokens of one response, when any source knows it.
-    pub max_output_tokens: Option<u64>,
-    /// Whether the model takes images (`false` unless a source says so).
+    pub max_output_tokens: Option<OutputLimit>,
+    /// Whether the model takes images (`false` unless a source says so): `view_image`
+    /// attaches one only when it does.
     pub images: bool,
-}
-
-impl ModelLimits {
-    /// The context window as a count of tokens in memory.
-    pub fn context_window_tokens(&self) -> usize {
-        usize::try_from(self.context_window).unwrap_or(usize::MAX)
-    }
 }
 
 /// Well-known models by ID prefix (the longest matching prefix wins; a vendor path such
@@ -93,23 +107,41 @@ pub fn from_table(model: &str) -> Known {
 
 /// What the settings say of `provider`/`model`.
 pub fn from_settings(settings: &Settings, provider: &str, model: &str) -> Known {
-    let own = settings
-        .models
-        .get(&format!("{provider}/{model}"))
-        .copied()
-        .unwrap_or_default();
-    Known {
-        context_window: own.context_window,
-        max_output_tokens: own.max_output_tokens,
-        images: own.images,
+    ModelSettingsOf::of(settings).known(provider, model)
+}
+
+/// The settings that speak of models: `[models."provider/model"]` and
+/// `[compaction] context_window_tokens`.
+#[derive(Debug, Clone)]
+struct ModelSettingsOf {
+    models: Arc<BTreeMap<String, ModelSettings>>,
+    window_tokens: Option<usize>,
+}
+
+impl ModelSettingsOf {
+    fn of(settings: &Settings) -> ModelSettingsOf {
+        ModelSettingsOf {
+            models: Arc::new(settings.models.clone()),
+            window_tokens: settings.compaction.context_window_tokens,
+        }
     }
-    .over(Known {
-        context_window: settings
-            .compaction
-            .context_window_tokens
-            .map(|tokens| tokens as u64),
-        ..Known::default()
-    })
+
+    fn known(&self, provider: &str, model: &str) -> Known {
+        let own = self
+            .models
+            .get(&format!("{provider}/{model}"))
+            .copied()
+            .unwrap_or_default();
+        Known {
+            context_window: own.context_window,
+            max_output_tokens: own.max_output_tokens,
+            images: own.images,
+        }
+        .over(Known {
+            context_window: self.window_tokens.map(|tokens| tokens as u64),
+            ..Known::default()
+        })
+    }
 }
 
 /// What `provider`'s cached catalog says of `model`; nothing when the cache is missing,
@@ -130,25 +162,80 @@ pub fn from_catalog(home: &Home, provider: &str, model: &str) -> Known {
         .unwrap_or_default()
 }
 
-/// What `provider`/`model` can take, every source consulted in order.
-pub fn model_limits(home: &Home, settings: &Settings, provider: &str, model: &str) -> ModelLimits {
-    let known = from_settings(settings, provider, model)
-        .over(from_catalog(home, provider, model))
-        .over(from_table(model));
-    ModelLimits {
-        // A window of zero is no window: the default stands in.
-        context_window: known
-            .context_window
-            .filter(|&w| w > 0)
-            .unwrap_or(DEFAULT_CONTEXT_WINDOW),
-        max_output_tokens: known.max_output_tokens.filter(|&t| t > 0),
-        images: known.images.unwrap_or(false),
+/// Where to learn what a model can take: the settings that speak of models, and where
+/// the provider's cached catalog is. Made without I/O; [`LimitsLookup::resolve`] reads
+/// the catalog.
+#[derive(Debug, Clone)]
+pub struct LimitsLookup {
+    home: Home,
+    provider: String,
+    model: String,
+    settings: ModelSettingsOf,
+}
+
+impl LimitsLookup {
+    /// The lookup of `provider`/`model`, with the settings as they are now.
+    pub fn new(home: &Home, settings: &Settings, provider: &str, model: &str) -> LimitsLookup {
+        LimitsLookup {
+            home: home.clone(),
+            provider: provider.to_owned(),
+            model: model.to_owned(),
+            settings: ModelSettingsOf::of(settings),
+        }
+    }
+
+    /// The lookup of another model of the same provider (a subagent profile's).
+    pub fn for_model(&self, model: &str) -> LimitsLookup {
+        LimitsLookup {
+            model: model.to_owned(),
+            ..self.clone()
+        }
+    }
+
+    /// What the model can take, every source consulted in order. Reads the cached
+    /// catalog from disk: never call it on the protocol loop.
+    pub fn resolve(&self) -> ModelLimits {
+        let settings = self.settings.known(&self.provider, &self.model);
+        let catalog = from_catalog(&self.home, &self.provider, &self.model);
+        let table = from_table(&self.model);
+        let known = settings.over(catalog).over(table);
+        // A limit of zero is no limit: the next source stands in.
+        let stated = settings
+            .max_output_tokens
+            .filter(|&t| t > 0)
+            .or(catalog.max_output_tokens.filter(|&t| t > 0));
+        let max_output_tokens = match stated {
+            Some(tokens) => Some(OutputLimit {
+                tokens,
+                stated: true,
+            }),
+            None => table
+                .max_output_tokens
+                .filter(|&t| t > 0)
+                .map(|tokens| OutputLimit {
+                    tokens,
+                    stated: false,
+                }),
+        };
+        ModelLimits {
+            // A window of zero is no window: the default stands in.
+            context_window: known
+                .context_window
+                .filter(|&w| w > 0)
+                .unwrap_or(DEFAULT_CONTEXT_WINDOW),
+            max_output_tokens,
+            images: known.images.unwrap_or(false),
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn model_limits(home: &Home, settings: &Settings, provider: &str, model: &str) -> ModelLimits {
+        LimitsLookup::new(home, settings, provider, model).resolve()
+    }
 
     #[test]
     fn the_table_matches_the_longest_prefix_after_a_vendor_path() {
@@ -195,7 +282,10 @@ mod tests {
             configured,
             ModelLimits {
                 context_window: 1_000,
-                max_output_tokens: Some(10),
+                max_output_tokens: Some(OutputLimit {
+                    tokens: 10,
+                    stated: true,
+                }),
                 images: false,
             }
         );
@@ -208,6 +298,13 @@ mod tests {
         );
         let own = model_limits(&home, &settings, "openai", "gpt-5");
         assert_eq!(own.context_window, 5_000);
-        assert_eq!(own.max_output_tokens, Some(128_000));
+        // The table's limit is known, not stated.
+        assert_eq!(
+            own.max_output_tokens,
+            Some(OutputLimit {
+                tokens: 128_000,
+                stated: false,
+            })
+        );
     }
 }

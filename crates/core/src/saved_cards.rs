@@ -46,6 +46,7 @@ fn saved_card(call: &SavedCall, message_id: &str) -> SavedCard {
         parent_activity_id: None,
         task_id: None,
         children: None,
+        transcript: &call.transcript,
     });
     match validate_saved(&card, message_id) {
         Ok(()) => SavedCard::Card(Box::new(card)),

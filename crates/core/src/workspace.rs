@@ -43,15 +43,21 @@ impl CancelFlag {
 /// Resolves and prepares `MC_HOME` and canonicalizes the working directory, as every
 /// reader of the configuration does first. The error says which step failed.
 pub(crate) fn locate(request: &StartupRequest) -> Result<(Home, PathBuf), String> {
-    let env = &request.env;
-    let home_path = resolve_home_path(env.get_os("MC_HOME"), env.get_os("HOME"))
-        .map_err(|e| format!("cannot find MC_HOME: {e:?}"))?;
+    let home_path = home_path(&request.env)?;
     let home = Home::prepare(&home_path).map_err(|e| format!("cannot prepare MC_HOME: {e:?}"))?;
     let cwd = request
         .cwd
         .canonicalize()
         .map_err(|e| format!("cannot resolve the working directory: {e}"))?;
     Ok((home, cwd))
+}
+
+/// Where `MC_HOME` is in `env` (`MC_HOME`, else the default under `HOME`), resolved
+/// exactly as the backend resolves it, without touching the disk: for front ends that
+/// keep their own files there, such as Mission Control's prompt history.
+pub fn home_path(env: &Env) -> Result<PathBuf, String> {
+    resolve_home_path(env.get_os("MC_HOME"), env.get_os("HOME"))
+        .map_err(|e| format!("cannot find MC_HOME: {e:?}"))
 }
 
 /// The project settings file of a canonical working directory.

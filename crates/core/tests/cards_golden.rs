@@ -50,6 +50,7 @@ fn source<'a>(activity_id: &'a str, tool_name: &'a str, label: &'a str) -> CardS
         parent_activity_id: None,
         task_id: None,
         children: None,
+        transcript: &[],
     }
 }
 
@@ -325,6 +326,34 @@ fn bash_completed_exit_0() {
     s.protection = Some("allowed automatically");
     let card = golden("bash_exit_0", &s);
     assert_eq!(card.changes, Changes::Unknown);
+}
+
+#[test]
+fn bash_shows_the_last_lines_it_printed() {
+    let facts = facts(Facts::Command(Box::new(command_facts())));
+    let printed: Vec<String> = ["test a ... ok", "test b ... ok", "key sk-abcdefghijklmnop"]
+        .map(str::to_owned)
+        .to_vec();
+    let mut s = source("tool-16", "bash", "bash cargo test");
+    s.facts = Some(&facts);
+    s.protection = Some("allowed automatically");
+    s.transcript = &printed;
+    let card = golden("bash_transcript", &s);
+    // The result's lines come last, as plain text, a secret redacted and said so.
+    let Some(Block::Text(text)) = card.blocks.last() else {
+        panic!("{card:#?}");
+    };
+    assert_eq!(text.text, "test a ... ok\ntest b ... ok\nkey [redacted]");
+    assert!(
+        card.omissions
+            .iter()
+            .any(|o| o.subject == Subject::Text && o.reason == Reason::Redacted)
+    );
+    // A running call has no facts yet, so no lines either.
+    let mut running = source("tool-17", "bash", "bash cargo test");
+    running.settlement = Settlement::Running;
+    running.transcript = &printed;
+    assert!(project(&running).blocks.is_empty());
 }
 
 #[test]
@@ -1269,6 +1298,7 @@ fn fuzz(
             parent_activity_id: None,
             task_id: None,
             children: None,
+            transcript: &[],
         };
         let card = project(&source);
         check(&card, &source);

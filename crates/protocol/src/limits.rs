@@ -451,6 +451,29 @@ pub const TASK_DESCRIPTION_BYTES: usize = 16_384;
 /// Most child references a task keeps for its card; later calls are only counted.
 pub const TASK_CHILDREN: usize = 32;
 
+// ---- Mission Control's composer ----
+// The prompt editor of the terminal client: pastes, the prompt history kept in
+// `MC_HOME`, and `@` file mentions. Internal.
+
+/// A paste of more lines than this shows in the composer as a placeholder, expanded
+/// when the prompt is sent.
+pub const PASTE_PLACEHOLDER_LINES: usize = 5;
+/// A paste of more characters than this shows as a placeholder, too.
+pub const PASTE_PLACEHOLDER_CHARS: usize = 1_000;
+/// Most prompts the prompt history keeps (what Up, Down and Ctrl-R reach).
+pub const PROMPT_HISTORY_ENTRIES: usize = 1_000;
+/// Prompts appended to the history file past [`PROMPT_HISTORY_ENTRIES`] before it is
+/// rewritten with the newest ones only, so a send is an append, not a rewrite.
+pub const PROMPT_HISTORY_SLACK: usize = 100;
+/// Most bytes of the history file read at start (its newest part, when it is larger).
+pub const PROMPT_HISTORY_READ_BYTES: usize = 16 * 1_048_576;
+/// Most workspace paths walked once per session for `@` mentions. Measured on a
+/// release build with 20,000 long paths (`/usr`): the walk takes about 150 ms, off the
+/// UI thread, and ranking them for a query 1 to 14 ms, within a frame.
+pub const MENTION_FILES: usize = 20_000;
+/// Most `@` mention or slash command candidates shown above the composer.
+pub const COMPLETION_CANDIDATES: usize = 8;
+
 // ---- Long turns ----
 // A turn has no fixed step bound (`[turns] max_steps` sets one); these stop a model
 // repeating itself (docs/protocol/README.md, "Diagnostic codes"). Internal.

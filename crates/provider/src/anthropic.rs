@@ -12,9 +12,9 @@ use crate::{Item, ModelEvent, ModelRequest, ProviderError, StopReason};
 /// The API version sent as `anthropic-version`.
 pub const ANTHROPIC_VERSION: &str = "2023-06-01";
 
-/// `max_tokens`, which the API requires: room for a long reply or a large file in one
-/// tool call, and within what every current Claude model accepts.
-pub const DEFAULT_MAX_TOKENS: u32 = 32_000;
+/// `max_tokens`, which the API requires, for a request that names no bound (a model
+/// nothing is known of): room for a long reply or a large file in one tool call.
+pub const DEFAULT_MAX_TOKENS: u64 = 32_000;
 
 /// The request URL. A base URL already ending in `/v1` is taken as versioned, so the
 /// same `http://host/v1` base serves all three formats.
@@ -115,7 +115,7 @@ pub(crate) fn body(request: &ModelRequest) -> Value {
         .collect();
     let mut body = json!({
         "model": request.model,
-        "max_tokens": DEFAULT_MAX_TOKENS,
+        "max_tokens": request.max_output_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
         "messages": messages,
         "stream": true,
     });

@@ -85,6 +85,11 @@ pub(crate) fn body(request: &ModelRequest) -> Value {
         "stream": true,
         "stream_options": { "include_usage": true },
     });
+    // `max_tokens` rather than OpenAI's newer `max_completion_tokens`: every compatible
+    // server (llama.cpp, vLLM, Ollama, LM Studio, OpenRouter) takes it.
+    if let Some(tokens) = request.max_output_tokens {
+        body["max_tokens"] = json!(tokens);
+    }
     // Some servers refuse an empty tools array, so none is sent without tools.
     if !request.tools.is_empty() {
         let tools: Vec<Value> = request

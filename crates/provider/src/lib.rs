@@ -153,6 +153,7 @@ pub(crate) fn image_request() -> ModelRequest {
         tools: Vec::new(),
         reasoning_summaries: false,
         reasoning_effort: None,
+        max_output_tokens: None,
     }
 }
 
@@ -185,6 +186,11 @@ pub struct ModelRequest {
     /// selection's profile supports it; none (or `default`) leaves the provider's own
     /// behaviour.
     pub reasoning_effort: Option<Effort>,
+    /// The most tokens the response may take, sent as the format's output bound
+    /// (Anthropic's `max_tokens`, Chat Completions' `max_tokens`, the Responses API's
+    /// `max_output_tokens`); none sends no bound, except to Anthropic, which requires one
+    /// and gets [`DEFAULT_MAX_TOKENS`].
+    pub max_output_tokens: Option<u64>,
 }
 
 impl ModelRequest {

@@ -64,6 +64,9 @@ pub(crate) fn body(request: &ModelRequest) -> Value {
     if let Some(instructions) = &request.instructions {
         body["instructions"] = json!(instructions);
     }
+    if let Some(tokens) = request.max_output_tokens {
+        body["max_output_tokens"] = json!(tokens);
+    }
     if request.reasoning_summaries {
         body["reasoning"] = json!({ "summary": "auto" });
     }
@@ -416,6 +419,7 @@ mod tests {
             tools: Vec::new(),
             reasoning_summaries: false,
             reasoning_effort: effort,
+            max_output_tokens: None,
         };
         assert_eq!(
             body(&request(Some(Effort::High)))["reasoning"]["effort"],

@@ -16,7 +16,7 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use magi_core::Sessions;
-use magi_core::runner::TitleOutcome;
+use magi_core::runner::{TitleOutcome, TitleSink};
 use magi_protocol::messages::Event;
 use tokio::sync::{mpsc, oneshot};
 
@@ -99,7 +99,7 @@ async fn serve(mut input: pipe::Receiver, output: Arc<Output>, request: StartupR
     let mut connection = Connection::new(Arc::clone(&output), request);
     // Titles arrive after their run's terminal event, from the run's thread.
     let (title_sink, mut titles) = mpsc::channel(TITLES_WAITING);
-    connection.set_title_sink(title_sink);
+    connection.set_title_sink(TitleSink::new(title_sink));
     let mut decoder = FrameDecoder::new();
     let mut startup: Option<JoinHandle<StartupOutcome>> = None;
     let mut session_work: Option<JoinHandle<SessionDone>> = None;

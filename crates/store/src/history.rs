@@ -221,6 +221,8 @@ impl Projector {
             | RecordBody::TaskLink { .. }
             | RecordBody::ToolAppliedPreview { .. }
             | RecordBody::ToolCallState { .. }
+            // An automatic prompt to the model, which history never shows.
+            | RecordBody::LoopNote { .. }
             | RecordBody::Diagnostic
             | RecordBody::Unknown => Shown::Nothing,
         };

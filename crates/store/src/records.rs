@@ -61,6 +61,9 @@ pub enum ToolCallPhase {
     AwaitingApproval,
     /// It was claimed for execution: from here on, its effects may have happened.
     Running,
+    /// It asks the person questions (`ask_user`) and waits for the answers; it follows
+    /// the call's `running` claim.
+    AwaitingInput,
 }
 
 /// What a session rule does to the calls it covers.
@@ -172,7 +175,8 @@ pub enum RecordBody {
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         transcript: Vec<String>,
     },
-    /// An unsettled call moved on: it awaits approval, or it was claimed to run.
+    /// An unsettled call moved on: it awaits approval, it was claimed to run, or it
+    /// awaits the person's answers.
     ToolCallState {
         /// The turn.
         turn_id: String,
@@ -199,6 +203,14 @@ pub enum RecordBody {
         /// The command's facts, completed with its end.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         facts: Option<serde_json::Value>,
+    },
+    /// The model was told that its last rounds repeated the same calls with the same
+    /// results (loop detection), before the request this record precedes.
+    LoopNote {
+        /// The turn whose model request carried the note.
+        turn_id: String,
+        /// What the model was told, replayed on later turns; history never shows it.
+        text: String,
     },
     /// A display-only preview of what a tool applied, written after its `tool_result`
     /// and joined to it by `display_id`; never replayed to the model.

@@ -38,6 +38,7 @@ pub use process::launcher;
 pub use proposal::proposed_change;
 pub use scope::{outside_workspace, subject};
 pub use view_image::{IMAGE_ASSET_FILES, kept_image};
+pub use walk::walker;
 
 /// A tool as the model sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -246,9 +247,15 @@ fn dispatch(tool: BuiltinTool, arguments: &str, ctx: &ToolContext) -> ToolReport
 /// label, this only keeps a long pattern from crowding out the rest.
 const LABEL_PATTERN_CHARS: usize = 60;
 
+/// Longest command line quoted in a label, in characters: enough to recognise the
+/// command while it runs; the card's command block carries it whole.
+const LABEL_COMMAND_CHARS: usize = 200;
+
 /// A short label of a call for its `started` activity: the tool and its target
-/// (`read src/main.rs`, `grep "fn main" in src`, `find **/*.rs`, `list src`,
-/// `magi_control usage`). The caller bounds and sanitizes it.
+/// (`read src/main.rs`, `grep "fn main" in src`, `find **/*.rs`, `list src`, `bash cargo
+/// test` with the command's first line, `web_fetch https://…`, `magi_control usage`), so
+/// a person sees what a call acts on from its start. The caller bounds and sanitizes it
+/// (secrets redacted).
 pub fn describe(name: &str, arguments: &str) -> String {
     let arguments = serde_json::from_str::<Value>(arguments).ok();
     let field = |key: &str| {
@@ -263,6 +270,19 @@ pub fn describe(name: &str, arguments: &str) -> String {
             Some(operation) => format!("{name} {}", short(operation, LABEL_PATTERN_CHARS)),
             None => name.to_owned(),
         };
+    }
+    let subject = match BuiltinTool::from_name(name).map(BuiltinTool::subject) {
+        Some(SubjectArgument::Command) => field("command").map(|command| {
+            let first = command.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+            let more = command.trim().lines().count() > 1;
+            let shown = short(first.trim(), LABEL_COMMAND_CHARS);
+            if more { format!("{shown} …") } else { shown }
+        }),
+        Some(SubjectArgument::Url) => field("url").map(|url| short(url, LABEL_COMMAND_CHARS)),
+        _ => None,
+    };
+    if let Some(subject) = subject.filter(|s| !s.is_empty()) {
+        return format!("{name} {subject}");
     }
     let path = field("path");
     let search =
@@ -324,6 +344,19 @@ mod tests {
             "magi_control title"
         );
         assert_eq!(describe("magi_control", "{}"), "magi_control");
+        assert_eq!(
+            describe("bash", r#"{"command": "cargo test -q"}"#),
+            "bash cargo test -q"
+        );
+        assert_eq!(
+            describe("async_bash", r#"{"command": "\n  make\nmake install"}"#),
+            "async_bash make …"
+        );
+        assert_eq!(
+            describe("web_fetch", r#"{"url": "https://example.com/a"}"#),
+            "web_fetch https://example.com/a"
+        );
+        assert_eq!(describe("bash", "{}"), "bash");
         assert_eq!(describe("grep", "not json"), "grep");
         let long = "a".repeat(100);
         assert_eq!(

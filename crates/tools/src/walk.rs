@@ -32,7 +32,7 @@ pub(crate) fn shown(cwd: &Path, path: &Path) -> String {
 /// excludes and hidden entries are skipped as ripgrep skips them, whether or not the
 /// tree is a git repository, and entries come in name order so results are stable and a
 /// cut always keeps the same first ones.
-pub(crate) fn walker(root: &Path) -> WalkBuilder {
+pub fn walker(root: &Path) -> WalkBuilder {
     let mut builder = WalkBuilder::new(root);
     builder
         .require_git(false)

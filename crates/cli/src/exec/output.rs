@@ -87,6 +87,16 @@ impl Ended {
             took,
             ..
         } = self;
+        // A command's or URL's label already names it, unquoted: the card's quoted
+        // form takes its place.
+        let label = match (argument, label.split_once(' ')) {
+            (Some(a), Some((tool, rest)))
+                if rest.starts_with(a.trim_matches('"').trim_end_matches('…').trim()) =>
+            {
+                tool
+            }
+            _ => label.as_str(),
+        };
         let argument = argument
             .filter(|a| !label.contains(*a))
             .map(|a| format!(" {a}"))
@@ -416,5 +426,14 @@ mod tests {
         );
         assert_eq!(ended.line(None), "✓ bash: exit 0 (12 ms)");
         assert_eq!(ended.line(Some("bash")), "✓ bash: exit 0 (12 ms)");
+        let labelled = Ended {
+            label: "bash echo one …".to_owned(),
+            ..ended
+        };
+        assert_eq!(
+            labelled.line(Some("\"echo one…\"")),
+            "✓ bash \"echo one…\": exit 0 (12 ms)"
+        );
+        assert_eq!(labelled.line(None), "✓ bash echo one …: exit 0 (12 ms)");
     }
 }

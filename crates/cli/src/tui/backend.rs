@@ -1,16 +1,17 @@
-//! Every request Mission Control makes of its backend: starting and renewing it, turns,
-//! cancellation, approvals, and sessions and their history.
+//! The requests Mission Control makes of its backend for turns: starting and renewing
+//! it, turns, cancellation, approvals, reopening a session and its history. The slash
+//! commands' requests are in `commands::run`.
 
 use anyhow::{Context, anyhow};
 use magi_client::fold::{FoldInput, PromptId, TURN_ID_RESERVE};
 use magi_client::{Backend, BackendCommand};
 use magi_protocol::messages::{
-    ApprovalAnswerParams, ApprovalScope, EmptyParams, HistoryPageParams, SessionListParams,
-    SessionOpenParams, TurnCancelParams, TurnStartParams,
+    ApprovalAnswerParams, ApprovalScope, EmptyParams, HistoryPageParams, SessionOpenParams,
+    TurnCancelParams, TurnStartParams,
 };
 use magi_protocol::{ErrorCode, methods};
 
-use super::{Answer, App, EXIT_WAIT, Picker};
+use super::{Answer, App, EXIT_WAIT};
 
 /// Starts this executable as a backend and initializes it with what Mission Control
 /// uses: the backend, or the code `initialize` was refused with.
@@ -23,8 +24,6 @@ pub(super) async fn start_backend() -> anyhow::Result<Result<Backend, ErrorCode>
         .initialize(&[
             "session.create",
             "session.open",
-            "session.list",
-            "session.discover",
             "history.page",
             "turn.start",
             "turn.cancel",
@@ -36,6 +35,15 @@ pub(super) async fn start_backend() -> anyhow::Result<Result<Backend, ErrorCode>
             magi_protocol::names::APPROVAL_SCOPES,
             // The model may ask the person to choose.
             magi_protocol::names::USER_QUESTIONS,
+            // The slash commands: sessions past the 256 of `session.list`, the model
+            // catalog with its reasons and refresh, the switch, token usage and
+            // compaction on demand.
+            "session.discover",
+            "model.catalog",
+            "model.catalog.status",
+            "model.refresh",
+            "selection.set",
+            magi_protocol::names::SESSION_USAGE,
         ])
         .await?;
     Ok(initialized.map(|_| backend))
@@ -68,6 +76,7 @@ impl App {
         *backend = start_backend()
             .await?
             .map_err(|code| crate::explain::initialize_failed(code, &[]))?;
+        self.clock.backend_renewed();
         match self.transcript.durable_session().map(str::to_owned) {
             Some(id) => self.open_session(backend, id).await?,
             None => {
@@ -80,14 +89,6 @@ impl App {
             }
         }
         self.status = "backend renewed".into();
-        Ok(())
-    }
-
-    /// Learns the session's model selection from `status`.
-    pub(super) async fn refresh_selection(&mut self, backend: &mut Backend) -> anyhow::Result<()> {
-        if let Ok(status) = backend.call::<methods::Status>(&EmptyParams {}).await? {
-            self.selection = status.selection;
-        }
         Ok(())
     }
 
@@ -120,7 +121,7 @@ impl App {
                 self.transcript.apply(FoldInput::TurnRejected { id, code });
                 // The fold gives the prompt back to the composer.
                 if let Some(text) = self.transcript.take_restored_prompt() {
-                    self.composer = text;
+                    self.composer.set_text(text);
                 }
                 self.status = crate::explain::turn_refused(code, &params.prompt);
             }
@@ -160,13 +161,26 @@ impl App {
             return Ok(());
         };
         let (run_id, approval_id) = (pending.run_id.clone(), pending.approval_id.clone());
-        let allow = answer != Answer::Deny;
+        let allow = matches!(answer, Answer::AllowOnce | Answer::AllowForSession);
         let mut params = ApprovalAnswerParams::once(&self.session_id, &run_id, &approval_id, allow);
-        if answer == Answer::AllowForSession {
-            params.scope = Some(ApprovalScope::Session);
+        match answer {
+            Answer::AllowForSession => params.scope = Some(ApprovalScope::Session),
+            // An empty message is a plain denial.
+            Answer::DenyWithMessage(message) if !message.trim().is_empty() => {
+                params.message = Some(message)
+            }
+            _ => {}
         }
         // A late answer is stale and changes nothing; the run goes on either way.
-        let _ = backend.call::<methods::ApprovalAnswer>(&params).await?;
+        if backend
+            .call::<methods::ApprovalAnswer>(&params)
+            .await?
+            .is_err()
+        {
+            self.status = "the approval was no longer open (it expired or its run ended); \
+                           the call was denied"
+                .into();
+        }
         self.transcript.apply(FoldInput::ApprovalAnswered {
             run_id,
             approval_id,
@@ -201,24 +215,6 @@ impl App {
         Ok(())
     }
 
-    /// Opens the picker with this directory's sessions (the first page).
-    pub(super) async fn list_sessions(&mut self, backend: &mut Backend) -> anyhow::Result<()> {
-        let listed = backend
-            .call::<methods::SessionList>(&SessionListParams::default())
-            .await?;
-        match listed {
-            Ok(list) if list.sessions.is_empty() => self.status = "no sessions yet".into(),
-            Ok(list) => {
-                self.picker = Some(Picker {
-                    selected: list.sessions.len() - 1,
-                    sessions: list.sessions,
-                })
-            }
-            Err(code) => self.status = format!("session.list: {}", code.as_str()),
-        }
-        Ok(())
-    }
-
     /// Reopens a session and shows its history.
     pub(super) async fn open_session(
         &mut self,
@@ -237,7 +233,7 @@ impl App {
                 self.load_history(backend, &id, &revision).await?;
                 self.status = String::new();
             }
-            Err(code) => self.status = format!("session.open: {}", code.as_str()),
+            Err(code) => self.status = super::commands::refused("session.open", code),
         }
         Ok(())
     }

@@ -6,13 +6,14 @@ use magi_client::fold::FoldInput;
 use magi_client::{Backend, Incoming};
 use magi_protocol::messages::Event;
 use serde_json::json;
-use tokio::sync::mpsc;
 
-use super::terminal::{Screen, TermInput};
+use super::terminal::{Inputs, Screen, TermInput};
 use super::{Action, App};
 
 /// The shortest time between two frames while events stream (about 60 per second).
 const FRAME: Duration = Duration::from_millis(16);
+/// How often the elapsed times of running calls are redrawn.
+const TICK: Duration = Duration::from_millis(500);
 /// Frame times kept for the statistics, at most.
 const FRAME_SAMPLES: usize = 65_536;
 
@@ -58,7 +59,7 @@ impl App {
         &mut self,
         backend: &mut Backend,
         terminal: &mut Screen,
-        inputs: &mut mpsc::Receiver<TermInput>,
+        inputs: &mut Inputs,
     ) -> anyhow::Result<()> {
         let mut frames = FrameStats::default();
         let result = self
@@ -74,7 +75,7 @@ impl App {
         &mut self,
         backend: &mut Backend,
         terminal: &mut Screen,
-        inputs: &mut mpsc::Receiver<TermInput>,
+        inputs: &mut Inputs,
         frames: &mut FrameStats,
     ) -> anyhow::Result<()> {
         let mut dirty = true;
@@ -85,6 +86,9 @@ impl App {
                 terminal.draw(|frame| self.draw(frame))?;
                 frames.record(started.elapsed());
                 last_draw = Instant::now();
+                // From the frame's start: a key read after it began was typed by
+                // someone who could see it, however late this thread gets here.
+                self.approval_drawn(started);
                 dirty = false;
             }
             let wait = FRAME.saturating_sub(last_draw.elapsed());
@@ -95,21 +99,33 @@ impl App {
             } else {
                 super::render::SPINNER_STEP
             };
-            let working = self.transcript.run_active() && !dirty;
+            let tick = if self.transcript.run_active() {
+                tick
+            } else {
+                TICK
+            };
+            let working = !dirty && (self.transcript.run_active() || self.clock.has_jobs());
             tokio::select! {
                 () = tokio::time::sleep(wait), if dirty => continue,
+                // Running turns, calls and jobs show their elapsed time (and the working
+                // indicator moves): redraw on a tick while any runs.
                 () = tokio::time::sleep(tick), if working => {
                     dirty = true;
-                    continue;
                 }
                 input = inputs.recv() => {
-                    let Some(input) = input else { return Ok(()) };
+                    let Some((read_at, input)) = input else { return Ok(()) };
                     dirty = true;
                     // Input is drawn at once, whatever streams.
                     last_draw = Instant::now() - FRAME;
                     let action = match input {
-                        TermInput::Key(key) => self.key(key),
-                        TermInput::Paste(text) => self.paste(&text),
+                        TermInput::Key(key) => match self.approval_key(key, read_at) {
+                            Some(action) => action,
+                            None => self.key(key),
+                        },
+                        TermInput::Paste(text) => match self.approval_paste(&text) {
+                            Some(action) => action,
+                            None => self.paste(&text),
+                        },
                         TermInput::Scroll(lines) => self.scroll(lines),
                         // The next draw fits the new size.
                         TermInput::Resize => Action::Nothing,
@@ -123,23 +139,35 @@ impl App {
                         }
                         Action::Stop => self.stop(backend).await?,
                         Action::Answer(answer) => self.answer(backend, answer).await?,
-                        Action::ListSessions => self.list_sessions(backend).await?,
-                        Action::OpenSession(id) => self.open_session(backend, id).await?,
+                        Action::Commands(request) => self.command(backend, request).await?,
                         Action::AnswerQuestions(answers) => {
                             self.answer_questions(backend, answers).await?
                         }
                     }
                 }
+                done = super::commands::finished(&mut self.op), if self.op.is_some() => {
+                    dirty = true;
+                    self.op_done(backend, done).await?;
+                }
+                // The workspace's paths for `@` mentions arrive while the person types.
+                walked = self.composer.walk_finished(), if self.composer.walking() => {
+                    self.composer.walked(walked);
+                    dirty = true;
+                }
                 incoming = backend.next_incoming() => {
                     dirty = true;
                     match incoming {
                     Some(Incoming::Event { event, .. }) => {
+                        self.clock.observe(&event, Instant::now());
                         let finished = matches!(event, Event::RunFinished(_));
                         match &event {
                             Event::QuestionAsked(asked) => {
                                 self.question =
                                     Some(super::question::QuestionPicker::new((**asked).clone()));
+                                // What the run asks is answered before any panel is read.
+                                self.panel = None;
                             }
+                            Event::ApprovalRequested(_) => self.panel = None,
                             // Questions still open when the run ends were settled by it.
                             Event::RunFinished(_) => {
                                 self.question = None;

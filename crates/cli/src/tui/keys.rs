@@ -2,7 +2,8 @@
 
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
-use super::{Action, Answer, App};
+use super::composer::Edit;
+use super::{Action, App};
 
 impl App {
     /// Applies a key to the composer, the history recall or the picker, and says what
@@ -13,47 +14,33 @@ impl App {
         if !interrupt {
             self.quit_armed = false;
         }
-        if interrupt && self.picker.is_some() && self.question.is_none() {
-            self.picker = None;
+        // Ctrl-C closes a panel first (the model's questions come before any panel).
+        if interrupt && self.panel.is_some() && self.question.is_none() {
+            self.panel = None;
             return Action::Nothing;
         }
         if interrupt {
             return self.interrupt();
         }
         if let Some(question) = &mut self.question {
-            return match question.key(key, &mut self.composer) {
+            return match self.composer.edit_plain(|text| question.key(key, text)) {
                 super::question::Step::Stay => Action::Nothing,
                 super::question::Step::Done(answers) => Action::AnswerQuestions(answers),
             };
         }
-        if let Some(picker) = &mut self.picker {
-            return match key.code {
-                KeyCode::Esc => {
-                    self.picker = None;
-                    Action::Nothing
-                }
-                KeyCode::Up => {
-                    picker.selected = picker.selected.saturating_sub(1);
-                    Action::Nothing
-                }
-                KeyCode::Down => {
-                    picker.selected =
-                        (picker.selected + 1).min(picker.sessions.len().saturating_sub(1));
-                    Action::Nothing
-                }
-                KeyCode::Enter => {
-                    let chosen = picker
-                        .sessions
-                        .get(picker.selected)
-                        .map(|s| s.session_id.clone());
-                    self.picker = None;
-                    chosen.map_or(Action::Nothing, Action::OpenSession)
-                }
-                _ => Action::Nothing,
-            };
+        if self.panel.is_some() {
+            return self.panel_key(key);
+        }
+        // An open history search or list of candidates takes Esc, Enter and arrows.
+        if self.composer.captures(&key) {
+            return self.composer_key(key);
         }
         match key.code {
-            KeyCode::Char('o') if ctrl && !self.transcript.run_active() => Action::ListSessions,
+            // Every tool card expands to all it carries, or collapses again.
+            KeyCode::Char('o') if ctrl => {
+                self.expanded = !self.expanded;
+                Action::Nothing
+            }
             // Ctrl-D on an empty composer, with nothing running, is the end of input.
             KeyCode::Char('d')
                 if ctrl && self.composer.is_empty() && !self.transcript.run_active() =>
@@ -61,87 +48,82 @@ impl App {
                 Action::Quit
             }
             KeyCode::Esc => Action::Stop,
-            KeyCode::Char(c @ ('y' | 'n'))
-                if self.composer.is_empty() && self.pending_approval().is_some() =>
-            {
-                Action::Answer(if c == 'y' {
-                    Answer::AllowOnce
-                } else {
-                    Answer::Deny
-                })
-            }
-            // Without a suggested rule "for this session" would cover this call only,
-            // so it is not offered and `s` is an ordinary key.
-            KeyCode::Char('s')
-                if self.composer.is_empty()
-                    && self
-                        .pending_approval()
-                        .is_some_and(|a| a.suggested_rule.is_some()) =>
-            {
-                Action::Answer(Answer::AllowForSession)
-            }
-            KeyCode::Char(c) if !ctrl => {
-                self.composer.push(c);
-                self.recall = None;
-                Action::Nothing
-            }
-            KeyCode::Backspace => {
-                self.composer.pop();
-                Action::Nothing
-            }
             // The queued prompt comes back to the composer to be edited.
             KeyCode::Up if self.composer.is_empty() && self.queued.is_some() => {
-                self.composer = self.queued.take().unwrap_or_default();
+                let queued = self.queued.take().unwrap_or_default();
+                self.composer.set_text(queued);
                 Action::Nothing
             }
-            KeyCode::Up => {
-                let at = self
-                    .recall
-                    .map_or(self.history.len(), |i| i)
-                    .saturating_sub(1);
-                if let Some(prompt) = self.history.get(at) {
-                    self.composer = prompt.clone();
-                    self.recall = Some(at);
-                }
-                Action::Nothing
-            }
-            KeyCode::Down => {
-                match self.recall.map(|i| i + 1) {
-                    Some(at) if at < self.history.len() => {
-                        self.composer = self.history[at].clone();
-                        self.recall = Some(at);
-                    }
-                    _ => {
-                        self.composer.clear();
-                        self.recall = None;
-                    }
-                }
-                Action::Nothing
-            }
-            KeyCode::Enter if !self.composer.trim().is_empty() => {
-                let prompt = std::mem::take(&mut self.composer);
-                self.history.push(prompt.clone());
-                self.recall = None;
-                if self.transcript.run_active() {
-                    self.queue(prompt);
-                    Action::Nothing
-                } else {
-                    Action::Send(prompt)
-                }
-            }
-            _ => Action::Nothing,
+            _ => self.composer_key(key),
         }
     }
 
-    /// A bracketed paste goes into the composer whole.
+    /// A key for the composer; Enter sends its prompt, or queues it while a turn runs.
+    fn composer_key(&mut self, key: KeyEvent) -> Action {
+        match self.composer.key(key) {
+            Edit::Submit => {
+                if self.composer.text().trim().is_empty() {
+                    return Action::Nothing;
+                }
+                // A slash command (completed from the list or typed whole) runs.
+                if super::commands::is_command(self.composer.text()) {
+                    return self.enter_command();
+                }
+                match self.composer.submit() {
+                    Ok(prompt) => {
+                        if let Some(problem) = self.composer.take_problem() {
+                            self.status = problem;
+                        }
+                        if self.transcript.run_active() {
+                            self.queue(prompt);
+                            Action::Nothing
+                        } else {
+                            Action::Send(prompt)
+                        }
+                    }
+                    // The prompt stays in the composer, to be cut down.
+                    Err(problem) => {
+                        self.status = problem;
+                        Action::Nothing
+                    }
+                }
+            }
+            Edit::Done => Action::Nothing,
+            // Home/End on an empty composer: the transcript's keys.
+            Edit::NotMine => Action::Nothing,
+        }
+    }
+
+    /// A bracketed paste goes into the composer whole (a large one as a placeholder).
     pub(super) fn paste(&mut self, text: &str) -> Action {
-        self.composer.push_str(text);
-        self.recall = None;
+        self.composer.paste(text);
         Action::Nothing
     }
 
     /// The mouse wheel (arrows read together) scrolls the transcript.
-    pub(super) fn scroll(&mut self, _lines: i32) -> Action {
+    pub(super) fn scroll(&mut self, lines: i32) -> Action {
+        // Over a panel or the model's questions the arrows move a cursor: arrows read
+        // together (a wheel, or keys typed faster than they are read) are those arrows.
+        if self.question.is_some() || self.panel.is_some() {
+            return self.arrows(lines);
+        }
+        Action::Nothing
+    }
+
+    /// `lines` presses of Up (negative) or Down (positive), in order, until one asks
+    /// the loop for something.
+    fn arrows(&mut self, lines: i32) -> Action {
+        let code = if lines < 0 {
+            KeyCode::Up
+        } else {
+            KeyCode::Down
+        };
+        for _ in 0..lines.unsigned_abs() {
+            match self.key(KeyEvent::new(code, KeyModifiers::NONE)) {
+                Action::Nothing => {}
+                action => return action,
+            }
+        }
         Action::Nothing
     }
 
@@ -153,7 +135,6 @@ impl App {
         }
         if !self.composer.is_empty() {
             self.composer.clear();
-            self.recall = None;
             return Action::Nothing;
         }
         if self.quit_armed {

@@ -7,22 +7,29 @@
 //! answered with a key, a composer with history, and Stop.
 //!
 //! Keys: type a prompt and press Enter to send it; Up and Down recall earlier prompts;
-//! a pending approval shows the command, path or URL it is about and is answered with
-//! `y` (allow once), `s` (allow for this session through the backend's suggested rule,
-//! `approval.scopes`, offered when there is one) or `n` (deny); Esc stops the running
-//! turn; the model's questions (`user.questions`) replace the transcript with a picker
-//! (Up/Down move, Space picks in a multi-select, Enter answers, words typed answer in
-//! the person's own words, Esc declines); Ctrl-O picks a session of this directory to reopen (`session.list`,
-//! `session.open`); Ctrl-C quits.
+//! a pending approval shows the command, or the path and a preview of the change, and
+//! is answered with `y` (allow once), `s` (allow for this session through the
+//! backend's suggested rule, `approval.scopes`, offered when there is one), `n` (deny)
+//! or `d` (deny with a message to the model); Esc stops the running turn; the model's
+//! questions (`user.questions`) replace the transcript with a picker (Up/Down move,
+//! Space picks in a multi-select, Enter answers, words typed answer in the person's
+//! own words, Esc declines); Ctrl-O expands every tool card to all it carries, or
+//! collapses them again; `/sessions` picks a session of this directory to reopen
+//! (`session.discover`, `session.open`); Ctrl-C stops a turn, clears the composer, and
+//! twice on an empty one quits. Slash commands (`/help` lists them) open panels over
+//! the transcript or switch the session or the model.
 //!
 //! The module is cut along its seams: [`terminal`] owns the screen and the key reader,
 //! [`keys`] turns a key into an [`Action`], [`event_loop`] interleaves keys and backend
-//! frames and paces the drawing, [`backend`] is every request Mission Control makes,
-//! and [`render`] draws the transcript and its cards.
+//! frames and paces the drawing, [`backend`] is the requests of turns, approvals and
+//! history, [`commands`] the slash commands with their panels and requests, the
+//! [`composer`] is where a prompt is written, with its own keys (multi-line editing,
+//! history, mentions), and [`render`] draws the transcript and its cards.
 
+mod approval;
 mod backend;
-#[allow(dead_code, reason = "wired into the composer and the loop next")]
 mod commands;
+mod composer;
 mod event_loop;
 mod keys;
 mod question;
@@ -35,7 +42,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use magi_client::fold::{Approval, ApprovalState, FoldInput, Item, Transcript};
-use magi_protocol::messages::{SessionListEntry, SessionResult};
+use magi_protocol::messages::{SelectionStatus, SessionResult, UsageUpdated};
 
 use crate::attach::Target;
 
@@ -83,7 +90,7 @@ pub fn run(target: Target) -> ExitCode {
 async fn session(
     target: &Target,
     terminal: &mut terminal::Screen,
-    inputs: &mut tokio::sync::mpsc::Receiver<terminal::TermInput>,
+    inputs: &mut terminal::Inputs,
 ) -> anyhow::Result<Option<String>> {
     let mut backend = loop {
         match backend::start_backend().await? {
@@ -124,14 +131,14 @@ enum Action {
     Send(String),
     Stop,
     Answer(Answer),
-    ListSessions,
-    OpenSession(String),
+    /// A slash command, or what its panel asks for.
+    Commands(commands::Request),
     /// Answers the open questions (`None` declines them).
     AnswerQuestions(Option<Vec<magi_protocol::messages::QuestionReply>>),
 }
 
 /// An answer to the pending approval (`approval.scopes`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 enum Answer {
     /// Allow this call (`y`).
     AllowOnce,
@@ -140,30 +147,28 @@ enum Answer {
     AllowForSession,
     /// Deny this call (`n`).
     Deny,
-}
-
-/// The session picker: this directory's sessions, one selected.
-struct Picker {
-    sessions: Vec<SessionListEntry>,
-    selected: usize,
+    /// Deny this call and tell the model why (`d`, then the message and Enter).
+    DenyWithMessage(String),
 }
 
 /// Mission Control's state: the fold, the composer and its history.
 struct App {
     transcript: Transcript,
     session_id: String,
-    composer: String,
-    history: Vec<String>,
-    /// Position while recalling history with Up/Down.
-    recall: Option<usize>,
+    composer: composer::Composer,
     next_prompt: u64,
     status: String,
-    /// The session's model selection, as `status` last reported it.
-    selection: Option<magi_protocol::messages::SelectionStatus>,
-    /// The last `usage.updated` of this session (`session.usage`).
-    usage: Option<magi_protocol::messages::UsageUpdated>,
-    /// The session's durable title, when one is known.
+    /// The panel of a slash command (help, status, changes, the pickers), over the
+    /// transcript.
+    panel: Option<commands::Panel>,
+    /// A command's request left in flight (compaction, a model-list fetch).
+    op: Option<commands::Op>,
+    /// The last `usage.updated` of this session.
+    usage: Option<UsageUpdated>,
+    /// The session's title, when one is known (from the session picker).
     title: Option<String>,
+    /// The backend's current model selection (`status.selection`).
+    selection: Option<SelectionStatus>,
     /// When the running turn was sent, for the working indicator.
     run_started: Option<std::time::Instant>,
     /// Whether the running turn was asked to stop (until its `run.finished`).
@@ -172,9 +177,14 @@ struct App {
     queued: Option<String>,
     /// Whether Ctrl-C was just pressed on an empty composer (a second press quits).
     quit_armed: bool,
-    picker: Option<Picker>,
     /// The model's open questions (`user.questions`), while they wait.
     question: Option<question::QuestionPicker>,
+    /// Whether every tool card shows all it carries (Ctrl-O) or its result's first lines.
+    expanded: bool,
+    /// When each activity was first seen, and the background jobs.
+    clock: render::Clock,
+    /// The pending approval's prompt.
+    approval: approval::ApprovalPrompt,
 }
 
 impl App {
@@ -182,23 +192,28 @@ impl App {
         let session_id = session.session_id.clone();
         let mut transcript = Transcript::default();
         transcript.apply(FoldInput::SessionAttached(session));
+        // The backend runs in this directory too: mentions name its files.
+        let mut composer = composer::Composer::open(std::env::current_dir().unwrap_or_default());
         App {
             transcript,
             session_id,
-            composer: String::new(),
-            history: Vec::new(),
-            recall: None,
+            // A history file that cannot be read is said once, at the start.
+            status: composer.take_problem().unwrap_or_default(),
+            composer,
             next_prompt: 0,
-            status: String::new(),
-            selection: None,
+            panel: None,
+            op: None,
             usage: None,
             title: None,
+            selection: None,
             run_started: None,
             stopping: false,
             queued: None,
             quit_armed: false,
-            picker: None,
             question: None,
+            expanded: false,
+            clock: render::Clock::default(),
+            approval: approval::ApprovalPrompt::default(),
         }
     }
 

@@ -10,9 +10,8 @@ use ratatui::layout::{Constraint, Layout};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Wrap};
-use tokio::sync::mpsc;
 
-use super::terminal::{Screen, TermInput};
+use super::terminal::{Inputs, Screen, TermInput};
 
 /// What the person chose on the first-run screen.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,7 +38,7 @@ pub(super) fn is_setup_problem(code: ErrorCode) -> bool {
 /// Shows the screen for the refusal `code` until the person retries or quits.
 pub(super) async fn guide(
     terminal: &mut Screen,
-    inputs: &mut mpsc::Receiver<TermInput>,
+    inputs: &mut Inputs,
     code: ErrorCode,
 ) -> anyhow::Result<SetupChoice> {
     let problem = crate::explain::initialize_failed(code, &[]).to_string();
@@ -63,7 +62,7 @@ pub(super) async fn guide(
             );
             frame.render_widget(Paragraph::new(keys.clone()), footer);
         })?;
-        let Some(input) = inputs.recv().await else {
+        let Some((_, input)) = inputs.recv().await else {
             return Ok(SetupChoice::Quit);
         };
         let page = terminal

@@ -1,22 +1,26 @@
 //! The terminal Mission Control draws on, and the thread that reads its input.
 //!
 //! The screen is the alternate screen in raw mode, with bracketed paste (a pasted text
-//! arrives whole, newlines kept) and the terminal's alternate-scroll mode (the mouse
+//! arrives whole, newlines kept), the terminal's alternate-scroll mode (the mouse
 //! wheel arrives as arrow keys; the mouse is never captured, so the terminal's own
-//! selection and copy keep working).
+//! selection and copy keep working) and, where the terminal has it, the keyboard
+//! enhancement protocol (so Shift+Enter is told from Enter).
 
 use std::io::{Stdout, Write};
-use std::time::Duration;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
 use ratatui::Terminal;
 use ratatui::backend::CrosstermBackend;
 use ratatui::crossterm::event::{
     self, DisableBracketedPaste, EnableBracketedPaste, Event as TermEvent, KeyCode, KeyEvent,
-    KeyEventKind, KeyModifiers,
+    KeyEventKind, KeyModifiers, KeyboardEnhancementFlags, PopKeyboardEnhancementFlags,
+    PushKeyboardEnhancementFlags,
 };
 use ratatui::crossterm::execute;
 use ratatui::crossterm::terminal::{
     EnterAlternateScreen, LeaveAlternateScreen, disable_raw_mode, enable_raw_mode,
+    supports_keyboard_enhancement,
 };
 use tokio::sync::mpsc;
 
@@ -28,8 +32,14 @@ const INPUT_QUEUE: usize = 256;
 const ALTERNATE_SCROLL_ON: &str = "\x1b[?1007h";
 const ALTERNATE_SCROLL_OFF: &str = "\x1b[?1007l";
 
+/// Whether the keyboard enhancement flags were pushed, so leaving pops them.
+static ENHANCED_KEYS: AtomicBool = AtomicBool::new(false);
+
 /// The alternate screen, in raw mode.
 pub(super) type Screen = Terminal<CrosstermBackend<Stdout>>;
+
+/// The terminal's inputs, each with the instant it was read.
+pub(super) type Inputs = mpsc::Receiver<(Instant, TermInput)>;
 
 /// One thing the terminal said.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -52,6 +62,15 @@ pub(super) fn enter_terminal() -> anyhow::Result<Screen> {
     let mut stdout = std::io::stdout();
     execute!(stdout, EnterAlternateScreen, EnableBracketedPaste)?;
     stdout.write_all(ALTERNATE_SCROLL_ON.as_bytes())?;
+    // A terminal that speaks the keyboard enhancement protocol tells Shift+Enter from
+    // Enter (a new line, not a send); one that does not is never sent the request.
+    if supports_keyboard_enhancement().unwrap_or(false) {
+        execute!(
+            stdout,
+            PushKeyboardEnhancementFlags(KeyboardEnhancementFlags::DISAMBIGUATE_ESCAPE_CODES)
+        )?;
+        ENHANCED_KEYS.store(true, Ordering::Relaxed);
+    }
     stdout.flush()?;
     Ok(Terminal::new(CrosstermBackend::new(stdout))?)
 }
@@ -60,17 +79,23 @@ pub(super) fn enter_terminal() -> anyhow::Result<Screen> {
 pub(super) fn leave_terminal(terminal: &mut Screen) {
     let backend = terminal.backend_mut();
     let _ = backend.write_all(ALTERNATE_SCROLL_OFF.as_bytes());
+    if ENHANCED_KEYS.swap(false, Ordering::Relaxed) {
+        let _ = execute!(backend, PopKeyboardEnhancementFlags);
+    }
     let _ = execute!(backend, DisableBracketedPaste, LeaveAlternateScreen);
     let _ = disable_raw_mode();
     let _ = terminal.show_cursor();
 }
 
-/// Reads terminal events on a plain thread (the reads block) and queues them.
-pub(super) fn spawn_input_reader() -> mpsc::Receiver<TermInput> {
+/// Reads terminal events on a plain thread (the reads block) and queues them, each
+/// with the instant it was read: a key read before a prompt was drawn must not answer
+/// it, however late the loop handles the key.
+pub(super) fn spawn_input_reader() -> Inputs {
     let (inputs, received) = mpsc::channel(INPUT_QUEUE);
     std::thread::spawn(move || {
         let mut arrows = ArrowBurst::default();
         while let Ok(event) = event::read() {
+            let read_at = Instant::now();
             // Whether more input is already waiting: arrows read together are a wheel.
             let more = event::poll(Duration::ZERO).unwrap_or(false);
             let mut out = Vec::new();
@@ -79,7 +104,7 @@ pub(super) fn spawn_input_reader() -> mpsc::Receiver<TermInput> {
                     if let Some(step) = arrow_step(&key)
                         && (more || arrows.count != 0)
                     {
-                        arrows.add(step, key);
+                        out.extend(arrows.add(step, key));
                     } else {
                         out.extend(arrows.flush());
                         out.push(TermInput::Key(key));
@@ -99,7 +124,7 @@ pub(super) fn spawn_input_reader() -> mpsc::Receiver<TermInput> {
                 out.extend(arrows.flush());
             }
             for input in out {
-                if inputs.blocking_send(input).is_err() {
+                if inputs.blocking_send((read_at, input)).is_err() {
                     return;
                 }
             }
@@ -130,10 +155,15 @@ struct ArrowBurst {
 }
 
 impl ArrowBurst {
-    fn add(&mut self, step: i32, key: KeyEvent) {
+    /// Adds an arrow; one in the other direction first gives back the burst so far, so
+    /// a burst is all one way and no press is lost in a sum.
+    fn add(&mut self, step: i32, key: KeyEvent) -> Option<TermInput> {
+        let turned = self.count != 0 && self.steps.signum() != step.signum();
+        let before = if turned { self.flush() } else { None };
         self.count += 1;
         self.steps += step;
         self.first.get_or_insert(key);
+        before
     }
 
     /// A lone arrow is a key; several are the wheel.
@@ -159,15 +189,23 @@ mod tests {
     fn a_lone_arrow_is_a_key_and_arrows_together_are_the_wheel() {
         let mut burst = ArrowBurst::default();
         assert_eq!(burst.flush(), None);
-        burst.add(-1, key(KeyCode::Up));
+        assert_eq!(burst.add(-1, key(KeyCode::Up)), None);
         assert_eq!(burst.flush(), Some(TermInput::Key(key(KeyCode::Up))));
         for _ in 0..3 {
-            burst.add(-1, key(KeyCode::Up));
+            assert_eq!(burst.add(-1, key(KeyCode::Up)), None);
         }
         assert_eq!(burst.flush(), Some(TermInput::Scroll(-3)));
         burst.add(1, key(KeyCode::Down));
         burst.add(1, key(KeyCode::Down));
         assert_eq!(burst.flush(), Some(TermInput::Scroll(2)));
+        // A turn gives back what went before: no press is lost in a sum.
+        burst.add(-1, key(KeyCode::Up));
+        burst.add(-1, key(KeyCode::Up));
+        assert_eq!(
+            burst.add(1, key(KeyCode::Down)),
+            Some(TermInput::Scroll(-2))
+        );
+        assert_eq!(burst.flush(), Some(TermInput::Key(key(KeyCode::Down))));
         assert_eq!(arrow_step(&key(KeyCode::Left)), None);
         let shifted = KeyEvent::new(KeyCode::Up, KeyModifiers::SHIFT);
         assert_eq!(arrow_step(&shifted), None);

@@ -291,7 +291,11 @@ async fn bash_asks_captures_its_output_and_never_sees_the_credential() {
     let (mut backend, session, run) = turn(&env).await;
     let mut events = Vec::new();
     let request = until_approval(&mut backend, &mut events).await;
-    assert_eq!(request.summary, "bash");
+    // The label names the command, as the card and the activity do.
+    assert_eq!(
+        request.summary,
+        "bash echo out; echo err >&2; echo \"key=[$OPENAI_API_KEY]\"; exit 3"
+    );
     assert!(
         answer(&mut backend, &session, &run, &request.approval_id, true)
             .await

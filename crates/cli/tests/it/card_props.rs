@@ -133,6 +133,8 @@ proptest! {
         preview in preview(),
         saved in any::<bool>(),
         awaiting in any::<bool>(),
+        // The result's lines: up to six, each up to the facts' string bound.
+        transcript in proptest::collection::vec(awkward_text(), 0..7),
     ) {
         let settlement = match outcome {
             Some(outcome) => Settlement::Settled { outcome, summary: "summary" },
@@ -159,6 +161,7 @@ proptest! {
             parent_activity_id: (!saved && awaiting).then_some("tool-1"),
             task_id: (!saved && awaiting).then_some("task-1"),
             children: None,
+            transcript: &transcript,
         };
         let card = project(&source);
         let text = serde_json::to_string(&card).unwrap();

@@ -1,8 +1,9 @@
 //! Context windows and token usage through the real binary: each model request's usage
 //! recorded as the provider reported it, with the window the request was held to, that
 //! window known from the settings, the cached catalog's metadata, the shipped table or
-//! the default; compaction driven by it without a hand-set window, and a conversation
-//! that cannot fit ending the turn with a diagnostic.
+//! the default; compaction driven by it without a hand-set window, a conversation
+//! that cannot fit ending the turn with a diagnostic, and the output limit sent as each
+//! wire format's bound.
 
 use crate::common::approval::{env_for, records};
 use crate::common::*;
@@ -210,4 +211,91 @@ async fn a_conversation_that_cannot_fit_ends_the_turn_with_a_diagnostic() {
     // Only the compaction was asked: no request the model cannot take.
     assert_eq!(mock.requests().len(), 1);
     shutdown_clean(&mut backend).await;
+}
+
+/// The output bound `field` of the request a one-turn session of `env` sends first
+/// (null when absent), after `settings`.
+async fn bound_sent(mock: &MockServer, env: &TestEnv, settings: &str, field: &str) -> Value {
+    env.write_settings(settings);
+    let before = mock.requests().len();
+    mock.enqueue(Reply::stream().text(["Hi."]));
+    let mut backend = started(env, &[]).await;
+    let session = new_session(&mut backend).await;
+    let (events, finished) = turn(&mut backend, &session, "hello").await;
+    assert_eq!(finished.outcome, RunOutcome::Completed, "{events:?}");
+    shutdown_clean(&mut backend).await;
+    let body = &mock.requests()[before].body;
+    body.get(field).cloned().unwrap_or(Value::Null)
+}
+
+#[tokio::test]
+async fn the_output_limit_is_sent_where_each_format_takes_one() {
+    let mock = MockServer::start().await;
+    let own = |provider: &str, model: &str, line: &str| {
+        format!("[models.\"{provider}/{model}\"]\n{line}\n")
+    };
+    // Chat Completions and Responses: only a limit the settings or the provider's
+    // metadata stated, never the shipped table's.
+    let chat = env_for_wire(Wire::Chat, &mock);
+    assert_eq!(
+        bound_sent(&mock, &chat, "", "max_tokens").await,
+        Value::Null
+    );
+    let table = env_for_wire(Wire::Chat, &mock).var("MAGI_MODEL", "gpt-4o-mini");
+    assert_eq!(
+        bound_sent(&mock, &table, "", "max_tokens").await,
+        Value::Null
+    );
+    let settings = own("openai-chat", "mock-model", "max_output_tokens = 5000");
+    assert_eq!(
+        bound_sent(&mock, &chat, &settings, "max_tokens").await,
+        5_000
+    );
+    mock.set_models_body(Some(
+        json!({"data": [{"id": "mock-model", "context_length": 100000,
+                         "top_provider": {"max_completion_tokens": 7000}}]})
+        .to_string(),
+    ));
+    let cataloged = env_for_wire(Wire::Chat, &mock);
+    let mut backend = started(&cataloged, &["model.refresh"]).await;
+    let refresh = ModelRefreshParams {
+        provider: "openai-chat".to_owned(),
+    };
+    let refreshed = backend.call::<methods::ModelRefresh>(&refresh).await;
+    assert_eq!(refreshed.unwrap().unwrap().cached_models, 1);
+    shutdown_clean(&mut backend).await;
+    assert_eq!(bound_sent(&mock, &cataloged, "", "max_tokens").await, 7_000);
+    mock.set_models_body(None);
+    let responses = env_for_wire(Wire::Responses, &mock);
+    let field = "max_output_tokens";
+    assert_eq!(bound_sent(&mock, &responses, "", field).await, Value::Null);
+    let settings = own("openai", "mock-model", "max_output_tokens = 5000");
+    assert_eq!(bound_sent(&mock, &responses, &settings, field).await, 5_000);
+    // Anthropic's required `max_tokens`: the limit from any source, the table's too.
+    let haiku = env_for_wire(Wire::Anthropic, &mock).var("MAGI_MODEL", "claude-3-5-haiku-latest");
+    assert_eq!(bound_sent(&mock, &haiku, "", "max_tokens").await, 8_192);
+    let settings = own(
+        "anthropic",
+        "claude-3-5-haiku-latest",
+        "max_output_tokens = 4000",
+    );
+    assert_eq!(
+        bound_sent(&mock, &haiku, &settings, "max_tokens").await,
+        4_000
+    );
+    // A model nothing is known of gets the default, within the room its request leaves
+    // in the default window.
+    let unknown = env_for_wire(Wire::Anthropic, &mock);
+    let sent = bound_sent(&mock, &unknown, "", "max_tokens").await;
+    let sent = sent.as_u64().unwrap();
+    assert!((20_000..=32_000).contains(&sent), "{sent}");
+    // The bound never passes the room the request leaves in the window.
+    let settings = own(
+        "openai-chat",
+        "mock-model",
+        "context_window = 100000\nmax_output_tokens = 99990",
+    );
+    let sent = bound_sent(&mock, &chat, &settings, "max_tokens").await;
+    let sent = sent.as_u64().unwrap();
+    assert!((90_000..99_990).contains(&sent), "{sent}");
 }

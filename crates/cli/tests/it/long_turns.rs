@@ -115,10 +115,11 @@ async fn max_steps_ends_the_turn_with_step_limit() {
 #[tokio::test]
 async fn a_repeated_identical_call_is_noted_then_ends_the_turn() {
     let mock = MockServer::start().await;
-    for n in 1..=8 {
+    for n in 1..=5 {
         // The same call, arguments and (unchanged file) result, under new call IDs.
         mock.enqueue(read_call(&format!("c{n}"), "notes.txt", 1));
     }
+    mock.enqueue(Reply::stream().text(["I will try another way."]));
     let env = env_for_wire(Wire::Chat, &mock);
     write_work(&env, "notes.txt", "the same\n");
     let (mut backend, session, events, finished) = one_turn(&env, "read").await;
@@ -135,6 +136,37 @@ async fn a_repeated_identical_call_is_noted_then_ends_the_turn() {
     let noted = |n: usize| requests[n].body.to_string().contains("same tool calls");
     assert!(!noted(2), "no note after two rounds");
     assert!(noted(3) && noted(4), "the note after the third round, kept");
+    // The log keeps the note where the model was given it: after the third round's
+    // result, before the fourth round's call.
+    let kinds: Vec<(String, Value)> = std::fs::read_to_string(log_path(&env, &session))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|r| {
+            ["tool_call", "tool_result", "loop_note"].contains(&r["kind"].as_str().unwrap())
+        })
+        .map(|r| (r["kind"].as_str().unwrap().to_owned(), r))
+        .collect();
+    let notes: Vec<usize> = (0..kinds.len())
+        .filter(|&i| kinds[i].0 == "loop_note")
+        .collect();
+    assert_eq!(
+        notes,
+        [6],
+        "{:?}",
+        kinds.iter().map(|k| &k.0).collect::<Vec<_>>()
+    );
+    let note = &kinds[6].1;
+    assert!(note["text"].as_str().unwrap().contains("same tool calls"));
+    assert_eq!(note["turn_id"], kinds[5].1["turn_id"]);
+    // A later turn replays it: the model is given once what it was told.
+    start_turn(&mut backend, &session, "go on").await;
+    let finished = until_finished(&mut backend, &mut Vec::new()).await;
+    assert_eq!(finished.outcome, RunOutcome::Completed);
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 6);
+    let body = requests[5].body.to_string();
+    assert_eq!(body.matches("same tool calls").count(), 1, "{body}");
     shutdown_clean(&mut backend).await;
 }
 

@@ -365,11 +365,8 @@ async fn a_server_that_hangs_at_startup_times_out_or_is_cancelled() {
     let answer = backend.initialize(&METHODS).await.unwrap();
     assert_eq!(answer.unwrap_err(), ErrorCode::McpUnavailable);
     assert!(started.elapsed() < WAIT);
-    assert_eq!(
-        processes_in(&env.cwd()).len(),
-        1,
-        "only the backend is left"
-    );
+    // The killed server may take a moment to be reaped on a busy machine.
+    wait_for_processes_in(&env.cwd(), "only the backend is left", |p| p.len() == 1).await;
     shutdown_clean(&mut backend).await;
 
     // Without a short timeout, shutdown cancels the waiting startup.

@@ -32,7 +32,7 @@ async fn a_turn_with_an_approval_answered_by_a_key() {
     mock.enqueue(Reply::stream().text(["Wrote ", "the file."]));
     let env = TestEnv::new();
     let tmux = Tmux::start(&env, &vars(&mock));
-    tmux.wait_for("idle");
+    tmux.wait_for("idle ·");
     tmux.type_text("please write it");
     tmux.key("Enter");
     tmux.wait_for("y allow once");
@@ -44,7 +44,7 @@ async fn a_turn_with_an_approval_answered_by_a_key() {
         "hello\n"
     );
     // After the run, the transcript is the saved history with its card.
-    let screen = tmux.wait_for("write: completed");
+    let screen = tmux.wait_for("✓ write out.txt  done");
     assert!(
         screen.contains("+hello"),
         "the applied diff is shown: {screen}"
@@ -61,16 +61,14 @@ async fn an_answer_for_the_session_spares_the_next_question() {
     mock.enqueue(Reply::stream().text(["Made two."]));
     let env = TestEnv::new();
     let tmux = Tmux::start(&env, &vars(&mock));
-    tmux.wait_for("idle");
+    tmux.wait_for("idle ·");
     tmux.type_text("make one");
     tmux.key("Enter");
     // The question shows the command and offers the backend's rule for the session.
-    let screen = tmux.wait_for("s allow for this session (bash(touch*))");
-    assert!(screen.contains("touch one.txt? y allow once"), "{screen}");
-    assert!(
-        screen.contains("approval pending: y allow once · s allow for this session · n deny"),
-        "{screen}"
-    );
+    // Each part is waited for: a capture may catch a frame half written.
+    tmux.wait_for("s allow for this session (adds the rule bash(touch*))");
+    tmux.wait_for("? Allow bash: touch one.txt");
+    tmux.wait_for("approval pending: y once · s this session · n deny");
     tmux.type_text("s");
     tmux.wait_for("Made one.");
     // The reply shows before the run has ended; a prompt is taken only once it has.
@@ -111,7 +109,7 @@ async fn escape_stops_the_running_turn() {
     ));
     let env = TestEnv::new();
     let tmux = Tmux::start(&env, &vars(&mock));
-    tmux.wait_for("idle");
+    tmux.wait_for("idle ·");
     tmux.type_text("write something");
     tmux.key("Enter");
     tmux.wait_for("y allow once");
@@ -134,7 +132,7 @@ async fn a_session_is_reopened_from_the_picker() {
     let env = TestEnv::new();
     {
         let tmux = Tmux::start(&env, &vars(&mock));
-        tmux.wait_for("idle");
+        tmux.wait_for("idle ·");
         tmux.type_text("first question");
         tmux.key("Enter");
         tmux.wait_for("First answer.");
@@ -143,10 +141,11 @@ async fn a_session_is_reopened_from_the_picker() {
     }
     // A new Mission Control starts a new session; the picker reopens the old one.
     let tmux = Tmux::start(&env, &vars(&mock));
-    tmux.wait_for("idle");
+    tmux.wait_for("idle ·");
     assert!(!tmux.screen().contains("First answer."));
-    tmux.key("C-o");
-    tmux.wait_for("Sessions of this directory:");
+    tmux.type_text("/sessions");
+    tmux.key("Enter");
+    tmux.wait_for("Sessions of this directory");
     tmux.key("Enter");
     let screen = tmux.wait_for("First answer.");
     assert!(screen.contains("› first question"), "{screen}");
@@ -164,10 +163,12 @@ async fn a_fresh_backend_takes_over_before_request_ids_run_out() {
     let mut vars = vars(&mock);
     vars.push(("MAGI_TUI_ID_RESERVE", "4092".into()));
     let tmux = Tmux::start(&env, &vars);
-    tmux.wait_for("idle");
+    tmux.wait_for("idle ·");
     tmux.type_text("one");
     tmux.key("Enter");
     tmux.wait_for("First answer.");
+    // The reply shows before the run has ended; a prompt is taken only once it has.
+    tmux.wait_for("idle ·");
     tmux.type_text("two");
     tmux.key("Enter");
     let screen = tmux.wait_for("Second answer.");
@@ -197,17 +198,23 @@ async fn a_question_is_answered_from_the_picker() {
     mock.enqueue(Reply::stream().text(["Set up as asked."]));
     let env = TestEnv::new();
     let tmux = Tmux::start(&env, &vars(&mock));
-    tmux.wait_for("idle");
+    tmux.wait_for("idle ·");
     tmux.type_text("set it up");
     tmux.key("Enter");
     let screen = tmux.wait_for("The model asks (1 of 3) · Database");
     assert!(screen.contains("Postgres — a server"), "{screen}");
+    // Each arrow is drawn before the next is sent: arrows read together are the
+    // mouse wheel, not keys.
     tmux.key("Down");
+    tmux.wait_for("▶ SQLite");
     tmux.key("Enter");
     tmux.wait_for("The model asks (2 of 3)");
     tmux.key("Space");
+    // Each arrow is seen before the next is sent: arrows read together are the wheel.
     tmux.key("Down");
+    tmux.wait_for("▶ [ ] metrics");
     tmux.key("Down");
+    tmux.wait_for("▶ [ ] tracing");
     tmux.key("Space");
     tmux.wait_for("[x] tracing");
     tmux.key("Enter");

@@ -314,6 +314,11 @@ async fn a_question_open_when_the_backend_died_is_declined_at_the_next_turn() {
             "tool_call_state",
             json!({"turn_id": "t1", "call_id": "q1", "state": "running"}),
         ),
+        record(
+            id,
+            "tool_call_state",
+            json!({"turn_id": "t1", "call_id": "q1", "state": "awaiting_input"}),
+        ),
     ]
     .concat();
     write_log(&env, id, &crashed);
@@ -344,6 +349,15 @@ async fn a_question_open_when_the_backend_died_is_declined_at_the_next_turn() {
         "{outputs:?}"
     );
     shutdown_clean(&mut backend).await;
+}
+
+/// The phases recorded for call `call_id` (`tool_call_state`), in order.
+fn phases(env: &TestEnv, session: &str, call_id: &str) -> Vec<String> {
+    records(env, session)
+        .into_iter()
+        .filter(|r| r["kind"] == "tool_call_state" && r["call_id"] == call_id)
+        .map(|r| r["state"].as_str().unwrap().to_owned())
+        .collect()
 }
 
 /// The rows of a card's one results block, as (label, value) pairs.
@@ -386,7 +400,8 @@ async fn the_card_keeps_the_questions_and_answers_live_and_saved() {
     let session = session_with_turn(&mut backend, "Set it up").await;
     let mut seen = Vec::new();
     let asked = until_asked(&mut backend, &mut seen).await;
-    // While the questions wait, the live card already shows them.
+    // While the questions wait, the live card already shows them, and says it awaits
+    // input (its `state` has only `running` and `finished`).
     let waiting = loop {
         if let Incoming::Event {
             event: Event::ToolCard(e),
@@ -404,16 +419,25 @@ async fn the_card_keeps_the_questions_and_answers_live_and_saved() {
     ];
     let waiting_rows = rows(&waiting);
     assert_eq!(
-        waiting_rows[..2],
+        waiting_rows[0],
+        ("State".to_owned(), "awaiting input".to_owned())
+    );
+    assert_eq!(
+        waiting_rows[1..3],
         expected_questions.map(|(l, v)| (l.to_owned(), v.to_owned()))
     );
     assert_eq!(
-        waiting_rows[2],
+        waiting_rows[3],
         ("Answer".to_owned(), "awaiting the answer".to_owned())
     );
+    // The log holds the phase too: claimed, then awaiting the person's input.
+    assert_eq!(phases(&env, &session, "q1"), ["running", "awaiting_input"]);
     let good = vec![reply(&["SQLite"], None), reply(&[], Some("none needed"))];
     answer(&mut backend, &asked, Some(good)).await.unwrap();
     let finished = until_finished(&mut backend, &mut seen).await;
+    // Settled, the call's phases are the same and its result follows them.
+    assert_eq!(phases(&env, &session, "q1"), ["running", "awaiting_input"]);
+    assert_eq!(result_of(&env, &session, "q1")["summary"], "answered");
     let last = seen
         .iter()
         .rev()

@@ -1,7 +1,7 @@
 //! Session titles through the real binary against the mock model: asked for after the
-//! first turn's terminal event, recorded in the log, listed by `session.list`; a failed
-//! request leaves the session untitled, listing asks for nothing, and
-//! `[sessions] titles = "off"` turns them off.
+//! first turn's terminal event, recorded in the log, listed by `session.list`, asked
+//! for once while under way; a failed request leaves the session untitled, listing asks
+//! for nothing, and `[sessions] titles = "off"` turns them off.
 
 #![allow(
     clippy::unwrap_used,
@@ -107,6 +107,27 @@ async fn a_title_is_recorded_after_the_first_turn_without_holding_it_back() {
         assert!(text.contains("make the parser accept tabs"), "{wire:?}");
         assert!(text.contains("The parser now accepts tabs."), "{wire:?}");
     }
+}
+
+#[tokio::test]
+async fn a_turn_ending_while_the_first_title_is_asked_for_asks_for_none() {
+    let mock = MockServer::start().await;
+    mock.enqueue(Reply::stream().text(["first"]));
+    mock.enqueue(Reply::stream().text(["second"]));
+    // The first title's answer is held until both turns ended.
+    mock.enqueue_title(Reply::stream().text(["First title"]).held());
+    mock.enqueue_title(Reply::stream().text(["Second title"]));
+    let env = env_for_wire(Wire::Chat, &mock);
+    let mut backend = ready(&env).await;
+    let session = one_turn(&mut backend, "one").await;
+    start_turn(&mut backend, &session, "two").await;
+    let finished = until_finished(&mut backend, &mut Vec::new()).await;
+    assert_eq!(finished.outcome, RunOutcome::Completed);
+    mock.release();
+    shutdown_clean(&mut backend).await;
+    assert_eq!(mock.requests().len(), 2);
+    assert_eq!(mock.title_requests().len(), 1, "one title request");
+    assert_eq!(titles_in_log(&env, &session), ["First title"]);
 }
 
 #[tokio::test]

@@ -66,6 +66,7 @@ impl Transcript {
                         // Absent (no extension) and null read the same: nothing to show.
                         subject: e.subject.flatten(),
                         suggested_rule: e.suggested_rule.flatten(),
+                        proposed_change: e.proposed_change.flatten(),
                         expires_in_ms: e.expires_in_ms,
                         state: ApprovalState::Pending,
                     };

@@ -1,7 +1,7 @@
 //! The entries of a folded transcript and the display states each can be in.
 
 use magi_protocol::ErrorCode;
-use magi_protocol::messages::{ActivityKind, EntryKind, Persistence, RunOutcome};
+use magi_protocol::messages::{ActivityKind, EntryKind, Persistence, ProposedChange, RunOutcome};
 
 use super::history::HistoryMessage;
 use super::message::{Message, MessageState};
@@ -124,6 +124,10 @@ pub struct Approval {
     /// `approval.scopes`; `None` without the extension or when none is offered (such
     /// an answer then covers this call only).
     pub suggested_rule: Option<String>,
+    /// The change a `write` or `edit` call would make (a unified diff), with
+    /// `approval.scopes`; `None` without the extension, for other calls, and when the
+    /// backend could not work it out.
+    pub proposed_change: Option<ProposedChange>,
     /// Time left at the request; the fold has no clock and never expires it itself.
     pub expires_in_ms: u64,
     /// Where it is.

@@ -166,6 +166,7 @@ mod tests {
             parent_activity_id: None,
             task_id: None,
             children: None,
+            transcript: &[],
         })
     }
 

@@ -3,8 +3,8 @@
 
 use magi_protocol::cards::{
     Availability, Block, CARD_BYTES, Card, CardOutcome, CardState, Detail, METADATA_BYTES,
-    Metadata, Origin, ParentState, Reason, SCHEMA_VERSION, Subject, TITLE_BYTES, merge_omissions,
-    serialized_len, strongest_reason,
+    Metadata, Origin, ParentState, Reason, SCHEMA_VERSION, Subject, TEXT_BLOCK_BYTES, TITLE_BYTES,
+    TextBlock, TextFormat, merge_omissions, serialized_len, strongest_reason,
 };
 use magi_store::records::ToolOutcome;
 use magi_tools::facts::Facts;
@@ -99,7 +99,9 @@ impl Draft {
                         _ => None,
                     },
                 };
-                context.parts(facts, tracking.as_ref(), &mut tail)
+                let mut parts = context.parts(facts, tracking.as_ref(), &mut tail);
+                parts.extend(transcript_part(source.transcript));
+                parts
             }
             Source::Absent => {
                 let refused = matches!(
@@ -330,4 +332,20 @@ fn pop_until<T: serde::Serialize>(items: &mut Vec<T>, excess: usize) -> u64 {
         removed += 1;
     }
     removed
+}
+
+/// The transcript projection as a plain `text` block, after the tool's own blocks: what
+/// a person reads of the result under the card. Optional detail: the budget may drop it.
+fn transcript_part(lines: &[String]) -> Option<Part> {
+    if lines.iter().all(|l| l.trim().is_empty()) {
+        return None;
+    }
+    let mut notes = Notes::default();
+    let text = notes.text(Subject::Text, &lines.join("\n"), TEXT_BLOCK_BYTES);
+    let block = Block::Text(TextBlock {
+        text,
+        format: TextFormat::Plain,
+        language: None,
+    });
+    Some(Part::new(block, notes, Role::Optional))
 }

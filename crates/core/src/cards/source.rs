@@ -70,6 +70,10 @@ pub struct CardSource<'a> {
     pub task_id: Option<&'a str>,
     /// A `task` call's children so far (live only).
     pub children: Option<&'a TaskChildren>,
+    /// The call's transcript projection: at most six lines of its result (the first
+    /// lines read or found, the last lines a command printed), as recorded; empty when
+    /// there is none.
+    pub transcript: &'a [String],
 }
 
 /// The calls of a subagent, as its task's live card lists them.

@@ -5,7 +5,8 @@
 //! supervised in the model's order: the permission policy decides, or the client is
 //! asked (`tool_call_state: awaiting_approval`); a call that may run is claimed
 //! (`tool_call_state: running`, synced before anything starts) and executed on a
-//! blocking thread. Settlement appends one `tool_result` with the terminal outcome
+//! blocking thread; `ask_user` then waits for the person's answers
+//! (`tool_call_state: awaiting_input`). Settlement appends one `tool_result` with the terminal outcome
 //! (completed, failed, denied, cancelled) and the call's facts, then the display-only
 //! preview of a change it applied. Read-only calls run side by side (at most
 //! [`PARALLEL_TOOL_CALLS`] at once); a call that may
@@ -25,8 +26,8 @@
 //!
 //! After a crash, the next turn first settles what the crashed one left: a read-only
 //! call the policy lets run without asking is run again (reading twice is harmless),
-//! a call that was awaiting approval is denied, and every other call settles
-//! `indeterminate`: it may or may not have had its effects, and it never runs again.
+//! a call that was awaiting approval is denied, questions left open are declined, and
+//! every other call settles `indeterminate`: it may or may not have had its effects, and it never runs again.
 //!
 //! The service is built from its parts for one agent: the run's output, the agent's
 //! journal, the workspace, the agent and what it is offered, and the client's gates.
@@ -406,6 +407,7 @@ fn running_card<'a>(
         parent_activity_id: call.parent_activity_id.as_deref(),
         task_id: call.task_id.as_deref(),
         children: None,
+        transcript: &[],
     }
 }
 

@@ -25,11 +25,13 @@ use crate::sessions::Sessions;
 /// `operation.cancel`) is `operation_cancelled`.
 pub fn compact_session(
     sessions: &mut Sessions,
-    agent: Agent,
+    mut agent: Agent,
     session_id: &str,
     cancel: &CancellationToken,
 ) -> Result<SessionCompactResult, ErrorCode> {
     sessions.check_attached(session_id)?;
+    // On the session worker, never the protocol loop: this reads the cached catalog.
+    agent.resolve_limits();
     let items = conversation(&sessions.records()?, &|id| sessions.tool_assets_dir(id));
     if !compactable(&items) {
         return Ok(SessionCompactResult { compacted: false });

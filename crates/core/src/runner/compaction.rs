@@ -3,7 +3,7 @@
 //! the turn goes on from the summary.
 //!
 //! The trigger is an estimate, not a tokenizer: a conversation counts one token per
-//! [`BYTES_PER_TOKEN`] bytes of its text (instructions, prompts, replies, tool calls and
+//! [`BYTES_PER_TOKEN`](super::estimate::BYTES_PER_TOKEN) bytes of its text (instructions, prompts, replies, tool calls and
 //! results), and compaction runs before a model request whose estimate passes
 //! [`TRIGGER_PERCENT`] of the model's context window (`crate::model_limits`). The summary
 //! is bounded to [`SUMMARY_BYTES`]. A conversation whose estimate still passes the whole
@@ -22,6 +22,7 @@ use magi_store::records::RecordBody;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use super::estimate::estimate_tokens;
 use super::exchange::Exchange;
 use super::journal::Journal;
 use super::output::Output;
@@ -30,13 +31,6 @@ use super::title::title_of;
 use super::usage::{self, Reported};
 use crate::agent::Agent;
 
-/// Bytes of text counted as one token by the estimate.
-pub(super) const BYTES_PER_TOKEN: usize = 4;
-/// Tokens an image is counted as by the estimate, whatever its size: about what the
-/// providers charge for one within `view_image`'s bounds (Anthropic's ~1,600 for the
-/// largest it keeps whole; OpenAI's high detail tiles come under that). Its base64 text
-/// is not the model's measure.
-pub(super) const IMAGE_TOKENS: usize = 1_600;
 /// Percent of the context window the estimate may reach before compaction.
 pub(super) const TRIGGER_PERCENT: usize = 80;
 /// Longest summary kept, in bytes.
@@ -50,23 +44,6 @@ const COMPACT_PROMPT: &str = "Summarise the conversation so far for your own lat
     changed and how, results of commands, decisions, and what remains to do. Be complete \
     and concise; do not call tools. End with one line `Title: ` followed by a title of \
     at most 50 characters naming the work.";
-
-/// The estimated tokens of a request's text.
-pub(super) fn estimate_tokens(instructions: &str, items: &[Item]) -> usize {
-    let bytes: usize = instructions.len()
-        + items
-            .iter()
-            .map(|item| match item {
-                Item::User { text } | Item::Assistant { text } => text.len(),
-                Item::ToolCall {
-                    name, arguments, ..
-                } => name.len() + arguments.len(),
-                Item::ToolResult { output, .. } => output.len(),
-                Item::Image { .. } => IMAGE_TOKENS * BYTES_PER_TOKEN,
-            })
-            .sum::<usize>();
-    bytes / BYTES_PER_TOKEN
-}
 
 /// The conversation that follows a compaction: the summary alone.
 pub(super) fn summary_item(summary: &str) -> Item {
@@ -97,6 +74,7 @@ pub(super) async fn summarise(
     request_items.push(Item::User {
         text: COMPACT_PROMPT.to_owned(),
     });
+    let max_output_tokens = agent.output_bound(estimate_tokens(instructions, &request_items));
     let request = ModelRequest {
         model: agent.model.clone(),
         instructions: Some(instructions.to_owned()),
@@ -104,6 +82,7 @@ pub(super) async fn summarise(
         tools: Vec::new(),
         reasoning_summaries: false,
         reasoning_effort: None,
+        max_output_tokens,
     };
     let (events, mut received) = mpsc::channel(64);
     let client = Arc::clone(&agent.client);

@@ -29,8 +29,9 @@ pub(super) fn attached_image(
 }
 
 /// The conversation the model is given, from the durable records: prompts, replies,
-/// and each tool call with its result (and the image a `view_image` call kept, from
-/// its folder that `assets` gives). A call whose result was never recorded (a
+/// each tool call with its result (and the image a `view_image` call kept, from its
+/// folder that `assets` gives), and what the backend told the model in between
+/// (background jobs' ends, loop notes). A call whose result was never recorded (a
 /// crashed turn) is answered as interrupted, so the provider sees a complete pairing.
 pub fn conversation(records: &[Record], assets: &dyn Fn(&str) -> Option<PathBuf>) -> Vec<Item> {
     let answered: std::collections::HashSet<&str> = records
@@ -66,7 +67,7 @@ pub fn conversation(records: &[Record], assets: &dyn Fn(&str) -> Option<PathBuf>
                     });
                 }
             }
-            RecordBody::AsyncBashEvent { text, .. } => {
+            RecordBody::AsyncBashEvent { text, .. } | RecordBody::LoopNote { text, .. } => {
                 items.push(Item::User { text: text.clone() })
             }
             // What came before a compaction is its summary, for the model.

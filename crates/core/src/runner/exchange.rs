@@ -16,6 +16,7 @@ use magi_store::records::RecordBody;
 use tokio::sync::mpsc;
 
 use super::ending::Ending;
+use super::estimate::estimate_tokens;
 use super::journal::Journal;
 use super::offer::Offer;
 use super::output::Output;
@@ -150,6 +151,9 @@ impl Exchange {
         sent: Vec<Item>,
     ) -> ModelRequest {
         self.sent.store(items.len(), Ordering::Relaxed);
+        let max_output_tokens = self
+            .agent
+            .output_bound(estimate_tokens(&instructions, &sent));
         ModelRequest {
             model: self.agent.model.clone(),
             instructions: Some(instructions),
@@ -157,6 +161,7 @@ impl Exchange {
             tools: self.tools.clone(),
             reasoning_summaries: self.agent.reasoning_summaries,
             reasoning_effort: self.agent.reasoning_effort,
+            max_output_tokens,
         }
     }
 

@@ -21,6 +21,7 @@ mod compaction;
 mod conversation;
 mod dialogue;
 mod ending;
+mod estimate;
 mod exchange;
 mod fault;
 mod journal;
@@ -96,6 +97,10 @@ pub fn start_turn(
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
                 .take();
             let Some(mut sessions) = taken else { return };
+            // The model's limits are read here, on the run's thread: the cached catalog
+            // is a file, and the protocol loop that admitted the turn never waits on it.
+            let mut agent = agent;
+            agent.resolve_limits();
             let runtime = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build();
@@ -209,6 +214,8 @@ mod tests {
             secrets: Vec::new(),
             instructions: Arc::default(),
             context_window_tokens: None,
+            max_output_tokens: None,
+            limits: None,
             images: true,
             prune_protect_tokens: 0,
             max_steps: None,

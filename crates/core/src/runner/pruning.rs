@@ -25,7 +25,7 @@ use std::path::{Path, PathBuf};
 
 use magi_provider::Item;
 
-use super::compaction::{BYTES_PER_TOKEN, IMAGE_TOKENS};
+use super::estimate::{BYTES_PER_TOKEN, IMAGE_TOKENS};
 
 /// The file a pruned result's whole text is saved to, in its call's assets folder,
 /// when the tool kept no capture of its own.

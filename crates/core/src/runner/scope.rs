@@ -108,6 +108,7 @@ impl TaskScope {
             parent_activity_id: None,
             task_id: Some(&self.task_id),
             children: Some(&self.children),
+            transcript: &[],
         };
         output
             .card(&self.parent_activity_id, Snapshot::Interim, source)
@@ -115,24 +116,47 @@ impl TaskScope {
     }
 }
 
-/// The label of a `task` call: `task <subagent>`, or `task` when it names none.
+/// Longest part of a task's text quoted in its label, in characters.
+const TASK_LABEL_CHARS: usize = 80;
+
+/// The label of a `task` call: `task <subagent>: <the task's first line>`, so a person
+/// sees what was delegated; `task` alone when it names no subagent.
 pub(super) fn task_label(arguments: &str) -> String {
-    serde_json::from_str::<serde_json::Value>(arguments)
-        .ok()
-        .and_then(|v| {
-            v.get("subagent")
-                .and_then(|s| s.as_str())
-                .map(str::to_owned)
-        })
-        .map_or_else(
-            || magi_config::TASK_TOOL.to_owned(),
-            |name| format!("{} {name}", magi_config::TASK_TOOL),
-        )
+    let arguments = serde_json::from_str::<serde_json::Value>(arguments).ok();
+    let field = |key: &str| {
+        arguments
+            .as_ref()
+            .and_then(|v| v.get(key))
+            .and_then(|s| s.as_str())
+    };
+    let Some(name) = field("subagent") else {
+        return magi_config::TASK_TOOL.to_owned();
+    };
+    let task = field("task")
+        .and_then(|t| t.lines().map(str::trim).find(|l| !l.is_empty()))
+        .map(|first| match first.char_indices().nth(TASK_LABEL_CHARS) {
+            Some((end, _)) => format!("{}…", &first[..end]),
+            None => first.to_owned(),
+        });
+    match task {
+        Some(task) => format!("{} {name}: {task}", magi_config::TASK_TOOL),
+        None => format!("{} {name}", magi_config::TASK_TOOL),
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_task_label_names_the_subagent_and_the_task() {
+        assert_eq!(
+            task_label(r#"{"subagent": "reviewer", "task": "\nReview the diff.\nThen more."}"#),
+            "task reviewer: Review the diff."
+        );
+        assert_eq!(task_label(r#"{"subagent": "reviewer"}"#), "task reviewer");
+        assert_eq!(task_label("{}"), "task");
+    }
 
     #[test]
     fn children_are_counted_beyond_those_kept() {

@@ -207,7 +207,8 @@ impl Subagents {
         // and tools.
         let mut agent = parent.agent.clone();
         if let Some(model) = &profile.model {
-            agent.model = model.clone();
+            // Its own window and output bound, not the session model's.
+            agent.use_model(model);
             agent.reasoning_effort = None;
         }
         let offer = parent.offer.subagent(profile.tools.clone());

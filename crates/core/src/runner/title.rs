@@ -10,7 +10,8 @@
 //! that is not a safe title leaves the session untitled. The runner hands the outcome to
 //! the server ([`TitleOutcome`]), which records it once it holds the sessions again.
 
-use std::sync::Arc;
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use magi_protocol::limits::TITLE_CHARS;
@@ -19,6 +20,7 @@ use magi_provider::{Item, ModelClient, ModelEvent, ModelRequest};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use super::estimate::BYTES_PER_TOKEN;
 use super::text::bounded;
 use crate::discovery::safe_title;
 
@@ -26,6 +28,11 @@ use crate::discovery::safe_title;
 const SOURCE_BYTES: usize = 2048;
 /// Most answer text collected, in bytes: a title is one short line.
 const ANSWER_BYTES: usize = 1024;
+/// The most tokens a title request is estimated at: its prompt and the two pieces it
+/// carries, at [`BYTES_PER_TOKEN`] bytes a token; the room its answer may take is what
+/// that leaves in the window.
+pub(super) const REQUEST_TOKENS: usize =
+    (TITLE_PROMPT.len() + 2 * SOURCE_BYTES).div_ceil(BYTES_PER_TOKEN);
 /// Longest the title request may take, retries included; then it is abandoned.
 pub(super) const TITLE_WAIT: Duration = Duration::from_secs(30);
 
@@ -34,8 +41,44 @@ const TITLE_PROMPT: &str = "Write a title for the conversation below: at most 50
     characters, in the language of the request, naming the task. Answer with the title \
     alone, on one line, without quotes.";
 
-/// Where the runner sends a title it obtained; the server records it.
-pub type TitleSink = mpsc::Sender<TitleOutcome>;
+/// Where the runner sends a title it obtained (the server records it), and which
+/// sessions have their title request under way.
+///
+/// A session is asked for a title at most once at a time: a turn that ends while an
+/// earlier turn's request is still unanswered asks for none. The request is under way
+/// from the turn that plans it until it fails (the job releases it) or its title was
+/// recorded or could not be (the server releases it); an untitled session is asked
+/// again only after that.
+#[derive(Debug, Clone)]
+pub struct TitleSink {
+    sender: mpsc::Sender<TitleOutcome>,
+    asking: Arc<Mutex<HashSet<String>>>,
+}
+
+impl TitleSink {
+    /// A sink sending the titles it is given to `sender`.
+    pub fn new(sender: mpsc::Sender<TitleOutcome>) -> TitleSink {
+        TitleSink {
+            sender,
+            asking: Arc::default(),
+        }
+    }
+
+    fn asking(&self) -> MutexGuard<'_, HashSet<String>> {
+        self.asking.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Claims `session_id`'s title request; false when one is already under way.
+    pub(super) fn claim(&self, session_id: &str) -> bool {
+        self.asking().insert(session_id.to_owned())
+    }
+
+    /// Ends `session_id`'s title request: it failed, or its title was recorded or could
+    /// not be.
+    pub fn release(&self, session_id: &str) {
+        self.asking().remove(session_id);
+    }
+}
 
 /// A title the model gave for a session, ready to record.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -55,6 +98,8 @@ pub(super) struct TitleJob {
     pub(super) session_id: String,
     pub(super) prompt: String,
     pub(super) reply: String,
+    /// The request's output bound (`Agent::output_bound`).
+    pub(super) max_output_tokens: Option<u64>,
     pub(super) sink: TitleSink,
 }
 
@@ -74,6 +119,7 @@ impl TitleJob {
             tools: Vec::new(),
             reasoning_summaries: false,
             reasoning_effort: None,
+            max_output_tokens: self.max_output_tokens,
         };
         let (events, mut received) = mpsc::channel(64);
         let cancel = CancellationToken::new();
@@ -89,16 +135,23 @@ impl TitleJob {
             text
         };
         let asked = async { tokio::join!(self.client.stream(&request, events, &cancel), collect) };
-        let Ok((Ok(()), answer)) = tokio::time::timeout(TITLE_WAIT, asked).await else {
+        let title = match tokio::time::timeout(TITLE_WAIT, asked).await {
+            Ok((Ok(()), answer)) => title_of(&answer, &self.secrets),
+            _ => None,
+        };
+        let Some(title) = title else {
+            // No title: a later turn of the still untitled session may ask again.
+            self.sink.release(&self.session_id);
             return;
         };
-        if let Some(title) = title_of(&answer, &self.secrets) {
-            let outcome = TitleOutcome {
-                session_id: self.session_id,
-                title,
-            };
-            // A server that is gone has nothing left to record it in.
-            let _ = self.sink.send(outcome).await;
+        let outcome = TitleOutcome {
+            session_id: self.session_id.clone(),
+            title,
+        };
+        // The server releases the request once it recorded the title; a server that is
+        // gone has nothing left to record it in.
+        if self.sink.sender.send(outcome).await.is_err() {
+            self.sink.release(&self.session_id);
         }
     }
 }
@@ -127,6 +180,61 @@ fn strip_label(line: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use magi_provider::ProviderError;
+
+    /// A model that answers `answer`, or fails when there is none.
+    struct Model {
+        answer: Option<&'static str>,
+    }
+
+    impl ModelClient for Model {
+        fn stream<'a>(
+            &'a self,
+            _request: &'a ModelRequest,
+            events: mpsc::Sender<ModelEvent>,
+            _cancel: &'a CancellationToken,
+        ) -> magi_provider::BoxFuture<'a, Result<(), magi_provider::Failure>> {
+            Box::pin(async move {
+                let Some(answer) = self.answer else {
+                    return Err(ProviderError::Cancelled.into());
+                };
+                let _ = events.send(ModelEvent::TextDelta(answer.to_owned())).await;
+                Ok(())
+            })
+        }
+    }
+
+    fn job(answer: Option<&'static str>, sink: &TitleSink) -> TitleJob {
+        TitleJob {
+            client: Arc::new(Model { answer }),
+            model: "m".into(),
+            secrets: Vec::new(),
+            session_id: "s".into(),
+            prompt: "p".into(),
+            reply: "r".into(),
+            max_output_tokens: None,
+            sink: sink.clone(),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_session_has_one_title_request_until_it_fails_or_its_title_is_recorded() {
+        let (sender, mut titles) = mpsc::channel(4);
+        let sink = TitleSink::new(sender);
+        assert!(sink.claim("s"));
+        assert!(!sink.claim("s"), "one request at a time");
+        assert!(sink.claim("other"), "per session");
+        // A failed request ends it: the session may be asked again.
+        job(None, &sink).run().await;
+        assert!(titles.try_recv().is_err());
+        assert!(sink.claim("s"));
+        // An answered one stays under way until the server recorded its title.
+        job(Some("A title"), &sink).run().await;
+        assert_eq!(titles.recv().await.unwrap().title, "A title");
+        assert!(!sink.claim("s"));
+        sink.release("s");
+        assert!(sink.claim("s"));
+    }
 
     #[test]
     fn an_answer_becomes_a_bounded_safe_title() {

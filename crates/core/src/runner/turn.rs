@@ -120,12 +120,17 @@ impl Turn {
     }
 
     /// Plans the title request: after a completed turn of an untitled session, when
-    /// titles are asked for, from the prompt and the turn's last reply.
+    /// titles are asked for and no earlier request for the session is under way, from
+    /// the prompt and the turn's last reply.
     fn plan_title(&mut self, ending: &Ending, items: &[Item]) {
         let Some(sink) = &self.request.titles else {
             return;
         };
         if !self.untitled || ending.outcome != RunOutcome::Completed {
+            return;
+        }
+        // An earlier turn's request, still unanswered, may yet title the session.
+        if !sink.claim(&self.request.session_id) {
             return;
         }
         let reply = items.iter().rev().find_map(|item| match item {
@@ -140,6 +145,7 @@ impl Turn {
             session_id: self.request.session_id.clone(),
             prompt: self.request.prompt.clone(),
             reply: reply.unwrap_or_default(),
+            max_output_tokens: agent.output_bound(super::title::REQUEST_TOKENS),
             sink: sink.clone(),
         });
     }
@@ -251,10 +257,17 @@ impl Turn {
             }
             match steps.after_round(&items[start..]) {
                 Repeats::None => {}
-                // The model's next request carries the note after the round.
-                Repeats::Note => items.push(Item::User {
-                    text: LOOP_NOTE.to_owned(),
-                }),
+                // The model's next request carries the note after the round; the log
+                // keeps it, so later turns and compaction see what the model was told.
+                Repeats::Note => {
+                    service.journal.append(RecordBody::LoopNote {
+                        turn_id: turn_id.clone(),
+                        text: LOOP_NOTE.to_owned(),
+                    });
+                    items.push(Item::User {
+                        text: LOOP_NOTE.to_owned(),
+                    });
+                }
                 Repeats::Stop(stop) => {
                     service.output.diagnostic(stop.code, &stop.summary).await;
                     break Ending::failed(ErrorCode::ExecutionFailed);

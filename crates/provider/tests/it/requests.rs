@@ -150,6 +150,36 @@ async fn anthropic_request_shape() {
 }
 
 #[tokio::test]
+async fn the_output_bound_is_sent_in_each_format_and_only_anthropic_has_one_without_it() {
+    let fields = [
+        (WireFormat::OpenAiResponses, "max_output_tokens"),
+        (WireFormat::ChatCompletions, "max_tokens"),
+        (WireFormat::AnthropicMessages, "max_tokens"),
+    ];
+    for (format, field) in fields {
+        let server = MockServer::start().await;
+        server.enqueue(Reply::stream().text(["ok"]));
+        server.enqueue(Reply::stream().text(["ok"]));
+        let mut request = prompt("hi");
+        request.max_output_tokens = Some(1_234);
+        let (_, result) = run(&server, format, &request).await;
+        assert_eq!(result, Ok(()));
+        request.max_output_tokens = None;
+        let (_, result) = run(&server, format, &request).await;
+        assert_eq!(result, Ok(()));
+        let requests = server.requests();
+        assert_eq!(requests[0].body[field], 1_234, "{format:?}");
+        let unbounded = &requests[1].body;
+        if format == WireFormat::AnthropicMessages {
+            assert_eq!(unbounded[field], DEFAULT_MAX_TOKENS);
+        } else {
+            assert!(unbounded.get(field).is_none(), "{format:?}: {unbounded}");
+            assert!(unbounded.get("max_completion_tokens").is_none());
+        }
+    }
+}
+
+#[tokio::test]
 async fn no_key_no_credential_header() {
     for format in [WireFormat::OpenAiResponses, WireFormat::ChatCompletions] {
         let request = recorded(format, None).await;

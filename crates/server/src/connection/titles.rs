@@ -6,7 +6,8 @@
 //! back. It is recorded on the protocol loop itself (one small append and sync) rather
 //! than as a session job, so that a client's request arriving at the same moment is
 //! never answered `busy` because of it. A title for a session this child no longer has
-//! attached is dropped: the session stays untitled.
+//! attached is dropped: the session stays untitled. Either way the session's title
+//! request is then over ([`TitleSink::release`]): until then no other turn asks for one.
 
 use magi_core::runner::{TitleOutcome, TitleSink};
 
@@ -31,8 +32,19 @@ impl Connection {
 
     /// A title arrived: record it now if the sessions are here, else when they are back.
     pub(crate) fn title_arrived(&mut self, outcome: TitleOutcome) {
-        self.pending_title = Some(outcome);
+        if let Some(dropped) = self.pending_title.replace(outcome) {
+            // Only the newest waits; the other session stays untitled for now, and a
+            // later turn of it may ask again.
+            self.release_title(&dropped.session_id);
+        }
         self.record_pending_title();
+    }
+
+    /// Ends a session's title request, so that an untitled session may be asked again.
+    fn release_title(&self, session_id: &str) {
+        if let Some(sink) = &self.title_sink {
+            sink.release(session_id);
+        }
     }
 
     /// Records the waiting title, if any, when no operation or run holds the sessions.
@@ -40,9 +52,12 @@ impl Connection {
         let Some(sessions) = self.sessions.as_mut() else {
             return;
         };
-        if let Some(outcome) = self.pending_title.take() {
-            // A failed append leaves the session untitled; nothing else depends on it.
-            let _ = sessions.record_title(&outcome.session_id, &outcome.title);
-        }
+        let Some(outcome) = self.pending_title.take() else {
+            return;
+        };
+        // A failed append leaves the session untitled; nothing else depends on it.
+        let _ = sessions.record_title(&outcome.session_id, &outcome.title);
+        // Recorded or not, the request is over.
+        self.release_title(&outcome.session_id);
     }
 }

@@ -28,6 +28,8 @@ pub struct SavedCall {
     pub preview: SavedPreview,
     /// The call ID was used by more than one call of the session: no card is safe.
     pub duplicate: bool,
+    /// The result's transcript projection, as recorded.
+    pub transcript: Vec<String>,
 }
 
 /// The applied preview of a saved call.
@@ -79,6 +81,7 @@ impl Projector {
                 facts,
                 protection,
                 display_id,
+                transcript,
                 ..
             } => {
                 let Some(call) = self.saved_calls.get_mut(call_id) else {
@@ -92,6 +95,7 @@ impl Projector {
                 call.facts = facts.clone();
                 call.protection = protection.clone();
                 call.display_id = display_id.clone();
+                call.transcript = transcript.clone();
                 if let Some(id) = display_id {
                     // A display ID named by two results belongs to neither.
                     self.display_ids

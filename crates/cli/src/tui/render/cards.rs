@@ -1,173 +1,521 @@
-//! Tool cards under their activities, and approvals.
-use magi_client::fold::{Approval, ApprovalState};
-use magi_protocol::cards::{Block, Card, DiffLineKind};
-use ratatui::style::Color;
-use ratatui::text::Line;
+//! Tool calls as compact cards: a header with the tool, what it acts on, its status
+//! and time, then at most six lines of its result (spec 004's transcript projection);
+//! Ctrl-O expands every card to all it carries. Diffs are coloured with old and new
+//! line numbers; exits and signals are said in words.
 
-use super::styled;
+use std::time::Duration;
 
-/// Lines of a card's diff shown under its activity.
-const DIFF_LINES_SHOWN: usize = 12;
+use magi_client::fold::{ActivityDisplay, ActivityItem, CardView};
+use magi_core::cards::{
+    ROW_BACKGROUND_JOB, ROW_COMMAND_TIMEOUT, ROW_ENDED, ROW_FAILURE_EXPLANATION, ROW_LINES_SHOWN,
+    ROW_MATCHES, ROW_OUTPUT_LINES, ROW_PATTERN,
+};
+use magi_protocol::cards::{
+    Block, Card, CardState, DiffLine, DiffLineKind, ProtectionDecision, ResourceKind, ToolKind,
+};
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
 
-/// What a card adds under its activity: its command and exit code, the first lines of
-/// its diff in colour, a subagent's calls, and what it left out.
-pub(super) fn card_lines(card: &Card) -> Vec<Line<'static>> {
-    let mut lines = Vec::new();
-    for block in &card.blocks {
-        match block {
-            Block::Command(command) => {
-                let exit = command
-                    .exit_code
-                    .map_or_else(|| "exit code unknown".to_owned(), |c| format!("exit {c}"));
-                lines.push(styled(
-                    format!(
-                        "    $ {} ({exit})",
-                        command.command.as_deref().unwrap_or("(not shown)")
-                    ),
-                    Color::Gray,
-                ));
+use super::diff::diff_lines;
+use super::words;
+
+/// Lines of a call's result shown under its header while cards are collapsed: the
+/// transcript projection's bound (spec 004).
+pub(super) const RESULT_LINES: usize = 6;
+/// Indent of a card's body under its header.
+const INDENT: &str = "    ";
+
+/// How long a call has run, or took.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(in crate::tui) enum Timing {
+    /// Still running, for this long since Mission Control first saw it.
+    Running(Duration),
+    /// Settled after this long (as Mission Control saw it).
+    Took(Duration),
+    /// Not seen live (saved history).
+    Unknown,
+}
+
+/// How the transcript shows cards, the same for every card of a frame.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Look {
+    /// Every card shows all it carries (Ctrl-O), or its result's first lines.
+    pub(super) expanded: bool,
+    /// Whether an approval waits for the person: a card still saying "approval
+    /// required" after its approval was answered is running.
+    pub(super) approval_pending: bool,
+}
+
+/// A live activity: its header and, with a card, the card's body.
+pub(super) fn activity_lines(
+    activity: &ActivityItem,
+    timing: Timing,
+    look: Look,
+) -> Vec<Line<'static>> {
+    match &activity.card {
+        CardView::Card(card) => {
+            let mut lines = vec![header(card, Some(activity.state), timing, look)];
+            lines.extend(body(card, look.expanded, Some(&activity.summary)));
+            lines
+        }
+        CardView::Unknown | CardView::None => {
+            let (mark, color) = mark(activity.state);
+            let status = status_with_time(words::activity(activity.state).to_owned(), timing);
+            let mut lines = vec![Line::from(vec![
+                Span::styled(format!("{mark} "), Style::default().fg(color)),
+                Span::styled(activity.summary.clone(), Style::default().fg(color)),
+                Span::styled(format!("  {status}"), dim()),
+            ])];
+            if activity.card == CardView::Unknown {
+                lines.push(note("card unknown: its updates arrived out of order"));
             }
-            Block::Diff(diff) => {
-                for line in diff.lines.iter().take(DIFF_LINES_SHOWN) {
-                    let (prefix, color) = match line.kind {
-                        DiffLineKind::Added => ("+", Color::Green),
-                        DiffLineKind::Removed => ("-", Color::Red),
-                        DiffLineKind::HunkHeader | DiffLineKind::FileHeader => ("", Color::Blue),
-                        _ => (" ", Color::Gray),
-                    };
-                    lines.push(styled(format!("    {prefix}{}", line.text), color));
-                }
-                if diff.lines.len() > DIFF_LINES_SHOWN {
-                    lines.push(styled(
-                        format!(
-                            "    … {} more diff lines",
-                            diff.lines.len() - DIFF_LINES_SHOWN
-                        ),
-                        Color::DarkGray,
-                    ));
-                }
-            }
-            Block::Children(children) => {
-                let finished = children
-                    .children
-                    .iter()
-                    .filter(|c| c.state == magi_protocol::cards::CardState::Finished)
-                    .count();
-                let total = children
-                    .total
-                    .map_or_else(|| "unknown".to_owned(), |t| t.to_string());
-                lines.push(styled(
-                    format!("    subagent calls: {total} ({finished} of those shown finished)"),
-                    Color::Gray,
-                ));
-            }
-            _ => {}
+            lines
         }
     }
-    for omission in &card.omissions {
-        let count = omission
-            .omitted_count
-            .map_or_else(String::new, |n| format!("{n} "));
-        lines.push(styled(
-            format!(
-                "    ({count}{} omitted: {})",
-                serde_json::to_value(omission.subject)
-                    .ok()
-                    .and_then(|v| v.as_str().map(str::to_owned))
-                    .unwrap_or_default(),
-                serde_json::to_value(omission.reason)
-                    .ok()
-                    .and_then(|v| v.as_str().map(str::to_owned))
-                    .unwrap_or_default()
-            ),
-            Color::DarkGray,
-        ));
+}
+
+/// A saved card of the history: its header (no time: it was not seen live) and body;
+/// `summary` is the history entry's text.
+pub(super) fn saved_lines(card: &Card, summary: &str, look: Look) -> Vec<Line<'static>> {
+    // The entry reads `<tool>: <outcome>. <summary>`; the header says the first two.
+    let summary = summary
+        .split_once(". ")
+        .filter(|(head, _)| head.contains(": "))
+        .map_or(summary, |(_, rest)| rest);
+    let mut lines = vec![header(card, None, Timing::Unknown, look)];
+    lines.extend(body(card, look.expanded, Some(summary)));
+    lines
+}
+
+/// The mark and colour of where a call is.
+fn mark(state: ActivityDisplay) -> (&'static str, Color) {
+    match state {
+        ActivityDisplay::Started => ("…", Color::Yellow),
+        ActivityDisplay::Completed => ("✓", Color::Green),
+        ActivityDisplay::Failed => ("✗", Color::Red),
+        ActivityDisplay::Unknown => ("?", Color::Magenta),
+    }
+}
+
+fn dim() -> Style {
+    Style::default().fg(Color::DarkGray)
+}
+
+fn note(text: &str) -> Line<'static> {
+    Line::from(Span::styled(format!("{INDENT}{text}"), dim()))
+}
+
+/// The card's one-line header: mark, tool, main argument, then its status in words
+/// and its time.
+fn header(card: &Card, live: Option<ActivityDisplay>, timing: Timing, look: Look) -> Line<'static> {
+    let display = live.unwrap_or(match (card.state, card.outcome) {
+        (CardState::Running, _) => ActivityDisplay::Started,
+        (_, Some(magi_protocol::cards::CardOutcome::Success)) => ActivityDisplay::Completed,
+        (_, Some(_)) => ActivityDisplay::Failed,
+        (_, None) => ActivityDisplay::Unknown,
+    });
+    let (mark, color) = mark(display);
+    let tool = tool_name(card);
+    let indent = if card.parent_activity_id.is_some() {
+        "  ↳ "
+    } else {
+        ""
+    };
+    let mut spans = vec![
+        Span::raw(indent),
+        Span::styled(format!("{mark} "), Style::default().fg(color)),
+        Span::styled(
+            tool.clone(),
+            Style::default().fg(color).add_modifier(Modifier::BOLD),
+        ),
+    ];
+    if let Some(argument) = main_argument(card) {
+        spans.push(Span::raw(format!(" {argument}")));
+    }
+    let status = status_with_time(status(card, display, look.approval_pending), timing);
+    spans.push(Span::styled(format!("  {status}"), dim()));
+    Line::from(spans)
+}
+
+/// The tool's name as the card gives it, else its kind.
+fn tool_name(card: &Card) -> String {
+    card.metadata
+        .tool_name
+        .clone()
+        .filter(|n| !n.is_empty())
+        .unwrap_or_else(|| {
+            card.title
+                .split_whitespace()
+                .next()
+                .unwrap_or("tool")
+                .to_owned()
+        })
+}
+
+/// What a call acts on, from the card: the command of a command, the path of a file
+/// tool, the pattern of a search, the URL of a fetch, the task of a subagent; failing
+/// those (a running call has no facts yet), its title after the tool's name.
+pub(super) fn main_argument(card: &Card) -> Option<String> {
+    let from_card = match card.tool_kind {
+        ToolKind::Command => card.blocks.iter().find_map(|b| match b {
+            Block::Command(c) => c.command.as_deref().map(first_line),
+            _ => None,
+        }),
+        ToolKind::Read | ToolKind::Write | ToolKind::Edit => card.metadata.resource_path.clone(),
+        ToolKind::Search => {
+            row_value(card, ROW_PATTERN).map(|pattern| match &card.metadata.resource_path {
+                Some(path) => format!("{pattern} in {path}"),
+                None => pattern,
+            })
+        }
+        ToolKind::Web => card.blocks.iter().find_map(|b| match b {
+            Block::Resources(r) => r
+                .rows
+                .iter()
+                .find(|row| row.kind == ResourceKind::Url)
+                .map(|row| row.label.clone()),
+            _ => None,
+        }),
+        ToolKind::Subagent | ToolKind::Mcp | ToolKind::CodeMode | ToolKind::Other => None,
+    };
+    from_card.or_else(|| {
+        let tool = tool_name(card);
+        card.title
+            .strip_prefix(tool.as_str())
+            .map(str::trim)
+            .filter(|rest| !rest.is_empty())
+            .map(str::to_owned)
+    })
+}
+
+/// A command's first nonblank line, with `…` when more lines follow.
+fn first_line(command: &str) -> String {
+    let mut lines = command.lines().map(str::trim).filter(|l| !l.is_empty());
+    let first = lines.next().unwrap_or_default().to_owned();
+    if lines.next().is_some() {
+        format!("{first} …")
+    } else {
+        first
+    }
+}
+
+/// The value of the first results row labelled `label`.
+fn row_value(card: &Card, label: &str) -> Option<String> {
+    card.blocks.iter().find_map(|b| match b {
+        Block::Results(r) => r
+            .rows
+            .iter()
+            .find(|row| row.label == label)
+            .and_then(|row| row.value.clone()),
+        _ => None,
+    })
+}
+
+/// The card's status in words: running or waiting for an approval; once finished, how
+/// it ended (a command's exit or signal), what it changed and whether it was denied.
+fn status(card: &Card, display: ActivityDisplay, approval_pending: bool) -> String {
+    let decision = card.metadata.public_protection.decision;
+    if display == ActivityDisplay::Started {
+        return match decision {
+            ProtectionDecision::ApprovalRequired if approval_pending => {
+                "waiting for your approval".to_owned()
+            }
+            _ => "running".to_owned(),
+        };
+    }
+    let mut parts: Vec<String> = Vec::new();
+    let refused = matches!(
+        decision,
+        ProtectionDecision::Denied | ProtectionDecision::Blocked
+    );
+    match display {
+        ActivityDisplay::Unknown => parts.push(words::activity(display).to_owned()),
+        // A refused call did not fail at its work: the refusal is what happened, in
+        // the backend's own words when it gave them (`denied by user`).
+        _ if refused => parts.push(
+            card.metadata
+                .public_protection
+                .summary
+                .clone()
+                .or_else(|| words::decision(decision).map(str::to_owned))
+                .unwrap_or_default(),
+        ),
+        _ => match card.outcome {
+            Some(outcome) => parts.push(words::outcome(outcome).to_owned()),
+            None => parts.push(words::card_state(card.state).to_owned()),
+        },
+    }
+    if let Some(exit) = exit_words(card) {
+        parts.push(exit);
+    }
+    if let Some(job) = row_value(card, ROW_BACKGROUND_JOB) {
+        parts.push(format!("running in the background as {job}"));
+    }
+    if let Some(ended) = row_value(card, ROW_ENDED) {
+        parts.push(format!("subagent {ended}"));
+    }
+    if card.tool_kind != ToolKind::Command
+        && let Some(changes) = words::changes(card.changes)
+    {
+        parts.push(changes.to_owned());
+    }
+    parts.dedup();
+    parts.join(" · ")
+}
+
+/// A command's end in words, from its command block and its timeout notice.
+fn exit_words(card: &Card) -> Option<String> {
+    let command = card.blocks.iter().find_map(|b| match b {
+        Block::Command(c) => Some(c),
+        _ => None,
+    })?;
+    let timed_out =
+        row_value(card, ROW_COMMAND_TIMEOUT).is_some_and(|v| v.starts_with("timed out"));
+    words::exit(command.exit_code, command.signal.as_deref(), timed_out)
+}
+
+/// A status followed by the time: `running 3s`, `done · 1.2s`.
+fn status_with_time(status: String, timing: Timing) -> String {
+    match timing {
+        Timing::Running(d) => format!("{status} {}", elapsed(d)),
+        Timing::Took(d) => format!("{status} · {}", elapsed(d)),
+        Timing::Unknown => status,
+    }
+}
+
+/// A duration as a person reads it: `0.4s`, `12s`, `3m 05s`, `1h 02m`.
+pub(in crate::tui) fn elapsed(d: Duration) -> String {
+    let secs = d.as_secs();
+    if d < Duration::from_millis(100) {
+        format!("{}ms", d.as_millis())
+    } else if secs < 10 {
+        format!("{:.1}s", d.as_secs_f64())
+    } else if secs < 60 {
+        format!("{secs}s")
+    } else if secs < 3600 {
+        format!("{}m {:02}s", secs / 60, secs % 60)
+    } else {
+        format!("{}h {:02}m", secs / 3600, (secs % 3600) / 60)
+    }
+}
+
+/// The card's body: collapsed, at most [`RESULT_LINES`] lines of its result and a
+/// hint when more is there; expanded, everything it carries, omissions said in words.
+fn body(card: &Card, expanded: bool, summary: Option<&str>) -> Vec<Line<'static>> {
+    if expanded {
+        return full(card);
+    }
+    let (mut lines, more) = projected(card, summary);
+    if more {
+        lines.push(note("… more lines · Ctrl-O expands"));
     }
     lines
 }
 
-/// An approval: what the call acts on and, while pending, the keys that answer it.
-pub(super) fn approval_line(approval: &Approval) -> Line<'static> {
-    let what = approval.description();
-    let (text, color) = match approval.state {
-        ApprovalState::Pending => {
-            let session = match &approval.suggested_rule {
-                Some(rule) => format!(" · s allow for this session ({rule})"),
-                None => String::new(),
-            };
-            (
-                format!("? Allow {what}? y allow once{session} · n deny"),
-                Color::Yellow,
-            )
+/// The result in at most [`RESULT_LINES`] lines, and whether the card holds more.
+fn projected(card: &Card, summary: Option<&str>) -> (Vec<Line<'static>>, bool) {
+    let mut lines: Vec<Line<'static>> = Vec::new();
+    let mut more = false;
+    let text = card.blocks.iter().find_map(|b| match b {
+        Block::Text(t) => Some(t.text.as_str()),
+        _ => None,
+    });
+    let diff = card.blocks.iter().find_map(|b| match b {
+        Block::Diff(d) => Some(d),
+        _ => None,
+    });
+    if let Some(diff) = diff {
+        let shown: Vec<&DiffLine> = diff
+            .lines
+            .iter()
+            .filter(|l| l.kind != DiffLineKind::FileHeader)
+            .collect();
+        more |= shown.len() > RESULT_LINES;
+        lines.extend(diff_lines(shown.into_iter().take(RESULT_LINES)));
+    } else if let Some(text) = text {
+        let all: Vec<&str> = text.lines().collect();
+        // The tool's rows say how much there was beyond the six lines it kept.
+        more |= all.len() > RESULT_LINES || reported_lines(card).is_some_and(|n| n > all.len());
+        for line in all.into_iter().take(RESULT_LINES) {
+            lines.push(Line::from(format!("{INDENT}{line}")));
         }
-        ApprovalState::Answered { allow: true } => (format!("  allowed: {what}"), Color::Green),
-        ApprovalState::Answered { allow: false } => (format!("  denied: {what}"), Color::Red),
-        ApprovalState::Lapsed => (format!("  lapsed (denied): {what}"), Color::Red),
-        ApprovalState::Unknown => (format!("  approval unknown: {what}"), Color::Magenta),
+    } else if let Some(children) = card.blocks.iter().find_map(|b| match b {
+        Block::Children(c) => Some(c),
+        _ => None,
+    }) {
+        lines.push(children_summary(children));
+    } else if let Some(failure) = row_value(card, ROW_FAILURE_EXPLANATION) {
+        lines.push(Line::from(Span::styled(
+            format!("{INDENT}{failure}"),
+            Style::default().fg(Color::Red),
+        )));
+    }
+    // A failed call with nothing else to show says why, in the tool's own summary.
+    if lines.is_empty()
+        && card.state == CardState::Finished
+        && card.outcome != Some(magi_protocol::cards::CardOutcome::Success)
+        && let Some(summary) = summary.map(str::trim).filter(|s| !s.is_empty())
+    {
+        lines.push(Line::from(Span::styled(
+            format!("{INDENT}{summary}"),
+            Style::default().fg(Color::Red),
+        )));
+    }
+    if lines.is_empty()
+        && let Some(said) = words::availability(card.detail.availability)
+        && card.blocks.is_empty()
+    {
+        let why = card.detail.reason.map(words::reason).unwrap_or("");
+        lines.push(note(&format!("{said}: {why}")));
+    }
+    (lines, more)
+}
+
+/// How many lines of result the card's rows report: a command's output lines, a read's
+/// lines shown, a search's matches; `None` when no row says.
+fn reported_lines(card: &Card) -> Option<usize> {
+    let leading = |value: String| -> Option<usize> {
+        value
+            .split(|c: char| !c.is_ascii_digit())
+            .next()?
+            .parse()
+            .ok()
     };
-    styled(text, color)
+    match card.tool_kind {
+        ToolKind::Command => row_value(card, ROW_OUTPUT_LINES).and_then(leading),
+        ToolKind::Search => row_value(card, ROW_MATCHES).and_then(leading),
+        ToolKind::Read => row_value(card, ROW_LINES_SHOWN).and_then(|range| {
+            let (first, last) = range.split_once('-').unwrap_or((&range, &range));
+            let (first, last): (usize, usize) = (first.parse().ok()?, last.parse().ok()?);
+            Some(last.checked_sub(first)? + 1)
+        }),
+        _ => None,
+    }
+}
+
+/// `subagent calls: 3 (1 running)`.
+fn children_summary(children: &magi_protocol::cards::ChildrenBlock) -> Line<'static> {
+    let running = children
+        .children
+        .iter()
+        .filter(|c| c.state == CardState::Running)
+        .count();
+    let total = children
+        .total
+        .map_or_else(|| "an unknown number of".to_owned(), |t| t.to_string());
+    note(&format!("subagent calls: {total} ({running} running)"))
+}
+
+/// Everything the card carries, then what it left out: the command and what it printed
+/// first, then the changes, the files and the rows, each kind in the card's order.
+fn full(card: &Card) -> Vec<Line<'static>> {
+    let mut lines = Vec::new();
+    let rank = |block: &Block| match block {
+        Block::Command(_) => 0,
+        Block::Text(_) => 1,
+        Block::Diff(_) => 2,
+        Block::Children(_) => 3,
+        Block::Progress(_) => 4,
+        Block::Resources(_) => 5,
+        Block::Results(_) => 6,
+    };
+    let mut blocks: Vec<&Block> = card.blocks.iter().collect();
+    // Stable: blocks of one kind keep their order.
+    blocks.sort_by_key(|b| rank(b));
+    for block in blocks {
+        match block {
+            Block::Command(c) => {
+                let command = c.command.as_deref().unwrap_or("(command not shown)");
+                for (n, line) in command.lines().enumerate() {
+                    let prompt = if n == 0 { "$ " } else { "  " };
+                    lines.push(Line::from(Span::styled(
+                        format!("{INDENT}{prompt}{line}"),
+                        Style::default().fg(Color::Cyan),
+                    )));
+                }
+                if let Some(wd) = &c.working_directory {
+                    lines.push(note(&format!("in {wd}")));
+                }
+            }
+            Block::Results(r) => {
+                for row in &r.rows {
+                    let value = row.value.as_deref().unwrap_or("not reported");
+                    lines.push(note(&format!("{}: {value}", row.label)));
+                }
+            }
+            Block::Resources(r) => {
+                for row in &r.rows {
+                    let location = row
+                        .location
+                        .as_deref()
+                        .filter(|l| *l != row.label)
+                        .map(|l| format!(" ({l})"))
+                        .unwrap_or_default();
+                    let availability = words::resource(row.availability)
+                        .map(|a| format!(" · {a}"))
+                        .unwrap_or_default();
+                    lines.push(note(&format!("• {}{location}{availability}", row.label)));
+                }
+            }
+            Block::Text(t) => {
+                for line in t.text.lines() {
+                    lines.push(Line::from(format!("{INDENT}{line}")));
+                }
+            }
+            Block::Diff(d) => {
+                let path = d
+                    .new_path
+                    .as_deref()
+                    .or(d.old_path.as_deref())
+                    .unwrap_or("");
+                lines.push(note(&format!(
+                    "diff {path} ({})",
+                    words::application(d.application)
+                )));
+                lines.extend(diff_lines(
+                    d.lines
+                        .iter()
+                        .filter(|l| l.kind != DiffLineKind::FileHeader),
+                ));
+            }
+            Block::Children(c) => {
+                lines.push(children_summary(c));
+                for child in &c.children {
+                    let state = match (child.state, child.outcome) {
+                        (CardState::Running, _) => "running".to_owned(),
+                        (_, Some(outcome)) => words::outcome(outcome).to_owned(),
+                        (state, None) => words::card_state(state).to_owned(),
+                    };
+                    lines.push(note(&format!("  ↳ {} · {state}", child.title)));
+                }
+            }
+            Block::Progress(p) => {
+                let done = p.completed.map_or("?".to_owned(), |n| n.to_string());
+                let total = p.total.map_or(String::new(), |n| format!(" of {n}"));
+                lines.push(note(&format!(
+                    "{}: {done}{total} {}",
+                    p.label,
+                    words::unit(p.unit)
+                )));
+            }
+        }
+    }
+    if let Some(summary) = &card.metadata.public_protection.summary {
+        lines.push(note(&format!("protection: {summary}")));
+    }
+    if let Some(said) = words::availability(card.detail.availability) {
+        let why = card
+            .detail
+            .reason
+            .map(|r| format!(": {}", words::reason(r)))
+            .unwrap_or_default();
+        lines.push(note(&format!("{said}{why}")));
+    }
+    for omission in &card.omissions {
+        lines.push(note(&format!("({})", words::omission(omission))));
+    }
+    lines
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_pending_approval_shows_its_subject_and_offers_the_session_only_with_a_rule() {
-        let line = |rule: Option<&str>, state| -> String {
-            let approval = Approval {
-                run_id: "r".into(),
-                approval_id: "a".into(),
-                summary: "bash".into(),
-                subject: Some("cargo test -q".into()),
-                suggested_rule: rule.map(str::to_owned),
-                expires_in_ms: 60_000,
-                state,
-            };
-            approval_line(&approval)
-                .spans
-                .iter()
-                .map(|s| s.content.as_ref())
-                .collect()
-        };
-        let pending = ApprovalState::Pending;
-        assert_eq!(
-            line(Some("bash(cargo test*)"), pending),
-            "? Allow bash: cargo test -q? y allow once · s allow for this session \
-             (bash(cargo test*)) · n deny"
-        );
-        assert_eq!(
-            line(None, pending),
-            "? Allow bash: cargo test -q? y allow once · n deny"
-        );
-        assert_eq!(
-            line(None, ApprovalState::Answered { allow: false }),
-            "  denied: bash: cargo test -q"
-        );
-    }
-
-    #[test]
-    fn a_task_card_counts_its_subagents_calls() {
-        let card: Card = serde_json::from_value(serde_json::json!({
-            "schema_version": 1, "card_id": "tool-1", "activity_id": "tool-1",
-            "parent_activity_id": null, "parent_state": "root", "task_id": "task-1",
-            "tool_kind": "subagent", "state": "running", "outcome": null,
-            "changes": "unknown", "revision": 1, "origin": "live",
-            "detail": {"availability": "complete", "reason": null}, "title": "task reviewer",
-            "metadata": {"tool_name": "task", "resource_path": null, "working_directory": null,
-                         "public_protection": {"decision": "not_reported", "summary": null}},
-            "blocks": [{"type": "children", "total": 3, "children": [
-                {"activity_id": "tool-2", "task_id": "task-1", "title": "read a", "state": "finished",
-                 "outcome": "success", "changes": "not_applicable"},
-                {"activity_id": "tool-3", "task_id": "task-1", "title": "read b", "state": "running",
-                 "outcome": null, "changes": "not_applicable"}]}],
-            "omissions": []
-        }))
-        .unwrap_or_else(|e| panic!("{e}"));
-        let text: Vec<String> = card_lines(&card)
-            .iter()
-            .map(|line| line.spans.iter().map(|s| s.content.as_ref()).collect())
-            .collect();
-        assert_eq!(text, ["    subagent calls: 3 (1 of those shown finished)"]);
-    }
-}
+mod tests;

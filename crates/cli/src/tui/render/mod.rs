@@ -7,29 +7,68 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block as Frame, Borders, Paragraph};
 
+mod activity;
+mod approval;
 mod cards;
+mod composer;
+mod diff;
 mod status;
 mod transcript;
+mod words;
 mod wrap;
 
-use super::{App, Picker};
+pub(super) use activity::Clock;
 pub(super) use status::{SPINNER_STEP, reduced_motion};
+
+use super::App;
 use wrap::wrap;
 
 impl App {
     /// Draws the whole screen.
     pub(super) fn draw(&self, frame: &mut ratatui::Frame) {
-        let [body, composer, status] = Layout::vertical([
+        let now = std::time::Instant::now();
+        let pending = self.pending_approval();
+        // What runs now, and the approval prompt, sit above the composer when there
+        // is something to show.
+        let running = self.activity_area(now);
+        let width = usize::from(frame.area().width).max(10);
+        let prompt = pending
+            .map(|a| wrap(approval::panel(a, self.approval.message()), width))
+            .unwrap_or_default();
+        let above = |lines: &Vec<Line>| match lines.len() {
+            0 => 0,
+            n => u16::try_from(n + 1).unwrap_or(u16::MAX),
+        };
+        let composer_height = composer::height(&self.composer, frame.area().width);
+        let [body, activity_area, approval_area, composer, status] = Layout::vertical([
             Constraint::Min(3),
-            Constraint::Length(3),
+            Constraint::Length(above(&running)),
+            Constraint::Length(above(&prompt)),
+            Constraint::Length(composer_height),
             Constraint::Length(1),
         ])
         .areas(frame.area());
+        if !running.is_empty() {
+            frame.render_widget(
+                Paragraph::new(running).block(
+                    Frame::default()
+                        .borders(Borders::TOP)
+                        .title(" running now "),
+                ),
+                activity_area,
+            );
+        }
+        if !prompt.is_empty() {
+            frame.render_widget(
+                Paragraph::new(prompt)
+                    .block(Frame::default().borders(Borders::TOP).title(" approval ")),
+                approval_area,
+            );
+        }
         let width = usize::from(body.width.saturating_sub(2)).max(10);
-        let lines = match (&self.picker, &self.question) {
-            (Some(picker), _) => picker_lines(picker),
-            (None, Some(question)) => question.lines(),
-            (None, None) => {
+        let lines = match &self.question {
+            Some(question) => question.lines(),
+            None => {
                 let mut lines = self.transcript_lines();
                 if let Some(queued) = &self.queued {
                     lines.push(styled(
@@ -49,70 +88,60 @@ impl App {
                 .block(Frame::default().borders(Borders::ALL).title(" magi-code ")),
             body,
         );
-        let hint = if self.picker.is_some() {
-            " sessions: Up/Down choose · Enter open · Esc back "
+        // A command's panel covers the transcript.
+        if let Some(panel) = &self.panel {
+            panel.draw(frame, body);
+        }
+        let hint = if let Some(hint) = self.panel_hint() {
+            hint
         } else if let Some(question) = &self.question {
             question.hint()
-        } else if let Some(approval) = self.pending_approval() {
-            if approval.suggested_rule.is_some() {
-                " approval pending: y allow once · s allow for this session · n deny "
-            } else {
-                " approval pending: y allow once · n deny "
-            }
+        } else if let Some(approval) = pending {
+            approval::hint(approval, self.approval.message())
         } else {
             " prompt · Enter send "
         };
+        // While a denial message is typed, the composer's place is its input.
+        match (pending, self.approval.message()) {
+            (Some(_), Some(message)) => frame.render_widget(
+                Paragraph::new(format!("✎ {message}"))
+                    .block(Frame::default().borders(Borders::ALL).title(hint)),
+                composer,
+            ),
+            _ => {
+                composer::draw(frame, composer, &self.composer, hint, self.panel.is_none());
+                composer::draw_candidates(frame, body, &self.composer);
+            }
+        }
         frame.render_widget(
-            Paragraph::new(format!("› {}", self.composer))
-                .block(Frame::default().borders(Borders::ALL).title(hint)),
-            composer,
-        );
-        frame.render_widget(
-            Paragraph::new(self.status_line(std::time::Instant::now()))
+            Paragraph::new(self.status_line(now))
                 .style(Style::default().add_modifier(Modifier::DIM)),
             status,
         );
     }
 }
 
-/// The picker's lines: one per session, the selected one marked.
-fn picker_lines(picker: &Picker) -> Vec<Line<'static>> {
-    let mut lines = vec![styled(
-        "Sessions of this directory:".to_owned(),
-        Color::Cyan,
-    )];
-    for (n, session) in picker.sessions.iter().enumerate() {
-        let mark = if n == picker.selected { "▶" } else { " " };
-        let text = format!(
-            "{mark} {}  {}  {}",
-            session.session_id,
-            session.updated_at.as_deref().unwrap_or("-"),
-            session.title.as_deref().unwrap_or("")
-        );
-        lines.push(if n == picker.selected {
-            styled(text, Color::Yellow)
-        } else {
-            Line::from(text)
-        });
-    }
-    lines
-}
-
 pub(super) fn styled(text: String, color: Color) -> Line<'static> {
     Line::from(Span::styled(text, Style::default().fg(color)))
 }
 
-/// A diagnostic in the transcript. A reply cut at the model's output limit is marked
-/// as such, so it is never read as a whole answer; a retry is news, not an error.
+/// A diagnostic in the transcript, in words ([`words::diagnostic`]). A reply cut at the
+/// model's output limit is marked as such, so it is never read as a whole answer; a
+/// retry is news, not an error.
 pub(super) fn diagnostic_line(code: &str, summary: &str) -> Line<'static> {
-    match code {
-        DIAGNOSTIC_REPLY_TRUNCATED => styled(
-            format!("! reply cut at the output limit (incomplete): {summary}"),
-            Color::Yellow,
-        ),
-        DIAGNOSTIC_PROVIDER_RETRYING => styled(format!("… {summary}"), Color::Yellow),
-        _ => styled(format!("! {code}: {summary}"), Color::Red),
-    }
+    let color = match code {
+        DIAGNOSTIC_REPLY_TRUNCATED | DIAGNOSTIC_PROVIDER_RETRYING => Color::Yellow,
+        _ => Color::Red,
+    };
+    let mark = if code == DIAGNOSTIC_PROVIDER_RETRYING {
+        "…"
+    } else {
+        "!"
+    };
+    styled(
+        format!("{mark} {}", words::diagnostic(code, summary)),
+        color,
+    )
 }
 
 #[cfg(test)]
@@ -127,6 +156,6 @@ mod tests {
         let cut = text(diagnostic_line(DIAGNOSTIC_REPLY_TRUNCATED, "cut off"));
         assert_eq!(cut, "! reply cut at the output limit (incomplete): cut off");
         let failed = text(diagnostic_line("provider_unreachable", "refused"));
-        assert_eq!(failed, "! provider_unreachable: refused");
+        assert_eq!(failed, "! the provider could not be reached: refused");
     }
 }

@@ -1,6 +1,6 @@
 //! The status line: what Mission Control is doing (with a working indicator and the
-//! turn's elapsed time), the model, how much of its context the session uses, the
-//! session's title, the latest notice, then the key hints (cut first on a narrow
+//! turn's elapsed time), the latest notice, the model, how much of its context the
+//! session uses, the session's title, then the key hints (cut first on a narrow
 //! terminal).
 
 use std::time::{Duration, Instant};
@@ -51,6 +51,13 @@ impl App {
     pub(in crate::tui) fn status_line(&self, now: Instant) -> String {
         let motion = !reduced_motion();
         let mut parts = vec![activity_words(self.activity(), now, motion)];
+        // The latest notice comes right after the activity, so a narrow terminal cuts
+        // the standing facts rather than the news.
+        if self.quit_armed {
+            parts.push("press Ctrl-C again to quit".to_owned());
+        } else if !self.status.trim().is_empty() {
+            parts.push(self.status.trim().to_owned());
+        }
         if let Some(model) = self.selection.as_ref().and_then(model_words) {
             parts.push(model);
         }
@@ -61,11 +68,6 @@ impl App {
             Some(title) => title.clone(),
             None => format!("session {}", self.session_id),
         });
-        if self.quit_armed {
-            parts.push("press Ctrl-C again to quit".to_owned());
-        } else if !self.status.trim().is_empty() {
-            parts.push(self.status.trim().to_owned());
-        }
         parts.push(
             match self.activity() {
                 Activity::Working(_) => "Esc stop · Enter queue · /help",

@@ -1,6 +1,7 @@
 //! A real terminal for tests: a tmux server of its own per test, keys in with
 //! `send-keys`, the screen back with `capture-pane`.
 
+use std::io::Write;
 use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -18,9 +19,23 @@ impl Tmux {
         Tmux::start_command(env, vars, &[bin()])
     }
 
+    /// Starts Mission Control in a window of `columns` by `rows`.
+    pub fn start_sized(env: &TestEnv, vars: &[(&str, String)], columns: u16, rows: u16) -> Tmux {
+        Tmux::launch(env, vars, &[bin()], (columns, rows))
+    }
+
     /// Starts `command_line` (a program and its arguments) in a 120x40 window in
     /// `env`'s workspace, with `env`'s `MC_HOME` and `vars`.
     pub fn start_command(env: &TestEnv, vars: &[(&str, String)], command_line: &[&str]) -> Tmux {
+        Tmux::launch(env, vars, command_line, (120, 40))
+    }
+
+    fn launch(
+        env: &TestEnv,
+        vars: &[(&str, String)],
+        command_line: &[&str],
+        (columns, rows): (u16, u16),
+    ) -> Tmux {
         static NEXT: AtomicU64 = AtomicU64::new(0);
         let socket = format!(
             "magi-test-{}-{}",
@@ -38,7 +53,9 @@ impl Tmux {
             "-s",
             "mc",
         ]);
-        command.args(["-x", "120", "-y", "40", "-c"]).arg(env.cwd());
+        command
+            .args(["-x", &columns.to_string(), "-y", &rows.to_string(), "-c"])
+            .arg(env.cwd());
         command
             .arg("-e")
             .arg(format!("MC_HOME={}", env.mc_home().display()));
@@ -96,12 +113,42 @@ impl Tmux {
         }
     }
 
+    /// Lets programs in the window set tmux's clipboard (OSC 52), as a terminal would.
+    pub fn accept_clipboard(&self) {
+        self.tmux(&["set-option", "-g", "set-clipboard", "on"]);
+    }
+
+    /// What tmux's clipboard (its newest paste buffer) holds.
+    pub fn clipboard(&self) -> String {
+        self.tmux(&["show-buffer"])
+    }
+
     pub fn type_text(&self, text: &str) {
         self.tmux(&["send-keys", "-t", "mc", "-l", text]);
     }
 
     pub fn key(&self, key: &str) {
         self.tmux(&["send-keys", "-t", "mc", key]);
+    }
+
+    /// Pastes `text` as a terminal does: a bracketed paste (the program asked for
+    /// them), each line break sent as a carriage return.
+    pub fn paste(&self, text: &str) {
+        let mut load = Command::new("tmux")
+            .args(["-L", &self.socket, "load-buffer", "-"])
+            .stdin(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        load.stdin
+            .take()
+            .unwrap()
+            .write_all(text.as_bytes())
+            .unwrap();
+        assert!(
+            load.wait().unwrap().success(),
+            "tmux could not load the paste"
+        );
+        self.tmux(&["paste-buffer", "-p", "-d", "-t", "mc"]);
     }
 
     /// Whether the window's program still runs (the server ends with it).

@@ -6,8 +6,8 @@ mod lifecycle;
 use magi_protocol::ErrorCode;
 use magi_protocol::messages::{
     Activity, ActivityKind, ActivityState, ApprovalRequested, EntryKind, Event, HistoryEntry,
-    HistoryPageResult, InputPersisted, MessageDelta, MessageReconcile, Persistence, RunFinished,
-    RunOutcome,
+    HistoryPageResult, InputPersisted, MessageDelta, MessageReconcile, Persistence, ProposedChange,
+    RunFinished, RunOutcome,
 };
 
 use super::*;
@@ -371,6 +371,10 @@ fn approvals_are_answered_locally_and_lapse_or_turn_unknown() {
 
 #[test]
 fn an_approval_keeps_its_subject_and_suggested_rule() {
+    let change = ProposedChange {
+        diff: "--- a\n+++ a\n@@ -1 +1 @@\n-x\n+y\n".into(),
+        truncated: false,
+    };
     let scoped = |subject: Option<Option<&str>>, rule: Option<Option<&str>>| {
         let t = fold(vec![FoldInput::Event(Event::ApprovalRequested(
             ApprovalRequested {
@@ -381,7 +385,7 @@ fn an_approval_keeps_its_subject_and_suggested_rule() {
                 expires_in_ms: 60_000,
                 subject: subject.map(|s| s.map(str::to_owned)),
                 suggested_rule: rule.map(|r| r.map(str::to_owned)),
-                proposed_change: None,
+                proposed_change: subject.map(|s| s.map(|_| change.clone())),
             },
         ))]);
         match &t.items()[0] {
@@ -393,10 +397,12 @@ fn an_approval_keeps_its_subject_and_suggested_rule() {
     assert_eq!(with.subject.as_deref(), Some("cargo test -q"));
     assert_eq!(with.suggested_rule.as_deref(), Some("bash(cargo test*)"));
     assert_eq!(with.description(), "bash: cargo test -q");
+    assert_eq!(with.proposed_change, Some(change.clone()));
     // Present null (the extension, nothing offered) and absence (no extension) alike.
     for (subject, rule) in [(Some(None), Some(None)), (None, None)] {
         let without = scoped(subject, rule);
         assert_eq!((without.subject, without.suggested_rule), (None, None));
+        assert_eq!(without.proposed_change, None);
     }
     // A summary that already names the subject is not repeated.
     assert_eq!(

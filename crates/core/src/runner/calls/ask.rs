@@ -6,6 +6,7 @@
 
 use magi_protocol::limits::QUESTION_EXPIRY_MS;
 use magi_protocol::messages::{Event, Question, QuestionAsked};
+use magi_store::records::{RecordBody, ToolCallPhase};
 use magi_tools::facts::Facts;
 use magi_tools::{ToolOutput, ToolReport};
 
@@ -32,6 +33,14 @@ impl CallService<'_, '_> {
                 });
             }
         };
+        // The call now waits on the person: recorded before the questions are
+        // announced, as a call's wait for an approval is.
+        self.journal.append(RecordBody::ToolCallState {
+            turn_id: self.turn_id.to_owned(),
+            call_id: call.call_id.clone(),
+            state: ToolCallPhase::AwaitingInput,
+            protection: None,
+        });
         let question_id = uuid::Uuid::new_v4().to_string();
         // Opened before it is announced, so an answer racing the event is not lost.
         let wait = self.gates.questions.open(&question_id, questions.clone());
@@ -42,7 +51,7 @@ impl CallService<'_, '_> {
             questions: questions.clone(),
         }));
         self.output.critical(event).await;
-        // The card shows the questions while they wait for the person.
+        // The card shows the questions while they wait for the person, and says so.
         let waiting = serde_json::to_value(questions_facts(&questions, None)).ok();
         let mut source = running_card(call, None, false);
         source.facts = waiting.as_ref();

@@ -45,6 +45,8 @@ pub(super) struct Ended {
     pub(super) facts: Option<serde_json::Value>,
     /// The display-only preview recorded after the result, if the call applied one.
     pub(super) preview: Option<serde_json::Value>,
+    /// The transcript projection recorded with the result.
+    pub(super) transcript: Vec<String>,
 }
 
 /// A call's settlement, made but not yet recorded: its records, the end to tell once

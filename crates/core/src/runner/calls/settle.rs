@@ -156,10 +156,11 @@ impl CallService<'_, '_> {
             .as_ref()
             .map(|_| format!("{}-preview", call.call_id));
         let safe = self.safe_result(&report);
-        let (summary, facts, content) = (
+        let (summary, facts, content, transcript) = (
             safe.summary.clone(),
             safe.facts.clone(),
             safe.content.clone(),
+            safe.transcript.clone(),
         );
         let image = (outcome == ToolOutcome::Completed)
             .then(|| {
@@ -198,6 +199,7 @@ impl CallService<'_, '_> {
                 summary,
                 facts,
                 preview,
+                transcript,
             },
             settled: Settled {
                 content,
@@ -223,6 +225,7 @@ impl CallService<'_, '_> {
             summary,
             facts,
             preview,
+            transcript,
             ..
         } = ended;
         let state = if outcome == ToolOutcome::Completed {
@@ -259,6 +262,7 @@ impl CallService<'_, '_> {
             parent_activity_id: call.parent_activity_id.as_deref(),
             task_id: call.task_id.as_deref(),
             children: children.as_ref(),
+            transcript: &transcript,
         };
         self.card(role, &activity_id, Snapshot::Final, settled)
             .await;

@@ -97,6 +97,8 @@ impl Fixture {
             secrets: Vec::new(),
             instructions: Arc::default(),
             context_window_tokens: None,
+            max_output_tokens: None,
+            limits: None,
             images: true,
             prune_protect_tokens: 0,
             max_steps: None,
@@ -220,6 +222,7 @@ fn trace(records: &[RecordBody]) -> Vec<String> {
             RecordBody::ToolCallState { call_id, state, .. } => Some(match state {
                 ToolCallPhase::AwaitingApproval => format!("awaiting:{call_id}"),
                 ToolCallPhase::Running => format!("running:{call_id}"),
+                ToolCallPhase::AwaitingInput => format!("input:{call_id}"),
             }),
             RecordBody::ToolResult {
                 call_id, outcome, ..

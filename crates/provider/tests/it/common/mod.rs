@@ -48,6 +48,7 @@ pub fn prompt(text: &str) -> ModelRequest {
         tools: Vec::new(),
         reasoning_summaries: false,
         reasoning_effort: None,
+        max_output_tokens: None,
     }
 }
 
@@ -98,6 +99,7 @@ pub fn conversation() -> ModelRequest {
         ],
         reasoning_summaries: true,
         reasoning_effort: None,
+        max_output_tokens: None,
     }
 }
 

@@ -45,6 +45,10 @@ pub struct Agent {
     /// sends it (`wire_bound`); none sends no bound. A request asks for at most
     /// the room its conversation leaves in the window (`Agent::output_bound`).
     pub max_output_tokens: Option<u64>,
+    /// Whether the model takes images (`crate::model_limits`): without them
+    /// `view_image` fails rather than attach one. False until
+    /// [`Agent::resolve_limits`]; agents built by hand set it.
+    pub images: bool,
     /// Where the agent learns what its model can take, and the wire format its output
     /// bound is sent in: resolved ([`Agent::resolve_limits`]) on the thread that runs
     /// the turn or the compaction, since the cached catalog is a file and the protocol
@@ -108,6 +112,7 @@ pub fn agent_for(runtime: &Runtime, selection: &ActiveSelection) -> Result<Agent
         instructions: Arc::new(runtime.instructions.clone()),
         context_window_tokens: None,
         max_output_tokens: None,
+        images: false,
         limits: Some((
             LimitsLookup::new(
                 &runtime.home,
@@ -140,6 +145,7 @@ impl Agent {
         self.context_window_tokens =
             Some(usize::try_from(limits.context_window).unwrap_or(usize::MAX));
         self.max_output_tokens = wire_bound(format, limits.max_output_tokens);
+        self.images = limits.images;
     }
 
     /// Makes the agent speak to `model` of the same provider (a subagent profile's),

@@ -16,6 +16,7 @@ mod command;
 mod control;
 mod diff;
 mod draft;
+mod image;
 mod job;
 mod labels;
 mod mcp;

@@ -65,9 +65,8 @@ pub struct ModelLimits {
     pub context_window: u64,
     /// The most tokens of one response, when any source knows it.
     pub max_output_tokens: Option<OutputLimit>,
-    /// Whether the model takes images (`false` unless a source says so). Nothing reads
-    /// it yet: the View Image tool will, to decide whether an image can be given to the
-    /// model.
+    /// Whether the model takes images (`false` unless a source says so): `view_image`
+    /// attaches one only when it does.
     pub images: bool,
 }
 

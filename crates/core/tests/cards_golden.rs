@@ -23,7 +23,9 @@ use magi_protocol::cards::{
     serialized_len, validate, validate_saved,
 };
 use magi_store::records::ToolOutcome;
-use magi_tools::facts::{CommandFacts, ControlStatus, Facts, TokenSum, UsageFigures};
+use magi_tools::facts::{
+    CaptureDigest, CommandFacts, ControlStatus, Facts, SentImage, TokenSum, UsageFigures,
+};
 use magi_tools::tracking::track;
 use serde_json::{Value, json};
 
@@ -665,6 +667,55 @@ fn magi_control_title_and_compact() {
     assert_eq!(card.detail.reason, Some(Reason::NotRecorded));
 }
 
+#[test]
+fn view_image_live_and_saved() {
+    let image = |sent| {
+        facts(Facts::Image {
+            path: "docs/shot.png".into(),
+            format: Some("png".into()),
+            width: Some(3_000),
+            height: Some(1_500),
+            bytes: Some(912_345),
+            sent,
+        })
+    };
+    let downscaled = image(Some(SentImage {
+        media_type: "image/png".into(),
+        width: 2_048,
+        height: 1_024,
+        file: CaptureDigest {
+            file: "image.png".into(),
+            bytes: 401_002,
+            sha256: "0".repeat(64),
+        },
+    }));
+    let mut s = saved(source("tool-27", "view_image", "view_image docs/shot.png"));
+    s.facts = Some(&downscaled);
+    let card = golden("view_image_saved", &s);
+    assert_eq!(card.tool_kind, ToolKind::Read);
+    assert_eq!(card.changes, Changes::NotApplicable);
+    assert_eq!(card.detail.availability, Availability::Complete);
+    let json = serde_json::to_string(&card).unwrap();
+    // The card says what the image is, never its digest or bytes.
+    assert!(!json.contains(&"0".repeat(64)), "{json}");
+    let mut s = source("tool-28", "view_image", "view_image docs/shot.png");
+    s.facts = Some(&downscaled);
+    golden("view_image_live", &s);
+    // A corrupt file: its format and size are known, its dimensions are not.
+    let corrupt = facts(Facts::Image {
+        path: "broken.png".into(),
+        format: Some("png".into()),
+        width: None,
+        height: None,
+        bytes: Some(40),
+        sent: None,
+    });
+    let mut s = source("tool-29", "view_image", "view_image broken.png");
+    s.settlement = settled(ToolOutcome::Failed, "cannot decode the image");
+    s.facts = Some(&corrupt);
+    golden("view_image_failed", &s);
+}
+
 fn facts_of_compact() -> Value {
     facts(Facts::Control {
         operation: "compact".into(),
@@ -1011,6 +1062,7 @@ impl Rng {
             "web_fetch" => 5,
             "bash_log" | "bash_kill" => 6,
             "magi_control" => 8,
+            "view_image" => 9,
             _ => 7,
         };
         let which = match self.below(12) {
@@ -1088,6 +1140,23 @@ impl Rng {
                     title_cut: self.maybe_number(),
                 }
             }
+            9 => Facts::Image {
+                path: self.string(),
+                format: self.maybe_string(),
+                width: self.maybe_number().map(|n| n as u32),
+                height: self.maybe_number().map(|n| n as u32),
+                bytes: self.maybe_number(),
+                sent: self.flag().then(|| SentImage {
+                    media_type: self.string(),
+                    width: self.number() as u32,
+                    height: self.number() as u32,
+                    file: CaptureDigest {
+                        file: self.string(),
+                        bytes: self.number(),
+                        sha256: self.string(),
+                    },
+                }),
+            },
             _ => {
                 let maybe_bool = |rng: &mut Rng| rng.flag().then(|| rng.flag());
                 let facts = CommandFacts {
@@ -1260,6 +1329,7 @@ fn generated_sources_always_give_valid_bounded_safe_cards() {
         "bash_kill",
         "web_fetch",
         "magi_control",
+        "view_image",
         "mystery",
         SECRET,
         "",

@@ -270,6 +270,22 @@ pub const WEB_FETCH_BYTES: usize = 2 * 1_048_576;
 pub const WEB_FETCH_TEXT_BYTES: usize = 65_536;
 /// Longest a `web_fetch` request may take, in milliseconds. Internal.
 pub const WEB_FETCH_TIMEOUT_MS: u64 = 30_000;
+/// Largest image file `view_image` reads, in bytes (32 MiB): a file past it is refused
+/// before it is decoded. Internal.
+pub const VIEW_IMAGE_FILE_BYTES: u64 = 32 * 1_048_576;
+/// Longest side, in pixels, of the image `view_image` gives the model; a larger one is
+/// downscaled to fit, keeping its aspect ratio. Internal.
+pub const VIEW_IMAGE_SIDE_PIXELS: u32 = 2_048;
+/// Largest image `view_image` gives the model, in bytes of the encoded file (3.75 MB):
+/// base64 makes it at most 5 MB, the smallest per-image bound of the three wire formats
+/// (Anthropic's). A larger one is re-encoded, then downscaled until it fits. Internal.
+pub const VIEW_IMAGE_BYTES: usize = 3_750_000;
+/// Longest side, in pixels, of an image `view_image` decodes at all: past it the header
+/// alone refuses the file, before any pixel memory is allocated. Internal.
+pub const VIEW_IMAGE_DECODE_SIDE_PIXELS: u32 = 16_384;
+/// Most memory, in bytes, decoding one image for `view_image` may allocate (256 MiB).
+/// Internal.
+pub const VIEW_IMAGE_DECODE_BYTES: u64 = 256 * 1_048_576;
 /// Lines `bash_log` returns by default. Internal.
 pub const BASH_LOG_LINES: usize = 100;
 /// Most lines `bash_log` returns at once. Internal.

@@ -40,7 +40,8 @@ pub(crate) fn headers(key: Option<&str>) -> Result<HeaderMap, ProviderError> {
 }
 
 /// The streamed request: items folded into alternating user and assistant messages
-/// of content blocks (`text`, `tool_use`, `tool_result`), instructions as `system`.
+/// of content blocks (`text`, `tool_use`, `tool_result`, a tool's `image` inside its
+/// `tool_result`), instructions as `system`.
 pub(crate) fn body(request: &ModelRequest) -> Value {
     let mut messages: Vec<(&str, Vec<Value>)> = Vec::new();
     for item in &request.items {
@@ -76,6 +77,29 @@ pub(crate) fn body(request: &ModelRequest) -> Value {
                     block["is_error"] = json!(true);
                 }
                 ("user", block)
+            }
+            Item::Image {
+                call_id,
+                media_type,
+                data,
+            } => {
+                let image = json!({
+                    "type": "image",
+                    "source": { "type": "base64", "media_type": media_type, "data": data },
+                });
+                // The image joins its call's `tool_result`, whose content becomes blocks.
+                let result = messages.last_mut().and_then(|(role, blocks)| {
+                    (*role == "user").then_some(())?;
+                    blocks.iter_mut().rev().find(|b| {
+                        b["type"] == "tool_result" && b["tool_use_id"] == call_id.as_str()
+                    })
+                });
+                if let Some(result) = result {
+                    let text = result["content"].take();
+                    result["content"] = json!([{ "type": "text", "text": text }, image]);
+                    continue;
+                }
+                ("user", image)
             }
         };
         // Consecutive items of one role form one message: tool results must all sit
@@ -355,6 +379,24 @@ impl Decode for Decoder {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_image_joins_its_calls_tool_result_as_a_base64_image_block() {
+        let body = body(&crate::image_request());
+        let results = &body["messages"][2]["content"];
+        assert_eq!(body["messages"][2]["role"], "user");
+        assert_eq!(results[0]["tool_use_id"], "c1");
+        assert_eq!(results[0]["content"][0]["text"], "result c1");
+        let image = &results[0]["content"][1];
+        assert_eq!(image["type"], "image");
+        assert_eq!(
+            image["source"],
+            serde_json::json!({"type": "base64", "media_type": "image/png", "data": "AAAA"})
+        );
+        // The other call's result stays text.
+        assert_eq!(results[1]["content"], "result c2");
+        assert_eq!(body["messages"].as_array().unwrap().len(), 4);
+    }
 
     #[test]
     fn a_versioned_base_is_not_versioned_twice() {

@@ -22,7 +22,13 @@ pub(crate) fn body(request: &ModelRequest) -> Value {
     if let Some(instructions) = &request.instructions {
         messages.push(json!({ "role": "system", "content": instructions }));
     }
+    // Images wait for the end of the response's tool messages, which must follow the
+    // calls unbroken, and go in one user message.
+    let mut images: Vec<Value> = Vec::new();
     for item in &request.items {
+        if !matches!(item, Item::ToolResult { .. } | Item::Image { .. }) {
+            flush_images(&mut messages, &mut images);
+        }
         match item {
             Item::User { text } => messages.push(json!({ "role": "user", "content": text })),
             Item::Assistant { text } => {
@@ -57,8 +63,22 @@ pub(crate) fn body(request: &ModelRequest) -> Value {
                 messages
                     .push(json!({ "role": "tool", "tool_call_id": call_id, "content": output }));
             }
+            Item::Image {
+                call_id,
+                media_type,
+                data,
+            } => {
+                images.push(
+                    json!({ "type": "text", "text": format!("The image of tool call {call_id}:") }),
+                );
+                images.push(json!({
+                    "type": "image_url",
+                    "image_url": { "url": Item::data_url(media_type, data) },
+                }));
+            }
         }
     }
+    flush_images(&mut messages, &mut images);
     let mut body = json!({
         "model": request.model,
         "messages": messages,
@@ -85,6 +105,14 @@ pub(crate) fn body(request: &ModelRequest) -> Value {
         body["tools"] = json!(tools);
     }
     body
+}
+
+/// The images waiting, as one user message.
+fn flush_images(messages: &mut Vec<Value>, images: &mut Vec<Value>) {
+    if !images.is_empty() {
+        let content = std::mem::take(images);
+        messages.push(json!({ "role": "user", "content": content }));
+    }
 }
 
 #[derive(Deserialize)]
@@ -299,6 +327,31 @@ impl Decode for Decoder {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_image_follows_the_tool_messages_as_a_user_image_url() {
+        let body = body(&crate::image_request());
+        let roles: Vec<&str> = body["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["role"].as_str().unwrap())
+            .collect();
+        // The tool messages stay right after the calls; the image comes after them.
+        assert_eq!(
+            roles,
+            ["user", "assistant", "tool", "tool", "user", "assistant"]
+        );
+        let image = &body["messages"][4]["content"][1];
+        assert_eq!(image["type"], "image_url");
+        assert_eq!(image["image_url"]["url"], "data:image/png;base64,AAAA");
+        assert!(
+            body["messages"][4]["content"][0]["text"]
+                .as_str()
+                .unwrap()
+                .contains("c1")
+        );
+    }
 
     fn feed(lines: &[&str]) -> Vec<ModelEvent> {
         let mut decoder = Decoder::default();

@@ -95,6 +95,66 @@ pub enum Item {
         /// Whether the call failed.
         is_error: bool,
     },
+    /// An image a tool call gave the model (`view_image`), right after that call's
+    /// result. Each wire format sends it as its own image input: Anthropic inside the
+    /// call's `tool_result`; the OpenAI formats, whose tool outputs are text, in a user
+    /// message after the response's tool results.
+    Image {
+        /// The call whose result it belongs to.
+        call_id: String,
+        /// `image/png`, `image/jpeg`, `image/gif` or `image/webp`.
+        media_type: String,
+        /// The image file's bytes in standard base64.
+        data: String,
+    },
+}
+
+impl Item {
+    /// The image as a `data:` URL, for the OpenAI formats.
+    fn data_url(media_type: &str, data: &str) -> String {
+        format!("data:{media_type};base64,{data}")
+    }
+}
+
+/// A request whose response called two tools, the first of which gave an image: how
+/// each wire format's tests see an image placed.
+#[cfg(test)]
+pub(crate) fn image_request() -> ModelRequest {
+    let call = |id: &str| Item::ToolCall {
+        call_id: id.into(),
+        name: "view_image".into(),
+        arguments: "{}".into(),
+    };
+    let result = |id: &str| Item::ToolResult {
+        call_id: id.into(),
+        output: format!("result {id}"),
+        is_error: false,
+    };
+    ModelRequest {
+        model: "m".into(),
+        instructions: None,
+        items: vec![
+            Item::User {
+                text: "look".into(),
+            },
+            call("c1"),
+            call("c2"),
+            result("c1"),
+            Item::Image {
+                call_id: "c1".into(),
+                media_type: "image/png".into(),
+                data: "AAAA".into(),
+            },
+            result("c2"),
+            Item::Assistant {
+                text: "seen".into(),
+            },
+        ],
+        tools: Vec::new(),
+        reasoning_summaries: false,
+        reasoning_effort: None,
+        max_output_tokens: None,
+    }
 }
 
 /// A tool the model may call.

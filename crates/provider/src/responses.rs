@@ -16,23 +16,45 @@ pub(crate) fn url(base: &str) -> String {
 /// The streamed request: conversation items as `input`, tools as function tools, and
 /// `store: false`, since every request carries the whole conversation.
 pub(crate) fn body(request: &ModelRequest) -> Value {
-    let input: Vec<Value> = request
-        .items
-        .iter()
-        .map(|item| match item {
-            Item::User { text } => json!({ "type": "message", "role": "user", "content": text }),
-            Item::Assistant { text } => json!({ "type": "message", "role": "assistant", "content": text }),
+    let mut input: Vec<Value> = Vec::new();
+    // Images wait for the end of the response's tool outputs, in one user message.
+    let mut images: Vec<Value> = Vec::new();
+    for item in &request.items {
+        if !matches!(item, Item::ToolResult { .. } | Item::Image { .. }) {
+            flush_images(&mut input, &mut images);
+        }
+        match item {
+            Item::User { text } => {
+                input.push(json!({ "type": "message", "role": "user", "content": text }))
+            }
+            Item::Assistant { text } => input
+                .push(json!({ "type": "message", "role": "assistant", "content": text })),
             Item::ToolCall {
                 call_id,
                 name,
                 arguments,
-            } => json!({ "type": "function_call", "call_id": call_id, "name": name, "arguments": arguments }),
+            } => input.push(
+                json!({ "type": "function_call", "call_id": call_id, "name": name, "arguments": arguments }),
+            ),
             // The API has no error flag on a tool output; the output text says it.
-            Item::ToolResult { call_id, output, .. } => {
-                json!({ "type": "function_call_output", "call_id": call_id, "output": output })
+            Item::ToolResult { call_id, output, .. } => input.push(
+                json!({ "type": "function_call_output", "call_id": call_id, "output": output }),
+            ),
+            Item::Image {
+                call_id,
+                media_type,
+                data,
+            } => {
+                images.push(json!({ "type": "input_text", "text": format!("The image of tool call {call_id}:") }));
+                images.push(json!({
+                    "type": "input_image",
+                    "image_url": Item::data_url(media_type, data),
+                    "detail": "auto",
+                }));
             }
-        })
-        .collect();
+        }
+    }
+    flush_images(&mut input, &mut images);
     let mut body = json!({
         "model": request.model,
         "input": input,
@@ -65,6 +87,14 @@ pub(crate) fn body(request: &ModelRequest) -> Value {
         body["tools"] = json!(tools);
     }
     body
+}
+
+/// The images waiting, as one user message.
+fn flush_images(input: &mut Vec<Value>, images: &mut Vec<Value>) {
+    if !images.is_empty() {
+        let content = std::mem::take(images);
+        input.push(json!({ "type": "message", "role": "user", "content": content }));
+    }
 }
 
 #[derive(Deserialize)]
@@ -349,6 +379,36 @@ mod tests {
     use magi_protocol::messages::Effort;
 
     use super::*;
+
+    #[test]
+    fn an_image_follows_the_tool_outputs_as_a_user_input_image() {
+        let body = body(&crate::image_request());
+        let types: Vec<&str> = body["input"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| i["type"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            types,
+            [
+                "message",
+                "function_call",
+                "function_call",
+                "function_call_output",
+                "function_call_output",
+                "message",
+                "message"
+            ]
+        );
+        let message = &body["input"][5];
+        assert_eq!(message["role"], "user");
+        assert_eq!(message["content"][1]["type"], "input_image");
+        assert_eq!(
+            message["content"][1]["image_url"],
+            "data:image/png;base64,AAAA"
+        );
+    }
 
     #[test]
     fn an_explicit_effort_is_sent_and_default_is_not() {

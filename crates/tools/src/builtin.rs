@@ -66,6 +66,8 @@ builtin_tools! {
     /// `magi_control`: the session's usage, a compaction request, its title. The
     /// backend's turn runs it, since it acts on the session.
     MagiControl => "magi_control",
+    /// `view_image`: an image file, attached to the model's next request.
+    ViewImage => "view_image",
 }
 
 /// Which facts a tool's calls record, and so which card body shows them.
@@ -85,6 +87,8 @@ pub enum CardFamily {
     Job,
     /// [`Facts::Control`].
     Control,
+    /// [`Facts::Image`].
+    Image,
 }
 
 impl CardFamily {
@@ -99,6 +103,7 @@ impl CardFamily {
                 | (CardFamily::Command, Facts::Command(_))
                 | (CardFamily::Job, Facts::Job { .. })
                 | (CardFamily::Control, Facts::Control { .. })
+                | (CardFamily::Image, Facts::Image { .. })
         )
     }
 }
@@ -140,7 +145,7 @@ impl BuiltinTool {
     /// The card's `tool_kind`.
     pub fn kind(self) -> ToolKind {
         match self {
-            BuiltinTool::Read => ToolKind::Read,
+            BuiltinTool::Read | BuiltinTool::ViewImage => ToolKind::Read,
             BuiltinTool::Grep | BuiltinTool::Find | BuiltinTool::List => ToolKind::Search,
             BuiltinTool::Write => ToolKind::Write,
             BuiltinTool::Edit | BuiltinTool::HashEdit => ToolKind::Edit,
@@ -164,6 +169,7 @@ impl BuiltinTool {
             BuiltinTool::Bash | BuiltinTool::AsyncBash => CardFamily::Command,
             BuiltinTool::BashLog | BuiltinTool::BashKill => CardFamily::Job,
             BuiltinTool::MagiControl => CardFamily::Control,
+            BuiltinTool::ViewImage => CardFamily::Image,
         }
     }
 
@@ -176,7 +182,8 @@ impl BuiltinTool {
             | BuiltinTool::Grep
             | BuiltinTool::Find
             | BuiltinTool::List
-            | BuiltinTool::BashLog => true,
+            | BuiltinTool::BashLog
+            | BuiltinTool::ViewImage => true,
             BuiltinTool::Write
             | BuiltinTool::Edit
             | BuiltinTool::HashEdit
@@ -220,16 +227,19 @@ impl BuiltinTool {
             | BuiltinTool::List
             | BuiltinTool::WebFetch
             | BuiltinTool::BashLog
-            | BuiltinTool::MagiControl => false,
+            | BuiltinTool::MagiControl
+            | BuiltinTool::ViewImage => false,
         }
     }
 
     /// The argument that names what a call acts on.
     pub fn subject(self) -> SubjectArgument {
         match self {
-            BuiltinTool::Read | BuiltinTool::Write | BuiltinTool::Edit | BuiltinTool::HashEdit => {
-                SubjectArgument::Path { default: None }
-            }
+            BuiltinTool::Read
+            | BuiltinTool::Write
+            | BuiltinTool::Edit
+            | BuiltinTool::HashEdit
+            | BuiltinTool::ViewImage => SubjectArgument::Path { default: None },
             BuiltinTool::Grep | BuiltinTool::Find | BuiltinTool::List => {
                 SubjectArgument::Path { default: Some(".") }
             }
@@ -262,7 +272,9 @@ impl BuiltinTool {
             | BuiltinTool::BashKill
             // Its result is the session's private bookkeeping; the card says what is
             // public of it.
-            | BuiltinTool::MagiControl => TranscriptLines::Nothing,
+            | BuiltinTool::MagiControl
+            // The card's rows say what the image is; its pixels are never text.
+            | BuiltinTool::ViewImage => TranscriptLines::Nothing,
         }
     }
 
@@ -282,6 +294,7 @@ impl BuiltinTool {
             BuiltinTool::BashLog => crate::jobs::log_definition(),
             BuiltinTool::BashKill => crate::jobs::kill_definition(),
             BuiltinTool::MagiControl => crate::control::definition(),
+            BuiltinTool::ViewImage => crate::view_image::definition(),
         }
     }
 }
@@ -327,6 +340,7 @@ mod tests {
                 CardFamily::Web => &[ToolKind::Web],
                 CardFamily::Command | CardFamily::Job => &[ToolKind::Command],
                 CardFamily::Control => &[ToolKind::Other],
+                CardFamily::Image => &[ToolKind::Read],
             };
             assert!(family_kinds.contains(&tool.kind()), "{tool:?}");
             let quoted = format!("`{}`", tool.name());

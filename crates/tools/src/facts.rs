@@ -137,6 +137,23 @@ pub enum Facts {
         /// Lines in the job's output so far.
         total_lines: Option<u64>,
     },
+    /// `view_image`: the file as read, and the image the model was given.
+    Image {
+        /// The path as given.
+        path: String,
+        /// `png`, `jpeg`, `gif` or `webp`; none when the file is not one of them (or
+        /// was not read).
+        format: Option<String>,
+        /// The file's width in pixels, once decoded.
+        width: Option<u32>,
+        /// The file's height in pixels, once decoded.
+        height: Option<u32>,
+        /// The file's size in bytes, once known.
+        bytes: Option<u64>,
+        /// The image kept with the call's assets and attached to the model's requests;
+        /// none when the call failed.
+        sent: Option<SentImage>,
+    },
     /// `magi_control`: the operation, how the request stands, and only what is public
     /// of its answer (never a compaction's summary or the result text).
     Control {
@@ -151,6 +168,20 @@ pub enum Facts {
         /// Characters cut off the title given to keep it within `title_chars`.
         title_cut: Option<u64>,
     },
+}
+
+/// The image a `view_image` call gave the model, kept with its assets.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SentImage {
+    /// `image/png`, `image/jpeg` or `image/webp`.
+    pub media_type: String,
+    /// Its width in pixels (smaller than the file's when downscaled).
+    pub width: u32,
+    /// Its height in pixels.
+    pub height: u32,
+    /// The kept file (one of `IMAGE_ASSET_FILES`), its size and digest: a replay
+    /// attaches it only while it is still the file this call wrote.
+    pub file: CaptureDigest,
 }
 
 /// How a `magi_control` request stands when its call settles.

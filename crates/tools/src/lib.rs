@@ -20,6 +20,7 @@ mod proposal;
 mod read;
 mod scope;
 pub mod tracking;
+mod view_image;
 mod walk;
 mod web_fetch;
 mod write;
@@ -36,6 +37,7 @@ pub use jobs::{JobNotice, take_notices};
 pub use process::launcher;
 pub use proposal::proposed_change;
 pub use scope::{outside_workspace, subject};
+pub use view_image::{IMAGE_ASSET_FILES, kept_image};
 pub use walk::walker;
 
 /// A tool as the model sees it.
@@ -237,6 +239,7 @@ fn dispatch(tool: BuiltinTool, arguments: &str, ctx: &ToolContext) -> ToolReport
         BuiltinTool::BashKill => jobs::run_kill(&arguments),
         BuiltinTool::Bash => bash::execute(&arguments, ctx),
         BuiltinTool::MagiControl => control::run_elsewhere(),
+        BuiltinTool::ViewImage => view_image::run(&arguments, ctx),
     }
 }
 
@@ -388,6 +391,7 @@ mod tests {
                 BuiltinTool::BashLog => limits::BASH_LOG_MAX_LINES.to_string(),
                 BuiltinTool::Read => limits::READ_TOOL_LINES.to_string(),
                 BuiltinTool::MagiControl => limits::TITLE_CHARS.to_string(),
+                BuiltinTool::ViewImage => limits::VIEW_IMAGE_SIDE_PIXELS.to_string(),
                 // Nothing bounded to spell out.
                 BuiltinTool::AsyncBash | BuiltinTool::BashKill => continue,
             };

@@ -50,3 +50,4 @@ mod titles;
 mod tool_calls;
 mod tools_disabled;
 mod turns;
+mod view_image;

@@ -164,6 +164,20 @@ impl Context<'_, '_> {
                 *report_bytes,
                 tail,
             ),
+            Facts::Image {
+                path,
+                format,
+                width,
+                height,
+                bytes,
+                sent,
+            } => self.image(
+                path,
+                format.as_deref(),
+                (*width, *height),
+                *bytes,
+                sent.as_ref(),
+            ),
             Facts::Control {
                 operation,
                 status,

@@ -62,7 +62,9 @@ impl Draft {
             .filter(|name| !name.is_empty());
         let resource_path = match &facts {
             Source::Facts(facts, _) => match facts.as_ref() {
-                Facts::Read { path, .. } | Facts::Change { path, .. } => Some(path.as_str()),
+                Facts::Read { path, .. }
+                | Facts::Change { path, .. }
+                | Facts::Image { path, .. } => Some(path.as_str()),
                 Facts::Search { path, .. } => path.as_deref(),
                 _ => None,
             },

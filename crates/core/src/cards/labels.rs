@@ -86,6 +86,16 @@ pub const ROW_SERVER_ERROR: &str = "Server error";
 pub const ROW_RESULT_SIZE: &str = "Result size";
 /// Label of the MCP row for content not given as text.
 pub const ROW_NON_TEXT_CONTENT: &str = "Non-text content";
+/// Label of the `view_image` row naming the file's format (`PNG`, `JPEG`, `GIF`, `WebP`).
+pub const ROW_IMAGE_FORMAT: &str = "Format";
+/// Label of the `view_image` row for the file's width in pixels.
+pub const ROW_WIDTH: &str = "Width";
+/// Label of the `view_image` row for the file's height in pixels.
+pub const ROW_HEIGHT: &str = "Height";
+/// Label of the `view_image` row for the file's size.
+pub const ROW_FILE_SIZE: &str = "Bytes";
+/// Label of the `view_image` row for the image the model was given.
+pub const ROW_SENT_TO_MODEL: &str = "Sent to the model";
 /// Label of the `magi_control` row naming the operation.
 pub const ROW_OPERATION: &str = "Operation";
 /// Label of the `magi_control` row saying how the request stands.

@@ -274,9 +274,14 @@ impl CallService<'_, '_> {
         // The model is given no result before it is durable.
         self.commit(role, &calls, &mut progress).await;
         for (call, settled) in calls.into_iter().zip(progress.settled) {
-            let Settled { content, is_error } = settled.unwrap_or_else(|| Settled {
+            let Settled {
+                content,
+                is_error,
+                image,
+            } = settled.unwrap_or_else(|| Settled {
                 content: INTERRUPTED_CALL.into(),
                 is_error: true,
+                image: None,
             });
             items.push(Item::ToolCall {
                 call_id: call.call_id.clone(),
@@ -288,6 +293,7 @@ impl CallService<'_, '_> {
                 output: content,
                 is_error,
             });
+            items.extend(image);
         }
         None
     }

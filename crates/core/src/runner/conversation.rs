@@ -1,16 +1,39 @@
 //! The conversation replayed from the durable records, as the model is given it.
 
+use std::path::PathBuf;
+
 use magi_provider::Item;
 use magi_store::records::{Record, RecordBody, ToolOutcome};
 
 /// What the model is told of a call a crashed run left without a result.
 pub(super) const INTERRUPTED_CALL: &str = "The call was interrupted; its outcome is unknown.";
 
+/// The image a settled call gives the model after its result: a `view_image` call's
+/// kept image, read from its assets (`assets` gives a call's folder) while it is still
+/// the file the call wrote. The one place live results and replayed ones get it.
+pub(super) fn attached_image(
+    name: &str,
+    call_id: &str,
+    facts: Option<&serde_json::Value>,
+    assets: &dyn Fn(&str) -> Option<PathBuf>,
+) -> Option<Item> {
+    if name != magi_tools::BuiltinTool::ViewImage.name() {
+        return None;
+    }
+    let (media_type, data) = magi_tools::kept_image(facts?, &assets(call_id)?)?;
+    Some(Item::Image {
+        call_id: call_id.to_owned(),
+        media_type,
+        data,
+    })
+}
+
 /// The conversation the model is given, from the durable records: prompts, replies,
-/// each tool call with its result, and what the backend told the model in between
+/// each tool call with its result (and the image a `view_image` call kept, from its
+/// folder that `assets` gives), and what the backend told the model in between
 /// (background jobs' ends, loop notes). A call whose result was never recorded (a
 /// crashed turn) is answered as interrupted, so the provider sees a complete pairing.
-pub fn conversation(records: &[Record]) -> Vec<Item> {
+pub fn conversation(records: &[Record], assets: &dyn Fn(&str) -> Option<PathBuf>) -> Vec<Item> {
     let answered: std::collections::HashSet<&str> = records
         .iter()
         .filter_map(|r| match &r.body {
@@ -54,15 +77,22 @@ pub fn conversation(records: &[Record]) -> Vec<Item> {
             }
             RecordBody::ToolResult {
                 call_id,
+                name,
                 outcome,
                 summary,
                 content,
+                facts,
                 ..
-            } => items.push(Item::ToolResult {
-                call_id: call_id.clone(),
-                output: content.clone().unwrap_or_else(|| summary.clone()),
-                is_error: *outcome != ToolOutcome::Completed,
-            }),
+            } => {
+                items.push(Item::ToolResult {
+                    call_id: call_id.clone(),
+                    output: content.clone().unwrap_or_else(|| summary.clone()),
+                    is_error: *outcome != ToolOutcome::Completed,
+                });
+                if *outcome == ToolOutcome::Completed {
+                    items.extend(attached_image(name, call_id, facts.as_ref(), assets));
+                }
+            }
             _ => {}
         }
     }
@@ -95,7 +125,7 @@ mod tests {
                 },
             ),
         ];
-        let items = conversation(&records);
+        let items = conversation(&records, &|_| None);
         assert_eq!(items.len(), 3);
         assert!(
             matches!(&items[2], Item::ToolResult { call_id, is_error: true, .. } if call_id == "c1")

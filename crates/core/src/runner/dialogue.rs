@@ -27,7 +27,12 @@ pub(super) async fn round_trip(
     let prune = |items: &[Item]| {
         let current = exchange.current_round(items.len());
         let assets = |call_id: &str| workspace.tool_assets_dir(call_id);
-        pruned(items, exchange.agent.prune_protect_tokens, current, &assets)
+        let mut sent = pruned(items, exchange.agent.prune_protect_tokens, current, &assets);
+        // Images an earlier model took are not sent to one that takes none.
+        if !exchange.agent.images {
+            sent.retain(|item| !matches!(item, Item::Image { .. }));
+        }
+        sent
     };
     let mut sent = prune(items);
     // What is sent is what must fit the context window. A request the agent made is

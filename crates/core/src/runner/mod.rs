@@ -216,6 +216,7 @@ mod tests {
             context_window_tokens: None,
             max_output_tokens: None,
             limits: None,
+            images: true,
             prune_protect_tokens: 0,
             max_steps: None,
             skills: Arc::default(),

@@ -8,6 +8,9 @@
 //! where its whole text is kept. The results of the current round (the ones the model
 //! has not seen yet) are always sent whole, though they count toward the budget.
 //!
+//! An image a tool gave (`view_image`) counts as the estimate compaction gives it, and
+//! one outside the budget is left out of the request; its call's text result stays.
+//!
 //! Only the request is pruned: the conversation the runner keeps, the session log and
 //! `history.page` keep every result whole. A pruned result keeps its call and its
 //! result item, so no wire format ever sees a call without its result.
@@ -22,7 +25,7 @@ use std::path::{Path, PathBuf};
 
 use magi_provider::Item;
 
-use super::estimate::BYTES_PER_TOKEN;
+use super::estimate::{BYTES_PER_TOKEN, IMAGE_TOKENS};
 
 /// The file a pruned result's whole text is saved to, in its call's assets folder,
 /// when the tool kept no capture of its own.
@@ -53,7 +56,17 @@ pub(super) fn pruned(
         })
         .collect();
     let mut newer_tokens = 0usize;
+    let mut dropped_images = Vec::new();
     for index in (0..items.len()).rev() {
+        // An image counts like its estimate; outside the budget it is left out (its
+        // call's text result stays and says what it was), by the same stable rule.
+        if let Item::Image { .. } = &items[index] {
+            newer_tokens = newer_tokens.saturating_add(IMAGE_TOKENS);
+            if index < current && newer_tokens > protect_tokens {
+                dropped_images.push(index);
+            }
+            continue;
+        }
         let Item::ToolResult {
             call_id,
             output,
@@ -76,6 +89,10 @@ pub(super) fn pruned(
                 is_error: *is_error,
             };
         }
+    }
+    for index in dropped_images {
+        // Highest first, so each index still names its item.
+        sent.remove(index);
     }
     sent
 }
@@ -178,6 +195,35 @@ mod tests {
             output.contains("`read`") && output.contains("49152 bytes"),
             "{output}"
         );
+    }
+
+    #[test]
+    fn an_old_image_outside_the_budget_is_left_out_and_a_new_one_kept() {
+        let image = |id: &str| Item::Image {
+            call_id: id.into(),
+            media_type: "image/png".into(),
+            data: "AAAA".into(),
+        };
+        let mut items = Vec::new();
+        round(&mut items, 1, 8);
+        items.push(image("c1"));
+        round(&mut items, 2, 8);
+        items.push(image("c2"));
+        let current = items.len();
+        let assets = |_: &str| None;
+        // Room for one image: the newer one stays, the older one goes, its result not.
+        let sent = pruned(&items, IMAGE_TOKENS + 10, current, &assets);
+        let images: Vec<&Item> = sent
+            .iter()
+            .filter(|i| matches!(i, Item::Image { .. }))
+            .collect();
+        assert_eq!(images, [&image("c2")]);
+        assert_eq!(sent.len(), items.len() - 1);
+        assert!(matches!(&sent[1], Item::ToolResult { call_id, .. } if call_id == "c1"));
+        // The current round keeps its image whatever the budget.
+        let sent = pruned(&items, 1, 3, &assets);
+        assert!(sent.contains(&image("c2")));
+        assert!(!sent.contains(&image("c1")));
     }
 
     #[test]

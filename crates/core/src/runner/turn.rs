@@ -184,7 +184,7 @@ impl Turn {
             Some(_) => sessions.records().map_err(Ending::failed)?,
             None => return Err(Ending::failed(ErrorCode::PersistenceFailed)),
         };
-        let mut items = conversation(&records);
+        let mut items = conversation(&records, &|id| sessions.tool_assets_dir(id));
         items.push(Item::User {
             text: self.request.prompt.clone(),
         });

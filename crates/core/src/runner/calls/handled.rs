@@ -29,6 +29,8 @@ pub(super) enum Handler {
     AskUser,
     /// `magi_control`: the session itself.
     Control,
+    /// `view_image` for a model that does not take images: refused without reading.
+    NoImages,
 }
 
 impl CallService<'_, '_> {
@@ -48,6 +50,9 @@ impl CallService<'_, '_> {
             && matches!(role, Role::Session(_))
         {
             return Some(Handler::Control);
+        }
+        if call.name == magi_tools::BuiltinTool::ViewImage.name() && !self.agent.images {
+            return Some(Handler::NoImages);
         }
         if let Some(tool) = self.agent.mcp.tool(&call.name) {
             return Some(Handler::Mcp(tool));
@@ -81,7 +86,39 @@ impl CallService<'_, '_> {
             Handler::Client(tool) => self.call_client(call, &tool, activity_id).await,
             Handler::AskUser => self.ask_user(role, call, activity_id).await,
             Handler::Control => self.control(call),
+            Handler::NoImages => self.no_images(call),
         }
+    }
+
+    /// A `view_image` call of an agent whose model does not take images: a failed
+    /// result saying why and what to change, with the path for its card.
+    fn no_images(&self, call: &Call) -> ToolReport {
+        let path = serde_json::from_str::<serde_json::Value>(&call.arguments)
+            .ok()
+            .and_then(|v| v.get("path").and_then(|p| p.as_str()).map(str::to_owned))
+            .unwrap_or_default();
+        let (provider, model) = (&self.agent.provider, &self.agent.model);
+        ToolReport::with_facts(
+            ToolOutput {
+                content: format!(
+                    "Model {model:?} of provider {provider:?} does not take images, so \
+                     view_image cannot show you one. Describe what you need from the image \
+                     another way (its file name, its metadata), or ask the user to switch \
+                     to a model that takes images (or, when this one does, to set \
+                     `images = true` under [models.\"{provider}/{model}\"] in the settings)."
+                ),
+                summary: "model takes no images".into(),
+                is_error: true,
+            },
+            magi_tools::Facts::Image {
+                path: magi_tools::facts::cut(&path, magi_tools::facts::FACT_STRING_BYTES),
+                format: None,
+                width: None,
+                height: None,
+                bytes: None,
+                sent: None,
+            },
+        )
     }
 
     /// A `skill` call: the named skill's whole text, read at startup.

@@ -22,6 +22,8 @@ pub(super) struct InFlight {
 pub(super) struct Settled {
     pub(super) content: String,
     pub(super) is_error: bool,
+    /// The image the call gives the model with its result (`view_image`).
+    pub(super) image: Option<magi_provider::Item>,
 }
 
 /// A claimed call that starts once its claim is durable.

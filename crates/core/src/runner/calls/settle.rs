@@ -11,6 +11,7 @@ use super::progress::{Ended, Group, InFlight, Progress, Settled, Staged};
 use super::role::Role;
 use super::{Call, CallService, SafeResult, outcome_of, refused, result_record};
 use crate::cards::{CardSource, PreviewSource, Settlement};
+use crate::runner::conversation::attached_image;
 use crate::runner::live_cards::Snapshot;
 use crate::runner::text::bounded;
 
@@ -161,6 +162,12 @@ impl CallService<'_, '_> {
             safe.content.clone(),
             safe.transcript.clone(),
         );
+        let image = (outcome == ToolOutcome::Completed)
+            .then(|| {
+                let assets = |id: &str| self.workspace.tool_assets_dir(id);
+                attached_image(&call.name, &call.call_id, facts.as_ref(), &assets)
+            })
+            .flatten();
         let mut records = vec![result_record(
             self.turn_id.to_owned(),
             call,
@@ -197,6 +204,7 @@ impl CallService<'_, '_> {
             settled: Settled {
                 content,
                 is_error: outcome != ToolOutcome::Completed,
+                image,
             },
         }
     }
@@ -291,10 +299,22 @@ impl CallService<'_, '_> {
         match value {
             serde_json::Value::String(text) => *text = self.output.safe(text),
             serde_json::Value::Array(items) => items.iter_mut().for_each(|v| self.make_safe(v)),
-            serde_json::Value::Object(fields) => {
-                fields.values_mut().for_each(|v| self.make_safe(v))
-            }
+            serde_json::Value::Object(fields) => fields
+                .iter_mut()
+                .filter(|(key, value)| !is_digest(key, value))
+                .for_each(|(_, v)| self.make_safe(v)),
             _ => {}
         }
     }
+}
+
+/// Whether a fact is a SHA-256 digest the backend computed of a file it kept (a
+/// capture, a `view_image` image): 64 hex digits under `sha256`, which look like a
+/// secret to the redaction but are needed whole to tell the file is the one written.
+/// Nothing else passes: any other text there is made safe as usual.
+fn is_digest(key: &str, value: &serde_json::Value) -> bool {
+    key == "sha256"
+        && value
+            .as_str()
+            .is_some_and(|v| v.len() == 64 && v.bytes().all(|b| b.is_ascii_hexdigit()))
 }

@@ -99,6 +99,7 @@ impl Fixture {
             context_window_tokens: None,
             max_output_tokens: None,
             limits: None,
+            images: true,
             prune_protect_tokens: 0,
             max_steps: None,
             skills: Arc::default(),

@@ -10,17 +10,9 @@
 )]
 
 use crate::common::approval::{bash, calls, only_session, records};
-use crate::common::tmux::Tmux;
+use crate::common::tmux::{Tmux, mock_vars as vars};
 use crate::common::*;
 use magi_testkit::{MockServer, Reply};
-
-fn vars(mock: &MockServer) -> Vec<(&'static str, String)> {
-    vec![
-        ("MAGI_PROVIDER", "openai-chat".into()),
-        ("MAGI_MODEL", "mock-model".into()),
-        ("OPENAI_BASE_URL", mock.base_url()),
-    ]
-}
 
 /// How many calls of the session's log were put to the person.
 fn asked(env: &TestEnv) -> usize {

@@ -9,7 +9,7 @@
 )]
 
 use crate::common::approval::only_session;
-use crate::common::tmux::Tmux;
+use crate::common::tmux::{Tmux, mock_vars as vars};
 use crate::common::*;
 use magi_testkit::{MockServer, Reply};
 use serde_json::json;
@@ -18,14 +18,6 @@ use serde_json::json;
 const COMMANDS: [&str; 9] = [
     "help", "new", "sessions", "model", "compact", "copy", "diff", "status", "quit",
 ];
-
-fn vars(mock: &MockServer) -> Vec<(&'static str, String)> {
-    vec![
-        ("MAGI_PROVIDER", "openai-chat".into()),
-        ("MAGI_MODEL", "mock-model".into()),
-        ("OPENAI_BASE_URL", mock.base_url()),
-    ]
-}
 
 /// Closes a panel, and waits until it is closed: keys typed right after Esc would be
 /// read with it as one Alt key.

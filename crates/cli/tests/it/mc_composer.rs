@@ -7,18 +7,10 @@
     reason = "test code: a failed step is a failed test"
 )]
 
-use crate::common::tmux::Tmux;
+use crate::common::tmux::{Tmux, mock_vars as vars};
 use crate::common::*;
 use crate::exec::user_messages;
 use magi_testkit::{MockServer, Reply};
-
-fn vars(mock: &MockServer) -> Vec<(&'static str, String)> {
-    vec![
-        ("MAGI_PROVIDER", "openai-chat".into()),
-        ("MAGI_MODEL", "mock-model".into()),
-        ("OPENAI_BASE_URL", mock.base_url()),
-    ]
-}
 
 /// The prompt the model was given in the `n`th request.
 fn prompt_sent(mock: &MockServer, n: usize) -> String {

@@ -9,17 +9,9 @@
     reason = "test code: a failed step is a failed test"
 )]
 
-use crate::common::tmux::Tmux;
+use crate::common::tmux::{Tmux, mock_vars as vars};
 use crate::common::*;
 use magi_testkit::{MockServer, Reply};
-
-fn vars(mock: &MockServer) -> Vec<(&'static str, String)> {
-    vec![
-        ("MAGI_PROVIDER", "openai-chat".into()),
-        ("MAGI_MODEL", "mock-model".into()),
-        ("OPENAI_BASE_URL", mock.base_url()),
-    ]
-}
 
 /// Mission Control with `arguments`, then, once it exits, its exit status on the
 /// screen (the shell stays so the farewell can be read).

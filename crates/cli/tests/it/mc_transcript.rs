@@ -6,17 +6,9 @@ use std::time::{Duration, Instant};
 
 use unicode_width::UnicodeWidthStr;
 
-use crate::common::tmux::Tmux;
+use crate::common::tmux::{Tmux, mock_vars as vars};
 use crate::common::*;
 use magi_testkit::{MockServer, Reply};
-
-fn vars(mock: &MockServer) -> Vec<(&'static str, String)> {
-    vec![
-        ("MAGI_PROVIDER", "openai-chat".into()),
-        ("MAGI_MODEL", "mock-model".into()),
-        ("OPENAI_BASE_URL", mock.base_url()),
-    ]
-}
 
 /// A reply of `count` numbered lines, one delta each.
 fn numbered(count: usize) -> Vec<String> {

@@ -9,17 +9,9 @@
 )]
 
 use crate::common::approval::{bash, calls, only_session, protections, records};
-use crate::common::tmux::Tmux;
+use crate::common::tmux::{Tmux, mock_vars as vars};
 use crate::common::*;
 use magi_testkit::{MockServer, Reply};
-
-fn vars(mock: &MockServer) -> Vec<(&'static str, String)> {
-    vec![
-        ("MAGI_PROVIDER", "openai-chat".into()),
-        ("MAGI_MODEL", "mock-model".into()),
-        ("OPENAI_BASE_URL", mock.base_url()),
-    ]
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_turn_with_an_approval_answered_by_a_key() {

@@ -1,15 +1,14 @@
 //! The blocks of a `view_image` card: the file as a resource, and its format,
 //! dimensions and size, with what the model was given. Never the pixels.
 
-use magi_protocol::cards::{
-    Block, ResourceAvailability, ResourceKind, ResourceRow, ResourcesBlock, STRING_BYTES, Subject,
-};
+use magi_protocol::cards::ResourceAvailability;
 use magi_store::records::ToolOutcome;
 use magi_tools::facts::SentImage;
 
 use super::blocks::Context;
 use super::labels::{ROW_FILE_SIZE, ROW_HEIGHT, ROW_IMAGE_FORMAT, ROW_SENT_TO_MODEL, ROW_WIDTH};
-use super::part::{Part, Role, row};
+use super::part::{Part, row};
+use super::read::file_resource;
 use super::text::{Notes, counted};
 
 impl Context<'_, '_> {
@@ -21,7 +20,6 @@ impl Context<'_, '_> {
         bytes: Option<u64>,
         sent: Option<&SentImage>,
     ) -> Vec<Part> {
-        let mut notes = Notes::default();
         // A file that was read but is no image it takes is still there.
         let availability = match self.outcome {
             Some(ToolOutcome::Completed) => ResourceAvailability::Available,
@@ -29,19 +27,7 @@ impl Context<'_, '_> {
             Some(_) => ResourceAvailability::Unavailable,
             None => ResourceAvailability::Unknown,
         };
-        let label = notes.text(Subject::Text, path, STRING_BYTES);
-        let resources = Part::new(
-            Block::Resources(ResourcesBlock {
-                rows: vec![ResourceRow {
-                    kind: ResourceKind::File,
-                    location: Some(label.clone()),
-                    label,
-                    availability,
-                }],
-            }),
-            notes,
-            Role::Optional,
-        );
+        let resources = file_resource(path, availability);
         let pixels = |n: u32| counted(u64::from(n), "pixel", "pixels");
         let rows = vec![
             row(ROW_IMAGE_FORMAT, format.map(format_label)),

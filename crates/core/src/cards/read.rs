@@ -20,26 +20,13 @@ impl Context<'_, '_> {
         truncated: bool,
         binary: bool,
     ) -> Vec<Part> {
-        let mut notes = Notes::default();
         let availability = match self.outcome {
             Some(ToolOutcome::Completed) => ResourceAvailability::Available,
             Some(ToolOutcome::Failed) if binary => ResourceAvailability::Available,
             Some(ToolOutcome::Failed) => ResourceAvailability::Unavailable,
             _ => ResourceAvailability::Unknown,
         };
-        let label = notes.text(Subject::Text, path, STRING_BYTES);
-        let resources = Part::new(
-            Block::Resources(ResourcesBlock {
-                rows: vec![ResourceRow {
-                    kind: ResourceKind::File,
-                    location: Some(label.clone()),
-                    label,
-                    availability,
-                }],
-            }),
-            notes,
-            Role::Optional,
-        );
+        let resources = file_resource(path, availability);
         let shown = match (first_line, last_line) {
             (Some(first), Some(last)) if first > 0 => line_range(first, last),
             (None, None) if self.outcome == Some(ToolOutcome::Completed) => Some("none".to_owned()),
@@ -56,4 +43,23 @@ impl Context<'_, '_> {
         ];
         vec![resources, Part::results(rows, Notes::default())]
     }
+}
+
+/// The one file a card reads, as its resources block: the path (sanitized and bounded)
+/// and whether the file is there.
+pub(super) fn file_resource(path: &str, availability: ResourceAvailability) -> Part {
+    let mut notes = Notes::default();
+    let label = notes.text(Subject::Text, path, STRING_BYTES);
+    Part::new(
+        Block::Resources(ResourcesBlock {
+            rows: vec![ResourceRow {
+                kind: ResourceKind::File,
+                location: Some(label.clone()),
+                label,
+                availability,
+            }],
+        }),
+        notes,
+        Role::Optional,
+    )
 }

@@ -8,6 +8,16 @@ use std::time::{Duration, Instant};
 
 use super::{TestEnv, WAIT, bin};
 
+/// The environment that points Mission Control at the mock model `mock` (Chat
+/// Completions, model `mock-model`).
+pub fn mock_vars(mock: &magi_testkit::MockServer) -> Vec<(&'static str, String)> {
+    vec![
+        ("MAGI_PROVIDER", "openai-chat".into()),
+        ("MAGI_MODEL", "mock-model".into()),
+        ("OPENAI_BASE_URL", mock.base_url()),
+    ]
+}
+
 /// One tmux server of its own per test, killed when the test ends.
 pub struct Tmux {
     socket: String,

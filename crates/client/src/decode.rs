@@ -105,8 +105,10 @@ impl FrameChecker {
                         "question event without user.questions negotiated",
                     ));
                 }
-                if !self.session_usage && name == Some("usage.updated") {
-                    return Err(violation("usage.updated without session.usage negotiated"));
+                if !self.session_usage && matches!(name, Some("usage.updated" | "session.titled")) {
+                    return Err(violation(
+                        "a session.usage event without session.usage negotiated",
+                    ));
                 }
                 let event = decode_event(seq, object, line, self.tool_cards)?;
                 if let ServerFrame::Event {

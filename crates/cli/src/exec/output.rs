@@ -231,7 +231,8 @@ impl Output {
             | Event::ClientToolCall(_)
             | Event::ClientToolCancel(_)
             | Event::QuestionAsked(_)
-            | Event::UsageUpdated(_) => {}
+            | Event::UsageUpdated(_)
+            | Event::SessionTitled(_) => {}
         }
         Ok(())
     }

@@ -210,6 +210,9 @@ impl App {
                             Event::UsageUpdated(usage) if usage.session_id == self.session_id => {
                                 self.usage = Some(usage.clone());
                             }
+                            Event::SessionTitled(titled) if titled.session_id == self.session_id => {
+                                self.title = Some(titled.title.clone());
+                            }
                             _ => {}
                         }
                         self.transcript.apply(FoldInput::Event(event));

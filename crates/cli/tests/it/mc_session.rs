@@ -230,3 +230,23 @@ async fn a_failed_turn_keeps_its_cause_on_screen() {
     assert!(screen.contains("› fail please"), "{screen}");
     tmux.quit();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_status_line_shows_the_title_as_soon_as_it_is_recorded() {
+    let mock = MockServer::start().await;
+    mock.enqueue(Reply::stream().text(["Tabs are fine now."]));
+    mock.enqueue_title(Reply::stream().text(["Tabs in the parser"]));
+    let env = TestEnv::new();
+    let tmux = Tmux::start(&env, &vars(&mock));
+    tmux.wait_for("idle ·");
+    let id = {
+        tmux.type_text("make the parser accept tabs");
+        tmux.key("Enter");
+        tmux.wait_for("Tabs are fine now.");
+        only_session_id(&env)
+    };
+    // The session's ID stands in until the title arrives (`session.titled`).
+    let screen = tmux.wait_for("· Tabs in the parser ·");
+    assert!(!screen.contains(&format!("session {id}")), "{screen}");
+    tmux.quit();
+}

@@ -1,15 +1,17 @@
 //! The `session.usage` extension through the real binary: its negotiation, a
-//! `usage.updated` after each model request with the figures the mock reported, and
+//! `usage.updated` after each model request with the figures the mock reported,
+//! `session.titled` once a title is recorded, and
 //! `session.compact` (compacting an idle session, nothing to compact, `busy` during a
 //! run, refused without the extension, another session).
 
 use crate::common::approval::{env_for, records};
 use crate::common::*;
 use magi_client::Backend;
+use magi_client::Incoming;
 use magi_protocol::ErrorCode;
 use magi_protocol::messages::{
-    Event, RunOutcome, SessionCompactParams, SessionCompactResult, SessionUsageDescriptor,
-    TurnCancelParams, UsageUpdated,
+    EmptyParams, Event, RunOutcome, SessionCompactParams, SessionCompactResult, SessionTitled,
+    SessionUsageDescriptor, TurnCancelParams, UsageUpdated,
 };
 use magi_protocol::methods;
 use magi_testkit::{MockServer, Reply};
@@ -206,4 +208,82 @@ async fn session_compact_is_busy_during_a_run() {
     mock.enqueue(Reply::stream().text(["SUMMARY-TEXT"]));
     assert!(compact(&mut backend, &session).await.is_ok());
     shutdown_clean(&mut backend).await;
+}
+
+#[tokio::test]
+async fn a_title_recorded_after_the_turn_is_told_and_never_without_the_extension() {
+    for negotiated in [true, false] {
+        let mock = MockServer::start().await;
+        mock.enqueue(Reply::stream().text(["Hi."]));
+        mock.enqueue_title(Reply::stream().text(["Greeting the user"]));
+        let env = env_for(&mock);
+        let names = if negotiated {
+            &WITH_USAGE[..]
+        } else {
+            &WITH_USAGE[..4]
+        };
+        let mut backend = started(&env, names).await;
+        let session = new_session(&mut backend).await;
+        start_turn(&mut backend, &session, "hello").await;
+        let mut seen = Vec::new();
+        until_finished(&mut backend, &mut seen).await;
+        if negotiated {
+            // It follows `run.finished`, once the title the model gave is recorded.
+            let told = loop {
+                if let Incoming::Event {
+                    event: Event::SessionTitled(titled),
+                    ..
+                } = next(&mut backend).await
+                {
+                    break titled;
+                }
+            };
+            assert_eq!(
+                told,
+                SessionTitled {
+                    session_id: session.clone(),
+                    title: "Greeting the user".into(),
+                }
+            );
+        } else {
+            // Once the title is recorded, whatever the backend sent before answering a
+            // later request has arrived when the answer does: none of it is the event.
+            let deadline = std::time::Instant::now() + WAIT;
+            while !records(&env, &session).iter().any(|r| r["kind"] == "title") {
+                assert!(std::time::Instant::now() < deadline, "no title recorded");
+                tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+            }
+            // Bounded: a client that met a violation may answer nothing more.
+            let answered =
+                tokio::time::timeout(WAIT, backend.call::<methods::Status>(&EmptyParams {})).await;
+            assert!(
+                answered.is_ok_and(|answered| answered.is_ok()),
+                "the backend answered after the title was recorded"
+            );
+            while let Some(incoming) = backend
+                .next_incoming_within(std::time::Duration::ZERO)
+                .await
+            {
+                assert!(
+                    !matches!(
+                        incoming,
+                        Incoming::Event {
+                            event: Event::SessionTitled(_),
+                            ..
+                        } | Incoming::Violation(_)
+                    ),
+                    "{incoming:?}"
+                );
+            }
+        }
+        // Without the extension the client library would have reported a violation
+        // for any such event; the child ends cleanly, the title recorded either way.
+        shutdown_clean(&mut backend).await;
+        let titles: Vec<_> = records(&env, &session)
+            .into_iter()
+            .filter(|r| r["kind"] == "title")
+            .map(|r| r["title"].clone())
+            .collect();
+        assert_eq!(titles, ["Greeting the user"], "negotiated: {negotiated}");
+    }
 }

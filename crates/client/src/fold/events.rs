@@ -86,7 +86,8 @@ impl Transcript {
             Event::ClientToolCall(_)
             | Event::ClientToolCancel(_)
             | Event::QuestionAsked(_)
-            | Event::UsageUpdated(_) => {}
+            | Event::UsageUpdated(_)
+            | Event::SessionTitled(_) => {}
         }
     }
 

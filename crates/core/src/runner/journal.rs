@@ -34,6 +34,9 @@ pub(super) struct Journal<'s> {
     compaction_requested: bool,
     /// The agent recorded the session's title with `magi_control`.
     titled: bool,
+    /// The newest title recorded during the turn by any means: `magi_control`, or a
+    /// compaction's summary.
+    last_title: Option<String>,
 }
 
 impl<'s> Journal<'s> {
@@ -44,6 +47,7 @@ impl<'s> Journal<'s> {
             degraded: false,
             compaction_requested: false,
             titled: false,
+            last_title: None,
         }
     }
 
@@ -54,6 +58,7 @@ impl<'s> Journal<'s> {
             degraded: false,
             compaction_requested: false,
             titled: false,
+            last_title: None,
         }
     }
 
@@ -70,6 +75,13 @@ impl<'s> Journal<'s> {
     /// Appends records together; a failure degrades persistence. Returns whether they
     /// were appended.
     pub(super) fn append_all(&mut self, bodies: Vec<RecordBody>) -> bool {
+        let title = bodies.iter().rev().find_map(|body| match body {
+            RecordBody::Title { title }
+            | RecordBody::Compaction {
+                title: Some(title), ..
+            } => Some(title.clone()),
+            _ => None,
+        });
         let appended = match &mut self.sink {
             Sink::Session(sessions) => sessions.append_all(bodies).is_ok(),
             Sink::Task { log, history } => {
@@ -81,6 +93,9 @@ impl<'s> Journal<'s> {
             }
         };
         self.degraded |= !appended;
+        if appended && title.is_some() {
+            self.last_title = title;
+        }
         appended
     }
 
@@ -115,6 +130,11 @@ impl<'s> Journal<'s> {
     /// Whether the agent recorded the session's title during the turn.
     pub(super) fn titled(&self) -> bool {
         self.titled
+    }
+
+    /// The newest title recorded during the turn (the agent's, or a compaction's).
+    pub(super) fn last_title(&self) -> Option<&str> {
+        self.last_title.as_deref()
     }
 
     /// Marks the journal degraded: records that belong to it were lost elsewhere.

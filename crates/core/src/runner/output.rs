@@ -15,7 +15,7 @@ use magi_protocol::limits::{
 };
 use magi_protocol::messages::{
     Activity, ActivityKind, ActivityState, ApprovalRequested, Diagnostic, Event, MessageDelta,
-    MessageReconcile, ProposedChange,
+    MessageReconcile, ProposedChange, SessionTitled,
 };
 use magi_protocol::text::{redact_values, sanitize};
 use tokio::sync::mpsc;
@@ -285,6 +285,18 @@ impl Output {
         if self.events.send_timeout(event, wait).await.is_err() {
             self.lost = true;
             self.cancel.cancel();
+        }
+    }
+
+    /// Tells a client that negotiated `session.usage` the session's newly recorded
+    /// title (`session.titled`).
+    pub(super) async fn titled(&mut self, title: String) {
+        if self.session_usage {
+            let event = Event::SessionTitled(SessionTitled {
+                session_id: self.session_id().to_owned(),
+                title,
+            });
+            self.critical(event).await;
         }
     }
 

@@ -66,6 +66,8 @@ pub(super) struct Turn {
     degraded: bool,
     /// The session had no title when the turn began.
     untitled: bool,
+    /// The newest title the turn recorded (by `magi_control` or a compaction).
+    recorded_title: Option<String>,
     /// The title request to make once the run's terminal event is out.
     title: Option<TitleJob>,
 }
@@ -96,6 +98,7 @@ impl Turn {
             input_durable: false,
             degraded: false,
             untitled: false,
+            recorded_title: None,
             title: None,
         }
     }
@@ -111,6 +114,10 @@ impl Turn {
             }
             Err(ending) => ending,
         };
+        // A title recorded during the turn is told before its end (`session.usage`).
+        if let Some(title) = self.recorded_title.take() {
+            output.titled(title).await;
+        }
         self.finish(sessions, output, ending)
     }
 
@@ -279,6 +286,7 @@ impl Turn {
         self.degraded |= journal.degraded();
         // A title the agent set itself is not replaced by one asked for after the turn.
         self.untitled &= !journal.titled();
+        self.recorded_title = journal.last_title().map(str::to_owned);
         ending
     }
 

@@ -247,4 +247,7 @@ pub enum Event {
     /// `usage.updated`, only with `session.usage` negotiated.
     #[serde(rename = "usage.updated")]
     UsageUpdated(super::UsageUpdated),
+    /// `session.titled`, only with `session.usage` negotiated.
+    #[serde(rename = "session.titled")]
+    SessionTitled(super::SessionTitled),
 }

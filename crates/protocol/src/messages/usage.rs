@@ -1,5 +1,6 @@
 //! The `session.usage` extension: the `usage.updated` event after each model request of
-//! a run, and `session.compact` (docs/protocol/extensions.md).
+//! a run, the `session.titled` event when a session's title is recorded, and
+//! `session.compact` (docs/protocol/extensions.md).
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -25,6 +26,17 @@ pub struct UsageUpdated {
     pub context_window: Option<u64>,
     /// The tokens of the window the conversation fills after the request.
     pub context_used: Option<u64>,
+}
+
+/// Data of `session.titled`: the attached session's title was recorded (after a
+/// turn, by a compaction, or by `magi_control`), so a client can show it at once.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SessionTitled {
+    /// The session.
+    pub session_id: String,
+    /// The title as recorded, at most `title_chars` characters.
+    pub title: String,
 }
 
 /// Params of `session.compact`.

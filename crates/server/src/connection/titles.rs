@@ -10,6 +10,7 @@
 //! request is then over ([`TitleSink::release`]): until then no other turn asks for one.
 
 use magi_core::runner::{TitleOutcome, TitleSink};
+use magi_protocol::messages::{Event, SessionTitled};
 
 use super::*;
 
@@ -56,7 +57,17 @@ impl Connection {
             return;
         };
         // A failed append leaves the session untitled; nothing else depends on it.
-        let _ = sessions.record_title(&outcome.session_id, &outcome.title);
+        let recorded = sessions
+            .record_title(&outcome.session_id, &outcome.title)
+            .is_ok();
+        // A client that shows titles learns it at once (`session.usage`). A failure to
+        // write it shows up on the next frame the writer fails to write.
+        if recorded && self.session_usage {
+            let _ = self.output.event(Event::SessionTitled(SessionTitled {
+                session_id: outcome.session_id.clone(),
+                title: outcome.title.clone(),
+            }));
+        }
         // Recorded or not, the request is over.
         self.release_title(&outcome.session_id);
     }

@@ -284,6 +284,15 @@ async fn title_sets_the_listed_title_and_no_model_title_replaces_it() {
             "The session's title is now {kept:?}. The title given was cut to 50 characters (22 left out)."
         )
     );
+    // A client that negotiated `session.usage` is told the title before the run ends.
+    let titled: Vec<_> = seen
+        .iter()
+        .filter_map(|e| match e {
+            Event::SessionTitled(t) => Some((t.session_id.as_str(), t.title.as_str())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(titled, [(session.as_str(), kept.as_str())]);
     let card = &final_cards(&seen)[0];
     assert_eq!(row(card, "Request status"), Some("title set"));
     assert_eq!(row(card, "Title"), Some(kept.as_str()));

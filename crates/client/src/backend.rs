@@ -41,8 +41,8 @@ type Waiter = oneshot::Sender<Result<Response, ClientError>>;
 /// What the connection and its reader share.
 #[derive(Default)]
 struct Shared {
-    /// Requests sent and not yet answered, by ID.
-    pending: Mutex<HashMap<String, Waiter>>,
+    /// Requests sent and not yet answered.
+    pending: Mutex<Pending>,
     instance_id: Mutex<Option<String>>,
     /// Set once `initialize` admitted `tool.cards`; the reader then accepts cards.
     tool_cards: std::sync::atomic::AtomicBool,
@@ -59,8 +59,28 @@ struct Shared {
     session_usage: std::sync::atomic::AtomicBool,
 }
 
+/// The requests waiting for their responses, and whether any more can get one.
+#[derive(Default)]
+struct Pending {
+    /// By request ID.
+    waiters: HashMap<String, Waiter>,
+    /// Set when the reader ended (with the violation, if that is why): a request sent
+    /// after that fails at once instead of waiting for an answer that cannot come.
+    ended: Option<Option<crate::Violation>>,
+}
+
+impl Pending {
+    /// The error a request meets once the reader has ended.
+    fn ended_error(&self) -> Option<ClientError> {
+        self.ended.as_ref().map(|why| match why {
+            Some(violation) => ClientError::Violation(violation.clone()),
+            None => ClientError::Closed,
+        })
+    }
+}
+
 impl Shared {
-    fn pending(&self) -> std::sync::MutexGuard<'_, HashMap<String, Waiter>> {
+    fn pending(&self) -> std::sync::MutexGuard<'_, Pending> {
         self.pending.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
@@ -130,11 +150,17 @@ impl Backend {
             "params": params,
         });
         let (sender, receiver) = oneshot::channel();
-        self.shared.pending().insert(id.clone(), sender);
+        {
+            let mut pending = self.shared.pending();
+            if let Some(error) = pending.ended_error() {
+                return Err(error);
+            }
+            pending.waiters.insert(id.clone(), sender);
+        }
         let mut line = frame.to_string().into_bytes();
         line.push(b'\n');
         if let Err(e) = self.send_raw(&line).await {
-            self.shared.pending().remove(&id);
+            self.shared.pending().waiters.remove(&id);
             return Err(e);
         }
         Ok(PendingResponse { id, receiver })
@@ -320,5 +346,24 @@ mod tests {
             assert_eq!(request["params"], serde_json::json!({}));
             assert_eq!(request["id"], format!("c{}", n + 1));
         }
+    }
+
+    #[tokio::test]
+    async fn a_request_after_a_violation_fails_at_once() {
+        let dir = tempfile::tempdir().unwrap();
+        // The answer is not a frame of the protocol: the reader stops there.
+        let mut backend = scripted(dir.path(), &["not json"]).spawn().unwrap();
+        let first = backend.call::<methods::Shutdown>(&EmptyParams {}).await;
+        assert!(matches!(first, Err(ClientError::Violation(_))), "{first:?}");
+        // Nothing would ever answer a later request: it fails instead of waiting.
+        let later = tokio::time::timeout(
+            Duration::from_secs(10),
+            backend.call::<methods::Shutdown>(&EmptyParams {}),
+        )
+        .await
+        .expect("a request after the reader ended fails at once");
+        assert!(matches!(later, Err(ClientError::Violation(_))), "{later:?}");
+        backend.close_stdin();
+        assert!(backend.wait_within(Duration::from_secs(10)).await.is_some());
     }
 }

@@ -84,7 +84,7 @@ pub(super) async fn read_output(
                     let waiter = response
                         .id
                         .as_ref()
-                        .and_then(|id| shared.pending().remove(id));
+                        .and_then(|id| shared.pending().waiters.remove(id));
                     match waiter {
                         Some(waiter) => {
                             let _ = waiter.send(Ok(response));
@@ -104,7 +104,15 @@ pub(super) async fn read_output(
             }
         }
     };
-    let waiters: Vec<Waiter> = shared.pending().drain().map(|(_, w)| w).collect();
+    // Marked ended under the lock that adds requests: a later one fails at once.
+    let waiters: Vec<Waiter> = {
+        let mut pending = shared.pending();
+        pending.ended = Some(match &failure {
+            ClientError::Violation(violation) => Some(violation.clone()),
+            _ => None,
+        });
+        pending.waiters.drain().map(|(_, w)| w).collect()
+    };
     for waiter in waiters {
         let error = match &failure {
             ClientError::Violation(v) => ClientError::Violation(v.clone()),

@@ -107,6 +107,7 @@ impl App {
         let params = TurnStartParams {
             session_id: self.session_id.clone(),
             prompt,
+            attachments: None,
         };
         match backend.call::<methods::TurnStart>(&params).await? {
             Ok(started) => {

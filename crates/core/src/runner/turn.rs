@@ -9,7 +9,7 @@ use magi_provider::Item;
 use magi_store::records::{RecordBody, TurnOutcome};
 
 use super::calls::{CallService, Gates, Role};
-use super::conversation::conversation;
+use super::conversation::{conversation, input_images};
 use super::dialogue::round_trip;
 use super::ending::Ending;
 use super::exchange::Exchange;
@@ -21,7 +21,7 @@ use super::task::Subagents;
 use super::title::{TitleJob, TitleSink};
 use crate::agent::Agent;
 use crate::client_tools::ClientTool;
-use crate::sessions::{Sessions, has_title};
+use crate::sessions::{Sessions, has_title, input_assets_dir};
 
 /// One admitted turn.
 #[derive(Debug, Clone)]
@@ -49,6 +49,9 @@ pub struct TurnRequest {
     /// Whether the client negotiated `session.usage`: each model request is told as
     /// `usage.updated`.
     pub session_usage: bool,
+    /// The images given with the prompt (`input.attachments`), workspace paths already
+    /// checked at admission; empty without them.
+    pub attachments: Vec<String>,
 }
 
 /// The session's turn.
@@ -191,17 +194,33 @@ impl Turn {
             Some(_) => sessions.records().map_err(Ending::failed)?,
             None => return Err(Ending::failed(ErrorCode::PersistenceFailed)),
         };
-        let mut items = conversation(&records, &|id| sessions.tool_assets_dir(id));
+        let folder = sessions.conversation_dir();
+        let mut items = conversation(&records, folder.as_deref());
         items.push(Item::User {
             text: self.request.prompt.clone(),
         });
+        let message_id = format!("u-{}", self.request.run_id);
+        // The attached images are kept before anything is recorded: one that can no
+        // longer be read (changed since admission) fails the run with nothing written.
+        let mut images = Vec::new();
+        for (index, given) in self.request.attachments.iter().enumerate() {
+            let dir = folder
+                .as_deref()
+                .map(|f| input_assets_dir(f, &message_id, index))
+                .ok_or_else(|| Ending::failed(ErrorCode::PersistenceFailed))?;
+            let facts = magi_tools::keep_attachment(self.workspace.cwd(), given, &dir)
+                .map_err(|_| Ending::failed(ErrorCode::ExecutionFailed))?;
+            images.push(facts);
+        }
+        items.extend(input_images(&message_id, &images, folder.as_deref()));
         let started = RecordBody::TurnStarted {
             turn_id: turn_id.clone(),
         };
         let input = RecordBody::UserInput {
             turn_id,
-            message_id: format!("u-{}", self.request.run_id),
+            message_id,
             text: self.request.prompt.clone(),
+            images,
         };
         for body in [started, input] {
             if sessions.append(body).is_err() {

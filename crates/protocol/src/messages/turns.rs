@@ -14,6 +14,30 @@ pub struct TurnStartParams {
     pub session_id: String,
     /// The prompt: non-blank, at most 16,384 UTF-8 bytes.
     pub prompt: String,
+    /// Images given with the prompt, as workspace paths (`input.attachments` only):
+    /// 1 to 8 paths of at most 1,024 bytes each, each a PNG, JPEG, GIF or WebP file
+    /// inside the workspace within `view_image`'s bounds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attachments: Option<Vec<String>>,
+}
+
+/// The `extensions["input.attachments"]` descriptor.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct InputAttachmentsDescriptor {
+    /// Always 1.
+    pub schema_version: u64,
+    /// Most paths in one `turn.start`'s `attachments`.
+    pub attachments: u64,
+}
+
+impl InputAttachmentsDescriptor {
+    /// The descriptor of schema 1.
+    pub fn schema_1() -> InputAttachmentsDescriptor {
+        InputAttachmentsDescriptor {
+            schema_version: 1,
+            attachments: crate::limits::TURN_ATTACHMENTS as u64,
+        }
+    }
 }
 
 /// Params of `turn.cancel`.

@@ -123,10 +123,57 @@ impl From<ImageFacts> for Facts {
 /// A failure: its summary and what the model is told.
 type Failure = (&'static str, String);
 
-/// Checks an image given with a prompt (`input.attachments`): a file inside `cwd` that
-/// `view_image` would take, within its bounds. The error says what is wrong.
+/// Checks an image given with a prompt (`input.attachments`) without decoding it, since
+/// the check is made where requests are admitted: a regular file inside `cwd`, within
+/// the file bound, whose header is one of the four formats with sides within the decode
+/// bound. The error says what is wrong. [`keep_attachment`] decodes it later.
 pub fn check_attachment(cwd: &Path, given: &str) -> Result<(), String> {
-    load_attachment(cwd, given, &mut ImageFacts::default()).map(|_| ())
+    let path = inside(cwd, given)?;
+    let cannot = |e: &dyn std::fmt::Display| format!("Cannot read {given}: {e}.");
+    let size = std::fs::metadata(&path).map_err(|e| cannot(&e))?.len();
+    if size > VIEW_IMAGE_FILE_BYTES {
+        return Err(format!(
+            "{given} is {size} bytes, over the {VIEW_IMAGE_FILE_BYTES}-byte bound of an image."
+        ));
+    }
+    let reader = ImageReader::open(&path)
+        .and_then(ImageReader::with_guessed_format)
+        .map_err(|e| cannot(&e))?;
+    if reader.format().and_then(format_name).is_none() {
+        return Err(format!(
+            "{given} is not a PNG, JPEG, GIF or WebP image (its first bytes are none of \
+             theirs)."
+        ));
+    }
+    let (width, height) = reader
+        .into_dimensions()
+        .map_err(|e| format!("{given} could not be read as an image: {e}."))?;
+    if width.max(height) > VIEW_IMAGE_DECODE_SIDE_PIXELS {
+        return Err(format!(
+            "{given} is {width}x{height} pixels, over the {VIEW_IMAGE_DECODE_SIDE_PIXELS}-pixel \
+             side bound of an image."
+        ));
+    }
+    Ok(())
+}
+
+/// `given` resolved inside `cwd`, links followed: a regular file there, or what is wrong.
+fn inside(cwd: &Path, given: &str) -> Result<std::path::PathBuf, String> {
+    let outside = || {
+        format!(
+            "{given} is not a file inside the workspace {}.",
+            cwd.display()
+        )
+    };
+    let root = cwd.canonicalize().map_err(|_| outside())?;
+    let path = cwd
+        .join(given)
+        .canonicalize()
+        .map_err(|e| format!("Cannot read {given}: {e}."))?;
+    if !path.starts_with(&root) || !path.is_file() {
+        return Err(outside());
+    }
+    Ok(path)
 }
 
 /// Keeps an image given with a prompt in `dir`, as `view_image` keeps its image, and
@@ -143,21 +190,7 @@ pub fn keep_attachment(cwd: &Path, given: &str, dir: &Path) -> Result<Value, Str
 
 /// An attachment's file: inside `cwd` once links are resolved, then loaded.
 fn load_attachment(cwd: &Path, given: &str, facts: &mut ImageFacts) -> Result<Loaded, String> {
-    let outside = || {
-        format!(
-            "{given} is not a file inside the workspace {}.",
-            cwd.display()
-        )
-    };
-    let root = cwd.canonicalize().map_err(|_| outside())?;
-    let path = cwd
-        .join(given)
-        .canonicalize()
-        .map_err(|e| format!("Cannot read {given}: {e}."))?;
-    if !path.starts_with(&root) || !path.is_file() {
-        return Err(outside());
-    }
-    load(given, &path, facts).map_err(|(_, why)| why)
+    load(given, &inside(cwd, given)?, facts).map_err(|(_, why)| why)
 }
 
 /// The image as read, decoded and made to fit: what the model is given, the decoded

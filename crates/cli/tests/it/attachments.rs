@@ -14,7 +14,7 @@ use crate::common::*;
 use crate::exec::exec;
 use crate::view_image::{base64, images, png, provider};
 use magi_client::Backend;
-use magi_protocol::messages::{RunOutcome, TurnStartParams};
+use magi_protocol::messages::{Event, RunOutcome, TurnStartParams};
 use magi_protocol::methods;
 use magi_testkit::{MockServer, Reply};
 use serde_json::{Value, json};
@@ -70,8 +70,9 @@ async fn attachments_need_the_extension_and_a_bad_one_starts_nothing() {
     let env = env_for_wire(Wire::Chat, &mock);
     std::fs::write(env.cwd().join("a.png"), png()).unwrap();
     std::fs::write(env.cwd().join("notes.txt"), "not an image").unwrap();
+    // Cut inside its pixel data: the header still reads.
     let mut cut = png();
-    cut.truncate(40);
+    cut.truncate(cut.len() - 20);
     std::fs::write(env.cwd().join("cut.png"), &cut).unwrap();
     let outside = env.root().join("outside.png");
     std::fs::write(&outside, png()).unwrap();
@@ -118,7 +119,6 @@ async fn attachments_need_the_extension_and_a_bad_one_starts_nothing() {
         &nine[..],
         &["missing.png"][..],
         &["notes.txt"][..],
-        &["cut.png"][..],
         &["../outside.png"][..],
         &[outside.as_str()][..],
         &["a.png", "notes.txt"][..],
@@ -132,6 +132,34 @@ async fn attachments_need_the_extension_and_a_bad_one_starts_nothing() {
     // Nothing started: no model request, no log.
     assert!(mock.requests().is_empty());
     assert!(!log_path(&env, &session).exists());
+
+    // Admission reads headers only: a file cut after its header, or a model that takes
+    // no images (nothing says `mock-model` does), fails the run with why, and nothing
+    // is recorded or sent.
+    for (attached, why) in [
+        ("a.png", "does not take images"),
+        ("cut.png", "could not be decoded"),
+    ] {
+        if attached == "cut.png" {
+            env.write_settings("[models.\"openai-chat/mock-model\"]\nimages = true\n");
+            shutdown_clean(&mut backend).await;
+            backend = env.spawn();
+            backend.initialize(&METHODS).await.unwrap().unwrap();
+            open_session(&mut backend, &session).await.unwrap_err();
+        }
+        let session = new_session(&mut backend).await;
+        let started = start_with(&mut backend, &session, "Look", &[attached]).await;
+        assert!(started.is_ok(), "{attached}: {started:?}");
+        let mut seen = Vec::new();
+        let finished = until_finished(&mut backend, &mut seen).await;
+        assert_eq!(finished.outcome, RunOutcome::Failed, "{seen:?}");
+        let told = seen.iter().any(|e| {
+            matches!(e, Event::Diagnostic(d) if d.code == "attachment_failed" && d.summary.contains(why))
+        });
+        assert!(told, "{attached}: {seen:?}");
+        assert!(mock.requests().is_empty());
+        assert!(!log_path(&env, &session).exists());
+    }
     shutdown_clean(&mut backend).await;
 }
 

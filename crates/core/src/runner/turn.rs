@@ -4,7 +4,9 @@
 use std::sync::Arc;
 
 use magi_protocol::ErrorCode;
-use magi_protocol::messages::{Event, InputPersisted, Persistence, RunFinished, RunOutcome};
+use magi_protocol::messages::{
+    DIAGNOSTIC_ATTACHMENT_FAILED, Event, InputPersisted, Persistence, RunFinished, RunOutcome,
+};
 use magi_provider::Item;
 use magi_store::records::{RecordBody, TurnOutcome};
 
@@ -165,6 +167,38 @@ impl Turn {
         self.request.run_id.clone()
     }
 
+    /// Decodes and keeps the images given with the prompt (`input.attachments`) in the
+    /// input's assets, before anything is recorded; their facts for the input's record.
+    /// Admission checked only their headers: one that no longer decodes, or a model that
+    /// takes no images, is what the error says.
+    fn keep_attachments(
+        &self,
+        folder: Option<&std::path::Path>,
+        message_id: &str,
+    ) -> Result<Vec<serde_json::Value>, String> {
+        let agent = &self.exchange.agent;
+        if !self.request.attachments.is_empty() && !agent.images {
+            let (provider, model) = (&agent.provider, &agent.model);
+            return Err(format!(
+                "Model {model:?} of provider {provider:?} does not take images, so the \
+                 attached images cannot be sent. Switch to a model that takes images (or, \
+                 when this one does, set `images = true` under [models.\"{provider}/{model}\"] \
+                 in the settings)."
+            ));
+        }
+        let mut images = Vec::new();
+        for (index, given) in self.request.attachments.iter().enumerate() {
+            let folder = folder.ok_or("The session has no assets folder to keep images in.")?;
+            let dir = input_assets_dir(folder, message_id, index);
+            images.push(magi_tools::keep_attachment(
+                self.workspace.cwd(),
+                given,
+                &dir,
+            )?);
+        }
+        Ok(images)
+    }
+
     /// Appends the turn's start and the prompt, then acknowledges them.
     async fn persist_input(
         &mut self,
@@ -200,18 +234,13 @@ impl Turn {
             text: self.request.prompt.clone(),
         });
         let message_id = format!("u-{}", self.request.run_id);
-        // The attached images are kept before anything is recorded: one that can no
-        // longer be read (changed since admission) fails the run with nothing written.
-        let mut images = Vec::new();
-        for (index, given) in self.request.attachments.iter().enumerate() {
-            let dir = folder
-                .as_deref()
-                .map(|f| input_assets_dir(f, &message_id, index))
-                .ok_or_else(|| Ending::failed(ErrorCode::PersistenceFailed))?;
-            let facts = magi_tools::keep_attachment(self.workspace.cwd(), given, &dir)
-                .map_err(|_| Ending::failed(ErrorCode::ExecutionFailed))?;
-            images.push(facts);
-        }
+        let images = match self.keep_attachments(folder.as_deref(), &message_id) {
+            Ok(images) => images,
+            Err(why) => {
+                output.diagnostic(DIAGNOSTIC_ATTACHMENT_FAILED, &why).await;
+                return Err(Ending::failed(ErrorCode::ExecutionFailed));
+            }
+        };
         items.extend(input_images(&message_id, &images, folder.as_deref()));
         let started = RecordBody::TurnStarted {
             turn_id: turn_id.clone(),

@@ -176,6 +176,10 @@ pub const DIAGNOSTIC_LOOP_DETECTED: &str = "loop_detected";
 /// even after compaction; the run ends `failed` (`execution_failed`) rather than send a
 /// request the model cannot take or silently cut the conversation.
 pub const DIAGNOSTIC_CONTEXT_EXCEEDED: &str = "context_exceeded";
+/// The `diagnostic` code of a turn whose attached images (`input.attachments`) cannot be
+/// given to the model: it takes no images, or a file no longer decodes. The run ends
+/// `failed` (`execution_failed`) with nothing recorded.
+pub const DIAGNOSTIC_ATTACHMENT_FAILED: &str = "attachment_failed";
 
 /// Data of `diagnostic`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

@@ -136,7 +136,9 @@ pub fn check_attachment(cwd: &Path, given: &str) -> Result<(), String> {
             "{given} is {size} bytes, over the {VIEW_IMAGE_FILE_BYTES}-byte bound of an image."
         ));
     }
-    let reader = ImageReader::open(&path)
+    // The format by the first bytes alone, as `view_image` takes it, never the name.
+    let reader = std::fs::File::open(&path)
+        .map(|file| ImageReader::new(std::io::BufReader::new(file)))
         .and_then(ImageReader::with_guessed_format)
         .map_err(|e| cannot(&e))?;
     if reader.format().and_then(format_name).is_none() {

@@ -51,6 +51,7 @@ async fn run(root: &std::path::Path, tool_cards: bool) -> (usize, usize, usize) 
     let params = TurnStartParams {
         session_id: session.session_id,
         prompt: "Go".into(),
+        attachments: None,
     };
     backend
         .call::<methods::TurnStart>(&params)

@@ -68,6 +68,7 @@ async fn one_turn(home: &Path, cwd: &Path, mock: &MockServer) -> Duration {
     let params = TurnStartParams {
         session_id: session.session_id,
         prompt: "Go".into(),
+        attachments: None,
     };
     backend
         .call::<methods::TurnStart>(&params)

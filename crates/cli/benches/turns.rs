@@ -109,6 +109,7 @@ async fn serve_runs(home: &Path, cwd: &Path, mock: &MockServer) -> (Vec<Duration
         let params = TurnStartParams {
             session_id: session.session_id,
             prompt: "Go".into(),
+            attachments: None,
         };
         backend
             .call::<methods::TurnStart>(&params)
@@ -165,6 +166,7 @@ async fn service_overhead(home: &Path, cwd: &Path) -> Duration {
         let params = TurnStartParams {
             session_id: session.session_id,
             prompt: "Go".into(),
+            attachments: None,
         };
         backend
             .call::<methods::TurnStart>(&params)

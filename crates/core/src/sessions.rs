@@ -31,7 +31,7 @@ mod title;
 
 pub use crate::discovery::NOTICE_CWD_UNVERIFIED;
 pub use append::AppendFailure;
-pub(crate) use assets::call_assets_dir;
+pub(crate) use assets::{call_assets_dir, input_assets_dir};
 pub use title::has_title;
 
 /// The sessions of one child: where they live and which one is attached.

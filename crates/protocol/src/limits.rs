@@ -381,6 +381,14 @@ pub const REQUIRED_CAPABILITY_NAMES_WITH_CLIENT_TOOLS_AND_APPROVAL_SCOPES: usize
 /// Names `session.usage` adds to whichever bound of `required_capabilities` applies
 /// without it: its own.
 pub const SESSION_USAGE_NAME_ROOM: usize = 1;
+/// Names `input.attachments` adds to whichever bound of `required_capabilities` applies
+/// without it: its own.
+pub const INPUT_ATTACHMENTS_NAME_ROOM: usize = 1;
+/// Most paths in one `turn.start`'s `attachments` (`input.attachments`).
+pub const TURN_ATTACHMENTS: usize = 8;
+/// Longest path in `attachments`, in UTF-8 bytes. Eight of them and the longest prompt
+/// stay well inside an input frame.
+pub const TURN_ATTACHMENT_PATH_BYTES: usize = 1_024;
 /// Longest `message` of an `approval.answer`, in UTF-8 bytes.
 pub const APPROVAL_MESSAGE_BYTES: usize = 1_024;
 /// Longest `subject` and `suggested_rule` of an `approval.requested`, in UTF-8 bytes.

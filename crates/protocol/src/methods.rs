@@ -149,6 +149,7 @@ mod tests {
         let start = TurnStartParams {
             session_id: "s".into(),
             prompt: "hi".into(),
+            attachments: None,
         };
         assert_eq!(
             reads_as_call::<TurnStart>(&start),

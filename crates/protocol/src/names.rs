@@ -161,6 +161,9 @@ pub const USER_QUESTIONS: &str = "user.questions";
 /// The `session.usage` extension's capability name.
 pub const SESSION_USAGE: &str = "session.usage";
 
+/// The `input.attachments` extension's capability name.
+pub const INPUT_ATTACHMENTS: &str = "input.attachments";
+
 /// The capabilities advertised by `initialize`, in the protocol's order.
 ///
 /// The base capabilities are the sixteen method names; negotiated extensions are

@@ -78,6 +78,14 @@ pub(crate) fn body(request: &ModelRequest) -> Value {
                 }
                 ("user", block)
             }
+            // It joins the prompt's user message, after the text.
+            Item::UserImage { media_type, data } => (
+                "user",
+                json!({
+                    "type": "image",
+                    "source": { "type": "base64", "media_type": media_type, "data": data },
+                }),
+            ),
             Item::Image {
                 call_id,
                 media_type,

@@ -63,6 +63,15 @@ pub(crate) fn body(request: &ModelRequest) -> Value {
                 messages
                     .push(json!({ "role": "tool", "tool_call_id": call_id, "content": output }));
             }
+            Item::UserImage { media_type, data } => crate::push_user_part(
+                &mut messages,
+                "text",
+                json!({
+                    "type": "image_url",
+                    "image_url": { "url": Item::data_url(media_type, data) },
+                }),
+                json!({ "role": "user" }),
+            ),
             Item::Image {
                 call_id,
                 media_type,

@@ -28,6 +28,7 @@ use std::pin::Pin;
 
 use magi_protocol::messages::Effort;
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -95,6 +96,14 @@ pub enum Item {
         /// Whether the call failed.
         is_error: bool,
     },
+    /// An image given with the prompt (`input.attachments`), right after its
+    /// [`Item::User`]: each wire format puts it in that user message, after the text.
+    UserImage {
+        /// `image/png`, `image/jpeg` or `image/webp`.
+        media_type: String,
+        /// The image file's bytes in standard base64.
+        data: String,
+    },
     /// An image a tool call gave the model (`view_image`), right after that call's
     /// result. Each wire format sends it as its own image input: Anthropic inside the
     /// call's `tool_result`; the OpenAI formats, whose tool outputs are text, in a user
@@ -114,6 +123,23 @@ impl Item {
     fn data_url(media_type: &str, data: &str) -> String {
         format!("data:{media_type};base64,{data}")
     }
+}
+
+/// Adds `part` to the user message that ends `messages` (an OpenAI format's), whose
+/// text content becomes its first part (`text_type` names a text part there); with no
+/// such message, `alone` is pushed, `part` in its content.
+fn push_user_part(messages: &mut Vec<Value>, text_type: &str, part: Value, mut alone: Value) {
+    if let Some(last) = messages.last_mut().filter(|m| m["role"] == "user") {
+        if let Some(text) = last["content"].as_str().map(str::to_owned) {
+            last["content"] = serde_json::json!([{ "type": text_type, "text": text }]);
+        }
+        if let Some(parts) = last["content"].as_array_mut() {
+            parts.push(part);
+            return;
+        }
+    }
+    alone["content"] = serde_json::json!([part]);
+    messages.push(alone);
 }
 
 /// A request whose response called two tools, the first of which gave an image: how

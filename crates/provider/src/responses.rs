@@ -40,6 +40,16 @@ pub(crate) fn body(request: &ModelRequest) -> Value {
             Item::ToolResult { call_id, output, .. } => input.push(
                 json!({ "type": "function_call_output", "call_id": call_id, "output": output }),
             ),
+            Item::UserImage { media_type, data } => crate::push_user_part(
+                &mut input,
+                "input_text",
+                json!({
+                    "type": "input_image",
+                    "image_url": Item::data_url(media_type, data),
+                    "detail": "auto",
+                }),
+                json!({ "type": "message", "role": "user" }),
+            ),
             Item::Image {
                 call_id,
                 media_type,

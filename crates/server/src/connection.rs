@@ -106,6 +106,8 @@ pub(crate) struct Connection {
     user_questions: bool,
     /// Whether the client required `session.usage`.
     session_usage: bool,
+    /// Whether the client required `input.attachments`.
+    input_attachments: bool,
     /// Whether the client required `client.tools`, and the tools it registered.
     client_tools_negotiated: bool,
     client_tools: Arc<Vec<ClientTool>>,
@@ -140,6 +142,7 @@ impl Connection {
             approval_scopes: false,
             user_questions: false,
             session_usage: false,
+            input_attachments: false,
             client_tools_negotiated: false,
             client_tools: Arc::default(),
             selection: None,

@@ -374,6 +374,7 @@ mod tests {
             turn_id: "t".into(),
             message_id: "u".into(),
             text: text.into(),
+            images: Vec::new(),
         })
     }
 

@@ -708,6 +708,7 @@ mod tests {
                 turn_id: "t1".into(),
                 message_id: "m1".into(),
                 text: "two\nlines and a \u{0} byte".into(),
+                images: Vec::new(),
             },
         );
         appender.append(&first).unwrap();

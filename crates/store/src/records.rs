@@ -99,6 +99,10 @@ pub enum RecordBody {
         message_id: String,
         /// The prompt.
         text: String,
+        /// The facts of the images given with it (`input.attachments`), in order: each
+        /// kept in the session's assets under `inputs/<message_id>/<n>/`.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        images: Vec<serde_json::Value>,
     },
     /// One assistant segment, written once complete (or once the turn ended early).
     AssistantOutput {
@@ -330,6 +334,7 @@ mod tests {
                 turn_id: "t".into(),
                 message_id: "m".into(),
                 text: "hi".into(),
+                images: Vec::new(),
             },
         );
         let line = serde_json::to_string(&record).unwrap();

@@ -39,6 +39,7 @@ fn record(n: usize) -> Record {
             turn_id: "t1".into(),
             message_id: format!("m{n}"),
             text: format!("{n:08}").repeat(TEXT_BYTES / 8),
+            images: Vec::new(),
         },
     )
 }

@@ -37,7 +37,7 @@ pub use jobs::{JobNotice, take_notices};
 pub use process::launcher;
 pub use proposal::proposed_change;
 pub use scope::{outside_workspace, subject};
-pub use view_image::{IMAGE_ASSET_FILES, kept_image};
+pub use view_image::{IMAGE_ASSET_FILES, check_attachment, keep_attachment, kept_image};
 pub use walk::walker;
 
 /// A tool as the model sees it.

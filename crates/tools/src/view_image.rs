@@ -123,14 +123,87 @@ impl From<ImageFacts> for Facts {
 /// A failure: its summary and what the model is told.
 type Failure = (&'static str, String);
 
-fn view(
-    given: &str,
-    ctx: &ToolContext,
-    facts: &mut ImageFacts,
-) -> Result<(String, String), Failure> {
-    let path = ctx.cwd.join(given);
+/// Checks an image given with a prompt (`input.attachments`) without decoding it, since
+/// the check is made where requests are admitted: a regular file inside `cwd`, within
+/// the file bound, whose header is one of the four formats with sides within the decode
+/// bound. The error says what is wrong. [`keep_attachment`] decodes it later.
+pub fn check_attachment(cwd: &Path, given: &str) -> Result<(), String> {
+    let path = inside(cwd, given)?;
+    let cannot = |e: &dyn std::fmt::Display| format!("Cannot read {given}: {e}.");
+    let size = std::fs::metadata(&path).map_err(|e| cannot(&e))?.len();
+    if size > VIEW_IMAGE_FILE_BYTES {
+        return Err(format!(
+            "{given} is {size} bytes, over the {VIEW_IMAGE_FILE_BYTES}-byte bound of an image."
+        ));
+    }
+    // The format by the first bytes alone, as `view_image` takes it, never the name.
+    let reader = std::fs::File::open(&path)
+        .map(|file| ImageReader::new(std::io::BufReader::new(file)))
+        .and_then(ImageReader::with_guessed_format)
+        .map_err(|e| cannot(&e))?;
+    if reader.format().and_then(format_name).is_none() {
+        return Err(format!(
+            "{given} is not a PNG, JPEG, GIF or WebP image (its first bytes are none of \
+             theirs)."
+        ));
+    }
+    let (width, height) = reader
+        .into_dimensions()
+        .map_err(|e| format!("{given} could not be read as an image: {e}."))?;
+    if width.max(height) > VIEW_IMAGE_DECODE_SIDE_PIXELS {
+        return Err(format!(
+            "{given} is {width}x{height} pixels, over the {VIEW_IMAGE_DECODE_SIDE_PIXELS}-pixel \
+             side bound of an image."
+        ));
+    }
+    Ok(())
+}
+
+/// `given` resolved inside `cwd`, links followed: a regular file there, or what is wrong.
+fn inside(cwd: &Path, given: &str) -> Result<std::path::PathBuf, String> {
+    let outside = || {
+        format!(
+            "{given} is not a file inside the workspace {}.",
+            cwd.display()
+        )
+    };
+    let root = cwd.canonicalize().map_err(|_| outside())?;
+    let path = cwd
+        .join(given)
+        .canonicalize()
+        .map_err(|e| format!("Cannot read {given}: {e}."))?;
+    if !path.starts_with(&root) || !path.is_file() {
+        return Err(outside());
+    }
+    Ok(path)
+}
+
+/// Keeps an image given with a prompt in `dir`, as `view_image` keeps its image, and
+/// gives its facts (those of a `view_image` card) for the input's record.
+pub fn keep_attachment(cwd: &Path, given: &str, dir: &Path) -> Result<Value, String> {
+    let mut facts = ImageFacts {
+        path: cut(given, FACT_STRING_BYTES),
+        ..ImageFacts::default()
+    };
+    let (prepared, ..) = load_attachment(cwd, given, &mut facts)?;
+    facts.sent = Some(keep(&prepared, dir).map_err(|(_, why)| why)?);
+    serde_json::to_value(Facts::from(facts)).map_err(|e| e.to_string())
+}
+
+/// An attachment's file: inside `cwd` once links are resolved, then loaded.
+fn load_attachment(cwd: &Path, given: &str, facts: &mut ImageFacts) -> Result<Loaded, String> {
+    load(given, &inside(cwd, given)?, facts).map_err(|(_, why)| why)
+}
+
+/// The image as read, decoded and made to fit: what the model is given, the decoded
+/// dimensions and the file's size.
+type Loaded = (Prepared, (u32, u32), usize);
+
+/// Reads `path` (named `given` in messages) within the file bound, checks its format,
+/// decodes it and makes it fit the bounds the model takes.
+fn load(given: &str, path: &Path, facts: &mut ImageFacts) -> Result<Loaded, Failure> {
     let cannot = |e: std::io::Error| ("cannot read the file", format!("Cannot read {given}: {e}."));
-    let file = std::fs::File::open(&path).map_err(cannot)?;
+    let file = std::fs::File::open(path).map_err(cannot)?;
     let size = file.metadata().map_err(cannot)?.len();
     facts.bytes = Some(size);
     if size > VIEW_IMAGE_FILE_BYTES {
@@ -174,6 +247,15 @@ fn view(
             format!("{given} could not be made to fit the bounds: {why}."),
         )
     })?;
+    Ok((prepared, (image.width(), image.height()), bytes.len()))
+}
+
+fn view(
+    given: &str,
+    ctx: &ToolContext,
+    facts: &mut ImageFacts,
+) -> Result<(String, String), Failure> {
+    let (prepared, (width, height), size) = load(given, &ctx.cwd.join(given), facts)?;
     let Some(dir) = ctx.assets_dir else {
         return Err((
             "nowhere to keep the image",
@@ -182,33 +264,10 @@ fn view(
                 .into(),
         ));
     };
-    let kept = dir.join(prepared.file);
-    std::fs::create_dir_all(dir)
-        .and_then(|()| std::fs::write(&kept, &prepared.bytes))
-        .map_err(|e| {
-            (
-                "cannot keep the image",
-                format!("The image could not be kept with the call's assets: {e}."),
-            )
-        })?;
-    let digest = CaptureDigest::of(&kept).ok_or_else(|| {
-        (
-            "cannot keep the image",
-            "The kept image could not be read back.".to_owned(),
-        )
-    })?;
-    let sent = SentImage {
-        media_type: prepared.media_type.to_owned(),
-        width: prepared.width,
-        height: prepared.height,
-        file: digest,
-    };
+    let sent = keep(&prepared, dir)?;
     let format = facts.format.unwrap_or("image").to_uppercase();
-    let (width, height) = (image.width(), image.height());
-    let mut content = format!(
-        "{given}: {format}, {width}x{height} pixels, {} bytes. It is attached below.",
-        bytes.len()
-    );
+    let mut content =
+        format!("{given}: {format}, {width}x{height} pixels, {size} bytes. It is attached below.");
     if (sent.width, sent.height) != (width, height) {
         content.push_str(&format!(
             " It was downscaled to {}x{} pixels to fit the bounds.",
@@ -217,6 +276,31 @@ fn view(
     }
     facts.sent = Some(sent);
     Ok((content, format!("{format} {width}x{height}")))
+}
+
+/// Writes the prepared image into `dir` and says what was kept.
+fn keep(prepared: &Prepared, dir: &Path) -> Result<SentImage, Failure> {
+    let kept = dir.join(prepared.file);
+    std::fs::create_dir_all(dir)
+        .and_then(|()| std::fs::write(&kept, &prepared.bytes))
+        .map_err(|e| {
+            (
+                "cannot keep the image",
+                format!("The image could not be kept with the assets: {e}."),
+            )
+        })?;
+    let digest = CaptureDigest::of(&kept).ok_or_else(|| {
+        (
+            "cannot keep the image",
+            "The kept image could not be read back.".to_owned(),
+        )
+    })?;
+    Ok(SentImage {
+        media_type: prepared.media_type.to_owned(),
+        width: prepared.width,
+        height: prepared.height,
+        file: digest,
+    })
 }
 
 /// Decodes `bytes` as `format` within the decode bounds; a GIF gives its first frame.

@@ -5,7 +5,7 @@ use std::fmt;
 use std::io::{IsTerminal, Read};
 
 use clap::builder::NonEmptyStringValueParser;
-use magi_protocol::limits::PROMPT_BYTES;
+use magi_protocol::limits::{PROMPT_BYTES, TURN_ATTACHMENT_PATH_BYTES, TURN_ATTACHMENTS};
 use magi_protocol::text::{PromptProblem, grouped};
 
 /// Most bytes read from stdin for a prompt. A prompt is at most [`PROMPT_BYTES`]; the
@@ -82,6 +82,10 @@ pub struct ExecArgs {
     /// is --model, else MAGI_MODEL, else the one the settings give this provider.
     #[arg(long, value_name = "NAME", value_parser = NonEmptyStringValueParser::new())]
     pub provider: Option<String>,
+    /// An image given with the prompt: a PNG, JPEG, GIF or WebP file inside this
+    /// directory. Repeat it for more (at most 8).
+    #[arg(long = "image", value_name = "PATH", value_parser = NonEmptyStringValueParser::new())]
+    pub images: Vec<String>,
     /// The prompt. `-`, or nothing when stdin is not a terminal, reads it from stdin.
     pub prompt: Option<String>,
 }
@@ -120,6 +124,28 @@ impl fmt::Display for PromptError {
             PromptError::Read(e) => write!(f, "cannot read the prompt from stdin: {e}"),
         }
     }
+}
+
+/// Checks the `--image` files as the backend will, so a bad one is told by name and
+/// nothing is started: at most [`TURN_ATTACHMENTS`], each an image `view_image` takes
+/// inside `cwd`.
+pub(super) fn check_images(images: &[String], cwd: &std::path::Path) -> Result<(), String> {
+    if images.len() > TURN_ATTACHMENTS {
+        return Err(format!(
+            "{} images given with --image, over the limit of {TURN_ATTACHMENTS} a turn takes",
+            images.len()
+        ));
+    }
+    for image in images {
+        if image.len() > TURN_ATTACHMENT_PATH_BYTES || magi_protocol::text::has_control(image) {
+            return Err(format!(
+                "--image {image:?}: a path of at most {TURN_ATTACHMENT_PATH_BYTES} bytes \
+                 without control characters is needed"
+            ));
+        }
+        magi_tools::check_attachment(cwd, image).map_err(|why| format!("--image: {why}"))?;
+    }
+    Ok(())
 }
 
 /// The prompt to send: the argument, or stdin when the argument is `-` or absent with

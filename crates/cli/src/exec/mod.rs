@@ -73,6 +73,13 @@ pub fn run(args: &ExecArgs) -> ExitCode {
             return Exit::Usage.into();
         }
     };
+    let checked = std::env::current_dir()
+        .map_err(|e| format!("cannot read the working directory: {e}"))
+        .and_then(|cwd| args::check_images(&args.images, &cwd));
+    if let Err(why) = checked {
+        eprintln!("magi-code exec: {why}");
+        return Exit::Usage.into();
+    }
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -209,6 +216,9 @@ async fn start(
         magi_protocol::names::USER_QUESTIONS,
     ];
     capabilities.extend_from_slice(target.capabilities());
+    if !args.images.is_empty() {
+        capabilities.push(magi_protocol::names::INPUT_ATTACHMENTS);
+    }
     // The cards name each call's main argument in its progress line.
     if output.cards() {
         capabilities.push(magi_protocol::cards::CAPABILITY);
@@ -229,6 +239,7 @@ async fn start(
     let start = TurnStartParams {
         session_id: session.session_id.clone(),
         prompt,
+        attachments: (!args.images.is_empty()).then(|| args.images.clone()),
     };
     let started = backend
         .call::<methods::TurnStart>(&start)

@@ -44,6 +44,8 @@ pub(super) async fn start_backend() -> anyhow::Result<Result<Backend, ErrorCode>
             "model.refresh",
             "selection.set",
             magi_protocol::names::SESSION_USAGE,
+            // Images a prompt mentions with `@` go with it.
+            magi_protocol::names::INPUT_ATTACHMENTS,
         ])
         .await?;
     Ok(initialized.map(|_| backend))
@@ -92,12 +94,23 @@ impl App {
         Ok(())
     }
 
-    /// Submits a prompt: the fold shows it at once and learns whether it was accepted.
+    /// Submits a prompt with the images it mentions: the fold shows it at once and
+    /// learns whether it was accepted. A mentioned image that cannot be sent keeps the
+    /// prompt in the composer and says why.
     pub(super) async fn send(
         &mut self,
         backend: &mut Backend,
         prompt: String,
     ) -> anyhow::Result<()> {
+        let cwd = std::env::current_dir().unwrap_or_default();
+        let attachments = match super::attachments::attachments(&prompt, &cwd) {
+            Ok(attachments) => attachments,
+            Err(why) => {
+                self.composer.set_text(prompt);
+                self.status = why;
+                return Ok(());
+            }
+        };
         let id = PromptId(self.next_prompt);
         self.next_prompt += 1;
         self.transcript.apply(FoldInput::PromptSubmitted {
@@ -107,6 +120,7 @@ impl App {
         let params = TurnStartParams {
             session_id: self.session_id.clone(),
             prompt,
+            attachments,
         };
         match backend.call::<methods::TurnStart>(&params).await? {
             Ok(started) => {

@@ -30,6 +30,7 @@
 //! history, mentions), and [`render`] draws the transcript and its cards.
 
 mod approval;
+mod attachments;
 mod backend;
 mod commands;
 mod composer;

@@ -48,6 +48,7 @@ async fn turn(env: &TestEnv) -> (Backend, String, String) {
     let params = TurnStartParams {
         session_id: session.session_id.clone(),
         prompt: "Write a file".into(),
+        attachments: None,
     };
     let started = backend
         .call::<methods::TurnStart>(&params)

@@ -455,6 +455,7 @@ async fn a_selection_is_validated_persisted_and_restored_after_a_restart() {
     let think = TurnStartParams {
         session_id: session_id.clone(),
         prompt: "Think".into(),
+        attachments: None,
     };
     backend
         .call::<methods::TurnStart>(&think)

@@ -70,6 +70,7 @@ async fn turn(env: &TestEnv) -> (Backend, String, String) {
     let params = TurnStartParams {
         session_id: session_id.clone(),
         prompt: "Tell me".into(),
+        attachments: None,
     };
     let started = backend
         .call::<methods::TurnStart>(&params)

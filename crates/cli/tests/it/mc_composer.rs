@@ -154,3 +154,29 @@ async fn an_at_mention_completes_a_workspace_path() {
     );
     tmux.key("C-c");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_at_mentioned_image_goes_with_the_prompt_and_a_fake_one_is_refused() {
+    use crate::view_image::{base64, images, png};
+    let mock = MockServer::start().await;
+    mock.enqueue(Reply::stream().text(["A gradient."]));
+    let env = TestEnv::new();
+    env.write_settings("[models.\"openai-chat/mock-model\"]\nimages = true\n");
+    let bytes = png();
+    std::fs::write(env.cwd().join("shot.png"), &bytes).unwrap();
+    std::fs::write(env.cwd().join("fake.png"), "text").unwrap();
+    let tmux = Tmux::start(&env, &vars(&mock));
+    tmux.wait_for("idle ·");
+    tmux.type_text("what is @fake.png ");
+    tmux.key("Enter");
+    // Nothing is sent; the prompt stays and the status line says why.
+    tmux.wait_for("fake.png is not a PNG");
+    assert!(mock.requests().is_empty());
+    tmux.key("C-u");
+    tmux.type_text("what is @shot.png ");
+    tmux.key("Enter");
+    tmux.wait_for("A gradient.");
+    let sent = images(Wire::Chat, &mock.requests()[0].body);
+    assert_eq!(sent, [("image/png".to_owned(), base64(&bytes))]);
+    tmux.key("C-c");
+}

@@ -48,6 +48,7 @@ async fn try_start(
     let params = TurnStartParams {
         session_id: session.to_owned(),
         prompt: prompt.to_owned(),
+        attachments: None,
     };
     backend.call::<methods::TurnStart>(&params).await.unwrap()
 }

@@ -34,7 +34,7 @@ const METHODS: [&str; 7] = [
 ];
 
 /// A 24×16 PNG, as the image crate writes it.
-fn png() -> Vec<u8> {
+pub(crate) fn png() -> Vec<u8> {
     let image =
         image::RgbImage::from_fn(24, 16, |x, y| image::Rgb([x as u8 * 10, y as u8 * 15, 99]));
     let mut out = Cursor::new(Vec::new());
@@ -45,7 +45,7 @@ fn png() -> Vec<u8> {
 }
 
 /// Standard base64, written here so the test does not share the code it checks.
-fn base64(bytes: &[u8]) -> String {
+pub(crate) fn base64(bytes: &[u8]) -> String {
     const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     let mut out = String::new();
     for chunk in bytes.chunks(3) {
@@ -72,7 +72,7 @@ fn view(id: &str, path: &str) -> Reply {
 
 /// The images a request body carries, as (media type, base64 data), in the wire
 /// format's own shape.
-fn images(wire: Wire, body: &Value) -> Vec<(String, String)> {
+pub(crate) fn images(wire: Wire, body: &Value) -> Vec<(String, String)> {
     let mut found = Vec::new();
     walk(body, &mut |v| {
         let data_url = |url: &str| {
@@ -102,7 +102,7 @@ fn walk(value: &Value, visit: &mut dyn FnMut(&Value)) {
     }
 }
 
-fn provider(wire: Wire) -> &'static str {
+pub(crate) fn provider(wire: Wire) -> &'static str {
     match wire {
         Wire::Responses => "openai",
         Wire::Chat => "openai-chat",

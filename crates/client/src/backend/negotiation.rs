@@ -4,10 +4,10 @@
 use std::sync::Arc;
 
 use magi_protocol::messages::{
-    ApprovalScopesDescriptor, InitializeParams, InitializeResult, SessionUsageDescriptor,
-    UserQuestionsDescriptor,
+    ApprovalScopesDescriptor, InitializeParams, InitializeResult, InputAttachmentsDescriptor,
+    SessionUsageDescriptor, UserQuestionsDescriptor,
 };
-use magi_protocol::names::{APPROVAL_SCOPES, SESSION_USAGE, USER_QUESTIONS};
+use magi_protocol::names::{APPROVAL_SCOPES, INPUT_ATTACHMENTS, SESSION_USAGE, USER_QUESTIONS};
 use serde_json::Value;
 
 use super::Shared;
@@ -22,6 +22,7 @@ pub(super) struct Negotiation {
     approval_scopes: bool,
     user_questions: bool,
     session_usage: bool,
+    input_attachments: bool,
     shared: Arc<Shared>,
 }
 
@@ -40,6 +41,7 @@ impl Negotiation {
             approval_scopes: requires(APPROVAL_SCOPES),
             user_questions: requires(USER_QUESTIONS),
             session_usage: requires(SESSION_USAGE),
+            input_attachments: requires(INPUT_ATTACHMENTS),
             shared,
         })
     }
@@ -54,6 +56,7 @@ impl Negotiation {
             approval_scopes: self.approval_scopes,
             user_questions: self.user_questions,
             session_usage: self.session_usage,
+            input_attachments: self.input_attachments,
         };
         check_advertisement(&result, &required).map_err(ClientError::Violation)?;
         self.shared
@@ -85,12 +88,14 @@ struct Required {
     approval_scopes: bool,
     user_questions: bool,
     session_usage: bool,
+    input_attachments: bool,
 }
 
 /// Checks what an admitted `initialize` advertises: the sixteen base capabilities in
 /// order, then `tool.cards` with exactly schema 1's descriptor, `client.tools` with
-/// its descriptor, `approval.scopes` and `session.usage` with schema 1's, each exactly when it was
-/// required, and nothing of them otherwise.
+/// its descriptor, `approval.scopes`, `user.questions`, `session.usage` and
+/// `input.attachments` with schema 1's, each exactly when it was required, and nothing of
+/// them otherwise.
 fn check_advertisement(result: &InitializeResult, required: &Required) -> Result<(), Violation> {
     let mut expected = magi_protocol::names::base_capabilities();
     if required.tool_cards {
@@ -107,6 +112,9 @@ fn check_advertisement(result: &InitializeResult, required: &Required) -> Result
     }
     if required.session_usage {
         expected.push(SESSION_USAGE.to_owned());
+    }
+    if required.input_attachments {
+        expected.push(INPUT_ATTACHMENTS.to_owned());
     }
     if result.capabilities != expected {
         return Err(Violation("initialize advertised other capabilities".into()));
@@ -152,13 +160,22 @@ fn check_advertisement(result: &InitializeResult, required: &Required) -> Result
         (true, Some(d)) => *d == SessionUsageDescriptor::schema_1(),
         _ => false,
     };
+    let attachments_ok = match (
+        required.input_attachments,
+        extensions.and_then(|e| e.input_attachments.as_ref()),
+    ) {
+        (false, None) => true,
+        (true, Some(d)) => *d == InputAttachmentsDescriptor::schema_1(),
+        _ => false,
+    };
     let any = required.tool_cards
         || required.client_tools
         || required.approval_scopes
         || required.user_questions
-        || required.session_usage;
-    if cards_ok && tools_ok && scopes_ok && questions_ok && usage_ok && extensions.is_some() == any
-    {
+        || required.session_usage
+        || required.input_attachments;
+    let all_ok = cards_ok && tools_ok && scopes_ok && questions_ok && usage_ok && attachments_ok;
+    if all_ok && extensions.is_some() == any {
         Ok(())
     } else {
         Err(Violation(

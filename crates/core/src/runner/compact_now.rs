@@ -32,7 +32,7 @@ pub fn compact_session(
     sessions.check_attached(session_id)?;
     // On the session worker, never the protocol loop: this reads the cached catalog.
     agent.resolve_limits();
-    let items = conversation(&sessions.records()?, &|id| sessions.tool_assets_dir(id));
+    let items = conversation(&sessions.records()?, sessions.conversation_dir().as_deref());
     if !compactable(&items) {
         return Ok(SessionCompactResult { compacted: false });
     }

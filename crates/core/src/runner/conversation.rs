@@ -1,9 +1,11 @@
 //! The conversation replayed from the durable records, as the model is given it.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use magi_provider::Item;
 use magi_store::records::{Record, RecordBody, ToolOutcome};
+
+use crate::sessions::{call_assets_dir, input_assets_dir};
 
 /// What the model is told of a call a crashed run left without a result.
 pub(super) const INTERRUPTED_CALL: &str = "The call was interrupted; its outcome is unknown.";
@@ -28,12 +30,36 @@ pub(super) fn attached_image(
     })
 }
 
-/// The conversation the model is given, from the durable records: prompts, replies,
-/// each tool call with its result (and the image a `view_image` call kept, from its
-/// folder that `assets` gives), and what the backend told the model in between
-/// (background jobs' ends, loop notes). A call whose result was never recorded (a
-/// crashed turn) is answered as interrupted, so the provider sees a complete pairing.
-pub fn conversation(records: &[Record], assets: &dyn Fn(&str) -> Option<PathBuf>) -> Vec<Item> {
+/// The images given with prompt `message_id` (`input.attachments`), from their facts
+/// as recorded, each read from its folder in the session's assets `folder` while it is
+/// still the file kept; one gone or changed is left out.
+pub(super) fn input_images(
+    message_id: &str,
+    images: &[serde_json::Value],
+    folder: Option<&Path>,
+) -> Vec<Item> {
+    let Some(folder) = folder else {
+        return Vec::new();
+    };
+    images
+        .iter()
+        .enumerate()
+        .filter_map(|(index, facts)| {
+            let dir = input_assets_dir(folder, message_id, index);
+            let (media_type, data) = magi_tools::kept_image(facts, &dir)?;
+            Some(Item::UserImage { media_type, data })
+        })
+        .collect()
+}
+
+/// The conversation the model is given, from the durable records: prompts with the
+/// images given with them, replies, each tool call with its result (and the image a
+/// `view_image` call kept), and what the backend told the model in between (background
+/// jobs' ends, loop notes), images read from the session's assets `folder`. A call
+/// whose result was never recorded (a crashed turn) is answered as interrupted, so the
+/// provider sees a complete pairing.
+pub fn conversation(records: &[Record], folder: Option<&Path>) -> Vec<Item> {
+    let assets = |call_id: &str| folder.map(|f| call_assets_dir(f, call_id));
     let answered: std::collections::HashSet<&str> = records
         .iter()
         .filter_map(|r| match &r.body {
@@ -44,7 +70,15 @@ pub fn conversation(records: &[Record], assets: &dyn Fn(&str) -> Option<PathBuf>
     let mut items = Vec::new();
     for record in records {
         match &record.body {
-            RecordBody::UserInput { text, .. } => items.push(Item::User { text: text.clone() }),
+            RecordBody::UserInput {
+                text,
+                message_id,
+                images,
+                ..
+            } => {
+                items.push(Item::User { text: text.clone() });
+                items.extend(input_images(message_id, images, folder));
+            }
             RecordBody::AssistantOutput { text, chunks, .. } => items.push(Item::Assistant {
                 text: text.clone().unwrap_or_else(|| chunks.concat()),
             }),
@@ -90,7 +124,7 @@ pub fn conversation(records: &[Record], assets: &dyn Fn(&str) -> Option<PathBuf>
                     is_error: *outcome != ToolOutcome::Completed,
                 });
                 if *outcome == ToolOutcome::Completed {
-                    items.extend(attached_image(name, call_id, facts.as_ref(), assets));
+                    items.extend(attached_image(name, call_id, facts.as_ref(), &assets));
                 }
             }
             _ => {}
@@ -112,6 +146,7 @@ mod tests {
                     turn_id: "t".into(),
                     message_id: "u".into(),
                     text: "q".into(),
+                    images: Vec::new(),
                 },
             ),
             Record::now(
@@ -125,7 +160,7 @@ mod tests {
                 },
             ),
         ];
-        let items = conversation(&records, &|_| None);
+        let items = conversation(&records, None);
         assert_eq!(items.len(), 3);
         assert!(
             matches!(&items[2], Item::ToolResult { call_id, is_error: true, .. } if call_id == "c1")

@@ -24,7 +24,7 @@ pub(super) fn estimate_tokens(instructions: &str, items: &[Item]) -> usize {
                     name, arguments, ..
                 } => name.len() + arguments.len(),
                 Item::ToolResult { output, .. } => output.len(),
-                Item::Image { .. } => IMAGE_TOKENS * BYTES_PER_TOKEN,
+                Item::Image { .. } | Item::UserImage { .. } => IMAGE_TOKENS * BYTES_PER_TOKEN,
             })
             .sum::<usize>();
     bytes / BYTES_PER_TOKEN

@@ -235,6 +235,7 @@ mod tests {
             titles: None,
             user_questions: false,
             session_usage: false,
+            attachments: Vec::new(),
         };
         let Ok(mut handle) = start_turn(sessions, agent, request) else {
             panic!("the run's thread starts");

@@ -194,6 +194,7 @@ impl Subagents {
                 turn_id: task_id.clone(),
                 message_id: format!("u-{task_id}"),
                 text: task.to_owned(),
+                images: Vec::new(),
             },
         ]);
         if !opened {

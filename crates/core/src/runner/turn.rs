@@ -4,12 +4,14 @@
 use std::sync::Arc;
 
 use magi_protocol::ErrorCode;
-use magi_protocol::messages::{Event, InputPersisted, Persistence, RunFinished, RunOutcome};
+use magi_protocol::messages::{
+    DIAGNOSTIC_ATTACHMENT_FAILED, Event, InputPersisted, Persistence, RunFinished, RunOutcome,
+};
 use magi_provider::Item;
 use magi_store::records::{RecordBody, TurnOutcome};
 
 use super::calls::{CallService, Gates, Role};
-use super::conversation::conversation;
+use super::conversation::{conversation, input_images};
 use super::dialogue::round_trip;
 use super::ending::Ending;
 use super::exchange::Exchange;
@@ -21,7 +23,7 @@ use super::task::Subagents;
 use super::title::{TitleJob, TitleSink};
 use crate::agent::Agent;
 use crate::client_tools::ClientTool;
-use crate::sessions::{Sessions, has_title};
+use crate::sessions::{Sessions, has_title, input_assets_dir};
 
 /// One admitted turn.
 #[derive(Debug, Clone)]
@@ -49,6 +51,9 @@ pub struct TurnRequest {
     /// Whether the client negotiated `session.usage`: each model request is told as
     /// `usage.updated`.
     pub session_usage: bool,
+    /// The images given with the prompt (`input.attachments`), workspace paths already
+    /// checked at admission; empty without them.
+    pub attachments: Vec<String>,
 }
 
 /// The session's turn.
@@ -162,6 +167,38 @@ impl Turn {
         self.request.run_id.clone()
     }
 
+    /// Decodes and keeps the images given with the prompt (`input.attachments`) in the
+    /// input's assets, before anything is recorded; their facts for the input's record.
+    /// Admission checked only their headers: one that no longer decodes, or a model that
+    /// takes no images, is what the error says.
+    fn keep_attachments(
+        &self,
+        folder: Option<&std::path::Path>,
+        message_id: &str,
+    ) -> Result<Vec<serde_json::Value>, String> {
+        let agent = &self.exchange.agent;
+        if !self.request.attachments.is_empty() && !agent.images {
+            let (provider, model) = (&agent.provider, &agent.model);
+            return Err(format!(
+                "Model {model:?} of provider {provider:?} does not take images, so the \
+                 attached images cannot be sent. Switch to a model that takes images (or, \
+                 when this one does, set `images = true` under [models.\"{provider}/{model}\"] \
+                 in the settings)."
+            ));
+        }
+        let mut images = Vec::new();
+        for (index, given) in self.request.attachments.iter().enumerate() {
+            let folder = folder.ok_or("The session has no assets folder to keep images in.")?;
+            let dir = input_assets_dir(folder, message_id, index);
+            images.push(magi_tools::keep_attachment(
+                self.workspace.cwd(),
+                given,
+                &dir,
+            )?);
+        }
+        Ok(images)
+    }
+
     /// Appends the turn's start and the prompt, then acknowledges them.
     async fn persist_input(
         &mut self,
@@ -191,17 +228,28 @@ impl Turn {
             Some(_) => sessions.records().map_err(Ending::failed)?,
             None => return Err(Ending::failed(ErrorCode::PersistenceFailed)),
         };
-        let mut items = conversation(&records, &|id| sessions.tool_assets_dir(id));
+        let folder = sessions.conversation_dir();
+        let mut items = conversation(&records, folder.as_deref());
         items.push(Item::User {
             text: self.request.prompt.clone(),
         });
+        let message_id = format!("u-{}", self.request.run_id);
+        let images = match self.keep_attachments(folder.as_deref(), &message_id) {
+            Ok(images) => images,
+            Err(why) => {
+                output.diagnostic(DIAGNOSTIC_ATTACHMENT_FAILED, &why).await;
+                return Err(Ending::failed(ErrorCode::ExecutionFailed));
+            }
+        };
+        items.extend(input_images(&message_id, &images, folder.as_deref()));
         let started = RecordBody::TurnStarted {
             turn_id: turn_id.clone(),
         };
         let input = RecordBody::UserInput {
             turn_id,
-            message_id: format!("u-{}", self.request.run_id),
+            message_id,
             text: self.request.prompt.clone(),
+            images,
         };
         for body in [started, input] {
             if sessions.append(body).is_err() {

@@ -30,15 +30,28 @@ impl Sessions {
 /// The folder of call `call_id`'s assets inside a session's assets folder
 /// `conversation`: the call ID itself when it is a safe name, else a hash of it.
 pub(crate) fn call_assets_dir(conversation: &Path, call_id: &str) -> PathBuf {
-    let call = if is_valid_name(call_id) && call_id != "." && call_id != ".." {
-        call_id.to_owned()
+    conversation.join("tool-calls").join(safe_segment(call_id))
+}
+
+/// The folder of the image given at `index` with prompt `message_id`
+/// (`input.attachments`), inside a session's assets folder `conversation`.
+pub(crate) fn input_assets_dir(conversation: &Path, message_id: &str, index: usize) -> PathBuf {
+    conversation
+        .join("inputs")
+        .join(safe_segment(message_id))
+        .join(index.to_string())
+}
+
+/// An ID as one path segment: itself when it is a safe name, else a hash of it.
+fn safe_segment(id: &str) -> String {
+    if is_valid_name(id) && id != "." && id != ".." {
+        id.to_owned()
     } else {
         use sha2::Digest;
-        sha2::Sha256::digest(call_id.as_bytes())
+        sha2::Sha256::digest(id.as_bytes())
             .iter()
             .take(16)
             .map(|b| format!("{b:02x}"))
             .collect()
-    };
-    conversation.join("tool-calls").join(call)
+    }
 }

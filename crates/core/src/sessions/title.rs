@@ -69,6 +69,7 @@ mod tests {
                 turn_id: "t1".into(),
                 message_id: "u1".into(),
                 text: "hello".into(),
+                images: Vec::new(),
             })
             .unwrap();
         let (revision, _) = sessions.refresh().unwrap();
@@ -95,6 +96,7 @@ mod tests {
                 turn_id: "t2".into(),
                 message_id: "u2".into(),
                 text: "again".into(),
+                images: Vec::new(),
             })
             .unwrap();
         sessions.record_title(&session_id, "Second").unwrap();

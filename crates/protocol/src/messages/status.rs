@@ -92,6 +92,13 @@ pub struct Extensions {
         skip_serializing_if = "Option::is_none"
     )]
     pub session_usage: Option<super::SessionUsageDescriptor>,
+    /// The `input.attachments` descriptor, schema 1, when negotiated.
+    #[serde(
+        rename = "input.attachments",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub input_attachments: Option<super::InputAttachmentsDescriptor>,
 }
 
 /// The lifecycle state reported by `status`.

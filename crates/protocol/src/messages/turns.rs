@@ -14,6 +14,30 @@ pub struct TurnStartParams {
     pub session_id: String,
     /// The prompt: non-blank, at most 16,384 UTF-8 bytes.
     pub prompt: String,
+    /// Images given with the prompt, as workspace paths (`input.attachments` only):
+    /// 1 to 8 paths of at most 1,024 bytes each, each a PNG, JPEG, GIF or WebP file
+    /// inside the workspace within `view_image`'s bounds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attachments: Option<Vec<String>>,
+}
+
+/// The `extensions["input.attachments"]` descriptor.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct InputAttachmentsDescriptor {
+    /// Always 1.
+    pub schema_version: u64,
+    /// Most paths in one `turn.start`'s `attachments`.
+    pub attachments: u64,
+}
+
+impl InputAttachmentsDescriptor {
+    /// The descriptor of schema 1.
+    pub fn schema_1() -> InputAttachmentsDescriptor {
+        InputAttachmentsDescriptor {
+            schema_version: 1,
+            attachments: crate::limits::TURN_ATTACHMENTS as u64,
+        }
+    }
 }
 
 /// Params of `turn.cancel`.
@@ -152,6 +176,10 @@ pub const DIAGNOSTIC_LOOP_DETECTED: &str = "loop_detected";
 /// even after compaction; the run ends `failed` (`execution_failed`) rather than send a
 /// request the model cannot take or silently cut the conversation.
 pub const DIAGNOSTIC_CONTEXT_EXCEEDED: &str = "context_exceeded";
+/// The `diagnostic` code of a turn whose attached images (`input.attachments`) cannot be
+/// given to the model: it takes no images, or a file no longer decodes. The run ends
+/// `failed` (`execution_failed`) with nothing recorded.
+pub const DIAGNOSTIC_ATTACHMENT_FAILED: &str = "attachment_failed";
 
 /// Data of `diagnostic`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

@@ -9,10 +9,12 @@ use magi_protocol::cards;
 use magi_protocol::limits::{CLIENT_TOOL_ARGUMENTS_BYTES, CLIENT_TOOL_RESULT_BYTES, Limits};
 use magi_protocol::messages::UserQuestionsDescriptor;
 use magi_protocol::messages::{
-    ApprovalScopesDescriptor, ClientToolsDescriptor, Extensions, InitializeResult, ResultBody,
-    SessionUsageDescriptor,
+    ApprovalScopesDescriptor, ClientToolsDescriptor, Extensions, InitializeResult,
+    InputAttachmentsDescriptor, ResultBody, SessionUsageDescriptor,
 };
-use magi_protocol::names::{APPROVAL_SCOPES, SESSION_USAGE, USER_QUESTIONS, base_capabilities};
+use magi_protocol::names::{
+    APPROVAL_SCOPES, INPUT_ATTACHMENTS, SESSION_USAGE, USER_QUESTIONS, base_capabilities,
+};
 use magi_protocol::{ErrorCode, StartupError};
 use serde_json::value::RawValue;
 
@@ -42,6 +44,7 @@ impl Connection {
         self.approval_scopes = required.approval_scopes;
         self.user_questions = required.user_questions;
         self.session_usage = required.session_usage;
+        self.input_attachments = required.input_attachments;
         self.client_tools_negotiated = required.client_tools.is_some();
         self.client_tools = Arc::new(required.client_tools.unwrap_or_default());
         self.negotiated = required
@@ -88,6 +91,7 @@ impl Connection {
                     || self.approval_scopes
                     || self.user_questions
                     || self.session_usage
+                    || self.input_attachments
                 {
                     let mut negotiated = Extensions {
                         tool_cards: None,
@@ -95,6 +99,7 @@ impl Connection {
                         approval_scopes: None,
                         user_questions: None,
                         session_usage: None,
+                        input_attachments: None,
                     };
                     if self.tool_cards {
                         capabilities.push(cards::CAPABILITY.to_owned());
@@ -120,6 +125,10 @@ impl Connection {
                     if self.session_usage {
                         capabilities.push(SESSION_USAGE.to_owned());
                         negotiated.session_usage = Some(SessionUsageDescriptor::schema_1());
+                    }
+                    if self.input_attachments {
+                        capabilities.push(INPUT_ATTACHMENTS.to_owned());
+                        negotiated.input_attachments = Some(InputAttachmentsDescriptor::schema_1());
                     }
                     extensions = Some(negotiated);
                 }

@@ -5,13 +5,15 @@ use magi_core::client_tools::ClientTool;
 use magi_protocol::cards;
 use magi_protocol::limits::{
     CLIENT_TOOL_DESCRIPTION_BYTES, CLIENT_TOOL_MAX_TIMEOUT_MS, CLIENT_TOOL_SCHEMA_BYTES,
-    CLIENT_TOOLS, REQUIRED_CAPABILITY_NAMES, REQUIRED_CAPABILITY_NAMES_WITH_APPROVAL_SCOPES,
-    REQUIRED_CAPABILITY_NAMES_WITH_CLIENT_TOOLS,
+    CLIENT_TOOLS, INPUT_ATTACHMENTS_NAME_ROOM, REQUIRED_CAPABILITY_NAMES,
+    REQUIRED_CAPABILITY_NAMES_WITH_APPROVAL_SCOPES, REQUIRED_CAPABILITY_NAMES_WITH_CLIENT_TOOLS,
     REQUIRED_CAPABILITY_NAMES_WITH_CLIENT_TOOLS_AND_APPROVAL_SCOPES, SESSION_USAGE_NAME_ROOM,
     USER_QUESTIONS_CAPABILITY_NAMES,
 };
 use magi_protocol::messages::{ClientToolDefinition, InitializeParams};
-use magi_protocol::names::{APPROVAL_SCOPES, SESSION_USAGE, USER_QUESTIONS, is_valid_name};
+use magi_protocol::names::{
+    APPROVAL_SCOPES, INPUT_ATTACHMENTS, SESSION_USAGE, USER_QUESTIONS, is_valid_name,
+};
 use magi_protocol::{ErrorCode, Method};
 use serde_json::value::RawValue;
 
@@ -32,6 +34,8 @@ pub(super) struct Negotiation {
     pub(super) user_questions: bool,
     /// Whether `session.usage` was required.
     pub(super) session_usage: bool,
+    /// Whether `input.attachments` was required.
+    pub(super) input_attachments: bool,
 }
 
 /// The method a client answers its tools' calls with.
@@ -47,6 +51,7 @@ fn is_known_capability(name: &str) -> bool {
         || name == APPROVAL_SCOPES
         || name == USER_QUESTIONS
         || name == SESSION_USAGE
+        || name == INPUT_ATTACHMENTS
 }
 
 /// Checks the tools a client registers: 1 to 16 of them, names `[a-z][a-z0-9_]*` of at
@@ -119,6 +124,9 @@ pub(super) fn preflight_capabilities(params: &RawValue) -> Result<Negotiation, E
     // `session.usage` brings its own name too.
     let wants_usage = names.iter().any(|n| n == SESSION_USAGE);
     let most = most + usize::from(wants_usage) * SESSION_USAGE_NAME_ROOM;
+    // And `input.attachments`.
+    let wants_attachments = names.iter().any(|n| n == INPUT_ATTACHMENTS);
+    let most = most + usize::from(wants_attachments) * INPUT_ATTACHMENTS_NAME_ROOM;
     if names.len() > most || !names.iter().all(|n| is_valid_name(n)) {
         return Err(ErrorCode::InvalidParams);
     }
@@ -135,6 +143,7 @@ pub(super) fn preflight_capabilities(params: &RawValue) -> Result<Negotiation, E
         approval_scopes: wants_scopes,
         user_questions: wants_questions,
         session_usage: wants_usage,
+        input_attachments: wants_attachments,
     })
 }
 
@@ -171,6 +180,7 @@ mod tests {
                 approval_scopes: false,
                 user_questions: false,
                 session_usage: false,
+                input_attachments: false,
             })
         );
         // `approval.scopes` adds one name to the bound, and only its own.
@@ -188,6 +198,12 @@ mod tests {
         let raw: Box<RawValue> = serde_json::from_str(&params(&with_usage)).unwrap();
         assert!(preflight_capabilities(&raw).is_ok_and(|n| n.session_usage && n.user_questions));
         let too_many = [&with_usage[..], &["status"]].concat();
+        assert_eq!(preflight(&params(&too_many)), Err(InvalidParams));
+        // And `input.attachments`.
+        let with_attachments = [&with_usage[..], &["input.attachments"]].concat();
+        let raw: Box<RawValue> = serde_json::from_str(&params(&with_attachments)).unwrap();
+        assert!(preflight_capabilities(&raw).is_ok_and(|n| n.input_attachments && n.session_usage));
+        let too_many = [&with_attachments[..], &["status"]].concat();
         assert_eq!(preflight(&params(&too_many)), Err(InvalidParams));
         // `client.tools` needs its tools, and tools need the capability.
         assert_eq!(preflight(&params(&["client.tools"])), Err(InvalidParams));

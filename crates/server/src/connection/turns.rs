@@ -7,7 +7,9 @@ use magi_core::approvals::Answer;
 use magi_core::runner::{TurnRequest, start_turn};
 use magi_core::{Sessions, agent_for};
 use magi_protocol::ErrorCode;
-use magi_protocol::limits::{APPROVAL_MESSAGE_BYTES, CLIENT_TOOL_RESULT_BYTES};
+use magi_protocol::limits::{
+    APPROVAL_MESSAGE_BYTES, CLIENT_TOOL_RESULT_BYTES, TURN_ATTACHMENT_PATH_BYTES, TURN_ATTACHMENTS,
+};
 use magi_protocol::messages::{
     ApprovalAnswerParams, ApprovalAnswerResult, ApprovalScope, ClientToolResultParams,
     ClientToolResultResult, ResultBody, TurnCancelParams, TurnCancelResult, TurnStartParams,
@@ -76,6 +78,23 @@ impl Connection {
         let Init::Ready(runtime) = &self.init else {
             return Err(ErrorCode::NotInitialized);
         };
+        if let Some(paths) = &params.attachments {
+            // Without `input.attachments` the field is not a param of `turn.start`.
+            let well_formed = self.input_attachments
+                && (1..=TURN_ATTACHMENTS).contains(&paths.len())
+                && paths.iter().all(|p| {
+                    !p.is_empty()
+                        && p.len() <= TURN_ATTACHMENT_PATH_BYTES
+                        && !magi_protocol::text::has_control(p)
+                });
+            let images_ok = well_formed
+                && paths
+                    .iter()
+                    .all(|p| magi_tools::check_attachment(&runtime.cwd, p).is_ok());
+            if !images_ok {
+                return Err(ErrorCode::InvalidParams);
+            }
+        }
         let sessions = match (&self.run, &self.sessions) {
             (None, Some(sessions)) => sessions,
             _ => return Err(ErrorCode::Busy),
@@ -100,6 +119,7 @@ impl Connection {
             titles: self.turn_title_sink(runtime.settings.sessions.titles.asks_model()),
             user_questions: self.user_questions,
             session_usage: self.session_usage,
+            attachments: params.attachments.unwrap_or_default(),
         };
         Ok((sessions, agent, request))
     }

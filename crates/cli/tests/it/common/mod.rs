@@ -287,6 +287,7 @@ pub async fn start_turn(backend: &mut Backend, session: &str, prompt: &str) -> S
     let params = TurnStartParams {
         session_id: session.to_owned(),
         prompt: prompt.to_owned(),
+        attachments: None,
     };
     backend
         .call::<methods::TurnStart>(&params)

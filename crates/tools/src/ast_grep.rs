@@ -100,6 +100,8 @@ struct Scan {
     too_large: usize,
     not_text: usize,
     unreadable: usize,
+    /// Entries the walk could not read (a directory, say): what they hold is unknown.
+    walk_errors: usize,
     /// Parsed with syntax errors: searched, but a match may hide in what did not parse.
     syntax_errors: usize,
 }
@@ -249,6 +251,12 @@ pub(crate) fn run(arguments: &Value, cwd: &Path) -> ToolReport {
             walk::plural(scan.syntax_errors, "file", "files")
         ));
     }
+    if scan.walk_errors > 0 {
+        scanned.push_str(&format!(
+            "; {} could not be read by the walk",
+            walk::plural(scan.walk_errors, "path", "paths")
+        ));
+    }
     scanned.push(']');
     notes.push(scanned);
     for note in notes {
@@ -265,8 +273,9 @@ pub(crate) fn run(arguments: &Value, cwd: &Path) -> ToolReport {
     if cut {
         summary.push_str(", cut at the bound");
     }
-    // Files skipped were not examined: the scan is then incomplete too.
-    let complete = !cut && skipped == 0;
+    // Files skipped, and whatever a path the walk could not read holds, were not
+    // examined: the scan is then incomplete too.
+    let complete = !cut && skipped == 0 && scan.walk_errors == 0;
     let output = ToolOutput {
         content,
         summary,
@@ -296,6 +305,7 @@ fn scan(
         };
         match outcome {
             FileOutcome::Unreadable => scan.unreadable += 1,
+            FileOutcome::WalkError => scan.walk_errors += 1,
             FileOutcome::TooLarge => scan.too_large += 1,
             FileOutcome::NotText => scan.not_text += 1,
             FileOutcome::Parsed {
@@ -326,7 +336,7 @@ fn scan(
                         Ok(entry) => entry,
                         Err(_) => {
                             // An entry the walk could not read: counted, not guessed at.
-                            record(PathBuf::new(), FileOutcome::Unreadable);
+                            record(PathBuf::new(), FileOutcome::WalkError);
                             return WalkState::Continue;
                         }
                     };
@@ -354,6 +364,7 @@ fn scan(
 /// What one file gave.
 enum FileOutcome {
     Unreadable,
+    WalkError,
     TooLarge,
     NotText,
     Parsed {

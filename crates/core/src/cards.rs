@@ -10,6 +10,7 @@
 //! [`magi_protocol::text::sanitize`] before it is sized, and every cut, exclusion, redaction or missing value
 //! is stated as an omission. The fixed rows are documented in `docs/protocol/cards.md`.
 
+mod ast_grep;
 mod blocks;
 mod change;
 mod command;

@@ -198,6 +198,49 @@ fn grep_completed_with_cut_results() {
 }
 
 #[test]
+fn ast_grep_completed_with_skipped_files() {
+    let paths: Vec<String> = (0..32).map(|i| format!("src/module_{i:02}.rs")).collect();
+    let cut_facts = facts(Facts::AstGrep {
+        pattern: "foo($A, $$$REST)".into(),
+        language: "rust".into(),
+        path: Some("src".into()),
+        matches: 60,
+        files: 35,
+        files_scanned: 120,
+        files_skipped: 2,
+        complete: false,
+        paths,
+    });
+    let mut s = source("tool-6", "ast_grep", "ast_grep \"foo($A, $$$REST)\" in src");
+    s.facts = Some(&cut_facts);
+    let card = golden("ast_grep", &s);
+    let rows = card
+        .omissions
+        .iter()
+        .find(|o| o.subject == Subject::Rows)
+        .unwrap();
+    assert_eq!(
+        rows.omitted_count,
+        Some(3),
+        "35 files with matches, 32 listed"
+    );
+    let saved_facts = facts(Facts::AstGrep {
+        pattern: "print($X)".into(),
+        language: "python".into(),
+        path: None,
+        matches: 0,
+        files: 0,
+        files_scanned: 7,
+        files_skipped: 0,
+        complete: true,
+        paths: vec![],
+    });
+    let mut s = saved(source("m-ast-7", "ast_grep", "ast_grep \"print($X)\""));
+    s.facts = Some(&saved_facts);
+    golden("ast_grep_none", &s);
+}
+
+#[test]
 fn find_completed() {
     let facts = facts(Facts::Search {
         pattern: Some("**/*.toml".into()),
@@ -1063,6 +1106,7 @@ impl Rng {
             "bash_log" | "bash_kill" => 6,
             "magi_control" => 8,
             "view_image" => 9,
+            "ast_grep" => 10,
             _ => 7,
         };
         let which = match self.below(12) {
@@ -1140,6 +1184,17 @@ impl Rng {
                     title_cut: self.maybe_number(),
                 }
             }
+            10 => Facts::AstGrep {
+                pattern: self.string(),
+                language: self.string(),
+                path: self.maybe_string(),
+                matches: self.number(),
+                files: self.number(),
+                files_scanned: self.number(),
+                files_skipped: self.number(),
+                complete: self.flag(),
+                paths: (0..self.below(40)).map(|_| self.string()).collect(),
+            },
             9 => Facts::Image {
                 path: self.string(),
                 format: self.maybe_string(),
@@ -1320,6 +1375,7 @@ fn generated_sources_always_give_valid_bounded_safe_cards() {
         "grep",
         "find",
         "list",
+        "ast_grep",
         "write",
         "edit",
         "hash_edit",

@@ -231,6 +231,13 @@ pub const GREP_TOOL_MATCHES: usize = 200;
 /// Longest matching line the `grep` tool shows, in characters; longer lines are cut
 /// with a marker so one minified file cannot fill the model's context. Internal.
 pub const GREP_TOOL_LINE_CHARS: usize = 500;
+/// Most matches the `ast_grep` tool returns at once (its default and maximum
+/// `max_results`). Internal.
+pub const AST_GREP_TOOL_MATCHES: usize = 200;
+/// Largest file the `ast_grep` tool parses, in bytes (2 MiB): a larger one is skipped
+/// and counted, since parsing it costs memory in proportion and such files are mostly
+/// generated or minified. Internal.
+pub const AST_GREP_FILE_BYTES: u64 = 2 * 1024 * 1024;
 /// Most paths the `find` tool returns at once. Internal.
 pub const FIND_TOOL_FILES: usize = 1_000;
 /// Most entries the `list` tool returns for one directory. Internal.

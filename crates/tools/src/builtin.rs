@@ -45,6 +45,8 @@ builtin_tools! {
     Grep => "grep",
     /// `find`: files by glob.
     Find => "find",
+    /// `ast_grep`: a structural search with a code pattern.
+    AstGrep => "ast_grep",
     /// `list`: one directory's entries.
     List => "list",
     /// `write`: creates or replaces a file.
@@ -77,6 +79,8 @@ pub enum CardFamily {
     Read,
     /// [`Facts::Search`].
     Search,
+    /// [`Facts::AstGrep`].
+    AstGrep,
     /// [`Facts::Change`].
     Change,
     /// [`Facts::Web`].
@@ -98,6 +102,7 @@ impl CardFamily {
             (self, facts),
             (CardFamily::Read, Facts::Read { .. })
                 | (CardFamily::Search, Facts::Search { .. })
+                | (CardFamily::AstGrep, Facts::AstGrep { .. })
                 | (CardFamily::Change, Facts::Change { .. })
                 | (CardFamily::Web, Facts::Web { .. })
                 | (CardFamily::Command, Facts::Command(_))
@@ -146,7 +151,9 @@ impl BuiltinTool {
     pub fn kind(self) -> ToolKind {
         match self {
             BuiltinTool::Read | BuiltinTool::ViewImage => ToolKind::Read,
-            BuiltinTool::Grep | BuiltinTool::Find | BuiltinTool::List => ToolKind::Search,
+            BuiltinTool::Grep | BuiltinTool::Find | BuiltinTool::List | BuiltinTool::AstGrep => {
+                ToolKind::Search
+            }
             BuiltinTool::Write => ToolKind::Write,
             BuiltinTool::Edit | BuiltinTool::HashEdit => ToolKind::Edit,
             BuiltinTool::Bash
@@ -164,6 +171,7 @@ impl BuiltinTool {
         match self {
             BuiltinTool::Read => CardFamily::Read,
             BuiltinTool::Grep | BuiltinTool::Find | BuiltinTool::List => CardFamily::Search,
+            BuiltinTool::AstGrep => CardFamily::AstGrep,
             BuiltinTool::Write | BuiltinTool::Edit | BuiltinTool::HashEdit => CardFamily::Change,
             BuiltinTool::WebFetch => CardFamily::Web,
             BuiltinTool::Bash | BuiltinTool::AsyncBash => CardFamily::Command,
@@ -182,6 +190,7 @@ impl BuiltinTool {
             | BuiltinTool::Grep
             | BuiltinTool::Find
             | BuiltinTool::List
+            | BuiltinTool::AstGrep
             | BuiltinTool::BashLog
             | BuiltinTool::ViewImage => true,
             BuiltinTool::Write
@@ -225,6 +234,7 @@ impl BuiltinTool {
             | BuiltinTool::Grep
             | BuiltinTool::Find
             | BuiltinTool::List
+            | BuiltinTool::AstGrep
             | BuiltinTool::WebFetch
             | BuiltinTool::BashLog
             | BuiltinTool::MagiControl
@@ -240,7 +250,7 @@ impl BuiltinTool {
             | BuiltinTool::Edit
             | BuiltinTool::HashEdit
             | BuiltinTool::ViewImage => SubjectArgument::Path { default: None },
-            BuiltinTool::Grep | BuiltinTool::Find | BuiltinTool::List => {
+            BuiltinTool::Grep | BuiltinTool::Find | BuiltinTool::List | BuiltinTool::AstGrep => {
                 SubjectArgument::Path { default: Some(".") }
             }
             BuiltinTool::Bash | BuiltinTool::AsyncBash => SubjectArgument::Command,
@@ -263,6 +273,7 @@ impl BuiltinTool {
             | BuiltinTool::Grep
             | BuiltinTool::Find
             | BuiltinTool::List
+            | BuiltinTool::AstGrep
             | BuiltinTool::WebFetch => TranscriptLines::Head,
             BuiltinTool::Bash | BuiltinTool::BashLog => TranscriptLines::Tail,
             BuiltinTool::Write
@@ -285,6 +296,7 @@ impl BuiltinTool {
             BuiltinTool::Grep => crate::grep::definition(),
             BuiltinTool::Find => crate::find::definition(),
             BuiltinTool::List => crate::list::definition(),
+            BuiltinTool::AstGrep => crate::ast_grep::definition(),
             BuiltinTool::Write => crate::write::definition(),
             BuiltinTool::Edit => crate::edit::definition(),
             BuiltinTool::HashEdit => crate::hash_edit::definition(),
@@ -335,7 +347,7 @@ mod tests {
             // The family's card body belongs to the tool's kind.
             let family_kinds: &[ToolKind] = match tool.family() {
                 CardFamily::Read => &[ToolKind::Read],
-                CardFamily::Search => &[ToolKind::Search],
+                CardFamily::Search | CardFamily::AstGrep => &[ToolKind::Search],
                 CardFamily::Change => &[ToolKind::Write, ToolKind::Edit],
                 CardFamily::Web => &[ToolKind::Web],
                 CardFamily::Command | CardFamily::Job => &[ToolKind::Command],

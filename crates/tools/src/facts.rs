@@ -52,6 +52,28 @@ pub enum Facts {
         /// The first paths reported, at most [`FACT_PATHS`].
         paths: Vec<String>,
     },
+    /// `ast_grep`: a structural search over the files of one language.
+    AstGrep {
+        /// The pattern, as given.
+        pattern: String,
+        /// The language, as given.
+        language: String,
+        /// Where, as given; none for the working directory.
+        path: Option<String>,
+        /// Matches reported (at most the call's bound).
+        matches: u64,
+        /// Files with at least one reported match.
+        files: u64,
+        /// Files of the language parsed and searched.
+        files_scanned: u64,
+        /// Files of the language not searched: over the size bound, not UTF-8 text, or
+        /// unreadable.
+        files_skipped: u64,
+        /// Whether every file of the language was searched and every match reported.
+        complete: bool,
+        /// The first files with a match, at most [`FACT_PATHS`].
+        paths: Vec<String>,
+    },
     /// `write`, `edit` and `hash_edit`: a change to one file.
     Change {
         /// The file, as given.

@@ -2,6 +2,7 @@
 //! the session's working directory, and reports two things: what the model is given,
 //! and a short safe summary for activities and history.
 
+mod ast_grep;
 mod bash;
 mod builtin;
 mod control;
@@ -230,6 +231,7 @@ fn dispatch(tool: BuiltinTool, arguments: &str, ctx: &ToolContext) -> ToolReport
         BuiltinTool::Grep => grep::run(&arguments, cwd),
         BuiltinTool::Find => find::run(&arguments, cwd),
         BuiltinTool::List => list::run(&arguments, cwd),
+        BuiltinTool::AstGrep => ast_grep::run(&arguments, cwd),
         BuiltinTool::Write => write::run(&arguments, cwd),
         BuiltinTool::Edit => edit::run(&arguments, cwd),
         BuiltinTool::HashEdit => hash_edit::run(&arguments, cwd),
@@ -253,7 +255,7 @@ const LABEL_COMMAND_CHARS: usize = 200;
 
 /// A short label of a call for its `started` activity: the tool and its target
 /// (`read src/main.rs`, `grep "fn main" in src`, `find **/*.rs`, `list src`, `bash cargo
-/// test` with the command's first line, `web_fetch https://…`, `magi_control usage`), so
+/// test` with the command's first line, `ast_grep "foo($A)" in src`, `web_fetch https://…`, `magi_control usage`), so
 /// a person sees what a call acts on from its start. The caller bounds and sanitizes it
 /// (secrets redacted).
 pub fn describe(name: &str, arguments: &str) -> String {
@@ -285,8 +287,12 @@ pub fn describe(name: &str, arguments: &str) -> String {
         return format!("{name} {subject}");
     }
     let path = field("path");
-    let search =
-        BuiltinTool::from_name(name).filter(|t| matches!(t, BuiltinTool::Grep | BuiltinTool::Find));
+    let search = BuiltinTool::from_name(name).filter(|t| {
+        matches!(
+            t,
+            BuiltinTool::Grep | BuiltinTool::Find | BuiltinTool::AstGrep
+        )
+    });
     let Some(pattern) = field("pattern").filter(|_| search.is_some()) else {
         // The path is the target of `read` and `list`.
         return match path {
@@ -295,10 +301,10 @@ pub fn describe(name: &str, arguments: &str) -> String {
         };
     };
     let pattern = short(pattern, LABEL_PATTERN_CHARS);
-    let mut label = if search == Some(BuiltinTool::Grep) {
-        format!("grep \"{pattern}\"")
-    } else {
-        format!("find {pattern}")
+    let mut label = match search {
+        Some(BuiltinTool::Grep) => format!("grep \"{pattern}\""),
+        Some(BuiltinTool::AstGrep) => format!("ast_grep \"{pattern}\""),
+        _ => format!("find {pattern}"),
     };
     // For the search tools the path is where they look.
     if let Some(path) = path {
@@ -382,6 +388,7 @@ mod tests {
             let bound = match tool {
                 BuiltinTool::Grep => limits::GREP_TOOL_MATCHES.to_string(),
                 BuiltinTool::Find => limits::FIND_TOOL_FILES.to_string(),
+                BuiltinTool::AstGrep => limits::AST_GREP_TOOL_MATCHES.to_string(),
                 BuiltinTool::List => limits::LIST_TOOL_ENTRIES.to_string(),
                 BuiltinTool::WebFetch => "64 KiB".to_owned(),
                 BuiltinTool::Write | BuiltinTool::Edit | BuiltinTool::HashEdit => {

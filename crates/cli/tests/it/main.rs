@@ -12,6 +12,7 @@ mod common;
 
 mod approval_scopes;
 mod approvals;
+mod ast_grep;
 mod attachments;
 mod card_props;
 mod cards;

@@ -65,7 +65,7 @@ impl Draft {
                 Facts::Read { path, .. }
                 | Facts::Change { path, .. }
                 | Facts::Image { path, .. } => Some(path.as_str()),
-                Facts::Search { path, .. } => path.as_deref(),
+                Facts::Search { path, .. } | Facts::AstGrep { path, .. } => path.as_deref(),
                 _ => None,
             },
             _ => None,

@@ -44,6 +44,12 @@ pub const ROW_SCOPE: &str = "Scope";
 pub const ROW_MATCHES: &str = "Matches";
 /// Label of the `grep` row for the files with a match.
 pub const ROW_FILES_WITH_MATCHES: &str = "Files with matches";
+/// Label of the `ast_grep` row for the pattern's language.
+pub const ROW_LANGUAGE: &str = "Language";
+/// Label of the `ast_grep` row for the files parsed and searched.
+pub const ROW_FILES_SCANNED: &str = "Files scanned";
+/// Label of the `ast_grep` row for the files of the language not searched.
+pub const ROW_FILES_SKIPPED: &str = "Files skipped";
 /// Label of the search row for scan completeness.
 pub const ROW_SCAN: &str = "Scan";
 /// Label of the change row for operations applied.

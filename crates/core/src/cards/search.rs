@@ -61,45 +61,55 @@ impl Context<'_, '_> {
         if paths.is_empty() {
             return parts;
         }
-        let mut notes = Notes::default();
-        let listed = paths.len().min(ROWS_PER_BLOCK);
-        let rows: Vec<ResourceRow> = paths[..listed]
-            .iter()
-            .map(|p| {
-                let label = notes.text(Subject::Text, p, STRING_BYTES);
-                ResourceRow {
-                    kind: ResourceKind::File,
-                    // A listing's entries are names in the listed directory, with marks.
-                    location: (tool != Some(BuiltinTool::List)).then(|| label.clone()),
-                    label,
-                    availability: ResourceAvailability::Unknown,
-                }
-            })
-            .collect();
-        // `grep` lists files with a match; the others list what they count. Listed
-        // rows are the first reported ones; the rest are omitted from display.
+        // `grep` lists files with a match; the others list what they count.
         let reported = if tool == Some(BuiltinTool::Grep) {
             files
         } else {
             Some(matches)
         };
-        let listed = listed as u64;
-        let excluded_paths = paths.len() as u64 - listed;
-        match reported {
-            Some(reported) => {
-                let omitted = reported.saturating_sub(listed).max(excluded_paths);
-                if omitted > 0 {
-                    notes.add(Subject::Rows, Reason::SizeLimit, safe_count(omitted));
-                }
-            }
-            None if excluded_paths > 0 => notes.add(Subject::Rows, Reason::SizeLimit, None),
-            None => {}
-        }
-        parts.push(Part::new(
-            Block::Resources(ResourcesBlock { rows }),
-            notes,
-            Role::Optional,
+        // A listing's entries are names in the listed directory, with marks.
+        parts.push(listed_paths(
+            paths,
+            reported,
+            tool != Some(BuiltinTool::List),
         ));
         parts
     }
+}
+
+/// The Resources block of the first `paths` a search reported, `reported` being how many
+/// there were in all (when known); `located` gives each row its path as `location`.
+/// Listed rows are the first reported ones; the rest are omitted from display.
+pub(super) fn listed_paths(paths: &[String], reported: Option<u64>, located: bool) -> Part {
+    let mut notes = Notes::default();
+    let listed = paths.len().min(ROWS_PER_BLOCK);
+    let rows: Vec<ResourceRow> = paths[..listed]
+        .iter()
+        .map(|p| {
+            let label = notes.text(Subject::Text, p, STRING_BYTES);
+            ResourceRow {
+                kind: ResourceKind::File,
+                location: located.then(|| label.clone()),
+                label,
+                availability: ResourceAvailability::Unknown,
+            }
+        })
+        .collect();
+    let listed = listed as u64;
+    let excluded_paths = paths.len() as u64 - listed;
+    match reported {
+        Some(reported) => {
+            let omitted = reported.saturating_sub(listed).max(excluded_paths);
+            if omitted > 0 {
+                notes.add(Subject::Rows, Reason::SizeLimit, safe_count(omitted));
+            }
+        }
+        None if excluded_paths > 0 => notes.add(Subject::Rows, Reason::SizeLimit, None),
+        None => {}
+    }
+    Part::new(
+        Block::Resources(ResourcesBlock { rows }),
+        notes,
+        Role::Optional,
+    )
 }

@@ -259,20 +259,7 @@ pub(crate) fn run(arguments: &Value, cwd: &Path) -> ToolReport {
     }
     scanned.push(']');
     notes.push(scanned);
-    for note in notes {
-        if !content.is_empty() {
-            content.push('\n');
-        }
-        content.push_str(&note);
-    }
-    let mut summary = format!(
-        "{} in {}",
-        walk::plural(matches, "match", "matches"),
-        walk::plural(files, "file", "files")
-    );
-    if cut {
-        summary.push_str(", cut at the bound");
-    }
+    let summary = walk::close_search(&mut content, notes, matches, files, cut);
     // Files skipped, and whatever a path the walk could not read holds, were not
     // examined: the scan is then incomplete too.
     let complete = !cut && skipped == 0 && scan.walk_errors == 0;

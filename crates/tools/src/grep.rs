@@ -210,20 +210,7 @@ pub(crate) fn run(arguments: &Value, cwd: &Path) -> ToolReport {
             walk::plural(unreadable, "path", "paths")
         ));
     }
-    for note in notes {
-        if !content.is_empty() {
-            content.push('\n');
-        }
-        content.push_str(&note);
-    }
-    let mut summary = format!(
-        "{} in {}",
-        walk::plural(matches, "match", "matches"),
-        walk::plural(files, "file", "files")
-    );
-    if cut {
-        summary.push_str(", cut at the bound");
-    }
+    let summary = walk::close_search(&mut content, notes, matches, files, cut);
     // Paths that could not be read were not examined: the scan is then incomplete too.
     let complete = !cut && unreadable == 0;
     let output = ToolOutput {

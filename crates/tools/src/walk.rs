@@ -111,6 +111,32 @@ pub(crate) fn plural(count: usize, one: &str, many: &str) -> String {
     }
 }
 
+/// Closes a search's result: its bracketed notes appended to `content`, one a line,
+/// and the summary: `N matches in M files`, `, cut at the bound` when it was.
+pub(crate) fn close_search(
+    content: &mut String,
+    notes: Vec<String>,
+    matches: usize,
+    files: usize,
+    cut: bool,
+) -> String {
+    for note in notes {
+        if !content.is_empty() {
+            content.push('\n');
+        }
+        content.push_str(&note);
+    }
+    let mut summary = format!(
+        "{} in {}",
+        plural(matches, "match", "matches"),
+        plural(files, "file", "files")
+    );
+    if cut {
+        summary.push_str(", cut at the bound");
+    }
+    summary
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

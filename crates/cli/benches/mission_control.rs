@@ -152,8 +152,7 @@ impl Mc {
         while !self.stats.exists() && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(20));
         }
-        // The file is written whole by one call; give it a moment to be complete.
-        std::thread::sleep(Duration::from_millis(50));
+        // Mission Control renames the file into place, so once it exists it is whole.
         let stats = std::fs::read_to_string(&self.stats).unwrap_or_default();
         self.tmux(&["kill-server"]);
         stats

@@ -81,7 +81,12 @@ impl FrameStats {
             "input_to_frame_p95_ms": input_p95,
             "input_to_frame_max_ms": input_max,
         });
-        let _ = std::fs::write(path, stats.to_string());
+        // Written beside it, then renamed: a reader that sees the file sees it whole.
+        let mut partial = path.clone();
+        partial.push(".partial");
+        if std::fs::write(&partial, stats.to_string()).is_ok() {
+            let _ = std::fs::rename(&partial, &path);
+        }
     }
 }
 
@@ -126,7 +131,7 @@ impl App {
             let wait = FRAME.saturating_sub(last_draw.elapsed());
             // While a turn runs the indicator moves (or, without motion, its seconds
             // count), so the screen is redrawn on a tick even when nothing arrives.
-            let tick = if super::render::reduced_motion() {
+            let tick = if self.reduced_motion {
                 Duration::from_secs(1)
             } else {
                 super::render::SPINNER_STEP

@@ -182,6 +182,8 @@ struct App {
     queued: Option<String>,
     /// Whether Ctrl-C was just pressed on an empty composer (a second press quits).
     quit_armed: bool,
+    /// Whether the person asked for no animation (`NO_MOTION`), read once at start.
+    reduced_motion: bool,
     /// The model's open questions (`user.questions`), while they wait.
     question: Option<question::QuestionPicker>,
     /// Whether every tool card shows all it carries (Ctrl-O) or its result's first lines.
@@ -217,6 +219,7 @@ impl App {
             stopping: false,
             queued: None,
             quit_armed: false,
+            reduced_motion: render::reduced_motion(),
             question: None,
             expanded: false,
             clock: render::Clock::default(),

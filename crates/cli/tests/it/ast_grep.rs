@@ -13,8 +13,7 @@ use crate::common::approval::env_for;
 use crate::common::*;
 use magi_client::Backend;
 use magi_protocol::cards::{Block, Card, CardOutcome, ToolKind};
-use magi_protocol::messages::{Event, HistoryPageParams, RunOutcome, SavedCard};
-use magi_protocol::methods;
+use magi_protocol::messages::{Event, RunOutcome};
 use magi_testkit::{MockServer, Reply};
 use serde_json::json;
 
@@ -43,23 +42,10 @@ fn results_rows(card: &Card) -> Vec<(String, Option<String>)> {
 }
 
 async fn saved_card(backend: &mut Backend, session: &str, revision: &str) -> Card {
-    let params = HistoryPageParams {
-        session_id: session.to_owned(),
-        revision: revision.to_owned(),
-        cursor: None,
-    };
-    let page = backend
-        .call::<methods::HistoryPage>(&params)
+    saved_cards(backend, session, revision)
         .await
-        .unwrap()
-        .unwrap();
-    magi_client::cards::check_page(&page, true).unwrap();
-    page.entries
-        .iter()
-        .find_map(|e| match &e.tool_card {
-            SavedCard::Card(card) => Some((**card).clone()),
-            _ => None,
-        })
+        .into_iter()
+        .next()
         .expect("a saved card")
 }
 

@@ -15,9 +15,7 @@ use crate::common::approval::{env_for, records};
 use crate::common::*;
 use magi_client::Backend;
 use magi_protocol::cards::{Block, Card, CardOutcome, Changes, Origin, ToolKind};
-use magi_protocol::messages::{
-    ActivityKind, ActivityState, Event, HistoryPageParams, RunOutcome, SavedCard, SessionListParams,
-};
+use magi_protocol::messages::{ActivityKind, ActivityState, Event, RunOutcome, SessionListParams};
 use magi_protocol::methods;
 use magi_testkit::{MockServer, Reply};
 use serde_json::json;
@@ -56,28 +54,6 @@ fn final_cards(seen: &[Event]) -> Vec<Card> {
     seen.iter()
         .filter_map(|e| match e {
             Event::ToolCard(e) if e.card.outcome.is_some() => Some(e.card.clone()),
-            _ => None,
-        })
-        .collect()
-}
-
-/// The saved cards of a revision's first page.
-async fn saved_cards(backend: &mut Backend, session: &str, revision: &str) -> Vec<Card> {
-    let params = HistoryPageParams {
-        session_id: session.to_owned(),
-        revision: revision.to_owned(),
-        cursor: None,
-    };
-    let page = backend
-        .call::<methods::HistoryPage>(&params)
-        .await
-        .unwrap()
-        .unwrap();
-    magi_client::cards::check_page(&page, true).unwrap();
-    page.entries
-        .iter()
-        .filter_map(|e| match &e.tool_card {
-            SavedCard::Card(card) => Some((**card).clone()),
             _ => None,
         })
         .collect()

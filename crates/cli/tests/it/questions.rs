@@ -9,8 +9,8 @@ use magi_client::{Backend, Incoming};
 use magi_protocol::ErrorCode;
 use magi_protocol::cards::{Card, CardState, Changes, ToolKind};
 use magi_protocol::messages::{
-    EmptyParams, Event, HistoryPageParams, QuestionAnswerParams, QuestionAnswerResult,
-    QuestionAsked, QuestionReply, RunOutcome, SavedCard, TurnCancelParams,
+    EmptyParams, Event, QuestionAnswerParams, QuestionAnswerResult, QuestionAsked, QuestionReply,
+    RunOutcome, TurnCancelParams,
 };
 use magi_protocol::methods;
 use magi_testkit::{MockServer, Reply};
@@ -460,26 +460,14 @@ async fn the_card_keeps_the_questions_and_answers_live_and_saved() {
     .map(|(l, v)| (l.to_owned(), v.to_owned()));
     assert_eq!(rows(&last), answered);
     // The saved card, projected from the log, keeps the same.
-    let page = backend
-        .call::<methods::HistoryPage>(&HistoryPageParams {
-            session_id: session.clone(),
-            revision: finished.revision.clone().unwrap(),
-            cursor: None,
-        })
-        .await
-        .unwrap()
-        .unwrap();
-    magi_client::cards::check_page(&page, true).unwrap();
-    let saved: Vec<&Card> = page
-        .entries
-        .iter()
-        .filter_map(|e| match &e.tool_card {
-            SavedCard::Card(card) => Some(&**card),
-            _ => None,
-        })
-        .collect();
+    let saved = saved_cards(
+        &mut backend,
+        &session,
+        finished.revision.as_deref().unwrap(),
+    )
+    .await;
     assert_eq!(saved.len(), 1);
-    assert_eq!(rows(saved[0]), answered);
+    assert_eq!(rows(&saved[0]), answered);
     assert_eq!(saved[0].changes, Changes::NotApplicable);
     shutdown_clean(&mut backend).await;
 }

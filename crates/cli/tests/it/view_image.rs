@@ -16,9 +16,7 @@ use crate::common::*;
 use magi_client::Backend;
 use magi_client::Incoming;
 use magi_protocol::cards::{Block, Card, CardOutcome, ToolKind};
-use magi_protocol::messages::{
-    ApprovalAnswerParams, Event, HistoryPageParams, RunOutcome, SavedCard,
-};
+use magi_protocol::messages::{ApprovalAnswerParams, Event, RunOutcome};
 use magi_protocol::methods;
 use magi_testkit::{MockServer, Reply};
 use serde_json::{Value, json};
@@ -130,23 +128,10 @@ fn final_card(seen: &[Event]) -> Card {
 }
 
 async fn saved_card(backend: &mut Backend, session: &str, revision: &str) -> Card {
-    let params = HistoryPageParams {
-        session_id: session.to_owned(),
-        revision: revision.to_owned(),
-        cursor: None,
-    };
-    let page = backend
-        .call::<methods::HistoryPage>(&params)
+    saved_cards(backend, session, revision)
         .await
-        .unwrap()
-        .unwrap();
-    magi_client::cards::check_page(&page, true).unwrap();
-    page.entries
-        .iter()
-        .find_map(|e| match &e.tool_card {
-            SavedCard::Card(card) => Some((**card).clone()),
-            _ => None,
-        })
+        .into_iter()
+        .next()
         .expect("a saved card")
 }
 

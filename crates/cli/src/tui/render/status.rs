@@ -49,7 +49,7 @@ impl App {
 
     /// The status line at `now`.
     pub(in crate::tui) fn status_line(&self, now: Instant) -> String {
-        let motion = !reduced_motion();
+        let motion = !self.reduced_motion;
         let mut parts = vec![activity_words(self.activity(), now, motion)];
         // The latest notice comes right after the activity, so a narrow terminal cuts
         // the standing facts rather than the news.

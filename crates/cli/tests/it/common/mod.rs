@@ -360,3 +360,30 @@ pub fn env_for_wire(wire: Wire, mock: &magi_testkit::MockServer) -> TestEnv {
             .var("ANTHROPIC_BASE_URL", &mock.origin()),
     }
 }
+
+/// The saved cards of a history revision's first page, in order, the page checked as
+/// the client library checks one.
+pub async fn saved_cards(
+    backend: &mut Backend,
+    session: &str,
+    revision: &str,
+) -> Vec<magi_protocol::cards::Card> {
+    let params = magi_protocol::messages::HistoryPageParams {
+        session_id: session.to_owned(),
+        revision: revision.to_owned(),
+        cursor: None,
+    };
+    let page = backend
+        .call::<methods::HistoryPage>(&params)
+        .await
+        .unwrap()
+        .unwrap();
+    magi_client::cards::check_page(&page, true).unwrap();
+    page.entries
+        .iter()
+        .filter_map(|e| match &e.tool_card {
+            magi_protocol::messages::SavedCard::Card(card) => Some((**card).clone()),
+            _ => None,
+        })
+        .collect()
+}

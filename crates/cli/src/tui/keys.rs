@@ -77,6 +77,8 @@ impl App {
                 }
                 match self.composer.submit() {
                     Ok(prompt) => {
+                        // A new prompt makes the last notice old news.
+                        self.status.clear();
                         if let Some(problem) = self.composer.take_problem() {
                             self.status = problem;
                         }

@@ -250,3 +250,22 @@ async fn the_status_line_shows_the_title_as_soon_as_it_is_recorded() {
     assert!(!screen.contains(&format!("session {id}")), "{screen}");
     tmux.quit();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_notice_does_not_outlive_the_next_prompt() {
+    let mock = MockServer::start().await;
+    mock.enqueue(Reply::stream().text(["Hello back."]));
+    let env = TestEnv::new();
+    let tmux = Tmux::start(&env, &vars(&mock));
+    tmux.wait_for("idle ·");
+    tmux.type_text("/modle");
+    tmux.key("Enter");
+    tmux.wait_for("unknown command /modle");
+    tmux.key("C-c");
+    tmux.wait_gone("› /modle");
+    tmux.type_text("hello");
+    tmux.key("Enter");
+    tmux.wait_for("Hello back.");
+    tmux.wait_gone("unknown command /modle");
+    tmux.quit();
+}

@@ -102,9 +102,26 @@ impl App {
         }
     }
 
-    /// A bracketed paste goes into the composer whole (a large one as a placeholder).
+    /// A bracketed paste goes into the composer whole (a large one as a placeholder);
+    /// a paste of image files' paths goes in as the `@` mentions that attach them.
     pub(super) fn paste(&mut self, text: &str) -> Action {
-        self.composer.paste(text);
+        let cwd = std::env::current_dir().unwrap_or_default();
+        match super::attachments::pasted_images(text, &cwd) {
+            Some(Ok(mentions)) => {
+                let before = &self.composer.text()[..self.composer.cursor()];
+                let gap = if before.is_empty() || before.ends_with(char::is_whitespace) {
+                    ""
+                } else {
+                    " "
+                };
+                self.composer.paste(&format!("{gap}{mentions} "));
+            }
+            Some(Err(problem)) => {
+                self.composer.paste(text);
+                self.status = problem;
+            }
+            None => self.composer.paste(text),
+        }
         Action::Nothing
     }
 

@@ -180,3 +180,33 @@ async fn an_at_mentioned_image_goes_with_the_prompt_and_a_fake_one_is_refused() 
     assert_eq!(sent, [("image/png".to_owned(), base64(&bytes))]);
     tmux.key("C-c");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pasted_image_path_attaches_the_image_and_one_outside_is_text() {
+    use crate::view_image::{base64, images, png};
+    let mock = MockServer::start().await;
+    mock.enqueue(Reply::stream().text(["A gradient."]));
+    let env = TestEnv::new();
+    env.write_settings("[models.\"openai-chat/mock-model\"]\nimages = true\n");
+    let bytes = png();
+    std::fs::create_dir(env.cwd().join("shots")).unwrap();
+    let shot = env.cwd().join("shots/screen.png");
+    std::fs::write(&shot, &bytes).unwrap();
+    let outside = env.root().join("far.png");
+    std::fs::write(&outside, &bytes).unwrap();
+    let tmux = Tmux::start(&env, &vars(&mock));
+    tmux.wait_for("idle ·");
+    // A file from outside the workspace dropped on the terminal: text, and why.
+    tmux.paste(&format!("'{}'", outside.display()));
+    tmux.wait_for("only images inside the workspace");
+    tmux.key("C-u");
+    // One inside, pasted as a terminal pastes a dropped file: quoted and absolute.
+    tmux.type_text("what is");
+    tmux.paste(&format!("'{}'", shot.canonicalize().unwrap().display()));
+    tmux.wait_for("what is @shots/screen.png");
+    tmux.key("Enter");
+    tmux.wait_for("A gradient.");
+    let sent = images(Wire::Chat, &mock.requests()[0].body);
+    assert_eq!(sent, [("image/png".to_owned(), base64(&bytes))]);
+    tmux.key("C-c");
+}

@@ -30,7 +30,7 @@ pub(super) async fn round_trip(
         let mut sent = pruned(items, exchange.agent.prune_protect_tokens, current, &assets);
         // Images an earlier model took are not sent to one that takes none.
         if !exchange.agent.images {
-            sent.retain(|item| !matches!(item, Item::Image { .. }));
+            sent.retain(|item| !matches!(item, Item::Image { .. } | Item::UserImage { .. }));
         }
         sent
     };

@@ -8,8 +8,10 @@
 //! where its whole text is kept. The results of the current round (the ones the model
 //! has not seen yet) are always sent whole, though they count toward the budget.
 //!
-//! An image a tool gave (`view_image`) counts as the estimate compaction gives it, and
-//! one outside the budget is left out of the request; its call's text result stays.
+//! An image a tool gave (`view_image`) or a prompt brought (`input.attachments`) counts
+//! as the estimate compaction gives it, and one outside the budget is left out of the
+//! request; its call's text result, or its prompt's text, stays. The images of the
+//! latest prompt are always sent.
 //!
 //! Only the request is pruned: the conversation the runner keeps, the session log and
 //! `history.page` keep every result whole. A pruned result keeps its call and its
@@ -55,14 +57,25 @@ pub(super) fn pruned(
             _ => None,
         })
         .collect();
+    // The latest prompt's own images are part of what is asked now.
+    let latest_prompt = items
+        .iter()
+        .rposition(|item| matches!(item, Item::User { .. }))
+        .unwrap_or(0);
     let mut newer_tokens = 0usize;
     let mut dropped_images = Vec::new();
     for index in (0..items.len()).rev() {
         // An image counts like its estimate; outside the budget it is left out (its
-        // call's text result stays and says what it was), by the same stable rule.
-        if let Item::Image { .. } = &items[index] {
+        // call's text result or its prompt's text stays and says what it was), by the
+        // same stable rule.
+        let protected = match &items[index] {
+            Item::Image { .. } => index >= current,
+            Item::UserImage { .. } => index >= current || index > latest_prompt,
+            _ => true,
+        };
+        if matches!(&items[index], Item::Image { .. } | Item::UserImage { .. }) {
             newer_tokens = newer_tokens.saturating_add(IMAGE_TOKENS);
-            if index < current && newer_tokens > protect_tokens {
+            if !protected && newer_tokens > protect_tokens {
                 dropped_images.push(index);
             }
             continue;
@@ -224,6 +237,29 @@ mod tests {
         let sent = pruned(&items, 1, 3, &assets);
         assert!(sent.contains(&image("c2")));
         assert!(!sent.contains(&image("c1")));
+    }
+
+    #[test]
+    fn an_old_prompt_image_outside_the_budget_is_left_out_and_the_latest_kept() {
+        let image = |data: &str| Item::UserImage {
+            media_type: "image/png".into(),
+            data: data.into(),
+        };
+        let prompt = |text: &str| Item::User { text: text.into() };
+        let mut items = vec![prompt("see @a.png"), image("old")];
+        round(&mut items, 1, 8);
+        items.push(prompt("and @b.png"));
+        items.push(image("new"));
+        let assets = |_: &str| None;
+        // Nothing is current before a turn's first request; the latest prompt's image
+        // is sent all the same, even with no room for it, and the older one is not.
+        let sent = pruned(&items, 1, items.len(), &assets);
+        assert!(sent.contains(&image("new")));
+        assert!(!sent.contains(&image("old")));
+        assert!(sent.contains(&prompt("see @a.png")));
+        // With room for both, both go.
+        let sent = pruned(&items, 2 * IMAGE_TOKENS + 100, items.len(), &assets);
+        assert_eq!(sent, items);
     }
 
     #[test]

@@ -399,3 +399,42 @@ async fn exec_runs_it_without_an_approval() {
     assert!(told[0].contains("input tokens: 12 tokens\n"), "{told:?}");
     assert!(told[0].contains("output tokens: 3 tokens\n"), "{told:?}");
 }
+
+/// One `exec` turn in which the model uses the three tools one after another: each
+/// answer reaches the model in the next request and stderr shows each call settled.
+#[tokio::test]
+async fn one_exec_turn_uses_ast_grep_view_image_and_magi_control() {
+    let mock = MockServer::start().await;
+    let search = json!({"pattern": "target($A)", "language": "rust"});
+    mock.enqueue(Reply::stream().tool_call("g1", "ast_grep", [search.to_string()]));
+    let view = json!({"path": "shot.png"});
+    mock.enqueue(Reply::stream().tool_call("v1", "view_image", [view.to_string()]));
+    mock.enqueue(control("u1", json!({"operation": "usage"})).usage(30, 5));
+    mock.enqueue(Reply::stream().text(["Done looking."]).usage(40, 6));
+    let env = TestEnv::new();
+    env.write_settings("[models.\"openai-chat/mock-model\"]\nimages = true\n");
+    std::fs::write(env.cwd().join("a.rs"), "fn f() {\n    target(1);\n}\n").unwrap();
+    std::fs::write(env.cwd().join("shot.png"), crate::view_image::png()).unwrap();
+    let output = crate::exec::exec(&env, &mock, &["Look around"]).await;
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    assert_eq!(String::from_utf8_lossy(&output.stdout), "Done looking.\n");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    for tool in ["ast_grep", "view_image", "magi_control"] {
+        assert!(stderr.contains(&format!("✓ {tool}")), "{tool}: {stderr}");
+    }
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 4);
+    assert_eq!(
+        tool_outputs(&requests[1].body),
+        ["a.rs:2:5: target(1)\n[scanned 1 file of rust]"]
+    );
+    let sent = crate::view_image::images(Wire::Chat, &requests[2].body);
+    assert_eq!(sent.len(), 1, "the image goes with the next request");
+    let usage = tool_outputs(&requests[3].body);
+    let usage = usage.last().unwrap();
+    // Only the third request's reply reported usage, and the answer says so.
+    assert!(
+        usage.contains("input tokens: 30 tokens; reported by 1 of 3 requests\n"),
+        "{usage}"
+    );
+}

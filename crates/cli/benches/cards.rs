@@ -11,7 +11,9 @@
     reason = "a benchmark prints its figures and stops at the first failure"
 )]
 
-use magi_client::{BackendCommand, Incoming};
+mod support;
+
+use magi_client::Incoming;
 use magi_protocol::messages::{EmptyParams, Event, TurnStartParams};
 use magi_protocol::methods;
 use magi_protocol::wire::EventFrame;
@@ -29,13 +31,7 @@ async fn run(root: &std::path::Path, tool_cards: bool) -> (usize, usize, usize) 
     }
     mock.enqueue(reply);
     mock.enqueue(Reply::stream().text(["Read them all."]));
-    let mut backend = BackendCommand::new(env!("CARGO_BIN_EXE_magi-code"))
-        .env_clear()
-        .env("MC_HOME", root.join("home"))
-        .env("MAGI_PROVIDER", "openai-chat")
-        .env("MAGI_MODEL", "bench-model")
-        .env("OPENAI_BASE_URL", mock.base_url())
-        .current_dir(root.join("work"))
+    let mut backend = support::command(&root.join("home"), &root.join("work"), &mock)
         .spawn()
         .unwrap();
     let mut required = vec!["session.create", "turn.start", "shutdown"];

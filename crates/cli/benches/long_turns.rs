@@ -17,28 +17,15 @@
 mod support;
 
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use magi_client::{BackendCommand, Incoming};
-use magi_protocol::messages::{EmptyParams, Event, RunOutcome, TurnStartParams};
-use magi_protocol::methods;
 use magi_testkit::{MockServer, Reply};
-use support::{median, millis, stop};
+use support::{TURN_METHODS, command, median, millis, stop, timed_turn};
 
 /// Rounds of the read-heavy turn.
 const READ_ROUNDS: usize = 40;
 /// Rounds of the long turn.
 const LONG_ROUNDS: usize = 300;
-
-fn command(home: &Path, cwd: &Path, mock: &MockServer) -> BackendCommand {
-    BackendCommand::new(env!("CARGO_BIN_EXE_magi-code"))
-        .env_clear()
-        .env("MC_HOME", home)
-        .env("MAGI_PROVIDER", "openai-chat")
-        .env("MAGI_MODEL", "bench-model")
-        .env("OPENAI_BASE_URL", mock.base_url())
-        .current_dir(cwd)
-}
 
 /// Queues `rounds` replies each asking for one `read` of `path` at a new offset (so no
 /// round repeats the one before), then a text reply.
@@ -54,38 +41,8 @@ fn enqueue_reads(mock: &MockServer, path: &str, rounds: usize) {
 /// `turn.start` to `run.finished`.
 async fn one_turn(home: &Path, cwd: &Path, mock: &MockServer) -> Duration {
     let mut backend = command(home, cwd, mock).spawn().unwrap();
-    backend
-        .initialize(&["session.create", "turn.start", "shutdown"])
-        .await
-        .unwrap()
-        .unwrap();
-    let session = backend
-        .call::<methods::SessionCreate>(&EmptyParams {})
-        .await
-        .unwrap()
-        .unwrap();
-    let started = Instant::now();
-    let params = TurnStartParams {
-        session_id: session.session_id,
-        prompt: "Go".into(),
-        attachments: None,
-    };
-    backend
-        .call::<methods::TurnStart>(&params)
-        .await
-        .unwrap()
-        .unwrap();
-    loop {
-        if let Some(Incoming::Event {
-            event: Event::RunFinished(finished),
-            ..
-        }) = backend.next_incoming().await
-        {
-            assert_eq!(finished.outcome, RunOutcome::Completed);
-            break;
-        }
-    }
-    let elapsed = started.elapsed();
+    backend.initialize(&TURN_METHODS).await.unwrap().unwrap();
+    let elapsed = timed_turn(&mut backend, "Go").await;
     stop(backend).await;
     elapsed
 }
@@ -123,14 +80,18 @@ async fn main() {
         .collect();
     let wanted = |letter: &str| only.is_empty() || only.iter().any(|o| o == letter);
     println!("magi-code long-turn benchmark (mock model answering at once)");
+    // A window that holds each whole turn unpruned, so that compaction never starts
+    // and (P)'s two runs differ only in pruning.
+    let settings = home.join("settings.toml");
+    std::fs::create_dir_all(&home).unwrap();
+    let window = "[models.\"openai-chat/bench-model\"]\ncontext_window = 1000000\n";
+    std::fs::write(&settings, window).unwrap();
     if wanted("P") {
-        let settings = home.join("settings.toml");
-        std::fs::create_dir_all(&home).unwrap();
-        std::fs::write(&settings, "").unwrap();
         let (pruned, pruned_max) = read_heavy(&home, &cwd).await;
-        std::fs::write(&settings, "[context]\nprune_protect_tokens = 0\n").unwrap();
+        let unpruned = format!("[context]\nprune_protect_tokens = 0\n\n{window}");
+        std::fs::write(&settings, unpruned).unwrap();
         let (whole, whole_max) = read_heavy(&home, &cwd).await;
-        std::fs::write(&settings, "").unwrap();
+        std::fs::write(&settings, window).unwrap();
         let mib = |b: usize| b as f64 / (1024.0 * 1024.0);
         println!(
             "  P: {READ_ROUNDS} rounds of one 48 KiB read: sent {:.1} MiB with pruning (largest request {:.0} KiB), {:.1} MiB without (largest {:.0} KiB)",

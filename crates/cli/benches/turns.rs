@@ -25,11 +25,9 @@ mod support;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use magi_client::{BackendCommand, Incoming};
-use magi_protocol::messages::{EmptyParams, Event, RunOutcome, TurnStartParams};
-use magi_protocol::methods;
+use magi_client::BackendCommand;
 use magi_testkit::{MockServer, Scenario};
-use support::{median, millis, status_kib, stop};
+use support::{TURN_METHODS, median, millis, status_kib, stop, timed_turn};
 
 const RUNS: usize = 15;
 
@@ -55,15 +53,8 @@ fn scenarios() -> Vec<(&'static str, Scenario)> {
 }
 
 fn command(home: &Path, cwd: &Path, mock: &MockServer) -> BackendCommand {
-    BackendCommand::new(env!("CARGO_BIN_EXE_magi-code"))
-        .env_clear()
-        // What `exec --allow-all` gives its backend: tools that would ask run at once.
-        .env(magi_core::ALLOW_ALL_ENV, "1")
-        .env("MC_HOME", home)
-        .env("MAGI_PROVIDER", "openai-chat")
-        .env("MAGI_MODEL", "bench-model")
-        .env("OPENAI_BASE_URL", mock.base_url())
-        .current_dir(cwd)
+    // What `exec --allow-all` gives its backend: tools that would ask run at once.
+    support::command(home, cwd, mock).env(magi_core::ALLOW_ALL_ENV, "1")
 }
 
 /// Whole-process `magi-code exec` runs: wall time from spawn to exit.
@@ -92,41 +83,11 @@ async fn exec_runs(home: &Path, cwd: &Path, mock: &MockServer) -> Vec<Duration> 
 /// and the child's peak memory.
 async fn serve_runs(home: &Path, cwd: &Path, mock: &MockServer) -> (Vec<Duration>, u64) {
     let mut backend = command(home, cwd, mock).spawn().unwrap();
-    backend
-        .initialize(&["session.create", "turn.start", "shutdown"])
-        .await
-        .unwrap()
-        .unwrap();
+    backend.initialize(&TURN_METHODS).await.unwrap().unwrap();
     let mut times = Vec::new();
     for _ in 0..RUNS {
         // A fresh session per turn keeps every turn the same size.
-        let session = backend
-            .call::<methods::SessionCreate>(&EmptyParams {})
-            .await
-            .unwrap()
-            .unwrap();
-        let started = Instant::now();
-        let params = TurnStartParams {
-            session_id: session.session_id,
-            prompt: "Go".into(),
-            attachments: None,
-        };
-        backend
-            .call::<methods::TurnStart>(&params)
-            .await
-            .unwrap()
-            .unwrap();
-        loop {
-            if let Some(Incoming::Event {
-                event: Event::RunFinished(finished),
-                ..
-            }) = backend.next_incoming().await
-            {
-                assert_eq!(finished.outcome, RunOutcome::Completed);
-                break;
-            }
-        }
-        times.push(started.elapsed());
+        times.push(timed_turn(&mut backend, "Go").await);
     }
     let peak = status_kib(backend.pid().unwrap(), "VmHWM:");
     stop(backend).await;
@@ -153,36 +114,8 @@ async fn service_overhead(home: &Path, cwd: &Path) -> Duration {
         mock.enqueue(reply);
         mock.enqueue(magi_testkit::Reply::stream().text(["Done."]));
         let mut backend = command(home, cwd, &mock).spawn().unwrap();
-        backend
-            .initialize(&["session.create", "turn.start", "shutdown"])
-            .await
-            .unwrap()
-            .unwrap();
-        let session = backend
-            .call::<methods::SessionCreate>(&EmptyParams {})
-            .await
-            .unwrap()
-            .unwrap();
-        let params = TurnStartParams {
-            session_id: session.session_id,
-            prompt: "Go".into(),
-            attachments: None,
-        };
-        backend
-            .call::<methods::TurnStart>(&params)
-            .await
-            .unwrap()
-            .unwrap();
-        loop {
-            if let Some(Incoming::Event {
-                event: Event::RunFinished(finished),
-                ..
-            }) = backend.next_incoming().await
-            {
-                assert_eq!(finished.outcome, RunOutcome::Completed);
-                break;
-            }
-        }
+        backend.initialize(&TURN_METHODS).await.unwrap().unwrap();
+        timed_turn(&mut backend, "Go").await;
         stop(backend).await;
         per_call.push(mock.gaps()[0] / TRIVIAL_CALLS as u32);
     }

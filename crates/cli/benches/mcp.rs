@@ -146,7 +146,9 @@ async fn measure(servers: usize, command: &ServerCommand) -> Figures {
                 .into_iter()
                 .filter(|pid| *pid != backend_pid)
                 .collect();
-            assert_eq!(others.len(), servers, "one process per server");
+            // Each server runs under its launcher, the `magi-code` process that leads
+            // its process group so that it dies with the backend.
+            assert_eq!(others.len(), 2 * servers, "each server and its launcher");
             figures.servers_kib = others.into_iter().map(rss_kib).sum();
         }
         backend.shutdown().await.unwrap().unwrap();
@@ -185,7 +187,7 @@ async fn main() {
         if servers > 0 {
             let per = servers as u64;
             println!(
-                "         per connected server: {} KiB in its own process, {} KiB more in the backend",
+                "         per connected server: {} KiB in its own processes (launcher and server), {} KiB more in the backend",
                 f.servers_kib / per,
                 f.backend_kib.saturating_sub(without) / per
             );

@@ -19,6 +19,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use magi_client::{Backend, BackendCommand, PendingCall};
+use magi_protocol::limits::PENDING_OUTPUT_FRAMES;
 use magi_protocol::messages::EmptyParams;
 use magi_protocol::methods;
 use support::{millis, status_kib, stop};
@@ -26,8 +27,10 @@ use support::{millis, status_kib, stop};
 const COLD_STARTS: usize = 20;
 const PIPELINED: usize = 4_000;
 /// Requests in flight at once: the protocol leaves bounding in-flight work to the
-/// caller, and this keeps the answers within the pipe and the 32-frame output queue.
-const WINDOW: usize = 128;
+/// caller, and a caller that reads only while it waits for an answer (as this one,
+/// on one thread) must keep its unread answers within the backend's output queue,
+/// whose overflow ends the backend.
+const WINDOW: usize = PENDING_OUTPUT_FRAMES;
 const ROUNDS: usize = 5;
 
 fn command(home: &Path, work: &Path) -> BackendCommand {

@@ -1,7 +1,9 @@
 //! `code_mode` through the real binary against the mock model: the model's script runs
 //! and the model is given what it printed and returned; its card's execution facts
-//! live and from `history.page`; an error names its line; the time limit stops a busy
-//! script; `turn.cancel` interrupts one at once; `[tools] disabled` removes the tool.
+//! live and from `history.page`, and in the client fold of the reopened session; an
+//! error names its line; the time limit stops a busy script; `turn.cancel` interrupts
+//! one at once; a huge result is cut and kept whole; a crash while a script runs settles
+//! it `indeterminate` without running it again; `[tools] disabled` removes the tool.
 
 #![allow(
     clippy::unwrap_used,
@@ -9,13 +11,15 @@
     reason = "test code: a failed step is a failed test"
 )]
 
+use std::os::unix::process::ExitStatusExt;
 use std::time::{Duration, Instant};
 
 use crate::common::approval::{env_for, records};
 use crate::common::*;
 use magi_client::Backend;
+use magi_client::fold::{FoldInput, Item, Transcript};
 use magi_protocol::cards::{Block, Card, CardOutcome, Changes, Origin, ToolKind};
-use magi_protocol::messages::{Event, RunOutcome, TurnCancelParams};
+use magi_protocol::messages::{Event, HistoryPageParams, RunOutcome, TurnCancelParams};
 use magi_protocol::methods;
 use magi_testkit::{MockServer, Reply};
 use serde_json::json;
@@ -150,6 +154,37 @@ async fn a_script_runs_and_the_model_gets_what_it_printed_and_returned() {
     assert_eq!(result["outcome"], "completed");
     assert_eq!(result["facts"]["tool"], "code_mode");
     assert_eq!(result["facts"]["output_bytes"], 17);
+
+    // A new client reopens the saved session: its fold shows the saved card.
+    let mut backend = ready(&env).await;
+    let attached = open_session(&mut backend, &session).await.unwrap();
+    let params = HistoryPageParams {
+        session_id: session.clone(),
+        revision: attached.revision.clone(),
+        cursor: None,
+    };
+    let page = backend
+        .call::<methods::HistoryPage>(&params)
+        .await
+        .unwrap()
+        .unwrap();
+    let mut transcript = Transcript::default();
+    transcript.apply_all([
+        FoldInput::SessionAttached(attached),
+        FoldInput::HistoryPage(page),
+    ]);
+    let folded: Vec<Card> = transcript
+        .items()
+        .iter()
+        .filter_map(|item| match item {
+            Item::History(message) => message.card.as_deref().cloned(),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(folded.len(), 1, "{:?}", transcript.items());
+    assert_eq!(folded[0].tool_kind, ToolKind::CodeMode);
+    assert_eq!(folded[0].blocks, card.blocks);
+    shutdown_clean(&mut backend).await;
 }
 
 #[tokio::test]
@@ -269,4 +304,72 @@ async fn disabled_it_is_not_offered() {
     assert!(offered.contains(&"read".to_owned()));
     assert!(!offered.contains(&"code_mode".to_owned()));
     shutdown_clean(&mut backend).await;
+}
+
+#[tokio::test]
+async fn a_huge_result_is_cut_for_the_model_and_kept_whole() {
+    let mock = MockServer::start().await;
+    mock.enqueue(script(
+        "s1",
+        "for (let i = 0; i < 2000; i++) console.log('line ' + i + ' ' + 'x'.repeat(40));",
+    ));
+    mock.enqueue(Reply::stream().text(["Long."]));
+    let env = env_for(&mock);
+    let mut backend = ready(&env).await;
+    let session = new_session(&mut backend).await;
+    let (seen, outcome, _) = turn(&mut backend, &session).await;
+    assert_eq!(outcome, RunOutcome::Completed, "{seen:?}");
+    shutdown_clean(&mut backend).await;
+    let told = tool_outputs(&mock.requests()[1].body).remove(0);
+    let marker = "\n[result cut: the first 16384 of ";
+    let at = told.find(marker).expect("the cut is said");
+    assert!(told.starts_with("line 0 x"));
+    assert_eq!(at, 16_384);
+    let kept = told
+        .split("the whole result is in ")
+        .nth(1)
+        .unwrap()
+        .trim_end_matches(']');
+    let whole = std::fs::read_to_string(kept).unwrap();
+    assert_eq!(whole.lines().count(), 2000);
+    assert!(whole.ends_with(&format!("line 1999 {}", "x".repeat(40))));
+    assert!(told.contains(&format!(" of {} bytes shown", whole.len())));
+    let card = &final_cards(&seen)[0];
+    assert_eq!(
+        row(card, "Output"),
+        Some(format!("{} bytes", whole.len() + 1))
+    );
+}
+
+#[tokio::test]
+async fn a_crash_while_a_script_runs_settles_it_indeterminate_and_runs_nothing_again() {
+    let mock = MockServer::start().await;
+    mock.enqueue(script("s1", "console.log('ran');\nreturn 1;"));
+    let env = env_for(&mock).var("MAGI_FAULT", "after_claim:1");
+    let mut backend = ready(&env).await;
+    let session = new_session(&mut backend).await;
+    start_turn(&mut backend, &session, "Script it.").await;
+    while backend.next_incoming_within(WAIT).await.is_some() {}
+    let status = exit_status(&mut backend).await;
+    assert_eq!(status.signal(), Some(9), "killed at its crash point");
+    let crashed = records(&env, &session);
+    assert!(crashed.iter().any(|r| r["kind"] == "tool_call_state"));
+    assert!(!crashed.iter().any(|r| r["kind"] == "tool_result"));
+
+    mock.enqueue(Reply::stream().text(["Noted."]));
+    let env = env.without("MAGI_FAULT");
+    let mut backend = ready(&env).await;
+    open_session(&mut backend, &session).await.unwrap();
+    let (_, outcome, _) = turn(&mut backend, &session).await;
+    assert_eq!(outcome, RunOutcome::Completed);
+    shutdown_clean(&mut backend).await;
+    let results: Vec<_> = records(&env, &session)
+        .into_iter()
+        .filter(|r| r["kind"] == "tool_result")
+        .collect();
+    assert_eq!(results.len(), 1, "{results:?}");
+    assert_eq!(results[0]["call_id"], "s1");
+    assert_eq!(results[0]["outcome"], "indeterminate");
+    let told = tool_outputs(&mock.requests().last().unwrap().body);
+    assert!(told[0].contains("its outcome is unknown"), "{told:?}");
 }

@@ -388,11 +388,7 @@ impl<'js> Run<'_, 'js> {
 
     /// Defines the printing functions and the `tools` object; returns the function
     /// that settles a nested call's promise.
-    fn install(
-        &self,
-        tools: &[String],
-        started: &Queued,
-    ) -> rquickjs::Result<Function<'js>> {
+    fn install(&self, tools: &[String], started: &Queued) -> rquickjs::Result<Function<'js>> {
         let ctx = self.ctx;
         let printed = Rc::clone(self.printed);
         let stop = Arc::clone(self.stop);

@@ -1,7 +1,8 @@
 //! `code_mode` through the real binary against the mock model: the model's script runs
 //! and the model is given what it printed and returned; its card's execution facts
 //! live and from `history.page`, and in the client fold of the reopened session; an
-//! error names its line; the time limit stops a busy script; `turn.cancel` interrupts
+//! error names its line; the time limit, the memory limit and the output bound stop a
+//! script, each named; `turn.cancel` interrupts
 //! one at once; a huge result is cut and kept whole; a crash while a script runs settles
 //! it `indeterminate` without running it again; `[tools] disabled` removes the tool.
 
@@ -372,4 +373,50 @@ async fn a_crash_while_a_script_runs_settles_it_indeterminate_and_runs_nothing_a
     assert_eq!(results[0]["outcome"], "indeterminate");
     let told = tool_outputs(&mock.requests().last().unwrap().body);
     assert!(told[0].contains("its outcome is unknown"), "{told:?}");
+}
+
+#[tokio::test]
+async fn the_memory_limit_and_the_output_bound_stop_a_script() {
+    let mock = MockServer::start().await;
+    mock.enqueue(script(
+        "s1",
+        "const kept = [];\nwhile (true) kept.push('x'.repeat(4096) + kept.length);",
+    ));
+    mock.enqueue(script(
+        "s2",
+        "const line = 'y'.repeat(1023);\nwhile (true) console.log(line);",
+    ));
+    mock.enqueue(Reply::stream().text(["Stopped twice."]));
+    let env = env_for(&mock);
+    env.write_settings("[code_mode]\nmemory_mib = 8\n");
+    let mut backend = ready(&env).await;
+    let session = new_session(&mut backend).await;
+    let (seen, outcome, _) = turn(&mut backend, &session).await;
+    assert_eq!(outcome, RunOutcome::Completed, "{seen:?}");
+    shutdown_clean(&mut backend).await;
+    let told = tool_outputs(&mock.requests()[2].body);
+    assert!(
+        told[0].starts_with(
+            "The script was stopped: it ran out of its 8 MiB of memory ([code_mode] memory_mib)"
+        ),
+        "{told:?}"
+    );
+    assert!(
+        told[1].starts_with(
+            "The script was stopped: it printed more than the 1048576-byte output bound, \
+             after 0 tool calls (0 completed, 0 failed) and 1048576 bytes printed."
+        ),
+        "{:?}",
+        &told[1][..200]
+    );
+    let cards = final_cards(&seen);
+    assert_eq!(
+        row(&cards[0], "Stopped by").as_deref(),
+        Some("memory limit")
+    );
+    assert_eq!(
+        row(&cards[1], "Stopped by").as_deref(),
+        Some("output limit")
+    );
+    assert_eq!(row(&cards[1], "Output").as_deref(), Some("1048576 bytes"));
 }

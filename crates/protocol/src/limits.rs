@@ -511,6 +511,9 @@ pub const CODE_MODE_OUTPUT_BYTES: usize = 1_048_576;
 /// Most bytes of a script's result (what it printed, then its return value) given to
 /// the model; a longer result is cut and kept whole with the call's assets.
 pub const CODE_MODE_RESULT_BYTES: usize = 16_384;
+/// Most bytes of `code_mode`'s description, the API the model is told: the tool is
+/// offered in every request, so its guidance costs tokens each time.
+pub const CODE_MODE_DESCRIPTION_BYTES: usize = 2_048;
 /// Largest `[code_mode] timeout_secs`.
 pub const CODE_MODE_MAX_TIMEOUT_SECS: u64 = 3_600;
 /// Largest `[code_mode] max_tool_calls`.

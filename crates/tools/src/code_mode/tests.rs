@@ -295,6 +295,19 @@ fn the_tool_call_limit_stops_the_script() {
 }
 
 #[test]
+fn the_description_stays_within_its_budget() {
+    let description = definition().description;
+    assert!(
+        description.len() <= magi_protocol::limits::CODE_MODE_DESCRIPTION_BYTES,
+        "{} bytes",
+        description.len()
+    );
+    for api in ["await", "return", "console.log", "print", "JSON"] {
+        assert!(description.contains(api), "{api}");
+    }
+}
+
+#[test]
 fn arguments_take_one_script_within_its_bound() {
     assert_eq!(parse_code(r#"{"code":"return 1"}"#), Ok("return 1".into()));
     for (arguments, says) in [

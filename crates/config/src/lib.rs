@@ -4,6 +4,7 @@
 //! Nothing here touches the network. Readiness means "configured and a credential is
 //! present", never "the provider answered".
 
+mod code_mode;
 mod effort;
 mod env;
 mod instructions;
@@ -21,6 +22,10 @@ mod skills;
 mod text_file;
 mod tools;
 
+pub use code_mode::{
+    CodeModeSettings, DEFAULT_CODE_MODE_MEMORY_MIB, DEFAULT_CODE_MODE_TIMEOUT_SECS,
+    DEFAULT_CODE_MODE_TOOL_CALLS,
+};
 pub use effort::{Effort, EffortProfile, EffortSupport, profile as effort_profile};
 pub use env::Env;
 pub use instructions::{

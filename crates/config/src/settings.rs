@@ -14,6 +14,7 @@ use magi_protocol::names::is_valid_name;
 use serde::Deserialize;
 
 use crate::ConfigError;
+use crate::code_mode::CodeModeSettings;
 use crate::instructions::InstructionSettings;
 use crate::location::toml_error;
 use crate::long_work::{ContextSettings, TurnSettings};
@@ -48,6 +49,8 @@ pub struct Settings {
     pub context: ContextSettings,
     /// `[turns]`.
     pub turns: TurnSettings,
+    /// `[code_mode]`.
+    pub code_mode: CodeModeSettings,
     /// `[sessions]`.
     pub sessions: SessionSettings,
     /// `[models."provider/model"]`, by `provider/model`.
@@ -123,6 +126,8 @@ struct RawSettings {
     context: ContextSettings,
     #[serde(default)]
     turns: TurnSettings,
+    #[serde(default)]
+    code_mode: CodeModeSettings,
     #[serde(default)]
     sessions: SessionSettings,
     #[serde(default)]
@@ -261,6 +266,7 @@ fn parse_settings(table: toml::Table) -> Result<Settings, ConfigError> {
         compaction: raw.compaction,
         context: raw.context,
         turns: raw.turns,
+        code_mode: raw.code_mode,
         sessions: raw.sessions,
         models: raw.models,
         skills: raw.skills,

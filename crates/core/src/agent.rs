@@ -59,6 +59,8 @@ pub struct Agent {
     pub prune_protect_tokens: usize,
     /// Most model round trips of one turn (`[turns] max_steps`), if bounded.
     pub max_steps: Option<usize>,
+    /// The limits of a `code_mode` script (`[code_mode]`).
+    pub code_mode: magi_config::CodeModeSettings,
     /// The skills offered, by name.
     pub skills: Arc<Vec<magi_config::Skill>>,
     /// The primary agent's profile: its name, instructions and offered tools.
@@ -124,6 +126,7 @@ pub fn agent_for(runtime: &Runtime, selection: &ActiveSelection) -> Result<Agent
         )),
         prune_protect_tokens: runtime.settings.context.prune_protect_tokens,
         max_steps: runtime.settings.turns.max_steps,
+        code_mode: runtime.settings.code_mode.clone(),
         skills: Arc::new(runtime.skills.clone()),
         profile: runtime.profile.clone().map(Arc::new),
         mcp: Arc::clone(&runtime.mcp),

@@ -13,6 +13,7 @@
 mod ast_grep;
 mod blocks;
 mod change;
+mod code_mode;
 mod command;
 mod control;
 mod diff;

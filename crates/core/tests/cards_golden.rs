@@ -24,7 +24,8 @@ use magi_protocol::cards::{
 };
 use magi_store::records::ToolOutcome;
 use magi_tools::facts::{
-    CaptureDigest, CommandFacts, ControlStatus, Facts, SentImage, TokenSum, UsageFigures,
+    CaptureDigest, CodeModeLimit, CommandFacts, ControlStatus, Facts, SentImage, TokenSum,
+    UsageFigures,
 };
 use magi_tools::tracking::track;
 use serde_json::{Value, json};
@@ -759,6 +760,49 @@ fn view_image_live_and_saved() {
     golden("view_image_failed", &s);
 }
 
+#[test]
+fn code_mode_live_saved_and_stopped() {
+    let execution = |limit, error_line| {
+        facts(Facts::CodeMode {
+            nested_started: 3,
+            nested_completed: 2,
+            nested_failed: 1,
+            wall_ms: 412,
+            output_bytes: 1_234,
+            limit,
+            error_line,
+        })
+    };
+    let transcript = ["ALPHA".to_owned(), "BETA".to_owned()];
+    let completed = execution(None, None);
+    let mut s = saved(source(
+        "tool-30",
+        "code_mode",
+        "code_mode const words = [];",
+    ));
+    s.facts = Some(&completed);
+    s.transcript = &transcript;
+    let card = golden("code_mode_saved", &s);
+    assert_eq!(card.tool_kind, ToolKind::CodeMode);
+    assert_eq!(card.changes, Changes::NotApplicable);
+    assert_eq!(card.detail.availability, Availability::Complete);
+    let mut s = source("tool-31", "code_mode", "code_mode const words = [];");
+    s.facts = Some(&completed);
+    s.transcript = &transcript;
+    golden("code_mode_live", &s);
+    // Stopped by a limit, and failed at a line.
+    let stopped = execution(Some(CodeModeLimit::Time), None);
+    let mut s = source("tool-32", "code_mode", "code_mode while (true) {}");
+    s.settlement = settled(ToolOutcome::Failed, "stopped: time limit");
+    s.facts = Some(&stopped);
+    golden("code_mode_stopped", &s);
+    let threw = execution(None, Some(7));
+    let mut s = source("tool-33", "code_mode", "code_mode x.field");
+    s.settlement = settled(ToolOutcome::Failed, "script error");
+    s.facts = Some(&threw);
+    golden("code_mode_failed", &s);
+}
+
 fn facts_of_compact() -> Value {
     facts(Facts::Control {
         operation: "compact".into(),
@@ -1107,6 +1151,7 @@ impl Rng {
             "magi_control" => 8,
             "view_image" => 9,
             "ast_grep" => 10,
+            "code_mode" => 11,
             _ => 7,
         };
         let which = match self.below(12) {
@@ -1194,6 +1239,15 @@ impl Rng {
                 files_skipped: self.number(),
                 complete: self.flag(),
                 paths: (0..self.below(40)).map(|_| self.string()).collect(),
+            },
+            11 => Facts::CodeMode {
+                nested_started: self.number(),
+                nested_completed: self.number(),
+                nested_failed: self.number(),
+                wall_ms: self.number(),
+                output_bytes: self.number(),
+                limit: self.flag().then_some(CodeModeLimit::Memory),
+                error_line: self.maybe_number().map(|n| n as u32),
             },
             9 => Facts::Image {
                 path: self.string(),
@@ -1386,6 +1440,7 @@ fn generated_sources_always_give_valid_bounded_safe_cards() {
         "web_fetch",
         "magi_control",
         "view_image",
+        "code_mode",
         "mystery",
         SECRET,
         "",

@@ -499,3 +499,24 @@ pub const LOOP_NOTE_ROUNDS: usize = 3;
 /// Rounds in a row with the same calls, arguments and results that end the turn
 /// (`loop_detected`).
 pub const LOOP_END_ROUNDS: usize = 5;
+
+// ---- Code Mode ----
+// The bounds of `code_mode` scripts (docs/code-mode.md); the `[code_mode]` settings
+// choose the time, tool-call and memory limits within them. Internal.
+
+/// Longest script a `code_mode` call may give, in bytes.
+pub const CODE_MODE_CODE_BYTES: usize = 65_536;
+/// Most bytes a script may print; printing past them stops it (the `output` limit).
+pub const CODE_MODE_OUTPUT_BYTES: usize = 1_048_576;
+/// Most bytes of a script's result (what it printed, then its return value) given to
+/// the model; a longer result is cut and kept whole with the call's assets.
+pub const CODE_MODE_RESULT_BYTES: usize = 16_384;
+/// Most bytes of `code_mode`'s description, the API the model is told: the tool is
+/// offered in every request, so its guidance costs tokens each time.
+pub const CODE_MODE_DESCRIPTION_BYTES: usize = 2_048;
+/// Largest `[code_mode] timeout_secs`.
+pub const CODE_MODE_MAX_TIMEOUT_SECS: u64 = 3_600;
+/// Largest `[code_mode] max_tool_calls`.
+pub const CODE_MODE_MAX_TOOL_CALLS: usize = 1_024;
+/// Largest `[code_mode] memory_mib`.
+pub const CODE_MODE_MAX_MEMORY_MIB: usize = 1_024;

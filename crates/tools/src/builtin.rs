@@ -70,6 +70,9 @@ builtin_tools! {
     MagiControl => "magi_control",
     /// `view_image`: an image file, attached to the model's next request.
     ViewImage => "view_image",
+    /// `code_mode`: a JavaScript script, which may call the other tools. The backend's
+    /// turn runs it, since its nested calls are calls of the turn.
+    CodeMode => "code_mode",
 }
 
 /// Which facts a tool's calls record, and so which card body shows them.
@@ -93,6 +96,8 @@ pub enum CardFamily {
     Control,
     /// [`Facts::Image`].
     Image,
+    /// [`Facts::CodeMode`].
+    CodeMode,
 }
 
 impl CardFamily {
@@ -109,6 +114,7 @@ impl CardFamily {
                 | (CardFamily::Job, Facts::Job { .. })
                 | (CardFamily::Control, Facts::Control { .. })
                 | (CardFamily::Image, Facts::Image { .. })
+                | (CardFamily::CodeMode, Facts::CodeMode { .. })
         )
     }
 }
@@ -163,6 +169,7 @@ impl BuiltinTool {
             BuiltinTool::WebFetch => ToolKind::Web,
             // The specification's kinds have none for a session's own controls.
             BuiltinTool::MagiControl => ToolKind::Other,
+            BuiltinTool::CodeMode => ToolKind::CodeMode,
         }
     }
 
@@ -178,6 +185,7 @@ impl BuiltinTool {
             BuiltinTool::BashLog | BuiltinTool::BashKill => CardFamily::Job,
             BuiltinTool::MagiControl => CardFamily::Control,
             BuiltinTool::ViewImage => CardFamily::Image,
+            BuiltinTool::CodeMode => CardFamily::CodeMode,
         }
     }
 
@@ -200,7 +208,8 @@ impl BuiltinTool {
             | BuiltinTool::Bash
             | BuiltinTool::AsyncBash
             | BuiltinTool::BashKill
-            | BuiltinTool::MagiControl => false,
+            | BuiltinTool::MagiControl
+            | BuiltinTool::CodeMode => false,
         }
     }
 
@@ -208,9 +217,15 @@ impl BuiltinTool {
     /// tool that is not read-only, except `bash_kill`, which only stops a job an
     /// approved call started, and `magi_control`, which changes only the session's own
     /// bookkeeping (its title, when it compacts) and reads its usage: nobody would
-    /// want to be asked before the model looks at its token count.
+    /// want to be asked before the model looks at its token count. Nor does `code_mode`:
+    /// its script reaches nothing but through its nested calls, each supervised by the
+    /// Code Mode permissions.
     pub fn needs_approval(self) -> bool {
-        !self.is_read_only() && !matches!(self, BuiltinTool::BashKill | BuiltinTool::MagiControl)
+        !self.is_read_only()
+            && !matches!(
+                self,
+                BuiltinTool::BashKill | BuiltinTool::MagiControl | BuiltinTool::CodeMode
+            )
     }
 
     /// Whether a call a crashed run left unsettled may be run again when the session's
@@ -238,7 +253,9 @@ impl BuiltinTool {
             | BuiltinTool::WebFetch
             | BuiltinTool::BashLog
             | BuiltinTool::MagiControl
-            | BuiltinTool::ViewImage => false,
+            | BuiltinTool::ViewImage
+            // What its nested calls change, their own cards say.
+            | BuiltinTool::CodeMode => false,
         }
     }
 
@@ -255,9 +272,10 @@ impl BuiltinTool {
             }
             BuiltinTool::Bash | BuiltinTool::AsyncBash => SubjectArgument::Command,
             BuiltinTool::WebFetch => SubjectArgument::Url,
-            BuiltinTool::BashLog | BuiltinTool::BashKill | BuiltinTool::MagiControl => {
-                SubjectArgument::Nothing
-            }
+            BuiltinTool::BashLog
+            | BuiltinTool::BashKill
+            | BuiltinTool::MagiControl
+            | BuiltinTool::CodeMode => SubjectArgument::Nothing,
         }
     }
 
@@ -274,7 +292,8 @@ impl BuiltinTool {
             | BuiltinTool::Find
             | BuiltinTool::List
             | BuiltinTool::AstGrep
-            | BuiltinTool::WebFetch => TranscriptLines::Head,
+            | BuiltinTool::WebFetch
+            | BuiltinTool::CodeMode => TranscriptLines::Head,
             BuiltinTool::Bash | BuiltinTool::BashLog => TranscriptLines::Tail,
             BuiltinTool::Write
             | BuiltinTool::Edit
@@ -307,6 +326,7 @@ impl BuiltinTool {
             BuiltinTool::BashKill => crate::jobs::kill_definition(),
             BuiltinTool::MagiControl => crate::control::definition(),
             BuiltinTool::ViewImage => crate::view_image::definition(),
+            BuiltinTool::CodeMode => crate::code_mode::definition(),
         }
     }
 }
@@ -340,7 +360,7 @@ mod tests {
             );
             assert!(!definition.description.is_empty(), "{tool:?}");
             // Only the session's controls have no kind of their own.
-            if tool != BuiltinTool::MagiControl {
+            if !matches!(tool, BuiltinTool::MagiControl | BuiltinTool::CodeMode) {
                 assert_ne!(tool.kind(), ToolKind::Other, "{tool:?}");
             }
             assert_ne!(tool.kind(), ToolKind::Mcp, "{tool:?}");
@@ -353,6 +373,7 @@ mod tests {
                 CardFamily::Command | CardFamily::Job => &[ToolKind::Command],
                 CardFamily::Control => &[ToolKind::Other],
                 CardFamily::Image => &[ToolKind::Read],
+                CardFamily::CodeMode => &[ToolKind::CodeMode],
             };
             assert!(family_kinds.contains(&tool.kind()), "{tool:?}");
             let quoted = format!("`{}`", tool.name());

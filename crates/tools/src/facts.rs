@@ -190,6 +190,39 @@ pub enum Facts {
         /// Characters cut off the title given to keep it within `title_chars`.
         title_cut: Option<u64>,
     },
+    /// `code_mode`: how the script ran, from the backend's own counts (never from the
+    /// nested calls' cards, which a card budget may leave out).
+    CodeMode {
+        /// Nested tool calls the script started.
+        nested_started: u64,
+        /// Of those, the ones that completed.
+        nested_completed: u64,
+        /// Of those, the ones that failed, were denied or were cancelled.
+        nested_failed: u64,
+        /// Wall time from the script's start to its end, in milliseconds, waits for a
+        /// person included.
+        wall_ms: u64,
+        /// Bytes the script printed (within the output bound).
+        output_bytes: u64,
+        /// The limit that stopped it; none when none did.
+        limit: Option<CodeModeLimit>,
+        /// The script line an uncaught error named, when it named one.
+        error_line: Option<u32>,
+    },
+}
+
+/// A Code Mode limit that stopped a script (`[code_mode]`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CodeModeLimit {
+    /// `timeout_secs`: wall time, waits for a person excluded.
+    Time,
+    /// `max_tool_calls`: nested calls started.
+    ToolCalls,
+    /// `memory_mib`: the engine's memory.
+    Memory,
+    /// The printed output's bound.
+    Output,
 }
 
 /// The image a `view_image` call gave the model, kept with its assets.

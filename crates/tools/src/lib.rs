@@ -5,6 +5,7 @@
 mod ast_grep;
 mod bash;
 mod builtin;
+pub mod code_mode;
 mod control;
 mod diagnostics;
 mod edit;
@@ -242,6 +243,11 @@ fn dispatch(tool: BuiltinTool, arguments: &str, ctx: &ToolContext) -> ToolReport
         BuiltinTool::Bash => bash::execute(&arguments, ctx),
         BuiltinTool::MagiControl => control::run_elsewhere(),
         BuiltinTool::ViewImage => view_image::run(&arguments, ctx),
+        BuiltinTool::CodeMode => ToolOutput::failed(
+            "not run",
+            "code_mode runs only inside a session's turn, which runs its nested calls.".into(),
+        )
+        .into(),
     }
 }
 
@@ -270,6 +276,16 @@ pub fn describe(name: &str, arguments: &str) -> String {
         // The operation, never the title: the card shows a title once it is checked.
         return match field("operation") {
             Some(operation) => format!("{name} {}", short(operation, LABEL_PATTERN_CHARS)),
+            None => name.to_owned(),
+        };
+    }
+    if BuiltinTool::from_name(name) == Some(BuiltinTool::CodeMode) {
+        // The script's first line says what it is about; the card has no room for more.
+        let first = field("code")
+            .and_then(|code| code.lines().find(|l| !l.trim().is_empty()))
+            .map(|l| short(l.trim(), LABEL_PATTERN_CHARS));
+        return match first {
+            Some(first) => format!("{name} {first}"),
             None => name.to_owned(),
         };
     }
@@ -399,8 +415,10 @@ mod tests {
                 BuiltinTool::Read => limits::READ_TOOL_LINES.to_string(),
                 BuiltinTool::MagiControl => limits::TITLE_CHARS.to_string(),
                 BuiltinTool::ViewImage => limits::VIEW_IMAGE_SIDE_PIXELS.to_string(),
-                // Nothing bounded to spell out.
-                BuiltinTool::AsyncBash | BuiltinTool::BashKill => continue,
+                // Nothing bounded to spell out; Code Mode's limits are the settings'.
+                BuiltinTool::AsyncBash | BuiltinTool::BashKill | BuiltinTool::CodeMode => {
+                    continue;
+                }
             };
             assert!(
                 definition.description.contains(&format!("maximum {bound}"))

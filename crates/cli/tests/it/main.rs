@@ -18,6 +18,7 @@ mod card_props;
 mod cards;
 mod catalog;
 mod client_tools;
+mod code_mode;
 mod compaction;
 mod context_windows;
 mod crash;

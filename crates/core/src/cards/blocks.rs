@@ -196,6 +196,7 @@ impl Context<'_, '_> {
                 *bytes,
                 sent.as_ref(),
             ),
+            Facts::CodeMode { .. } => self.code_mode(facts),
             Facts::Control {
                 operation,
                 status,

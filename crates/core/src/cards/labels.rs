@@ -122,6 +122,21 @@ pub const ROW_CONTEXT_USED: &str = "Context used";
 pub const ROW_TITLE: &str = "Title";
 /// Label of the `magi_control` row for a title cut to the bound.
 pub const ROW_TITLE_CUT: &str = "Title cut";
+/// Label of the `code_mode` row for the nested calls its script started.
+pub const ROW_NESTED_STARTED: &str = "Nested calls started";
+/// Label of the `code_mode` row for the nested calls that completed.
+pub const ROW_NESTED_COMPLETED: &str = "Nested calls completed";
+/// Label of the `code_mode` row for the nested calls that failed, were denied or were
+/// cancelled.
+pub const ROW_NESTED_FAILED: &str = "Nested calls failed";
+/// Label of the `code_mode` row for the script's wall time.
+pub const ROW_WALL_TIME: &str = "Wall time";
+/// Label of the `code_mode` row for the bytes the script printed.
+pub const ROW_OUTPUT_BYTES: &str = "Output";
+/// Label of the `code_mode` row naming the limit that stopped the script.
+pub const ROW_STOPPED_BY: &str = "Stopped by";
+/// Label of the `code_mode` row for the line an uncaught error named.
+pub const ROW_ERROR_LINE: &str = "Error line";
 
 /// Every public protection label of the contract. Only these are ever copied into a
 /// card; any other recorded string is unavailable.

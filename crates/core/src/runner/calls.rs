@@ -37,8 +37,8 @@
 //!
 //! The parts: `role` (whose calls, the delegate and the client's gates), `supervision`
 //! (the policy's verdict and the client's approval), `progress` (a response's calls on
-//! their way to settlement), `settle` (the group commit), `recovery`, `handled` and
-//! `control` (`magi_control`).
+//! their way to settlement), `settle` (the group commit), `recovery`, `handled`,
+//! `control` (`magi_control`) and `code_mode`.
 
 use magi_config::Verdict;
 use magi_protocol::ErrorCode;
@@ -49,6 +49,7 @@ use magi_store::records::{RecordBody, ToolCallPhase, ToolOutcome};
 use magi_tools::{ToolOutput, ToolReport};
 
 mod ask;
+mod code_mode;
 mod control;
 mod handled;
 mod progress;

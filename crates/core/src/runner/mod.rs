@@ -219,6 +219,7 @@ mod tests {
             images: true,
             prune_protect_tokens: 0,
             max_steps: None,
+            code_mode: magi_config::CodeModeSettings::default(),
             skills: Arc::default(),
             profile: None,
             mcp: Arc::new(McpHub::empty()),

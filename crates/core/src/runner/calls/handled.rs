@@ -31,6 +31,8 @@ pub(super) enum Handler {
     Control,
     /// `view_image` for a model that does not take images: refused without reading.
     NoImages,
+    /// `code_mode`: a script on its engine's thread, its nested calls the turn's.
+    CodeMode,
 }
 
 impl CallService<'_, '_> {
@@ -50,6 +52,9 @@ impl CallService<'_, '_> {
             && matches!(role, Role::Session(_))
         {
             return Some(Handler::Control);
+        }
+        if call.name == magi_tools::BuiltinTool::CodeMode.name() {
+            return Some(Handler::CodeMode);
         }
         if call.name == magi_tools::BuiltinTool::ViewImage.name() && !self.agent.images {
             return Some(Handler::NoImages);
@@ -87,6 +92,7 @@ impl CallService<'_, '_> {
             Handler::AskUser => self.ask_user(role, call, activity_id).await,
             Handler::Control => self.control(call),
             Handler::NoImages => self.no_images(call),
+            Handler::CodeMode => self.code_mode(call).await,
         }
     }
 

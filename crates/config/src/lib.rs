@@ -6,6 +6,7 @@
 
 mod effort;
 mod env;
+mod hooks;
 mod instructions;
 mod location;
 mod long_work;
@@ -23,6 +24,10 @@ mod tools;
 
 pub use effort::{Effort, EffortProfile, EffortSupport, profile as effort_profile};
 pub use env::Env;
+pub use hooks::{
+    HOOK_APPROVALS_FILE, Hook, HookEvent, HookSettings, HookSource, hook_approvals_path,
+    load_hook_approvals,
+};
 pub use instructions::{
     INSTRUCTION_FILE_BYTES, INSTRUCTION_FILES, INSTRUCTIONS_BYTES, Instruction,
     InstructionSettings, load_instructions,

@@ -31,6 +31,7 @@ mod exec_sessions;
 mod exec_signals;
 mod frames;
 mod help;
+mod hooks;
 mod initialize;
 mod instructions;
 mod launch;

@@ -322,3 +322,75 @@ async fn cancelling_a_turn_during_a_hook_kills_it_and_runs_nothing() {
     assert_eq!(results[0]["outcome"], "cancelled", "{results:?}");
     shutdown_clean(&mut backend).await;
 }
+
+#[tokio::test]
+async fn the_live_activity_history_and_cards_show_a_hooks_denial() {
+    use magi_protocol::cards::{CardOutcome, ProtectionDecision};
+    use magi_protocol::messages::{EntryKind, HistoryPageParams};
+    let mock = MockServer::start().await;
+    mock.enqueue(Reply::stream().tool_call("c1", "bash", [bash("rm -rf build")]));
+    mock.enqueue(Reply::stream().text(["Understood."]));
+    let env = TestEnv::new()
+        .var("MAGI_MODEL", "mock-model")
+        .var("OPENAI_BASE_URL", &mock.base_url())
+        .var("MAGI_ALLOW_ALL", "1");
+    env.write_settings(
+        "[[hooks.pre_tool_use]]\nmatcher = \"bash\"\ncommand = \"echo 'not here' >&2; exit 2\"\n",
+    );
+    let mut backend = env.spawn();
+    backend
+        .initialize(&[
+            "session.create",
+            "turn.start",
+            "history.page",
+            "shutdown",
+            "tool.cards",
+        ])
+        .await
+        .unwrap()
+        .unwrap();
+    let session = session_with_turn(&mut backend, "clean").await;
+    let mut seen = Vec::new();
+    let finished = until_finished(&mut backend, &mut seen).await;
+    assert_eq!(finished.outcome, RunOutcome::Completed, "{seen:?}");
+    let said = "denied by hook: not here";
+    // Live: the hook's own activity, then the call's end with the hook's reason.
+    let hook_ended = seen.iter().any(|e| {
+        matches!(e, Event::Activity(a)
+        if a.name == "hook" && a.state == ActivityState::Completed
+            && a.summary.ends_with(": blocked"))
+    });
+    assert!(hook_ended, "{seen:?}");
+    let call_ended = seen.iter().any(|e| {
+        matches!(e, Event::Activity(a)
+        if a.name == "bash" && a.state == ActivityState::Failed && a.summary == said)
+    });
+    assert!(call_ended, "{seen:?}");
+    // Saved: the history entry says the same, and the card is a denial with the
+    // protection rows a refusal without a label has.
+    let revision = finished.revision.unwrap();
+    let params = HistoryPageParams {
+        session_id: session.clone(),
+        revision: revision.clone(),
+        cursor: None,
+    };
+    let page = backend
+        .call::<methods::HistoryPage>(&params)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(
+        page.entries
+            .iter()
+            .any(|e| e.kind == EntryKind::Activity && e.text.contains(said)),
+        "{:?}",
+        page.entries
+    );
+    let cards = saved_cards(&mut backend, &session, &revision).await;
+    assert_eq!(cards.len(), 1);
+    assert_eq!(cards[0].outcome, Some(CardOutcome::Failure));
+    let protection = &cards[0].metadata.public_protection;
+    assert_eq!(protection.decision, ProtectionDecision::Denied);
+    assert_eq!(protection.summary, None);
+    shutdown_clean(&mut backend).await;
+}

@@ -161,3 +161,17 @@ pub fn warn_unapproved(who: &str) {
         );
     }
 }
+
+/// One line saying how many project hooks will not run for want of approval, for
+/// Mission Control's status line; none when every hook may run.
+pub fn unapproved_notice() -> Option<String> {
+    match unapproved().len() {
+        0 => None,
+        1 => Some(
+            "1 project hook is not approved and will not run (magi-code hooks list)".to_owned(),
+        ),
+        n => Some(format!(
+            "{n} project hooks are not approved and will not run (magi-code hooks list)"
+        )),
+    }
+}

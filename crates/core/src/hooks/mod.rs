@@ -74,6 +74,14 @@ impl Hooks {
             .collect()
     }
 
+    /// Whether any hook of `event` takes `subject`: without one, nothing of the
+    /// event's input is made.
+    pub(crate) fn any(&self, event: HookEvent, subject: Option<&str>) -> bool {
+        self.hooks
+            .iter()
+            .any(|hook| hook.event == event && subject.is_none_or(|s| hook.matches(s)))
+    }
+
     /// How the backend was invoked, for a hook's input (a subagent's calls say
     /// `subagent` instead).
     pub(crate) fn invocation(&self) -> &'static str {

@@ -180,6 +180,9 @@ pub(super) async fn before_input(
                 .map(|n| (HookEvent::SessionStart, n)),
         );
     }
+    if !agent.hooks.any(HookEvent::UserPromptSubmit, None) {
+        return Ok(notes);
+    }
     let mut fields = Map::new();
     fields.insert(
         "prompt".into(),

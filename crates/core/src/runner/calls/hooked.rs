@@ -45,6 +45,13 @@ impl CallService<'_, '_> {
         call: &Call,
         reserve: usize,
     ) -> Fired {
+        if !self
+            .agent
+            .hooks
+            .any(HookEvent::PreToolUse, Some(&call.name))
+        {
+            return Fired::default();
+        }
         let occurrence = Occurrence {
             event: HookEvent::PreToolUse,
             subject: Some(&call.name),
@@ -59,6 +66,13 @@ impl CallService<'_, '_> {
     /// Runs the `approval_requested` hooks of `call`, whose approval the person was
     /// just asked for.
     pub(super) async fn approval_requested(&mut self, role: &Role<'_>, call: &Call) {
+        if !self
+            .agent
+            .hooks
+            .any(HookEvent::ApprovalRequested, Some(&call.name))
+        {
+            return;
+        }
         let mut fields = call_fields(&call.name, &call.call_id, &call.arguments);
         fields.insert("summary".into(), call.label.clone().into());
         let occurrence = Occurrence {
@@ -80,6 +94,13 @@ impl CallService<'_, '_> {
         settled: &[Settled],
     ) {
         for (call, settled) in calls.iter().zip(settled) {
+            if !self
+                .agent
+                .hooks
+                .any(HookEvent::PostToolUse, Some(&call.name))
+            {
+                continue;
+            }
             let mut fields = call_fields(&call.name, &call.call_id, &call.arguments);
             let outcome = match settled.outcome {
                 ToolOutcome::Completed => "completed",

@@ -394,3 +394,80 @@ async fn the_live_activity_history_and_cards_show_a_hooks_denial() {
     assert_eq!(protection.summary, None);
     shutdown_clean(&mut backend).await;
 }
+
+#[tokio::test]
+async fn hooks_run_in_turns_only_and_session_start_says_how_the_session_began() {
+    use magi_protocol::messages::SessionListParams;
+    let mock = MockServer::start().await;
+    mock.enqueue(Reply::stream().text(["One."]));
+    mock.enqueue(Reply::stream().text(["Two."]));
+    let env = TestEnv::new()
+        .var("MAGI_MODEL", "mock-model")
+        .var("OPENAI_BASE_URL", &mock.base_url());
+    script(&env, "log", "cat >> hooks.log\necho >> hooks.log\n");
+    env.write_settings(
+        "[[hooks.session_start]]\ncommand = \"./log\"\n\
+         [[hooks.user_prompt_submit]]\ncommand = \"./log\"\n\
+         [[hooks.turn_end]]\ncommand = \"./log\"\n",
+    );
+    let logged = || -> Vec<Value> {
+        std::fs::read_to_string(env.cwd().join("hooks.log"))
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    };
+    let methods = [
+        "session.create",
+        "session.open",
+        "session.list",
+        "turn.start",
+        "shutdown",
+    ];
+    let mut backend = env.spawn();
+    backend.initialize(&methods).await.unwrap().unwrap();
+    let session = session_with_turn(&mut backend, "first").await;
+    until_finished(&mut backend, &mut Vec::new()).await;
+    let events: Vec<(String, String)> = logged()
+        .iter()
+        .map(|v| {
+            let detail = v["source"].as_str().or(v["outcome"].as_str());
+            let detail = detail.or(v["prompt"].as_str()).unwrap_or_default();
+            (v["event"].as_str().unwrap().to_owned(), detail.to_owned())
+        })
+        .collect();
+    let expected = [
+        ("session_start", "new"),
+        ("user_prompt_submit", "first"),
+        ("turn_end", "completed"),
+    ]
+    .map(|(e, d)| (e.to_owned(), d.to_owned()));
+    assert_eq!(events, expected);
+    assert_eq!(logged()[0]["invocation"], "local_agent");
+    shutdown_clean(&mut backend).await;
+
+    // Opening and listing sessions run no hook; the next turn of the reopened session
+    // starts it again, as resumed.
+    let mut backend = env.spawn();
+    backend.initialize(&methods).await.unwrap().unwrap();
+    open_session(&mut backend, &session).await.unwrap();
+    let params = SessionListParams {
+        revision: None,
+        cursor: None,
+        limit: None,
+    };
+    backend
+        .call::<methods::SessionList>(&params)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(logged().len(), 3);
+    start_turn(&mut backend, &session, "second").await;
+    until_finished(&mut backend, &mut Vec::new()).await;
+    let after = logged();
+    assert_eq!(after.len(), 6);
+    assert_eq!(after[3]["event"], "session_start");
+    assert_eq!(after[3]["source"], "resume");
+    shutdown_clean(&mut backend).await;
+}

@@ -471,3 +471,36 @@ async fn hooks_run_in_turns_only_and_session_start_says_how_the_session_began() 
     assert_eq!(after[3]["source"], "resume");
     shutdown_clean(&mut backend).await;
 }
+
+#[tokio::test]
+async fn a_subagents_calls_and_its_end_run_hooks_as_the_subagents() {
+    let mock = MockServer::start().await;
+    let task = json!({"subagent": "helper", "task": "List the workspace."});
+    mock.enqueue(Reply::stream().tool_call("t1", "task", [task.to_string()]));
+    mock.enqueue(Reply::stream().tool_call("l1", "list", ["{\"path\":\".\"}"]));
+    mock.enqueue(Reply::stream().text(["Listed."]));
+    mock.enqueue(Reply::stream().text(["Done."]));
+    let env = TestEnv::new();
+    script(&env, "log", "cat >> hooks.log\necho >> hooks.log\n");
+    env.write_settings(
+        "[profiles.helper]\nsubagent = true\ndescription = \"Lists things.\"\ntools = [\"list\"]\n\
+         [[hooks.pre_tool_use]]\nmatcher = \"list\"\ncommand = \"./log\"\n\
+         [[hooks.subagent_stop]]\nmatcher = \"help*\"\ncommand = \"./log\"\n",
+    );
+    let output = exec(&env, &mock, &["--allow-all", "delegate"]).await;
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let log = std::fs::read_to_string(env.cwd().join("hooks.log")).unwrap();
+    let logged: Vec<Value> = log
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(logged.len(), 2, "{log}");
+    assert_eq!(logged[0]["event"], "pre_tool_use");
+    assert_eq!(logged[0]["tool_name"], "list");
+    assert_eq!(logged[0]["invocation"], "subagent");
+    assert_eq!(logged[1]["event"], "subagent_stop");
+    assert_eq!(logged[1]["profile"], "helper");
+    assert_eq!(logged[1]["outcome"], "completed");
+    assert_eq!(logged[1]["invocation"], "subagent");
+}

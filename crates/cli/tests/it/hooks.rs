@@ -504,3 +504,26 @@ async fn a_subagents_calls_and_its_end_run_hooks_as_the_subagents() {
     assert_eq!(logged[1]["outcome"], "completed");
     assert_eq!(logged[1]["invocation"], "subagent");
 }
+
+#[tokio::test]
+async fn a_pre_compact_hook_runs_before_a_requested_compaction() {
+    let mock = MockServer::start().await;
+    mock.enqueue(Reply::stream().text(["EARLIER-ANSWER"]));
+    let compact = json!({"operation": "compact"}).to_string();
+    mock.enqueue(Reply::stream().tool_call("c1", "magi_control", [compact]));
+    mock.enqueue(Reply::stream().text(["SUMMARY-TEXT: the user asked twice."]));
+    mock.enqueue(Reply::stream().text(["Done."]));
+    let env = TestEnv::new();
+    script(&env, "log", "cat >> hooks.log\necho >> hooks.log\n");
+    env.write_settings("[[hooks.pre_compact]]\ncommand = \"./log\"\n");
+    let output = exec(&env, &mock, &["first question"]).await;
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    assert!(!env.cwd().join("hooks.log").exists());
+    let output = exec(&env, &mock, &["--continue", "make room"]).await;
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    assert!(mock.requests()[3].body.to_string().contains("SUMMARY-TEXT"));
+    let log = std::fs::read_to_string(env.cwd().join("hooks.log")).unwrap();
+    let logged: Value = serde_json::from_str(log.trim()).unwrap();
+    assert_eq!(logged["event"], "pre_compact");
+    assert_eq!(logged["trigger"], "requested");
+}

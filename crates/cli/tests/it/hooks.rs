@@ -527,3 +527,25 @@ async fn a_pre_compact_hook_runs_before_a_requested_compaction() {
     assert_eq!(logged["event"], "pre_compact");
     assert_eq!(logged["trigger"], "requested");
 }
+
+#[tokio::test]
+async fn an_approval_requested_hook_runs_when_the_person_is_asked() {
+    let mock = MockServer::start().await;
+    mock.enqueue(Reply::stream().tool_call("c1", "bash", [bash("touch asked")]));
+    mock.enqueue(Reply::stream().text(["Fine."]));
+    let env = TestEnv::new();
+    script(&env, "log", "cat >> hooks.log\necho >> hooks.log\n");
+    env.write_settings("[[hooks.approval_requested]]\nmatcher = \"bash\"\ncommand = \"./log\"\n");
+    // No terminal to ask on: exec denies the approval, after the hook ran.
+    let output = exec(&env, &mock, &["make a file"]).await;
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    assert!(!env.cwd().join("asked").exists());
+    let log = std::fs::read_to_string(env.cwd().join("hooks.log")).unwrap();
+    let logged: Value = serde_json::from_str(log.trim()).unwrap();
+    assert_eq!(logged["event"], "approval_requested");
+    assert_eq!(logged["tool_name"], "bash");
+    assert!(
+        logged["summary"].as_str().unwrap().contains("touch asked"),
+        "{logged}"
+    );
+}

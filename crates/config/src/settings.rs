@@ -108,9 +108,9 @@ pub struct CatalogSettings {
     pub enabled: Vec<String>,
 }
 
-/// One file's top level, and the merge of both. `[mcp]`, `[tools]` and `[hooks]` are taken out
-/// before the merge and parsed by their own rules; they are named here so that each
-/// file can be checked whole, with the place of its first error.
+/// One file's top level, and the merge of both. `[mcp]`, `[tools]` and `[hooks]` are
+/// taken out before the merge and parsed by their own rules; they are named here so that
+/// each file can be checked whole, with the place of its first error.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawSettings {

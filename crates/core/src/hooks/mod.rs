@@ -14,7 +14,6 @@
 
 use std::ffi::OsString;
 use std::path::Path;
-use std::sync::Arc;
 use std::time::Duration;
 
 use magi_config::{Env, Hook, HookEvent};
@@ -393,9 +392,6 @@ impl Fired {
         ));
     }
 }
-
-/// Shared, so that every agent of a turn (and its subagents) holds the same hooks.
-pub type SharedHooks = Arc<Hooks>;
 
 #[cfg(test)]
 mod tests;

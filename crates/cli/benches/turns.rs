@@ -10,8 +10,13 @@
 //! and with `[sessions] titles = "off"`; the turn's terminal should come no later with
 //! titles than without.
 //!
-//! Run with `cargo bench -p magi-cli --bench turns` (append `-- B` for one scenario).
-//! It prints figures; it asserts nothing about them.
+//! `hooks` runs (B) again with an empty `pre_tool_use` hook (`command = ":"`,
+//! docs/hooks.md), the service overhead with and without it (each trivial call then
+//! runs the hook: the difference is the hook's cost per call), and the shell's own
+//! spawn cost (`bash -c :` started and waited for, nothing else), for comparison.
+//!
+//! Run with `cargo bench -p magi-cli --bench turns` (append `-- B` for one scenario,
+//! `-- hooks` for the hook figures). It prints figures; it asserts nothing about them.
 
 #![allow(
     clippy::unwrap_used,
@@ -122,6 +127,55 @@ async fn service_overhead(home: &Path, cwd: &Path) -> Duration {
     median(per_call)
 }
 
+/// Spawns of `bash -c :` in the shell-cost measurement.
+const SHELL_SPAWNS: usize = 200;
+
+/// The hook figures: (B) with an empty `pre_tool_use` hook, the service overhead with
+/// and without it, and the shell's own spawn cost.
+async fn hook_figures(root: &Path, home: &Path, cwd: &Path) {
+    let home_hook = root.join("home-hook");
+    std::fs::create_dir_all(&home_hook).unwrap();
+    std::fs::write(
+        home_hook.join("settings.toml"),
+        "[[hooks.pre_tool_use]]\ncommand = \":\"\n",
+    )
+    .unwrap();
+    let (_, b) = scenarios().swap_remove(2);
+    for (label, home) in [("without a hook", home), ("with an empty hook", &home_hook)] {
+        let mock = MockServer::start_scenario(b.clone()).await.unwrap();
+        let exec = median(exec_runs(home, cwd, &mock).await);
+        let (serve, peak) = serve_runs(home, cwd, &mock).await;
+        let gaps: Vec<Duration> = mock.gaps().into_iter().step_by(2).collect();
+        println!(
+            "  B {label}: exec {:.1} ms; over serve --stdio {:.1} ms; agent gap per bash call {:.3} ms; peak backend memory {:.1} MiB",
+            millis(exec),
+            millis(median(serve)),
+            millis(median(gaps) / 10),
+            peak as f64 / 1024.0
+        );
+    }
+    let without = service_overhead(home, cwd).await;
+    let with = service_overhead(&home_hook, cwd).await;
+    let mut spawns = Vec::new();
+    for _ in 0..SHELL_SPAWNS {
+        let started = Instant::now();
+        let status = std::process::Command::new("bash")
+            .args(["-c", ":"])
+            .stdin(std::process::Stdio::null())
+            .status()
+            .unwrap();
+        spawns.push(started.elapsed());
+        assert!(status.success());
+    }
+    println!(
+        "  trivial calls: {:.3} ms per call without a hook, {:.3} ms with an empty pre_tool_use hook: the hook costs {:.3} ms per call; `bash -c :` alone (median of {SHELL_SPAWNS}) {:.3} ms",
+        millis(without),
+        millis(with),
+        millis(with.saturating_sub(without)),
+        millis(median(spawns))
+    );
+}
+
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
     let root = tempfile::tempdir().unwrap();
@@ -167,6 +221,9 @@ async fn main() {
                 millis(per_call)
             );
         }
+    }
+    if only.is_empty() || only.iter().any(|o| o == "hooks") {
+        hook_figures(root.path(), &home, &cwd).await;
     }
     if only.is_empty() || only.iter().any(|o| o.starts_with('A')) {
         // The same turns with titles off: their own home, whose settings say so.

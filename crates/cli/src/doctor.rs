@@ -158,6 +158,21 @@ async fn checks(request: &StartupRequest, inspection: &Inspection, online: bool)
             );
         }
     }
+    for hook in crate::hooks::unapproved() {
+        checks.push(
+            Check::new(
+                "hooks",
+                Status::Warning,
+                format!(
+                    "project hook {} ({} at {}) is not approved and will not run",
+                    hook.number,
+                    hook.hook.event.name(),
+                    hook.hook.place()
+                ),
+            )
+            .fix(format!("magi-code hooks approve {}", hook.number)),
+        );
+    }
     checks.push(backend_check(settings_ok && selection_ok).await);
     if online && selection_ok {
         checks.push(provider_check(request, inspection).await);

@@ -4,6 +4,7 @@ mod attach;
 mod doctor;
 mod exec;
 mod explain;
+mod hooks;
 mod mcp;
 mod tui;
 
@@ -28,8 +29,8 @@ commands, Ctrl-C twice on an empty prompt quits. `magi-code --continue` reopens 
 directory's newest session, `magi-code --resume ID` a given one.
 
 The commands below are for everything else: one turn from a script (exec), what a \
-backend would use (doctor), MCP server approvals (mcp), and the backend itself, which \
-a client spawns (serve).";
+backend would use (doctor), MCP server approvals (mcp), hook approvals (hooks), and \
+the backend itself, which a client spawns (serve).";
 
 const AFTER_HELP: &str = "\
 Examples:
@@ -123,6 +124,9 @@ enum Command {
     /// List the MCP servers defined for this directory, approve or revoke them.
     #[command(subcommand, long_about = mcp::LONG_ABOUT, after_help = mcp::AFTER_HELP)]
     Mcp(mcp::McpCommand),
+    /// List the hooks defined for this directory, approve or revoke the project's.
+    #[command(subcommand, long_about = hooks::LONG_ABOUT, after_help = hooks::AFTER_HELP)]
+    Hooks(hooks::HooksCommand),
     /// Run one turn in this directory and print the reply, for scripts.
     #[command(long_about = exec::LONG_ABOUT, after_help = exec::AFTER_HELP)]
     Exec(exec::ExecArgs),
@@ -171,6 +175,7 @@ fn main() -> ExitCode {
         }
         Some(Command::Doctor { online, json }) => doctor::run(online, json),
         Some(Command::Mcp(command)) => mcp::run(command),
+        Some(Command::Hooks(command)) => hooks::run(command),
         Some(Command::Exec(args)) => exec::run(&args),
     }
 }

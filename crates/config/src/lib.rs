@@ -7,6 +7,7 @@
 mod code_mode;
 mod effort;
 mod env;
+mod hooks;
 mod instructions;
 mod location;
 mod long_work;
@@ -28,6 +29,10 @@ pub use code_mode::{
 };
 pub use effort::{Effort, EffortProfile, EffortSupport, profile as effort_profile};
 pub use env::Env;
+pub use hooks::{
+    HOOK_APPROVALS_FILE, Hook, HookEvent, HookSettings, HookSource, hook_approvals_path,
+    load_hook_approvals,
+};
 pub use instructions::{
     INSTRUCTION_FILE_BYTES, INSTRUCTION_FILES, INSTRUCTIONS_BYTES, Instruction,
     InstructionSettings, load_instructions,

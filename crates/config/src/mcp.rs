@@ -284,7 +284,7 @@ fn server(name: String, source: McpSource, table: toml::Table) -> Result<McpServ
     })
 }
 
-fn hex(bytes: &[u8]) -> String {
+pub(crate) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
@@ -313,10 +313,14 @@ impl McpApprovals {
     /// Reads the approvals file; a missing one approves nothing. A file that is not
     /// exactly this format is [`ConfigError::Invalid`].
     pub fn load(home: &Path) -> Result<McpApprovals, ConfigError> {
-        let path = McpApprovals::path(home);
+        McpApprovals::load_file(&McpApprovals::path(home))
+    }
+
+    /// Reads an approvals file of this format at `path` (hook approvals share it); a
+    /// missing one approves nothing.
+    pub fn load_file(path: &Path) -> Result<McpApprovals, ConfigError> {
         let invalid = |why: &str| ConfigError::Invalid(format!("{}: {why}", path.display()));
-        let Some(text) = read_text_file(&path, MCP_APPROVALS_BYTES).map_err(|w| invalid(&w))?
-        else {
+        let Some(text) = read_text_file(path, MCP_APPROVALS_BYTES).map_err(|w| invalid(&w))? else {
             return Ok(McpApprovals {
                 format: 1,
                 approved: Vec::new(),
@@ -352,8 +356,14 @@ impl McpApprovals {
 
     /// Replaces the file atomically: a synced temporary file renamed over it.
     pub fn save(&self, home: &Path) -> std::io::Result<()> {
-        let path = McpApprovals::path(home);
-        let temporary = home.join(format!(".mcp-approvals.{}.tmp", std::process::id()));
+        self.save_file(home, "mcp-approvals.json")
+    }
+
+    /// Replaces the approvals file `name` in `home` atomically (hook approvals share
+    /// the format).
+    pub fn save_file(&self, home: &Path, name: &str) -> std::io::Result<()> {
+        let path = home.join(name);
+        let temporary = home.join(format!(".{name}.{}.tmp", std::process::id()));
         let mut bytes = serde_json::to_vec_pretty(self).map_err(std::io::Error::other)?;
         bytes.push(b'\n');
         let mut file = std::fs::File::create(&temporary)?;

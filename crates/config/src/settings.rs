@@ -4,7 +4,8 @@
 //! Both files have the same schema. The project file is merged over the global one
 //! table by table (a key set in the project file wins; tables merge recursively), and
 //! the environment wins over both where it names a value (see `provider.rs`). MCP
-//! servers (`mcp.rs`) and `[tools]` (`tools.rs`) are merged by their own rules.
+//! servers (`mcp.rs`), `[tools]` (`tools.rs`) and hooks (`hooks.rs`) are merged by their
+//! own rules.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -15,6 +16,7 @@ use serde::Deserialize;
 
 use crate::ConfigError;
 use crate::code_mode::CodeModeSettings;
+use crate::hooks::{HookSettings, merge_hooks};
 use crate::instructions::InstructionSettings;
 use crate::location::toml_error;
 use crate::long_work::{ContextSettings, TurnSettings};
@@ -65,6 +67,8 @@ pub struct Settings {
     pub mcp_servers: Vec<McpServer>,
     /// `[tools]`: the project's disabled tools added to the global ones.
     pub tools: ToolSettings,
+    /// `[[hooks.<event>]]`: the global file's hooks, then the project's.
+    pub hooks: HookSettings,
 }
 
 /// `[compaction]`: when the conversation is summarised to fit the model's context.
@@ -107,9 +111,9 @@ pub struct CatalogSettings {
     pub enabled: Vec<String>,
 }
 
-/// One file's top level, and the merge of both. `[mcp]` and `[tools]` are taken out
-/// before the merge and parsed by their own rules; they are named here so that each
-/// file can be checked whole, with the place of its first error.
+/// One file's top level, and the merge of both. `[mcp]`, `[tools]` and `[hooks]` are
+/// taken out before the merge and parsed by their own rules; they are named here so that
+/// each file can be checked whole, with the place of its first error.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawSettings {
@@ -144,6 +148,9 @@ struct RawSettings {
     #[serde(default)]
     #[expect(dead_code, reason = "checked for its shape here, parsed by `tools.rs`")]
     tools: Option<toml::Value>,
+    #[serde(default)]
+    #[expect(dead_code, reason = "checked for its shape here, parsed by `hooks.rs`")]
+    hooks: Option<toml::Value>,
 }
 
 /// `[providers]`: `catalog`, and every other key a provider definition. Read key by
@@ -208,10 +215,18 @@ pub fn load_settings(global: &Path, project_path: &Path) -> Result<Settings, Con
     )?;
     merged.remove("tools");
     project.remove("tools");
+    // Hooks add up too, each with its file and line: see `hooks.rs`.
+    let hooks = merge_hooks(
+        (global_text.as_deref(), global),
+        (project_text.as_deref(), project_path),
+    )?;
+    merged.remove("hooks");
+    project.remove("hooks");
     merge_tables(&mut merged, project);
     Ok(Settings {
         mcp_servers,
         tools,
+        hooks,
         ..parse_settings(merged)?
     })
 }

@@ -71,6 +71,8 @@ pub struct Agent {
     pub subagents: Arc<Vec<(String, magi_config::Profile)>>,
     /// The tools `[tools] disabled` turns off: offered to no agent, and never run.
     pub disabled_tools: Arc<Vec<String>>,
+    /// The hooks that may run (`crate::hooks`), shared with the agent's subagents.
+    pub hooks: Arc<crate::hooks::Hooks>,
 }
 
 /// The agent for the child's current selection. A credential that went missing since startup
@@ -132,6 +134,7 @@ pub fn agent_for(runtime: &Runtime, selection: &ActiveSelection) -> Result<Agent
         mcp: Arc::clone(&runtime.mcp),
         subagents: Arc::clone(&runtime.subagents),
         disabled_tools: Arc::new(runtime.settings.tools.disabled_names()),
+        hooks: Arc::clone(&runtime.hooks),
     })
 }
 

@@ -8,6 +8,7 @@ pub mod catalog;
 pub mod client_tools;
 pub mod discovery;
 mod explain;
+pub mod hooks;
 pub mod inspect;
 pub mod mcp;
 pub mod model_limits;

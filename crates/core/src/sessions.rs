@@ -74,6 +74,9 @@ struct Attachment {
     /// Bytes and lines of the log, as read and appended since.
     log_bytes: u64,
     log_lines: u64,
+    /// `session_start` hooks: `new` or `resume` until the first turn of this attachment
+    /// takes it (`Sessions::take_session_start`).
+    session_start: Option<&'static str>,
 }
 
 /// One immutable history projection and the cursors issued for it.
@@ -99,6 +102,12 @@ impl Snapshot {
 }
 
 impl Sessions {
+    /// Whether the attached session's `session_start` hooks are still to run, and why
+    /// it started (`new`, `resume`): true once per attachment, at its first turn.
+    pub(crate) fn take_session_start(&mut self) -> Option<&'static str> {
+        self.attachment.as_mut()?.session_start.take()
+    }
+
     /// The sessions of the workspace `cwd` (canonical) under `home`.
     pub fn new(home: Home, cwd: PathBuf) -> Sessions {
         Sessions {

@@ -41,6 +41,10 @@ pub struct Runtime {
     pub mcp: Arc<McpHub>,
     /// The subagent profiles `task` may delegate to, by name.
     pub subagents: Arc<Vec<(String, magi_config::Profile)>>,
+    /// The hooks that may run: the global ones and the project ones approved.
+    pub hooks: Arc<crate::hooks::Hooks>,
+    /// The project hooks not approved: reported, never run.
+    pub unapproved_hooks: Vec<magi_config::Hook>,
 }
 
 impl Runtime {
@@ -151,6 +155,11 @@ pub fn start(
         failure.error = config_error_code(&e);
         failure.clone()
     })?;
+    let hook_approvals = magi_config::load_hook_approvals(home.root()).map_err(|e| {
+        failure.error = config_error_code(&e);
+        failure.clone()
+    })?;
+    let (hooks, unapproved_hooks) = settings.hooks.approved(&hook_approvals, &cwd);
     // Connecting MCP servers is the last step: nothing is started for a configuration
     // that fails any other check.
     let servers = crate::mcp::approved_servers(&settings.mcp_servers, &approvals, &cwd);
@@ -186,6 +195,8 @@ pub fn start(
         subagents,
         profile,
         mcp: Arc::new(mcp),
+        hooks: Arc::new(crate::hooks::Hooks::new(hooks, env)),
+        unapproved_hooks,
     })
 }
 

@@ -520,3 +520,25 @@ pub const CODE_MODE_MAX_TIMEOUT_SECS: u64 = 3_600;
 pub const CODE_MODE_MAX_TOOL_CALLS: usize = 1_024;
 /// Largest `[code_mode] memory_mib`.
 pub const CODE_MODE_MAX_MEMORY_MIB: usize = 1_024;
+
+// Hooks (`docs/hooks.md`): commands the settings run at the agent's lifecycle points.
+// Internal: no client sees a hook's definition, only what it decided.
+
+/// Default time one hook may take, in seconds; it is killed at its timeout.
+pub const HOOK_TIMEOUT_SECS: u64 = 60;
+/// Longest timeout a hook definition may give, in seconds.
+pub const HOOK_TIMEOUT_SECS_MAX: u64 = 3_600;
+/// Most hooks the settings may define, all events together.
+pub const HOOKS: usize = 64;
+/// Most hooks run for one occurrence of an event (the per-event budget); the rest are
+/// skipped and reported.
+pub const HOOKS_PER_EVENT: usize = 8;
+/// Most bytes of a hook's stdout and of its stderr each kept; the rest is counted and
+/// dropped.
+pub const HOOK_OUTPUT_BYTES: usize = 16_384;
+/// Most bytes of hook notes (stdout of `session_start` and `user_prompt_submit` hooks)
+/// one occurrence of an event adds to the model's context, all its hooks together.
+pub const HOOK_EVENT_OUTPUT_BYTES: usize = 16_384;
+/// Most bytes of a tool's result (or a prompt) a hook's input carries; longer text is
+/// cut with a marker.
+pub const HOOK_INPUT_TEXT_BYTES: usize = 65_536;

@@ -223,6 +223,8 @@ impl Projector {
             | RecordBody::ToolCallState { .. }
             // An automatic prompt to the model, which history never shows.
             | RecordBody::LoopNote { .. }
+            // Context a hook added for the model.
+            | RecordBody::HookNote { .. }
             | RecordBody::Diagnostic
             | RecordBody::Unknown => Shown::Nothing,
         };

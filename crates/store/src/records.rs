@@ -216,6 +216,17 @@ pub enum RecordBody {
         /// What the model was told, replayed on later turns; history never shows it.
         text: String,
     },
+    /// What a `user_prompt_submit` or `session_start` hook added to the model's context
+    /// (`docs/hooks.md`), after the prompt of the turn whose requests carried it.
+    HookNote {
+        /// The turn whose model requests carried the note.
+        turn_id: String,
+        /// The hook's event.
+        event: String,
+        /// The note as the model was given it (redacted, marked as a hook's), replayed
+        /// on later turns; history never shows it.
+        text: String,
+    },
     /// A display-only preview of what a tool applied, written after its `tool_result`
     /// and joined to it by `display_id`; never replayed to the model.
     ToolAppliedPreview {

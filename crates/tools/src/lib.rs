@@ -36,6 +36,7 @@ pub use control::{ControlRequest, cut_title, parse_control};
 pub use diagnostics::{Projection, process_diagnostics};
 pub use facts::{AppliedPreview, CommandFacts, Facts};
 pub use jobs::{JobNotice, take_notices};
+pub use process::hook::{HookCommand, HookEnd, HookRun, run_hook};
 pub use process::launcher;
 pub use proposal::proposed_change;
 pub use scope::{outside_workspace, subject};

@@ -3,8 +3,9 @@
 //! cancellation flag and the moment they move to the background, and recorded in the
 //! call's facts when they end. `bash` runs its commands here and hands one still running
 //! over to `jobs`, which keeps waiting on it with the same machinery. Its parts:
-//! `capture` (the bounded capture files and what they kept) and `launcher` (how a
-//! command dies with the backend).
+//! `capture` (the bounded capture files and what they kept), `launcher` (how a
+//! command dies with the backend) and `hook` (a settings hook run with its input on
+//! stdin, the same way).
 
 use std::ffi::{OsStr, OsString};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
@@ -22,6 +23,7 @@ use crate::ToolOutput;
 use crate::facts::{CommandFacts, FACT_STRING_BYTES, cut};
 
 mod capture;
+pub mod hook;
 pub mod launcher;
 
 use capture::{Capture, Files, captured_lines, first_line, spawn_reader};
@@ -173,45 +175,89 @@ pub(crate) fn start(
             format!("Cannot create the capture directory: {e}."),
         )
     })?;
-    let paths = crate::facts::CAPTURE_FILES.map(|name| files.dir.join(name));
-    let [stdout_capture, stderr_capture, output_capture] = paths
-        .clone()
-        .map(|path| Capture::deferred(path, capture_bytes));
-    let mut command_line = launcher::command(bash_program());
-    for name in ctx.hidden_env {
-        command_line.env_remove(name);
-    }
-    let mut child = command_line
-        .arg("-c")
-        .arg(command)
-        .current_dir(ctx.cwd)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        // Its own group, so one signal reaches everything the command starts.
-        .process_group(0)
-        .spawn()
+    let shell = Shell {
+        program: bash_program(),
+        cwd: ctx.cwd,
+        hidden_env: ctx.hidden_env,
+    };
+    shell
+        .spawn(command, files, capture_bytes, None)
         .map_err(|e| {
             ToolOutput::failed(
                 "cannot start the command",
                 format!("Cannot start bash: {e}."),
             )
-        })?;
-    let group = Pid::from_raw(i32::try_from(child.id()).unwrap_or(i32::MAX));
-    let output = Arc::new(Mutex::new(output_capture));
-    let (done, finished) = mpsc::channel();
-    spawn_reader(child.stdout.take(), stdout_capture, &output, &done, 0);
-    spawn_reader(child.stderr.take(), stderr_capture, &output, &done, 1);
-    Ok(Started {
-        child,
-        group,
-        paths,
-        _files: files,
-        output,
-        finished,
-        ended: Vec::new(),
-        ended_by: None,
-    })
+        })
+}
+
+/// The shell a command runs in, where, and what it must not see.
+pub(crate) struct Shell<'a> {
+    /// The shell program, run as `program -c command`.
+    pub(crate) program: &'a OsStr,
+    /// The working directory.
+    pub(crate) cwd: &'a Path,
+    /// Variables removed from its environment.
+    pub(crate) hidden_env: &'a [String],
+}
+
+impl Shell<'_> {
+    /// Starts `command` in its own process group through the launcher, its stdout and
+    /// stderr captured into `files` up to `capture_bytes` each; `stdin` (when given) is
+    /// written to its standard input from a thread of its own, then closed, and it reads
+    /// nothing otherwise.
+    pub(crate) fn spawn(
+        &self,
+        command: &str,
+        files: Files,
+        capture_bytes: u64,
+        stdin: Option<Vec<u8>>,
+    ) -> std::io::Result<Started> {
+        let paths = crate::facts::CAPTURE_FILES.map(|name| files.dir.join(name));
+        let [stdout_capture, stderr_capture, output_capture] = paths
+            .clone()
+            .map(|path| Capture::deferred(path, capture_bytes));
+        let mut command_line = launcher::command(self.program);
+        for name in self.hidden_env {
+            command_line.env_remove(name);
+        }
+        let mut child = command_line
+            .arg("-c")
+            .arg(command)
+            .current_dir(self.cwd)
+            .stdin(if stdin.is_some() {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            })
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            // Its own group, so one signal reaches everything the command starts.
+            .process_group(0)
+            .spawn()?;
+        if let (Some(bytes), Some(mut pipe)) = (stdin, child.stdin.take()) {
+            // A command that never reads its input must not hold up the wait: the
+            // writer ends when the pipe closes, at the latest when the group is killed.
+            std::thread::spawn(move || {
+                use std::io::Write;
+                let _ = pipe.write_all(&bytes);
+            });
+        }
+        let group = Pid::from_raw(i32::try_from(child.id()).unwrap_or(i32::MAX));
+        let output = Arc::new(Mutex::new(output_capture));
+        let (done, finished) = mpsc::channel();
+        spawn_reader(child.stdout.take(), stdout_capture, &output, &done, 0);
+        spawn_reader(child.stderr.take(), stderr_capture, &output, &done, 1);
+        Ok(Started {
+            child,
+            group,
+            paths,
+            _files: files,
+            output,
+            finished,
+            ended: Vec::new(),
+            ended_by: None,
+        })
+    }
 }
 
 /// Records how a command ended in its facts.
@@ -249,7 +295,7 @@ pub(crate) fn record_end(
 }
 
 /// `SIGKILL` for 9; the number when it has no name.
-fn signal_name(number: i32) -> String {
+pub(crate) fn signal_name(number: i32) -> String {
     Signal::try_from(number).map_or_else(|_| format!("signal {number}"), |s| s.as_str().to_owned())
 }
 

@@ -173,7 +173,9 @@ async fn exec(args: &ExecArgs, prompt: String) -> Exit {
 /// Starts this executable as the backend, in a process group of its own.
 fn spawn(args: &ExecArgs) -> anyhow::Result<Backend> {
     let exe = std::env::current_exe().context("cannot find the magi-code executable")?;
-    let mut command = BackendCommand::new(exe).own_process_group();
+    let mut command = BackendCommand::new(exe)
+        .own_process_group()
+        .env(magi_core::hooks::INVOCATION_ENV, "exec");
     if args.allow_all {
         command = command.env(magi_core::ALLOW_ALL_ENV, "1");
     }
@@ -233,6 +235,7 @@ async fn start(
         .map_err(|code| crate::explain::initialize_failed(code, &[]))?;
     let session = attach::attach(backend, &target).await?;
     output.progress(&format!("session {}", session.session_id));
+    crate::hooks::warn_unapproved("magi-code exec");
     if selecting && !matches!(target, Target::New) {
         warn_if_kept(backend, args).await?;
     }

@@ -19,7 +19,10 @@ pub(super) async fn start_backend() -> anyhow::Result<Result<Backend, ErrorCode>
     let exe = std::env::current_exe().context("cannot find the magi-code executable")?;
     // Its own process group: a signal meant for the terminal's foreground job (Mission
     // Control) must not reach the backend, which is stopped through the protocol.
-    let mut backend = BackendCommand::new(exe).own_process_group().spawn()?;
+    let mut backend = BackendCommand::new(exe)
+        .own_process_group()
+        .env(magi_core::hooks::INVOCATION_ENV, "mission_control")
+        .spawn()?;
     let initialized = backend
         .initialize(&[
             "session.create",

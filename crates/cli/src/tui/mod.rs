@@ -113,6 +113,9 @@ async fn session(
         Ok(session) => {
             let revision = session.revision.clone();
             let mut app = App::new(session);
+            if app.status.is_empty() {
+                app.status = crate::hooks::unapproved_notice().unwrap_or_default();
+            }
             if !matches!(target, Target::New) {
                 let id = app.session_id.clone();
                 app.load_history(&mut backend, &id, &revision).await?;

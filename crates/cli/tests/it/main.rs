@@ -32,6 +32,8 @@ mod exec_sessions;
 mod exec_signals;
 mod frames;
 mod help;
+mod hooks;
+mod hooks_protocol;
 mod initialize;
 mod instructions;
 mod launch;

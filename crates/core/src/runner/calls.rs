@@ -52,6 +52,7 @@ mod ask;
 mod code_mode;
 mod control;
 mod handled;
+mod hooked;
 mod progress;
 mod recovery;
 mod role;
@@ -72,6 +73,7 @@ use super::text::bounded;
 use crate::agent::Agent;
 use crate::cards::{CardSource, PreviewSource, Settlement};
 use crate::client_tools::ClientTool;
+use hooked::HOOK_DENIAL;
 use progress::{Claimed, Execution, Progress, Settled};
 use settle::Refusal;
 
@@ -116,7 +118,7 @@ impl CallService<'_, '_> {
     pub(super) async fn run_calls(
         &mut self,
         role: &mut Role<'_>,
-        calls: Vec<Call>,
+        mut calls: Vec<Call>,
         items: &mut Vec<Item>,
     ) -> Option<Ending> {
         if self.output.activities + calls.len() > RUN_ACTIVITIES {
@@ -143,7 +145,8 @@ impl CallService<'_, '_> {
         self.journal.append_all(created);
         role.asked(calls.len());
         let mut progress = Progress::new(calls.len());
-        for (index, call) in calls.iter().enumerate() {
+        for index in 0..calls.len() {
+            let call = &calls[index];
             let activity_id = self.output.next_activity_id("tool");
             let label = call.label.as_str();
             self.output
@@ -189,6 +192,25 @@ impl CallService<'_, '_> {
                     .await;
                 continue;
             }
+            // The `pre_tool_use` hooks come before the policy: a block settles the call
+            // denied, with the hook's reason the model sees; the protection stays none,
+            // since no permission decision was made.
+            let reserve = calls.len() - index - 1;
+            let fired = self.pre_tool_use(role, call, reserve).await;
+            if let Some(reason) = fired.blocked {
+                let refusal = Refusal {
+                    content: &format!("The call was not run: {HOOK_DENIAL} {reason}"),
+                    outcome: ToolOutcome::Denied,
+                    protection: None,
+                };
+                self.refuse(role, &calls, &mut progress, index, &activity_id, refusal)
+                    .await;
+                continue;
+            }
+            if let Some(arguments) = fired.updated_arguments {
+                calls[index].arguments = arguments;
+            }
+            let call = &calls[index];
             if self.verdict(call) == Verdict::Ask {
                 // The person asked sees what came before: every earlier call ends and is
                 // told first, and nothing waits for the answer.
@@ -274,16 +296,26 @@ impl CallService<'_, '_> {
         self.drain(role, &calls, &mut progress).await;
         // The model is given no result before it is durable.
         self.commit(role, &calls, &mut progress).await;
-        for (call, settled) in calls.into_iter().zip(progress.settled) {
+        let settled: Vec<Settled> = progress
+            .settled
+            .into_iter()
+            .map(|settled| {
+                settled.unwrap_or_else(|| Settled {
+                    content: INTERRUPTED_CALL.into(),
+                    is_error: true,
+                    image: None,
+                    outcome: ToolOutcome::Cancelled,
+                })
+            })
+            .collect();
+        self.post_tool_use(role, &calls, &settled).await;
+        for (call, settled) in calls.into_iter().zip(settled) {
             let Settled {
                 content,
                 is_error,
                 image,
-            } = settled.unwrap_or_else(|| Settled {
-                content: INTERRUPTED_CALL.into(),
-                is_error: true,
-                image: None,
-            });
+                ..
+            } = settled;
             items.push(Item::ToolCall {
                 call_id: call.call_id.clone(),
                 name: call.name,

@@ -101,9 +101,9 @@ pub fn conversation(records: &[Record], folder: Option<&Path>) -> Vec<Item> {
                     });
                 }
             }
-            RecordBody::AsyncBashEvent { text, .. } | RecordBody::LoopNote { text, .. } => {
-                items.push(Item::User { text: text.clone() })
-            }
+            RecordBody::AsyncBashEvent { text, .. }
+            | RecordBody::LoopNote { text, .. }
+            | RecordBody::HookNote { text, .. } => items.push(Item::User { text: text.clone() }),
             // What came before a compaction is its summary, for the model.
             RecordBody::Compaction { summary, .. } => {
                 items.clear();

@@ -39,6 +39,9 @@ pub(super) async fn round_trip(
     // taken either way: it is for this request only.
     let requested = service.journal.take_compaction_request() && compactable(&sent);
     if requested || needs_compaction(exchange, &system, &sent) {
+        let trigger = if requested { "requested" } else { "auto" };
+        let cwd = workspace.cwd();
+        super::hooks::pre_compact(service.output, &exchange.agent, cwd, trigger).await;
         compact(
             exchange,
             service.output,

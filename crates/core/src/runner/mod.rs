@@ -24,6 +24,7 @@ mod ending;
 mod estimate;
 mod exchange;
 mod fault;
+mod hooks;
 mod journal;
 mod live_cards;
 mod offer;
@@ -225,6 +226,7 @@ mod tests {
             mcp: Arc::new(McpHub::empty()),
             subagents: Arc::default(),
             disabled_tools: Arc::default(),
+            hooks: Arc::default(),
         };
         let request = TurnRequest {
             session_id: session_id.clone(),

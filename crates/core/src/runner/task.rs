@@ -246,6 +246,16 @@ impl Subagents {
             },
             error_code: ending.error_code.map(|c| c.as_str().to_owned()),
         }]);
+        let cwd = parent.workspace.cwd();
+        super::hooks::subagent_stop(
+            parent.output,
+            parent.agent,
+            cwd,
+            &name,
+            &task_id,
+            ending.outcome,
+        )
+        .await;
 
         // The final response is the last thing the subagent said, when it ended by
         // answering.

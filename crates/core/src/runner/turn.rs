@@ -15,6 +15,7 @@ use super::conversation::{conversation, input_images};
 use super::dialogue::round_trip;
 use super::ending::Ending;
 use super::exchange::Exchange;
+use super::hooks;
 use super::journal::{Journal, Workspace};
 use super::offer::Offer;
 use super::output::Output;
@@ -111,14 +112,23 @@ impl Turn {
     /// Runs the turn and returns its `run.finished` event, for the caller to send once
     /// the sessions are handed back.
     pub(super) async fn run(&mut self, sessions: &mut Sessions, output: &mut Output) -> Event {
-        let ending = match self.persist_input(sessions, output).await {
-            Ok(mut items) => {
-                let ending = self.converse(sessions, output, &mut items).await;
-                self.plan_title(&ending, &items);
-                ending
-            }
+        let agent = &self.exchange.agent;
+        let cwd = self.workspace.cwd().to_owned();
+        let session_start = sessions.take_session_start();
+        let hooked =
+            hooks::before_input(output, agent, &cwd, session_start, &self.request.prompt).await;
+        let ending = match hooked {
+            Ok(notes) => match self.persist_input(sessions, output, notes).await {
+                Ok(mut items) => {
+                    let ending = self.converse(sessions, output, &mut items).await;
+                    self.plan_title(&ending, &items);
+                    ending
+                }
+                Err(ending) => ending,
+            },
             Err(ending) => ending,
         };
+        hooks::turn_end(output, &self.exchange.agent, &cwd, ending.outcome).await;
         // A title recorded during the turn is told before its end (`session.usage`).
         if let Some(title) = self.recorded_title.take() {
             output.titled(title).await;
@@ -204,6 +214,7 @@ impl Turn {
         &mut self,
         sessions: &mut Sessions,
         output: &mut Output,
+        notes: Vec<(magi_config::HookEvent, String)>,
     ) -> Result<Vec<Item>, Ending> {
         let records = sessions.records().map_err(Ending::failed)?;
         self.untitled = !has_title(&records);
@@ -246,12 +257,23 @@ impl Turn {
             turn_id: turn_id.clone(),
         };
         let input = RecordBody::UserInput {
-            turn_id,
+            turn_id: turn_id.clone(),
             message_id,
             text: self.request.prompt.clone(),
             images,
         };
-        for body in [started, input] {
+        // What the hooks added follows the prompt, for this turn's requests and later
+        // turns' alike.
+        let notes = notes.into_iter().map(|(event, text)| {
+            items.push(Item::User { text: text.clone() });
+            RecordBody::HookNote {
+                turn_id: turn_id.clone(),
+                event: event.name().to_owned(),
+                text,
+            }
+        });
+        let bodies: Vec<RecordBody> = [started, input].into_iter().chain(notes).collect();
+        for body in bodies {
             if sessions.append(body).is_err() {
                 return Err(Ending::failed(ErrorCode::PersistenceFailed));
             }

@@ -34,6 +34,7 @@ impl Sessions {
             appender: None,
             log_bytes: 0,
             log_lines: 0,
+            session_start: Some("new"),
         };
         let result = session_result(&attachment, false, Vec::new());
         self.attachment = Some(attachment);
@@ -148,6 +149,7 @@ impl Sessions {
             appender: None,
             log_bytes: log.bytes,
             log_lines: log.lines as u64,
+            session_start: Some("resume"),
         };
         Ok((attachment, notices, preferences))
     }

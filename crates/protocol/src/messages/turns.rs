@@ -180,6 +180,14 @@ pub const DIAGNOSTIC_CONTEXT_EXCEEDED: &str = "context_exceeded";
 /// given to the model: it takes no images, or a file no longer decodes. The run ends
 /// `failed` (`execution_failed`) with nothing recorded.
 pub const DIAGNOSTIC_ATTACHMENT_FAILED: &str = "attachment_failed";
+/// The `diagnostic` code of a hook (`docs/hooks.md`) that failed, timed out, could not
+/// start or said something the backend could not take; its summary names the hook and
+/// why. The work goes on.
+pub const DIAGNOSTIC_HOOK_FAILED: &str = "hook_failed";
+/// The `diagnostic` code of a `user_prompt_submit` hook that refused the turn; its
+/// summary is the hook's reason. The run ends `failed` (`execution_failed`) with nothing
+/// recorded.
+pub const DIAGNOSTIC_HOOK_BLOCKED: &str = "hook_blocked";
 
 /// Data of `diagnostic`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

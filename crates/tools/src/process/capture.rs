@@ -105,7 +105,7 @@ impl Kept {
 
 /// Where the captures go: the assets directory, or a temporary one removed on drop.
 pub(crate) struct Files {
-    pub(super) dir: PathBuf,
+    pub(crate) dir: PathBuf,
     /// Held only to remove the temporary directory when the call is over.
     _temporary: Option<tempfile::TempDir>,
 }

@@ -11,8 +11,9 @@ use magi_protocol::cards::{
     ProtectionDecision, Reason, ResourceAvailability, Subject,
 };
 use magi_protocol::messages::{
-    DIAGNOSTIC_CONTEXT_EXCEEDED, DIAGNOSTIC_LOOP_DETECTED, DIAGNOSTIC_PROVIDER_RETRYING,
-    DIAGNOSTIC_REPLY_TRUNCATED, DIAGNOSTIC_STEP_LIMIT,
+    DIAGNOSTIC_CONTEXT_EXCEEDED, DIAGNOSTIC_HOOK_BLOCKED, DIAGNOSTIC_HOOK_FAILED,
+    DIAGNOSTIC_LOOP_DETECTED, DIAGNOSTIC_PROVIDER_RETRYING, DIAGNOSTIC_REPLY_TRUNCATED,
+    DIAGNOSTIC_STEP_LIMIT,
 };
 
 /// What an omission left out, as a noun phrase (`count` when known).
@@ -162,6 +163,8 @@ pub(super) fn diagnostic(code: &str, summary: &str) -> String {
         DIAGNOSTIC_PROVIDER_RETRYING => "retrying the model request",
         DIAGNOSTIC_STEP_LIMIT => "stopped at the step limit ([turns] max_steps)",
         DIAGNOSTIC_LOOP_DETECTED => "stopped: the model kept repeating the same calls",
+        DIAGNOSTIC_HOOK_FAILED => "a hook failed",
+        DIAGNOSTIC_HOOK_BLOCKED => "a hook refused the prompt",
         DIAGNOSTIC_CONTEXT_EXCEEDED => {
             "stopped: the conversation no longer fits the model's context window"
         }

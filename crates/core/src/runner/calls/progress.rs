@@ -24,6 +24,8 @@ pub(super) struct Settled {
     pub(super) is_error: bool,
     /// The image the call gives the model with its result (`view_image`).
     pub(super) image: Option<magi_provider::Item>,
+    /// How it settled (what a `post_tool_use` hook is told).
+    pub(super) outcome: ToolOutcome,
 }
 
 /// A claimed call that starts once its claim is durable.

@@ -205,6 +205,7 @@ impl CallService<'_, '_> {
                 content,
                 is_error: outcome != ToolOutcome::Completed,
                 image,
+                outcome,
             },
         }
     }

@@ -156,6 +156,8 @@ impl CallService<'_, '_> {
         let waiting = running_card(call, None, true);
         self.card(role, activity_id, Snapshot::Interim, waiting)
             .await;
+        // The answer may come while they run: the wait was opened first.
+        self.approval_requested(role, call).await;
         let answer = match wait.settled(&self.output.cancel).await {
             ApprovalOutcome::Answered(answer) => answer,
             ApprovalOutcome::Expired | ApprovalOutcome::Cancelled => {

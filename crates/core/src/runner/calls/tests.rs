@@ -108,6 +108,7 @@ impl Fixture {
             mcp: Arc::new(McpHub::empty()),
             subagents: Arc::default(),
             disabled_tools: Arc::default(),
+            hooks: Arc::default(),
         };
         Fixture {
             log: home.session_path(&cwd, &session_id),

@@ -3,8 +3,8 @@
 //! cancellation flag and the moment they move to the background, and recorded in the
 //! call's facts when they end. `bash` runs its commands here and hands one still running
 //! over to `jobs`, which keeps waiting on it with the same machinery. Its parts:
-//! `capture` (the bounded capture files and what they kept) and `launcher` (how a
-//! command dies with the backend).
+//! `capture` (the bounded capture files and what they kept), `launcher` (how a
+//! command dies with the backend) and `confine` (the launcher applying the sandbox).
 
 use std::ffi::{OsStr, OsString};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
@@ -22,6 +22,7 @@ use crate::ToolOutput;
 use crate::facts::{CommandFacts, FACT_STRING_BYTES, cut};
 
 mod capture;
+pub(crate) mod confine;
 pub mod launcher;
 
 use capture::{Capture, Files, captured_lines, first_line, spawn_reader};
@@ -160,12 +161,14 @@ pub(crate) fn wait_until_exited(child: &mut Child, within: Duration) -> bool {
     }
 }
 
-/// Starts `command` with bounded captures, in its own group; refusals come back as the
-/// call's failed output.
+/// Starts `command` with bounded captures, in its own group, confined to `policy` when
+/// one is given (`sandbox::prepare` says which); refusals come back as the call's failed
+/// output.
 pub(crate) fn start(
     command: &str,
     ctx: &ToolContext,
     capture_bytes: u64,
+    policy: Option<&confine::Policy>,
 ) -> Result<Started, ToolOutput> {
     let files = Files::new(ctx.assets_dir).map_err(|e| {
         ToolOutput::failed(
@@ -177,7 +180,7 @@ pub(crate) fn start(
     let [stdout_capture, stderr_capture, output_capture] = paths
         .clone()
         .map(|path| Capture::deferred(path, capture_bytes));
-    let mut command_line = launcher::command(bash_program());
+    let mut command_line = launcher::command(bash_program(), policy);
     for name in ctx.hidden_env {
         command_line.env_remove(name);
     }

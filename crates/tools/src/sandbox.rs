@@ -369,6 +369,8 @@ fn writable_roots(settings: &SandboxSettings, cwd: &Path) -> Vec<PathBuf> {
         roots.push(cwd.to_owned());
         roots.extend(settings.writable_roots.iter().map(|root| root.0.clone()));
     }
+    // A relative `TMPDIR` names no fixed place (and could read as a launcher option).
+    roots.retain(|root| root.is_absolute());
     roots.sort();
     roots.dedup();
     roots

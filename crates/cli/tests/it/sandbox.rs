@@ -17,7 +17,10 @@ use std::process::{Output, Stdio};
 use crate::common::approval::{env_for, until_approval};
 use crate::common::*;
 use crate::exec::exec_command;
-use magi_protocol::messages::{ApprovalAnswerParams, EmptyParams, RunOutcome, TurnStartParams};
+use magi_protocol::cards::Block;
+use magi_protocol::messages::{
+    ApprovalAnswerParams, EmptyParams, Event, RunOutcome, TurnStartParams,
+};
 use magi_protocol::methods;
 use magi_testkit::{MockServer, Reply};
 use serde_json::json;
@@ -412,4 +415,111 @@ async fn a_sandboxed_mcp_server_is_confined() {
     }
     assert!(!outside.path().join("confined").exists());
     assert!(outside.path().join("free").exists());
+}
+
+#[tokio::test]
+async fn the_card_shows_the_sandbox_applied_in_a_block_of_its_own() {
+    if !available() {
+        return;
+    }
+    let mock = MockServer::start().await;
+    mock.enqueue(bash("c1", "echo hi"));
+    mock.enqueue(Reply::stream().text(["Done."]));
+    let env = env_for(&mock).var("MAGI_ALLOW_ALL", "1");
+    let mut backend = env.spawn();
+    backend
+        .initialize(&[
+            "session.create",
+            "turn.start",
+            "history.page",
+            "shutdown",
+            "tool.cards",
+        ])
+        .await
+        .unwrap()
+        .unwrap();
+    let session = new_session(&mut backend).await;
+    start_turn(&mut backend, &session, "Go").await;
+    let mut events = Vec::new();
+    let finished = until_finished(&mut backend, &mut events).await;
+    let live = events
+        .iter()
+        .rev()
+        .find_map(|event| match event {
+            Event::ToolCard(card) => Some(card.card.clone()),
+            _ => None,
+        })
+        .unwrap();
+    let saved = saved_cards(&mut backend, &session, &finished.revision.unwrap()).await;
+    shutdown_clean(&mut backend).await;
+    for card in [live, saved[0].clone()] {
+        let results: Vec<Vec<(String, Option<String>)>> = card
+            .blocks
+            .iter()
+            .filter_map(|block| match block {
+                Block::Results(results) => Some(
+                    results
+                        .rows
+                        .iter()
+                        .map(|row| (row.label.clone(), row.value.clone()))
+                        .collect(),
+                ),
+                _ => None,
+            })
+            .collect();
+        // The specification's fixed rows first, as always; the sandbox last, alone.
+        assert_eq!(results[0].len(), 4, "{results:?}");
+        assert_eq!(results[1].len(), 5, "{results:?}");
+        assert_eq!(
+            results.last().unwrap(),
+            &[(
+                "Sandbox".to_owned(),
+                Some("workspace-write; network none".to_owned())
+            )],
+            "{results:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn doctor_reports_the_mode_in_force_the_landlock_abi_and_seccomp() {
+    if !available() {
+        return;
+    }
+    let env = TestEnv::new();
+    let output = env.run_cli(&["doctor", "--json"]).await;
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let sandbox = report["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|check| check["name"] == "sandbox")
+        .unwrap()
+        .clone();
+    assert_eq!(sandbox["status"], "ok", "{sandbox}");
+    let message = sandbox["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("commands run in workspace-write; network none (Landlock ABI "),
+        "{message}"
+    );
+    assert!(message.contains("seccomp available"), "{message}");
+    assert!(message.contains("commands only when it is also in [sandbox] writable_roots"));
+
+    let env = env.var("MAGI_SANDBOX_UNAVAILABLE", "1");
+    let degraded = env.run_cli(&["doctor"]).await;
+    let text = String::from_utf8_lossy(&degraded.stdout);
+    assert!(
+        text.contains(
+            "warning  sandbox: off (unavailable): The sandbox (workspace-write) is not in force"
+        ),
+        "{text}"
+    );
+
+    env.write_settings("[sandbox]\nmode = \"strict\"\n");
+    let bad = env.run_cli(&["doctor"]).await;
+    let text = String::from_utf8_lossy(&bad.stdout);
+    assert!(
+        text.contains(":2:8: key `sandbox.mode`: unknown variant `strict`"),
+        "{text}"
+    );
 }

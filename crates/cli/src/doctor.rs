@@ -143,6 +143,9 @@ async fn checks(request: &StartupRequest, inspection: &Inspection, online: bool)
             }
         }
     };
+    if let Ok(settings) = &inspection.settings {
+        checks.push(sandbox_check(request, settings));
+    }
     for server in &inspection.mcp {
         if server.enabled && !server.approved {
             checks.push(
@@ -178,6 +181,65 @@ async fn checks(request: &StartupRequest, inspection: &Inspection, online: bool)
         checks.push(provider_check(request, inspection).await);
     }
     checks
+}
+
+/// The sandbox mode commands run in with these settings on this kernel, for
+/// Mission Control's `/status`: `workspace-write; network none`, or what stands in its
+/// way. None when the settings are invalid.
+pub(crate) fn sandbox_in_force(
+    request: &StartupRequest,
+    settings: &magi_config::Settings,
+) -> Option<String> {
+    let mut sandbox = settings.sandbox.clone();
+    sandbox.apply_env(&request.env).ok()?;
+    let simulated = request.env.get(magi_tools::sandbox::UNAVAILABLE_ENV) == Some("1");
+    let program = std::path::Path::new("/proc/self/exe");
+    match magi_tools::sandbox::inspect(&sandbox, simulated, program).1 {
+        Ok(applied) | Err(applied) => Some(applied),
+    }
+}
+
+/// The sandbox commands would run in: the mode in force with this kernel, what the
+/// kernel offers, and how permission rules and the sandbox's roots differ.
+fn sandbox_check(request: &StartupRequest, settings: &magi_config::Settings) -> Check {
+    let mut sandbox = settings.sandbox.clone();
+    if let Err(e) = sandbox.apply_env(&request.env) {
+        return Check::new("sandbox", Status::Error, e.to_string());
+    }
+    let simulated = request.env.get(magi_tools::sandbox::UNAVAILABLE_ENV) == Some("1");
+    let (support, in_force) =
+        magi_tools::sandbox::inspect(&sandbox, simulated, std::path::Path::new("/proc/self/exe"));
+    let roots = if sandbox.writable_roots.is_empty() {
+        String::new()
+    } else {
+        let roots: Vec<String> = sandbox
+            .writable_roots
+            .iter()
+            .map(|root| root.0.display().to_string())
+            .collect();
+        format!("; writable roots {}", roots.join(", "))
+    };
+    let facts = format!(
+        "{}{roots}; {}. An allow rule for a path outside the workspace lets the file tools \
+         write there; commands only when it is also in [sandbox] writable_roots",
+        support.describe(),
+        if sandbox.git_writable {
+            "the file tools may change .git"
+        } else {
+            "the file tools keep .git read-only"
+        }
+    );
+    match in_force {
+        Ok(applied) => Check::new(
+            "sandbox",
+            Status::Ok,
+            format!("commands run in {applied} ({facts})"),
+        ),
+        Err(why) => Check::new("sandbox", Status::Warning, format!("{why} ({facts})")).fix(
+            "run on a kernel with Landlock and seccomp, or say what you accept: [sandbox] \
+             mode = \"off\", or required = true to refuse commands",
+        ),
+    }
 }
 
 /// Starts a backend as every client does. When the configuration is already known to

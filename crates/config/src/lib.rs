@@ -17,6 +17,7 @@ mod permissions;
 mod profiles;
 mod provider;
 mod provider_kind;
+mod sandbox;
 mod sessions;
 mod settings;
 mod skills;
@@ -52,6 +53,7 @@ pub use provider::{
     missing_credential, provider_definition, provider_names, read_credential, resolve_selection,
 };
 pub use provider_kind::ProviderKind;
+pub use sandbox::{SANDBOX_ENV, SandboxMode, SandboxNetwork, SandboxSettings, WritableRoot};
 pub use sessions::{SessionSettings, TitleMode};
 pub use settings::{
     CatalogSettings, CompactionSettings, ProviderSettings, Settings, load_settings,

@@ -74,10 +74,12 @@ pub struct McpServer {
     pub startup_timeout_ms: u64,
     /// How long one tool call may take, in milliseconds.
     pub call_timeout_ms: u64,
+    /// Whether a stdio server runs in the commands' sandbox (`[sandbox]`).
+    pub sandbox: bool,
 }
 
-/// What is hashed for approval: the definition and where it came from. Timeouts and
-/// `enabled` are left out: they do not change what runs.
+/// What is hashed for approval: the definition and where it came from. Timeouts,
+/// `enabled` and `sandbox` are left out: they do not change what runs.
 #[derive(Serialize)]
 struct CanonicalDefinition<'a> {
     format: u32,
@@ -142,6 +144,7 @@ struct RawServer {
     enabled: Option<bool>,
     startup_timeout_ms: Option<u64>,
     call_timeout_ms: Option<u64>,
+    sandbox: Option<bool>,
 }
 
 /// The `[mcp]` table as written.
@@ -281,6 +284,7 @@ fn server(name: String, source: McpSource, table: toml::Table) -> Result<McpServ
         source,
         transport,
         enabled: raw.enabled.unwrap_or(true),
+        sandbox: raw.sandbox.unwrap_or(false),
     })
 }
 

@@ -25,6 +25,7 @@ use crate::models::ModelSettings;
 use crate::permissions::PermissionSettings;
 use crate::profiles::{AgentSettings, Profile};
 use crate::provider_kind::ProviderKind;
+use crate::sandbox::SandboxSettings;
 use crate::sessions::SessionSettings;
 use crate::skills::SkillSettings;
 use crate::text_file::read_text_file;
@@ -69,6 +70,8 @@ pub struct Settings {
     pub tools: ToolSettings,
     /// `[[hooks.<event>]]`: the global file's hooks, then the project's.
     pub hooks: HookSettings,
+    /// `[sandbox]`.
+    pub sandbox: SandboxSettings,
 }
 
 /// `[compaction]`: when the conversation is summarised to fit the model's context.
@@ -142,6 +145,8 @@ struct RawSettings {
     agent: AgentSettings,
     #[serde(default)]
     profiles: BTreeMap<String, Profile>,
+    #[serde(default)]
+    sandbox: SandboxSettings,
     #[serde(default)]
     #[expect(dead_code, reason = "checked for its shape here, parsed by `mcp.rs`")]
     mcp: Option<toml::Value>,
@@ -287,6 +292,7 @@ fn parse_settings(table: toml::Table) -> Result<Settings, ConfigError> {
         skills: raw.skills,
         agent: raw.agent,
         profiles: raw.profiles,
+        sandbox: raw.sandbox,
         ..Settings::default()
     })
 }
@@ -416,6 +422,10 @@ base_url = "http://127.0.0.1:2/v1"
             (
                 "[providers.local]\nkind = \"openai-chat\"\ncolour = \"red\"\n",
                 ":3:1: key `providers.local.colour`: unknown field `colour`",
+            ),
+            (
+                "[sandbox]\nmode = \"workspace-write\"\nnetwork = \"lan\"\n",
+                ":3:11: key `sandbox.network`: unknown variant `lan`",
             ),
             (
                 "[tools]\ndisabled = \"bash\"\n",

@@ -24,10 +24,13 @@ pub fn explain_configuration(request: &StartupRequest, client_tools: &[String]) 
             ));
         }
     };
-    let settings = match load_settings(&home.settings_path(), &project_settings_path(&cwd)) {
+    let mut settings = match load_settings(&home.settings_path(), &project_settings_path(&cwd)) {
         Ok(settings) => settings,
         Err(e) => return Some(said(&e)),
     };
+    if let Err(e) = settings.sandbox.apply_env(&request.env) {
+        return Some(said(&e));
+    }
     if let Err(e) = check_disabled_tools(&settings, client_tools, None) {
         return Some(said(&e));
     }

@@ -120,6 +120,15 @@ pub fn start(
     if env.get(ALLOW_ALL_ENV) == Some("1") {
         settings.permissions.mode = magi_config::PermissionMode::AllowAll;
     }
+    settings.sandbox.apply_env(env).map_err(|e| {
+        failure.error = config_error_code(&e);
+        failure.clone()
+    })?;
+    // Every command this backend starts from now on runs in this sandbox.
+    magi_tools::sandbox::configure(
+        &settings.sandbox,
+        env.get(magi_tools::sandbox::UNAVAILABLE_ENV) == Some("1"),
+    );
     check_disabled_tools(&settings, client_tools, None).map_err(|e| {
         failure.error = config_error_code(&e);
         failure.clone()

@@ -27,6 +27,7 @@ struct Arguments {
     command: String,
     timeout_ms: Option<u64>,
     background_after_ms: Option<u64>,
+    sandbox: Option<crate::sandbox::CallSandbox>,
 }
 
 pub(crate) fn definition() -> ToolDefinition {
@@ -58,7 +59,8 @@ pub(crate) fn definition() -> ToolDefinition {
                     "maximum": BASH_TOOL_MAX_TIMEOUT_MS,
                     "description": "Milliseconds before a command still running moves to \
                                     the background."
-                }
+                },
+                "sandbox": crate::sandbox::call_schema()
             },
             "required": ["command"],
             "additionalProperties": false
@@ -97,6 +99,7 @@ pub(crate) fn execute(arguments: &Value, ctx: &ToolContext) -> ToolReport {
         timeout_ms,
         timeout_argument: args.timeout_ms,
         background_after_ms: Some(background_after_ms),
+        unconfined: args.sandbox.is_some(),
     };
     execute_command(&invocation, ctx, PROCESS_CAPTURE_BYTES as u64)
 }
@@ -110,6 +113,8 @@ pub(crate) struct Invocation<'a> {
     pub(crate) timeout_argument: Option<u64>,
     /// When a command still running moves to the background; never when none.
     pub(crate) background_after_ms: Option<u64>,
+    /// The call asked to run outside the sandbox (`"sandbox": "off"`).
+    pub(crate) unconfined: bool,
 }
 
 fn invalid(why: &str) -> ToolOutput {
@@ -117,7 +122,7 @@ fn invalid(why: &str) -> ToolOutput {
         "invalid arguments",
         format!(
             "Expected {{\"command\": string, \"timeout_ms\"?: integer, \
-             \"background_after_ms\"?: integer}}: {why}."
+             \"background_after_ms\"?: integer, \"sandbox\"?: \"off\"}}: {why}."
         ),
     )
 }
@@ -136,6 +141,7 @@ pub(crate) fn run_command(
         timeout_ms,
         timeout_argument: Some(timeout_ms),
         background_after_ms: None,
+        unconfined: false,
     };
     execute_command(&invocation, ctx, capture_bytes).output
 }
@@ -152,7 +158,11 @@ pub(crate) fn execute_command(
         invocation.timeout_argument,
         Some(invocation.timeout_ms),
     );
-    let mut started = match start(invocation.command, ctx, capture_bytes) {
+    let policy = match crate::sandbox::prepare(ctx.cwd, invocation.unconfined, &mut facts) {
+        Ok(policy) => policy,
+        Err(refused) => return ToolReport::with_facts(refused, Facts::Command(Box::new(facts))),
+    };
+    let mut started = match start(invocation.command, ctx, capture_bytes, policy.as_ref()) {
         Ok(started) => started,
         Err(refused) => return ToolReport::with_facts(refused, Facts::Command(Box::new(facts))),
     };
@@ -185,7 +195,7 @@ pub(crate) fn execute_command(
     if ctx.assets_dir.is_some() {
         facts.captures = capture_digests(&started.paths);
     }
-    let output = report(
+    let mut output = report(
         &end,
         invocation.timeout_ms,
         &text,
@@ -193,6 +203,14 @@ pub(crate) fn execute_command(
         drained,
         ctx.assets_dir.map(|_| &started.paths),
     );
+    if output.is_error
+        && let Some(applied) = &facts.sandbox
+        && let Some(hint) =
+            crate::sandbox::denial_hint(applied, &read_bounded(&started.paths[1], capture_bytes))
+    {
+        output.content.push('\n');
+        output.content.push_str(&hint);
+    }
     ToolReport {
         cancelled: matches!(end, End::Cancelled),
         ..ToolReport::with_facts(output, Facts::Command(Box::new(facts)))

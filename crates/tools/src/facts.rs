@@ -350,6 +350,13 @@ pub struct CommandFacts {
     /// later reader can tell the file is the one this call wrote.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub captures: Vec<CaptureDigest>,
+    /// The sandbox the command ran in, as applied (`workspace-write; network none`,
+    /// `off`, `off (unavailable)`); none when the backend has no sandbox settings.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<String>,
+    /// The notice, given once per backend, that the sandbox is not (wholly) in force.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox_notice: Option<String>,
 }
 
 /// One capture file kept with a call's assets.

@@ -328,6 +328,36 @@ mod tests {
     }
 
     #[test]
+    fn a_confined_job_refused_by_the_sandbox_says_so_in_its_notice() {
+        let dir = tempfile::tempdir().unwrap();
+        let conversation = dir.path().join("conversations/s1");
+        let assets = conversation.join("tool-calls/c1");
+        let ctx = ToolContext {
+            cwd: dir.path(),
+            assets_dir: Some(&assets),
+            cancelled: &never,
+            hidden_env: &[],
+        };
+        let command = "echo 'bash: /etc/x: Permission denied' >&2; exit 1";
+        let id = job_id(&run_start(&json!({ "command": command }), &ctx).output);
+        wait_for("the end", || jobs().all[&id].ended.is_some());
+        // As `sandbox::prepare` records it for a confined command; this test's process
+        // has no sandbox settings, which are the process's own.
+        if let Some(ended) = jobs().all.get_mut(&id).and_then(|job| job.ended.as_mut()) {
+            ended.facts.sandbox = Some("workspace-write; network none".to_owned());
+        }
+        let notices = take_notices(&conversation);
+        assert_eq!(notices.len(), 1);
+        assert!(
+            notices[0]
+                .text
+                .contains("[the sandbox (workspace-write; network none) may have refused this"),
+            "{}",
+            notices[0].text
+        );
+    }
+
+    #[test]
     fn an_ended_job_is_noticed_once_by_its_conversation() {
         let dir = tempfile::tempdir().unwrap();
         let conversation = dir.path().join("conversations/s1");

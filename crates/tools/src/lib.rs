@@ -20,6 +20,7 @@ mod preview;
 mod process;
 mod proposal;
 mod read;
+pub mod sandbox;
 mod scope;
 pub mod tracking;
 mod view_image;

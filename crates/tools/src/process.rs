@@ -4,8 +4,8 @@
 //! call's facts when they end. `bash` runs its commands here and hands one still running
 //! over to `jobs`, which keeps waiting on it with the same machinery. Its parts:
 //! `capture` (the bounded capture files and what they kept), `launcher` (how a
-//! command dies with the backend) and `hook` (a settings hook run with its input on
-//! stdin, the same way).
+//! command dies with the backend), `confine` (the launcher applying the sandbox) and
+//! `hook` (a settings hook run with its input on stdin, the same way).
 
 use std::ffi::{OsStr, OsString};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
@@ -23,6 +23,7 @@ use crate::ToolOutput;
 use crate::facts::{CommandFacts, FACT_STRING_BYTES, cut};
 
 mod capture;
+pub(crate) mod confine;
 pub mod hook;
 pub mod launcher;
 
@@ -162,12 +163,14 @@ pub(crate) fn wait_until_exited(child: &mut Child, within: Duration) -> bool {
     }
 }
 
-/// Starts `command` with bounded captures, in its own group; refusals come back as the
-/// call's failed output.
+/// Starts `command` with bounded captures, in its own group, confined to `policy` when
+/// one is given (`sandbox::prepare` says which); refusals come back as the call's failed
+/// output.
 pub(crate) fn start(
     command: &str,
     ctx: &ToolContext,
     capture_bytes: u64,
+    policy: Option<&confine::Policy>,
 ) -> Result<Started, ToolOutput> {
     let files = Files::new(ctx.assets_dir).map_err(|e| {
         ToolOutput::failed(
@@ -179,6 +182,7 @@ pub(crate) fn start(
         program: bash_program(),
         cwd: ctx.cwd,
         hidden_env: ctx.hidden_env,
+        policy,
     };
     shell
         .spawn(command, files, capture_bytes, None)
@@ -198,6 +202,8 @@ pub(crate) struct Shell<'a> {
     pub(crate) cwd: &'a Path,
     /// Variables removed from its environment.
     pub(crate) hidden_env: &'a [String],
+    /// The sandbox the launcher confines it to; none runs it unconfined.
+    pub(crate) policy: Option<&'a confine::Policy>,
 }
 
 impl Shell<'_> {
@@ -216,7 +222,7 @@ impl Shell<'_> {
         let [stdout_capture, stderr_capture, output_capture] = paths
             .clone()
             .map(|path| Capture::deferred(path, capture_bytes));
-        let mut command_line = launcher::command(self.program);
+        let mut command_line = launcher::command(self.program, self.policy);
         for name in self.hidden_env {
             command_line.env_remove(name);
         }

@@ -64,7 +64,7 @@ pub fn outside_workspace(name: &str, arguments: &str, cwd: &Path) -> bool {
 
 /// `given` joined to `cwd`, with every existing ancestor's symbolic links resolved and
 /// the rest normalized lexically (`..` removes a component, `.` nothing).
-fn resolve(cwd: &Path, given: &str) -> PathBuf {
+pub(crate) fn resolve(cwd: &Path, given: &str) -> PathBuf {
     let joined = cwd.join(given);
     let mut resolved = PathBuf::new();
     let mut components = joined.components().peekable();

@@ -246,6 +246,11 @@ impl Output {
         if card.state != CardState::Finished {
             return;
         }
+        // The backend says once that the sandbox is not in force: a person running a
+        // script must hear it too.
+        if let Some(notice) = sandbox_notice(card) {
+            self.progress(&format!("notice: {notice}"));
+        }
         if let Some(at) = self
             .ended
             .iter()
@@ -306,6 +311,18 @@ impl Output {
         out.write_all(reply.as_bytes())?;
         out.flush()
     }
+}
+
+/// The `Sandbox notice` row of a command's card, when it has one.
+fn sandbox_notice(card: &Card) -> Option<String> {
+    card.blocks.iter().find_map(|block| match block {
+        Block::Results(results) => results
+            .rows
+            .iter()
+            .find(|row| row.label == magi_core::cards::ROW_SANDBOX_NOTICE)
+            .and_then(|row| row.value.clone()),
+        _ => None,
+    })
 }
 
 /// What a call acts on, as its card shows it: the first line of a command, quoted,

@@ -48,6 +48,7 @@ mod mc_transcript;
 mod mcp;
 mod mission_control;
 mod questions;
+mod sandbox;
 mod session_usage;
 mod sessions;
 mod subagents;

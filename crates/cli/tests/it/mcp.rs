@@ -26,7 +26,7 @@ use magi_testkit::{McpMock, MockServer, Reply, everything_server, mock_mcp_serve
 use serde_json::json;
 
 /// The mock MCP server's binary, built if it is not up to date.
-fn mock_binary() -> PathBuf {
+pub(crate) fn mock_binary() -> PathBuf {
     mock_mcp_server().unwrap_or_else(|why| panic!("the mock MCP server: {why}"))
 }
 

@@ -17,6 +17,7 @@ use super::labels::{
     APPROVAL_REQUIRED, PUBLIC_PROTECTION_LABELS, ROW_BACKGROUND_JOB, ROW_BASH_PROTECTION,
     ROW_CLEANUP_WARNING, ROW_COMMAND_TIMEOUT, ROW_FAILURE_EXPLANATION, ROW_FILE_TRACKING,
     ROW_HUMANIZE_PROTECTION, ROW_INFERRED_FILE_ACTIVITY, ROW_OUTPUT_LINES, ROW_OUTPUT_TRUNCATION,
+    ROW_SANDBOX, ROW_SANDBOX_NOTICE,
 };
 use super::metadata::missing;
 use super::part::{Part, Role, row};
@@ -24,7 +25,14 @@ use super::source::Settlement;
 use super::text::{Notes, counted, safe_count, seconds};
 
 impl Context<'_, '_> {
+    /// The command's blocks, with the sandbox it ran in last when one was recorded.
     pub(super) fn command(&self, facts: &CommandFacts, tracking: Option<&Value>) -> Vec<Part> {
+        let mut parts = self.command_parts(facts, tracking);
+        parts.extend(sandbox_part(facts));
+        parts
+    }
+
+    fn command_parts(&self, facts: &CommandFacts, tracking: Option<&Value>) -> Vec<Part> {
         let origin = self.source.origin;
         let mut parts = vec![self.notices(tracking)];
 
@@ -210,6 +218,25 @@ impl Context<'_, '_> {
             Role::Execution,
         )
     }
+}
+
+/// The sandbox a command ran in, as applied, and the notice that it is not in force
+/// when this command was the one to give it: a results block of its own, so the
+/// specification's fixed Bash rows stay as they are.
+fn sandbox_part(facts: &CommandFacts) -> Option<Part> {
+    let applied = facts.sandbox.as_deref()?;
+    let mut notes = Notes::default();
+    let mut rows = vec![row(
+        ROW_SANDBOX,
+        Some(notes.text(Subject::Text, applied, STRING_BYTES)),
+    )];
+    if let Some(notice) = facts.sandbox_notice.as_deref() {
+        rows.push(row(
+            ROW_SANDBOX_NOTICE,
+            Some(notes.text(Subject::Text, notice, STRING_BYTES)),
+        ));
+    }
+    Some(Part::results(rows, notes))
 }
 
 /// The `File tracking` and `Inferred file activity` values of a recorded tracking

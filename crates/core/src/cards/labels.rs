@@ -22,6 +22,10 @@ pub const ROW_FAILURE_EXPLANATION: &str = "Failure explanation";
 pub const ROW_OUTPUT_LINES: &str = "Output lines";
 /// Label of the row naming the job a command moved to.
 pub const ROW_BACKGROUND_JOB: &str = "Background job";
+/// The sandbox a command ran in, as applied (its own results block).
+pub const ROW_SANDBOX: &str = "Sandbox";
+/// The notice, once per backend, that the sandbox is not (wholly) in force.
+pub const ROW_SANDBOX_NOTICE: &str = "Sandbox notice";
 /// Label of the `ask_user` row holding one question.
 pub const ROW_QUESTION: &str = "Question";
 /// Label of the `ask_user` row listing a question's options.

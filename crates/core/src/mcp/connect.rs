@@ -171,8 +171,13 @@ async fn connect_one(
             }
             let dir = dir.as_ref().map_or_else(|| cwd.to_owned(), |d| cwd.join(d));
             // Under the launcher, so the server and whatever it starts die with the
-            // backend however it ends.
-            let (program, leading) = crate::launcher::command_line(command.as_ref());
+            // backend however it ends; confined like a command when it asks to be.
+            let (program, leading) = if server.sandbox {
+                magi_tools::sandbox::confined_command_line(command.as_ref(), cwd)
+                    .map_err(|why| fail("could not start", &why))?
+            } else {
+                crate::launcher::command_line(command.as_ref())
+            };
             let mut process = tokio::process::Command::new(program);
             process.args(leading).args(args).env_clear();
             for key in PASSED_THROUGH

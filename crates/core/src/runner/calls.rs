@@ -232,6 +232,16 @@ impl CallService<'_, '_> {
                     continue;
                 }
             };
+            if let Some(why) = self.sandbox_refusal(call, protection) {
+                let refusal = Refusal {
+                    content: &format!("The call was not run: {why}"),
+                    outcome: ToolOutcome::Failed,
+                    protection,
+                };
+                self.refuse(role, &calls, &mut progress, index, &activity_id, refusal)
+                    .await;
+                continue;
+            }
             let read_only = magi_tools::is_read_only(&call.name);
             let (running, all_read_only) = progress.running();
             if !(read_only && all_read_only) || running >= PARALLEL_TOOL_CALLS {

@@ -48,6 +48,16 @@ pub fn take_notices(conversation_dir: &Path) -> Vec<JobNotice> {
             text.push('\n');
             text.push_str(&note);
         }
+        if ended.state != "exit 0"
+            && let Some(applied) = &ended.facts.sandbox
+            && let Some(hint) = crate::sandbox::denial_hint(
+                applied,
+                &read_bounded(&job.started.paths[1], PROCESS_CAPTURE_BYTES as u64),
+            )
+        {
+            text.push('\n');
+            text.push_str(&hint);
+        }
         if !projection.inline {
             text.push_str(&format!(
                 "\n[full output: {}; use read or grep]",

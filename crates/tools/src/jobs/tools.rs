@@ -21,7 +21,10 @@ pub(crate) fn start_definition() -> ToolDefinition {
                       you are told when it ends.",
         parameters: json!({
             "type": "object",
-            "properties": {"command": {"type": "string"}},
+            "properties": {
+                "command": {"type": "string"},
+                "sandbox": crate::sandbox::call_schema()
+            },
             "required": ["command"],
             "additionalProperties": false
         }),
@@ -65,6 +68,7 @@ pub(crate) fn kill_definition() -> ToolDefinition {
 #[serde(deny_unknown_fields)]
 struct StartArguments {
     command: String,
+    sandbox: Option<crate::sandbox::CallSandbox>,
 }
 
 #[derive(Deserialize)]
@@ -87,11 +91,11 @@ pub(crate) fn run_start(arguments: &Value, ctx: &ToolContext) -> ToolReport {
     let Ok(args) = StartArguments::deserialize(arguments) else {
         return ToolOutput::failed(
             "invalid arguments",
-            "Expected {\"command\": string}.".into(),
+            "Expected {\"command\": string, \"sandbox\"?: \"off\"}.".into(),
         )
         .into();
     };
-    let facts = command_facts(&args.command, ctx, None, None);
+    let mut facts = command_facts(&args.command, ctx, None, None);
     let mut jobs = jobs();
     if jobs.running() >= BACKGROUND_JOBS {
         let refused = ToolOutput::failed(
@@ -100,7 +104,18 @@ pub(crate) fn run_start(arguments: &Value, ctx: &ToolContext) -> ToolReport {
         );
         return ToolReport::with_facts(refused, Facts::Command(Box::new(facts)));
     }
-    let started = match start(&args.command, ctx, PROCESS_CAPTURE_BYTES as u64) {
+    let policy = match crate::sandbox::prepare(ctx.cwd, args.sandbox.is_some(), &mut facts) {
+        Ok(policy) => policy,
+        Err(refused) => {
+            return ToolReport::with_facts(refused, Facts::Command(Box::new(facts)));
+        }
+    };
+    let started = match start(
+        &args.command,
+        ctx,
+        PROCESS_CAPTURE_BYTES as u64,
+        policy.as_ref(),
+    ) {
         Ok(started) => started,
         Err(refused) => {
             return ToolReport::with_facts(refused, Facts::Command(Box::new(facts)));

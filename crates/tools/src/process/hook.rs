@@ -84,6 +84,9 @@ pub fn run_hook(hook: &HookCommand) -> HookRun {
         program: hook.shell.unwrap_or_else(|| bash_program()),
         cwd: hook.cwd,
         hidden_env: hook.hidden_env,
+        // A hook is the person's own command from their settings, not the model's:
+        // it runs outside the sandbox, as they would run it themselves.
+        policy: None,
     };
     let bound = HOOK_OUTPUT_BYTES as u64;
     let mut started = match shell.spawn(hook.command, files, bound, Some(hook.input.clone())) {

@@ -18,7 +18,7 @@
 
 use std::ffi::{OsStr, OsString};
 use std::fs::File;
-use std::io::{self, Read};
+use std::io::{self, Read, Write};
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
@@ -34,6 +34,8 @@ use nix::fcntl::{FcntlArg, FdFlag, fcntl};
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::getpgrp;
+
+use super::confine::{self, Policy};
 
 /// The first argument that makes `magi-code` run as a launcher rather than parse its
 /// command line. Internal: the backend passes it, people never type it.
@@ -92,9 +94,35 @@ pub fn command_line(program: &OsStr) -> (OsString, Vec<OsString>) {
     }
 }
 
-/// A [`Command`] for `program`, through the launcher when enabled.
-pub(crate) fn command(program: &OsStr) -> Command {
-    let (program, leading) = command_line(program);
+/// The program and leading arguments that start `program` confined to `policy`: as
+/// [`command_line`], with the policy among the launcher's own arguments. None when the
+/// launcher is not enabled (nothing could apply the policy).
+pub(crate) fn confined_command_line(
+    program: &OsStr,
+    policy: &Policy,
+) -> Option<(OsString, Vec<OsString>)> {
+    let launcher = LAUNCHER.get()?;
+    let mut leading = vec![
+        LAUNCH_ARGUMENT.into(),
+        launcher.read_end.as_raw_fd().to_string().into(),
+    ];
+    leading.extend(policy.arguments());
+    leading.push("--".into());
+    leading.push(program.to_owned());
+    Some((launcher.program.clone().into_os_string(), leading))
+}
+
+/// The program this process re-executes as its launcher, once [`enable`]d.
+pub(crate) fn program() -> Option<&'static Path> {
+    LAUNCHER.get().map(|launcher| launcher.program.as_path())
+}
+
+/// A [`Command`] for `program`, through the launcher when enabled, confined to `policy`
+/// when one is given (the caller gives one only when the launcher is enabled).
+pub(crate) fn command(program: &OsStr, policy: Option<&Policy>) -> Command {
+    let (program, leading) = policy
+        .and_then(|policy| confined_command_line(program, policy))
+        .unwrap_or_else(|| command_line(program));
     let mut command = Command::new(program);
     command.args(leading);
     if LAUNCHER.get().is_some() {
@@ -128,10 +156,20 @@ fn is_executable(path: &Path) -> bool {
 }
 
 /// The launcher's `main`: `arguments` are those after [`LAUNCH_ARGUMENT`], the lifeline's
-/// descriptor, `--`, then the command and its arguments. It must already lead its own
-/// process group (its parent started it so).
+/// descriptor, the sandbox policy if any (`confine`), `--`, then the command and its
+/// arguments. It must already lead its own process group (its parent started it so).
+/// With `--probe` alone it only reports what the kernel can enforce (see
+/// [`crate::sandbox::probe`]).
 pub fn main(arguments: impl IntoIterator<Item = OsString>) -> ExitCode {
-    match launch(arguments.into_iter().collect()) {
+    let arguments: Vec<OsString> = arguments.into_iter().collect();
+    if arguments.len() == 1 && arguments[0] == confine::PROBE_OPTION {
+        let mut out = io::stdout().lock();
+        return match writeln!(out, "{}", confine::probe()) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(_) => ExitCode::FAILURE,
+        };
+    }
+    match launch(arguments) {
         Ok(code) => code,
         Err(why) => {
             eprintln!("magi-code: the command could not be started: {why}");
@@ -141,19 +179,27 @@ pub fn main(arguments: impl IntoIterator<Item = OsString>) -> ExitCode {
 }
 
 fn launch(arguments: Vec<OsString>) -> Result<ExitCode, String> {
-    let [descriptor, separator, program, rest @ ..] = arguments.as_slice() else {
+    let separator = arguments
+        .iter()
+        .position(|argument| argument == "--")
+        .ok_or("the launcher needs a descriptor, `--` and a command")?;
+    let ([descriptor, options @ ..], [_, program, rest @ ..]) = arguments.split_at(separator)
+    else {
         return Err("the launcher needs a descriptor, `--` and a command".to_owned());
     };
     let descriptor: i32 = descriptor
         .to_str()
         .and_then(|text| text.parse().ok())
-        .filter(|_| separator == "--")
         .ok_or("the launcher's arguments are not a descriptor and `--`")?;
+    let policy = Policy::parse(options)?;
     let mut lifeline = open_lifeline(descriptor)?;
     // The inherited copy would reach the command; the reopened one closes on exec.
     let _ = nix::unistd::close(descriptor);
     if backend_gone(&mut lifeline) {
         return Err("the backend that asked for it has ended".to_owned());
+    }
+    if let Some(policy) = &policy {
+        confine(policy)?;
     }
     // SIGTERM to the group must not end the launcher before the command: it waits for
     // the command and reports how it ended. The handler does not survive exec.
@@ -174,6 +220,22 @@ fn launch(arguments: Vec<OsString>) -> Result<ExitCode, String> {
         return Ok(ExitCode::from(128u8.wrapping_add(signal as u8)));
     }
     Ok(ExitCode::from(status.code().unwrap_or(1) as u8))
+}
+
+/// Confines the launcher, before it starts the command, to `policy`; refuses when the
+/// policy is required and the kernel lacks Landlock, or seccomp where the network
+/// setting needs it.
+fn confine(policy: &Policy) -> Result<(), String> {
+    let enforced = confine::apply(policy)?;
+    if policy.required {
+        if enforced.landlock_abi.is_none() {
+            return Err("the sandbox is required and this kernel has no Landlock".to_owned());
+        }
+        if let Err(why) = enforced.seccomp {
+            return Err(format!("the sandbox is required and {why}"));
+        }
+    }
+    Ok(())
 }
 
 /// A new descriptor for the inherited lifeline, opened without blocking (a pipe whose

@@ -85,7 +85,7 @@ pub(super) fn status(app: &App, status: Option<&StatusResult>) -> TextPanel {
     let provider = selection
         .and_then(|s| s.provider.clone())
         .or_else(|| status.and_then(|s| s.provider.clone()));
-    let (home, base_url) = configuration(provider.as_deref());
+    let (home, base_url, sandbox) = configuration(provider.as_deref());
     let cwd = std::env::current_dir().map_or_else(|_| unknown(), |p| p.display().to_string());
     let session = match &app.title {
         Some(title) => format!("{} ({title})", app.session_id),
@@ -101,6 +101,7 @@ pub(super) fn status(app: &App, status: Option<&StatusResult>) -> TextPanel {
         ("tokens", tokens),
         ("context", context),
         ("MC_HOME", home.unwrap_or_else(unknown)),
+        ("sandbox", sandbox.unwrap_or_else(unknown)),
     ];
     let lines = rows
         .into_iter()
@@ -120,22 +121,26 @@ fn unknown() -> String {
 
 /// `MC_HOME` and the provider's base URL (credentials left out), read from the same
 /// configuration the backend loaded, in process as `doctor` does.
-fn configuration(provider: Option<&str>) -> (Option<String>, Option<String>) {
+fn configuration(provider: Option<&str>) -> (Option<String>, Option<String>, Option<String>) {
     let request = magi_core::StartupRequest {
         cwd: std::path::PathBuf::from("."),
         env: magi_config::Env::from_process(),
     };
     let inspection = magi_core::inspect::inspect(&request);
     let home = inspection.home.ok().map(|p| p.display().to_string());
-    let base_url = match (provider, inspection.settings) {
+    let base_url = match (provider, &inspection.settings) {
         (Some(name), Ok(settings)) => {
-            magi_config::provider_definition(name, &settings, &request.env)
+            magi_config::provider_definition(name, settings, &request.env)
                 .ok()
                 .map(|d| crate::doctor::shown_url(&d.base_url))
         }
         _ => None,
     };
-    (home, base_url)
+    let sandbox = inspection
+        .settings
+        .ok()
+        .and_then(|settings| crate::doctor::sandbox_in_force(&request, &settings));
+    (home, base_url, sandbox)
 }
 
 /// The last request's tokens and the context left, from `usage.updated`.

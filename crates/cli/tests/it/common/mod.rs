@@ -50,6 +50,18 @@ impl TestEnv {
         }
     }
 
+    /// As [`TestEnv::new`], with the home and workspace outside the system's temporary
+    /// directories (in the build's scratch directory), which a sandboxed command may
+    /// always write.
+    pub fn outside_temp() -> TestEnv {
+        let root = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+        std::fs::create_dir(root.path().join("work")).unwrap();
+        TestEnv {
+            root,
+            ..TestEnv::new()
+        }
+    }
+
     /// Sets (or replaces) an environment variable of the backend.
     pub fn var(mut self, key: &str, value: &str) -> TestEnv {
         self.vars.retain(|(k, _)| k != key);

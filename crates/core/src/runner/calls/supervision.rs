@@ -96,15 +96,67 @@ impl CallService<'_, '_> {
         })
     }
 
-    /// What the policy says of a call, from its arguments and the session's rules.
+    /// What the policy says of a call, from its arguments and the session's rules; a
+    /// command that asks to run outside the sandbox always asks (see [`escalates`]).
     pub(super) fn verdict(&self, call: &Call) -> Verdict {
-        match self.judged(call) {
+        let verdict = match self.judged(call) {
             Some(judged) => self
                 .gates
                 .rules
                 .verdict(&self.agent.permissions, &judged.of(call)),
             None => Verdict::Run,
+        };
+        self.escalated(call, verdict)
+    }
+
+    /// `verdict`, or `Ask` for a command asking to run outside the sandbox that the
+    /// policy would let run: neither an allow rule nor a session rule covers that, only
+    /// `--allow-all` (or the allow-all mode) with the sandbox mode `off`.
+    fn escalated(&self, call: &Call, verdict: Verdict) -> Verdict {
+        let allowed = matches!(
+            verdict,
+            Verdict::Run | Verdict::Allowed | Verdict::AllowedForSession
+        );
+        let everything_allowed = self.agent.permissions.mode
+            == magi_config::PermissionMode::AllowAll
+            && magi_tools::sandbox::configured_mode() == Some(magi_config::SandboxMode::Off);
+        if allowed && escalates(call) && !everything_allowed {
+            Verdict::Ask
+        } else {
+            verdict
         }
+    }
+
+    /// Why a file tool's call, let through with `protection`, may not write its path
+    /// under the sandbox; none when it may. A person's approval (now or by a session
+    /// rule) and a settings allow rule whose pattern names the call let it write outside
+    /// the sandbox's roots; the allow-all mode and a bare rule do not.
+    pub(super) fn sandbox_refusal(&self, call: &Call, protection: Option<&str>) -> Option<String> {
+        if protection == Some(LABEL_ALLOWED_BY_USER) {
+            return None;
+        }
+        let changes_a_path = matches!(
+            magi_tools::BuiltinTool::from_name(&call.name),
+            Some(
+                magi_tools::BuiltinTool::Write
+                    | magi_tools::BuiltinTool::Edit
+                    | magi_tools::BuiltinTool::HashEdit
+            )
+        );
+        if !changes_a_path {
+            return None;
+        }
+        let cwd = self.workspace.cwd();
+        // The subject is the path resolved, relative to the workspace when inside it.
+        let subject = magi_tools::subject(&call.name, &call.arguments, cwd)?;
+        let why = magi_tools::sandbox::check_file_write(&cwd.join(&subject), cwd).err()?;
+        let named = self
+            .agent
+            .permissions
+            .allow
+            .iter()
+            .any(|rule| rule.has_pattern() && rule.covers(&call.name, Some(&subject)));
+        (!named).then_some(why)
     }
 
     /// Decides whether a call may run, asking the client when the policy says so. Ok
@@ -120,7 +172,8 @@ impl CallService<'_, '_> {
             return Ok(None);
         };
         let subject = judged.of(call);
-        match self.gates.rules.verdict(&self.agent.permissions, &subject) {
+        let verdict = self.gates.rules.verdict(&self.agent.permissions, &subject);
+        match self.escalated(call, verdict) {
             Verdict::Run => return Ok(None),
             Verdict::Allowed => return Ok(Some(LABEL_ALLOWED_AUTOMATICALLY)),
             // A session rule is a person's earlier answer.
@@ -136,7 +189,13 @@ impl CallService<'_, '_> {
             state: ToolCallPhase::AwaitingApproval,
             protection: None,
         });
-        let suggested_rule = suggested_rule(&self.agent.permissions, &subject);
+        // Running outside the sandbox is asked each time: no rule is offered for it.
+        let escalation = escalates(call);
+        let suggested_rule = if escalation {
+            None
+        } else {
+            suggested_rule(&self.agent.permissions, &subject)
+        };
         let details = self.output.approval_scopes.then(|| ApprovalDetails {
             subject: judged.subject.clone(),
             suggested_rule: suggested_rule.clone(),
@@ -150,8 +209,13 @@ impl CallService<'_, '_> {
         let expiry = std::time::Duration::from_millis(APPROVAL_EXPIRY_MS);
         // Opened before it is announced, so an answer racing the event is not lost.
         let wait = self.gates.approvals.open(&approval_id, expiry);
+        let label = if escalation {
+            format!("run outside the sandbox: {}", call.label)
+        } else {
+            call.label.clone()
+        };
         self.output
-            .approval_requested(&approval_id, &call.label, APPROVAL_EXPIRY_MS, details)
+            .approval_requested(&approval_id, &label, APPROVAL_EXPIRY_MS, details)
             .await;
         let waiting = running_card(call, None, true);
         self.card(role, activity_id, Snapshot::Interim, waiting)
@@ -200,4 +264,12 @@ impl CallService<'_, '_> {
             }
         }
     }
+}
+
+/// Whether `call` is a command asking to run outside the sandbox (`"sandbox": "off"`).
+fn escalates(call: &Call) -> bool {
+    matches!(
+        magi_tools::BuiltinTool::from_name(&call.name),
+        Some(magi_tools::BuiltinTool::Bash | magi_tools::BuiltinTool::AsyncBash)
+    ) && magi_tools::sandbox::asks_unconfined(&call.arguments)
 }

@@ -1,0 +1,241 @@
+//! The launcher's half of the sandbox: the policy as it travels on the launcher's
+//! command line, and its application to the launcher itself (Landlock, then seccomp)
+//! before it starts the command, which inherits both and can never lift them.
+//!
+//! The policy's arguments stand between the lifeline's descriptor and the `--` that
+//! ends the launcher's own arguments, so nothing the command says can be read as
+//! policy, and nothing of the policy reaches the command.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use landlock::{
+    ABI, Access, AccessFs, AccessNet, CompatLevel, Compatible, LandlockStatus, Ruleset,
+    RulesetAttr, RulesetCreatedAttr, RulesetStatus, path_beneath_rules,
+};
+use magi_config::SandboxNetwork;
+use nix::libc;
+use seccompiler::{
+    SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter, SeccompRule,
+    TargetArch,
+};
+
+/// The option that starts the policy's arguments: `--sandbox NETWORK`, then any number
+/// of `--write PATH`, then `--required` when a confinement that cannot be had must stop
+/// the command.
+const SANDBOX_OPTION: &str = "--sandbox";
+const WRITE_OPTION: &str = "--write";
+const REQUIRED_OPTION: &str = "--required";
+/// The launcher's argument that asks it only to report what the kernel offers.
+pub(crate) const PROBE_OPTION: &str = "--probe";
+
+/// The file-system rights this build asks for: those of ABI 5 (writes, truncation,
+/// renames across directories and device ioctls). Later ABIs add rights (connecting to
+/// Unix sockets, ABI 9) that would confine more than the modes say.
+const FS_ABI: ABI = ABI::V5;
+/// The network rights: TCP bind and connect, ABI 4.
+const NET_ABI: ABI = ABI::V4;
+
+/// What a confined command may do: write beneath `writable` (read everywhere), reach the
+/// network as `network` says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Policy {
+    /// Directories and files the command may change.
+    pub(crate) writable: Vec<PathBuf>,
+    /// What sockets it may open.
+    pub(crate) network: SandboxNetwork,
+    /// Refuse to run the command when the kernel does not enforce the whole policy.
+    pub(crate) required: bool,
+}
+
+impl Policy {
+    /// The launcher arguments that carry this policy.
+    pub(crate) fn arguments(&self) -> Vec<OsString> {
+        let mut arguments = vec![SANDBOX_OPTION.into(), self.network.as_str().into()];
+        for path in &self.writable {
+            arguments.push(WRITE_OPTION.into());
+            arguments.push(path.clone().into_os_string());
+        }
+        if self.required {
+            arguments.push(REQUIRED_OPTION.into());
+        }
+        arguments
+    }
+
+    /// The policy in `options` (the launcher's arguments between the descriptor and
+    /// `--`); none when they name no sandbox.
+    pub(crate) fn parse(options: &[OsString]) -> Result<Option<Policy>, String> {
+        let mut options = options.iter();
+        let Some(first) = options.next() else {
+            return Ok(None);
+        };
+        if first != SANDBOX_OPTION {
+            return Err(format!("unknown launcher option {first:?}"));
+        }
+        let network = options
+            .next()
+            .and_then(|word| word.to_str())
+            .and_then(SandboxNetwork::parse)
+            .ok_or("`--sandbox` needs a network setting")?;
+        let mut policy = Policy {
+            writable: Vec::new(),
+            network,
+            required: false,
+        };
+        while let Some(option) = options.next() {
+            if option == WRITE_OPTION {
+                let path = options.next().ok_or("`--write` needs a path")?;
+                policy.writable.push(PathBuf::from(path));
+            } else if option == REQUIRED_OPTION {
+                policy.required = true;
+            } else {
+                return Err(format!("unknown launcher option {option:?}"));
+            }
+        }
+        Ok(Some(policy))
+    }
+}
+
+/// What the kernel enforced of a policy.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Enforced {
+    /// The Landlock ABI the kernel offers; none without Landlock.
+    pub(crate) landlock_abi: Option<i32>,
+    /// Whether Landlock enforced every right asked for.
+    pub(crate) landlock_full: bool,
+    /// Whether the seccomp filter is in force (or was not needed).
+    pub(crate) seccomp: Result<(), String>,
+}
+
+/// Confines this process (and so everything it starts) to `policy`. An error is a step
+/// that failed outright; a kernel that lacks a feature is reported in [`Enforced`].
+pub(crate) fn apply(policy: &Policy) -> Result<Enforced, String> {
+    let landlock = restrict_files(policy).map_err(|e| format!("Landlock: {e}"))?;
+    let seccomp = if policy.network == SandboxNetwork::All {
+        Ok(())
+    } else {
+        restrict_sockets(policy.network)
+    };
+    Ok(Enforced {
+        landlock_abi: match landlock.landlock {
+            LandlockStatus::Available {
+                effective_abi,
+                kernel_abi,
+            } => Some(kernel_abi.unwrap_or(effective_abi as i32)),
+            _ => None,
+        },
+        landlock_full: landlock.ruleset == RulesetStatus::FullyEnforced,
+        seccomp,
+    })
+}
+
+/// Reads everywhere, writes beneath the writable paths, and under a network setting
+/// other than `all` no TCP bind or connect (ABI 4 and later).
+fn restrict_files(policy: &Policy) -> Result<landlock::RestrictionStatus, landlock::RulesetError> {
+    let mut ruleset = Ruleset::default()
+        .set_compatibility(CompatLevel::BestEffort)
+        .handle_access(AccessFs::from_all(FS_ABI))?;
+    if policy.network == SandboxNetwork::None {
+        ruleset = ruleset.handle_access(AccessNet::from_all(NET_ABI))?;
+    }
+    ruleset
+        .create()?
+        .add_rules(path_beneath_rules(["/"], AccessFs::from_read(FS_ABI)))?
+        .add_rules(path_beneath_rules(
+            &policy.writable,
+            AccessFs::from_all(FS_ABI),
+        ))?
+        .restrict_self()
+}
+
+/// Denies `socket` for the address families `network` does not allow (`EPERM`, as a
+/// refused operation), and `io_uring`, whose operations would go around the filter.
+fn restrict_sockets(network: SandboxNetwork) -> Result<(), String> {
+    let allowed: &[i32] = match network {
+        SandboxNetwork::None => &[libc::AF_UNIX],
+        SandboxNetwork::Loopback => &[libc::AF_UNIX, libc::AF_INET, libc::AF_INET6],
+        SandboxNetwork::All => return Ok(()),
+    };
+    let other_family = allowed
+        .iter()
+        .map(|family| {
+            SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Ne, *family as u64)
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| e.to_string())?;
+    let rules = [
+        (
+            libc::SYS_socket,
+            vec![SeccompRule::new(other_family).map_err(|e| e.to_string())?],
+        ),
+        (libc::SYS_io_uring_setup, Vec::new()),
+    ]
+    .into_iter()
+    .collect();
+    let arch = TargetArch::try_from(std::env::consts::ARCH).map_err(|e| e.to_string())?;
+    let filter = SeccompFilter::new(
+        rules,
+        SeccompAction::Allow,
+        SeccompAction::Errno(libc::EPERM as u32),
+        arch,
+    )
+    .map_err(|e| e.to_string())?;
+    let program: seccompiler::BpfProgram = filter
+        .try_into()
+        .map_err(|e: seccompiler::BackendError| e.to_string())?;
+    seccompiler::apply_filter(&program).map_err(|e| format!("seccomp: {e}"))
+}
+
+/// The launcher's `--probe`: confines itself with a policy that writes nowhere and
+/// reports what the kernel enforced, on one line of stdout: `landlock ABI full|partial`
+/// or `landlock none`, then `seccomp yes` or `seccomp no: why`. It runs in a process of
+/// its own because confinement cannot be undone.
+pub(crate) fn probe() -> String {
+    let policy = Policy {
+        writable: Vec::new(),
+        network: SandboxNetwork::None,
+        required: false,
+    };
+    match apply(&policy) {
+        Ok(enforced) => {
+            let landlock = match enforced.landlock_abi {
+                Some(abi) if enforced.landlock_full => format!("landlock {abi} full"),
+                Some(abi) => format!("landlock {abi} partial"),
+                None => "landlock none".to_owned(),
+            };
+            let seccomp = match enforced.seccomp {
+                Ok(()) => "seccomp yes".to_owned(),
+                Err(why) => format!("seccomp no: {}", why.replace('\n', " ")),
+            };
+            format!("{landlock} {seccomp}")
+        }
+        Err(why) => format!("landlock none seccomp no: {}", why.replace('\n', " ")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_policy_travels_as_arguments_and_back() {
+        let policy = Policy {
+            writable: vec![PathBuf::from("/work/a b"), PathBuf::from("/tmp")],
+            network: SandboxNetwork::Loopback,
+            required: true,
+        };
+        let arguments = policy.arguments();
+        assert_eq!(Policy::parse(&arguments), Ok(Some(policy)));
+        assert_eq!(Policy::parse(&[]), Ok(None));
+        for bad in [
+            vec!["--sandbox"],
+            vec!["--sandbox", "lan"],
+            vec!["--sandbox", "none", "--write"],
+            vec!["--sandbox", "none", "--colour"],
+            vec!["--write", "/tmp"],
+        ] {
+            let bad: Vec<OsString> = bad.into_iter().map(OsString::from).collect();
+            assert!(Policy::parse(&bad).is_err(), "{bad:?}");
+        }
+    }
+}

@@ -1,0 +1,545 @@
+//! The sandbox as the backend sees it: the `[sandbox]` settings this process runs
+//! with, what the kernel can enforce (asked once, of a probe launcher), and for each
+//! command the policy the launcher applies and the words that say what was applied.
+//! The launcher's half, which applies a policy, is `process::confine`; see
+//! `docs/sandbox.md`.
+//!
+//! Like the launcher, the settings belong to the process: a backend serves one
+//! workspace, and its startup [`configure`]s them once. Without that (a library user,
+//! this crate's own tests) nothing is confined and nothing is said about it.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{OnceLock, PoisonError, RwLock};
+use std::time::Duration;
+
+use magi_config::{SandboxMode, SandboxNetwork, SandboxSettings};
+
+use crate::process::confine::Policy;
+use crate::process::{launcher, wait_until_exited};
+
+/// The variable that makes the kernel count as offering no sandbox, to try the
+/// degraded path on a machine that has one (a test setting: it only ever weakens).
+pub const UNAVAILABLE_ENV: &str = "MAGI_SANDBOX_UNAVAILABLE";
+
+/// Longest wait for the probe launcher, which only asks the kernel and exits.
+const PROBE_WAIT: Duration = Duration::from_secs(10);
+
+/// Directories every confined command may write: the system's temporary directories.
+const TEMP_DIRS: [&str; 3] = ["/tmp", "/var/tmp", "/dev/shm"];
+
+/// Device files a shell writes or opens for writing.
+const DEVICES: [&str; 8] = [
+    "/dev/null",
+    "/dev/zero",
+    "/dev/full",
+    "/dev/random",
+    "/dev/urandom",
+    "/dev/tty",
+    "/dev/ptmx",
+    "/dev/pts",
+];
+
+/// A command call's `sandbox` argument: only `"off"`, to run outside the sandbox, which
+/// always asks for an approval saying so.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum CallSandbox {
+    /// Run the command unconfined.
+    Off,
+}
+
+/// The JSON Schema of a command call's `sandbox` argument.
+pub(crate) fn call_schema() -> serde_json::Value {
+    serde_json::json!({
+        "type": "string",
+        "enum": ["off"],
+        "description": "Only after the sandbox refused the command: \"off\" runs it outside \
+                        the sandbox, which the user must approve."
+    })
+}
+
+/// Whether a command call's arguments (JSON text) ask to run outside the sandbox.
+pub fn asks_unconfined(arguments: &str) -> bool {
+    serde_json::from_str::<serde_json::Value>(arguments)
+        .ok()
+        .and_then(|value| value.get("sandbox").cloned())
+        .is_some_and(|sandbox| sandbox == "off")
+}
+
+/// The settings this process runs with.
+#[derive(Debug, Clone)]
+struct Config {
+    settings: SandboxSettings,
+    /// [`UNAVAILABLE_ENV`] was set.
+    simulate_unavailable: bool,
+}
+
+static CONFIG: RwLock<Option<Config>> = RwLock::new(None);
+/// Whether the notice that the sandbox is not in force was given (once per process).
+static NOTICE_GIVEN: AtomicBool = AtomicBool::new(false);
+
+/// Sets the sandbox every later command of this process runs in. `simulate_unavailable`
+/// makes the kernel count as offering none.
+pub fn configure(settings: &SandboxSettings, simulate_unavailable: bool) {
+    let config = Config {
+        settings: settings.clone(),
+        simulate_unavailable,
+    };
+    *CONFIG.write().unwrap_or_else(PoisonError::into_inner) = Some(config);
+}
+
+fn config() -> Option<Config> {
+    CONFIG
+        .read()
+        .unwrap_or_else(PoisonError::into_inner)
+        .clone()
+}
+
+/// What the kernel can enforce, as a probe launcher found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Support {
+    /// The Landlock ABI the kernel offers; none without Landlock.
+    pub landlock_abi: Option<i32>,
+    /// Whether every file-system and network right the sandbox asks for is enforced.
+    pub landlock_full: bool,
+    /// Whether a seccomp filter can be installed; the error says why not.
+    pub seccomp: Result<(), String>,
+}
+
+impl Support {
+    /// No sandbox, for the reason given.
+    fn none(why: String) -> Support {
+        Support {
+            landlock_abi: None,
+            landlock_full: false,
+            seccomp: Err(why),
+        }
+    }
+
+    /// One line for doctor and the docs: `Landlock ABI 7, seccomp available`.
+    pub fn describe(&self) -> String {
+        let landlock = match self.landlock_abi {
+            Some(abi) if self.landlock_full => format!("Landlock ABI {abi}"),
+            Some(abi) => format!("Landlock ABI {abi} (some rights not enforced)"),
+            None => "no Landlock".to_owned(),
+        };
+        let seccomp = match &self.seccomp {
+            Ok(()) => "seccomp available".to_owned(),
+            Err(why) => format!("no seccomp ({why})"),
+        };
+        format!("{landlock}, {seccomp}")
+    }
+}
+
+/// Asks `program` (this program, re-executed as a probe launcher that confines itself
+/// and says what the kernel enforced) what the kernel offers.
+pub fn probe(program: &Path) -> Support {
+    let child = Command::new(program)
+        .args([launcher::LAUNCH_ARGUMENT, "--probe"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn();
+    let mut child = match child {
+        Ok(child) => child,
+        Err(e) => return Support::none(format!("the probe could not start: {e}")),
+    };
+    if !wait_until_exited(&mut child, PROBE_WAIT) {
+        let _ = child.kill();
+        let _ = child.wait();
+        return Support::none("the probe did not answer".to_owned());
+    }
+    let mut line = String::new();
+    if let Some(mut stdout) = child.stdout.take() {
+        let _ = stdout.read_to_string(&mut line);
+    }
+    parse_probe(line.trim())
+}
+
+/// The probe's line: `landlock 7 full seccomp yes`, `landlock none seccomp no: why`.
+fn parse_probe(line: &str) -> Support {
+    let Some(rest) = line.strip_prefix("landlock ") else {
+        return Support::none(format!("the probe said {line:?}"));
+    };
+    let (landlock_abi, landlock_full, rest) = match rest.strip_prefix("none ") {
+        Some(rest) => (None, false, rest),
+        None => {
+            let mut words = rest.splitn(3, ' ');
+            let abi = words.next().and_then(|abi| abi.parse().ok());
+            let full = words.next() == Some("full");
+            (abi, full, words.next().unwrap_or_default())
+        }
+    };
+    let seccomp = match rest.strip_prefix("seccomp ") {
+        Some("yes") => Ok(()),
+        Some(no) => Err(no.strip_prefix("no: ").unwrap_or(no).to_owned()),
+        None => Err(format!("the probe said {line:?}")),
+    };
+    Support {
+        landlock_abi,
+        landlock_full,
+        seccomp,
+    }
+}
+
+/// What this kernel offers commands of this process, asked once.
+fn support(config: &Config) -> Support {
+    if config.simulate_unavailable {
+        return Support::none(format!("{UNAVAILABLE_ENV} is set"));
+    }
+    static SUPPORT: OnceLock<Support> = OnceLock::new();
+    SUPPORT
+        .get_or_init(|| match launcher::program() {
+            Some(program) => probe(program),
+            None => Support::none("commands start without the launcher".to_owned()),
+        })
+        .clone()
+}
+
+/// What doctor shows of the sandbox: what the kernel offers (asked of `program`
+/// re-executed as a probe launcher, unless `simulate_unavailable`), the mode these
+/// settings put in force with it, and whether that is all they ask for.
+pub fn inspect(
+    settings: &SandboxSettings,
+    simulate_unavailable: bool,
+    program: &Path,
+) -> (Support, Result<String, String>) {
+    let config = Config {
+        settings: settings.clone(),
+        simulate_unavailable,
+    };
+    let support = if simulate_unavailable {
+        support(&config)
+    } else {
+        probe(program)
+    };
+    let in_force = match decide_with(&config, &support, Path::new("."), false) {
+        Ok(decision) => match decision.notice {
+            None => Ok(decision.applied),
+            Some(notice) => Err(format!("{}: {notice}", decision.applied)),
+        },
+        Err(why) => Err(why),
+    };
+    (support, in_force)
+}
+
+/// How one command runs: the launcher's policy (none: unconfined), what the card and
+/// the model are told was applied, and the notice that the sandbox is not in force
+/// when this is the first command to meet it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Decision {
+    pub(crate) policy: Option<Policy>,
+    /// `workspace-write; network none`, `off`, `off (asked by the call)`, …
+    pub(crate) applied: String,
+    pub(crate) notice: Option<String>,
+}
+
+/// The launcher's policy for a command started in `cwd` (none: unconfined), with what
+/// the sandbox applied recorded in `facts`; unless `unconfined` (the call asked to run
+/// outside the sandbox, and its approval said so). The error is the call's refusal:
+/// the sandbox is required and cannot be had.
+pub(crate) fn prepare(
+    cwd: &Path,
+    unconfined: bool,
+    facts: &mut crate::facts::CommandFacts,
+) -> Result<Option<Policy>, crate::ToolOutput> {
+    match decide(cwd, unconfined) {
+        None => Ok(None),
+        Some(Err(why)) => Err(crate::ToolOutput::failed("sandbox unavailable", why)),
+        Some(Ok(decision)) => {
+            facts.sandbox = Some(decision.applied);
+            facts.sandbox_notice = decision.notice;
+            Ok(decision.policy)
+        }
+    }
+}
+
+/// How a command started in `cwd` runs; `unconfined` when the call asked to run outside
+/// the sandbox (its approval said so). None when this process has no sandbox settings.
+/// An error refuses the command: the sandbox is required and cannot be had.
+fn decide(cwd: &Path, unconfined: bool) -> Option<Result<Decision, String>> {
+    let config = config()?;
+    if config.settings.mode == SandboxMode::Off || unconfined {
+        return Some(decide_with(
+            &config,
+            &Support::none(String::new()),
+            cwd,
+            unconfined,
+        ));
+    }
+    let support = support(&config);
+    let mut decision = decide_with(&config, &support, cwd, false);
+    if let Ok(decision) = &mut decision
+        && decision.notice.is_some()
+        && NOTICE_GIVEN.swap(true, Ordering::SeqCst)
+    {
+        decision.notice = None;
+    }
+    Some(decision)
+}
+
+fn decide_with(
+    config: &Config,
+    support: &Support,
+    cwd: &Path,
+    unconfined: bool,
+) -> Result<Decision, String> {
+    let settings = &config.settings;
+    if unconfined {
+        return Ok(unconfined_decision("off (asked by the call)"));
+    }
+    if settings.mode == SandboxMode::Off {
+        return Ok(unconfined_decision("off"));
+    }
+    let needs_seccomp = settings.network != SandboxNetwork::All;
+    let missing = match (support.landlock_abi, &support.seccomp) {
+        (None, Err(why)) if !why.is_empty() => Some(format!("Landlock is unavailable ({why})")),
+        (None, _) => Some("this kernel offers no Landlock".to_owned()),
+        (Some(_), Err(why)) if needs_seccomp => Some(format!("seccomp is unavailable ({why})")),
+        _ => None,
+    };
+    let mode = settings.mode.as_str();
+    let network = settings.network.as_str();
+    let Some(missing) = missing else {
+        return Ok(Decision {
+            policy: Some(policy(settings, cwd)),
+            applied: format!("{mode}; network {network}"),
+            notice: None,
+        });
+    };
+    if settings.required {
+        return Err(format!(
+            "The sandbox is required ([sandbox] required = true) but {missing}; the command \
+             was not run."
+        ));
+    }
+    if support.landlock_abi.is_some() {
+        // Files confined, sockets not.
+        return Ok(Decision {
+            policy: Some(Policy {
+                network: SandboxNetwork::All,
+                ..policy(settings, cwd)
+            }),
+            applied: format!("{mode}; network not confined"),
+            notice: Some(format!(
+                "The sandbox confines files only: {missing}, so commands may reach the \
+                 network. Set [sandbox] required = true to refuse commands instead."
+            )),
+        });
+    }
+    Ok(Decision {
+        policy: None,
+        applied: "off (unavailable)".to_owned(),
+        notice: Some(format!(
+            "The sandbox ({mode}) is not in force: {missing}, so commands run unconfined. \
+             Set [sandbox] required = true to refuse commands instead."
+        )),
+    })
+}
+
+fn unconfined_decision(applied: &str) -> Decision {
+    Decision {
+        policy: None,
+        applied: applied.to_owned(),
+        notice: None,
+    }
+}
+
+/// The launcher's policy for a command started in `cwd`.
+fn policy(settings: &SandboxSettings, cwd: &Path) -> Policy {
+    Policy {
+        writable: writable_roots(settings, cwd),
+        network: settings.network,
+        required: settings.required,
+    }
+}
+
+/// Where a confined command may write under `settings`, started in `cwd`.
+fn writable_roots(settings: &SandboxSettings, cwd: &Path) -> Vec<PathBuf> {
+    let mut roots: Vec<PathBuf> = TEMP_DIRS
+        .iter()
+        .chain(&DEVICES)
+        .map(PathBuf::from)
+        .collect();
+    roots.push(std::env::temp_dir());
+    if settings.mode == SandboxMode::WorkspaceWrite {
+        roots.push(cwd.to_owned());
+        roots.extend(settings.writable_roots.iter().map(|root| root.0.clone()));
+    }
+    // A relative `TMPDIR` names no fixed place (and could read as a launcher option).
+    roots.retain(|root| root.is_absolute());
+    roots.sort();
+    roots.dedup();
+    roots
+}
+
+/// The program and leading arguments that start `program` (an MCP server) in the
+/// sandbox, as for a command started in `cwd`: through the launcher with its policy, or
+/// unconfined as [`launcher::command_line`] when the sandbox is off or not in force and
+/// not required. An error says why it may not start.
+pub fn confined_command_line(
+    program: &std::ffi::OsStr,
+    cwd: &Path,
+) -> Result<(std::ffi::OsString, Vec<std::ffi::OsString>), String> {
+    let policy = match decide(cwd, false) {
+        Some(Ok(decision)) => decision.policy,
+        Some(Err(why)) => return Err(why),
+        None => None,
+    };
+    Ok(policy
+        .and_then(|policy| launcher::confined_command_line(program, &policy))
+        .unwrap_or_else(|| launcher::command_line(program)))
+}
+
+/// The mode this process's commands run in; none without sandbox settings.
+pub fn configured_mode() -> Option<SandboxMode> {
+    config().map(|config| config.settings.mode)
+}
+
+/// Whether the agent's file tools (`write`, `edit`, `hash_edit`) may change `path`
+/// (absolute, symbolic links of its existing ancestors resolved) in workspace `cwd`: the roots a command may write, and
+/// `.git` only when `git_writable`. Always when this process has no sandbox settings
+/// or its mode is `off`. The error says why not and what to do.
+pub fn check_file_write(path: &Path, cwd: &Path) -> Result<(), String> {
+    let Some(config) = config() else {
+        return Ok(());
+    };
+    let settings = &config.settings;
+    if settings.mode == SandboxMode::Off {
+        return Ok(());
+    }
+    let git = cwd.join(".git");
+    if settings.mode == SandboxMode::WorkspaceWrite
+        && !settings.git_writable
+        && path.starts_with(&git)
+    {
+        return Err(format!(
+            "{} is inside the workspace's .git, which the sandbox keeps read-only; set \
+             [sandbox] git_writable = true to let the file tools change it.",
+            path.display()
+        ));
+    }
+    let roots = writable_roots(settings, cwd);
+    if roots.iter().any(|root| path.starts_with(root)) {
+        return Ok(());
+    }
+    Err(format!(
+        "{} is outside the sandbox's writable roots ({}): the sandbox mode is {}. Add its \
+         directory to [sandbox] writable_roots, or choose another mode, to write there.",
+        path.display(),
+        match settings.mode {
+            SandboxMode::ReadOnly => "the temporary directories".to_owned(),
+            _ => "the workspace, the temporary directories and writable_roots".to_owned(),
+        },
+        settings.mode.as_str()
+    ))
+}
+
+/// What the model is told after a confined command failed in a way the sandbox causes
+/// (a write refused, a socket refused), read from its stderr; none otherwise.
+pub(crate) fn denial_hint(applied: &str, stderr: &str) -> Option<String> {
+    const SIGNS: [&str; 4] = [
+        "Permission denied",
+        "Operation not permitted",
+        "Read-only file system",
+        "EACCES",
+    ];
+    if applied.starts_with("off") || !SIGNS.iter().any(|sign| stderr.contains(sign)) {
+        return None;
+    }
+    Some(format!(
+        "[the sandbox ({applied}) may have refused this: it lets commands write only their \
+         writable roots and open only the sockets its network setting allows. If the \
+         command needs more, call it again with \"sandbox\": \"off\"; that asks the user \
+         to approve running it outside the sandbox]"
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(mode: SandboxMode, network: SandboxNetwork, required: bool) -> Config {
+        Config {
+            settings: SandboxSettings {
+                mode,
+                network,
+                required,
+                ..SandboxSettings::default()
+            },
+            simulate_unavailable: false,
+        }
+    }
+
+    fn full() -> Support {
+        parse_probe("landlock 7 full seccomp yes")
+    }
+
+    #[test]
+    fn the_probe_line_is_read() {
+        assert_eq!(
+            full(),
+            Support {
+                landlock_abi: Some(7),
+                landlock_full: true,
+                seccomp: Ok(())
+            }
+        );
+        let none = parse_probe("landlock none seccomp no: not permitted");
+        assert_eq!(none.landlock_abi, None);
+        assert_eq!(none.seccomp, Err("not permitted".to_owned()));
+        assert_eq!(parse_probe("garbage").landlock_abi, None);
+    }
+
+    #[test]
+    fn decisions_say_what_is_applied() {
+        let cwd = Path::new("/work/project");
+        let workspace = config(SandboxMode::WorkspaceWrite, SandboxNetwork::None, false);
+        let decision = decide_with(&workspace, &full(), cwd, false).unwrap();
+        assert_eq!(decision.applied, "workspace-write; network none");
+        let policy = decision.policy.unwrap();
+        assert!(policy.writable.contains(&cwd.to_owned()));
+        assert!(policy.writable.contains(&PathBuf::from("/tmp")));
+
+        let read_only = config(SandboxMode::ReadOnly, SandboxNetwork::Loopback, false);
+        let decision = decide_with(&read_only, &full(), cwd, false).unwrap();
+        assert!(!decision.policy.unwrap().writable.contains(&cwd.to_owned()));
+
+        let asked = decide_with(&workspace, &full(), cwd, true).unwrap();
+        assert_eq!(
+            (asked.policy, asked.applied.as_str()),
+            (None, "off (asked by the call)")
+        );
+
+        let missing = Support::none("gone".to_owned());
+        let degraded = decide_with(&workspace, &missing, cwd, false).unwrap();
+        assert_eq!(degraded.applied, "off (unavailable)");
+        assert!(
+            degraded
+                .notice
+                .unwrap()
+                .contains("Landlock is unavailable (gone)")
+        );
+        let required = config(SandboxMode::WorkspaceWrite, SandboxNetwork::None, true);
+        assert!(decide_with(&required, &missing, cwd, false).is_err());
+
+        let no_seccomp = Support {
+            seccomp: Err("filtered".to_owned()),
+            ..full()
+        };
+        let files_only = decide_with(&workspace, &no_seccomp, cwd, false).unwrap();
+        assert_eq!(files_only.applied, "workspace-write; network not confined");
+        assert_eq!(files_only.policy.unwrap().network, SandboxNetwork::All);
+    }
+
+    #[test]
+    fn denials_are_recognised_only_when_confined() {
+        let stderr = "bash: /etc/x: Permission denied\n";
+        assert!(denial_hint("workspace-write; network none", stderr).is_some());
+        assert!(denial_hint("off", stderr).is_none());
+        assert!(denial_hint("read-only; network none", "no such file\n").is_none());
+    }
+}

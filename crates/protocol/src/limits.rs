@@ -499,3 +499,13 @@ pub const LOOP_NOTE_ROUNDS: usize = 3;
 /// Rounds in a row with the same calls, arguments and results that end the turn
 /// (`loop_detected`).
 pub const LOOP_END_ROUNDS: usize = 5;
+
+/// Largest JSON-RPC message `magi-code acp` reads or writes, in bytes: far above the
+/// local-agent frame, since an ACP prompt may embed whole files and base64 images.
+pub const ACP_MESSAGE_BYTES: usize = 32 * 1_048_576;
+/// Most ACP sessions one `magi-code acp` connection keeps open at once, each with a
+/// backend of its own.
+pub const ACP_SESSIONS: usize = 16;
+/// Most `session/request_permission` (and other) requests `magi-code acp` waits on at
+/// once from its client.
+pub const ACP_PENDING_REQUESTS: usize = 256;

@@ -40,10 +40,7 @@ pub(crate) async fn options(backend: &mut Backend) -> Result<Vec<SessionConfigOp
 /// the selected one even when the catalog does not list it), and the efforts the
 /// selected model permits when it takes one.
 fn build(selection: &SelectionStatus, choices: &[CatalogChoice]) -> Vec<SessionConfigOption> {
-    let current = match (&selection.provider, &selection.model) {
-        (Some(provider), Some(model)) => format!("{provider}/{model}"),
-        _ => String::new(),
-    };
+    let current = current_value(selection);
     let mut models: Vec<SessionConfigSelectOption> = choices
         .iter()
         .filter(|c| c.availability == Availability::Available || value_of(c) == current)
@@ -87,6 +84,14 @@ fn build(selection: &SelectionStatus, choices: &[CatalogChoice]) -> Vec<SessionC
     options
 }
 
+/// The model option's value of the selection: `provider/model`, empty before one.
+fn current_value(selection: &SelectionStatus) -> String {
+    match (&selection.provider, &selection.model) {
+        (Some(provider), Some(model)) => format!("{provider}/{model}"),
+        _ => String::new(),
+    }
+}
+
 /// A choice's option value: `provider/model`.
 fn value_of(choice: &CatalogChoice) -> String {
     format!("{}/{}", choice.provider, choice.model)
@@ -102,6 +107,11 @@ pub(crate) async fn set(
 ) -> Result<Vec<SessionConfigOption>, Error> {
     let selection = selection(backend).await?;
     let catalog = catalog(backend).await?;
+    let current = current_value(&selection);
+    if option == MODEL && value == current {
+        // Already selected (perhaps a model the catalog does not list): nothing to set.
+        return Ok(build(&selection, &catalog.choices));
+    }
     let (provider, model, effort) = match option {
         MODEL => {
             let choice = catalog

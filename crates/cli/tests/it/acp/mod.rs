@@ -1,7 +1,8 @@
 //! `magi-code acp`, the Agent Client Protocol agent, driven through the real binary with
 //! the schema crate's own client types against the mock model: initialization,
 //! sessions, streamed replies, tool calls and their permissions, cancellation, replay,
-//! listing, the model option, two folders at once, and malformed input.
+//! listing, the model option, two folders at once, and malformed input. `sdk` is the
+//! same ground covered by the official TypeScript SDK's client (ignored: it needs npm).
 
 #![allow(
     clippy::unwrap_used,
@@ -19,6 +20,8 @@ use agent_client_protocol_schema::v1::{
 };
 use magi_testkit::{MockServer, Reply};
 use serde_json::{Value, json};
+
+mod sdk;
 
 use crate::common::acp::{Acp, text_of};
 use crate::common::approval::{bash, calls, env_for};

@@ -289,7 +289,7 @@ impl Agent {
         let capabilities = AgentCapabilities::new()
             .load_session(true)
             .prompt_capabilities(PromptCapabilities::new().image(true).embedded_context(true))
-            .mcp_capabilities(McpCapabilities::new())
+            .mcp_capabilities(McpCapabilities::new().http(true))
             .session_capabilities(
                 SessionCapabilities::new()
                     .list(SessionListCapabilities::new())
@@ -314,13 +314,6 @@ impl Agent {
         if let Err(e) = check_cwd(&cwd) {
             return (Err(e), Vec::new());
         }
-        if !mcp_servers.is_empty() {
-            eprintln!(
-                "magi-code acp: {} MCP server(s) given by the client were not started: magi-code \
-                 starts the MCP servers of the folder's settings (docs/mcp.md)",
-                mcp_servers.len()
-            );
-        }
         let loading = matches!(target, Target::Load(_));
         {
             let mut state = self.state();
@@ -341,7 +334,7 @@ impl Agent {
             }
             state.opening += 1;
         }
-        let opened = session::open(self.peer.clone(), cwd, target).await;
+        let opened = session::open(self.peer.clone(), cwd, mcp_servers, target).await;
         let mut state = self.state();
         state.opening -= 1;
         let (id, handle, options) = match opened {
@@ -368,7 +361,7 @@ impl Agent {
             })?,
         };
         check_cwd(&cwd)?;
-        let mut backend = session::backend(&cwd).await?;
+        let mut backend = session::backend(&cwd, &[]).await?;
         let params = SessionListParams {
             revision: None,
             cursor: request.cursor,

@@ -9,10 +9,11 @@
 //!
 //! The parts: `transport` (bounded lines in, one writer out), `rpc` (JSON-RPC envelopes
 //! and the agent's own requests), `agent` (the methods), `session` (one session's task
-//! and backend), `prompt` (ACP content as the runtime's input) and `tool_calls` (cards
-//! as ACP tool calls).
+//! and backend), `prompt` (ACP content as the runtime's input) `tool_calls` (cards
+//! as ACP tool calls) and `mcp` (the editor's MCP servers for a session's backend).
 
 mod agent;
+mod mcp;
 mod prompt;
 mod rpc;
 mod session;

@@ -4,6 +4,7 @@
 //! Nothing here touches the network. Readiness means "configured and a credential is
 //! present", never "the provider answered".
 
+mod client_mcp;
 mod effort;
 mod env;
 mod instructions;
@@ -21,6 +22,7 @@ mod skills;
 mod text_file;
 mod tools;
 
+pub use client_mcp::{CLIENT_MCP_SERVERS_ENV, ClientMcpServer, client_mcp_servers};
 pub use effort::{Effort, EffortProfile, EffortSupport, profile as effort_profile};
 pub use env::Env;
 pub use instructions::{

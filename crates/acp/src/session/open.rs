@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use agent_client_protocol_schema::v1::{
-    ContentBlock, ContentChunk, Error, SessionConfigOption, SessionUpdate, ToolCall,
+    ContentBlock, ContentChunk, Error, McpServer, SessionConfigOption, SessionUpdate, ToolCall,
 };
 use magi_client::{Backend, BackendCommand};
 use magi_protocol::messages::{
@@ -50,21 +50,30 @@ pub(crate) enum Target {
     Resume(String),
 }
 
-/// A started backend in `cwd`, initialized.
-pub(crate) async fn backend(cwd: &Path) -> Result<Backend, Error> {
+/// A started backend in `cwd` with these variables beyond ours, initialized.
+pub(crate) async fn backend(cwd: &Path, env: &[(String, String)]) -> Result<Backend, Error> {
     let exe = std::env::current_exe().map_err(|e| {
         Error::internal_error().data(json!(format!("cannot find the magi-code executable: {e}")))
     })?;
-    let mut backend = BackendCommand::new(exe)
-        .current_dir(cwd)
+    let command = env.iter().fold(
+        BackendCommand::new(exe).current_dir(cwd),
+        |command, (k, v)| command.env(k, v),
+    );
+    let mut backend = command
         .spawn()
         .map_err(|e| Error::internal_error().data(json!(format!("{e}"))))?;
     match backend.initialize(CAPABILITIES).await {
         Ok(Ok(_)) => Ok(backend),
         Ok(Err(code)) => {
             backend.kill().await;
+            let hint = if env.is_empty() {
+                "run `magi-code doctor` there to see why"
+            } else {
+                "an MCP server the client passed may not have started; run `magi-code \
+                 doctor` there for the rest"
+            };
             Err(Error::internal_error().data(json!(format!(
-                "magi-code could not start in {}: {}; run `magi-code doctor` there to see why",
+                "magi-code could not start in {}: {}; {hint}",
                 cwd.display(),
                 code.as_str()
             ))))
@@ -80,9 +89,11 @@ pub(crate) async fn backend(cwd: &Path) -> Result<Backend, Error> {
 pub(crate) async fn open(
     peer: Peer,
     cwd: PathBuf,
+    mcp_servers: &[McpServer],
     target: Target,
 ) -> Result<(String, Handle, Vec<SessionConfigOption>), Error> {
-    let mut backend = backend(&cwd).await?;
+    let env = crate::mcp::backend_env(mcp_servers)?;
+    let mut backend = backend(&cwd, &env).await?;
     let opened = attach(&mut backend, &cwd, &target).await;
     let attached = match opened {
         Ok(attached) => attached,

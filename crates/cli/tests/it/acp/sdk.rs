@@ -1,6 +1,7 @@
 //! The official TypeScript SDK's client (`@agentclientprotocol/sdk`, from npm) driving
-//! `magi-code acp` through a whole scenario (`sdk_client.mjs`), its schema checking
-//! every message: ignored by default, run by `.ci/run` with the other npm test.
+//! `magi-code acp` through a whole scenario (`sdk_client.mjs`, MCP server passed by the
+//! client included), its schema checking every message: ignored by default, run by
+//! `.ci/run` with the other npm test.
 
 #![allow(
     clippy::unwrap_used,
@@ -54,6 +55,12 @@ async fn acp_the_typescript_sdk_client_drives_a_whole_scenario() {
     mock.enqueue(Reply::stream().text(["Thinking", " long"]).held());
     mock.enqueue(Reply::stream().text(["Same."]));
     mock.enqueue(Reply::stream().text(["Same."]));
+    mock.enqueue(Reply::stream().tool_call(
+        "e1",
+        "mcp__editor-tools__echo",
+        ["{\"message\":\"hello from the model\"}"],
+    ));
+    mock.enqueue(Reply::stream().text(["Echoed."]));
     let env = env_for(&mock);
     let other = env.root().join("other");
     std::fs::create_dir(&other).unwrap();
@@ -73,6 +80,7 @@ async fn acp_the_typescript_sdk_client_drives_a_whole_scenario() {
         .arg(bin())
         .arg(env.cwd())
         .arg(&other)
+        .arg(magi_testkit::mock_mcp_server().unwrap())
         .env_clear()
         .env("PATH", std::env::var("PATH").unwrap_or_default())
         .env("MC_HOME", env.mc_home())
@@ -117,10 +125,16 @@ async fn acp_the_typescript_sdk_client_drives_a_whole_scenario() {
         .iter()
         .map(|p| p["kind"].as_str().unwrap())
         .collect();
-    // The "always" turn asked once for its two calls.
+    // The "always" turn asked once for its two calls; the last is the MCP call.
     assert_eq!(
         asked,
-        ["allow_once", "reject_once", "allow_always", "allow_once"]
+        [
+            "allow_once",
+            "reject_once",
+            "allow_always",
+            "allow_once",
+            "allow_once"
+        ]
     );
 
     let from = steps["write"]["from"].as_u64().unwrap();
@@ -138,6 +152,20 @@ async fn acp_the_typescript_sdk_client_drives_a_whole_scenario() {
     let listed = steps["list"]["sessions"].as_array().unwrap();
     assert!(listed.iter().any(|s| s["sessionId"] == *id), "{listed:?}");
     assert_eq!(steps["parallel"]["stops"], json!(["end_turn", "end_turn"]));
+    assert_eq!(steps["mcp"]["stopReason"], "end_turn");
+    assert_eq!(steps["mcp"]["text"], "Echoed.");
+    let from = steps["mcp"]["from"].as_u64().unwrap();
+    let echo = updates(&report, from, "tool_call_update")
+        .into_iter()
+        .find(|u| u["status"] == "completed")
+        .expect("the MCP tool call completed");
+    assert!(
+        echo["content"].to_string().contains("Server: editor-tools"),
+        "{echo}"
+    );
+    let requests = mock.requests();
+    let output = tool_outputs(&requests[requests.len() - 1].body).join("\n");
+    assert!(output.contains("hello from the model"), "{output}");
     let kinds = steps["load"]["kinds"].as_array().unwrap();
     for kind in ["user_message_chunk", "agent_message_chunk", "tool_call"] {
         assert!(kinds.iter().any(|k| k == kind), "{kind} in {kinds:?}");

@@ -3,16 +3,16 @@
 // scenario the test queued on the mock model, validates every message with the SDK,
 // and prints one JSON report on stdout for the test to check.
 //
-// Usage: node acp_sdk_client.mjs MAGI_CODE WORKSPACE OTHER_WORKSPACE
+// Usage: node sdk_client.mjs MAGI_CODE WORKSPACE OTHER_WORKSPACE MOCK_MCP_SERVER
 
 import { spawn } from "node:child_process";
 import { Readable, Writable } from "node:stream";
 import { client, methods, ndJsonStream, PROTOCOL_VERSION } from "@agentclientprotocol/sdk";
 
-const [bin, workspace, other] = process.argv.slice(2);
+const [bin, workspace, other, mcpServer] = process.argv.slice(2);
 const report = { steps: {}, updates: [], permissions: [] };
 // The kinds the permission requests are answered with, in order.
-const answers = ["allow_once", "reject_once", "allow_always", "allow_once"];
+const answers = ["allow_once", "reject_once", "allow_always", "allow_once", "allow_once"];
 
 function start() {
   const child = spawn(bin, ["acp"], { cwd: workspace, stdio: ["pipe", "pipe", "inherit"] });
@@ -93,6 +93,17 @@ async function firstConnection(ctx) {
     ),
   );
   report.steps.parallel = { sessions: [a.sessionId, b.sessionId], stops: both.map((r) => r.stopReason) };
+  // An MCP server passed by the client, for its session only.
+  const c = await ctx.request(methods.agent.session.new, {
+    cwd: workspace,
+    mcpServers: [{ name: "editor tools", command: mcpServer, args: [], env: [] }],
+  });
+  const from = report.updates.length;
+  const answer = await ctx.request(methods.agent.session.prompt, {
+    sessionId: c.sessionId,
+    prompt: [{ type: "text", text: "Echo something" }],
+  });
+  report.steps.mcp = { stopReason: answer.stopReason, text: text(c.sessionId, from), from };
   return id;
 }
 

@@ -22,6 +22,7 @@ use magi_testkit::{MockServer, Reply};
 use serde_json::{Value, json};
 
 mod mcp;
+mod models;
 mod sdk;
 
 use crate::common::acp::{Acp, text_of};

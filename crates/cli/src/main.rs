@@ -61,6 +61,14 @@ Example (a client's view; the first line it sends):
   magi-code serve --stdio
   {\"protocol\":\"magi-code.local-agent\",\"version\":1,\"id\":\"r1\",\"method\":\"initialize\",\"params\":{\"required_capabilities\":[\"status\",\"shutdown\"]}}";
 
+const ACP_ABOUT: &str = "\
+Serve the Agent Client Protocol (ACP, version 1) on stdin and stdout, for an editor that \
+spawns magi-code as its agent: Zed, JetBrains IDEs, Neovim (CodeCompanion, avante) and \
+other ACP clients. Each session the editor opens runs the same backend as every other \
+front end, in the session's folder, with that folder's settings, instructions and MCP \
+servers. Stdout carries ACP messages only; notes go to stderr. Setup for each editor: \
+docs/acp.md.";
+
 const DOCTOR_ABOUT: &str = "\
 Check the setup: show the configuration in use and where each part comes from \
 (MC_HOME, each settings file read or absent, the provider, its base URL, whether its \
@@ -127,6 +135,10 @@ enum Command {
     /// List the hooks defined for this directory, approve or revoke the project's.
     #[command(subcommand, long_about = hooks::LONG_ABOUT, after_help = hooks::AFTER_HELP)]
     Hooks(hooks::HooksCommand),
+    /// Serve the Agent Client Protocol on stdin and stdout, for editors (Zed,
+    /// JetBrains, Neovim): see docs/acp.md.
+    #[command(long_about = ACP_ABOUT)]
+    Acp,
     /// Run one turn in this directory and print the reply, for scripts.
     #[command(long_about = exec::LONG_ABOUT, after_help = exec::AFTER_HELP)]
     Exec(exec::ExecArgs),
@@ -177,6 +189,7 @@ fn main() -> ExitCode {
         Some(Command::Mcp(command)) => mcp::run(command),
         Some(Command::Hooks(command)) => hooks::run(command),
         Some(Command::Exec(args)) => exec::run(&args),
+        Some(Command::Acp) => magi_acp::run(),
     }
 }
 

@@ -114,6 +114,7 @@ fn line(review: &ServerReview) -> String {
     let source = match server.source {
         McpSource::Global => "global",
         McpSource::Project => "project",
+        McpSource::Client => "client",
     };
     format!(
         "{}\t{state}\t{source}\t{}\t{}",

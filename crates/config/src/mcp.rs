@@ -31,6 +31,9 @@ pub enum McpSource {
     Global,
     /// `<cwd>/.magi/settings.toml`.
     Project,
+    /// The client that started this backend (`magi-code acp`'s editor), for this
+    /// backend alone; see `client_mcp`.
+    Client,
 }
 
 /// How the backend reaches a server.

@@ -169,9 +169,17 @@ pub fn start(
         failure.clone()
     })?;
     let (hooks, unapproved_hooks) = settings.hooks.approved(&hook_approvals, &cwd);
+    // The servers the client passed for this backend alone (docs/mcp.md); one of them
+    // replaces a configured server of the same name.
+    let client_servers = magi_config::client_mcp_servers(env).map_err(|e| {
+        failure.error = config_error_code(&e);
+        failure.clone()
+    })?;
     // Connecting MCP servers is the last step: nothing is started for a configuration
     // that fails any other check.
-    let servers = crate::mcp::approved_servers(&settings.mcp_servers, &approvals, &cwd);
+    let mut servers = crate::mcp::approved_servers(&settings.mcp_servers, &approvals, &cwd);
+    servers.retain(|s| !client_servers.iter().any(|c| c.name == s.name));
+    servers.extend(client_servers.iter());
     let mcp = crate::mcp::connect(&servers, &cwd, env, cancel).map_err(|e| {
         failure.error = match e {
             McpStartError::Cancelled => StartupError::StartupCancelled,

@@ -542,3 +542,13 @@ pub const HOOK_EVENT_OUTPUT_BYTES: usize = 16_384;
 /// Most bytes of a tool's result (or a prompt) a hook's input carries; longer text is
 /// cut with a marker.
 pub const HOOK_INPUT_TEXT_BYTES: usize = 65_536;
+
+/// Largest JSON-RPC message `magi-code acp` reads or writes, in bytes: far above the
+/// local-agent frame, since an ACP prompt may embed whole files and base64 images.
+pub const ACP_MESSAGE_BYTES: usize = 32 * 1_048_576;
+/// Most ACP sessions one `magi-code acp` connection keeps open at once, each with a
+/// backend of its own.
+pub const ACP_SESSIONS: usize = 16;
+/// Most `session/request_permission` (and other) requests `magi-code acp` waits on at
+/// once from its client.
+pub const ACP_PENDING_REQUESTS: usize = 256;

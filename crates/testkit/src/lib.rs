@@ -36,7 +36,7 @@ mod server;
 
 pub use mcp_mock::{MOCK_MCP_EXIT_STATUS, McpMock};
 pub use mcp_mock_binary::{MOCK_MCP_BIN, mock_mcp_server};
-pub use mcp_server::{EVERYTHING_PACKAGE, EVERYTHING_VERSION, everything_server};
+pub use mcp_server::{EVERYTHING_PACKAGE, EVERYTHING_VERSION, everything_server, npm_package};
 pub use render::Format;
 pub use reply::{Reply, Stop, ToolCall};
 pub use scenario::{DELTAS, Scenario, TOOL_CALLS};

@@ -10,6 +10,7 @@
 
 mod common;
 
+mod acp;
 mod approval_scopes;
 mod approvals;
 mod ast_grep;

@@ -19,6 +19,7 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use tokio::io::AsyncReadExt;
 
+pub mod acp;
 pub mod approval;
 pub mod tmux;
 
@@ -73,6 +74,11 @@ impl TestEnv {
     pub fn without(mut self, key: &str) -> TestEnv {
         self.vars.retain(|(k, _)| k != key);
         self
+    }
+
+    /// The backend's environment variables.
+    pub fn vars(&self) -> impl Iterator<Item = (&String, &String)> {
+        self.vars.iter().map(|(k, v)| (k, v))
     }
 
     /// `MC_HOME` (not created until the backend starts up).

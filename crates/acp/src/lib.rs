@@ -1,0 +1,39 @@
+//! `magi-code acp`: an Agent Client Protocol (version 1) agent on stdin and stdout, for
+//! editors such as Zed, JetBrains IDEs and Neovim.
+//!
+//! It is a front end like Mission Control and `exec`: each ACP session gets a backend of
+//! its own — the same `magi-code serve --stdio` runtime, started in the session's folder
+//! through the client library — and this crate translates between ACP and the
+//! local-agent protocol (docs/acp.md). Stdout carries ACP messages only; anything said
+//! about the connection goes to stderr.
+//!
+//! The parts: `transport` (bounded lines in, one writer out), `rpc` (JSON-RPC envelopes
+//! and the agent's own requests), `agent` (the methods), `session` (one session's task
+//! and backend), `prompt` (ACP content as the runtime's input) `tool_calls` (cards
+//! as ACP tool calls) and `mcp` (the editor's MCP servers for a session's backend).
+
+mod agent;
+mod mcp;
+mod prompt;
+mod rpc;
+mod session;
+mod tool_calls;
+mod transport;
+
+use std::process::ExitCode;
+
+/// Serves ACP on this process's stdin and stdout until stdin ends.
+pub fn run() -> ExitCode {
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("magi-code acp: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    runtime.block_on(agent::serve(tokio::io::stdin(), tokio::io::stdout()));
+    ExitCode::SUCCESS
+}

@@ -1,0 +1,173 @@
+//! The official TypeScript SDK's client (`@agentclientprotocol/sdk`, from npm) driving
+//! `magi-code acp` through a whole scenario (`sdk_client.mjs`, MCP server passed by the
+//! client included), its schema checking every message: ignored by default, run by
+//! `.ci/run` with the other npm test.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test code: a failed step is a failed test"
+)]
+
+use std::path::Path;
+
+use magi_testkit::{MockServer, Reply, npm_package};
+use serde_json::{Value, json};
+
+use crate::common::approval::{bash, calls, env_for};
+use crate::common::*;
+
+/// The SDK's package and the version the script is written for.
+const SDK_PACKAGE: &str = "@agentclientprotocol/sdk";
+const SDK_VERSION: &str = "2.4.0";
+/// The scripted client.
+const SCRIPT: &str = include_str!("sdk_client.mjs");
+
+/// The updates of `report` from index `from`, of one kind.
+fn updates<'a>(report: &'a Value, from: u64, kind: &str) -> Vec<&'a Value> {
+    report["updates"].as_array().unwrap()[from as usize..]
+        .iter()
+        .map(|u| &u["update"])
+        .filter(|u| u["sessionUpdate"] == kind)
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs Node.js, npm and the npm registry; .ci/run runs it after the main suite"]
+async fn acp_the_typescript_sdk_client_drives_a_whole_scenario() {
+    let mock = MockServer::start().await;
+    mock.enqueue(Reply::stream().text(["Hello from ", "magi-code."]));
+    mock.enqueue(calls(
+        "bash",
+        &[bash("b1", "echo made > made.txt && echo done")],
+    ));
+    mock.enqueue(Reply::stream().text(["Made."]));
+    mock.enqueue(calls("bash", &[bash("b2", "touch refused.txt")]));
+    mock.enqueue(Reply::stream().text(["Refused."]));
+    mock.enqueue(calls(
+        "bash",
+        &[bash("b3", "touch one.txt"), bash("b4", "touch two.txt")],
+    ));
+    mock.enqueue(Reply::stream().text(["Both."]));
+    let write = json!({"path": "notes.txt", "content": "remember\n"}).to_string();
+    mock.enqueue(Reply::stream().tool_call("w1", "write", [write.as_str()]));
+    mock.enqueue(Reply::stream().text(["Written."]));
+    mock.enqueue(Reply::stream().text(["Thinking", " long"]).held());
+    mock.enqueue(Reply::stream().text(["Same."]));
+    mock.enqueue(Reply::stream().text(["Same."]));
+    mock.enqueue(Reply::stream().tool_call(
+        "e1",
+        "mcp__editor-tools__echo",
+        ["{\"message\":\"hello from the model\"}"],
+    ));
+    mock.enqueue(Reply::stream().text(["Echoed."]));
+    let env = env_for(&mock);
+    let other = env.root().join("other");
+    std::fs::create_dir(&other).unwrap();
+
+    let root = npm_package(
+        Path::new(env!("CARGO_TARGET_TMPDIR")),
+        SDK_PACKAGE,
+        SDK_VERSION,
+    )
+    .unwrap_or_else(|why| panic!("the ACP SDK could not be installed: {why}"));
+    let client = env.root().join("sdk-client");
+    std::fs::create_dir(&client).unwrap();
+    std::os::unix::fs::symlink(root.join("node_modules"), client.join("node_modules")).unwrap();
+    std::fs::write(client.join("client.mjs"), SCRIPT).unwrap();
+    let run = tokio::process::Command::new("node")
+        .arg(client.join("client.mjs"))
+        .arg(bin())
+        .arg(env.cwd())
+        .arg(&other)
+        .arg(magi_testkit::mock_mcp_server().unwrap())
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("MC_HOME", env.mc_home())
+        .envs(env.vars())
+        .stdin(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .output();
+    let output = tokio::time::timeout(WAIT * 6, run).await.unwrap().unwrap();
+    mock.release();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let steps = &report["steps"];
+
+    assert_eq!(steps["initialize"]["protocolVersion"], 1);
+    assert_eq!(
+        steps["initialize"]["agentCapabilities"]["loadSession"],
+        true
+    );
+    assert_eq!(steps["hello"]["stopReason"], "end_turn");
+    assert_eq!(steps["hello"]["text"], "Hello from magi-code.");
+
+    let from = steps["allowed"]["from"].as_u64().unwrap();
+    assert_eq!(steps["allowed"]["stopReason"], "end_turn");
+    assert!(env.cwd().join("made.txt").exists());
+    let call = updates(&report, from, "tool_call")[0];
+    assert_eq!(call["kind"], "execute", "{call}");
+    let done = updates(&report, from, "tool_call_update")
+        .into_iter()
+        .find(|u| u["status"] == "completed")
+        .expect("the call completed");
+    assert!(done["content"].to_string().contains("done"), "{done}");
+
+    assert!(!env.cwd().join("refused.txt").exists());
+    assert!(env.cwd().join("one.txt").exists() && env.cwd().join("two.txt").exists());
+    let asked: Vec<&str> = report["permissions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["kind"].as_str().unwrap())
+        .collect();
+    // The "always" turn asked once for its two calls; the last is the MCP call.
+    assert_eq!(
+        asked,
+        [
+            "allow_once",
+            "reject_once",
+            "allow_always",
+            "allow_once",
+            "allow_once"
+        ]
+    );
+
+    let from = steps["write"]["from"].as_u64().unwrap();
+    let diff = updates(&report, from, "tool_call_update")
+        .into_iter()
+        .flat_map(|u| u["content"].as_array().cloned().unwrap_or_default())
+        .find(|c| c["type"] == "diff")
+        .expect("the write shows a diff");
+    assert_eq!(diff["newText"], "remember\n");
+    assert_eq!(diff["path"], json!(env.cwd().join("notes.txt")));
+
+    assert_eq!(steps["cancel"]["stopReason"], "cancelled");
+    assert!(steps["setModel"]["configOptions"].is_array());
+    let id = &steps["new"]["sessionId"];
+    let listed = steps["list"]["sessions"].as_array().unwrap();
+    assert!(listed.iter().any(|s| s["sessionId"] == *id), "{listed:?}");
+    assert_eq!(steps["parallel"]["stops"], json!(["end_turn", "end_turn"]));
+    assert_eq!(steps["mcp"]["stopReason"], "end_turn");
+    assert_eq!(steps["mcp"]["text"], "Echoed.");
+    let from = steps["mcp"]["from"].as_u64().unwrap();
+    let echo = updates(&report, from, "tool_call_update")
+        .into_iter()
+        .find(|u| u["status"] == "completed")
+        .expect("the MCP tool call completed");
+    assert!(
+        echo["content"].to_string().contains("Server: editor-tools"),
+        "{echo}"
+    );
+    let requests = mock.requests();
+    let output = tool_outputs(&requests[requests.len() - 1].body).join("\n");
+    assert!(output.contains("hello from the model"), "{output}");
+    let kinds = steps["load"]["kinds"].as_array().unwrap();
+    for kind in ["user_message_chunk", "agent_message_chunk", "tool_call"] {
+        assert!(kinds.iter().any(|k| k == kind), "{kind} in {kinds:?}");
+    }
+}

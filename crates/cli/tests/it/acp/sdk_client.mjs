@@ -1,0 +1,128 @@
+// A scripted ACP client on the official TypeScript SDK (@agentclientprotocol/sdk),
+// run by the ignored test in acp/sdk.rs: it starts `magi-code acp`, plays the
+// scenario the test queued on the mock model, validates every message with the SDK,
+// and prints one JSON report on stdout for the test to check.
+//
+// Usage: node sdk_client.mjs MAGI_CODE WORKSPACE OTHER_WORKSPACE MOCK_MCP_SERVER
+
+import { spawn } from "node:child_process";
+import { Readable, Writable } from "node:stream";
+import { client, methods, ndJsonStream, PROTOCOL_VERSION } from "@agentclientprotocol/sdk";
+
+const [bin, workspace, other, mcpServer] = process.argv.slice(2);
+const report = { steps: {}, updates: [], permissions: [] };
+// The kinds the permission requests are answered with, in order.
+const answers = ["allow_once", "reject_once", "allow_always", "allow_once", "allow_once"];
+
+function start() {
+  const child = spawn(bin, ["acp"], { cwd: workspace, stdio: ["pipe", "pipe", "inherit"] });
+  const stream = ndJsonStream(Writable.toWeb(child.stdin), Readable.toWeb(child.stdout));
+  return { child, stream };
+}
+
+const app = client({ name: "magi-code-acp-test" })
+  .onRequest(methods.client.session.requestPermission, ({ params }) => {
+    const kind = answers.shift() ?? "reject_once";
+    const option = params.options.find((o) => o.kind === kind);
+    report.permissions.push({ kind, options: params.options.map((o) => o.kind), title: params.toolCall.title });
+    return { outcome: { outcome: "selected", optionId: option.optionId } };
+  })
+  .onNotification(methods.client.session.update, ({ params }) => {
+    report.updates.push(params);
+  });
+
+function text(sessionId, from) {
+  return report.updates
+    .slice(from)
+    .filter((u) => u.sessionId === sessionId && u.update.sessionUpdate === "agent_message_chunk")
+    .map((u) => u.update.content.text)
+    .join("");
+}
+
+async function firstConnection(ctx) {
+  const init = await ctx.request(methods.agent.initialize, {
+    protocolVersion: PROTOCOL_VERSION,
+    clientCapabilities: {},
+  });
+  report.steps.initialize = init;
+  const a = await ctx.request(methods.agent.session.new, { cwd: workspace, mcpServers: [] });
+  report.steps.new = a;
+  const id = a.sessionId;
+  const turn = async (name, prompt) => {
+    const from = report.updates.length;
+    const answer = await ctx.request(methods.agent.session.prompt, {
+      sessionId: id,
+      prompt: [{ type: "text", text: prompt }],
+    });
+    report.steps[name] = { stopReason: answer.stopReason, text: text(id, from), from };
+  };
+  await turn("hello", "Say hello");
+  await turn("allowed", "Run it");
+  await turn("rejected", "Try this");
+  await turn("always", "Touch both");
+  await turn("write", "Write notes");
+  // Cancel mid-turn: the reply is held by the mock until the test releases it.
+  {
+    const from = report.updates.length;
+    const pending = ctx.request(methods.agent.session.prompt, {
+      sessionId: id,
+      prompt: [{ type: "text", text: "Go on" }],
+    });
+    while (text(id, from) === "") {
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    await ctx.notify(methods.agent.session.cancel, { sessionId: id });
+    const answer = await pending;
+    report.steps.cancel = { stopReason: answer.stopReason, text: text(id, from) };
+  }
+  const model = a.configOptions.find((o) => o.id === "model");
+  report.steps.setModel = await ctx.request(methods.agent.session.setConfigOption, {
+    sessionId: id,
+    configId: "model",
+    value: model.currentValue,
+  });
+  report.steps.list = await ctx.request(methods.agent.session.list, { cwd: workspace });
+  // Two sessions in two folders at once.
+  const b = await ctx.request(methods.agent.session.new, { cwd: other, mcpServers: [] });
+  const both = await Promise.all(
+    [a.sessionId, b.sessionId].map((sessionId) =>
+      ctx.request(methods.agent.session.prompt, {
+        sessionId,
+        prompt: [{ type: "text", text: "Same for both" }],
+      }),
+    ),
+  );
+  report.steps.parallel = { sessions: [a.sessionId, b.sessionId], stops: both.map((r) => r.stopReason) };
+  // An MCP server passed by the client, for its session only.
+  const c = await ctx.request(methods.agent.session.new, {
+    cwd: workspace,
+    mcpServers: [{ name: "editor tools", command: mcpServer, args: [], env: [] }],
+  });
+  const from = report.updates.length;
+  const answer = await ctx.request(methods.agent.session.prompt, {
+    sessionId: c.sessionId,
+    prompt: [{ type: "text", text: "Echo something" }],
+  });
+  report.steps.mcp = { stopReason: answer.stopReason, text: text(c.sessionId, from), from };
+  return id;
+}
+
+async function secondConnection(ctx, id) {
+  await ctx.request(methods.agent.initialize, { protocolVersion: PROTOCOL_VERSION, clientCapabilities: {} });
+  const from = report.updates.length;
+  const loaded = await ctx.request(methods.agent.session.load, { sessionId: id, cwd: workspace, mcpServers: [] });
+  report.steps.load = {
+    response: loaded,
+    kinds: report.updates.slice(from).map((u) => u.update.sessionUpdate),
+  };
+}
+
+const first = start();
+const id = await app.connectWith(first.stream, firstConnection);
+first.child.stdin.end();
+await new Promise((resolve) => first.child.on("exit", resolve));
+const second = start();
+await app.connectWith(second.stream, (ctx) => secondConnection(ctx, id));
+second.child.stdin.end();
+await new Promise((resolve) => second.child.on("exit", resolve));
+process.stdout.write(JSON.stringify(report));

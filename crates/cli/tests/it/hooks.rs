@@ -167,6 +167,8 @@ async fn updated_arguments_replace_the_models_when_the_schema_takes_them() {
     assert!(!env.cwd().join("wrong").exists());
     let err = stderr(&output);
     assert!(err.contains("the model's arguments are used"), "{err}");
+    // What ran is what the person is shown: the call's card names the hook's command.
+    assert!(err.contains("\"touch rewritten\": exit 0"), "{err}");
 }
 
 #[tokio::test]

@@ -208,7 +208,14 @@ impl CallService<'_, '_> {
                 continue;
             }
             if let Some(arguments) = fired.updated_arguments {
+                // What runs is what the person and the client are shown: the label
+                // (the approval, the card, the settled activity) is made again from
+                // the hook's arguments, and the card updated under it.
+                calls[index].label = self.label(&calls[index].name, &arguments);
                 calls[index].arguments = arguments;
+                let running = running_card(&calls[index], None, false);
+                self.card(role, &activity_id, Snapshot::Interim, running)
+                    .await;
             }
             let call = &calls[index];
             if self.verdict(call) == Verdict::Ask {
@@ -355,6 +362,16 @@ impl CallService<'_, '_> {
         }
     }
 
+    /// The bounded, safe label of a call of tool `name` with `arguments`.
+    fn label(&self, name: &str, arguments: &str) -> String {
+        let described = if name == magi_config::TASK_TOOL {
+            task_label(arguments)
+        } else {
+            magi_tools::describe(name, arguments)
+        };
+        bounded(&self.output.safe(&described), SUMMARY_BYTES)
+    }
+
     /// A call the model asked for, with its bounded, safe label.
     pub(super) fn call(
         &self,
@@ -363,12 +380,7 @@ impl CallService<'_, '_> {
         name: String,
         arguments: String,
     ) -> Call {
-        let described = if name == magi_config::TASK_TOOL {
-            task_label(&arguments)
-        } else {
-            magi_tools::describe(&name, &arguments)
-        };
-        let label = bounded(&self.output.safe(&described), SUMMARY_BYTES);
+        let label = self.label(&name, &arguments);
         let (parent_activity_id, task_id) = role.lineage(&name);
         Call {
             call_id,

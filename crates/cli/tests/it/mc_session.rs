@@ -84,10 +84,11 @@ async fn a_prompt_typed_during_a_turn_is_queued_and_sent_when_it_ends() {
     tmux.type_text(" and edited");
     tmux.key("Enter");
     tmux.wait_for("(Up edits): second, queued and edited");
-    assert_eq!(
-        mock.requests().len(),
-        1,
-        "nothing is sent while the turn runs"
+    // The first prompt's request may still be on its way (the status line says
+    // "working" as the turn starts); the queued one must not have followed it.
+    assert!(
+        mock.requests().len() <= 1,
+        "nothing more is sent while the turn runs"
     );
     mock.release();
     let screen = tmux.wait_for("Second reply.");

@@ -60,6 +60,9 @@ pub(super) struct Output {
     pub(super) activities: usize,
     /// The run's live cards.
     cards: LiveCards,
+    /// How long the run's calls have waited for a person to answer an approval: a
+    /// Code Mode script's clock does not count it.
+    pub(super) person_waits: std::time::Duration,
 }
 
 impl Output {
@@ -86,6 +89,7 @@ impl Output {
             cards: LiveCards::new(tool_cards),
             approval_scopes: false,
             session_usage: false,
+            person_waits: std::time::Duration::ZERO,
         }
     }
 

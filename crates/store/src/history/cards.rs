@@ -9,6 +9,9 @@ use crate::records::{RecordBody, ToolOutcome};
 
 use super::{Projector, entry_bytes};
 
+/// The tool whose calls may be the parents of nested calls (`code_mode`).
+const CODE_MODE_TOOL: &str = "code_mode";
+
 /// What the records say of one tool call, for its saved card.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct SavedCall {
@@ -30,6 +33,13 @@ pub struct SavedCall {
     pub duplicate: bool,
     /// The result's transcript projection, as recorded.
     pub transcript: Vec<String>,
+    /// The turn the call was made in.
+    pub turn_id: String,
+    /// For a call a Code Mode script made: the `code_mode` call that ran it.
+    pub parent_call_id: Option<String>,
+    /// For a nested call whose parent is an unambiguous earlier `code_mode` call of
+    /// the same turn: the message ID of the parent's entry, its card's parent.
+    pub parent_message_id: Option<String>,
 }
 
 /// The applied preview of a saved call.
@@ -54,9 +64,11 @@ impl Projector {
     pub(super) fn collect_card_facts(&mut self, body: &RecordBody) {
         match body {
             RecordBody::ToolCall {
+                turn_id,
                 call_id,
                 name,
                 summary,
+                parent_call_id,
                 ..
             } => {
                 self.call_messages
@@ -70,11 +82,23 @@ impl Projector {
                     SavedCall {
                         name: name.clone(),
                         label: summary.clone(),
+                        turn_id: turn_id.clone(),
+                        parent_call_id: parent_call_id.clone(),
                         ..SavedCall::default()
                     },
                 );
             }
             RecordBody::ToolResult {
+                call_id,
+                outcome,
+                summary,
+                facts,
+                protection,
+                display_id,
+                transcript,
+                ..
+            }
+            | RecordBody::CodeModeToolResult {
                 call_id,
                 outcome,
                 summary,
@@ -132,9 +156,9 @@ impl Projector {
         if self.over_budget {
             return;
         }
-        let calls: HashMap<usize, String> = std::mem::take(&mut self.call_messages)
-            .into_iter()
-            .collect();
+        let messages = std::mem::take(&mut self.call_messages);
+        self.join_parents(&messages);
+        let calls: HashMap<usize, String> = messages.into_iter().collect();
         // Every activity's first part carries the field: a card, or null when the
         // activity is no tool call or its call cannot be told apart from another.
         let cards: Vec<(usize, SavedCard)> = self
@@ -166,6 +190,44 @@ impl Projector {
             let bytes: usize = message.entries.iter().map(|e| entry_bytes(e) + 1).sum();
             self.bytes = self.bytes - message.bytes + bytes;
             message.bytes = bytes;
+        }
+    }
+
+    /// Names each nested call's parent entry: the parent must be an earlier recorded
+    /// `code_mode` call of the same turn, told apart from every other call; otherwise
+    /// the nested call's card has no parent (its ancestry is unavailable).
+    fn join_parents(&mut self, messages: &[(usize, String)]) {
+        let first: HashMap<&str, usize> = messages
+            .iter()
+            .rev()
+            .map(|(index, id)| (id.as_str(), *index))
+            .collect();
+        let mut joined = Vec::new();
+        for (index, id) in messages {
+            let Some(call) = self.saved_calls.get(id) else {
+                continue;
+            };
+            let Some(parent_id) = &call.parent_call_id else {
+                continue;
+            };
+            let parent = self
+                .saved_calls
+                .get(parent_id)
+                .zip(first.get(parent_id.as_str()));
+            if let Some((parent, parent_index)) = parent
+                && !parent.duplicate
+                && parent.name == CODE_MODE_TOOL
+                && parent.parent_call_id.is_none()
+                && parent.turn_id == call.turn_id
+                && parent_index < index
+            {
+                joined.push((id.clone(), format!("m{parent_index}")));
+            }
+        }
+        for (id, message_id) in joined {
+            if let Some(call) = self.saved_calls.get_mut(&id) {
+                call.parent_message_id = Some(message_id);
+            }
         }
     }
 }

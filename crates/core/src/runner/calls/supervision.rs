@@ -12,6 +12,8 @@ use super::{Call, CallService, running_card};
 use crate::approvals::ApprovalOutcome;
 use crate::runner::live_cards::Snapshot;
 use crate::runner::output::ApprovalDetails;
+use crate::runner::text::bounded;
+use magi_protocol::limits::SUMMARY_BYTES;
 
 /// The protection label of a call a settings rule or the allow-all mode let run.
 pub(super) const LABEL_ALLOWED_AUTOMATICALLY: &str = "allowed automatically";
@@ -150,13 +152,22 @@ impl CallService<'_, '_> {
         let expiry = std::time::Duration::from_millis(APPROVAL_EXPIRY_MS);
         // Opened before it is announced, so an answer racing the event is not lost.
         let wait = self.gates.approvals.open(&approval_id, expiry);
+        // A Code Mode script's call says so: the person approves a call the model
+        // wrote into a script, not one it asked for directly.
+        let title = match &call.nested {
+            Some(_) => bounded(&format!("Code Mode script: {}", call.label), SUMMARY_BYTES),
+            None => call.label.clone(),
+        };
         self.output
-            .approval_requested(&approval_id, &call.label, APPROVAL_EXPIRY_MS, details)
+            .approval_requested(&approval_id, &title, APPROVAL_EXPIRY_MS, details)
             .await;
         let waiting = running_card(call, None, true);
         self.card(role, activity_id, Snapshot::Interim, waiting)
             .await;
-        let answer = match wait.settled(&self.output.cancel).await {
+        let asked = std::time::Instant::now();
+        let settled = wait.settled(&self.output.cancel).await;
+        self.output.person_waits += asked.elapsed();
+        let answer = match settled {
             ApprovalOutcome::Answered(answer) => answer,
             ApprovalOutcome::Expired | ApprovalOutcome::Cancelled => {
                 return Err(Denial::by(LABEL_APPROVAL_UNAVAILABLE));

@@ -1,0 +1,260 @@
+//! A Code Mode script's nested calls through the real binary against the mock model:
+//! each is a real call of the turn (recorded as `code_mode_tool_result` with its
+//! parent and number, its own card naming the parent, live and from `history.page`),
+//! only the script's result reaches the model, a failure rejects the script's promise,
+//! and a nested call that needs approval is asked for, saying it comes from a script.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test code: a failed step is a failed test"
+)]
+
+use crate::common::approval::{env_for, records, until_approval};
+use crate::common::*;
+use magi_client::Backend;
+use magi_protocol::cards::{Card, CardOutcome, ParentState, ToolKind};
+use magi_protocol::messages::{ApprovalAnswerParams, Event, RunOutcome};
+use magi_protocol::methods;
+use magi_testkit::{MockServer, Reply};
+use serde_json::{Value, json};
+
+const METHODS: [&str; 6] = [
+    "session.create",
+    "turn.start",
+    "approval.answer",
+    "history.page",
+    "shutdown",
+    "tool.cards",
+];
+
+async fn ready(env: &TestEnv) -> Backend {
+    let mut backend = env.spawn();
+    backend.initialize(&METHODS).await.unwrap().unwrap();
+    backend
+}
+
+/// A reply asking for one `code_mode` call of `code`.
+fn script(id: &str, code: &str) -> Reply {
+    Reply::stream().tool_call(id, "code_mode", [json!({ "code": code }).to_string()])
+}
+
+/// The final live cards of a run, in order.
+fn final_cards(seen: &[Event]) -> Vec<Card> {
+    seen.iter()
+        .filter_map(|e| match e {
+            Event::ToolCard(e) if e.card.outcome.is_some() => Some(e.card.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The records of `kind` in the session's log.
+fn of_kind(env: &TestEnv, session: &str, kind: &str) -> Vec<Value> {
+    records(env, session)
+        .into_iter()
+        .filter(|r| r["kind"] == kind)
+        .collect()
+}
+
+#[tokio::test]
+async fn a_script_calls_tools_one_by_one_and_concurrently_and_only_its_result_reaches_the_model() {
+    let mock = MockServer::start().await;
+    let code = "const one = await tools.read({path: 'a.txt'});\n\
+                const [b, c] = await Promise.all([\n\
+                  tools.read({path: 'b.txt'}),\n\
+                  tools.read({path: 'c.txt'}),\n\
+                ]);\n\
+                for (const text of [one, b, c]) console.log(text.includes('line') ? 'read' : text);\n\
+                return Object.keys(tools).includes('code_mode');";
+    mock.enqueue(script("s1", code));
+    mock.enqueue(Reply::stream().text(["Done."]));
+    let env = env_for(&mock);
+    for name in ["a.txt", "b.txt", "c.txt"] {
+        std::fs::write(env.cwd().join(name), format!("{name} line\n")).unwrap();
+    }
+    let mut backend = ready(&env).await;
+    let session = new_session(&mut backend).await;
+    start_turn(&mut backend, &session, "Read three files in a script.").await;
+    let mut seen = Vec::new();
+    let finished = until_finished(&mut backend, &mut seen).await;
+    assert_eq!(finished.outcome, RunOutcome::Completed, "{seen:?}");
+
+    // The model asked once and was given the script's result alone.
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 2);
+    assert_eq!(
+        tool_outputs(&requests[1].body),
+        ["read\nread\nread\n\nReturned:\nfalse"]
+    );
+
+    // Each nested call is a real call: created with its parent and number, settled as
+    // a Code Mode result, its ID its own.
+    let created = of_kind(&env, &session, "tool_call");
+    assert_eq!(created.len(), 4, "{created:?}");
+    assert_eq!(created[0]["call_id"], "s1");
+    assert!(created[0]["parent_call_id"].is_null());
+    let nested: Vec<(String, u64)> = created[1..]
+        .iter()
+        .map(|r| {
+            assert_eq!(r["parent_call_id"], "s1");
+            assert_eq!(r["name"], "read");
+            (
+                r["call_id"].as_str().unwrap().to_owned(),
+                r["sequence"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        nested.iter().map(|(_, s)| *s).collect::<Vec<_>>(),
+        [1, 2, 3]
+    );
+    assert!(nested.iter().all(|(id, _)| id != "s1"));
+    let mut results = of_kind(&env, &session, "code_mode_tool_result");
+    results.sort_by_key(|r| r["sequence"].as_u64());
+    assert_eq!(results.len(), 3, "{results:?}");
+    for (result, (id, sequence)) in results.iter().zip(&nested) {
+        assert_eq!(result["call_id"], id.as_str());
+        assert_eq!(result["parent_call_id"], "s1");
+        assert_eq!(result["sequence"], *sequence);
+        assert_eq!(result["outcome"], "completed");
+    }
+    let top = of_kind(&env, &session, "tool_result");
+    assert_eq!(top.len(), 1);
+    assert_eq!(top[0]["call_id"], "s1");
+    assert_eq!(top[0]["facts"]["nested_started"], 3, "{}", top[0]);
+    assert_eq!(top[0]["facts"]["nested_completed"], 3, "{}", top[0]);
+
+    // The cards: three read cards whose parent is the script's card.
+    let live = final_cards(&seen);
+    let parent = live
+        .iter()
+        .find(|c| c.tool_kind == ToolKind::CodeMode)
+        .unwrap();
+    let reads: Vec<&Card> = live
+        .iter()
+        .filter(|c| c.tool_kind != ToolKind::CodeMode)
+        .collect();
+    assert_eq!(reads.len(), 3);
+    for card in &reads {
+        assert_eq!(
+            card.parent_activity_id.as_deref(),
+            Some(parent.activity_id.as_str())
+        );
+        assert_eq!(card.parent_state, ParentState::Available);
+        assert_eq!(card.outcome, Some(CardOutcome::Success));
+    }
+    let saved = saved_cards(&mut backend, &session, &finished.revision.unwrap()).await;
+    assert_eq!(saved.len(), 4);
+    let saved_parent = saved
+        .iter()
+        .find(|c| c.tool_kind == ToolKind::CodeMode)
+        .unwrap();
+    assert!(saved_parent.parent_activity_id.is_none());
+    let saved_reads: Vec<&Card> = saved
+        .iter()
+        .filter(|c| c.tool_kind != ToolKind::CodeMode)
+        .collect();
+    assert_eq!(saved_reads.len(), 3);
+    for card in saved_reads {
+        assert_eq!(
+            card.parent_activity_id.as_deref(),
+            Some(saved_parent.activity_id.as_str())
+        );
+        assert_eq!(card.outcome, Some(CardOutcome::Success));
+    }
+    shutdown_clean(&mut backend).await;
+}
+
+#[tokio::test]
+async fn a_nested_failure_rejects_its_promise_caught_or_uncaught() {
+    let mock = MockServer::start().await;
+    mock.enqueue(script(
+        "s1",
+        "try { await tools.read({path: 'missing.txt'}); } catch (e) {\n\
+         console.log('caught: ' + (e instanceof Error));\n}\n\
+         return 'went on';",
+    ));
+    mock.enqueue(script(
+        "s2",
+        "await tools.read({path: 'missing.txt'});\nreturn 'never';",
+    ));
+    mock.enqueue(Reply::stream().text(["Both seen."]));
+    let env = env_for(&mock);
+    let mut backend = ready(&env).await;
+    let session = new_session(&mut backend).await;
+    start_turn(&mut backend, &session, "Read what is not there.").await;
+    let mut seen = Vec::new();
+    let finished = until_finished(&mut backend, &mut seen).await;
+    assert_eq!(finished.outcome, RunOutcome::Completed, "{seen:?}");
+    shutdown_clean(&mut backend).await;
+    let requests = mock.requests();
+    let first = tool_outputs(&requests[1].body);
+    assert_eq!(first, ["caught: true\n\nReturned:\nwent on"]);
+    let second = tool_outputs(&requests[2].body);
+    assert!(
+        second[1].starts_with("The script failed: Error: Cannot read missing.txt"),
+        "{second:?}"
+    );
+    let results = of_kind(&env, &session, "code_mode_tool_result");
+    assert_eq!(results.len(), 2);
+    assert!(results.iter().all(|r| r["outcome"] == "failed"));
+    assert_eq!(results[1]["parent_call_id"], "s2");
+    assert_eq!(results[1]["sequence"], 1);
+}
+
+/// Runs one turn whose script runs `touch made.txt` through `bash`, which asks, and
+/// answers the approval with `allow`; returns the approval's summary, what the model
+/// was told and the session's log.
+async fn approved_or_denied(allow: bool) -> (String, String, Vec<Value>, bool) {
+    let mock = MockServer::start().await;
+    mock.enqueue(script(
+        "s1",
+        "try { await tools.bash({command: 'touch made.txt'}); return 'made'; }\n\
+         catch (e) { return 'refused: ' + e.message; }",
+    ));
+    mock.enqueue(Reply::stream().text(["Noted."]));
+    let env = env_for(&mock);
+    let mut backend = ready(&env).await;
+    let session = new_session(&mut backend).await;
+    start_turn(&mut backend, &session, "Make a file in a script.").await;
+    let mut seen = Vec::new();
+    let request = until_approval(&mut backend, &mut seen).await;
+    let answer = ApprovalAnswerParams::once(&session, &request.run_id, &request.approval_id, allow);
+    assert!(
+        backend
+            .call::<methods::ApprovalAnswer>(&answer)
+            .await
+            .unwrap()
+            .is_ok()
+    );
+    let finished = until_finished(&mut backend, &mut seen).await;
+    assert_eq!(finished.outcome, RunOutcome::Completed, "{seen:?}");
+    shutdown_clean(&mut backend).await;
+    let told = tool_outputs(&mock.requests()[1].body).remove(0);
+    let made = env.cwd().join("made.txt").exists();
+    (request.summary, told, records(&env, &session), made)
+}
+
+#[tokio::test]
+async fn a_nested_call_that_asks_is_approved_or_denied_saying_it_comes_from_a_script() {
+    let (summary, told, log, made) = approved_or_denied(true).await;
+    assert!(summary.starts_with("Code Mode script: "), "{summary}");
+    assert_eq!(told, "made");
+    assert!(made);
+    let result = log
+        .iter()
+        .find(|r| r["kind"] == "code_mode_tool_result")
+        .unwrap();
+    assert_eq!(result["outcome"], "completed");
+    assert_eq!(result["protection"], "allowed by user");
+
+    let (_, told, log, made) = approved_or_denied(false).await;
+    assert!(told.starts_with("refused: The call was not run"), "{told}");
+    assert!(!made);
+    let result = log
+        .iter()
+        .find(|r| r["kind"] == "code_mode_tool_result")
+        .unwrap();
+    assert_eq!(result["outcome"], "denied");
+}

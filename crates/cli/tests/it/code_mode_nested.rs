@@ -10,18 +10,22 @@
     reason = "test code: a failed step is a failed test"
 )]
 
+use std::os::unix::process::ExitStatusExt;
+use std::time::{Duration, Instant};
+
 use crate::common::approval::{env_for, records, until_approval};
 use crate::common::*;
 use magi_client::Backend;
 use magi_protocol::cards::{Card, CardOutcome, ParentState, ToolKind};
-use magi_protocol::messages::{ApprovalAnswerParams, Event, RunOutcome};
+use magi_protocol::messages::{ApprovalAnswerParams, Event, RunOutcome, TurnCancelParams};
 use magi_protocol::methods;
 use magi_testkit::{MockServer, Reply};
 use serde_json::{Value, json};
 
-const METHODS: [&str; 6] = [
+const METHODS: [&str; 7] = [
     "session.create",
     "turn.start",
+    "turn.cancel",
     "approval.answer",
     "history.page",
     "shutdown",
@@ -257,4 +261,194 @@ async fn a_nested_call_that_asks_is_approved_or_denied_saying_it_comes_from_a_sc
         .find(|r| r["kind"] == "code_mode_tool_result")
         .unwrap();
     assert_eq!(result["outcome"], "denied");
+}
+
+/// Answers the next approval of the run with allow.
+async fn allow_next(backend: &mut Backend, session: &str, seen: &mut Vec<Event>) {
+    let request = until_approval(backend, seen).await;
+    let answer = ApprovalAnswerParams::once(session, &request.run_id, &request.approval_id, true);
+    assert!(
+        backend
+            .call::<methods::ApprovalAnswer>(&answer)
+            .await
+            .unwrap()
+            .is_ok()
+    );
+}
+
+/// Waits, bounded, until the session's log holds a line with every one of `parts`.
+async fn until_logged(env: &TestEnv, session: &str, parts: &[&str]) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let logged = std::fs::read_to_string(log_path(env, session))
+            .unwrap_or_default()
+            .lines()
+            .any(|l| parts.iter().all(|p| l.contains(p)));
+        if logged {
+            return;
+        }
+        assert!(Instant::now() < deadline, "never logged: {parts:?}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test]
+async fn the_time_limit_does_not_count_an_approvals_wait() {
+    let mock = MockServer::start().await;
+    mock.enqueue(script(
+        "s1",
+        "await tools.bash({command: 'touch made.txt'});\nreturn 'made';",
+    ));
+    mock.enqueue(Reply::stream().text(["Noted."]));
+    let env = env_for(&mock);
+    env.write_settings("[code_mode]\ntimeout_secs = 1\n");
+    let mut backend = ready(&env).await;
+    let session = new_session(&mut backend).await;
+    start_turn(&mut backend, &session, "Make a file in a script.").await;
+    let mut seen = Vec::new();
+    let request = until_approval(&mut backend, &mut seen).await;
+    // The person takes longer than the script's whole time limit to answer.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let answer = ApprovalAnswerParams::once(&session, &request.run_id, &request.approval_id, true);
+    assert!(
+        backend
+            .call::<methods::ApprovalAnswer>(&answer)
+            .await
+            .unwrap()
+            .is_ok()
+    );
+    let finished = until_finished(&mut backend, &mut seen).await;
+    assert_eq!(finished.outcome, RunOutcome::Completed, "{seen:?}");
+    shutdown_clean(&mut backend).await;
+    assert_eq!(tool_outputs(&mock.requests()[1].body), ["made"]);
+    assert!(env.cwd().join("made.txt").exists());
+}
+
+/// A script whose one nested call is `bash` running `sleep 30`, allowed by the person.
+fn sleeper() -> Reply {
+    script(
+        "s1",
+        "console.log('before');\nawait tools.bash({command: 'sleep 30'});\nreturn 'after';",
+    )
+}
+
+#[tokio::test]
+async fn the_time_limit_stops_a_script_and_cancels_its_running_nested_call() {
+    let mock = MockServer::start().await;
+    mock.enqueue(sleeper());
+    mock.enqueue(Reply::stream().text(["Too slow."]));
+    let env = env_for(&mock);
+    env.write_settings("[code_mode]\ntimeout_secs = 1\n");
+    let mut backend = ready(&env).await;
+    let session = new_session(&mut backend).await;
+    start_turn(&mut backend, &session, "Sleep in a script.").await;
+    let mut seen = Vec::new();
+    allow_next(&mut backend, &session, &mut seen).await;
+    let finished = until_finished(&mut backend, &mut seen).await;
+    assert_eq!(finished.outcome, RunOutcome::Completed, "{seen:?}");
+    shutdown_clean(&mut backend).await;
+    let told = tool_outputs(&mock.requests()[1].body);
+    assert!(
+        told[0].starts_with(
+            "The script was stopped: it ran past the time limit of 1 s ([code_mode] \
+             timeout_secs), after 1 tool call (0 completed, 0 failed)"
+        ),
+        "{told:?}"
+    );
+    let nested = of_kind(&env, &session, "code_mode_tool_result");
+    assert_eq!(nested.len(), 1);
+    assert_eq!(nested[0]["outcome"], "cancelled", "{}", nested[0]);
+    let top = of_kind(&env, &session, "tool_result");
+    assert_eq!(top[0]["facts"]["limit"], "time", "{}", top[0]);
+    // The script's result comes after its nested call settled.
+    let kinds: Vec<String> = records(&env, &session)
+        .iter()
+        .filter_map(|r| r["kind"].as_str().map(str::to_owned))
+        .filter(|k| k.ends_with("tool_result"))
+        .collect();
+    assert_eq!(kinds, ["code_mode_tool_result", "tool_result"]);
+}
+
+#[tokio::test]
+async fn turn_cancel_during_a_nested_bash_cancels_it_and_the_script() {
+    let mock = MockServer::start().await;
+    mock.enqueue(sleeper());
+    let env = env_for(&mock);
+    let mut backend = ready(&env).await;
+    let session = new_session(&mut backend).await;
+    let run = start_turn(&mut backend, &session, "Sleep in a script.").await;
+    let mut seen = Vec::new();
+    allow_next(&mut backend, &session, &mut seen).await;
+    // The nested call runs once its claim is durable.
+    until_logged(&env, &session, &["\"s1.code_mode.1\"", "\"running\""]).await;
+    let cancel = TurnCancelParams {
+        session_id: session.clone(),
+        run_id: run,
+    };
+    assert!(
+        backend
+            .call::<methods::TurnCancel>(&cancel)
+            .await
+            .unwrap()
+            .is_ok()
+    );
+    let finished = until_finished(&mut backend, &mut seen).await;
+    assert_eq!(finished.outcome, RunOutcome::Cancelled);
+    shutdown_clean(&mut backend).await;
+    let nested = of_kind(&env, &session, "code_mode_tool_result");
+    assert_eq!(nested.len(), 1);
+    assert_eq!(nested[0]["outcome"], "cancelled", "{}", nested[0]);
+    let top = of_kind(&env, &session, "tool_result");
+    assert_eq!(top[0]["outcome"], "cancelled", "{}", top[0]);
+}
+
+#[tokio::test]
+async fn a_crash_during_a_nested_call_settles_it_and_the_script_without_running_either_again() {
+    let mock = MockServer::start().await;
+    mock.enqueue(script(
+        "s1",
+        "const text = await tools.read({path: 'a.txt'});\nreturn text;",
+    ));
+    // The second claim of the process is the nested read's.
+    let env = env_for(&mock).var("MAGI_FAULT", "after_claim:2");
+    std::fs::write(env.cwd().join("a.txt"), "a line\n").unwrap();
+    let mut backend = ready(&env).await;
+    let session = new_session(&mut backend).await;
+    start_turn(&mut backend, &session, "Read in a script.").await;
+    while backend.next_incoming_within(WAIT).await.is_some() {}
+    let status = exit_status(&mut backend).await;
+    assert_eq!(status.signal(), Some(9), "killed at its crash point");
+    let crashed = records(&env, &session);
+    assert!(
+        !crashed
+            .iter()
+            .any(|r| r["kind"].as_str().unwrap().ends_with("tool_result"))
+    );
+
+    mock.enqueue(Reply::stream().text(["Noted."]));
+    let env = env.without("MAGI_FAULT");
+    let mut backend = ready(&env).await;
+    open_session(&mut backend, &session).await.unwrap();
+    start_turn(&mut backend, &session, "Go on.").await;
+    let mut seen = Vec::new();
+    let finished = until_finished(&mut backend, &mut seen).await;
+    assert_eq!(finished.outcome, RunOutcome::Completed, "{seen:?}");
+    shutdown_clean(&mut backend).await;
+    let nested = of_kind(&env, &session, "code_mode_tool_result");
+    assert_eq!(nested.len(), 1, "{nested:?}");
+    assert_eq!(nested[0]["call_id"], "s1.code_mode.1");
+    assert_eq!(nested[0]["parent_call_id"], "s1");
+    assert_eq!(nested[0]["sequence"], 1);
+    assert_eq!(nested[0]["outcome"], "indeterminate");
+    let top = of_kind(&env, &session, "tool_result");
+    assert_eq!(top.len(), 1, "{top:?}");
+    assert_eq!(top[0]["call_id"], "s1");
+    assert_eq!(top[0]["outcome"], "indeterminate");
+    // The model is given the script's call alone, answered as interrupted.
+    let last = mock.requests().last().unwrap().body.clone();
+    let last = &last;
+    let told = tool_outputs(last);
+    assert_eq!(told.len(), 1, "{told:?}");
+    assert!(told[0].contains("its outcome is unknown"), "{told:?}");
+    assert!(!last.to_string().contains("s1.code_mode.1"));
 }

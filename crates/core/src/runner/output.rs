@@ -60,9 +60,9 @@ pub(super) struct Output {
     pub(super) activities: usize,
     /// The run's live cards.
     cards: LiveCards,
-    /// How long the run's calls have waited for a person to answer an approval: a
-    /// Code Mode script's clock does not count it.
-    pub(super) person_waits: std::time::Duration,
+    /// The clock of the Code Mode script whose nested calls are running, if one is:
+    /// it is held while one of them waits for a person to answer an approval.
+    pub(super) script_clock: Option<std::sync::Arc<magi_tools::code_mode::ScriptClock>>,
 }
 
 impl Output {
@@ -89,7 +89,7 @@ impl Output {
             cards: LiveCards::new(tool_cards),
             approval_scopes: false,
             session_usage: false,
-            person_waits: std::time::Duration::ZERO,
+            script_clock: None,
         }
     }
 

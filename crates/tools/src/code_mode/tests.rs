@@ -321,3 +321,18 @@ fn arguments_take_one_script_within_its_bound() {
     let long = serde_json::json!({"code": "x".repeat(CODE_MODE_CODE_BYTES + 1)}).to_string();
     assert!(parse_code(&long).unwrap_err().contains("bound"));
 }
+
+#[test]
+fn a_held_clock_does_not_count_until_released() {
+    let clock = ScriptClock::start();
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    clock.hold();
+    let at_hold = clock.counted();
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    // Nothing counts while held.
+    assert!(clock.counted() <= at_hold);
+    clock.release();
+    let after = clock.counted();
+    assert!(after >= at_hold);
+    assert!(clock.wall() >= after + std::time::Duration::from_millis(20));
+}

@@ -118,7 +118,7 @@ impl CallService<'_, '_> {
         let parent = Parent {
             call,
             activity_id,
-            clock: &clock,
+            clock: Arc::clone(&clock),
         };
         let joined = loop {
             tokio::select! {
@@ -188,7 +188,7 @@ impl CallService<'_, '_> {
         let turn_cancel = std::mem::replace(&mut self.output.cancel, nested_cancel.clone());
         let mut items = Vec::new();
         let mut ended_early = None;
-        let waits_before = self.output.person_waits;
+        let held = self.output.script_clock.replace(Arc::clone(&parent.clock));
         {
             let mut run = Box::pin(self.run_calls(role, calls, &mut items));
             tokio::select! {
@@ -201,16 +201,12 @@ impl CallService<'_, '_> {
             }
         }
         self.output.cancel = turn_cancel;
+        self.output.script_clock = held;
         if nested_cancel.is_cancelled() && ended_early.is_none() {
             // Something cancelled the run while the batch ran (the client, a lost
             // output): it is the turn's cancellation.
             self.output.cancel.cancel();
         }
-        // The time a person took to answer approvals does not count toward the
-        // script's time limit.
-        parent
-            .clock
-            .pause_for(self.output.person_waits.saturating_sub(waits_before));
         let results = ids
             .into_iter()
             .map(|(sequence, call_id)| {
@@ -237,7 +233,8 @@ impl CallService<'_, '_> {
 struct Parent<'a> {
     call: &'a Call,
     activity_id: &'a str,
-    clock: &'a ScriptClock,
+    /// The script's clock, held while a nested call waits for a person.
+    clock: Arc<ScriptClock>,
 }
 
 /// A nested call's ID: its script's call and its number, which no call the model asked

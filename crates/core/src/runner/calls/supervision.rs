@@ -164,9 +164,19 @@ impl CallService<'_, '_> {
         let waiting = running_card(call, None, true);
         self.card(role, activity_id, Snapshot::Interim, waiting)
             .await;
-        let asked = std::time::Instant::now();
+        // A script's clock does not count the time a person takes to answer.
+        let clock = self
+            .output
+            .script_clock
+            .clone()
+            .filter(|_| call.nested.is_some());
+        if let Some(clock) = &clock {
+            clock.hold();
+        }
         let settled = wait.settled(&self.output.cancel).await;
-        self.output.person_waits += asked.elapsed();
+        if let Some(clock) = &clock {
+            clock.release();
+        }
         let answer = match settled {
             ApprovalOutcome::Answered(answer) => answer,
             ApprovalOutcome::Expired | ApprovalOutcome::Cancelled => {

@@ -452,3 +452,85 @@ async fn a_crash_during_a_nested_call_settles_it_and_the_script_without_running_
     assert!(told[0].contains("its outcome is unknown"), "{told:?}");
     assert!(!last.to_string().contains("s1.code_mode.1"));
 }
+
+#[tokio::test]
+async fn a_direct_allow_rule_does_not_allow_a_nested_call_nor_the_reverse() {
+    let mock = MockServer::start().await;
+    // A direct call the direct rule allows, then a script making the same call, which
+    // asks; then a script running a command only the Code Mode rule allows.
+    mock.enqueue(Reply::stream().tool_call(
+        "d1",
+        "bash",
+        [json!({ "command": "touch direct.txt" }).to_string()],
+    ));
+    mock.enqueue(script(
+        "s1",
+        "await tools.bash({command: 'touch direct.txt'});\n\
+         await tools.bash({command: 'mkdir nested'});\nreturn 'both';",
+    ));
+    mock.enqueue(Reply::stream().tool_call(
+        "d2",
+        "bash",
+        [json!({ "command": "mkdir direct" }).to_string()],
+    ));
+    mock.enqueue(Reply::stream().text(["Done."]));
+    let env = env_for(&mock);
+    env.write_settings(
+        "[permissions]\nallow = [\"bash(touch*)\"]\n\n\
+         [permissions.code_mode]\nallow = [\"bash(mkdir*)\"]\n",
+    );
+    let mut backend = ready(&env).await;
+    let session = new_session(&mut backend).await;
+    start_turn(&mut backend, &session, "Make things.").await;
+    let mut seen = Vec::new();
+    // The direct touch runs; the nested touch asks, saying it comes from a script.
+    let request = until_approval(&mut backend, &mut seen).await;
+    assert_eq!(request.summary, "Code Mode script: bash touch direct.txt");
+    let answer = ApprovalAnswerParams::once(&session, &request.run_id, &request.approval_id, true);
+    assert!(
+        backend
+            .call::<methods::ApprovalAnswer>(&answer)
+            .await
+            .unwrap()
+            .is_ok()
+    );
+    // The nested mkdir runs without asking; the direct mkdir asks, denied.
+    let request = until_approval(&mut backend, &mut seen).await;
+    assert_eq!(request.summary, "bash mkdir direct");
+    let answer = ApprovalAnswerParams::once(&session, &request.run_id, &request.approval_id, false);
+    assert!(
+        backend
+            .call::<methods::ApprovalAnswer>(&answer)
+            .await
+            .unwrap()
+            .is_ok()
+    );
+    let finished = until_finished(&mut backend, &mut seen).await;
+    assert_eq!(finished.outcome, RunOutcome::Completed, "{seen:?}");
+    shutdown_clean(&mut backend).await;
+    assert!(env.cwd().join("nested").is_dir());
+    assert!(!env.cwd().join("direct").exists());
+    let protections: Vec<(String, String)> = records(&env, &session)
+        .iter()
+        .filter(|r| r["kind"].as_str().unwrap().ends_with("tool_result"))
+        .map(|r| {
+            (
+                r["call_id"].as_str().unwrap().to_owned(),
+                r["protection"].as_str().unwrap_or("none").to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        protections,
+        [
+            ("d1".to_owned(), "allowed automatically".to_owned()),
+            ("s1.code_mode.1".to_owned(), "allowed by user".to_owned()),
+            (
+                "s1.code_mode.2".to_owned(),
+                "allowed automatically".to_owned()
+            ),
+            ("s1".to_owned(), "none".to_owned()),
+            ("d2".to_owned(), "denied by user".to_owned()),
+        ]
+    );
+}

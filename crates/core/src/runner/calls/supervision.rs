@@ -101,11 +101,18 @@ impl CallService<'_, '_> {
     /// What the policy says of a call, from its arguments and the session's rules.
     pub(super) fn verdict(&self, call: &Call) -> Verdict {
         match self.judged(call) {
-            Some(judged) => self
-                .gates
-                .rules
-                .verdict(&self.agent.permissions, &judged.of(call)),
+            Some(judged) => self.policy_verdict(call, &judged.of(call)),
             None => Verdict::Run,
+        }
+    }
+
+    /// The verdict on a call the policy judges. A Code Mode script's call is judged
+    /// by `[permissions.code_mode]` alone: neither `[permissions]`' rules nor the
+    /// session's (answers given for direct calls) decide it.
+    fn policy_verdict(&self, call: &Call, subject: &CallSubject<'_>) -> Verdict {
+        match &call.nested {
+            Some(_) => self.agent.permissions.for_code_mode().verdict(subject),
+            None => self.gates.rules.verdict(&self.agent.permissions, subject),
         }
     }
 
@@ -122,7 +129,7 @@ impl CallService<'_, '_> {
             return Ok(None);
         };
         let subject = judged.of(call);
-        match self.gates.rules.verdict(&self.agent.permissions, &subject) {
+        match self.policy_verdict(call, &subject) {
             Verdict::Run => return Ok(None),
             Verdict::Allowed => return Ok(Some(LABEL_ALLOWED_AUTOMATICALLY)),
             // A session rule is a person's earlier answer.
@@ -138,7 +145,12 @@ impl CallService<'_, '_> {
             state: ToolCallPhase::AwaitingApproval,
             protection: None,
         });
-        let suggested_rule = suggested_rule(&self.agent.permissions, &subject);
+        // An answer "for this session" is a session rule of direct calls; a nested
+        // call's answer covers that call alone.
+        let suggested_rule = match &call.nested {
+            Some(_) => None,
+            None => suggested_rule(&self.agent.permissions, &subject),
+        };
         let details = self.output.approval_scopes.then(|| ApprovalDetails {
             subject: judged.subject.clone(),
             suggested_rule: suggested_rule.clone(),

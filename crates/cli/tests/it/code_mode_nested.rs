@@ -87,6 +87,20 @@ async fn a_script_calls_tools_one_by_one_and_concurrently_and_only_its_result_re
     // The model asked once and was given the script's result alone.
     let requests = mock.requests();
     assert_eq!(requests.len(), 2);
+    // The tool's description lists the tools a script may call, with their arguments.
+    let described = requests[0].body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["function"]["name"] == "code_mode")
+        .unwrap()["function"]["description"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(described.len() <= magi_protocol::limits::CODE_MODE_DESCRIPTION_BYTES);
+    assert!(described.contains("\nread({path"), "{described}");
+    assert!(described.contains("\nbash({command"), "{described}");
+    assert!(!described.contains("\ncode_mode("), "{described}");
     assert_eq!(
         tool_outputs(&requests[1].body),
         ["read\nread\nread\n\nReturned:\nfalse"]

@@ -45,3 +45,14 @@ pub(super) fn callable(offer: &Offer, agent: &Agent) -> Vec<ToolSpec> {
     );
     tools
 }
+
+/// The description of `code_mode` offered to `agent`: the API and the tools its
+/// scripts may call, within the description's byte budget.
+pub(super) fn description(offer: &Offer, agent: &Agent) -> String {
+    let tools = callable(offer, agent);
+    let listed: Vec<(&str, &serde_json::Value)> = tools
+        .iter()
+        .map(|t| (t.name.as_str(), &t.parameters))
+        .collect();
+    magi_tools::code_mode::describe(&listed)
+}

@@ -265,6 +265,13 @@ pub enum RecordBody {
         display_id: String,
         /// `{"schema_version": 1, "diff": "...", "truncated": bool}`.
         preview: serde_json::Value,
+        /// A nested call's preview: the same `parent_call_id` as its
+        /// `code_mode_tool_result`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        parent_call_id: Option<String>,
+        /// A nested call's preview: the same `sequence` as its result.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        sequence: Option<u64>,
     },
     /// The session's provider/model/effort selection.
     SessionPreferences {

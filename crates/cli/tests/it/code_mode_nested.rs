@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use crate::common::approval::{env_for, records, until_approval};
 use crate::common::*;
 use magi_client::Backend;
-use magi_protocol::cards::{Card, CardOutcome, ParentState, ToolKind};
+use magi_protocol::cards::{Block, Card, CardOutcome, Changes, ParentState, ToolKind};
 use magi_protocol::messages::{ApprovalAnswerParams, Event, RunOutcome, TurnCancelParams};
 use magi_protocol::methods;
 use magi_testkit::{MockServer, Reply};
@@ -547,4 +547,53 @@ async fn a_direct_allow_rule_does_not_allow_a_nested_call_nor_the_reverse() {
             ("d2".to_owned(), "denied by user".to_owned()),
         ]
     );
+}
+
+#[tokio::test]
+async fn a_nested_write_keeps_its_preview_in_its_scope_live_and_saved() {
+    let mock = MockServer::start().await;
+    mock.enqueue(script(
+        "s1",
+        "await tools.write({path: 'notes.txt', content: 'first\\nsecond\\n'});\nreturn 'written';",
+    ));
+    mock.enqueue(Reply::stream().text(["Written."]));
+    let env = env_for(&mock);
+    env.write_settings("[permissions.code_mode]\nallow = [\"write\"]\n");
+    let mut backend = ready(&env).await;
+    let session = new_session(&mut backend).await;
+    start_turn(&mut backend, &session, "Write notes in a script.").await;
+    let mut seen = Vec::new();
+    let finished = until_finished(&mut backend, &mut seen).await;
+    assert_eq!(finished.outcome, RunOutcome::Completed, "{seen:?}");
+    let saved = saved_cards(&mut backend, &session, &finished.revision.unwrap()).await;
+    shutdown_clean(&mut backend).await;
+    assert_eq!(
+        std::fs::read_to_string(env.cwd().join("notes.txt")).unwrap(),
+        "first\nsecond\n"
+    );
+    let result = &of_kind(&env, &session, "code_mode_tool_result")[0];
+    let display_id = result["display_id"].as_str().unwrap();
+    let preview = &of_kind(&env, &session, "tool_applied_preview")[0];
+    assert_eq!(preview["display_id"], display_id);
+    assert_eq!(preview["parent_call_id"], "s1");
+    assert_eq!(preview["sequence"], 1);
+    let has_diff = |card: &Card| {
+        card.blocks
+            .iter()
+            .any(|b| matches!(b, Block::Diff(d) if !d.lines.is_empty()))
+    };
+    let live = final_cards(&seen);
+    let write = live
+        .iter()
+        .find(|c| c.metadata.tool_name.as_deref() == Some("write"))
+        .unwrap();
+    assert_eq!(write.changes, Changes::Applied);
+    assert!(has_diff(write), "{write:?}");
+    let saved_write = saved
+        .iter()
+        .find(|c| c.metadata.tool_name.as_deref() == Some("write"))
+        .unwrap();
+    assert_eq!(saved_write.changes, Changes::Applied);
+    assert!(has_diff(saved_write), "{saved_write:?}");
+    assert_eq!(saved_write.blocks, write.blocks);
 }

@@ -37,6 +37,8 @@ pub struct SavedCall {
     pub turn_id: String,
     /// For a call a Code Mode script made: the `code_mode` call that ran it.
     pub parent_call_id: Option<String>,
+    /// For a nested call: its number in the script.
+    pub sequence: Option<u64>,
     /// For a nested call whose parent is an unambiguous earlier `code_mode` call of
     /// the same turn: the message ID of the parent's entry, its card's parent.
     pub parent_message_id: Option<String>,
@@ -69,6 +71,7 @@ impl Projector {
                 name,
                 summary,
                 parent_call_id,
+                sequence,
                 ..
             } => {
                 self.call_messages
@@ -84,6 +87,7 @@ impl Projector {
                         label: summary.clone(),
                         turn_id: turn_id.clone(),
                         parent_call_id: parent_call_id.clone(),
+                        sequence: *sequence,
                         ..SavedCall::default()
                     },
                 );
@@ -131,13 +135,19 @@ impl Projector {
             RecordBody::ToolAppliedPreview {
                 display_id,
                 preview,
+                parent_call_id,
+                sequence,
             } => {
                 let owner = self.display_ids.get(display_id).cloned().flatten();
                 let Some(call) = owner.and_then(|c| self.saved_calls.get_mut(&c)) else {
                     return;
                 };
+                // A nested call's preview names the same parent and number as its
+                // call; one that does not belongs to another scope.
+                let same_scope =
+                    call.parent_call_id == *parent_call_id && call.sequence == *sequence;
                 call.preview = match call.preview {
-                    SavedPreview::Missing if preview["schema_version"] == 1 => {
+                    SavedPreview::Missing if same_scope && preview["schema_version"] == 1 => {
                         SavedPreview::Recorded(preview.clone())
                     }
                     _ => SavedPreview::Unusable,
@@ -229,5 +239,102 @@ impl Projector {
                 call.parent_message_id = Some(message_id);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use super::*;
+    use crate::records::Record;
+
+    fn rec(body: RecordBody) -> Record {
+        Record::now("s", body)
+    }
+
+    fn call(turn: &str, id: &str, name: &str, parent: Option<(&str, u64)>) -> Record {
+        rec(RecordBody::ToolCall {
+            turn_id: turn.into(),
+            call_id: id.into(),
+            name: name.into(),
+            summary: name.into(),
+            arguments: None,
+            parent_call_id: parent.map(|(p, _)| p.to_owned()),
+            sequence: parent.map(|(_, s)| s),
+        })
+    }
+
+    fn nested_result(id: &str, parent: &str, sequence: u64, display_id: &str) -> Record {
+        rec(RecordBody::CodeModeToolResult {
+            turn_id: "t".into(),
+            parent_call_id: parent.into(),
+            sequence,
+            call_id: id.into(),
+            name: "write".into(),
+            outcome: ToolOutcome::Completed,
+            summary: "wrote".into(),
+            content: None,
+            facts: None,
+            protection: None,
+            display_id: Some(display_id.into()),
+            transcript: Vec::new(),
+        })
+    }
+
+    fn preview(display_id: &str, parent: &str, sequence: u64) -> Record {
+        rec(RecordBody::ToolAppliedPreview {
+            display_id: display_id.into(),
+            preview: serde_json::json!({"schema_version": 1, "diff": "+a\n", "truncated": false}),
+            parent_call_id: Some(parent.into()),
+            sequence: Some(sequence),
+        })
+    }
+
+    #[test]
+    fn nested_calls_name_an_earlier_code_mode_parent_of_their_turn_and_previews_of_their_scope() {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let kept = Arc::clone(&seen);
+        let mut projector = Projector::with_cards(Box::new(move |call, message_id| {
+            kept.lock().unwrap().push((
+                message_id.to_owned(),
+                call.name.clone(),
+                call.parent_message_id.clone(),
+                call.preview.clone(),
+            ));
+            SavedCard::Null
+        }));
+        let records = [
+            rec(RecordBody::TurnStarted {
+                turn_id: "t".into(),
+            }),
+            call("t", "s1", "code_mode", None),
+            call("t", "s1.code_mode.1", "write", Some(("s1", 1))),
+            nested_result("s1.code_mode.1", "s1", 1, "d1"),
+            preview("d1", "s1", 1),
+            call("t", "s1.code_mode.2", "write", Some(("s1", 2))),
+            nested_result("s1.code_mode.2", "s1", 2, "d2"),
+            // A preview naming another number is not this result's.
+            preview("d2", "s1", 3),
+            // A parent that is no code_mode call, and one of another turn.
+            call("t", "r1", "read", None),
+            call("t", "r1.code_mode.1", "read", Some(("r1", 1))),
+            call("u", "s1.code_mode.9", "read", Some(("s1", 9))),
+        ];
+        for record in &records {
+            projector.push(record);
+        }
+        projector.finish(false).unwrap();
+        let seen = seen.lock().unwrap();
+        let parent_of = |name_index: usize| seen[name_index].2.clone();
+        assert_eq!(seen.len(), 6, "{seen:?}");
+        assert_eq!(seen[0].1, "code_mode");
+        assert_eq!(parent_of(0), None);
+        assert_eq!(parent_of(1), Some(seen[0].0.clone()));
+        assert!(matches!(seen[1].3, SavedPreview::Recorded(_)));
+        assert_eq!(parent_of(2), Some(seen[0].0.clone()));
+        assert_eq!(seen[2].3, SavedPreview::Unusable);
+        assert_eq!(parent_of(4), None);
+        assert_eq!(parent_of(5), None);
     }
 }

@@ -60,6 +60,10 @@ impl ScriptHost for ChannelHost {
 /// The message a nested call's promise rejects with when the turn gave no result for
 /// it.
 const NOT_RUN: &str = "The call was not run: the script's calls could not be started.";
+/// The message of a nested call refused because the run has shown as many tool calls
+/// as one run may (`RUN_ACTIVITIES`); the run's diagnostic says so too.
+const OVER_RUN_BOUND: &str =
+    "The call was not run: this run has shown as many tool calls as one run may.";
 
 impl CallService<'_, '_> {
     /// Runs a claimed `code_mode` call's script, its nested calls through the turn,
@@ -188,17 +192,19 @@ impl CallService<'_, '_> {
         let turn_cancel = std::mem::replace(&mut self.output.cancel, nested_cancel.clone());
         let mut items = Vec::new();
         let mut ended_early = None;
+        // Whether the batch was refused whole: more calls than one run may show.
+        let refused;
         let held = self.output.script_clock.replace(Arc::clone(&parent.clock));
         {
             let mut run = Box::pin(self.run_calls(role, calls, &mut items));
-            tokio::select! {
-                _ = &mut run => {}
+            refused = tokio::select! {
+                ending = &mut run => ending.is_some(),
                 joined = &mut *script => {
                     ended_early = Some(joined);
                     nested_cancel.cancel();
-                    run.await;
+                    run.await.is_some()
                 }
-            }
+            };
         }
         self.output.cancel = turn_cancel;
         self.output.script_clock = held;
@@ -222,7 +228,8 @@ impl CallService<'_, '_> {
                     }),
                     _ => None,
                 });
-                (sequence, result.unwrap_or_else(|| Err(NOT_RUN.into())))
+                let not_run = if refused { OVER_RUN_BOUND } else { NOT_RUN };
+                (sequence, result.unwrap_or_else(|| Err(not_run.into())))
             })
             .collect();
         (results, ended_early)

@@ -211,7 +211,7 @@ async fn a_nested_failure_rejects_its_promise_caught_or_uncaught() {
     assert_eq!(first, ["caught: true\n\nReturned:\nwent on"]);
     let second = tool_outputs(&requests[2].body);
     assert!(
-        second[1].starts_with("The script failed: Error: Cannot read missing.txt"),
+        second[1].starts_with("The script failed at line 1: Error: Cannot read missing.txt"),
         "{second:?}"
     );
     let results = of_kind(&env, &session, "code_mode_tool_result");

@@ -55,21 +55,26 @@ const PRELUDE: &str = r#"(function (emit) {
 
 /// The `tools` object: one async function per callable tool. Each hands its call to the
 /// host and keeps the promise's ends under the call's number until the host settles it.
+/// The error a failed call rejects with is made when the call is, so that its stack,
+/// and an uncaught failure's reported line, name the script's line that made the call.
 const TOOLS: &str = r#"(function (start, names) {
   const pending = new Map();
   const tools = {};
   for (const name of names) {
-    tools[name] = (args) => new Promise((resolve, reject) => {
-      const json = JSON.stringify(args === undefined ? {} : args);
-      pending.set(start(name, json === undefined ? "{}" : json), { resolve, reject });
-    });
+    tools[name] = (args) => {
+      const error = new Error();
+      return new Promise((resolve, reject) => {
+        const json = JSON.stringify(args === undefined ? {} : args);
+        pending.set(start(name, json === undefined ? "{}" : json), { resolve, reject, error });
+      });
+    };
   }
   globalThis.tools = Object.freeze(tools);
   return (id, ok, text) => {
     const ends = pending.get(id);
     if (ends === undefined) return;
     pending.delete(id);
-    if (ok) ends.resolve(text); else ends.reject(new Error(text));
+    if (ok) { ends.resolve(text); } else { ends.error.message = text; ends.reject(ends.error); }
   };
 })"#;
 

@@ -266,11 +266,17 @@ fn nested_calls_resolve_with_their_text_and_reject_with_an_error() {
         (outcome.started, outcome.completed, outcome.failed),
         (4, 3, 1)
     );
-    // An uncaught nested failure fails the script with its message.
+    // An uncaught nested failure fails the script with its message, at the line of
+    // the call.
     let mut host = echo();
-    let outcome = run_with("await tools.fail();", limits(), &["fail"], &mut host);
+    let outcome = run_with(
+        "let x = 1;\n\nawait tools.fail();",
+        limits(),
+        &["fail"],
+        &mut host,
+    );
     assert!(
-        matches!(outcome.end, ScriptEnd::Threw { ref message, line: None } if message == "Error: fail failed"),
+        matches!(outcome.end, ScriptEnd::Threw { ref message, line: Some(3) } if message == "Error: fail failed"),
         "{outcome:?}"
     );
 }

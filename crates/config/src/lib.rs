@@ -44,7 +44,8 @@ pub use long_work::{ContextSettings, DEFAULT_PRUNE_PROTECT_TOKENS, TurnSettings}
 pub use mcp::{McpApprovals, McpServer, McpSource, McpTransport, is_valid_server_name};
 pub use models::ModelSettings;
 pub use permissions::{
-    CallSubject, PermissionMode, PermissionSettings, Rule, SessionRules, Verdict, glob_literal,
+    CallSubject, CodeModePermissions, PermissionMode, PermissionSettings, Rule, SessionRules,
+    Verdict, glob_literal,
 };
 pub use profiles::{
     AgentSettings, PROFILE_DESCRIPTION_BYTES, PROFILE_INSTRUCTIONS_BYTES, Profile, TASK_TOOL,

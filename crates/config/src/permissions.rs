@@ -154,6 +154,30 @@ pub struct PermissionSettings {
     /// Calls that never run.
     #[serde(default)]
     pub deny: Vec<Rule>,
+    /// `[permissions.code_mode]`: the rules of the calls Code Mode scripts make.
+    #[serde(default)]
+    pub code_mode: CodeModePermissions,
+}
+
+/// `[permissions.code_mode]`: the rules of the calls a Code Mode script makes (nested
+/// calls), in the syntax of `[permissions]` and independent of its rules: a rule of
+/// `[permissions]` never decides a nested call, nor one of these a direct call. The
+/// mode is `[permissions]`'s unless this section sets its own.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CodeModePermissions {
+    /// The mode; `[permissions] mode` when absent.
+    #[serde(default)]
+    pub mode: Option<PermissionMode>,
+    /// Nested calls that run without asking.
+    #[serde(default)]
+    pub allow: Vec<Rule>,
+    /// Nested calls that ask even when the mode or an allow rule would run them.
+    #[serde(default)]
+    pub ask: Vec<Rule>,
+    /// Nested calls that never run.
+    #[serde(default)]
+    pub deny: Vec<Rule>,
 }
 
 /// What the policy says of one call.
@@ -188,6 +212,18 @@ pub struct CallSubject<'a> {
 }
 
 impl PermissionSettings {
+    /// The policy of the calls Code Mode scripts make: `[permissions.code_mode]`'s
+    /// rules alone, under its mode or else `[permissions]`'s.
+    pub fn for_code_mode(&self) -> PermissionSettings {
+        PermissionSettings {
+            mode: self.code_mode.mode.unwrap_or(self.mode),
+            allow: self.code_mode.allow.clone(),
+            ask: self.code_mode.ask.clone(),
+            deny: self.code_mode.deny.clone(),
+            code_mode: CodeModePermissions::default(),
+        }
+    }
+
     /// The verdict on `call`: a deny rule refuses; an ask rule asks; a call outside the
     /// workspace asks unless the mode allows everything or an allow rule with a pattern
     /// names it; otherwise an allow rule or the allow-all mode allows, a read-only call
@@ -269,7 +305,30 @@ mod tests {
             allow: rules(allow),
             ask: rules(ask),
             deny: rules(deny),
+            code_mode: CodeModePermissions::default(),
         }
+    }
+
+    #[test]
+    fn code_mode_rules_are_independent_of_the_direct_ones() {
+        let mut s = settings(&["bash(touch*)"], &[], &[]);
+        s.code_mode.allow = vec![Rule::parse("bash(ls*)").unwrap()];
+        let call = |subject| CallSubject {
+            tool: "bash",
+            subject: Some(subject),
+            read_only: false,
+            outside_workspace: false,
+        };
+        assert_eq!(s.verdict(&call("touch a")), Verdict::Allowed);
+        assert_eq!(s.verdict(&call("ls")), Verdict::Ask);
+        let nested = s.for_code_mode();
+        assert_eq!(nested.verdict(&call("touch a")), Verdict::Ask);
+        assert_eq!(nested.verdict(&call("ls")), Verdict::Allowed);
+        // The mode carries over unless the section sets its own.
+        s.mode = PermissionMode::AllowAll;
+        assert_eq!(s.for_code_mode().verdict(&call("rm x")), Verdict::Allowed);
+        s.code_mode.mode = Some(PermissionMode::Ask);
+        assert_eq!(s.for_code_mode().verdict(&call("rm x")), Verdict::Ask);
     }
 
     #[test]

@@ -42,8 +42,9 @@ fn saved_card(call: &SavedCall, message_id: &str) -> SavedCard {
         awaiting_approval: false,
         preview,
         // Saved history holds no subagent calls (they are in the subagent's own
-        // history), and live task identities do not carry over.
-        parent_activity_id: None,
+        // history), and live task identities do not carry over; a Code Mode script's
+        // call names its parent's entry.
+        parent_activity_id: call.parent_message_id.as_deref(),
         task_id: None,
         children: None,
         transcript: &call.transcript,

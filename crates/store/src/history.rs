@@ -189,6 +189,13 @@ impl Projector {
                 outcome,
                 summary,
                 ..
+            }
+            | RecordBody::CodeModeToolResult {
+                call_id,
+                name,
+                outcome,
+                summary,
+                ..
             } => {
                 let state = match outcome {
                     ToolOutcome::Completed => "completed",
@@ -522,6 +529,8 @@ mod tests {
                 name: "read".into(),
                 summary: "src/main.rs".into(),
                 arguments: Some("{\"path\":\"src/main.rs\"}".into()),
+                parent_call_id: None,
+                sequence: None,
             })
         };
         let p = project(

@@ -147,6 +147,48 @@ pub enum RecordBody {
         /// turns; history never shows them.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         arguments: Option<String>,
+        /// For a call a Code Mode script made (a nested call): the `code_mode` call
+        /// that ran the script. Nested calls are never replayed to the model; their
+        /// results are `code_mode_tool_result` records.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        parent_call_id: Option<String>,
+        /// For a nested call: its number in the script, 1, 2, … in start order.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        sequence: Option<u64>,
+    },
+    /// A call a Code Mode script made settled: a `tool_result` of the Code Mode scope,
+    /// with the script's call (`parent_call_id`) and the call's number in it
+    /// (`sequence`). Its content went to the script, never to the model.
+    CodeModeToolResult {
+        /// The turn.
+        turn_id: String,
+        /// The `code_mode` call whose script made it.
+        parent_call_id: String,
+        /// Its number in the script, 1, 2, … in start order.
+        sequence: u64,
+        /// The call.
+        call_id: String,
+        /// The tool's name.
+        name: String,
+        /// How it ended.
+        outcome: ToolOutcome,
+        /// A safe summary (no raw results).
+        summary: String,
+        /// What the script was given (its agent projection).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        content: Option<String>,
+        /// What the call observed, for cards.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        facts: Option<serde_json::Value>,
+        /// The public protection label of the decision that let it run or refused it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        protection: Option<String>,
+        /// The identity of its `tool_applied_preview`, when it applied a change.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        display_id: Option<String>,
+        /// The transcript projection, for cards.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        transcript: Vec<String>,
     },
     /// A tool call settled. Bulky output lives in assets, never here.
     ToolResult {
@@ -234,6 +276,13 @@ pub enum RecordBody {
         display_id: String,
         /// `{"schema_version": 1, "diff": "...", "truncated": bool}`.
         preview: serde_json::Value,
+        /// A nested call's preview: the same `parent_call_id` as its
+        /// `code_mode_tool_result`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        parent_call_id: Option<String>,
+        /// A nested call's preview: the same `sequence` as its result.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        sequence: Option<u64>,
     },
     /// The session's provider/model/effort selection.
     SessionPreferences {

@@ -4,6 +4,7 @@
 //! its nested tool calls are calls of the turn, never a blocking thread of this crate
 //! on its own. See docs/code-mode.md.
 
+mod describe;
 mod engine;
 
 use std::path::Path;
@@ -15,6 +16,7 @@ use serde_json::json;
 use crate::facts::{self, CodeModeLimit, Facts};
 use crate::{TRANSCRIPT_LINES, ToolDefinition, ToolOutput, ToolReport};
 
+pub use describe::describe;
 pub use engine::{
     NoTools, ScriptClock, ScriptEnd, ScriptHost, ScriptLimits, ScriptOutcome, run_script,
 };
@@ -31,9 +33,10 @@ pub(crate) fn definition() -> ToolDefinition {
                       `return` gives its value. Its result is what it printed \
                       (`console.log`, `console.error`, `print`; non-strings as JSON) \
                       followed by its return value (JSON when not a string). There is no \
-                      file system, network, process or module access; an uncaught error \
-                      fails the call with its message and line. Limits: wall time, memory \
-                      and output, as configured.",
+                      file system, network, process or module access but through \
+                      `tools`; an uncaught error fails the call with its message and \
+                      line. Limits: wall time, memory, tool calls and output, as \
+                      configured.",
         parameters: json!({
             "type": "object",
             "properties": {

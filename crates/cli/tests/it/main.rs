@@ -20,6 +20,7 @@ mod cards;
 mod catalog;
 mod client_tools;
 mod code_mode;
+mod code_mode_nested;
 mod compaction;
 mod context_windows;
 mod crash;

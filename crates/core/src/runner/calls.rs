@@ -90,6 +90,17 @@ pub(super) struct Call {
     /// The delegated task: the one a `task` call starts, or the one a subagent's call
     /// belongs to.
     pub(super) task_id: Option<String>,
+    /// For a call a Code Mode script made: its script's call and number.
+    pub(super) nested: Option<Nested>,
+}
+
+/// Where a nested call (one a Code Mode script made) belongs.
+#[derive(Debug, Clone)]
+pub(super) struct Nested {
+    /// The `code_mode` call that ran the script.
+    pub(super) parent_call_id: String,
+    /// Its number in the script, 1, 2, … in start order.
+    pub(super) sequence: u64,
 }
 
 /// The tool-call service of one agent: its calls are recorded in `journal`, shown
@@ -140,6 +151,8 @@ impl CallService<'_, '_> {
                 name: call.name.clone(),
                 summary: call.label.clone(),
                 arguments: Some(call.arguments.clone()),
+                parent_call_id: call.nested.as_ref().map(|n| n.parent_call_id.clone()),
+                sequence: call.nested.as_ref().map(|n| n.sequence),
             })
             .collect();
         self.journal.append_all(created);
@@ -389,6 +402,7 @@ impl CallService<'_, '_> {
             label,
             parent_activity_id,
             task_id,
+            nested: None,
         }
     }
 
@@ -417,7 +431,8 @@ struct SafeResult {
     transcript: Vec<String>,
 }
 
-/// The `tool_result` record of a settled call.
+/// The `tool_result` record of a settled call; `code_mode_tool_result` for a nested
+/// one.
 fn result_record(
     turn_id: String,
     call: &Call,
@@ -426,6 +441,22 @@ fn result_record(
     protection: Option<&'static str>,
     display_id: Option<String>,
 ) -> RecordBody {
+    if let Some(nested) = &call.nested {
+        return RecordBody::CodeModeToolResult {
+            turn_id,
+            parent_call_id: nested.parent_call_id.clone(),
+            sequence: nested.sequence,
+            call_id: call.call_id.clone(),
+            name: call.name.clone(),
+            outcome,
+            summary: safe.summary,
+            content: Some(safe.content),
+            facts: safe.facts,
+            protection: protection.map(str::to_owned),
+            display_id,
+            transcript: safe.transcript,
+        };
+    }
     RecordBody::ToolResult {
         turn_id,
         call_id: call.call_id.clone(),

@@ -57,7 +57,8 @@ pub(super) fn input_images(
 /// `view_image` call kept), and what the backend told the model in between (background
 /// jobs' ends, loop notes), images read from the session's assets `folder`. A call
 /// whose result was never recorded (a crashed turn) is answered as interrupted, so the
-/// provider sees a complete pairing.
+/// provider sees a complete pairing. The calls of Code Mode scripts and their results
+/// are never replayed: the model was given only the script's result.
 pub fn conversation(records: &[Record], folder: Option<&Path>) -> Vec<Item> {
     let assets = |call_id: &str| folder.map(|f| call_assets_dir(f, call_id));
     let answered: std::collections::HashSet<&str> = records
@@ -86,6 +87,7 @@ pub fn conversation(records: &[Record], folder: Option<&Path>) -> Vec<Item> {
                 call_id,
                 name,
                 arguments,
+                parent_call_id: None,
                 ..
             } => {
                 items.push(Item::ToolCall {
@@ -157,6 +159,8 @@ mod tests {
                     name: "read".into(),
                     summary: "read a".into(),
                     arguments: Some("{\"path\":\"a\"}".into()),
+                    parent_call_id: None,
+                    sequence: None,
                 },
             ),
         ];

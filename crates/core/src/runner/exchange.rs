@@ -20,6 +20,7 @@ use super::estimate::estimate_tokens;
 use super::journal::Journal;
 use super::offer::Offer;
 use super::output::Output;
+use super::script_tools;
 use super::text::chunks;
 use super::usage::{self, Reported};
 use crate::agent::Agent;
@@ -58,12 +59,18 @@ pub(super) struct Response {
 impl Exchange {
     /// The exchange of `agent` offered `offer`; `live` when its text is the run's reply.
     pub(super) fn new(agent: Agent, offer: Offer, live: bool) -> Exchange {
+        let code_mode = magi_tools::BuiltinTool::CodeMode.name();
         let mut tools: Vec<ToolSpec> = magi_tools::definitions()
             .into_iter()
             .filter(|d| offer.offers(d.name))
             .map(|d| ToolSpec {
                 name: d.name.to_owned(),
-                description: d.description.to_owned(),
+                // `code_mode` lists the tools its scripts may call.
+                description: if d.name == code_mode {
+                    script_tools::description(&offer, &agent)
+                } else {
+                    d.description.to_owned()
+                },
                 parameters: d.parameters,
             })
             .collect();

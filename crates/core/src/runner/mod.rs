@@ -31,6 +31,7 @@ mod offer;
 mod output;
 mod pruning;
 mod scope;
+mod script_tools;
 mod steps;
 mod task;
 mod text;

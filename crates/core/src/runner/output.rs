@@ -60,6 +60,9 @@ pub(super) struct Output {
     pub(super) activities: usize,
     /// The run's live cards.
     cards: LiveCards,
+    /// The clock of the Code Mode script whose nested calls are running, if one is:
+    /// it is held while one of them waits for a person to answer an approval.
+    pub(super) script_clock: Option<std::sync::Arc<magi_tools::code_mode::ScriptClock>>,
 }
 
 impl Output {
@@ -86,6 +89,7 @@ impl Output {
             cards: LiveCards::new(tool_cards),
             approval_scopes: false,
             session_usage: false,
+            script_clock: None,
         }
     }
 

@@ -55,21 +55,26 @@ const PRELUDE: &str = r#"(function (emit) {
 
 /// The `tools` object: one async function per callable tool. Each hands its call to the
 /// host and keeps the promise's ends under the call's number until the host settles it.
+/// The error a failed call rejects with is made when the call is, so that its stack,
+/// and an uncaught failure's reported line, name the script's line that made the call.
 const TOOLS: &str = r#"(function (start, names) {
   const pending = new Map();
   const tools = {};
   for (const name of names) {
-    tools[name] = (args) => new Promise((resolve, reject) => {
-      const json = JSON.stringify(args === undefined ? {} : args);
-      pending.set(start(name, json === undefined ? "{}" : json), { resolve, reject });
-    });
+    tools[name] = (args) => {
+      const error = new Error();
+      return new Promise((resolve, reject) => {
+        const json = JSON.stringify(args === undefined ? {} : args);
+        pending.set(start(name, json === undefined ? "{}" : json), { resolve, reject, error });
+      });
+    };
   }
   globalThis.tools = Object.freeze(tools);
   return (id, ok, text) => {
     const ends = pending.get(id);
     if (ends === undefined) return;
     pending.delete(id);
-    if (ok) ends.resolve(text); else ends.reject(new Error(text));
+    if (ok) { ends.resolve(text); } else { ends.error.message = text; ends.reject(ends.error); }
   };
 })"#;
 
@@ -87,11 +92,22 @@ pub struct ScriptLimits {
 }
 
 /// The script's clock: wall time since it started, less the time nested calls waited
-/// for a person, which the host adds as it passes.
+/// for a person, which the host adds as it passes ([`ScriptClock::pause_for`]) or
+/// holds the clock through ([`ScriptClock::hold`], [`ScriptClock::release`]).
 #[derive(Debug)]
 pub struct ScriptClock {
     started: Instant,
     paused_nanos: AtomicU64,
+    /// When the clock was held, in nanoseconds since the start; [`NOT_HELD`] when it
+    /// runs.
+    held_since: AtomicU64,
+}
+
+/// [`ScriptClock::held_since`] of a running clock.
+const NOT_HELD: u64 = u64::MAX;
+
+fn nanos(duration: Duration) -> u64 {
+    u64::try_from(duration.as_nanos()).unwrap_or(NOT_HELD - 1)
 }
 
 impl ScriptClock {
@@ -100,13 +116,32 @@ impl ScriptClock {
         ScriptClock {
             started: Instant::now(),
             paused_nanos: AtomicU64::new(0),
+            held_since: AtomicU64::new(NOT_HELD),
         }
     }
 
     /// Adds `waited` to the time that does not count.
     pub fn pause_for(&self, waited: Duration) {
-        let nanos = u64::try_from(waited.as_nanos()).unwrap_or(u64::MAX);
-        self.paused_nanos.fetch_add(nanos, Ordering::Relaxed);
+        self.paused_nanos
+            .fetch_add(nanos(waited), Ordering::Relaxed);
+    }
+
+    /// Stops counting from now, while a nested call waits for a person, until
+    /// [`ScriptClock::release`]. Holding a held clock changes nothing.
+    pub fn hold(&self) {
+        let now = nanos(self.wall());
+        let _ =
+            self.held_since
+                .compare_exchange(NOT_HELD, now, Ordering::Relaxed, Ordering::Relaxed);
+    }
+
+    /// Counts again: the time since [`ScriptClock::hold`] does not count.
+    pub fn release(&self) {
+        let since = self.held_since.swap(NOT_HELD, Ordering::Relaxed);
+        if since != NOT_HELD {
+            let held = nanos(self.wall()).saturating_sub(since);
+            self.paused_nanos.fetch_add(held, Ordering::Relaxed);
+        }
     }
 
     /// Wall time since the start.
@@ -116,8 +151,16 @@ impl ScriptClock {
 
     /// The time that counts toward the limit.
     pub fn counted(&self) -> Duration {
+        let wall = self.wall();
         let paused = Duration::from_nanos(self.paused_nanos.load(Ordering::Relaxed));
-        self.wall().saturating_sub(paused)
+        let since = self.held_since.load(Ordering::Relaxed);
+        let counted = wall.saturating_sub(paused);
+        if since == NOT_HELD {
+            counted
+        } else {
+            // Held: the time up to the hold counts, none after it.
+            counted.min(Duration::from_nanos(since).saturating_sub(paused))
+        }
     }
 }
 

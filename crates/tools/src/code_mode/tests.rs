@@ -266,11 +266,17 @@ fn nested_calls_resolve_with_their_text_and_reject_with_an_error() {
         (outcome.started, outcome.completed, outcome.failed),
         (4, 3, 1)
     );
-    // An uncaught nested failure fails the script with its message.
+    // An uncaught nested failure fails the script with its message, at the line of
+    // the call.
     let mut host = echo();
-    let outcome = run_with("await tools.fail();", limits(), &["fail"], &mut host);
+    let outcome = run_with(
+        "let x = 1;\n\nawait tools.fail();",
+        limits(),
+        &["fail"],
+        &mut host,
+    );
     assert!(
-        matches!(outcome.end, ScriptEnd::Threw { ref message, line: None } if message == "Error: fail failed"),
+        matches!(outcome.end, ScriptEnd::Threw { ref message, line: Some(3) } if message == "Error: fail failed"),
         "{outcome:?}"
     );
 }
@@ -320,4 +326,19 @@ fn arguments_take_one_script_within_its_bound() {
     }
     let long = serde_json::json!({"code": "x".repeat(CODE_MODE_CODE_BYTES + 1)}).to_string();
     assert!(parse_code(&long).unwrap_err().contains("bound"));
+}
+
+#[test]
+fn a_held_clock_does_not_count_until_released() {
+    let clock = ScriptClock::start();
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    clock.hold();
+    let at_hold = clock.counted();
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    // Nothing counts while held.
+    assert!(clock.counted() <= at_hold);
+    clock.release();
+    let after = clock.counted();
+    assert!(after >= at_hold);
+    assert!(clock.wall() >= after + std::time::Duration::from_millis(20));
 }

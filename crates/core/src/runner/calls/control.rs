@@ -232,6 +232,8 @@ mod tests {
                 name: "magi_control".into(),
                 summary: "magi_control".into(),
                 arguments: None,
+                parent_call_id: None,
+                sequence: None,
             },
         );
         let records = [

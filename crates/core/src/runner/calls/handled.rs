@@ -92,7 +92,7 @@ impl CallService<'_, '_> {
             Handler::AskUser => self.ask_user(role, call, activity_id).await,
             Handler::Control => self.control(call),
             Handler::NoImages => self.no_images(call),
-            Handler::CodeMode => self.code_mode(call).await,
+            Handler::CodeMode => self.code_mode(role, call, activity_id).await,
         }
     }
 

@@ -6,7 +6,7 @@ use magi_store::records::{Record, RecordBody, ToolCallPhase, ToolOutcome};
 
 use super::role::Role;
 use super::supervision::LABEL_APPROVAL_UNAVAILABLE;
-use super::{CallService, outcome_of, refused, result_record};
+use super::{CallService, Nested, outcome_of, refused, result_record};
 use crate::runner::conversation::INTERRUPTED_CALL;
 
 /// What the model is told of questions a crashed run left open.
@@ -27,15 +27,18 @@ impl CallService<'_, '_> {
         let unsettled = unsettled_calls(records);
         let count = unsettled.len();
         for unsettled in unsettled {
-            let call = self.call(
+            let mut call = self.call(
                 role,
                 unsettled.call_id,
                 unsettled.name,
                 unsettled.arguments.unwrap_or_else(|| "{}".into()),
             );
-            // A disabled tool never runs, not even to recover a call made before.
-            let replayable = magi_tools::BuiltinTool::from_name(&call.name)
-                .is_some_and(magi_tools::BuiltinTool::replay_safe)
+            call.nested = unsettled.nested;
+            // A disabled tool never runs, not even to recover a call made before; nor
+            // does a Code Mode script's call, whose script is gone.
+            let replayable = call.nested.is_none()
+                && magi_tools::BuiltinTool::from_name(&call.name)
+                    .is_some_and(magi_tools::BuiltinTool::replay_safe)
                 && !self.offer.disabled(&call.name)
                 && unsettled.phase != Some(ToolCallPhase::AwaitingApproval)
                 && self.verdict(&call) == Verdict::Run;
@@ -87,6 +90,8 @@ struct Unsettled {
     arguments: Option<String>,
     /// The last phase recorded for it, if any.
     phase: Option<ToolCallPhase>,
+    /// Its script's call and number, when a Code Mode script made it.
+    nested: Option<Nested>,
 }
 
 /// The calls of `records` that have no recorded result, in the order they were made.
@@ -95,7 +100,8 @@ fn unsettled_calls(records: &[Record]) -> Vec<Unsettled> {
     let mut phases = std::collections::HashMap::new();
     for record in records {
         match &record.body {
-            RecordBody::ToolResult { call_id, .. } => {
+            RecordBody::ToolResult { call_id, .. }
+            | RecordBody::CodeModeToolResult { call_id, .. } => {
                 settled.insert(call_id.as_str());
             }
             RecordBody::ToolCallState { call_id, state, .. } => {
@@ -112,6 +118,8 @@ fn unsettled_calls(records: &[Record]) -> Vec<Unsettled> {
                 call_id,
                 name,
                 arguments,
+                parent_call_id,
+                sequence,
                 ..
             } if !settled.contains(call_id.as_str()) => Some(Unsettled {
                 turn_id: turn_id.clone(),
@@ -119,6 +127,10 @@ fn unsettled_calls(records: &[Record]) -> Vec<Unsettled> {
                 name: name.clone(),
                 arguments: arguments.clone(),
                 phase: phases.get(call_id.as_str()).copied(),
+                nested: parent_call_id.clone().map(|parent_call_id| Nested {
+                    parent_call_id,
+                    sequence: sequence.unwrap_or(0),
+                }),
             }),
             _ => None,
         })

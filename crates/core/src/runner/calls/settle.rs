@@ -187,6 +187,8 @@ impl CallService<'_, '_> {
             records.push(RecordBody::ToolAppliedPreview {
                 display_id,
                 preview: payload,
+                parent_call_id: call.nested.as_ref().map(|n| n.parent_call_id.clone()),
+                sequence: call.nested.as_ref().map(|n| n.sequence),
             });
         }
         Staged {

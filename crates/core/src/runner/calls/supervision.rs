@@ -12,6 +12,8 @@ use super::{Call, CallService, running_card};
 use crate::approvals::ApprovalOutcome;
 use crate::runner::live_cards::Snapshot;
 use crate::runner::output::ApprovalDetails;
+use crate::runner::text::bounded;
+use magi_protocol::limits::SUMMARY_BYTES;
 
 /// The protection label of a call a settings rule or the allow-all mode let run.
 pub(super) const LABEL_ALLOWED_AUTOMATICALLY: &str = "allowed automatically";
@@ -100,10 +102,7 @@ impl CallService<'_, '_> {
     /// command that asks to run outside the sandbox always asks (see [`escalates`]).
     pub(super) fn verdict(&self, call: &Call) -> Verdict {
         let verdict = match self.judged(call) {
-            Some(judged) => self
-                .gates
-                .rules
-                .verdict(&self.agent.permissions, &judged.of(call)),
+            Some(judged) => self.policy_verdict(call, &judged.of(call)),
             None => Verdict::Run,
         };
         self.escalated(call, verdict)
@@ -159,6 +158,16 @@ impl CallService<'_, '_> {
         (!named).then_some(why)
     }
 
+    /// The verdict on a call the policy judges. A Code Mode script's call is judged
+    /// by `[permissions.code_mode]` alone: neither `[permissions]`' rules nor the
+    /// session's (answers given for direct calls) decide it.
+    fn policy_verdict(&self, call: &Call, subject: &CallSubject<'_>) -> Verdict {
+        match &call.nested {
+            Some(_) => self.agent.permissions.for_code_mode().verdict(subject),
+            None => self.gates.rules.verdict(&self.agent.permissions, subject),
+        }
+    }
+
     /// Decides whether a call may run, asking the client when the policy says so. Ok
     /// carries the protection label of the decision (none when no decision was
     /// needed); Err the denial.
@@ -172,7 +181,7 @@ impl CallService<'_, '_> {
             return Ok(None);
         };
         let subject = judged.of(call);
-        let verdict = self.gates.rules.verdict(&self.agent.permissions, &subject);
+        let verdict = self.policy_verdict(call, &subject);
         match self.escalated(call, verdict) {
             Verdict::Run => return Ok(None),
             Verdict::Allowed => return Ok(Some(LABEL_ALLOWED_AUTOMATICALLY)),
@@ -190,8 +199,10 @@ impl CallService<'_, '_> {
             protection: None,
         });
         // Running outside the sandbox is asked each time: no rule is offered for it.
+        // An answer "for this session" is a session rule of direct calls; a nested
+        // call's answer covers that call alone.
         let escalation = escalates(call);
-        let suggested_rule = if escalation {
+        let suggested_rule = if escalation || call.nested.is_some() {
             None
         } else {
             suggested_rule(&self.agent.permissions, &subject)
@@ -214,15 +225,34 @@ impl CallService<'_, '_> {
         } else {
             call.label.clone()
         };
+        // A Code Mode script's call says so: the person approves a call the model
+        // wrote into a script, not one it asked for directly.
+        let title = match &call.nested {
+            Some(_) => bounded(&format!("Code Mode script: {label}"), SUMMARY_BYTES),
+            None => label,
+        };
         self.output
-            .approval_requested(&approval_id, &label, APPROVAL_EXPIRY_MS, details)
+            .approval_requested(&approval_id, &title, APPROVAL_EXPIRY_MS, details)
             .await;
         let waiting = running_card(call, None, true);
         self.card(role, activity_id, Snapshot::Interim, waiting)
             .await;
+        // A script's clock does not count the time a person takes to answer.
+        let clock = self
+            .output
+            .script_clock
+            .clone()
+            .filter(|_| call.nested.is_some());
+        if let Some(clock) = &clock {
+            clock.hold();
+        }
         // The answer may come while they run: the wait was opened first.
         self.approval_requested(role, call).await;
-        let answer = match wait.settled(&self.output.cancel).await {
+        let settled = wait.settled(&self.output.cancel).await;
+        if let Some(clock) = &clock {
+            clock.release();
+        }
+        let answer = match settled {
             ApprovalOutcome::Answered(answer) => answer,
             ApprovalOutcome::Expired | ApprovalOutcome::Cancelled => {
                 return Err(Denial::by(LABEL_APPROVAL_UNAVAILABLE));

@@ -392,6 +392,8 @@ fn recovery_settles_a_claimed_change_indeterminate_and_reruns_an_allowed_read() 
             name: (*name).into(),
             summary: (*name).into(),
             arguments: Some(arguments.to_string()),
+            parent_call_id: None,
+            sequence: None,
         };
         let claimed = RecordBody::ToolCallState {
             turn_id: "crashed".into(),

@@ -523,3 +523,31 @@ async fn doctor_reports_the_mode_in_force_the_landlock_abi_and_seccomp() {
         "{text}"
     );
 }
+
+/// A command a Code Mode script runs (`tools.bash`) is confined like a direct one.
+#[tokio::test]
+async fn a_code_mode_scripts_commands_are_confined() {
+    if !available() {
+        return;
+    }
+    let mock = MockServer::start().await;
+    let env = TestEnv::new();
+    let outside = outside_dir();
+    let command = write_inside_and_outside(outside.path());
+    let script = format!(
+        "try {{ return await tools.bash({{command: {}}}); }} catch (e) {{ return String(e); }}",
+        json!(command)
+    );
+    mock.enqueue(Reply::stream().tool_call(
+        "s1",
+        "code_mode",
+        [json!({ "code": script }).to_string().as_str()],
+    ));
+    mock.enqueue(Reply::stream().text(["Done."]));
+    exec_all(&env, &mock, &[]).await;
+    assert!(env.cwd().join("inside.txt").exists());
+    assert!(!outside.path().join("outside.txt").exists());
+    let told = last_told(&mock);
+    assert!(told[0].contains("Permission denied"), "{told:?}");
+    assert_eq!(sandbox_facts(&env), ["workspace-write; network none"]);
+}

@@ -25,23 +25,25 @@ use magi_protocol::methods;
 use magi_testkit::{MockServer, Reply};
 use serde_json::json;
 
-const METHODS: [&str; 6] = [
+const METHODS: [&str; 7] = [
     "session.create",
     "turn.start",
     "turn.cancel",
+    "approval.answer",
     "history.page",
     "shutdown",
     "tool.cards",
 ];
 
-async fn ready(env: &TestEnv) -> Backend {
+/// A backend of `env`, initialized with what the Code Mode tests use.
+pub(crate) async fn ready(env: &TestEnv) -> Backend {
     let mut backend = env.spawn();
     backend.initialize(&METHODS).await.unwrap().unwrap();
     backend
 }
 
 /// A reply asking for one `code_mode` call of `code`.
-fn script(id: &str, code: &str) -> Reply {
+pub(crate) fn script(id: &str, code: &str) -> Reply {
     Reply::stream().tool_call(id, "code_mode", [json!({ "code": code }).to_string()])
 }
 
@@ -54,7 +56,7 @@ async fn turn(backend: &mut Backend, session: &str) -> (Vec<Event>, RunOutcome, 
 }
 
 /// The final live cards of a run, in order.
-fn final_cards(seen: &[Event]) -> Vec<Card> {
+pub(crate) fn final_cards(seen: &[Event]) -> Vec<Card> {
     seen.iter()
         .filter_map(|e| match e {
             Event::ToolCard(e) if e.card.outcome.is_some() => Some(e.card.clone()),

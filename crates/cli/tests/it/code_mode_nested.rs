@@ -22,36 +22,7 @@ use magi_protocol::methods;
 use magi_testkit::{MockServer, Reply};
 use serde_json::{Value, json};
 
-const METHODS: [&str; 7] = [
-    "session.create",
-    "turn.start",
-    "turn.cancel",
-    "approval.answer",
-    "history.page",
-    "shutdown",
-    "tool.cards",
-];
-
-async fn ready(env: &TestEnv) -> Backend {
-    let mut backend = env.spawn();
-    backend.initialize(&METHODS).await.unwrap().unwrap();
-    backend
-}
-
-/// A reply asking for one `code_mode` call of `code`.
-fn script(id: &str, code: &str) -> Reply {
-    Reply::stream().tool_call(id, "code_mode", [json!({ "code": code }).to_string()])
-}
-
-/// The final live cards of a run, in order.
-fn final_cards(seen: &[Event]) -> Vec<Card> {
-    seen.iter()
-        .filter_map(|e| match e {
-            Event::ToolCard(e) if e.card.outcome.is_some() => Some(e.card.clone()),
-            _ => None,
-        })
-        .collect()
-}
+use crate::code_mode::{final_cards, ready, script};
 
 /// The records of `kind` in the session's log.
 fn of_kind(env: &TestEnv, session: &str, kind: &str) -> Vec<Value> {

@@ -88,28 +88,7 @@ impl Exchange {
                 parameters: crate::questions::ask_user_parameters(),
             });
         }
-        tools.extend(
-            offer
-                .client_tools()
-                .iter()
-                .filter(|t| offer.offers(&t.name))
-                .map(|t| ToolSpec {
-                    name: t.name.clone(),
-                    description: t.description.clone(),
-                    parameters: t.parameters.clone(),
-                }),
-        );
-        tools.extend(
-            agent
-                .mcp
-                .tools()
-                .filter(|t| offer.offers(&t.name))
-                .map(|t| ToolSpec {
-                    name: t.name.clone(),
-                    description: t.description.clone(),
-                    parameters: t.parameters.clone(),
-                }),
-        );
+        tools.extend(script_tools::external(&offer, &agent));
         Exchange {
             agent,
             offer,

@@ -21,29 +21,35 @@ pub(super) fn callable(offer: &Offer, agent: &Agent) -> Vec<ToolSpec> {
             parameters: d.parameters,
         })
         .collect();
-    tools.extend(
-        offer
-            .client_tools()
-            .iter()
-            .filter(|t| offer.offers(&t.name))
-            .map(|t| ToolSpec {
-                name: t.name.clone(),
-                description: t.description.clone(),
-                parameters: t.parameters.clone(),
-            }),
-    );
-    tools.extend(
-        agent
-            .mcp
-            .tools()
-            .filter(|t| offer.offers(&t.name))
-            .map(|t| ToolSpec {
-                name: t.name.clone(),
-                description: t.description.clone(),
-                parameters: t.parameters.clone(),
-            }),
-    );
+    tools.extend(external(offer, agent));
     tools
+}
+
+/// The specs of the client's tools, then the MCP servers' tools, that `offer` offers
+/// `agent`: the tools that are not built in, as the model and scripts are given them.
+pub(super) fn external<'a>(
+    offer: &'a Offer,
+    agent: &'a Agent,
+) -> impl Iterator<Item = ToolSpec> + 'a {
+    let client = offer
+        .client_tools()
+        .iter()
+        .filter(|t| offer.offers(&t.name))
+        .map(|t| ToolSpec {
+            name: t.name.clone(),
+            description: t.description.clone(),
+            parameters: t.parameters.clone(),
+        });
+    let mcp = agent
+        .mcp
+        .tools()
+        .filter(|t| offer.offers(&t.name))
+        .map(|t| ToolSpec {
+            name: t.name.clone(),
+            description: t.description.clone(),
+            parameters: t.parameters.clone(),
+        });
+    client.chain(mcp)
 }
 
 /// The description of `code_mode` offered to `agent`: the API and the tools its

@@ -118,9 +118,9 @@ pub(super) async fn fire(
                 (None, false) if fired.cancelled => (ActivityState::Failed, "cancelled"),
                 (None, false) => (ActivityState::Failed, "failed"),
             };
-            let summary = bounded(&format!("{label}: {said}"), SUMMARY_BYTES);
+            // An ending activity's summary is the outcome: its start named the hook.
             output
-                .activity_of(ActivityKind::Tool, id, "hook", state, &summary)
+                .activity_of(ActivityKind::Tool, id, "hook", state, said)
                 .await;
         }
         if fired.blocked.is_some() || fired.cancelled {

@@ -192,6 +192,45 @@ async fn a_nested_failure_rejects_its_promise_caught_or_uncaught() {
     assert_eq!(results[1]["sequence"], 1);
 }
 
+/// A call the script starts and never awaits still runs before the script's result is
+/// given, and counts as started and completed; its result goes nowhere.
+#[tokio::test]
+async fn a_call_the_script_never_awaits_still_runs_and_is_counted() {
+    let mock = MockServer::start().await;
+    mock.enqueue(script(
+        "s1",
+        "tools.write({path: 'fired.txt', content: 'yes'});\nreturn 'returned first';",
+    ));
+    mock.enqueue(Reply::stream().text(["Done."]));
+    let env = env_for(&mock);
+    env.write_settings("[permissions.code_mode]\nallow = [\"write\"]\n");
+    let mut backend = ready(&env).await;
+    let session = new_session(&mut backend).await;
+    start_turn(&mut backend, &session, "Fire and forget.").await;
+    let mut seen = Vec::new();
+    let finished = until_finished(&mut backend, &mut seen).await;
+    assert_eq!(finished.outcome, RunOutcome::Completed, "{seen:?}");
+    shutdown_clean(&mut backend).await;
+    assert_eq!(
+        std::fs::read_to_string(env.cwd().join("fired.txt")).unwrap(),
+        "yes"
+    );
+    let told = tool_outputs(&mock.requests()[1].body);
+    assert_eq!(told, ["returned first"]);
+    let results = of_kind(&env, &session, "code_mode_tool_result");
+    assert_eq!(results.len(), 1);
+    assert_eq!(results[0]["outcome"], "completed");
+    let script_card = final_cards(&seen)
+        .into_iter()
+        .find(|c| c.tool_kind == ToolKind::CodeMode)
+        .expect("the script's card");
+    let rows = format!("{:?}", script_card.blocks);
+    for label in ["Nested calls started", "Nested calls completed"] {
+        let row = format!("label: \"{label}\", value: Some(\"1 call\")");
+        assert!(rows.contains(&row), "{label}: {rows}");
+    }
+}
+
 /// Runs one turn whose script runs `touch made.txt` through `bash`, which asks, and
 /// answers the approval with `allow`; returns the approval's summary, what the model
 /// was told and the session's log.

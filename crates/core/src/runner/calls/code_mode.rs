@@ -18,7 +18,8 @@ use std::time::{Duration, Instant};
 use magi_protocol::limits::CODE_MODE_OUTPUT_BYTES;
 use magi_provider::Item;
 use magi_tools::code_mode::{
-    LimitSettings, ScriptClock, ScriptHost, parse_code, report, run_script,
+    LimitSettings, ScriptClock, ScriptEnd, ScriptHost, ScriptOutcome, parse_code, report,
+    run_script,
 };
 use magi_tools::{ToolOutput, ToolReport};
 use tokio::sync::mpsc::{UnboundedSender, unbounded_channel};
@@ -54,6 +55,41 @@ impl ScriptHost for ChannelHost {
             let _ = self.batches.send(std::mem::take(&mut self.started));
         }
         self.ended.recv_timeout(timeout).ok()
+    }
+}
+
+impl ChannelHost {
+    /// The calls the script started and never awaited before it ended. When it
+    /// returned, threw or stalled they still run, as pending work does in any
+    /// JavaScript runtime, within what is left of the time limit, and count as
+    /// completed or failed; their results go nowhere. When a limit or a cancel stopped
+    /// it they are not run, and not counted as started.
+    fn finish_unawaited(
+        &mut self,
+        outcome: &mut ScriptOutcome,
+        limit: Duration,
+        clock: &ScriptClock,
+    ) {
+        if self.started.is_empty() {
+            return;
+        }
+        let pending = std::mem::take(&mut self.started);
+        let count = u64::try_from(pending.len()).unwrap_or(u64::MAX);
+        if matches!(outcome.end, ScriptEnd::Stopped(_) | ScriptEnd::Cancelled)
+            || self.batches.send(pending).is_err()
+        {
+            outcome.started = outcome.started.saturating_sub(count);
+            return;
+        }
+        for _ in 0..count {
+            let left = limit.saturating_sub(clock.counted());
+            match self.ended.recv_timeout(left) {
+                Ok((_, Ok(_))) => outcome.completed += 1,
+                Ok((_, Err(_))) => outcome.failed += 1,
+                // Past the limit: the turn cancels and settles what still runs.
+                Err(_) => break,
+            }
+        }
     }
 }
 
@@ -108,7 +144,9 @@ impl CallService<'_, '_> {
                 batches,
                 ended,
             };
-            let outcome = run_script(
+            let limit = settings.script_limits().timeout;
+            let held_clock = Arc::clone(&script_clock);
+            let mut outcome = run_script(
                 &code,
                 &tools,
                 settings.script_limits(),
@@ -116,6 +154,7 @@ impl CallService<'_, '_> {
                 cancelled,
                 &mut host,
             );
+            host.finish_unawaited(&mut outcome, limit, &held_clock);
             let wall_ms = u64::try_from(began.elapsed().as_millis()).unwrap_or(u64::MAX);
             report(&outcome, settings, wall_ms, assets_dir.as_deref())
         });

@@ -607,3 +607,37 @@ async fn a_nested_write_keeps_its_preview_in_its_scope_live_and_saved() {
     assert!(has_diff(saved_write), "{saved_write:?}");
     assert_eq!(saved_write.blocks, write.blocks);
 }
+
+/// A script calls an MCP server's tools by the qualified names the model knows them
+/// by, each a real call judged by `[permissions.code_mode]`.
+#[tokio::test]
+async fn a_script_calls_mcp_tools_by_their_qualified_names() {
+    let mock = MockServer::start().await;
+    mock.enqueue(script(
+        "s1",
+        "const a = await tools['mcp__mock__echo']({message: 'hi'});\n\
+         const b = await tools.mcp__mock__add({a: 2, b: 3});\n\
+         return a + ' | ' + b;",
+    ));
+    mock.enqueue(Reply::stream().text(["Done."]));
+    let env = crate::mcp::env_for(&mock);
+    env.write_settings(&crate::mcp::mock_settings(
+        "\n[permissions.code_mode]\nallow = [\"mcp__mock__echo\", \"mcp__mock__add\"]\n",
+    ));
+    crate::mcp::mcp_command(&env, &["approve", "mock"]);
+    let mut backend = ready(&env).await;
+    let session = new_session(&mut backend).await;
+    start_turn(&mut backend, &session, "Ask the server.").await;
+    let mut seen = Vec::new();
+    let finished = until_finished(&mut backend, &mut seen).await;
+    assert_eq!(finished.outcome, RunOutcome::Completed, "{seen:?}");
+    shutdown_clean(&mut backend).await;
+    let told = tool_outputs(&mock.requests()[1].body);
+    assert!(told[0].starts_with("Echo: hi | The sum of 2"), "{told:?}");
+    let results = of_kind(&env, &session, "code_mode_tool_result");
+    assert_eq!(results.len(), 2, "{results:?}");
+    assert!(
+        results.iter().all(|r| r["outcome"] == "completed"),
+        "{results:?}"
+    );
+}

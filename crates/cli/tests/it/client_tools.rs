@@ -263,3 +263,35 @@ impl RawInitialize for Backend {
         next_response(self).await.outcome
     }
 }
+
+/// A Code Mode script calls a client tool: the client is asked as for a direct call,
+/// under the nested call's own ID, and its answer resolves the script's promise, which
+/// the model never sees apart from the script's result.
+#[tokio::test]
+async fn a_code_mode_script_calls_a_client_tool() {
+    let mock = MockServer::start().await;
+    let code = "const shown = await tools.notify({text: 'from a script'});\nreturn 'client said: ' + shown;";
+    mock.enqueue(Reply::stream().tool_call(
+        "s1",
+        "code_mode",
+        [json!({ "code": code }).to_string()],
+    ));
+    mock.enqueue(Reply::stream().text(["Done."]));
+    let env = env_for(&mock);
+    env.write_settings("[permissions.code_mode]\nallow = [\"notify\"]\n");
+    let (mut backend, session, run) = turn(&env).await;
+    let mut seen = Vec::new();
+    let call = until_call(&mut backend, &mut seen).await;
+    assert_eq!(call.tool, "notify");
+    assert_eq!(call.call_id, "s1.code_mode.1");
+    assert_eq!(call.arguments, json!({"text": "from a script"}));
+    assert_eq!(
+        answer(&mut backend, &session, &run, &call.call_id, "shown").await,
+        Ok(ClientToolResultResult { recorded: true })
+    );
+    let finished = until_finished(&mut backend, &mut seen).await;
+    assert_eq!(finished.outcome, RunOutcome::Completed, "{seen:?}");
+    let told = tool_outputs(&mock.requests()[1].body);
+    assert_eq!(told, ["client said: shown"]);
+    shutdown_clean(&mut backend).await;
+}

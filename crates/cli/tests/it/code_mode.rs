@@ -159,10 +159,19 @@ async fn a_script_runs_and_the_model_gets_what_it_printed_and_returned() {
     assert_eq!(result["facts"]["output_bytes"], 17);
 
     // A new client reopens the saved session: its fold shows the saved card.
-    let mut backend = ready(&env).await;
-    let attached = open_session(&mut backend, &session).await.unwrap();
+    let folded = reopened_cards(&env, &session).await;
+    assert_eq!(folded.len(), 1, "{folded:?}");
+    assert_eq!(folded[0].tool_kind, ToolKind::CodeMode);
+    assert_eq!(folded[0].blocks, card.blocks);
+}
+
+/// The cards a new client's fold shows for the saved session `session`, reopened with
+/// `session.open` and its first history page.
+pub(crate) async fn reopened_cards(env: &TestEnv, session: &str) -> Vec<Card> {
+    let mut backend = ready(env).await;
+    let attached = open_session(&mut backend, session).await.unwrap();
     let params = HistoryPageParams {
-        session_id: session.clone(),
+        session_id: session.to_owned(),
         revision: attached.revision.clone(),
         cursor: None,
     };
@@ -171,23 +180,20 @@ async fn a_script_runs_and_the_model_gets_what_it_printed_and_returned() {
         .await
         .unwrap()
         .unwrap();
+    shutdown_clean(&mut backend).await;
     let mut transcript = Transcript::default();
     transcript.apply_all([
         FoldInput::SessionAttached(attached),
         FoldInput::HistoryPage(page),
     ]);
-    let folded: Vec<Card> = transcript
+    transcript
         .items()
         .iter()
         .filter_map(|item| match item {
             Item::History(message) => message.card.as_deref().cloned(),
             _ => None,
         })
-        .collect();
-    assert_eq!(folded.len(), 1, "{:?}", transcript.items());
-    assert_eq!(folded[0].tool_kind, ToolKind::CodeMode);
-    assert_eq!(folded[0].blocks, card.blocks);
-    shutdown_clean(&mut backend).await;
+        .collect()
 }
 
 #[tokio::test]

@@ -153,6 +153,25 @@ async fn a_script_calls_tools_one_by_one_and_concurrently_and_only_its_result_re
         assert_eq!(card.outcome, Some(CardOutcome::Success));
     }
     shutdown_clean(&mut backend).await;
+    // A new client reopening the session folds the same four cards, the nested ones
+    // under the script's.
+    let folded = crate::code_mode::reopened_cards(&env, &session).await;
+    assert_eq!(folded.len(), 4, "{folded:?}");
+    let folded_parent = folded
+        .iter()
+        .find(|c| c.tool_kind == ToolKind::CodeMode)
+        .unwrap();
+    let nested: Vec<&Card> = folded
+        .iter()
+        .filter(|c| c.tool_kind != ToolKind::CodeMode)
+        .collect();
+    assert_eq!(nested.len(), 3);
+    for card in nested {
+        assert_eq!(
+            card.parent_activity_id.as_deref(),
+            Some(folded_parent.activity_id.as_str())
+        );
+    }
 }
 
 #[tokio::test]

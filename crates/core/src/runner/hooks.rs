@@ -38,6 +38,21 @@ pub(super) struct Occurrence<'a> {
     pub(super) reserve: usize,
 }
 
+impl Occurrence<'_> {
+    /// An occurrence of `event` with no subject, no schema and no reserve: the
+    /// session's and the turn's own events.
+    fn of(event: HookEvent, fields: Map<String, Value>) -> Occurrence<'static> {
+        Occurrence {
+            event,
+            subject: None,
+            fields,
+            invocation: None,
+            schema: None,
+            reserve: 0,
+        }
+    }
+}
+
 /// Runs the hooks of `occurrence` for `agent` in `cwd`, telling them through `output`.
 pub(super) async fn fire(
     output: &mut Output,
@@ -161,14 +176,7 @@ pub(super) async fn before_input(
     if let Some(source) = session_start {
         let mut fields = Map::new();
         fields.insert("source".into(), source.into());
-        let occurrence = Occurrence {
-            event: HookEvent::SessionStart,
-            subject: None,
-            fields,
-            invocation: None,
-            schema: None,
-            reserve: 0,
-        };
+        let occurrence = Occurrence::of(HookEvent::SessionStart, fields);
         let fired = fire(output, agent, cwd, occurrence).await;
         if fired.cancelled {
             return Err(Ending::cancelled());
@@ -188,14 +196,7 @@ pub(super) async fn before_input(
         "prompt".into(),
         crate::hooks::input_text(prompt, &agent.secrets),
     );
-    let occurrence = Occurrence {
-        event: HookEvent::UserPromptSubmit,
-        subject: None,
-        fields,
-        invocation: None,
-        schema: None,
-        reserve: 0,
-    };
+    let occurrence = Occurrence::of(HookEvent::UserPromptSubmit, fields);
     let fired = fire(output, agent, cwd, occurrence).await;
     if fired.cancelled {
         return Err(Ending::cancelled());
@@ -229,14 +230,7 @@ pub(super) async fn turn_end(
     };
     let mut fields = Map::new();
     fields.insert("outcome".into(), outcome.into());
-    let occurrence = Occurrence {
-        event: HookEvent::TurnEnd,
-        subject: None,
-        fields,
-        invocation: None,
-        schema: None,
-        reserve: 0,
-    };
+    let occurrence = Occurrence::of(HookEvent::TurnEnd, fields);
     fire(output, agent, cwd, occurrence).await;
 }
 
@@ -250,14 +244,7 @@ pub(super) async fn pre_compact(
 ) {
     let mut fields = Map::new();
     fields.insert("trigger".into(), trigger.into());
-    let occurrence = Occurrence {
-        event: HookEvent::PreCompact,
-        subject: None,
-        fields,
-        invocation: None,
-        schema: None,
-        reserve: 0,
-    };
+    let occurrence = Occurrence::of(HookEvent::PreCompact, fields);
     fire(output, agent, cwd, occurrence).await;
 }
 

@@ -334,7 +334,8 @@ impl Agent {
             }
             state.opening += 1;
         }
-        let opened = session::open(self.peer.clone(), cwd, mcp_servers, target).await;
+        let terminals = self.state().client.as_ref().is_some_and(|c| c.terminal);
+        let opened = session::open(self.peer.clone(), cwd, mcp_servers, target, terminals).await;
         let mut state = self.state();
         state.opening -= 1;
         let (id, handle, options) = match opened {
@@ -361,7 +362,7 @@ impl Agent {
             })?,
         };
         check_cwd(&cwd)?;
-        let mut backend = session::backend(&cwd, &[]).await?;
+        let mut backend = session::backend(&cwd, &[], false).await?;
         let params = SessionListParams {
             revision: None,
             cursor: request.cursor,

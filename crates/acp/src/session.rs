@@ -25,6 +25,7 @@ use crate::rpc::Peer;
 mod config;
 mod open;
 mod permission;
+mod terminal;
 mod turn;
 
 pub(crate) use open::{Target, backend, open};
@@ -87,11 +88,15 @@ pub(crate) struct Session {
     /// The client's answers to permission requests, from their own tasks.
     answers: mpsc::UnboundedReceiver<permission::Answer>,
     answer_sender: mpsc::UnboundedSender<permission::Answer>,
+    /// The commands run in the client's terminal, and their tasks' reports.
+    terminals: terminal::Terminals,
+    terminal_notes: mpsc::UnboundedReceiver<terminal::Note>,
 }
 
 impl Session {
     fn new(id: String, cwd: PathBuf, backend: Backend, peer: Peer) -> Session {
         let (answer_sender, answers) = mpsc::unbounded_channel();
+        let (note_sender, terminal_notes) = mpsc::unbounded_channel();
         Session {
             id,
             cwd,
@@ -100,6 +105,8 @@ impl Session {
             turn: None,
             answers,
             answer_sender,
+            terminals: terminal::Terminals::new(note_sender),
+            terminal_notes,
         }
     }
 
@@ -123,6 +130,7 @@ impl Session {
                     None => break,
                 },
                 Some(answer) = self.answers.recv() => self.answered(answer).await,
+                Some(note) = self.terminal_notes.recv() => self.terminal_note(note).await,
                 incoming = self.backend.next_incoming() => match incoming {
                     Some(Incoming::Event { event, .. }) => self.event(event).await,
                     Some(Incoming::Response(_)) => {}

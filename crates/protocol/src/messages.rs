@@ -6,6 +6,7 @@ mod catalog;
 mod questions;
 mod sessions;
 mod status;
+mod terminals;
 mod turns;
 mod usage;
 
@@ -18,6 +19,7 @@ pub use catalog::*;
 pub use questions::*;
 pub use sessions::*;
 pub use status::*;
+pub use terminals::*;
 pub use turns::*;
 pub use usage::*;
 

@@ -124,6 +124,8 @@ closed_name_set! {
         QuestionAnswer => "question.answer",
         /// Compacts an idle session's conversation now (`session.usage`).
         SessionCompact => "session.compact",
+        /// The client's answer to a command it ran in its terminal (`client.terminals`).
+        ClientTerminalResult => "client.terminal.result",
     }
 }
 
@@ -163,6 +165,9 @@ pub const SESSION_USAGE: &str = "session.usage";
 
 /// The `input.attachments` extension's capability name.
 pub const INPUT_ATTACHMENTS: &str = "input.attachments";
+
+/// The `client.terminals` extension's capability name.
+pub const CLIENT_TERMINALS: &str = "client.terminals";
 
 /// The capabilities advertised by `initialize`, in the protocol's order.
 ///

@@ -31,6 +31,7 @@ mod negotiation;
 mod questions;
 mod session_job;
 mod session_work;
+mod terminals;
 mod titles;
 mod turns;
 
@@ -38,6 +39,7 @@ use compact::SESSION_COMPACT_METHOD;
 use negotiation::CLIENT_TOOL_RESULT_METHOD;
 use questions::QUESTION_ANSWER_METHOD;
 pub(crate) use session_job::{SessionDone, SessionJob};
+use terminals::CLIENT_TERMINAL_RESULT_METHOD;
 
 /// What the serve loop does after a frame was answered.
 #[derive(Debug)]
@@ -73,6 +75,7 @@ struct ActiveRun {
     cancel: CancellationToken,
     approvals: ApprovalGate,
     client_calls: ClientToolGate,
+    terminals: magi_core::client_terminals::TerminalGate,
     questions: magi_core::questions::QuestionGate,
 }
 
@@ -108,6 +111,8 @@ pub(crate) struct Connection {
     session_usage: bool,
     /// Whether the client required `input.attachments`.
     input_attachments: bool,
+    /// Whether the client required `client.terminals`.
+    client_terminals: bool,
     /// Whether the client required `client.tools`, and the tools it registered.
     client_tools_negotiated: bool,
     client_tools: Arc<Vec<ClientTool>>,
@@ -143,6 +148,7 @@ impl Connection {
             user_questions: false,
             session_usage: false,
             input_attachments: false,
+            client_terminals: false,
             client_tools_negotiated: false,
             client_tools: Arc::default(),
             selection: None,
@@ -187,6 +193,14 @@ impl Connection {
         let id = envelope.id.as_str();
         if envelope.method == CLIENT_TOOL_RESULT_METHOD {
             let answer = self.client_tool_result(envelope.params);
+            match answer {
+                Ok(result) => self.output.result(id, result)?,
+                Err(code) => self.output.error(Some(id), code)?,
+            }
+            return Ok(Flow::Continue);
+        }
+        if envelope.method == CLIENT_TERMINAL_RESULT_METHOD {
+            let answer = self.client_terminal_result(envelope.params);
             match answer {
                 Ok(result) => self.output.result(id, result)?,
                 Err(code) => self.output.error(Some(id), code)?,

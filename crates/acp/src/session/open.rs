@@ -51,7 +51,13 @@ pub(crate) enum Target {
 }
 
 /// A started backend in `cwd` with these variables beyond ours, initialized.
-pub(crate) async fn backend(cwd: &Path, env: &[(String, String)]) -> Result<Backend, Error> {
+/// With `terminals` (the client offers `terminal`), `client.terminals` is required too:
+/// the folder's `[acp] client_terminals` then decides where `bash` runs.
+pub(crate) async fn backend(
+    cwd: &Path,
+    env: &[(String, String)],
+    terminals: bool,
+) -> Result<Backend, Error> {
     let exe = std::env::current_exe().map_err(|e| {
         Error::internal_error().data(json!(format!("cannot find the magi-code executable: {e}")))
     })?;
@@ -62,7 +68,11 @@ pub(crate) async fn backend(cwd: &Path, env: &[(String, String)]) -> Result<Back
     let mut backend = command
         .spawn()
         .map_err(|e| Error::internal_error().data(json!(format!("{e}"))))?;
-    match backend.initialize(CAPABILITIES).await {
+    let mut capabilities = CAPABILITIES.to_vec();
+    if terminals {
+        capabilities.push(names::CLIENT_TERMINALS);
+    }
+    match backend.initialize(&capabilities).await {
         Ok(Ok(_)) => Ok(backend),
         Ok(Err(code)) => {
             backend.kill().await;
@@ -91,9 +101,10 @@ pub(crate) async fn open(
     cwd: PathBuf,
     mcp_servers: &[McpServer],
     target: Target,
+    terminals: bool,
 ) -> Result<(String, Handle, Vec<SessionConfigOption>), Error> {
     let env = crate::mcp::backend_env(mcp_servers)?;
-    let mut backend = backend(&cwd, &env).await?;
+    let mut backend = backend(&cwd, &env, terminals).await?;
     let opened = attach(&mut backend, &cwd, &target).await;
     let attached = match opened {
         Ok(attached) => attached,

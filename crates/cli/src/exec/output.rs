@@ -232,7 +232,9 @@ impl Output {
             | Event::ClientToolCancel(_)
             | Event::QuestionAsked(_)
             | Event::UsageUpdated(_)
-            | Event::SessionTitled(_) => {}
+            | Event::SessionTitled(_)
+            | Event::ClientTerminalRun(_)
+            | Event::ClientTerminalCancel(_) => {}
         }
         Ok(())
     }

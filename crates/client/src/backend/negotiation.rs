@@ -3,11 +3,14 @@
 
 use std::sync::Arc;
 
+use magi_protocol::messages::ClientTerminalsDescriptor;
 use magi_protocol::messages::{
     ApprovalScopesDescriptor, InitializeParams, InitializeResult, InputAttachmentsDescriptor,
     SessionUsageDescriptor, UserQuestionsDescriptor,
 };
-use magi_protocol::names::{APPROVAL_SCOPES, INPUT_ATTACHMENTS, SESSION_USAGE, USER_QUESTIONS};
+use magi_protocol::names::{
+    APPROVAL_SCOPES, CLIENT_TERMINALS, INPUT_ATTACHMENTS, SESSION_USAGE, USER_QUESTIONS,
+};
 use serde_json::Value;
 
 use super::Shared;
@@ -23,6 +26,7 @@ pub(super) struct Negotiation {
     user_questions: bool,
     session_usage: bool,
     input_attachments: bool,
+    client_terminals: bool,
     shared: Arc<Shared>,
 }
 
@@ -42,6 +46,7 @@ impl Negotiation {
             user_questions: requires(USER_QUESTIONS),
             session_usage: requires(SESSION_USAGE),
             input_attachments: requires(INPUT_ATTACHMENTS),
+            client_terminals: requires(CLIENT_TERMINALS),
             shared,
         })
     }
@@ -57,6 +62,7 @@ impl Negotiation {
             user_questions: self.user_questions,
             session_usage: self.session_usage,
             input_attachments: self.input_attachments,
+            client_terminals: self.client_terminals,
         };
         check_advertisement(&result, &required).map_err(ClientError::Violation)?;
         self.shared
@@ -74,6 +80,9 @@ impl Negotiation {
         self.shared
             .session_usage
             .store(self.session_usage, std::sync::atomic::Ordering::SeqCst);
+        self.shared
+            .client_terminals
+            .store(self.client_terminals, std::sync::atomic::Ordering::SeqCst);
         Ok(())
     }
 }
@@ -89,6 +98,7 @@ struct Required {
     user_questions: bool,
     session_usage: bool,
     input_attachments: bool,
+    client_terminals: bool,
 }
 
 /// Checks what an admitted `initialize` advertises: the sixteen base capabilities in
@@ -115,6 +125,9 @@ fn check_advertisement(result: &InitializeResult, required: &Required) -> Result
     }
     if required.input_attachments {
         expected.push(INPUT_ATTACHMENTS.to_owned());
+    }
+    if required.client_terminals {
+        expected.push(CLIENT_TERMINALS.to_owned());
     }
     if result.capabilities != expected {
         return Err(Violation("initialize advertised other capabilities".into()));
@@ -168,13 +181,28 @@ fn check_advertisement(result: &InitializeResult, required: &Required) -> Result
         (true, Some(d)) => *d == InputAttachmentsDescriptor::schema_1(),
         _ => false,
     };
+    let terminals_ok = match (
+        required.client_terminals,
+        extensions.and_then(|e| e.client_terminals.as_ref()),
+    ) {
+        (false, None) => true,
+        (true, Some(d)) => *d == ClientTerminalsDescriptor::schema_1(),
+        _ => false,
+    };
     let any = required.tool_cards
         || required.client_tools
         || required.approval_scopes
         || required.user_questions
         || required.session_usage
-        || required.input_attachments;
-    let all_ok = cards_ok && tools_ok && scopes_ok && questions_ok && usage_ok && attachments_ok;
+        || required.input_attachments
+        || required.client_terminals;
+    let all_ok = cards_ok
+        && tools_ok
+        && scopes_ok
+        && questions_ok
+        && usage_ok
+        && attachments_ok
+        && terminals_ok;
     if all_ok && extensions.is_some() == any {
         Ok(())
     } else {

@@ -87,7 +87,9 @@ impl Transcript {
             | Event::ClientToolCancel(_)
             | Event::QuestionAsked(_)
             | Event::UsageUpdated(_)
-            | Event::SessionTitled(_) => {}
+            | Event::SessionTitled(_)
+            | Event::ClientTerminalRun(_)
+            | Event::ClientTerminalCancel(_) => {}
         }
     }
 

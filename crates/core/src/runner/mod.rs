@@ -66,6 +66,8 @@ pub struct RunHandle {
     pub approvals: ApprovalGate,
     /// Where `client.tool.result` answers the run's client tool calls.
     pub client_calls: ClientToolGate,
+    /// Where `client.terminal.result` answers the run's terminal calls.
+    pub terminals: crate::client_terminals::TerminalGate,
     /// Where `question.answer` answers the run's questions to the user.
     pub questions: crate::questions::QuestionGate,
     /// The run's events; closed after `run.finished`.
@@ -88,6 +90,7 @@ pub fn start_turn(
     let gates = calls::Gates::default();
     let (approvals, client_calls) = (gates.approvals.clone(), gates.client_calls.clone());
     let questions = gates.questions.clone();
+    let terminals = gates.terminals.clone();
     // The sessions travel through this slot so that a failed spawn can return them.
     let slot = Arc::new(std::sync::Mutex::new(Some(sessions)));
     let thread_slot = Arc::clone(&slot);
@@ -141,6 +144,7 @@ pub fn start_turn(
             cancel,
             approvals,
             client_calls,
+            terminals,
             questions,
             events,
             done,
@@ -228,6 +232,7 @@ mod tests {
             subagents: Arc::default(),
             disabled_tools: Arc::default(),
             hooks: Arc::default(),
+            client_terminals: false,
         };
         let request = TurnRequest {
             session_id: session_id.clone(),

@@ -48,6 +48,7 @@ impl Connection {
                             cancel: handle.cancel,
                             approvals: handle.approvals,
                             client_calls: handle.client_calls,
+                            terminals: handle.terminals,
                             questions: handle.questions,
                         });
                         Ok(Flow::RunStarted(RunChannels {
@@ -107,7 +108,10 @@ impl Connection {
             .selection
             .as_ref()
             .ok_or(ErrorCode::ProviderUnavailable)?;
-        let agent = agent_for(runtime, selection)?;
+        let mut agent = agent_for(runtime, selection)?;
+        // `bash` goes to the client's terminal only when both the client offers one
+        // and the folder's settings opt in.
+        agent.client_terminals = self.client_terminals && runtime.settings.acp.client_terminals;
         let sessions = self.sessions.take().ok_or(ErrorCode::Busy)?;
         let request = TurnRequest {
             session_id: params.session_id,

@@ -24,6 +24,7 @@ use serde_json::{Value, json};
 mod mcp;
 mod models;
 mod sdk;
+mod terminal;
 
 use crate::common::acp::{Acp, text_of};
 use crate::common::approval::{bash, calls, env_for};

@@ -61,7 +61,11 @@ async fn acp_the_typescript_sdk_client_drives_a_whole_scenario() {
         ["{\"message\":\"hello from the model\"}"],
     ));
     mock.enqueue(Reply::stream().text(["Echoed."]));
+    mock.enqueue(calls("bash", &[bash("t1", "echo in the editor terminal")]));
+    mock.enqueue(Reply::stream().text(["Ran in the terminal."]));
     let env = env_for(&mock);
+    // Only the third connection offers a terminal, so only it runs `bash` there.
+    env.write_settings("[acp]\nclient_terminals = true\n");
     let other = env.root().join("other");
     std::fs::create_dir(&other).unwrap();
 
@@ -125,13 +129,15 @@ async fn acp_the_typescript_sdk_client_drives_a_whole_scenario() {
         .iter()
         .map(|p| p["kind"].as_str().unwrap())
         .collect();
-    // The "always" turn asked once for its two calls; the last is the MCP call.
+    // The "always" turn asked once for its two calls; then the MCP call and the
+    // terminal's command.
     assert_eq!(
         asked,
         [
             "allow_once",
             "reject_once",
             "allow_always",
+            "allow_once",
             "allow_once",
             "allow_once"
         ]
@@ -164,8 +170,41 @@ async fn acp_the_typescript_sdk_client_drives_a_whole_scenario() {
         "{echo}"
     );
     let requests = mock.requests();
-    let output = tool_outputs(&requests[requests.len() - 1].body).join("\n");
+    let output = tool_outputs(&requests[requests.len() - 3].body).join("\n");
     assert!(output.contains("hello from the model"), "{output}");
+
+    // The third connection's `bash` ran in the client's terminal, from create to
+    // release, and the model was given what it printed.
+    assert_eq!(steps["terminal"]["stopReason"], "end_turn");
+    let terminal: Vec<&str> = report["terminal"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["method"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        terminal,
+        [
+            "terminal/create",
+            "terminal/wait_for_exit",
+            "terminal/output",
+            "terminal/release"
+        ]
+    );
+    assert_eq!(
+        report["terminal"][0]["args"][1],
+        "echo in the editor terminal"
+    );
+    let output = tool_outputs(&requests[requests.len() - 1].body).join("\n");
+    assert!(
+        output.contains("in the editor terminal\n[exit code 0; ran in the client's terminal]"),
+        "{output}"
+    );
+    let from = steps["terminal"]["from"].as_u64().unwrap();
+    let embedded = updates(&report, from, "tool_call_update")
+        .into_iter()
+        .any(|u| u["content"][0]["type"] == "terminal");
+    assert!(embedded, "the terminal is embedded in the tool call");
     let kinds = steps["load"]["kinds"].as_array().unwrap();
     for kind in ["user_message_chunk", "agent_message_chunk", "tool_call"] {
         assert!(kinds.iter().any(|k| k == kind), "{kind} in {kinds:?}");

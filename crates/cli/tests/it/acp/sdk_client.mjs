@@ -10,9 +10,11 @@ import { Readable, Writable } from "node:stream";
 import { client, methods, ndJsonStream, PROTOCOL_VERSION } from "@agentclientprotocol/sdk";
 
 const [bin, workspace, other, mcpServer] = process.argv.slice(2);
-const report = { steps: {}, updates: [], permissions: [] };
+const report = { steps: {}, updates: [], permissions: [], terminal: [] };
 // The kinds the permission requests are answered with, in order.
-const answers = ["allow_once", "reject_once", "allow_always", "allow_once", "allow_once"];
+const answers = ["allow_once", "reject_once", "allow_always", "allow_once", "allow_once", "allow_once"];
+// The third connection's terminals: each runs its command for real, here.
+const terminals = new Map();
 
 function start() {
   const child = spawn(bin, ["acp"], { cwd: workspace, stdio: ["pipe", "pipe", "inherit"] });
@@ -29,6 +31,42 @@ const app = client({ name: "magi-code-acp-test" })
   })
   .onNotification(methods.client.session.update, ({ params }) => {
     report.updates.push(params);
+  })
+  .onRequest(methods.client.terminal.create, ({ params }) => {
+    report.terminal.push({ method: "terminal/create", command: params.command, args: params.args, limit: params.outputByteLimit });
+    const terminalId = `term-${terminals.size + 1}`;
+    const child = spawn(params.command, params.args ?? [], { cwd: params.cwd, stdio: ["ignore", "pipe", "pipe"] });
+    const terminal = { output: "", exit: null };
+    child.stdout.on("data", (chunk) => (terminal.output += chunk));
+    child.stderr.on("data", (chunk) => (terminal.output += chunk));
+    terminal.exited = new Promise((resolve) =>
+      child.on("exit", (code, signal) => {
+        terminal.exit = { exitCode: code, signal };
+        resolve(terminal.exit);
+      }),
+    );
+    terminal.child = child;
+    terminals.set(terminalId, terminal);
+    return { terminalId };
+  })
+  .onRequest(methods.client.terminal.waitForExit, async ({ params }) => {
+    report.terminal.push({ method: "terminal/wait_for_exit" });
+    return await terminals.get(params.terminalId).exited;
+  })
+  .onRequest(methods.client.terminal.output, ({ params }) => {
+    report.terminal.push({ method: "terminal/output" });
+    const terminal = terminals.get(params.terminalId);
+    return { output: terminal.output, truncated: false, exitStatus: terminal.exit };
+  })
+  .onRequest(methods.client.terminal.kill, ({ params }) => {
+    report.terminal.push({ method: "terminal/kill" });
+    terminals.get(params.terminalId).child.kill();
+    return {};
+  })
+  .onRequest(methods.client.terminal.release, ({ params }) => {
+    report.terminal.push({ method: "terminal/release" });
+    terminals.delete(params.terminalId);
+    return {};
   });
 
 function text(sessionId, from) {
@@ -117,6 +155,21 @@ async function secondConnection(ctx, id) {
   };
 }
 
+// A client offering its terminal, in a folder whose settings opt in: `bash` runs there.
+async function thirdConnection(ctx) {
+  await ctx.request(methods.agent.initialize, {
+    protocolVersion: PROTOCOL_VERSION,
+    clientCapabilities: { terminal: true },
+  });
+  const s = await ctx.request(methods.agent.session.new, { cwd: workspace, mcpServers: [] });
+  const from = report.updates.length;
+  const answer = await ctx.request(methods.agent.session.prompt, {
+    sessionId: s.sessionId,
+    prompt: [{ type: "text", text: "Run it in the terminal" }],
+  });
+  report.steps.terminal = { stopReason: answer.stopReason, text: text(s.sessionId, from), from };
+}
+
 const first = start();
 const id = await app.connectWith(first.stream, firstConnection);
 first.child.stdin.end();
@@ -125,4 +178,8 @@ const second = start();
 await app.connectWith(second.stream, (ctx) => secondConnection(ctx, id));
 second.child.stdin.end();
 await new Promise((resolve) => second.child.on("exit", resolve));
+const third = start();
+await app.connectWith(third.stream, thirdConnection);
+third.child.stdin.end();
+await new Promise((resolve) => third.child.on("exit", resolve));
 process.stdout.write(JSON.stringify(report));

@@ -214,3 +214,50 @@ async fn acp_terminal_cancel_mid_command_kills_it_and_the_turn_ends_cancelled() 
     assert_eq!(mock.requests().len(), 1);
     assert!(acp.finish().await.success());
 }
+
+#[tokio::test]
+async fn acp_terminal_a_command_past_its_timeout_is_killed_and_the_model_told() {
+    let mock = MockServer::start().await;
+    let slow = json!({"command": "sleep 100", "timeout_ms": 50}).to_string();
+    mock.enqueue(calls("bash", &[("b1".to_owned(), slow)]));
+    mock.enqueue(Reply::stream().text(["Too slow."]));
+    let env = env_for(&mock);
+    env.write_settings("[acp]\nclient_terminals = true\n[permissions]\nallow = [\"bash\"]\n");
+    let mut acp = Acp::spawn(&env);
+    initialize_with_terminal(&mut acp).await;
+    let session = new_session(&mut acp, &env.cwd()).await;
+    let mut seen = Vec::new();
+    let result = acp
+        .call_with("session/prompt", prompt(&session, "Wait"), |method, _| {
+            seen.push(method.to_owned());
+            match method {
+                "terminal/create" => Some(json!({"terminalId": "t"})),
+                // It never exits by itself.
+                "terminal/wait_for_exit" => None,
+                "terminal/output" => Some(json!({
+                    "output": "partial\n", "truncated": false,
+                    "exitStatus": {"exitCode": null, "signal": "SIGTERM"}
+                })),
+                "terminal/kill" | "terminal/release" => Some(json!({})),
+                other => panic!("unexpected request {other}"),
+            }
+        })
+        .await;
+    assert_eq!(stop(result), StopReason::EndTurn);
+    assert_eq!(
+        seen,
+        [
+            "terminal/create",
+            "terminal/wait_for_exit",
+            "terminal/kill",
+            "terminal/output",
+            "terminal/release"
+        ]
+    );
+    let told = tool_outputs(&mock.requests()[1].body);
+    assert!(
+        told[0].starts_with("partial\n[timed out after 50 ms; the client killed the command"),
+        "{told:?}"
+    );
+    assert!(acp.finish().await.success());
+}

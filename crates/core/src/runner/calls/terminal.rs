@@ -218,9 +218,9 @@ fn answered_report(
     };
     facts.exit_code = answer.exit_code;
     facts.signal = answer.signal.as_deref().map(|s| cut(s, FACT_STRING_BYTES));
-    facts.stdout_truncated = Some(answer.truncated);
+    // The terminal's output is stdout and stderr as one: no stream's capture facts
+    // (truncation, lines) can be told, so the card says they are unavailable.
     let projection = process_diagnostics(&answer.output);
-    facts.stdout_lines = Some(projection.lines as u64);
     let mut content = if answer.output.is_empty() {
         "(no output)".to_owned()
     } else {
@@ -289,6 +289,6 @@ mod tests {
             panic!("no command facts");
         };
         assert_eq!(facts.exit_code, Some(2));
-        assert_eq!(facts.stdout_truncated, Some(true));
+        assert_eq!(facts.stdout_truncated, None);
     }
 }

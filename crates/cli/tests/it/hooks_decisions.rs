@@ -1,7 +1,8 @@
-//! What a `pre_tool_use` hook decided, as cards, records and the model's requests
-//! show it, and the hooks that run outside a turn's ordinary course: `turn_end` of a
-//! cancelled or failed turn, `pre_compact` of `session.compact` (`docs/hooks.md`).
-//! Over `serve --stdio` against the mock model.
+//! What a `pre_tool_use` hook decided, as cards, records, the model's requests and a
+//! crash's recovery show it, and the hooks that run outside a turn's ordinary course:
+//! `turn_end` of a cancelled or failed turn (and none once the backend is ending),
+//! `pre_compact` of `session.compact` (`docs/hooks.md`). Over `serve --stdio` against
+//! the mock model.
 
 #![allow(
     clippy::unwrap_used,
@@ -275,6 +276,39 @@ async fn turn_end_hooks_run_for_a_cancelled_turn_and_a_failed_one_and_say_so() {
 }
 
 #[tokio::test]
+async fn shutdown_during_a_turn_starts_no_turn_end_hook_and_ends_cleanly() {
+    let mock = MockServer::start().await;
+    mock.enqueue(Reply::stream().tool_call("c1", "bash", [bash("touch ran")]));
+    let env = TestEnv::new()
+        .var("MAGI_MODEL", "mock-model")
+        .var("OPENAI_BASE_URL", &mock.base_url())
+        .var("MAGI_ALLOW_ALL", "1");
+    env.write_settings(
+        "[[hooks.pre_tool_use]]\ncommand = \"sleep 30\"\n\
+         [[hooks.turn_end]]\ncommand = \"touch turn-ended; sleep 30\"\n",
+    );
+    let mut backend = env.spawn();
+    backend
+        .initialize(&["session.create", "turn.start", "shutdown"])
+        .await
+        .unwrap()
+        .unwrap();
+    session_with_turn(&mut backend, "go").await;
+    loop {
+        if let Incoming::Event { event, .. } = next(&mut backend).await
+            && matches!(&event, Event::Activity(a)
+                if a.name == "hook" && a.state == ActivityState::Started)
+        {
+            break;
+        }
+    }
+    // The backend is ending: the cancelled turn's turn_end hook does not hold it up.
+    shutdown_clean(&mut backend).await;
+    assert!(!env.cwd().join("turn-ended").exists());
+    assert!(!env.cwd().join("ran").exists());
+}
+
+#[tokio::test]
 async fn session_compact_runs_the_pre_compact_hooks_first() {
     let mock = MockServer::start().await;
     mock.enqueue(Reply::stream().text(["An answer."]));
@@ -308,5 +342,45 @@ async fn session_compact_runs_the_pre_compact_hooks_first() {
     assert_eq!(logged[0]["session_id"], session.as_str());
     assert_eq!(logged[0]["run_id"], Value::Null);
     assert_eq!(logged[0]["invocation"], "local_agent");
+    shutdown_clean(&mut backend).await;
+}
+
+#[tokio::test]
+async fn a_call_recovered_after_a_crash_runs_with_the_arguments_a_hook_gave_it() {
+    let mock = MockServer::start().await;
+    mock.enqueue(Reply::stream().tool_call("c1", "read", [r#"{"path":"asked.txt"}"#]));
+    let env = TestEnv::new()
+        .var("MAGI_MODEL", "mock-model")
+        .var("OPENAI_BASE_URL", &mock.base_url())
+        .var("MAGI_FAULT", "after_claim:1");
+    std::fs::write(env.cwd().join("asked.txt"), "what the model asked for\n").unwrap();
+    std::fs::write(env.cwd().join("given.txt"), "what the hook gave\n").unwrap();
+    env.write_settings(
+        "[[hooks.pre_tool_use]]\nmatcher = \"read\"\n\
+         command = \"echo '{\\\"updated_arguments\\\": {\\\"path\\\": \\\"given.txt\\\"}}'\"\n",
+    );
+    let capabilities = ["session.create", "session.open", "turn.start", "shutdown"];
+    let mut backend = env.spawn();
+    backend.initialize(&capabilities).await.unwrap().unwrap();
+    let session = session_with_turn(&mut backend, "read it").await;
+    // Killed right after the claim: the call never ran.
+    while backend.next_incoming_within(WAIT).await.is_some() {}
+    assert!(records(&env, &session, "tool_result").is_empty());
+    assert_eq!(records(&env, &session, "tool_call_hook").len(), 1);
+
+    // The next backend recovers the read, with the hook's arguments.
+    let env = env.without("MAGI_FAULT");
+    mock.enqueue(Reply::stream().text(["Noted."]));
+    let mut backend = env.spawn();
+    backend.initialize(&capabilities).await.unwrap().unwrap();
+    open_session(&mut backend, &session).await.unwrap();
+    start_turn(&mut backend, &session, "what happened?").await;
+    until_finished(&mut backend, &mut Vec::new()).await;
+    let results = records(&env, &session, "tool_result");
+    assert_eq!(results.len(), 1, "{results:?}");
+    assert_eq!(results[0]["outcome"], "completed");
+    let content = results[0]["content"].as_str().unwrap();
+    assert!(content.contains("what the hook gave"), "{content}");
+    assert!(!content.contains("what the model asked for"), "{content}");
     shutdown_clean(&mut backend).await;
 }

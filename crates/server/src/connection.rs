@@ -71,6 +71,8 @@ struct ActiveRun {
     session_id: String,
     run_id: String,
     cancel: CancellationToken,
+    /// Tells the run the backend is ending (shutdown, EOF, a lost output).
+    closing: CancellationToken,
     approvals: ApprovalGate,
     client_calls: ClientToolGate,
     questions: magi_core::questions::QuestionGate,

@@ -35,6 +35,7 @@ mod exec_signals;
 mod frames;
 mod help;
 mod hooks;
+mod hooks_decisions;
 mod hooks_protocol;
 mod initialize;
 mod instructions;

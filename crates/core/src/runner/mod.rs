@@ -62,6 +62,9 @@ use crate::sessions::Sessions;
 pub struct RunHandle {
     /// Cancels the run; its terminal event still follows.
     pub cancel: CancellationToken,
+    /// Tells the run the backend is ending: what a cancelled run still does before
+    /// its terminal event (its `turn_end` hooks) stops at once.
+    pub closing: CancellationToken,
     /// Where `approval.answer` settles the run's pending approval.
     pub approvals: ApprovalGate,
     /// Where `client.tool.result` answers the run's client tool calls.
@@ -85,6 +88,8 @@ pub fn start_turn(
     let (done_tx, done) = oneshot::channel();
     let cancel = CancellationToken::new();
     let run_cancel = cancel.clone();
+    let closing = CancellationToken::new();
+    let run_closing = closing.clone();
     let gates = calls::Gates::default();
     let (approvals, client_calls) = (gates.approvals.clone(), gates.client_calls.clone());
     let questions = gates.questions.clone();
@@ -116,6 +121,7 @@ pub fn start_turn(
                         agent.secrets.clone(),
                         request.tool_cards,
                     );
+                    output.closing = run_closing;
                     output.approval_scopes = request.approval_scopes;
                     output.session_usage = request.session_usage;
                     let mut turn = turn::Turn::new(&sessions, agent, request, gates);
@@ -139,6 +145,7 @@ pub fn start_turn(
     match spawned {
         Ok(_) => Ok(RunHandle {
             cancel,
+            closing,
             approvals,
             client_calls,
             questions,

@@ -42,6 +42,9 @@ pub(super) struct Output {
     run_id: String,
     /// Cancels the run: the client's cancel, a lost output or an exceeded bound.
     pub(super) cancel: CancellationToken,
+    /// The backend is ending (shutdown, EOF): the `turn_end` hooks of a cancelled run
+    /// stop at once. A lost output ends the backend too, so it sets this as well.
+    pub(super) closing: CancellationToken,
     /// The backend's credential values, redacted from everything the run sends.
     secrets: Vec<String>,
     /// Whether the client negotiated `approval.scopes`: approval requests carry their
@@ -81,6 +84,7 @@ impl Output {
             session_id,
             run_id,
             cancel,
+            closing: CancellationToken::new(),
             secrets,
             lost: false,
             content_bytes: 0,
@@ -288,6 +292,7 @@ impl Output {
         let wait = Duration::from_millis(CRITICAL_EVENT_WAIT_MS);
         if self.events.send_timeout(event, wait).await.is_err() {
             self.lost = true;
+            self.closing.cancel();
             self.cancel.cancel();
         }
     }

@@ -46,6 +46,7 @@ impl Connection {
                             session_id,
                             run_id,
                             cancel: handle.cancel,
+                            closing: handle.closing,
                             approvals: handle.approvals,
                             client_calls: handle.client_calls,
                             questions: handle.questions,
@@ -232,9 +233,12 @@ impl Connection {
         }
     }
 
-    /// Cancels the active run (shutdown, EOF); its terminal event still follows.
+    /// Cancels the active run (shutdown, EOF) and tells it the backend is ending, so
+    /// nothing it runs after a cancel (a `turn_end` hook) outlives the closing
+    /// deadline; its terminal event still follows.
     pub(crate) fn cancel_run(&self) {
         if let Some(run) = &self.run {
+            run.closing.cancel();
             run.cancel.cancel();
         }
     }

@@ -50,6 +50,9 @@ pub(super) struct Output {
     /// Whether the client negotiated `session.usage`: each model request of the
     /// session's agent is told as `usage.updated`.
     pub(super) session_usage: bool,
+    /// Whether the client negotiated `client.files`: the file tools read and write
+    /// the workspace's files through it.
+    pub(super) client_files: bool,
     /// A critical event could not be delivered.
     lost: bool,
     /// Bytes of model text received, against `RUN_CONTENT_BYTES`.
@@ -89,6 +92,7 @@ impl Output {
             cards: LiveCards::new(tool_cards),
             approval_scopes: false,
             session_usage: false,
+            client_files: false,
             script_clock: None,
         }
     }
@@ -101,6 +105,11 @@ impl Output {
     /// The run's ID.
     pub(super) fn run_id(&self) -> &str {
         &self.run_id
+    }
+
+    /// Where the run's events go, for a call's thread to send its own (`client.files`).
+    pub(super) fn events(&self) -> mpsc::Sender<Event> {
+        self.events.clone()
     }
 
     /// Whether a critical event could not be delivered.

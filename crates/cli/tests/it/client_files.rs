@@ -13,9 +13,8 @@ use magi_client::Backend;
 use magi_protocol::ErrorCode;
 use magi_protocol::limits::{CLIENT_FILE_PART_ENCODED_BYTES, READ_TOOL_BYTES};
 use magi_protocol::messages::{
-    ClientFileCancelReason, ClientFileRead,
-    ClientFileResultParams, ClientFileResultResult, ClientFileWrite, ClientFilesDescriptor, Event,
-    RunOutcome, TurnCancelParams,
+    ClientFileCancelReason, ClientFileRead, ClientFileResultParams, ClientFileResultResult,
+    ClientFileWrite, ClientFilesDescriptor, Event, RunOutcome, TurnCancelParams,
 };
 use magi_protocol::methods;
 use magi_testkit::{MockServer, Reply};
@@ -123,8 +122,14 @@ async fn a_read_is_answered_in_parts_and_the_model_sees_the_clients_text() {
     assert_eq!(read.timeout_ms, 30_000);
     let ids = (session.as_str(), run.as_str(), read.file_id.as_str());
     let recorded = Ok(ClientFileResultResult { recorded: true });
-    assert_eq!(part(&mut backend, ids, 0, false, "in the ", None).await, recorded);
-    assert_eq!(part(&mut backend, ids, 1, true, "buffer\n", None).await, recorded);
+    assert_eq!(
+        part(&mut backend, ids, 0, false, "in the ", None).await,
+        recorded
+    );
+    assert_eq!(
+        part(&mut backend, ids, 1, true, "buffer\n", None).await,
+        recorded
+    );
     // One answer per read.
     assert_eq!(
         part(&mut backend, ids, 2, true, "", None).await,
@@ -164,12 +169,22 @@ async fn a_write_comes_in_parts_and_the_clients_failure_fails_the_call() {
     assert!(parts.len() > 1, "{} parts", parts.len());
     for (n, part) in parts.iter().enumerate() {
         assert_eq!(part.part, n as u64);
-        assert!(serde_json::to_string(&part.content).unwrap().len() <= CLIENT_FILE_PART_ENCODED_BYTES);
+        assert!(
+            serde_json::to_string(&part.content).unwrap().len() <= CLIENT_FILE_PART_ENCODED_BYTES
+        );
     }
     let sent: String = parts.iter().map(|p| p.content.as_str()).collect();
     assert_eq!(sent, content);
     let ids = (session.as_str(), run.as_str(), parts[0].file_id.as_str());
-    let answer = part(&mut backend, ids, 0, true, "", Some("the buffer is read-only")).await;
+    let answer = part(
+        &mut backend,
+        ids,
+        0,
+        true,
+        "",
+        Some("the buffer is read-only"),
+    )
+    .await;
     assert_eq!(answer, Ok(ClientFileResultResult { recorded: true }));
     until_finished(&mut backend, &mut seen).await;
     let given = mock.requests()[1].body.to_string();

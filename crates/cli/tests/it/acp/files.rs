@@ -179,3 +179,34 @@ async fn acp_file_tools_use_the_disk_without_fs() {
     assert!(!given.contains("unsaved"), "{given}");
     assert!(acp.finish().await.success());
 }
+
+#[tokio::test]
+async fn acp_an_editors_error_fails_the_call_naming_it() {
+    let mock = MockServer::start().await;
+    mock.enqueue(read("r1", "main.rs"));
+    mock.enqueue(Reply::stream().text(["Could not."]));
+    let env = env_for(&mock);
+    let cwd = env.cwd().canonicalize().unwrap();
+    std::fs::write(cwd.join("main.rs"), DISK).unwrap();
+    let mut acp = Acp::spawn(&env);
+    initialize_with_fs(&mut acp, true).await;
+    let session = new_session(&mut acp, &cwd).await;
+    let id = acp.send("session/prompt", prompt(&session, "go")).await;
+    let answer = loop {
+        let message = acp.next().await;
+        if message["method"] == "fs/read_text_file" {
+            let error = json!({"jsonrpc": "2.0", "id": message["id"],
+                               "error": {"code": -32603, "message": "the buffer is locked"}});
+            acp.send_line(&error.to_string()).await;
+        } else if message["id"] == id && message.get("method").is_none() {
+            break message;
+        }
+    };
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    let given = mock.requests()[1].body.to_string();
+    assert!(
+        given.contains("The editor could not read main.rs: the buffer is locked."),
+        "{given}"
+    );
+    assert!(acp.finish().await.success());
+}

@@ -334,7 +334,8 @@ impl Agent {
             }
             state.opening += 1;
         }
-        let opened = session::open(self.peer.clone(), cwd, mcp_servers, target).await;
+        let client_files = session::files_offered(self.state().client.as_ref());
+        let opened = session::open(self.peer.clone(), cwd, mcp_servers, target, client_files).await;
         let mut state = self.state();
         state.opening -= 1;
         let (id, handle, options) = match opened {

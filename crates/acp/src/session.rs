@@ -23,10 +23,12 @@ use crate::prompt::TurnInput;
 use crate::rpc::Peer;
 
 mod config;
+mod files;
 mod open;
 mod permission;
 mod turn;
 
+pub(crate) use files::offered as files_offered;
 pub(crate) use open::{Target, backend, open};
 
 /// Commands a session's task takes, at most this many waiting.
@@ -87,6 +89,8 @@ pub(crate) struct Session {
     /// The client's answers to permission requests, from their own tasks.
     answers: mpsc::UnboundedReceiver<permission::Answer>,
     answer_sender: mpsc::UnboundedSender<permission::Answer>,
+    /// The reads and writes the backend asked of the editor (`client.files`).
+    files: files::Files,
 }
 
 impl Session {
@@ -100,6 +104,7 @@ impl Session {
             turn: None,
             answers,
             answer_sender,
+            files: files::Files::new(),
         }
     }
 
@@ -123,6 +128,7 @@ impl Session {
                     None => break,
                 },
                 Some(answer) = self.answers.recv() => self.answered(answer).await,
+                Some(done) = self.files.next() => self.file_done(done).await,
                 incoming = self.backend.next_incoming() => match incoming {
                     Some(Incoming::Event { event, .. }) => self.event(event).await,
                     Some(Incoming::Response(_)) => {}

@@ -57,6 +57,8 @@ pub(crate) struct FrameChecker {
     pub(crate) user_questions: bool,
     /// Whether `session.usage` was negotiated: only then is `usage.updated` allowed.
     pub(crate) session_usage: bool,
+    /// Whether `client.files` was negotiated: only then are its events allowed.
+    pub(crate) client_files: bool,
 }
 
 impl FrameChecker {
@@ -108,6 +110,16 @@ impl FrameChecker {
                 if !self.session_usage && matches!(name, Some("usage.updated" | "session.titled")) {
                     return Err(violation(
                         "a session.usage event without session.usage negotiated",
+                    ));
+                }
+                if !self.client_files
+                    && matches!(
+                        name,
+                        Some("client.file.read" | "client.file.write" | "client.file.cancel")
+                    )
+                {
+                    return Err(violation(
+                        "a client.files event without client.files negotiated",
                     ));
                 }
                 let event = decode_event(seq, object, line, self.tool_cards)?;

@@ -11,13 +11,14 @@ use serde::de::DeserializeOwned;
 
 use crate::messages::{
     ApprovalAnswerParams, ApprovalAnswerResult, CatalogStatusParams, CatalogStatusResult,
-    ClientToolResultParams, ClientToolResultResult, EmptyParams, HistoryPageParams,
-    HistoryPageResult, InitializeParams, InitializeResult, ModelCatalogParams, ModelCatalogResult,
-    ModelRefreshParams, ModelRefreshResult, OperationCancelParams, OperationCancelResult,
-    QuestionAnswerParams, QuestionAnswerResult, SelectionSetParams, SelectionSetResult,
-    SessionCompactParams, SessionCompactResult, SessionDiscoverParams, SessionDiscoverResult,
-    SessionListParams, SessionListResult, SessionOpenParams, SessionResult, ShutdownResult,
-    StatusResult, TurnCancelParams, TurnCancelResult, TurnStartParams, TurnStartResult,
+    ClientFileResultParams, ClientFileResultResult, ClientToolResultParams, ClientToolResultResult,
+    EmptyParams, HistoryPageParams, HistoryPageResult, InitializeParams, InitializeResult,
+    ModelCatalogParams, ModelCatalogResult, ModelRefreshParams, ModelRefreshResult,
+    OperationCancelParams, OperationCancelResult, QuestionAnswerParams, QuestionAnswerResult,
+    SelectionSetParams, SelectionSetResult, SessionCompactParams, SessionCompactResult,
+    SessionDiscoverParams, SessionDiscoverResult, SessionListParams, SessionListResult,
+    SessionOpenParams, SessionResult, ShutdownResult, StatusResult, TurnCancelParams,
+    TurnCancelResult, TurnStartParams, TurnStartResult,
 };
 use crate::names::{ExtensionMethod, Method, MethodName};
 
@@ -102,6 +103,9 @@ requests! {
     /// `session.compact` (with `session.usage`).
     SessionCompact = MethodName::Extension(ExtensionMethod::SessionCompact),
         SessionCompactParams => SessionCompactResult;
+    /// `client.file.result` (with `client.files`).
+    ClientFileResult = MethodName::Extension(ExtensionMethod::ClientFileResult),
+        ClientFileResultParams => ClientFileResultResult;
 }
 
 #[cfg(test)]

@@ -124,6 +124,8 @@ closed_name_set! {
         QuestionAnswer => "question.answer",
         /// Compacts an idle session's conversation now (`session.usage`).
         SessionCompact => "session.compact",
+        /// A part of a file's text, or the end of a write (`client.files`).
+        ClientFileResult => "client.file.result",
     }
 }
 
@@ -160,6 +162,9 @@ pub const USER_QUESTIONS: &str = "user.questions";
 
 /// The `session.usage` extension's capability name.
 pub const SESSION_USAGE: &str = "session.usage";
+
+/// The `client.files` extension's capability name.
+pub const CLIENT_FILES: &str = "client.files";
 
 /// The `input.attachments` extension's capability name.
 pub const INPUT_ATTACHMENTS: &str = "input.attachments";

@@ -26,6 +26,7 @@ use crate::admission::{IdAdmission, IdRegistry};
 use crate::output::{Output, OutputFailure};
 
 mod compact;
+mod files;
 mod initialize;
 mod negotiation;
 mod questions;
@@ -76,6 +77,7 @@ struct ActiveRun {
     approvals: ApprovalGate,
     client_calls: ClientToolGate,
     questions: magi_core::questions::QuestionGate,
+    files: magi_core::client_files::ClientFileGate,
 }
 
 /// Where initialization is.
@@ -110,6 +112,8 @@ pub(crate) struct Connection {
     session_usage: bool,
     /// Whether the client required `input.attachments`.
     input_attachments: bool,
+    /// Whether the client required `client.files`.
+    client_files: bool,
     /// Whether the client required `client.tools`, and the tools it registered.
     client_tools_negotiated: bool,
     client_tools: Arc<Vec<ClientTool>>,
@@ -145,6 +149,7 @@ impl Connection {
             user_questions: false,
             session_usage: false,
             input_attachments: false,
+            client_files: false,
             client_tools_negotiated: false,
             client_tools: Arc::default(),
             selection: None,
@@ -189,6 +194,14 @@ impl Connection {
         let id = envelope.id.as_str();
         if envelope.method == CLIENT_TOOL_RESULT_METHOD {
             let answer = self.client_tool_result(envelope.params);
+            match answer {
+                Ok(result) => self.output.result(id, result)?,
+                Err(code) => self.output.error(Some(id), code)?,
+            }
+            return Ok(Flow::Continue);
+        }
+        if envelope.method == files::CLIENT_FILE_RESULT_METHOD {
+            let answer = self.client_file_result(envelope.params);
             match answer {
                 Ok(result) => self.output.result(id, result)?,
                 Err(code) => self.output.error(Some(id), code)?,

@@ -52,6 +52,15 @@ pub(crate) enum Target {
 
 /// A started backend in `cwd` with these variables beyond ours, initialized.
 pub(crate) async fn backend(cwd: &Path, env: &[(String, String)]) -> Result<Backend, Error> {
+    backend_with(cwd, env, false).await
+}
+
+/// `backend`, with `client.files` negotiated when the client serves the files.
+async fn backend_with(
+    cwd: &Path,
+    env: &[(String, String)],
+    client_files: bool,
+) -> Result<Backend, Error> {
     let exe = std::env::current_exe().map_err(|e| {
         Error::internal_error().data(json!(format!("cannot find the magi-code executable: {e}")))
     })?;
@@ -62,7 +71,11 @@ pub(crate) async fn backend(cwd: &Path, env: &[(String, String)]) -> Result<Back
     let mut backend = command
         .spawn()
         .map_err(|e| Error::internal_error().data(json!(format!("{e}"))))?;
-    match backend.initialize(CAPABILITIES).await {
+    let mut capabilities = CAPABILITIES.to_vec();
+    if client_files {
+        capabilities.push(names::CLIENT_FILES);
+    }
+    match backend.initialize(&capabilities).await {
         Ok(Ok(_)) => Ok(backend),
         Ok(Err(code)) => {
             backend.kill().await;
@@ -91,9 +104,10 @@ pub(crate) async fn open(
     cwd: PathBuf,
     mcp_servers: &[McpServer],
     target: Target,
+    client_files: bool,
 ) -> Result<(String, Handle, Vec<SessionConfigOption>), Error> {
     let env = crate::mcp::backend_env(mcp_servers)?;
-    let mut backend = backend(&cwd, &env).await?;
+    let mut backend = backend_with(&cwd, &env, client_files).await?;
     let opened = attach(&mut backend, &cwd, &target).await;
     let attached = match opened {
         Ok(attached) => attached,

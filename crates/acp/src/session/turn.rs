@@ -151,6 +151,9 @@ impl Session {
 
     /// One event of the backend.
     pub(super) async fn event(&mut self, event: Event) {
+        let Some(event) = self.file_event(event) else {
+            return;
+        };
         if let Event::SessionTitled(titled) = &event {
             let update = SessionInfoUpdate::new().title(titled.title.clone());
             self.update(SessionUpdate::SessionInfoUpdate(update)).await;

@@ -232,7 +232,10 @@ impl Output {
             | Event::ClientToolCancel(_)
             | Event::QuestionAsked(_)
             | Event::UsageUpdated(_)
-            | Event::SessionTitled(_) => {}
+            | Event::SessionTitled(_)
+            | Event::ClientFileRead(_)
+            | Event::ClientFileWrite(_)
+            | Event::ClientFileCancel(_) => {}
         }
         Ok(())
     }

@@ -18,6 +18,7 @@ mod attachments;
 mod card_props;
 mod cards;
 mod catalog;
+mod client_files;
 mod client_tools;
 mod code_mode;
 mod code_mode_nested;

@@ -4,10 +4,12 @@
 use std::sync::Arc;
 
 use magi_protocol::messages::{
-    ApprovalScopesDescriptor, InitializeParams, InitializeResult, InputAttachmentsDescriptor,
-    SessionUsageDescriptor, UserQuestionsDescriptor,
+    ApprovalScopesDescriptor, ClientFilesDescriptor, InitializeParams, InitializeResult,
+    InputAttachmentsDescriptor, SessionUsageDescriptor, UserQuestionsDescriptor,
 };
-use magi_protocol::names::{APPROVAL_SCOPES, INPUT_ATTACHMENTS, SESSION_USAGE, USER_QUESTIONS};
+use magi_protocol::names::{
+    APPROVAL_SCOPES, CLIENT_FILES, INPUT_ATTACHMENTS, SESSION_USAGE, USER_QUESTIONS,
+};
 use serde_json::Value;
 
 use super::Shared;
@@ -23,6 +25,7 @@ pub(super) struct Negotiation {
     user_questions: bool,
     session_usage: bool,
     input_attachments: bool,
+    client_files: bool,
     shared: Arc<Shared>,
 }
 
@@ -42,6 +45,7 @@ impl Negotiation {
             user_questions: requires(USER_QUESTIONS),
             session_usage: requires(SESSION_USAGE),
             input_attachments: requires(INPUT_ATTACHMENTS),
+            client_files: requires(CLIENT_FILES),
             shared,
         })
     }
@@ -57,6 +61,7 @@ impl Negotiation {
             user_questions: self.user_questions,
             session_usage: self.session_usage,
             input_attachments: self.input_attachments,
+            client_files: self.client_files,
         };
         check_advertisement(&result, &required).map_err(ClientError::Violation)?;
         self.shared
@@ -74,6 +79,9 @@ impl Negotiation {
         self.shared
             .session_usage
             .store(self.session_usage, std::sync::atomic::Ordering::SeqCst);
+        self.shared
+            .client_files
+            .store(self.client_files, std::sync::atomic::Ordering::SeqCst);
         Ok(())
     }
 }
@@ -89,12 +97,13 @@ struct Required {
     user_questions: bool,
     session_usage: bool,
     input_attachments: bool,
+    client_files: bool,
 }
 
 /// Checks what an admitted `initialize` advertises: the sixteen base capabilities in
 /// order, then `tool.cards` with exactly schema 1's descriptor, `client.tools` with
 /// its descriptor, `approval.scopes`, `user.questions`, `session.usage` and
-/// `input.attachments` with schema 1's, each exactly when it was required, and nothing of
+/// `input.attachments` and `client.files` with schema 1's, each exactly when it was required, and nothing of
 /// them otherwise.
 fn check_advertisement(result: &InitializeResult, required: &Required) -> Result<(), Violation> {
     let mut expected = magi_protocol::names::base_capabilities();
@@ -115,6 +124,9 @@ fn check_advertisement(result: &InitializeResult, required: &Required) -> Result
     }
     if required.input_attachments {
         expected.push(INPUT_ATTACHMENTS.to_owned());
+    }
+    if required.client_files {
+        expected.push(CLIENT_FILES.to_owned());
     }
     if result.capabilities != expected {
         return Err(Violation("initialize advertised other capabilities".into()));
@@ -168,13 +180,23 @@ fn check_advertisement(result: &InitializeResult, required: &Required) -> Result
         (true, Some(d)) => *d == InputAttachmentsDescriptor::schema_1(),
         _ => false,
     };
+    let files_ok = match (
+        required.client_files,
+        extensions.and_then(|e| e.client_files.as_ref()),
+    ) {
+        (false, None) => true,
+        (true, Some(d)) => *d == ClientFilesDescriptor::schema_1(),
+        _ => false,
+    };
     let any = required.tool_cards
         || required.client_tools
         || required.approval_scopes
         || required.user_questions
         || required.session_usage
-        || required.input_attachments;
-    let all_ok = cards_ok && tools_ok && scopes_ok && questions_ok && usage_ok && attachments_ok;
+        || required.input_attachments
+        || required.client_files;
+    let all_ok =
+        cards_ok && tools_ok && scopes_ok && questions_ok && usage_ok && attachments_ok && files_ok;
     if all_ok && extensions.is_some() == any {
         Ok(())
     } else {

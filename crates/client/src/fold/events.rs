@@ -87,7 +87,10 @@ impl Transcript {
             | Event::ClientToolCancel(_)
             | Event::QuestionAsked(_)
             | Event::UsageUpdated(_)
-            | Event::SessionTitled(_) => {}
+            | Event::SessionTitled(_)
+            | Event::ClientFileRead(_)
+            | Event::ClientFileWrite(_)
+            | Event::ClientFileCancel(_) => {}
         }
     }
 

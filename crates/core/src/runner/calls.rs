@@ -294,7 +294,7 @@ impl CallService<'_, '_> {
                 activity_id,
                 protection,
                 read_only,
-                execution: self.execution(call),
+                execution: self.execution(call).through(self.call_files(call)),
             });
             // Read-only calls that start together share one sync of their claims.
             let joined = read_only
@@ -401,7 +401,28 @@ impl CallService<'_, '_> {
             assets_dir: self.workspace.tool_assets_dir(&call.call_id),
             cancel: self.output.cancel.clone(),
             hidden_env: self.agent.hidden_env.clone(),
+            files: None,
         }
+    }
+
+    /// How a file tool's call reads and writes through the client, when the client
+    /// negotiated `client.files`; none for every other call.
+    fn call_files(&self, call: &Call) -> Option<crate::client_files::CallFiles> {
+        use magi_tools::BuiltinTool::{Edit, HashEdit, Read, Write};
+        let file_tool = matches!(
+            magi_tools::BuiltinTool::from_name(&call.name),
+            Some(Read | Write | Edit | HashEdit)
+        );
+        (self.output.client_files && file_tool).then(|| crate::client_files::CallFiles {
+            gate: self.gates.files.clone(),
+            events: self.output.events(),
+            session_id: self.output.session_id().to_owned(),
+            run_id: self.output.run_id().to_owned(),
+            call_id: call.call_id.clone(),
+            cancel: self.output.cancel.clone(),
+            runtime: tokio::runtime::Handle::current(),
+            count: std::sync::atomic::AtomicU64::new(0),
+        })
     }
 
     /// The client tool a call names, if any.

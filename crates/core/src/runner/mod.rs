@@ -71,6 +71,8 @@ pub struct RunHandle {
     pub client_calls: ClientToolGate,
     /// Where `question.answer` answers the run's questions to the user.
     pub questions: crate::questions::QuestionGate,
+    /// Where `client.file.result` answers the run's reads and writes.
+    pub files: crate::client_files::ClientFileGate,
     /// The run's events; closed after `run.finished`.
     pub events: mpsc::Receiver<Event>,
     /// The sessions, handed back when the run's thread ends.
@@ -93,6 +95,7 @@ pub fn start_turn(
     let gates = calls::Gates::default();
     let (approvals, client_calls) = (gates.approvals.clone(), gates.client_calls.clone());
     let questions = gates.questions.clone();
+    let files = gates.files.clone();
     // The sessions travel through this slot so that a failed spawn can return them.
     let slot = Arc::new(std::sync::Mutex::new(Some(sessions)));
     let thread_slot = Arc::clone(&slot);
@@ -124,6 +127,7 @@ pub fn start_turn(
                     output.closing = run_closing;
                     output.approval_scopes = request.approval_scopes;
                     output.session_usage = request.session_usage;
+                    output.client_files = request.client_files;
                     let mut turn = turn::Turn::new(&sessions, agent, request, gates);
                     let finished = turn.run(&mut sessions, &mut output).await;
                     // The sessions go back before the terminal event, so a client that
@@ -149,6 +153,7 @@ pub fn start_turn(
             approvals,
             client_calls,
             questions,
+            files,
             events,
             done,
         }),
@@ -247,6 +252,7 @@ mod tests {
             user_questions: false,
             session_usage: false,
             attachments: Vec::new(),
+            client_files: false,
         };
         let Ok(mut handle) = start_turn(sessions, agent, request) else {
             panic!("the run's thread starts");

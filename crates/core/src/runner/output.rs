@@ -53,6 +53,9 @@ pub(super) struct Output {
     /// Whether the client negotiated `session.usage`: each model request of the
     /// session's agent is told as `usage.updated`.
     pub(super) session_usage: bool,
+    /// Whether the client negotiated `client.files`: the file tools read and write
+    /// the workspace's files through it.
+    pub(super) client_files: bool,
     /// A critical event could not be delivered.
     lost: bool,
     /// Bytes of model text received, against `RUN_CONTENT_BYTES`.
@@ -93,6 +96,7 @@ impl Output {
             cards: LiveCards::new(tool_cards),
             approval_scopes: false,
             session_usage: false,
+            client_files: false,
             script_clock: None,
         }
     }
@@ -105,6 +109,11 @@ impl Output {
     /// The run's ID.
     pub(super) fn run_id(&self) -> &str {
         &self.run_id
+    }
+
+    /// Where the run's events go, for a call's thread to send its own (`client.files`).
+    pub(super) fn events(&self) -> mpsc::Sender<Event> {
+        self.events.clone()
     }
 
     /// Whether a critical event could not be delivered.

@@ -286,4 +286,13 @@ pub enum Event {
     /// `session.titled`, only with `session.usage` negotiated.
     #[serde(rename = "session.titled")]
     SessionTitled(super::SessionTitled),
+    /// `client.file.read`, only with `client.files` negotiated.
+    #[serde(rename = "client.file.read")]
+    ClientFileRead(Box<super::ClientFileRead>),
+    /// `client.file.write`, only with `client.files` negotiated.
+    #[serde(rename = "client.file.write")]
+    ClientFileWrite(Box<super::ClientFileWrite>),
+    /// `client.file.cancel`, only with `client.files` negotiated.
+    #[serde(rename = "client.file.cancel")]
+    ClientFileCancel(super::ClientFileCancel),
 }

@@ -50,6 +50,7 @@ impl Connection {
                             approvals: handle.approvals,
                             client_calls: handle.client_calls,
                             questions: handle.questions,
+                            files: handle.files,
                         });
                         Ok(Flow::RunStarted(RunChannels {
                             events: handle.events,
@@ -121,6 +122,7 @@ impl Connection {
             user_questions: self.user_questions,
             session_usage: self.session_usage,
             attachments: params.attachments.unwrap_or_default(),
+            client_files: self.client_files,
         };
         Ok((sessions, agent, request))
     }

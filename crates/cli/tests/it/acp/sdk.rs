@@ -61,7 +61,16 @@ async fn acp_the_typescript_sdk_client_drives_a_whole_scenario() {
         ["{\"message\":\"hello from the model\"}"],
     ));
     mock.enqueue(Reply::stream().text(["Echoed."]));
+    // The client offering its file system: a read and an edit of its buffer.
+    let read = json!({"path": "buffer.txt"}).to_string();
+    mock.enqueue(Reply::stream().tool_call("f1", "read", [read.as_str()]));
+    mock.enqueue(Reply::stream().text(["Read."]));
+    let edit = json!({"path": "buffer.txt", "old_text": "editor", "new_text": "edited"});
+    let edit = edit.to_string();
+    mock.enqueue(Reply::stream().tool_call("f2", "edit", [edit.as_str()]));
+    mock.enqueue(Reply::stream().text(["Edited."]));
     let env = env_for(&mock);
+    std::fs::write(env.cwd().join("buffer.txt"), "from the disk\n").unwrap();
     let other = env.root().join("other");
     std::fs::create_dir(&other).unwrap();
 
@@ -133,6 +142,7 @@ async fn acp_the_typescript_sdk_client_drives_a_whole_scenario() {
             "reject_once",
             "allow_always",
             "allow_once",
+            "allow_once",
             "allow_once"
         ]
     );
@@ -164,8 +174,25 @@ async fn acp_the_typescript_sdk_client_drives_a_whole_scenario() {
         "{echo}"
     );
     let requests = mock.requests();
-    let output = tool_outputs(&requests[requests.len() - 1].body).join("\n");
+    let output = tool_outputs(&requests[requests.len() - 5].body).join("\n");
     assert!(output.contains("hello from the model"), "{output}");
+
+    // The SDK's file handlers served the read and the edit; the disk is untouched.
+    assert_eq!(steps["fsRead"]["stopReason"], "end_turn");
+    assert_eq!(steps["fsEdit"]["stopReason"], "end_turn");
+    let buffer = env.cwd().canonicalize().unwrap().join("buffer.txt");
+    let buffer = buffer.display().to_string();
+    assert_eq!(report["fs"]["reads"], json!([buffer, buffer]));
+    assert_eq!(
+        report["fs"]["writes"],
+        json!([{"path": buffer, "content": "from the edited buffer\n"}])
+    );
+    let output = tool_outputs(&requests[requests.len() - 3].body).join("\n");
+    assert!(output.contains("from the editor buffer"), "{output}");
+    assert_eq!(
+        std::fs::read_to_string(env.cwd().join("buffer.txt")).unwrap(),
+        "from the disk\n"
+    );
     let kinds = steps["load"]["kinds"].as_array().unwrap();
     for kind in ["user_message_chunk", "agent_message_chunk", "tool_call"] {
         assert!(kinds.iter().any(|k| k == kind), "{kind} in {kinds:?}");

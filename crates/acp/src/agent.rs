@@ -334,8 +334,17 @@ impl Agent {
             }
             state.opening += 1;
         }
+        let client_files = session::files_offered(self.state().client.as_ref());
         let terminals = self.state().client.as_ref().is_some_and(|c| c.terminal);
-        let opened = session::open(self.peer.clone(), cwd, mcp_servers, target, terminals).await;
+        let opened = session::open(
+            self.peer.clone(),
+            cwd,
+            mcp_servers,
+            target,
+            client_files,
+            terminals,
+        )
+        .await;
         let mut state = self.state();
         state.opening -= 1;
         let (id, handle, options) = match opened {
@@ -362,7 +371,7 @@ impl Agent {
             })?,
         };
         check_cwd(&cwd)?;
-        let mut backend = session::backend(&cwd, &[], false).await?;
+        let mut backend = session::backend(&cwd, &[]).await?;
         let params = SessionListParams {
             revision: None,
             cursor: request.cursor,

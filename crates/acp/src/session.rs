@@ -23,11 +23,13 @@ use crate::prompt::TurnInput;
 use crate::rpc::Peer;
 
 mod config;
+mod files;
 mod open;
 mod permission;
 mod terminal;
 mod turn;
 
+pub(crate) use files::offered as files_offered;
 pub(crate) use open::{Target, backend, open};
 
 /// Commands a session's task takes, at most this many waiting.
@@ -91,6 +93,8 @@ pub(crate) struct Session {
     /// The commands run in the client's terminal, and their tasks' reports.
     terminals: terminal::Terminals,
     terminal_notes: mpsc::UnboundedReceiver<terminal::Note>,
+    /// The reads and writes the backend asked of the editor (`client.files`).
+    files: files::Files,
 }
 
 impl Session {
@@ -107,6 +111,7 @@ impl Session {
             answer_sender,
             terminals: terminal::Terminals::new(note_sender),
             terminal_notes,
+            files: files::Files::new(),
         }
     }
 
@@ -131,6 +136,7 @@ impl Session {
                 },
                 Some(answer) = self.answers.recv() => self.answered(answer).await,
                 Some(note) = self.terminal_notes.recv() => self.terminal_note(note).await,
+                Some(done) = self.files.next() => self.file_done(done).await,
                 incoming = self.backend.next_incoming() => match incoming {
                     Some(Incoming::Event { event, .. }) => self.event(event).await,
                     Some(Incoming::Response(_)) => {}

@@ -59,6 +59,8 @@ pub(crate) struct FrameChecker {
     pub(crate) session_usage: bool,
     /// Whether `client.terminals` was negotiated: only then are its events allowed.
     pub(crate) client_terminals: bool,
+    /// Whether `client.files` was negotiated: only then are its events allowed.
+    pub(crate) client_files: bool,
 }
 
 impl FrameChecker {
@@ -117,6 +119,16 @@ impl FrameChecker {
                 if !self.session_usage && matches!(name, Some("usage.updated" | "session.titled")) {
                     return Err(violation(
                         "a session.usage event without session.usage negotiated",
+                    ));
+                }
+                if !self.client_files
+                    && matches!(
+                        name,
+                        Some("client.file.read" | "client.file.write" | "client.file.cancel")
+                    )
+                {
+                    return Err(violation(
+                        "a client.files event without client.files negotiated",
                     ));
                 }
                 let event = decode_event(seq, object, line, self.tool_cards)?;

@@ -38,6 +38,7 @@ fn source<'a>(tool: &'a str, label: &'a str, facts: &'a Value) -> CardSource<'a>
         task_id: None,
         children: None,
         transcript: &[],
+        hook: None,
     }
 }
 

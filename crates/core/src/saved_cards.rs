@@ -5,7 +5,7 @@ use magi_protocol::cards::{Origin, validate_saved};
 use magi_protocol::messages::SavedCard;
 use magi_store::history::{CardSelector, SavedCall, SavedPreview};
 
-use crate::cards::{CardSource, PreviewSource, Settlement, project};
+use crate::cards::{CardSource, HookSource, PreviewSource, Settlement, project};
 
 /// The selector the history projection uses with `tool.cards` negotiated.
 pub fn selector() -> CardSelector {
@@ -48,6 +48,11 @@ fn saved_card(call: &SavedCall, message_id: &str) -> SavedCard {
         task_id: None,
         children: None,
         transcript: &call.transcript,
+        hook: call.hook.as_ref().map(|hook| HookSource {
+            hook: &hook.hook,
+            decision: hook.decision,
+            reason: hook.reason.as_deref(),
+        }),
     });
     match validate_saved(&card, message_id) {
         Ok(()) => SavedCard::Card(Box::new(card)),

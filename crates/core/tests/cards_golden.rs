@@ -14,15 +14,15 @@
 use std::path::PathBuf;
 
 use magi_core::cards::{
-    CardSource, PUBLIC_PROTECTION_LABELS, PreviewSource, ROW_CLEANUP_WARNING, ROW_COMMAND_TIMEOUT,
-    ROW_OUTPUT_TRUNCATION, Settlement, TaskChildren, core, project,
+    CardSource, HookSource, PUBLIC_PROTECTION_LABELS, PreviewSource, ROW_CLEANUP_WARNING,
+    ROW_COMMAND_TIMEOUT, ROW_OUTPUT_TRUNCATION, Settlement, TaskChildren, core, project,
 };
 use magi_protocol::cards::{
     Availability, Block, CARD_BYTES, CORE_BYTES, Card, CardOutcome, CardState, Changes, Child,
     MAX_SAFE_INTEGER, Origin, ParentState, ProtectionDecision, Reason, Subject, ToolKind,
     serialized_len, validate, validate_saved,
 };
-use magi_store::records::ToolOutcome;
+use magi_store::records::{HookDecision, ToolOutcome};
 use magi_tools::facts::{
     CaptureDigest, CodeModeLimit, CommandFacts, ControlStatus, Facts, SentImage, TokenSum,
     UsageFigures,
@@ -52,6 +52,7 @@ fn source<'a>(activity_id: &'a str, tool_name: &'a str, label: &'a str) -> CardS
         task_id: None,
         children: None,
         transcript: &[],
+        hook: None,
     }
 }
 
@@ -370,6 +371,49 @@ fn bash_completed_exit_0() {
     s.protection = Some("allowed automatically");
     let card = golden("bash_exit_0", &s);
     assert_eq!(card.changes, Changes::Unknown);
+}
+
+#[test]
+fn bash_denied_by_hook() {
+    let mut s = saved(source("m-bash-8", "bash", "bash: git push origin main"));
+    s.settlement = settled(
+        ToolOutcome::Denied,
+        "denied by hook: pushes to main are held",
+    );
+    s.hook = Some(HookSource {
+        hook: "scripts/check-command",
+        decision: HookDecision::Blocked,
+        reason: Some("pushes to main are held"),
+    });
+    let card = golden("bash_denied_by_hook", &s);
+    // The protection decision is the refusal's, with no label: the hook's is a row.
+    let protection = &card.metadata.public_protection;
+    assert_eq!(protection.decision, ProtectionDecision::Denied);
+    assert_eq!(protection.summary, None);
+    assert_eq!(card.blocks.len(), 1);
+}
+
+#[test]
+fn bash_arguments_replaced_by_hook() {
+    let facts = facts(Facts::Command(Box::new(command_facts())));
+    let mut s = source("tool-12", "bash", "bash: cargo test --offline");
+    s.facts = Some(&facts);
+    s.protection = Some("allowed automatically");
+    s.hook = Some(HookSource {
+        hook: "scripts/offline",
+        decision: HookDecision::ArgumentsReplaced,
+        reason: None,
+    });
+    let card = golden("bash_arguments_replaced_by_hook", &s);
+    // The Bash notices stay first and as they are; the hook's row comes last.
+    let Some(Block::Results(last)) = card.blocks.last() else {
+        panic!("{card:?}");
+    };
+    assert_eq!(last.rows[0].label, "Hook");
+    assert_eq!(
+        last.rows[0].value.as_deref(),
+        Some("arguments replaced by hook scripts/offline")
+    );
 }
 
 #[test]
@@ -1408,6 +1452,7 @@ fn fuzz(
             task_id: None,
             children: None,
             transcript: &[],
+            hook: None,
         };
         let card = project(&source);
         check(&card, &source);

@@ -567,3 +567,25 @@ pub const ACP_PENDING_REQUESTS: usize = 256;
 /// `terminal/output`, `terminal/kill` or `terminal/release`, in milliseconds
 /// (`terminal/wait_for_exit` waits for the command's own timeout).
 pub const ACP_TERMINAL_REQUEST_MS: u64 = 5_000;
+
+// `client.files`: the bounds its contract (docs/protocol/client-files.md) fixes. Not
+// part of the published `limits`: the descriptor of the extension carries them.
+
+/// Names `client.files` adds to whichever bound of `required_capabilities` applies
+/// without it: its own.
+pub const CLIENT_FILES_NAME_ROOM: usize = 1;
+/// Longest JSON encoding (quotes included) of one part's `content` in
+/// `client.file.write` and `client.file.result`: half an input frame, so the envelope
+/// always fits beside it whatever the text escapes to.
+pub const CLIENT_FILE_PART_ENCODED_BYTES: usize = 32_768;
+/// Most bytes of text a `client.file.write` carries over all its parts: the `write`
+/// tool's bound.
+pub const CLIENT_FILE_WRITE_BYTES: usize = WRITE_TOOL_BYTES;
+/// Most bytes of text a read asks for (its `max_bytes`): the edit tools read whole
+/// files of up to the write bound, `read` asks for its own smaller bound.
+pub const CLIENT_FILE_READ_BYTES: usize = WRITE_TOOL_BYTES;
+/// How long the client has to answer one read or write, in milliseconds; the wait for
+/// each further part of a read starts again.
+pub const CLIENT_FILE_TIMEOUT_MS: u64 = 30_000;
+/// Longest `error` of a failed `client.file.result`, in UTF-8 bytes.
+pub const CLIENT_FILE_ERROR_BYTES: usize = 1_024;

@@ -3,6 +3,7 @@
 
 mod approvals;
 mod catalog;
+mod files;
 mod questions;
 mod sessions;
 mod status;
@@ -16,6 +17,7 @@ mod tests;
 
 pub use approvals::*;
 pub use catalog::*;
+pub use files::*;
 pub use questions::*;
 pub use sessions::*;
 pub use status::*;
@@ -115,4 +117,6 @@ pub enum ResultBody {
     QuestionAnswer(QuestionAnswerResult),
     /// `session.compact`.
     SessionCompact(SessionCompactResult),
+    /// `client.file.result`.
+    ClientFileResult(ClientFileResultResult),
 }

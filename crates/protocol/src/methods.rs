@@ -11,14 +11,14 @@ use serde::de::DeserializeOwned;
 
 use crate::messages::{
     ApprovalAnswerParams, ApprovalAnswerResult, CatalogStatusParams, CatalogStatusResult,
-    ClientTerminalResultParams, ClientToolResultParams, ClientToolResultResult, EmptyParams,
-    HistoryPageParams, HistoryPageResult, InitializeParams, InitializeResult, ModelCatalogParams,
-    ModelCatalogResult, ModelRefreshParams, ModelRefreshResult, OperationCancelParams,
-    OperationCancelResult, QuestionAnswerParams, QuestionAnswerResult, SelectionSetParams,
-    SelectionSetResult, SessionCompactParams, SessionCompactResult, SessionDiscoverParams,
-    SessionDiscoverResult, SessionListParams, SessionListResult, SessionOpenParams, SessionResult,
-    ShutdownResult, StatusResult, TurnCancelParams, TurnCancelResult, TurnStartParams,
-    TurnStartResult,
+    ClientFileResultParams, ClientFileResultResult, ClientTerminalResultParams,
+    ClientToolResultParams, ClientToolResultResult, EmptyParams, HistoryPageParams,
+    HistoryPageResult, InitializeParams, InitializeResult, ModelCatalogParams, ModelCatalogResult,
+    ModelRefreshParams, ModelRefreshResult, OperationCancelParams, OperationCancelResult,
+    QuestionAnswerParams, QuestionAnswerResult, SelectionSetParams, SelectionSetResult,
+    SessionCompactParams, SessionCompactResult, SessionDiscoverParams, SessionDiscoverResult,
+    SessionListParams, SessionListResult, SessionOpenParams, SessionResult, ShutdownResult,
+    StatusResult, TurnCancelParams, TurnCancelResult, TurnStartParams, TurnStartResult,
 };
 use crate::names::{ExtensionMethod, Method, MethodName};
 
@@ -107,6 +107,9 @@ requests! {
     /// `client.tool.result`.
     ClientTerminalResult = MethodName::Extension(ExtensionMethod::ClientTerminalResult),
         ClientTerminalResultParams => ClientToolResultResult;
+    /// `client.file.result` (with `client.files`).
+    ClientFileResult = MethodName::Extension(ExtensionMethod::ClientFileResult),
+        ClientFileResultParams => ClientFileResultResult;
 }
 
 #[cfg(test)]

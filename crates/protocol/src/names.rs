@@ -126,6 +126,8 @@ closed_name_set! {
         SessionCompact => "session.compact",
         /// The client's answer to a command it ran in its terminal (`client.terminals`).
         ClientTerminalResult => "client.terminal.result",
+        /// A part of a file's text, or the end of a write (`client.files`).
+        ClientFileResult => "client.file.result",
     }
 }
 
@@ -162,6 +164,9 @@ pub const USER_QUESTIONS: &str = "user.questions";
 
 /// The `session.usage` extension's capability name.
 pub const SESSION_USAGE: &str = "session.usage";
+
+/// The `client.files` extension's capability name.
+pub const CLIENT_FILES: &str = "client.files";
 
 /// The `input.attachments` extension's capability name.
 pub const INPUT_ATTACHMENTS: &str = "input.attachments";

@@ -26,6 +26,7 @@ use crate::admission::{IdAdmission, IdRegistry};
 use crate::output::{Output, OutputFailure};
 
 mod compact;
+mod files;
 mod initialize;
 mod negotiation;
 mod questions;
@@ -73,10 +74,13 @@ struct ActiveRun {
     session_id: String,
     run_id: String,
     cancel: CancellationToken,
+    /// Tells the run the backend is ending (shutdown, EOF, a lost output).
+    closing: CancellationToken,
     approvals: ApprovalGate,
     client_calls: ClientToolGate,
     terminals: magi_core::client_terminals::TerminalGate,
     questions: magi_core::questions::QuestionGate,
+    files: magi_core::client_files::ClientFileGate,
 }
 
 /// Where initialization is.
@@ -113,6 +117,8 @@ pub(crate) struct Connection {
     input_attachments: bool,
     /// Whether the client required `client.terminals`.
     client_terminals: bool,
+    /// Whether the client required `client.files`.
+    client_files: bool,
     /// Whether the client required `client.tools`, and the tools it registered.
     client_tools_negotiated: bool,
     client_tools: Arc<Vec<ClientTool>>,
@@ -149,6 +155,7 @@ impl Connection {
             session_usage: false,
             input_attachments: false,
             client_terminals: false,
+            client_files: false,
             client_tools_negotiated: false,
             client_tools: Arc::default(),
             selection: None,
@@ -193,6 +200,14 @@ impl Connection {
         let id = envelope.id.as_str();
         if envelope.method == CLIENT_TOOL_RESULT_METHOD {
             let answer = self.client_tool_result(envelope.params);
+            match answer {
+                Ok(result) => self.output.result(id, result)?,
+                Err(code) => self.output.error(Some(id), code)?,
+            }
+            return Ok(Flow::Continue);
+        }
+        if envelope.method == files::CLIENT_FILE_RESULT_METHOD {
+            let answer = self.client_file_result(envelope.params);
             match answer {
                 Ok(result) => self.output.result(id, result)?,
                 Err(code) => self.output.error(Some(id), code)?,

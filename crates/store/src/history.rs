@@ -19,7 +19,7 @@ use crate::records::{Record, RecordBody, ToolOutcome, TurnOutcome};
 mod cards;
 mod pages;
 
-pub use cards::{CardSelector, SavedCall, SavedPreview};
+pub use cards::{CardSelector, SavedCall, SavedHook, SavedPreview};
 pub use pages::page;
 
 /// Room kept in a page for everything but one entry's text: the result's own fields
@@ -58,8 +58,8 @@ pub struct Projector {
     bytes: usize,
     parts: usize,
     over_budget: bool,
-    /// The message showing each tool call, by call ID.
-    tool_calls: HashMap<String, usize>,
+    /// The message showing each tool call and its tool's name, by call ID.
+    tool_calls: HashMap<String, (usize, String)>,
     /// The message of each identified summary, by turn and item.
     summaries: HashMap<(String, String), usize>,
     open_turn: Option<String>,
@@ -176,7 +176,8 @@ impl Projector {
                 summary,
                 ..
             } => {
-                self.tool_calls.insert(call_id.clone(), self.messages.len());
+                self.tool_calls
+                    .insert(call_id.clone(), (self.messages.len(), name.clone()));
                 Shown::New(
                     EntryKind::Activity,
                     format!("{name}: started. {summary}"),
@@ -204,7 +205,7 @@ impl Projector {
                     ToolOutcome::Indeterminate => "outcome unknown",
                     ToolOutcome::Denied => "denied",
                 };
-                let call = self.tool_calls.get(call_id.as_str()).copied();
+                let call = self.tool_calls.get(call_id.as_str()).map(|(index, _)| *index);
                 Shown::Replace(
                     call,
                     EntryKind::Activity,
@@ -212,6 +213,22 @@ impl Projector {
                     false,
                 )
             }
+            // A hook gave the call other arguments: it runs as this label says.
+            RecordBody::ToolCallHook {
+                call_id,
+                summary: Some(summary),
+                ..
+            } => match self.tool_calls.get(call_id.as_str()) {
+                Some((call, name)) => {
+                    Shown::Replace(
+                        Some(*call),
+                        EntryKind::Activity,
+                        format!("{name}: started. {summary}"),
+                        true,
+                    )
+                }
+                None => Shown::Nothing,
+            },
             RecordBody::AsyncBashEvent { job_id, state, .. } => Shown::New(
                 EntryKind::Activity,
                 format!("async_bash: {job_id} ended. {state}"),
@@ -228,6 +245,7 @@ impl Projector {
             | RecordBody::TaskLink { .. }
             | RecordBody::ToolAppliedPreview { .. }
             | RecordBody::ToolCallState { .. }
+            | RecordBody::ToolCallHook { .. }
             // An automatic prompt to the model, which history never shows.
             | RecordBody::LoopNote { .. }
             // Context a hook added for the model.

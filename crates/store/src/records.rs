@@ -66,6 +66,16 @@ pub enum ToolCallPhase {
     AwaitingInput,
 }
 
+/// What a `pre_tool_use` hook decided of a call, as recorded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HookDecision {
+    /// It blocked the call: it never ran.
+    Blocked,
+    /// It replaced the call's arguments: the call runs with the hook's.
+    ArgumentsReplaced,
+}
+
 /// What a session rule does to the calls it covers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -268,6 +278,29 @@ pub enum RecordBody {
         /// The note as the model was given it (redacted, marked as a hook's), replayed
         /// on later turns; history never shows it.
         text: String,
+    },
+    /// A `pre_tool_use` hook decided a call (`docs/hooks.md`): it blocked it (the
+    /// call's `tool_result`, `denied`, follows), or gave it other arguments to run
+    /// with (written with the call's claim, before it runs). The `tool_call` record
+    /// keeps the model's own arguments, which are what the provider is replayed.
+    ToolCallHook {
+        /// The turn.
+        turn_id: String,
+        /// The call.
+        call_id: String,
+        /// The hook's command, safe and bounded.
+        hook: String,
+        /// What it decided.
+        decision: HookDecision,
+        /// A block's reason, as the model read it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+        /// Replaced arguments: what the call runs with.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        arguments: Option<String>,
+        /// Replaced arguments: the call's safe label made from them.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        summary: Option<String>,
     },
     /// A display-only preview of what a tool applied, written after its `tool_result`
     /// and joined to it by `display_id`; never replayed to the model.

@@ -8,7 +8,8 @@ use magi_protocol::limits::WRITE_TOOL_BYTES;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::editing::{parse_arguments, read_within_bound};
+use crate::editing::{Target, parse_arguments};
+use crate::editor::EditorFiles;
 use crate::facts::{FACT_STRING_BYTES, Facts, cut};
 use crate::{ToolDefinition, ToolOutput, ToolReport, preview};
 
@@ -39,7 +40,17 @@ pub(crate) fn definition() -> ToolDefinition {
     }
 }
 
+#[cfg(test)]
 pub(crate) fn run(arguments: &Value, cwd: &Path) -> ToolReport {
+    run_with(arguments, cwd, None)
+}
+
+/// Reads and writes through `editor` when it serves the file.
+pub(crate) fn run_with(
+    arguments: &Value,
+    cwd: &Path,
+    editor: Option<&dyn EditorFiles>,
+) -> ToolReport {
     let args: Arguments = match parse_arguments(
         arguments,
         r#"{"path": string, "old_text": string, "new_text": string}"#,
@@ -62,8 +73,8 @@ pub(crate) fn run(arguments: &Value, cwd: &Path) -> ToolReport {
             "`old_text` must not be empty.".into(),
         ));
     }
-    let path = cwd.join(&args.path);
-    let text = match read_within_bound(&path, &args.path) {
+    let target = Target::of(editor, cwd, &args.path);
+    let text = match target.read_within_bound(&args.path) {
         Ok(text) => text,
         Err(output) => return unchanged(output),
     };
@@ -95,7 +106,7 @@ pub(crate) fn run(arguments: &Value, cwd: &Path) -> ToolReport {
             "The edited file would be over the bound; nothing changed.".into(),
         ));
     }
-    match std::fs::write(&path, &edited) {
+    match target.write(&args.path, &edited) {
         Ok(()) => {
             let (removed, added) = (args.old_text.lines().count(), args.new_text.lines().count());
             let output = ToolOutput {
@@ -111,10 +122,7 @@ pub(crate) fn run(arguments: &Value, cwd: &Path) -> ToolReport {
                 ..ToolReport::with_facts(output, facts(true, edited != text))
             }
         }
-        Err(e) => unchanged(ToolOutput::failed(
-            "cannot write the file",
-            format!("Cannot write {}: {e}.", args.path),
-        )),
+        Err(why) => unchanged(ToolOutput::failed("cannot write the file", why)),
     }
 }
 

@@ -1,13 +1,68 @@
 //! What `edit` and `hash_edit` share before they change anything: their arguments
-//! checked against the schema, and the file they change read within its bound.
+//! checked against the schema, and the file they change read within its bound, from
+//! the disk or through the client that serves it (`client.files`), and written back
+//! the same way.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use magi_protocol::limits::WRITE_TOOL_BYTES;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::ToolOutput;
+use crate::editor::{self, EditorFiles};
+
+/// Where a change reads and writes its file: the client when it serves the file (a
+/// text file inside the workspace), else the disk.
+pub(crate) enum Target<'e> {
+    /// The file on disk.
+    Disk(PathBuf),
+    /// The client's text of the file, by its absolute path.
+    Editor(&'e dyn EditorFiles, PathBuf),
+}
+
+impl<'e> Target<'e> {
+    /// The target of path `given` in `cwd`.
+    pub(crate) fn of(editor: Option<&'e dyn EditorFiles>, cwd: &Path, given: &str) -> Target<'e> {
+        match editor::served(editor, cwd, given) {
+            Some((editor, resolved)) if !editor::binary_on_disk(&resolved) => {
+                Target::Editor(editor, resolved)
+            }
+            _ => Target::Disk(cwd.join(given)),
+        }
+    }
+
+    /// The file's text if it is at most `WRITE_TOOL_BYTES` long (named `shown` to the
+    /// model).
+    pub(crate) fn read_within_bound(&self, shown: &str) -> Result<String, ToolOutput> {
+        match self {
+            Target::Disk(path) => read_within_bound(path, shown),
+            Target::Editor(editor, path) => match editor.read(path, WRITE_TOOL_BYTES) {
+                Ok(text) if text.truncated => Err(ToolOutput::failed(
+                    "file too large",
+                    format!("{shown} is over the {WRITE_TOOL_BYTES}-byte bound."),
+                )),
+                Ok(text) => Ok(text.text),
+                Err(why) => Err(ToolOutput::failed(
+                    "cannot read the file",
+                    editor::failure("read", shown, &why),
+                )),
+            },
+        }
+    }
+
+    /// Replaces the file's text with `content`; the error is what the model is told.
+    pub(crate) fn write(&self, shown: &str, content: &str) -> Result<(), String> {
+        match self {
+            Target::Disk(path) => {
+                std::fs::write(path, content).map_err(|e| format!("Cannot write {shown}: {e}."))
+            }
+            Target::Editor(editor, path) => editor
+                .write(path, content)
+                .map_err(|why| editor::failure("write", shown, &why)),
+        }
+    }
+}
 
 /// Parses a tool's arguments; a failure is `invalid arguments`, saying what was wrong
 /// and what was `expected`.

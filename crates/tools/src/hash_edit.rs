@@ -13,7 +13,8 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use crate::editing::{parse_arguments, read_within_bound};
+use crate::editing::{Target, parse_arguments};
+use crate::editor::EditorFiles;
 use crate::facts::{FACT_STRING_BYTES, Facts, cut};
 use crate::{ToolDefinition, ToolOutput, ToolReport, preview};
 
@@ -109,7 +110,18 @@ struct LinePlan {
     after: Vec<String>,
 }
 
+#[cfg(test)]
 pub(crate) fn run(arguments: &Value, cwd: &Path) -> ToolReport {
+    run_with(arguments, cwd, None)
+}
+
+/// Reads and writes through `editor` when it serves the file: the operations apply to
+/// its text, and the result goes back to it.
+pub(crate) fn run_with(
+    arguments: &Value,
+    cwd: &Path,
+    editor: Option<&dyn EditorFiles>,
+) -> ToolReport {
     let args: Arguments = match parse_arguments(arguments, EXPECTED_ARGUMENTS) {
         Ok(args) => args,
         Err(output) => return output.into(),
@@ -126,8 +138,8 @@ pub(crate) fn run(arguments: &Value, cwd: &Path) -> ToolReport {
         changed,
     };
     let unchanged = |output| ToolReport::with_facts(output, facts(0, false));
-    let path = cwd.join(&args.path);
-    let text = match read_within_bound(&path, &args.path) {
+    let target = Target::of(editor, cwd, &args.path);
+    let text = match target.read_within_bound(&args.path) {
         Ok(text) => text,
         Err(output) => return unchanged(output),
     };
@@ -212,11 +224,8 @@ pub(crate) fn run(arguments: &Value, cwd: &Path) -> ToolReport {
             "The edited file would be over 1 MiB; nothing changed.".into(),
         ));
     }
-    if let Err(e) = std::fs::write(&path, &edited) {
-        return unchanged(ToolOutput::failed(
-            "cannot write the file",
-            format!("Cannot write {}: {e}.", args.path),
-        ));
+    if let Err(why) = target.write(&args.path, &edited) {
+        return unchanged(ToolOutput::failed("cannot write the file", why));
     }
     let total = applied.len() + refused.len();
     let mut content = format!(

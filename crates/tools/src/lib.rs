@@ -10,6 +10,7 @@ mod control;
 mod diagnostics;
 mod edit;
 mod editing;
+mod editor;
 pub mod facts;
 mod find;
 mod grep;
@@ -35,6 +36,7 @@ use serde_json::Value;
 pub use builtin::{BuiltinTool, CardFamily, SubjectArgument, TranscriptLines};
 pub use control::{ControlRequest, cut_title, parse_control};
 pub use diagnostics::{Projection, process_diagnostics};
+pub use editor::{EditorFiles, EditorText};
 pub use facts::{AppliedPreview, CommandFacts, Facts};
 pub use jobs::{JobNotice, take_notices};
 pub use process::hook::{HookCommand, HookEnd, HookRun, run_hook};
@@ -181,11 +183,22 @@ pub fn run_in(name: &str, arguments: &str, ctx: &ToolContext) -> ToolOutput {
 /// output with its facts. An unknown tool or invalid arguments is a failed call the
 /// model is told about, not an error of the run.
 pub fn execute(name: &str, arguments: &str, ctx: &ToolContext) -> ToolReport {
+    execute_with(name, arguments, ctx, None)
+}
+
+/// `execute`, with `read`, `write`, `edit` and `hash_edit` reading and writing the
+/// workspace's files through `editor` when there is one (`client.files`).
+pub fn execute_with(
+    name: &str,
+    arguments: &str,
+    ctx: &ToolContext,
+    editor: Option<&dyn EditorFiles>,
+) -> ToolReport {
     let Some(tool) = BuiltinTool::from_name(name) else {
         return ToolOutput::failed("unknown tool", format!("There is no tool named {name:?}."))
             .into();
     };
-    let mut report = dispatch(tool, arguments, ctx);
+    let mut report = dispatch(tool, arguments, ctx, editor);
     report.transcript = transcript(tool, &report.output);
     report
 }
@@ -220,7 +233,12 @@ fn transcript(tool: BuiltinTool, output: &ToolOutput) -> Vec<String> {
 }
 
 /// Runs the tool a call names.
-fn dispatch(tool: BuiltinTool, arguments: &str, ctx: &ToolContext) -> ToolReport {
+fn dispatch(
+    tool: BuiltinTool,
+    arguments: &str,
+    ctx: &ToolContext,
+    editor: Option<&dyn EditorFiles>,
+) -> ToolReport {
     let cwd = ctx.cwd;
     let Ok(arguments) = serde_json::from_str::<Value>(arguments) else {
         return ToolOutput::failed(
@@ -230,14 +248,14 @@ fn dispatch(tool: BuiltinTool, arguments: &str, ctx: &ToolContext) -> ToolReport
         .into();
     };
     match tool {
-        BuiltinTool::Read => read::run(&arguments, cwd),
+        BuiltinTool::Read => read::run_with(&arguments, cwd, editor),
         BuiltinTool::Grep => grep::run(&arguments, cwd),
         BuiltinTool::Find => find::run(&arguments, cwd),
         BuiltinTool::List => list::run(&arguments, cwd),
         BuiltinTool::AstGrep => ast_grep::run(&arguments, cwd),
-        BuiltinTool::Write => write::run(&arguments, cwd),
-        BuiltinTool::Edit => edit::run(&arguments, cwd),
-        BuiltinTool::HashEdit => hash_edit::run(&arguments, cwd),
+        BuiltinTool::Write => write::run_with(&arguments, cwd, editor),
+        BuiltinTool::Edit => edit::run_with(&arguments, cwd, editor),
+        BuiltinTool::HashEdit => hash_edit::run_with(&arguments, cwd, editor),
         BuiltinTool::WebFetch => web_fetch::run(&arguments),
         BuiltinTool::AsyncBash => jobs::run_start(&arguments, ctx),
         BuiltinTool::BashLog => jobs::run_log(&arguments),

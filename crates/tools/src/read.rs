@@ -7,6 +7,7 @@ use magi_protocol::limits::{READ_TOOL_BYTES, READ_TOOL_LINES};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use crate::editor::{self, EditorFiles};
 use crate::facts::{FACT_STRING_BYTES, Facts, cut};
 use crate::{ToolDefinition, ToolOutput, ToolReport};
 
@@ -43,7 +44,17 @@ pub(crate) fn definition() -> ToolDefinition {
     }
 }
 
+#[cfg(test)]
 pub(crate) fn run(arguments: &Value, cwd: &Path) -> ToolReport {
+    run_with(arguments, cwd, None)
+}
+
+/// Reads from `editor` when it serves the file (a text file inside the workspace).
+pub(crate) fn run_with(
+    arguments: &Value,
+    cwd: &Path,
+    editor: Option<&dyn EditorFiles>,
+) -> ToolReport {
     let Ok(args) = Arguments::deserialize(arguments) else {
         return ToolOutput::failed(
             "invalid arguments",
@@ -62,14 +73,27 @@ pub(crate) fn run(arguments: &Value, cwd: &Path) -> ToolReport {
     };
     let path = cwd.join(&args.path);
     let mut bytes = Vec::new();
-    let read = std::fs::File::open(&path)
-        .and_then(|f| f.take(READ_TOOL_BYTES as u64 + 1).read_to_end(&mut bytes));
-    if let Err(e) = read {
+    // The editor cuts its text at the bound itself and says so.
+    let mut editor_cut = false;
+    let served = editor::served(editor, cwd, &args.path)
+        .filter(|(_, resolved)| !editor::binary_on_disk(resolved));
+    let read = match served {
+        Some((editor, resolved)) => match editor.read(&resolved, READ_TOOL_BYTES) {
+            Ok(text) => {
+                bytes = text.text.into_bytes();
+                editor_cut = text.truncated;
+                Ok(())
+            }
+            Err(why) => Err(editor::failure("read", &args.path, &why)),
+        },
+        None => std::fs::File::open(&path)
+            .and_then(|f| f.take(READ_TOOL_BYTES as u64 + 1).read_to_end(&mut bytes))
+            .map(drop)
+            .map_err(|e| format!("Cannot read {}: {e}.", args.path)),
+    };
+    if let Err(why) = read {
         return ToolReport::with_facts(
-            ToolOutput::failed(
-                "cannot read the file",
-                format!("Cannot read {}: {e}.", args.path),
-            ),
+            ToolOutput::failed("cannot read the file", why),
             facts(None, None, None, false, false),
         );
     }
@@ -79,7 +103,7 @@ pub(crate) fn run(arguments: &Value, cwd: &Path) -> ToolReport {
             facts(None, None, None, false, true),
         );
     }
-    let cut_at_bound = bytes.len() > READ_TOOL_BYTES;
+    let cut_at_bound = bytes.len() > READ_TOOL_BYTES || editor_cut;
     bytes.truncate(READ_TOOL_BYTES);
     let text = String::from_utf8_lossy(&bytes);
     let offset = args.offset.unwrap_or(1).max(1);

@@ -8,6 +8,8 @@ use magi_protocol::limits::WRITE_TOOL_BYTES;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use crate::editing::Target;
+use crate::editor::EditorFiles;
 use crate::facts::{FACT_STRING_BYTES, Facts, cut};
 use crate::{ToolDefinition, ToolOutput, ToolReport, preview};
 
@@ -35,7 +37,18 @@ pub(crate) fn definition() -> ToolDefinition {
     }
 }
 
+#[cfg(test)]
 pub(crate) fn run(arguments: &Value, cwd: &Path) -> ToolReport {
+    run_with(arguments, cwd, None)
+}
+
+/// Writes through `editor` when it serves the file; its parent directories are still
+/// made on the disk.
+pub(crate) fn run_with(
+    arguments: &Value,
+    cwd: &Path,
+    editor: Option<&dyn EditorFiles>,
+) -> ToolReport {
     let args = match Arguments::deserialize(arguments) {
         Ok(args) => args,
         Err(e) => {
@@ -63,11 +76,22 @@ pub(crate) fn run(arguments: &Value, cwd: &Path) -> ToolReport {
         ));
     }
     let path = cwd.join(&args.path);
-    let before = Before::read(&path);
+    let target = Target::of(editor, cwd, &args.path);
+    let before = match &target {
+        Target::Editor(..) if path.is_file() => match target.read_within_bound(&args.path) {
+            Ok(text) => Before::Content {
+                bytes: text.into_bytes(),
+                whole: true,
+            },
+            Err(_) => Before::Unknown,
+        },
+        _ => Before::read(&path),
+    };
     let written = path
         .parent()
         .map_or(Ok(()), std::fs::create_dir_all)
-        .and_then(|()| std::fs::write(&path, &args.content));
+        .map_err(|e| format!("Cannot write {}: {e}.", args.path))
+        .and_then(|()| target.write(&args.path, &args.content));
     match written {
         Ok(()) => {
             let lines = args.content.lines().count();
@@ -104,10 +128,7 @@ pub(crate) fn run(arguments: &Value, cwd: &Path) -> ToolReport {
                 )
             }
         }
-        Err(e) => unchanged(ToolOutput::failed(
-            "cannot write the file",
-            format!("Cannot write {}: {e}.", args.path),
-        )),
+        Err(why) => unchanged(ToolOutput::failed("cannot write the file", why)),
     }
 }
 

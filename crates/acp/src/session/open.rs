@@ -51,11 +51,17 @@ pub(crate) enum Target {
 }
 
 /// A started backend in `cwd` with these variables beyond ours, initialized.
-/// With `terminals` (the client offers `terminal`), `client.terminals` is required too:
-/// the folder's `[acp] client_terminals` then decides where `bash` runs.
-pub(crate) async fn backend(
+pub(crate) async fn backend(cwd: &Path, env: &[(String, String)]) -> Result<Backend, Error> {
+    backend_with(cwd, env, false, false).await
+}
+
+/// `backend`, with `client.files` negotiated when the client serves the files, and
+/// `client.terminals` when it offers its terminal (the folder's `[acp]
+/// client_terminals` then decides where `bash` runs).
+async fn backend_with(
     cwd: &Path,
     env: &[(String, String)],
+    client_files: bool,
     terminals: bool,
 ) -> Result<Backend, Error> {
     let exe = std::env::current_exe().map_err(|e| {
@@ -71,6 +77,9 @@ pub(crate) async fn backend(
     let mut capabilities = CAPABILITIES.to_vec();
     if terminals {
         capabilities.push(names::CLIENT_TERMINALS);
+    }
+    if client_files {
+        capabilities.push(names::CLIENT_FILES);
     }
     match backend.initialize(&capabilities).await {
         Ok(Ok(_)) => Ok(backend),
@@ -101,10 +110,11 @@ pub(crate) async fn open(
     cwd: PathBuf,
     mcp_servers: &[McpServer],
     target: Target,
+    client_files: bool,
     terminals: bool,
 ) -> Result<(String, Handle, Vec<SessionConfigOption>), Error> {
     let env = crate::mcp::backend_env(mcp_servers)?;
-    let mut backend = backend(&cwd, &env, terminals).await?;
+    let mut backend = backend_with(&cwd, &env, client_files, terminals).await?;
     let opened = attach(&mut backend, &cwd, &target).await;
     let attached = match opened {
         Ok(attached) => attached,

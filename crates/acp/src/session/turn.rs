@@ -154,6 +154,9 @@ impl Session {
         let Some(event) = self.terminal_event(event) else {
             return;
         };
+        let Some(event) = self.file_event(event) else {
+            return;
+        };
         if let Event::SessionTitled(titled) = &event {
             let update = SessionInfoUpdate::new().title(titled.title.clone());
             self.update(SessionUpdate::SessionInfoUpdate(update)).await;

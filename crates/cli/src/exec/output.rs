@@ -234,7 +234,10 @@ impl Output {
             | Event::UsageUpdated(_)
             | Event::SessionTitled(_)
             | Event::ClientTerminalRun(_)
-            | Event::ClientTerminalCancel(_) => {}
+            | Event::ClientTerminalCancel(_)
+            | Event::ClientFileRead(_)
+            | Event::ClientFileWrite(_)
+            | Event::ClientFileCancel(_) => {}
         }
         Ok(())
     }

@@ -162,6 +162,7 @@ proptest! {
             task_id: (!saved && awaiting).then_some("task-1"),
             children: None,
             transcript: &transcript,
+            hook: None,
         };
         let card = project(&source);
         let text = serde_json::to_string(&card).unwrap();

@@ -5,11 +5,12 @@ use std::sync::Arc;
 
 use magi_protocol::messages::ClientTerminalsDescriptor;
 use magi_protocol::messages::{
-    ApprovalScopesDescriptor, InitializeParams, InitializeResult, InputAttachmentsDescriptor,
-    SessionUsageDescriptor, UserQuestionsDescriptor,
+    ApprovalScopesDescriptor, ClientFilesDescriptor, InitializeParams, InitializeResult,
+    InputAttachmentsDescriptor, SessionUsageDescriptor, UserQuestionsDescriptor,
 };
 use magi_protocol::names::{
-    APPROVAL_SCOPES, CLIENT_TERMINALS, INPUT_ATTACHMENTS, SESSION_USAGE, USER_QUESTIONS,
+    APPROVAL_SCOPES, CLIENT_FILES, CLIENT_TERMINALS, INPUT_ATTACHMENTS, SESSION_USAGE,
+    USER_QUESTIONS,
 };
 use serde_json::Value;
 
@@ -27,6 +28,7 @@ pub(super) struct Negotiation {
     session_usage: bool,
     input_attachments: bool,
     client_terminals: bool,
+    client_files: bool,
     shared: Arc<Shared>,
 }
 
@@ -47,6 +49,7 @@ impl Negotiation {
             session_usage: requires(SESSION_USAGE),
             input_attachments: requires(INPUT_ATTACHMENTS),
             client_terminals: requires(CLIENT_TERMINALS),
+            client_files: requires(CLIENT_FILES),
             shared,
         })
     }
@@ -63,6 +66,7 @@ impl Negotiation {
             session_usage: self.session_usage,
             input_attachments: self.input_attachments,
             client_terminals: self.client_terminals,
+            client_files: self.client_files,
         };
         check_advertisement(&result, &required).map_err(ClientError::Violation)?;
         self.shared
@@ -83,6 +87,9 @@ impl Negotiation {
         self.shared
             .client_terminals
             .store(self.client_terminals, std::sync::atomic::Ordering::SeqCst);
+        self.shared
+            .client_files
+            .store(self.client_files, std::sync::atomic::Ordering::SeqCst);
         Ok(())
     }
 }
@@ -99,13 +106,14 @@ struct Required {
     session_usage: bool,
     input_attachments: bool,
     client_terminals: bool,
+    client_files: bool,
 }
 
 /// Checks what an admitted `initialize` advertises: the sixteen base capabilities in
 /// order, then `tool.cards` with exactly schema 1's descriptor, `client.tools` with
 /// its descriptor, `approval.scopes`, `user.questions`, `session.usage` and
-/// `input.attachments` with schema 1's, each exactly when it was required, and nothing of
-/// them otherwise.
+/// `input.attachments`, `client.files` and `client.terminals` with schema 1's, each
+/// exactly when it was required, and nothing of them otherwise.
 fn check_advertisement(result: &InitializeResult, required: &Required) -> Result<(), Violation> {
     let mut expected = magi_protocol::names::base_capabilities();
     if required.tool_cards {
@@ -125,6 +133,9 @@ fn check_advertisement(result: &InitializeResult, required: &Required) -> Result
     }
     if required.input_attachments {
         expected.push(INPUT_ATTACHMENTS.to_owned());
+    }
+    if required.client_files {
+        expected.push(CLIENT_FILES.to_owned());
     }
     if required.client_terminals {
         expected.push(CLIENT_TERMINALS.to_owned());
@@ -189,20 +200,30 @@ fn check_advertisement(result: &InitializeResult, required: &Required) -> Result
         (true, Some(d)) => *d == ClientTerminalsDescriptor::schema_1(),
         _ => false,
     };
+    let files_ok = match (
+        required.client_files,
+        extensions.and_then(|e| e.client_files.as_ref()),
+    ) {
+        (false, None) => true,
+        (true, Some(d)) => *d == ClientFilesDescriptor::schema_1(),
+        _ => false,
+    };
     let any = required.tool_cards
         || required.client_tools
         || required.approval_scopes
         || required.user_questions
         || required.session_usage
         || required.input_attachments
-        || required.client_terminals;
+        || required.client_terminals
+        || required.client_files;
     let all_ok = cards_ok
         && tools_ok
         && scopes_ok
         && questions_ok
         && usage_ok
         && attachments_ok
-        && terminals_ok;
+        && terminals_ok
+        && files_ok;
     if all_ok && extensions.is_some() == any {
         Ok(())
     } else {

@@ -65,6 +65,9 @@ pub(super) async fn read_output(
             checker.session_usage = shared
                 .session_usage
                 .load(std::sync::atomic::Ordering::SeqCst);
+            checker.client_files = shared
+                .client_files
+                .load(std::sync::atomic::Ordering::SeqCst);
             checker.client_terminals = shared
                 .client_terminals
                 .load(std::sync::atomic::Ordering::SeqCst);

@@ -89,7 +89,10 @@ impl Transcript {
             | Event::UsageUpdated(_)
             | Event::SessionTitled(_)
             | Event::ClientTerminalRun(_)
-            | Event::ClientTerminalCancel(_) => {}
+            | Event::ClientTerminalCancel(_)
+            | Event::ClientFileRead(_)
+            | Event::ClientFileWrite(_)
+            | Event::ClientFileCancel(_) => {}
         }
     }
 

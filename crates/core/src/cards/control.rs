@@ -167,6 +167,7 @@ mod tests {
             task_id: None,
             children: None,
             transcript: &[],
+            hook: None,
         })
     }
 

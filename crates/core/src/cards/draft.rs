@@ -11,6 +11,7 @@ use magi_tools::facts::Facts;
 use magi_tools::{BuiltinTool, SubjectArgument};
 
 use super::blocks::{Context, Source, read_facts};
+use super::hook::hook_part;
 use super::labels::{ROW_FAILURE_EXPLANATION, ROW_OUTPUT_LINES};
 use super::metadata::{changes, fixed_title, protection, tool_kind};
 use super::part::{Part, Role};
@@ -100,6 +101,7 @@ impl Draft {
                     },
                 };
                 let mut parts = context.parts(facts, tracking.as_ref(), &mut tail);
+                parts.extend(source.hook.as_ref().map(hook_part));
                 parts.extend(transcript_part(source.transcript));
                 parts
             }
@@ -117,16 +119,19 @@ impl Draft {
                     tail.add(Subject::Blocks, Reason::NotRecorded, None);
                 }
                 // A running task shows its subagent's calls so far.
-                match (source.children, source.settlement, source.origin) {
+                let mut parts = match (source.children, source.settlement, source.origin) {
                     (Some(children), Settlement::Running, Origin::Live) => {
                         vec![children_part(children)]
                     }
                     _ => Vec::new(),
-                }
+                };
+                // A call a hook blocked, or one that runs with a hook's arguments.
+                parts.extend(source.hook.as_ref().map(hook_part));
+                parts
             }
             Source::Unsupported => {
                 tail.add(Subject::Blocks, Reason::UnsupportedSource, None);
-                Vec::new()
+                source.hook.as_ref().map(hook_part).into_iter().collect()
             }
         };
 

@@ -26,6 +26,8 @@ pub const ROW_BACKGROUND_JOB: &str = "Background job";
 pub const ROW_SANDBOX: &str = "Sandbox";
 /// The notice, once per backend, that the sandbox is not (wholly) in force.
 pub const ROW_SANDBOX_NOTICE: &str = "Sandbox notice";
+/// What a `pre_tool_use` hook decided of the call (its own results block).
+pub const ROW_HOOK: &str = "Hook";
 /// Label of the `ask_user` row holding one question.
 pub const ROW_QUESTION: &str = "Question";
 /// Label of the `ask_user` row listing a question's options.

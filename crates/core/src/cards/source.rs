@@ -1,7 +1,7 @@
 //! The selector's inputs: everything recorded or observed about one call.
 
 use magi_protocol::cards::{Child, Origin};
-use magi_store::records::ToolOutcome;
+use magi_store::records::{HookDecision, ToolOutcome};
 use serde_json::Value;
 
 /// Where a call stands.
@@ -74,6 +74,20 @@ pub struct CardSource<'a> {
     /// lines read or found, the last lines a command printed), as recorded; empty when
     /// there is none.
     pub transcript: &'a [String],
+    /// What a `pre_tool_use` hook decided of the call, when one blocked it or replaced
+    /// its arguments.
+    pub hook: Option<HookSource<'a>>,
+}
+
+/// A `pre_tool_use` hook's decision on a call, as recorded or observed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HookSource<'a> {
+    /// The hook's command.
+    pub hook: &'a str,
+    /// What it decided.
+    pub decision: HookDecision,
+    /// A block's reason.
+    pub reason: Option<&'a str>,
 }
 
 /// The calls of a subagent, as its task's live card lists them.

@@ -122,7 +122,10 @@ pub(crate) fn input(
     let mut object = Map::new();
     object.insert("event".into(), event.name().into());
     object.insert("session_id".into(), common.session_id.into());
-    object.insert("run_id".into(), common.run_id.into());
+    object.insert(
+        "run_id".into(),
+        common.run_id.map_or(Value::Null, Value::from),
+    );
     object.insert("cwd".into(), common.cwd.to_string_lossy().into());
     object.insert("invocation".into(), common.invocation.into());
     for (key, value) in fields {
@@ -136,7 +139,8 @@ pub(crate) fn input(
 /// What every hook's input says of where it runs.
 pub(crate) struct Common<'a> {
     pub(crate) session_id: &'a str,
-    pub(crate) run_id: &'a str,
+    /// None outside a run (`session.compact`).
+    pub(crate) run_id: Option<&'a str>,
     pub(crate) cwd: &'a Path,
     pub(crate) invocation: &'a str,
 }
@@ -185,6 +189,8 @@ pub(crate) struct Fired {
     /// Arguments a `pre_tool_use` hook gave the call instead of the model's (checked
     /// against the tool's schema), as JSON text.
     pub(crate) updated_arguments: Option<String>,
+    /// The command of the hook whose block or `updated_arguments` stands.
+    pub(crate) decided_by: Option<String>,
     /// Bytes of notes taken, against [`HOOK_EVENT_OUTPUT_BYTES`].
     note_bytes: usize,
     /// The turn was cancelled while a hook ran: nothing more runs.
@@ -245,6 +251,7 @@ impl Fired {
                 };
                 if can_block(event) {
                     self.blocked = Some(reason);
+                    self.decided_by = Some(hook.command.clone());
                     true
                 } else {
                     self.errors.push(format!(
@@ -329,7 +336,10 @@ impl Fired {
                 None => Err("the tool's argument schema is not known".to_owned()),
             };
             match checked {
-                Ok(()) => self.updated_arguments = Some(arguments.to_string()),
+                Ok(()) => {
+                    self.updated_arguments = Some(arguments.to_string());
+                    self.decided_by = Some(hook.command.clone());
+                }
                 Err(why) => {
                     self.errors.push(format!(
                         "{who} gave updated_arguments the tool does not take ({why}); \
@@ -343,6 +353,7 @@ impl Fired {
             None | Some("allow") => true,
             Some("block") if can_block(hook.event) => {
                 let reason = control.reason.unwrap_or_default();
+                self.decided_by = Some(hook.command.clone());
                 self.blocked = Some(if reason.trim().is_empty() {
                     format!("blocked by {who}, which gave no reason")
                 } else {

@@ -146,7 +146,7 @@ fn what_a_hook_says_and_is_given_is_redacted() {
 
     let common = Common {
         session_id: "s",
-        run_id: "r",
+        run_id: Some("r"),
         cwd: Path::new("/w"),
         invocation: "exec",
     };

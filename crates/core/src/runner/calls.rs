@@ -93,6 +93,12 @@ pub(super) struct Call {
     pub(super) task_id: Option<String>,
     /// For a call a Code Mode script made: its script's call and number.
     pub(super) nested: Option<Nested>,
+    /// What a `pre_tool_use` hook decided of it (a block, or the arguments it runs
+    /// with, which `arguments` and `label` then are).
+    hook: Option<hooked::Decided>,
+    /// The arguments as the model sent them, when a hook replaced them: what the
+    /// provider is given back as the model's call.
+    model_arguments: Option<String>,
 }
 
 /// Where a nested call (one a Code Mode script made) belongs.
@@ -160,58 +166,46 @@ impl CallService<'_, '_> {
         role.asked(calls.len());
         let mut progress = Progress::new(calls.len());
         for index in 0..calls.len() {
-            let call = &calls[index];
             let activity_id = self.output.next_activity_id("tool");
-            let label = call.label.as_str();
+            // The `pre_tool_use` hooks of a call that may go on run before its activity
+            // starts, so what it shows is what runs.
+            let early = self.early_refusal(role, &calls[index]);
+            let mut blocked = None;
+            if early.is_none() {
+                let reserve = calls.len() - index - 1;
+                blocked = self.hooked(role, &mut calls[index], reserve).await;
+            }
+            let call = &calls[index];
             self.output
-                .activity(&activity_id, &call.name, ActivityState::Started, label)
+                .activity(
+                    &activity_id,
+                    &call.name,
+                    ActivityState::Started,
+                    &call.label,
+                )
                 .await;
             let running = running_card(call, None, false);
             self.card(role, &activity_id, Snapshot::Initial, running)
                 .await;
-            if self.output.cancel.is_cancelled() {
+            if let Some((content, outcome)) = early {
                 let refusal = Refusal {
-                    content: "not started: the turn was cancelled",
-                    outcome: ToolOutcome::Cancelled,
+                    content: &content,
+                    outcome,
                     protection: None,
                 };
                 self.refuse(role, &calls, &mut progress, index, &activity_id, refusal)
                     .await;
                 continue;
             }
-            if let Some(outside) = role.outside(call, self.workspace.cwd()) {
-                let refusal = Refusal {
-                    content: &format!("The call was not run: {outside}."),
-                    outcome: ToolOutcome::Failed,
-                    protection: None,
-                };
-                self.refuse(role, &calls, &mut progress, index, &activity_id, refusal)
-                    .await;
-                continue;
+            // A hook's decision is recorded with what follows it: a block with the
+            // call's result, replaced arguments with the call's claim (or whatever
+            // settles it first).
+            if let Some(decided) = &call.hook {
+                let record = hooked::hook_record(self.turn_id, call, decided);
+                progress.group.records.push(record);
             }
-            if !self.offer.offers(&call.name) {
-                // The settings or the profile do not offer it: nothing runs, and the
-                // model is told.
-                let why = if self.offer.disabled(&call.name) {
-                    "is disabled in this backend's settings"
-                } else {
-                    "is not offered to this agent"
-                };
-                let refusal = Refusal {
-                    content: &format!("The call was not run: {} {why}.", call.name),
-                    outcome: ToolOutcome::Failed,
-                    protection: None,
-                };
-                self.refuse(role, &calls, &mut progress, index, &activity_id, refusal)
-                    .await;
-                continue;
-            }
-            // The `pre_tool_use` hooks come before the policy: a block settles the call
-            // denied, with the hook's reason the model sees; the protection stays none,
-            // since no permission decision was made.
-            let reserve = calls.len() - index - 1;
-            let fired = self.pre_tool_use(role, call, reserve).await;
-            if let Some(reason) = fired.blocked {
+            if let Some(reason) = blocked {
+                // The protection stays none: no permission decision was made.
                 let refusal = Refusal {
                     content: &format!("The call was not run: {HOOK_DENIAL} {reason}"),
                     outcome: ToolOutcome::Denied,
@@ -221,17 +215,6 @@ impl CallService<'_, '_> {
                     .await;
                 continue;
             }
-            if let Some(arguments) = fired.updated_arguments {
-                // What runs is what the person and the client are shown: the label
-                // (the approval, the card, the settled activity) is made again from
-                // the hook's arguments, and the card updated under it.
-                calls[index].label = self.label(&calls[index].name, &arguments);
-                calls[index].arguments = arguments;
-                let running = running_card(&calls[index], None, false);
-                self.card(role, &activity_id, Snapshot::Interim, running)
-                    .await;
-            }
-            let call = &calls[index];
             if self.verdict(call) == Verdict::Ask {
                 // The person asked sees what came before: every earlier call ends and is
                 // told first, and nothing waits for the answer.
@@ -312,7 +295,7 @@ impl CallService<'_, '_> {
                 activity_id,
                 protection,
                 read_only,
-                execution: self.execution(call),
+                execution: self.execution(call).through(self.call_files(call)),
             });
             // Read-only calls that start together share one sync of their claims.
             let joined = read_only
@@ -347,10 +330,12 @@ impl CallService<'_, '_> {
                 image,
                 ..
             } = settled;
+            // The provider is given the call as the model made it; a hook's
+            // replacement is said in the result.
             items.push(Item::ToolCall {
                 call_id: call.call_id.clone(),
                 name: call.name,
-                arguments: call.arguments,
+                arguments: call.model_arguments.unwrap_or(call.arguments),
             });
             items.push(Item::ToolResult {
                 call_id: call.call_id,
@@ -404,6 +389,8 @@ impl CallService<'_, '_> {
             parent_activity_id,
             task_id,
             nested: None,
+            hook: None,
+            model_arguments: None,
         }
     }
 
@@ -415,7 +402,28 @@ impl CallService<'_, '_> {
             assets_dir: self.workspace.tool_assets_dir(&call.call_id),
             cancel: self.output.cancel.clone(),
             hidden_env: self.agent.hidden_env.clone(),
+            files: None,
         }
+    }
+
+    /// How a file tool's call reads and writes through the client, when the client
+    /// negotiated `client.files`; none for every other call.
+    fn call_files(&self, call: &Call) -> Option<crate::client_files::CallFiles> {
+        use magi_tools::BuiltinTool::{Edit, HashEdit, Read, Write};
+        let file_tool = matches!(
+            magi_tools::BuiltinTool::from_name(&call.name),
+            Some(Read | Write | Edit | HashEdit)
+        );
+        (self.output.client_files && file_tool).then(|| crate::client_files::CallFiles {
+            gate: self.gates.files.clone(),
+            events: self.output.events(),
+            session_id: self.output.session_id().to_owned(),
+            run_id: self.output.run_id().to_owned(),
+            call_id: call.call_id.clone(),
+            cancel: self.output.cancel.clone(),
+            runtime: tokio::runtime::Handle::current(),
+            count: std::sync::atomic::AtomicU64::new(0),
+        })
     }
 
     /// The client tool a call names, if any.
@@ -495,6 +503,7 @@ fn running_card<'a>(
         task_id: call.task_id.as_deref(),
         children: None,
         transcript: &[],
+        hook: call.hook.as_ref().map(hooked::Decided::source),
     }
 }
 

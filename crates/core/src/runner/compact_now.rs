@@ -36,6 +36,11 @@ pub fn compact_session(
     if !compactable(&items) {
         return Ok(SessionCompactResult { compacted: false });
     }
+    // The session's `pre_compact` hooks run first, as before a turn's compaction.
+    let cwd = Workspace::of(sessions).cwd().to_owned();
+    if super::hooks::pre_compact_idle(&agent, &cwd, session_id, cancel) {
+        return Err(ErrorCode::OperationCancelled);
+    }
     let window = agent.context_window_tokens;
     let offer = Offer::session(Arc::clone(&agent.disabled_tools), None, Arc::default());
     let exchange = Exchange::new(agent, offer, false);

@@ -36,6 +36,9 @@ pub(super) struct Occurrence<'a> {
     /// Activities the caller still has to start after these: hook activities never
     /// take the room a tool call's needs.
     pub(super) reserve: usize,
+    /// The hooks run even in a cancelled run, and stop only when the backend ends
+    /// (`turn_end`: its hook hears how the turn ended, cancelled included).
+    pub(super) past_cancel: bool,
 }
 
 impl Occurrence<'_> {
@@ -49,6 +52,7 @@ impl Occurrence<'_> {
             invocation: None,
             schema: None,
             reserve: 0,
+            past_cancel: false,
         }
     }
 }
@@ -68,13 +72,18 @@ pub(super) async fn fire(
     }
     let common = Common {
         session_id: output.session_id(),
-        run_id: output.run_id(),
+        run_id: Some(output.run_id()),
         cwd,
         invocation: occurrence
             .invocation
             .unwrap_or_else(|| agent.hooks.invocation()),
     };
     let bytes = input(event, &common, occurrence.fields, &agent.secrets);
+    let stop = if occurrence.past_cancel {
+        output.closing.clone()
+    } else {
+        output.cancel.clone()
+    };
     for (index, hook) in hooks.iter().enumerate() {
         if index == HOOKS_PER_EVENT {
             fired.errors.push(format!(
@@ -84,7 +93,7 @@ pub(super) async fn fire(
             ));
             break;
         }
-        if output.cancel.is_cancelled() {
+        if stop.is_cancelled() {
             fired.cancelled = true;
             break;
         }
@@ -110,7 +119,7 @@ pub(super) async fn fire(
             let hook = hook.clone();
             let input = bytes.clone();
             let cwd = cwd.to_owned();
-            let cancel = output.cancel.clone();
+            let cancel = stop.clone();
             let hidden_env = agent.hidden_env.clone();
             tokio::task::spawn_blocking(move || {
                 let cancelled = move || cancel.is_cancelled();
@@ -230,7 +239,10 @@ pub(super) async fn turn_end(
     };
     let mut fields = Map::new();
     fields.insert("outcome".into(), outcome.into());
-    let occurrence = Occurrence::of(HookEvent::TurnEnd, fields);
+    let occurrence = Occurrence {
+        past_cancel: true,
+        ..Occurrence::of(HookEvent::TurnEnd, fields)
+    };
     fire(output, agent, cwd, occurrence).await;
 }
 
@@ -274,6 +286,49 @@ pub(super) async fn subagent_stop(
         invocation: Some("subagent"),
         schema: None,
         reserve: 0,
+        past_cancel: false,
     };
     fire(output, agent, cwd, occurrence).await;
+}
+
+/// Runs the `pre_compact` hooks of `session.compact` (`trigger` `manual`), on the
+/// session worker, before the summary is asked for. It is no run: no activity or
+/// diagnostic can tell them, and its answer is exactly `{"compacted": …}`, so their
+/// errors are not shown (`docs/hooks.md` says so). `cancel` (`operation.cancel`,
+/// shutdown) kills the one running; returns whether it did.
+pub(super) fn pre_compact_idle(
+    agent: &Agent,
+    cwd: &Path,
+    session_id: &str,
+    cancel: &tokio_util::sync::CancellationToken,
+) -> bool {
+    let event = HookEvent::PreCompact;
+    let hooks = agent.hooks.matching(event, None);
+    if hooks.is_empty() {
+        return false;
+    }
+    let mut fields = Map::new();
+    fields.insert("trigger".into(), "manual".into());
+    let common = Common {
+        session_id,
+        run_id: None,
+        cwd,
+        invocation: agent.hooks.invocation(),
+    };
+    let bytes = input(event, &common, fields, &agent.secrets);
+    let mut fired = Fired::default();
+    let cancelled = || cancel.is_cancelled();
+    for hook in hooks.iter().take(HOOKS_PER_EVENT) {
+        if cancel.is_cancelled() {
+            return true;
+        }
+        let run = agent
+            .hooks
+            .run(hook, bytes.clone(), cwd, &cancelled, &agent.hidden_env);
+        fired.take(hook, run, None, &agent.secrets);
+        if fired.cancelled {
+            return true;
+        }
+    }
+    false
 }

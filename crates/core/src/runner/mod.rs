@@ -62,6 +62,9 @@ use crate::sessions::Sessions;
 pub struct RunHandle {
     /// Cancels the run; its terminal event still follows.
     pub cancel: CancellationToken,
+    /// Tells the run the backend is ending: what a cancelled run still does before
+    /// its terminal event (its `turn_end` hooks) stops at once.
+    pub closing: CancellationToken,
     /// Where `approval.answer` settles the run's pending approval.
     pub approvals: ApprovalGate,
     /// Where `client.tool.result` answers the run's client tool calls.
@@ -70,6 +73,8 @@ pub struct RunHandle {
     pub terminals: crate::client_terminals::TerminalGate,
     /// Where `question.answer` answers the run's questions to the user.
     pub questions: crate::questions::QuestionGate,
+    /// Where `client.file.result` answers the run's reads and writes.
+    pub files: crate::client_files::ClientFileGate,
     /// The run's events; closed after `run.finished`.
     pub events: mpsc::Receiver<Event>,
     /// The sessions, handed back when the run's thread ends.
@@ -87,10 +92,13 @@ pub fn start_turn(
     let (done_tx, done) = oneshot::channel();
     let cancel = CancellationToken::new();
     let run_cancel = cancel.clone();
+    let closing = CancellationToken::new();
+    let run_closing = closing.clone();
     let gates = calls::Gates::default();
     let (approvals, client_calls) = (gates.approvals.clone(), gates.client_calls.clone());
     let questions = gates.questions.clone();
     let terminals = gates.terminals.clone();
+    let files = gates.files.clone();
     // The sessions travel through this slot so that a failed spawn can return them.
     let slot = Arc::new(std::sync::Mutex::new(Some(sessions)));
     let thread_slot = Arc::clone(&slot);
@@ -119,8 +127,10 @@ pub fn start_turn(
                         agent.secrets.clone(),
                         request.tool_cards,
                     );
+                    output.closing = run_closing;
                     output.approval_scopes = request.approval_scopes;
                     output.session_usage = request.session_usage;
+                    output.client_files = request.client_files;
                     let mut turn = turn::Turn::new(&sessions, agent, request, gates);
                     let finished = turn.run(&mut sessions, &mut output).await;
                     // The sessions go back before the terminal event, so a client that
@@ -142,10 +152,12 @@ pub fn start_turn(
     match spawned {
         Ok(_) => Ok(RunHandle {
             cancel,
+            closing,
             approvals,
             client_calls,
             terminals,
             questions,
+            files,
             events,
             done,
         }),
@@ -245,6 +257,7 @@ mod tests {
             user_questions: false,
             session_usage: false,
             attachments: Vec::new(),
+            client_files: false,
         };
         let Ok(mut handle) = start_turn(sessions, agent, request) else {
             panic!("the run's thread starts");

@@ -42,6 +42,9 @@ pub(super) struct Output {
     run_id: String,
     /// Cancels the run: the client's cancel, a lost output or an exceeded bound.
     pub(super) cancel: CancellationToken,
+    /// The backend is ending (shutdown, EOF): the `turn_end` hooks of a cancelled run
+    /// stop at once. A lost output ends the backend too, so it sets this as well.
+    pub(super) closing: CancellationToken,
     /// The backend's credential values, redacted from everything the run sends.
     secrets: Vec<String>,
     /// Whether the client negotiated `approval.scopes`: approval requests carry their
@@ -50,6 +53,9 @@ pub(super) struct Output {
     /// Whether the client negotiated `session.usage`: each model request of the
     /// session's agent is told as `usage.updated`.
     pub(super) session_usage: bool,
+    /// Whether the client negotiated `client.files`: the file tools read and write
+    /// the workspace's files through it.
+    pub(super) client_files: bool,
     /// A critical event could not be delivered.
     lost: bool,
     /// Bytes of model text received, against `RUN_CONTENT_BYTES`.
@@ -81,6 +87,7 @@ impl Output {
             session_id,
             run_id,
             cancel,
+            closing: CancellationToken::new(),
             secrets,
             lost: false,
             content_bytes: 0,
@@ -89,6 +96,7 @@ impl Output {
             cards: LiveCards::new(tool_cards),
             approval_scopes: false,
             session_usage: false,
+            client_files: false,
             script_clock: None,
         }
     }
@@ -101,6 +109,11 @@ impl Output {
     /// The run's ID.
     pub(super) fn run_id(&self) -> &str {
         &self.run_id
+    }
+
+    /// Where the run's events go, for a call's thread to send its own (`client.files`).
+    pub(super) fn events(&self) -> mpsc::Sender<Event> {
+        self.events.clone()
     }
 
     /// Whether a critical event could not be delivered.
@@ -288,6 +301,7 @@ impl Output {
         let wait = Duration::from_millis(CRITICAL_EVENT_WAIT_MS);
         if self.events.send_timeout(event, wait).await.is_err() {
             self.lost = true;
+            self.closing.cancel();
             self.cancel.cancel();
         }
     }

@@ -109,6 +109,7 @@ impl TaskScope {
             task_id: Some(&self.task_id),
             children: Some(&self.children),
             transcript: &[],
+            hook: None,
         };
         output
             .card(&self.parent_activity_id, Snapshot::Interim, source)

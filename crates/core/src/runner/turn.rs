@@ -55,6 +55,9 @@ pub struct TurnRequest {
     /// The images given with the prompt (`input.attachments`), workspace paths already
     /// checked at admission; empty without them.
     pub attachments: Vec<String>,
+    /// Whether the client negotiated `client.files`: the file tools then read and
+    /// write the workspace's files through it.
+    pub client_files: bool,
 }
 
 /// The session's turn.

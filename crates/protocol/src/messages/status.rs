@@ -106,6 +106,13 @@ pub struct Extensions {
         skip_serializing_if = "Option::is_none"
     )]
     pub client_terminals: Option<super::ClientTerminalsDescriptor>,
+    /// The `client.files` descriptor, schema 1, when negotiated.
+    #[serde(
+        rename = "client.files",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub client_files: Option<super::ClientFilesDescriptor>,
 }
 
 /// The lifecycle state reported by `status`.

@@ -292,4 +292,13 @@ pub enum Event {
     /// `client.terminal.cancel`, only with `client.terminals` negotiated.
     #[serde(rename = "client.terminal.cancel")]
     ClientTerminalCancel(super::ClientTerminalCancel),
+    /// `client.file.read`, only with `client.files` negotiated.
+    #[serde(rename = "client.file.read")]
+    ClientFileRead(Box<super::ClientFileRead>),
+    /// `client.file.write`, only with `client.files` negotiated.
+    #[serde(rename = "client.file.write")]
+    ClientFileWrite(Box<super::ClientFileWrite>),
+    /// `client.file.cancel`, only with `client.files` negotiated.
+    #[serde(rename = "client.file.cancel")]
+    ClientFileCancel(super::ClientFileCancel),
 }

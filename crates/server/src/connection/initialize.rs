@@ -9,12 +9,12 @@ use magi_protocol::cards;
 use magi_protocol::limits::{CLIENT_TOOL_ARGUMENTS_BYTES, CLIENT_TOOL_RESULT_BYTES, Limits};
 use magi_protocol::messages::UserQuestionsDescriptor;
 use magi_protocol::messages::{
-    ApprovalScopesDescriptor, ClientToolsDescriptor, Extensions, InitializeResult,
-    InputAttachmentsDescriptor, ResultBody, SessionUsageDescriptor,
+    ApprovalScopesDescriptor, ClientFilesDescriptor, ClientToolsDescriptor, Extensions,
+    InitializeResult, InputAttachmentsDescriptor, ResultBody, SessionUsageDescriptor,
 };
 use magi_protocol::names::{
-    APPROVAL_SCOPES, CLIENT_TERMINALS, INPUT_ATTACHMENTS, SESSION_USAGE, USER_QUESTIONS,
-    base_capabilities,
+    APPROVAL_SCOPES, CLIENT_FILES, CLIENT_TERMINALS, INPUT_ATTACHMENTS, SESSION_USAGE,
+    USER_QUESTIONS, base_capabilities,
 };
 use magi_protocol::{ErrorCode, StartupError};
 use serde_json::value::RawValue;
@@ -47,6 +47,7 @@ impl Connection {
         self.session_usage = required.session_usage;
         self.input_attachments = required.input_attachments;
         self.client_terminals = required.client_terminals;
+        self.client_files = required.client_files;
         self.client_tools_negotiated = required.client_tools.is_some();
         self.client_tools = Arc::new(required.client_tools.unwrap_or_default());
         self.negotiated = required
@@ -95,6 +96,7 @@ impl Connection {
                     || self.session_usage
                     || self.input_attachments
                     || self.client_terminals
+                    || self.client_files
                 {
                     let mut negotiated = Extensions {
                         tool_cards: None,
@@ -104,6 +106,7 @@ impl Connection {
                         session_usage: None,
                         input_attachments: None,
                         client_terminals: None,
+                        client_files: None,
                     };
                     if self.tool_cards {
                         capabilities.push(cards::CAPABILITY.to_owned());
@@ -133,6 +136,10 @@ impl Connection {
                     if self.input_attachments {
                         capabilities.push(INPUT_ATTACHMENTS.to_owned());
                         negotiated.input_attachments = Some(InputAttachmentsDescriptor::schema_1());
+                    }
+                    if self.client_files {
+                        capabilities.push(CLIENT_FILES.to_owned());
+                        negotiated.client_files = Some(ClientFilesDescriptor::schema_1());
                     }
                     if self.client_terminals {
                         capabilities.push(CLIENT_TERMINALS.to_owned());

@@ -46,10 +46,12 @@ impl Connection {
                             session_id,
                             run_id,
                             cancel: handle.cancel,
+                            closing: handle.closing,
                             approvals: handle.approvals,
                             client_calls: handle.client_calls,
                             terminals: handle.terminals,
                             questions: handle.questions,
+                            files: handle.files,
                         });
                         Ok(Flow::RunStarted(RunChannels {
                             events: handle.events,
@@ -124,6 +126,7 @@ impl Connection {
             user_questions: self.user_questions,
             session_usage: self.session_usage,
             attachments: params.attachments.unwrap_or_default(),
+            client_files: self.client_files,
         };
         Ok((sessions, agent, request))
     }
@@ -236,9 +239,12 @@ impl Connection {
         }
     }
 
-    /// Cancels the active run (shutdown, EOF); its terminal event still follows.
+    /// Cancels the active run (shutdown, EOF) and tells it the backend is ending, so
+    /// nothing it runs after a cancel (a `turn_end` hook) outlives the closing
+    /// deadline; its terminal event still follows.
     pub(crate) fn cancel_run(&self) {
         if let Some(run) = &self.run {
+            run.closing.cancel();
             run.cancel.cancel();
         }
     }

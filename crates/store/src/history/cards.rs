@@ -5,7 +5,7 @@ use std::collections::HashMap;
 
 use magi_protocol::messages::{EntryKind, SavedCard};
 
-use crate::records::{RecordBody, ToolOutcome};
+use crate::records::{HookDecision, RecordBody, ToolOutcome};
 
 use super::{Projector, entry_bytes};
 
@@ -42,6 +42,20 @@ pub struct SavedCall {
     /// For a nested call whose parent is an unambiguous earlier `code_mode` call of
     /// the same turn: the message ID of the parent's entry, its card's parent.
     pub parent_message_id: Option<String>,
+    /// What a `pre_tool_use` hook decided of it, if one blocked it or replaced its
+    /// arguments.
+    pub hook: Option<SavedHook>,
+}
+
+/// A `pre_tool_use` hook's recorded decision on a call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SavedHook {
+    /// The hook's command.
+    pub hook: String,
+    /// What it decided.
+    pub decision: HookDecision,
+    /// A block's reason.
+    pub reason: Option<String>,
 }
 
 /// The applied preview of a saved call.
@@ -131,6 +145,28 @@ impl Projector {
                         .and_modify(|owner| *owner = None)
                         .or_insert_with(|| Some(call_id.clone()));
                 }
+            }
+            RecordBody::ToolCallHook {
+                call_id,
+                hook,
+                decision,
+                reason,
+                summary,
+                ..
+            } => {
+                let Some(call) = self.saved_calls.get_mut(call_id) else {
+                    return;
+                };
+                // The call ran with the hook's arguments: its card is labelled from
+                // them, as the live one was.
+                if let Some(summary) = summary {
+                    call.label = summary.clone();
+                }
+                call.hook = Some(SavedHook {
+                    hook: hook.clone(),
+                    decision: *decision,
+                    reason: reason.clone(),
+                });
             }
             RecordBody::ToolAppliedPreview {
                 display_id,

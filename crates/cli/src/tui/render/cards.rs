@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use magi_client::fold::{ActivityDisplay, ActivityItem, CardView};
 use magi_core::cards::{
-    ROW_BACKGROUND_JOB, ROW_COMMAND_TIMEOUT, ROW_ENDED, ROW_FAILURE_EXPLANATION, ROW_LINES_SHOWN,
-    ROW_MATCHES, ROW_OUTPUT_LINES, ROW_PATTERN,
+    ROW_BACKGROUND_JOB, ROW_COMMAND_TIMEOUT, ROW_ENDED, ROW_FAILURE_EXPLANATION, ROW_HOOK,
+    ROW_LINES_SHOWN, ROW_MATCHES, ROW_OUTPUT_LINES, ROW_PATTERN,
 };
 use magi_protocol::cards::{
     Block, Card, CardState, DiffLine, DiffLineKind, ProtectionDecision, ResourceKind, ToolKind,
@@ -231,12 +231,14 @@ fn status(card: &Card, display: ActivityDisplay, approval_pending: bool) -> Stri
     match display {
         ActivityDisplay::Unknown => parts.push(words::activity(display).to_owned()),
         // A refused call did not fail at its work: the refusal is what happened, in
-        // the backend's own words when it gave them (`denied by user`).
+        // the backend's own words when it gave them (`denied by user`), or the hook's
+        // that blocked it.
         _ if refused => parts.push(
             card.metadata
                 .public_protection
                 .summary
                 .clone()
+                .or_else(|| row_value(card, ROW_HOOK))
                 .or_else(|| words::decision(decision).map(str::to_owned))
                 .unwrap_or_default(),
         ),
@@ -253,6 +255,10 @@ fn status(card: &Card, display: ActivityDisplay, approval_pending: bool) -> Stri
     }
     if let Some(ended) = row_value(card, ROW_ENDED) {
         parts.push(format!("subagent {ended}"));
+    }
+    // A hook that gave the call other arguments (a block is the refusal above).
+    if let Some(hook) = row_value(card, ROW_HOOK).filter(|_| !refused) {
+        parts.push(hook);
     }
     if card.tool_kind != ToolKind::Command
         && let Some(changes) = words::changes(card.changes)

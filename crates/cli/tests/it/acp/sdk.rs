@@ -61,10 +61,19 @@ async fn acp_the_typescript_sdk_client_drives_a_whole_scenario() {
         ["{\"message\":\"hello from the model\"}"],
     ));
     mock.enqueue(Reply::stream().text(["Echoed."]));
+    // The client offering its file system: a read and an edit of its buffer.
+    let read = json!({"path": "buffer.txt"}).to_string();
+    mock.enqueue(Reply::stream().tool_call("f1", "read", [read.as_str()]));
+    mock.enqueue(Reply::stream().text(["Read."]));
+    let edit = json!({"path": "buffer.txt", "old_text": "editor", "new_text": "edited"});
+    let edit = edit.to_string();
+    mock.enqueue(Reply::stream().tool_call("f2", "edit", [edit.as_str()]));
+    mock.enqueue(Reply::stream().text(["Edited."]));
+    let env = env_for(&mock);
+    std::fs::write(env.cwd().join("buffer.txt"), "from the disk\n").unwrap();
     mock.enqueue(calls("bash", &[bash("t1", "echo in the editor terminal")]));
     mock.enqueue(Reply::stream().text(["Ran in the terminal."]));
-    let env = env_for(&mock);
-    // Only the third connection offers a terminal, so only it runs `bash` there.
+    // Only the fourth connection offers a terminal, so only it runs `bash` there.
     env.write_settings("[acp]\nclient_terminals = true\n");
     let other = env.root().join("other");
     std::fs::create_dir(&other).unwrap();
@@ -129,14 +138,15 @@ async fn acp_the_typescript_sdk_client_drives_a_whole_scenario() {
         .iter()
         .map(|p| p["kind"].as_str().unwrap())
         .collect();
-    // The "always" turn asked once for its two calls; then the MCP call and the
-    // terminal's command.
+    // The "always" turn asked once for its two calls; then the MCP call, the edit of
+    // the editor's buffer and the terminal's command.
     assert_eq!(
         asked,
         [
             "allow_once",
             "reject_once",
             "allow_always",
+            "allow_once",
             "allow_once",
             "allow_once",
             "allow_once"
@@ -170,10 +180,27 @@ async fn acp_the_typescript_sdk_client_drives_a_whole_scenario() {
         "{echo}"
     );
     let requests = mock.requests();
-    let output = tool_outputs(&requests[requests.len() - 3].body).join("\n");
+    let output = tool_outputs(&requests[requests.len() - 7].body).join("\n");
     assert!(output.contains("hello from the model"), "{output}");
 
-    // The third connection's `bash` ran in the client's terminal, from create to
+    // The SDK's file handlers served the read and the edit; the disk is untouched.
+    assert_eq!(steps["fsRead"]["stopReason"], "end_turn");
+    assert_eq!(steps["fsEdit"]["stopReason"], "end_turn");
+    let buffer = env.cwd().canonicalize().unwrap().join("buffer.txt");
+    let buffer = buffer.display().to_string();
+    assert_eq!(report["fs"]["reads"], json!([buffer, buffer]));
+    assert_eq!(
+        report["fs"]["writes"],
+        json!([{"path": buffer, "content": "from the edited buffer\n"}])
+    );
+    let output = tool_outputs(&requests[requests.len() - 5].body).join("\n");
+    assert!(output.contains("from the editor buffer"), "{output}");
+    assert_eq!(
+        std::fs::read_to_string(env.cwd().join("buffer.txt")).unwrap(),
+        "from the disk\n"
+    );
+
+    // The fourth connection's `bash` ran in the client's terminal, from create to
     // release, and the model was given what it printed.
     assert_eq!(steps["terminal"]["stopReason"], "end_turn");
     let terminal: Vec<&str> = report["terminal"]

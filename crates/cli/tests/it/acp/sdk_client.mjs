@@ -6,15 +6,21 @@
 // Usage: node sdk_client.mjs MAGI_CODE WORKSPACE OTHER_WORKSPACE MOCK_MCP_SERVER
 
 import { spawn } from "node:child_process";
+import { realpathSync } from "node:fs";
 import { Readable, Writable } from "node:stream";
 import { client, methods, ndJsonStream, PROTOCOL_VERSION } from "@agentclientprotocol/sdk";
 
 const [bin, workspace, other, mcpServer] = process.argv.slice(2);
 const report = { steps: {}, updates: [], permissions: [], terminal: [] };
 // The kinds the permission requests are answered with, in order.
-const answers = ["allow_once", "reject_once", "allow_always", "allow_once", "allow_once", "allow_once"];
+const answers = [
+  "allow_once", "reject_once", "allow_always", "allow_once", "allow_once", "allow_once", "allow_once",
+];
 // The third connection's terminals: each runs its command for real, here.
 const terminals = new Map();
+// The editor's unsaved buffers, by absolute path, and what the agent asked of them.
+const buffers = new Map();
+report.fs = { reads: [], writes: [] };
 
 function start() {
   const child = spawn(bin, ["acp"], { cwd: workspace, stdio: ["pipe", "pipe", "inherit"] });
@@ -28,6 +34,16 @@ const app = client({ name: "magi-code-acp-test" })
     const option = params.options.find((o) => o.kind === kind);
     report.permissions.push({ kind, options: params.options.map((o) => o.kind), title: params.toolCall.title });
     return { outcome: { outcome: "selected", optionId: option.optionId } };
+  })
+  .onRequest(methods.client.fs.readTextFile, ({ params }) => {
+    report.fs.reads.push(params.path);
+    if (!buffers.has(params.path)) throw new Error(`no buffer for ${params.path}`);
+    return { content: buffers.get(params.path) };
+  })
+  .onRequest(methods.client.fs.writeTextFile, ({ params }) => {
+    report.fs.writes.push({ path: params.path, content: params.content });
+    buffers.set(params.path, params.content);
+    return {};
   })
   .onNotification(methods.client.session.update, ({ params }) => {
     report.updates.push(params);
@@ -155,8 +171,25 @@ async function secondConnection(ctx, id) {
   };
 }
 
+// A client offering its file system: the agent reads and edits the unsaved buffer.
+async function filesConnection(ctx) {
+  await ctx.request(methods.agent.initialize, {
+    protocolVersion: PROTOCOL_VERSION,
+    clientCapabilities: { fs: { readTextFile: true, writeTextFile: true } },
+  });
+  buffers.set(`${realpathSync(workspace)}/buffer.txt`, "from the editor buffer\n");
+  const s = await ctx.request(methods.agent.session.new, { cwd: workspace, mcpServers: [] });
+  for (const name of ["fsRead", "fsEdit"]) {
+    const answer = await ctx.request(methods.agent.session.prompt, {
+      sessionId: s.sessionId,
+      prompt: [{ type: "text", text: name }],
+    });
+    report.steps[name] = { stopReason: answer.stopReason };
+  }
+}
+
 // A client offering its terminal, in a folder whose settings opt in: `bash` runs there.
-async function thirdConnection(ctx) {
+async function terminalConnection(ctx) {
   await ctx.request(methods.agent.initialize, {
     protocolVersion: PROTOCOL_VERSION,
     clientCapabilities: { terminal: true },
@@ -179,7 +212,11 @@ await app.connectWith(second.stream, (ctx) => secondConnection(ctx, id));
 second.child.stdin.end();
 await new Promise((resolve) => second.child.on("exit", resolve));
 const third = start();
-await app.connectWith(third.stream, thirdConnection);
+await app.connectWith(third.stream, filesConnection);
 third.child.stdin.end();
 await new Promise((resolve) => third.child.on("exit", resolve));
+const fourth = start();
+await app.connectWith(fourth.stream, terminalConnection);
+fourth.child.stdin.end();
+await new Promise((resolve) => fourth.child.on("exit", resolve));
 process.stdout.write(JSON.stringify(report));

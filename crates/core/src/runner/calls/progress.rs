@@ -112,9 +112,17 @@ pub(super) struct Execution {
     pub(super) assets_dir: Option<PathBuf>,
     pub(super) cancel: CancellationToken,
     pub(super) hidden_env: Vec<String>,
+    /// The client's file system, for a file tool's call with `client.files`. Used
+    /// only on a blocking thread, where its waits may block.
+    pub(super) files: Option<crate::client_files::CallFiles>,
 }
 
 impl Execution {
+    /// This execution, reading and writing through `files` when given.
+    pub(super) fn through(self, files: Option<crate::client_files::CallFiles>) -> Execution {
+        Execution { files, ..self }
+    }
+
     pub(super) fn run(self) -> ToolReport {
         let cancel = self.cancel;
         let cancelled = move || cancel.is_cancelled();
@@ -124,6 +132,10 @@ impl Execution {
             cancelled: &cancelled,
             hidden_env: &self.hidden_env,
         };
-        magi_tools::execute(&self.name, &self.arguments, &context)
+        let editor = self
+            .files
+            .as_ref()
+            .map(|files| files as &dyn magi_tools::EditorFiles);
+        magi_tools::execute_with(&self.name, &self.arguments, &context, editor)
     }
 }

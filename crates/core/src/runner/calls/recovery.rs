@@ -87,6 +87,7 @@ struct Unsettled {
     turn_id: String,
     call_id: String,
     name: String,
+    /// What it runs with: a hook's arguments when one replaced the model's.
     arguments: Option<String>,
     /// The last phase recorded for it, if any.
     phase: Option<ToolCallPhase>,
@@ -98,6 +99,7 @@ struct Unsettled {
 fn unsettled_calls(records: &[Record]) -> Vec<Unsettled> {
     let mut settled = std::collections::HashSet::new();
     let mut phases = std::collections::HashMap::new();
+    let mut replaced = std::collections::HashMap::new();
     for record in records {
         match &record.body {
             RecordBody::ToolResult { call_id, .. }
@@ -106,6 +108,14 @@ fn unsettled_calls(records: &[Record]) -> Vec<Unsettled> {
             }
             RecordBody::ToolCallState { call_id, state, .. } => {
                 phases.insert(call_id.as_str(), *state);
+            }
+            // What a hook gave the call is what it ran with, if it ran at all.
+            RecordBody::ToolCallHook {
+                call_id,
+                arguments: Some(arguments),
+                ..
+            } => {
+                replaced.insert(call_id.as_str(), arguments);
             }
             _ => {}
         }
@@ -125,7 +135,10 @@ fn unsettled_calls(records: &[Record]) -> Vec<Unsettled> {
                 turn_id: turn_id.clone(),
                 call_id: call_id.clone(),
                 name: name.clone(),
-                arguments: arguments.clone(),
+                arguments: replaced
+                    .get(call_id.as_str())
+                    .map(|a| (*a).clone())
+                    .or_else(|| arguments.clone()),
                 phase: phases.get(call_id.as_str()).copied(),
                 nested: parent_call_id.clone().map(|parent_call_id| Nested {
                     parent_call_id,

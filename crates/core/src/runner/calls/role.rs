@@ -25,6 +25,8 @@ pub(in crate::runner) struct Gates {
     pub(in crate::runner) terminals: crate::client_terminals::TerminalGate,
     /// Answers the run's questions to the user.
     pub(in crate::runner) questions: crate::questions::QuestionGate,
+    /// Answers the run's reads and writes through the client (`client.files`).
+    pub(in crate::runner) files: crate::client_files::ClientFileGate,
     /// The session's rules, from its records and the answers "for this session".
     pub(in crate::runner) rules: super::rules::RuleBook,
 }

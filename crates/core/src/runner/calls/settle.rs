@@ -155,7 +155,8 @@ impl CallService<'_, '_> {
             .preview
             .as_ref()
             .map(|_| format!("{}-preview", call.call_id));
-        let safe = self.safe_result(&report);
+        let mut safe = self.safe_result(&report);
+        safe.content = super::hooked::model_content(call, safe.content);
         let (summary, facts, content, transcript) = (
             safe.summary.clone(),
             safe.facts.clone(),
@@ -266,6 +267,7 @@ impl CallService<'_, '_> {
             task_id: call.task_id.as_deref(),
             children: children.as_ref(),
             transcript: &transcript,
+            hook: call.hook.as_ref().map(super::hooked::Decided::source),
         };
         self.card(role, &activity_id, Snapshot::Final, settled)
             .await;

@@ -334,3 +334,40 @@ fn a_failed_call_without_detail_says_why_and_approval_waits_only_while_pending()
         ["… bash make  running"]
     );
 }
+
+#[test]
+fn a_hooks_block_is_the_refusal_and_replaced_arguments_are_said_beside_the_end() {
+    let hook = |value: &str| {
+        json!([{"type": "results", "rows": [
+            {"label": "Hook", "value": value, "outcome": "unknown"}]}])
+    };
+    let mut blocked = card(
+        "bash",
+        "command",
+        "bash git push",
+        json!("failure"),
+        hook("denied by hook ./policy: not on main"),
+    );
+    blocked.changes = magi_protocol::cards::Changes::None;
+    blocked.metadata.public_protection.decision = ProtectionDecision::Denied;
+    assert_eq!(
+        text(&[header(&blocked, None, Timing::Unknown, COLLAPSED)]),
+        ["✗ bash git push  denied by hook ./policy: not on main"]
+    );
+    let mut blocks = hook("arguments replaced by hook ./offline");
+    blocks.as_array_mut().unwrap().insert(
+        0,
+        command_block("cargo test --offline", json!(0), Value::Null),
+    );
+    let replaced = card(
+        "bash",
+        "command",
+        "bash cargo test --offline",
+        json!("success"),
+        blocks,
+    );
+    assert_eq!(
+        text(&[header(&replaced, None, Timing::Unknown, COLLAPSED)]),
+        ["✓ bash cargo test --offline  done · exit 0 · arguments replaced by hook ./offline"]
+    );
+}

@@ -238,6 +238,12 @@ pub enum StopReason {
     ToolCalls,
     /// It hit its output token limit.
     MaxTokens,
+    /// The provider refused the request or withheld the reply: Anthropic's
+    /// `stop_reason: "refusal"`, a Responses `refusal` content part or an `incomplete`
+    /// response for `content_filter`, a Chat Completions `refusal` delta or
+    /// `finish_reason: "content_filter"`. The refusal's own words, if it gave any, came
+    /// before as [`ModelEvent::TextDelta`]s: they are the reply.
+    Refusal,
     /// Anything else the provider reported.
     Other,
 }

@@ -296,7 +296,7 @@ async fn stop_reasons_are_rendered_per_format() {
     let cases = [
         (Stop::EndTurn, "completed", "stop", "end_turn"),
         (Stop::MaxTokens, "max_output_tokens", "length", "max_tokens"),
-        (Stop::Other, "content_filter", "content_filter", "refusal"),
+        (Stop::Refusal, "content_filter", "content_filter", "refusal"),
     ];
     for (stop, responses, chat, anthropic) in cases {
         for _ in 0..3 {

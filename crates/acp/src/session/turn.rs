@@ -13,8 +13,8 @@ use agent_client_protocol_schema::v1::{
 };
 use magi_protocol::ErrorCode;
 use magi_protocol::messages::{
-    ActivityKind, ActivityState, DIAGNOSTIC_REPLY_TRUNCATED, Event, RunOutcome,
-    SessionCompactParams, TurnStartParams,
+    ActivityKind, ActivityState, DIAGNOSTIC_REPLY_REFUSED, DIAGNOSTIC_REPLY_TRUNCATED, Event,
+    RunOutcome, SessionCompactParams, TurnStartParams,
 };
 use magi_protocol::methods;
 use serde_json::json;
@@ -39,6 +39,8 @@ pub(crate) struct Turn {
     pub(super) last_call: Option<String>,
     /// Whether the model's output limit cut the reply.
     truncated: bool,
+    /// Whether the provider refused the request.
+    refused: bool,
     /// The last diagnostic, told with a failure.
     diagnostic: Option<String>,
     /// Files written for the prompt's images, removed when the turn ends.
@@ -126,6 +128,7 @@ impl Session {
             announced: HashSet::new(),
             last_call: None,
             truncated: false,
+            refused: false,
             diagnostic: None,
             scratch,
         });
@@ -242,6 +245,9 @@ impl Session {
                 if diagnostic.code == DIAGNOSTIC_REPLY_TRUNCATED {
                     turn.truncated = true;
                 }
+                if diagnostic.code == DIAGNOSTIC_REPLY_REFUSED {
+                    turn.refused = true;
+                }
                 eprintln!(
                     "magi-code acp: session {}: {}: {}",
                     self.id, diagnostic.code, diagnostic.summary
@@ -262,6 +268,7 @@ impl Session {
                 let outcome = match finished.outcome {
                     _ if turn.cancelled => Ok(StopReason::Cancelled),
                     RunOutcome::Cancelled => Ok(StopReason::Cancelled),
+                    RunOutcome::Completed if turn.refused => Ok(StopReason::Refusal),
                     RunOutcome::Completed if turn.truncated => Ok(StopReason::MaxTokens),
                     RunOutcome::Completed => Ok(StopReason::EndTurn),
                     RunOutcome::Failed => stop_of_failure(finished.error_code, turn.diagnostic),
@@ -277,8 +284,8 @@ fn agent_text(text: String) -> SessionUpdate {
     SessionUpdate::AgentMessageChunk(ContentChunk::new(ContentBlock::from(text)))
 }
 
-/// A failed run: an error naming the code and the last diagnostic. (The runtime tells no
-/// provider refusal apart from other failures, so no turn ends `refusal`.)
+/// A failed run: an error naming the code and the last diagnostic. (A provider's
+/// refusal is a completed run with the `reply_refused` diagnostic, never a failure.)
 fn stop_of_failure(
     code: Option<ErrorCode>,
     diagnostic: Option<String>,

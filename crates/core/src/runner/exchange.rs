@@ -10,7 +10,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use magi_protocol::ErrorCode;
 use magi_protocol::limits::{LIVE_CHUNK_BYTES, RUN_CONTENT_BYTES, RUN_CONTENT_SEGMENTS};
-use magi_protocol::messages::{DIAGNOSTIC_PROVIDER_RETRYING, DIAGNOSTIC_REPLY_TRUNCATED};
+use magi_protocol::messages::{
+    DIAGNOSTIC_PROVIDER_RETRYING, DIAGNOSTIC_REPLY_REFUSED, DIAGNOSTIC_REPLY_TRUNCATED,
+};
 use magi_provider::{Asked, Item, ModelEvent, ModelRequest, ProviderError, StopReason, ToolSpec};
 use magi_store::records::RecordBody;
 use tokio::sync::mpsc;
@@ -170,6 +172,7 @@ impl Exchange {
         let mut summaries: Vec<(Option<String>, String)> = Vec::new();
         let mut over_bound = false;
         let mut cut = false;
+        let mut refused = false;
         let mut result = None;
         let mut usage = Reported::default();
         loop {
@@ -201,7 +204,10 @@ impl Exchange {
                     Some(ModelEvent::ToolCall { call_id, name, arguments }) => {
                         calls.push((call_id, name, arguments));
                     }
-                    Some(ModelEvent::Completed(stop)) => cut = stop == StopReason::MaxTokens,
+                    Some(ModelEvent::Completed(stop)) => {
+                        cut = stop == StopReason::MaxTokens;
+                        refused = stop == StopReason::Refusal;
+                    }
                     Some(ModelEvent::Retrying(retry)) => {
                         let said = retry.describe(&self.asked());
                         output.diagnostic(DIAGNOSTIC_PROVIDER_RETRYING, &said).await;
@@ -240,6 +246,27 @@ impl Exchange {
                 }
             }
         };
+        if refused && ending.is_none() {
+            // The provider refused: its words (if any) stand as the reply, and nothing it
+            // asked for alongside runs. The session's reply says so; a subagent's refusal
+            // is its report, its delegate's to judge.
+            calls.clear();
+            if self.live {
+                let model = &self.agent.model;
+                let provider = &self.agent.provider;
+                let said = if text.is_empty() {
+                    format!(
+                        "model {model:?} of provider {provider:?} refused the request without a reply"
+                    )
+                } else {
+                    format!(
+                        "model {model:?} of provider {provider:?} refused the request; the \
+                         reply is all it gave"
+                    )
+                };
+                output.diagnostic(DIAGNOSTIC_REPLY_REFUSED, &said).await;
+            }
+        }
         if cut && ending.is_none() && self.live && calls.is_empty() {
             // The reply ending the turn is what the model gave, but not all it meant to
             // give: said so, never passed off as whole. (A subagent's cut report is

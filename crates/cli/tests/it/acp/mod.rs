@@ -23,6 +23,7 @@ use serde_json::{Value, json};
 
 mod mcp;
 mod models;
+mod refusal;
 mod sdk;
 
 use crate::common::acp::{Acp, text_of};

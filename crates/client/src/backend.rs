@@ -57,6 +57,9 @@ struct Shared {
     /// Set once `initialize` admitted `session.usage`; the reader then accepts
     /// `usage.updated`.
     session_usage: std::sync::atomic::AtomicBool,
+    /// Set once `initialize` admitted `reasoning.summaries`; the reader then accepts
+    /// `reasoning.delta`.
+    reasoning_summaries: std::sync::atomic::AtomicBool,
 }
 
 /// The requests waiting for their responses, and whether any more can get one.

@@ -57,6 +57,9 @@ pub(crate) struct FrameChecker {
     pub(crate) user_questions: bool,
     /// Whether `session.usage` was negotiated: only then is `usage.updated` allowed.
     pub(crate) session_usage: bool,
+    /// Whether `reasoning.summaries` was negotiated: only then is `reasoning.delta`
+    /// allowed.
+    pub(crate) reasoning_summaries: bool,
 }
 
 impl FrameChecker {
@@ -108,6 +111,11 @@ impl FrameChecker {
                 if !self.session_usage && matches!(name, Some("usage.updated" | "session.titled")) {
                     return Err(violation(
                         "a session.usage event without session.usage negotiated",
+                    ));
+                }
+                if !self.reasoning_summaries && name == Some("reasoning.delta") {
+                    return Err(violation(
+                        "reasoning.delta without reasoning.summaries negotiated",
                     ));
                 }
                 let event = decode_event(seq, object, line, self.tool_cards)?;

@@ -4,6 +4,7 @@
 mod approvals;
 mod catalog;
 mod questions;
+mod reasoning;
 mod sessions;
 mod status;
 mod turns;
@@ -16,6 +17,7 @@ mod tests;
 pub use approvals::*;
 pub use catalog::*;
 pub use questions::*;
+pub use reasoning::*;
 pub use sessions::*;
 pub use status::*;
 pub use turns::*;

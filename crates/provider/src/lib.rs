@@ -261,6 +261,16 @@ pub enum ModelEvent {
         /// The summary so far.
         text: String,
     },
+    /// Text of a reasoning summary as it arrives (only summaries the provider marks as
+    /// such): appended to the summary of `item_id`, which the
+    /// [`ModelEvent::ReasoningSummary`] that follows makes whole. A new part of a
+    /// summary starts with the blank line that joins it to the one before.
+    ReasoningSummaryDelta {
+        /// The provider's item identity, if it gave one.
+        item_id: Option<String>,
+        /// The text to append.
+        text: String,
+    },
     /// A complete tool call.
     ToolCall {
         /// The provider's call ID.

@@ -296,8 +296,22 @@ impl Decode for Decoder {
             }
             "response.reasoning_summary_text.delta" => {
                 let delta: Delta = parse(&event.data)?;
-                self.summary_part(delta.item_id, delta.summary_index)
-                    .push_str(&delta.delta);
+                let part = self.summary_part(delta.item_id.clone(), delta.summary_index);
+                // A later part joins the one before with a blank line, as the whole
+                // summary does.
+                let joined = part.is_empty() && delta.summary_index > 0;
+                part.push_str(&delta.delta);
+                if !delta.delta.is_empty() {
+                    let text = if joined {
+                        format!("\n\n{}", delta.delta)
+                    } else {
+                        delta.delta
+                    };
+                    out.push(ModelEvent::ReasoningSummaryDelta {
+                        item_id: delta.item_id,
+                        text,
+                    });
+                }
             }
             "response.reasoning_summary_text.done" => {
                 let done: SummaryDone = parse(&event.data)?;
@@ -502,14 +516,20 @@ mod tests {
             json!({"type":"response.reasoning_summary_text.delta","item_id":"rs","summary_index":1,"delta":"B"}),
             json!({"type":"response.reasoning_summary_text.done","item_id":"rs","summary_index":1}),
         ]);
+        let delta = |text: &str| ModelEvent::ReasoningSummaryDelta {
+            item_id: Some("rs".into()),
+            text: text.into(),
+        };
         let summaries: Vec<&ModelEvent> = out.iter().collect();
         assert_eq!(
             summaries,
             [
+                &delta("A"),
                 &ModelEvent::ReasoningSummary {
                     item_id: Some("rs".into()),
                     text: "A.".into()
                 },
+                &delta("\n\nB"),
                 &ModelEvent::ReasoningSummary {
                     item_id: Some("rs".into()),
                     text: "A.\n\nB".into()

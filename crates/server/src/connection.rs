@@ -108,6 +108,8 @@ pub(crate) struct Connection {
     session_usage: bool,
     /// Whether the client required `input.attachments`.
     input_attachments: bool,
+    /// Whether the client required `reasoning.summaries`.
+    reasoning_summaries: bool,
     /// Whether the client required `client.tools`, and the tools it registered.
     client_tools_negotiated: bool,
     client_tools: Arc<Vec<ClientTool>>,
@@ -143,6 +145,7 @@ impl Connection {
             user_questions: false,
             session_usage: false,
             input_attachments: false,
+            reasoning_summaries: false,
             client_tools_negotiated: false,
             client_tools: Arc::default(),
             selection: None,

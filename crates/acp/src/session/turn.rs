@@ -2,7 +2,8 @@
 //! `run.finished` answers the prompt with its stop reason.
 //!
 //! Text streams as `agent_message_chunk` from the deltas; when a delta was dropped the
-//! rest of the reconciled text follows once, so nothing is sent twice. Tool cards are
+//! rest of the reconciled text follows once, so nothing is sent twice. A provider's
+//! reasoning summaries stream as `agent_thought_chunk` from `reasoning.delta`. Tool cards are
 //! `tool_call` (the first snapshot) and `tool_call_update` (each later one).
 
 use std::collections::{HashMap, HashSet};
@@ -32,6 +33,10 @@ pub(crate) struct Turn {
     pub(super) cancelled: bool,
     /// Text sent so far, by assistant message.
     messages: HashMap<String, Message>,
+    /// The next delta part of each reasoning summary streamed, or `None` once one went
+    /// missing: the rest of that summary is not sent (it is whole in the history, which
+    /// `session/load` replays).
+    thoughts: HashMap<String, Option<u64>>,
     /// The tool calls announced to the client.
     pub(super) announced: HashSet<String>,
     /// The tool call started last: the one an approval is about (the runtime asks
@@ -125,6 +130,7 @@ impl Session {
             reply,
             cancelled: false,
             messages: HashMap::new(),
+            thoughts: HashMap::new(),
             announced: HashSet::new(),
             last_call: None,
             truncated: false,
@@ -172,6 +178,16 @@ impl Session {
                 message.next_part += 1;
                 message.sent.push_str(&delta.text);
                 self.update(agent_text(delta.text)).await;
+            }
+            Event::ReasoningDelta(delta) if delta.run_id == turn.run_id => {
+                let next = turn.thoughts.entry(delta.summary_id).or_insert(Some(0));
+                if *next != Some(delta.part) {
+                    *next = None;
+                    return;
+                }
+                *next = Some(delta.part + 1);
+                let chunk = ContentChunk::new(ContentBlock::from(delta.text));
+                self.update(SessionUpdate::AgentThoughtChunk(chunk)).await;
             }
             Event::MessageReconcile(reconcile) if reconcile.run_id == turn.run_id => {
                 let message = turn.messages.entry(reconcile.message_id).or_default();

@@ -240,7 +240,8 @@ impl Output {
             | Event::ClientToolCancel(_)
             | Event::QuestionAsked(_)
             | Event::UsageUpdated(_)
-            | Event::SessionTitled(_) => {}
+            | Event::SessionTitled(_)
+            | Event::ReasoningDelta(_) => {}
         }
         Ok(())
     }

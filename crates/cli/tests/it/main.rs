@@ -50,6 +50,7 @@ mod mc_transcript;
 mod mcp;
 mod mission_control;
 mod questions;
+mod reasoning;
 mod refusal;
 mod sandbox;
 mod session_usage;

@@ -5,9 +5,11 @@ use std::sync::Arc;
 
 use magi_protocol::messages::{
     ApprovalScopesDescriptor, InitializeParams, InitializeResult, InputAttachmentsDescriptor,
-    SessionUsageDescriptor, UserQuestionsDescriptor,
+    ReasoningSummariesDescriptor, SessionUsageDescriptor, UserQuestionsDescriptor,
 };
-use magi_protocol::names::{APPROVAL_SCOPES, INPUT_ATTACHMENTS, SESSION_USAGE, USER_QUESTIONS};
+use magi_protocol::names::{
+    APPROVAL_SCOPES, INPUT_ATTACHMENTS, REASONING_SUMMARIES, SESSION_USAGE, USER_QUESTIONS,
+};
 use serde_json::Value;
 
 use super::Shared;
@@ -23,6 +25,7 @@ pub(super) struct Negotiation {
     user_questions: bool,
     session_usage: bool,
     input_attachments: bool,
+    reasoning_summaries: bool,
     shared: Arc<Shared>,
 }
 
@@ -42,6 +45,7 @@ impl Negotiation {
             user_questions: requires(USER_QUESTIONS),
             session_usage: requires(SESSION_USAGE),
             input_attachments: requires(INPUT_ATTACHMENTS),
+            reasoning_summaries: requires(REASONING_SUMMARIES),
             shared,
         })
     }
@@ -57,6 +61,7 @@ impl Negotiation {
             user_questions: self.user_questions,
             session_usage: self.session_usage,
             input_attachments: self.input_attachments,
+            reasoning_summaries: self.reasoning_summaries,
         };
         check_advertisement(&result, &required).map_err(ClientError::Violation)?;
         self.shared
@@ -74,6 +79,10 @@ impl Negotiation {
         self.shared
             .session_usage
             .store(self.session_usage, std::sync::atomic::Ordering::SeqCst);
+        self.shared.reasoning_summaries.store(
+            self.reasoning_summaries,
+            std::sync::atomic::Ordering::SeqCst,
+        );
         Ok(())
     }
 }
@@ -89,12 +98,13 @@ struct Required {
     user_questions: bool,
     session_usage: bool,
     input_attachments: bool,
+    reasoning_summaries: bool,
 }
 
 /// Checks what an admitted `initialize` advertises: the sixteen base capabilities in
 /// order, then `tool.cards` with exactly schema 1's descriptor, `client.tools` with
-/// its descriptor, `approval.scopes`, `user.questions`, `session.usage` and
-/// `input.attachments` with schema 1's, each exactly when it was required, and nothing of
+/// its descriptor, `approval.scopes`, `user.questions`, `session.usage`,
+/// `input.attachments` and `reasoning.summaries` with schema 1's, each exactly when it was required, and nothing of
 /// them otherwise.
 fn check_advertisement(result: &InitializeResult, required: &Required) -> Result<(), Violation> {
     let mut expected = magi_protocol::names::base_capabilities();
@@ -115,6 +125,9 @@ fn check_advertisement(result: &InitializeResult, required: &Required) -> Result
     }
     if required.input_attachments {
         expected.push(INPUT_ATTACHMENTS.to_owned());
+    }
+    if required.reasoning_summaries {
+        expected.push(REASONING_SUMMARIES.to_owned());
     }
     if result.capabilities != expected {
         return Err(Violation("initialize advertised other capabilities".into()));
@@ -168,13 +181,28 @@ fn check_advertisement(result: &InitializeResult, required: &Required) -> Result
         (true, Some(d)) => *d == InputAttachmentsDescriptor::schema_1(),
         _ => false,
     };
+    let reasoning_ok = match (
+        required.reasoning_summaries,
+        extensions.and_then(|e| e.reasoning_summaries.as_ref()),
+    ) {
+        (false, None) => true,
+        (true, Some(d)) => *d == ReasoningSummariesDescriptor::schema_1(),
+        _ => false,
+    };
     let any = required.tool_cards
         || required.client_tools
         || required.approval_scopes
         || required.user_questions
         || required.session_usage
-        || required.input_attachments;
-    let all_ok = cards_ok && tools_ok && scopes_ok && questions_ok && usage_ok && attachments_ok;
+        || required.input_attachments
+        || required.reasoning_summaries;
+    let all_ok = cards_ok
+        && tools_ok
+        && scopes_ok
+        && questions_ok
+        && usage_ok
+        && attachments_ok
+        && reasoning_ok;
     if all_ok && extensions.is_some() == any {
         Ok(())
     } else {

@@ -65,6 +65,9 @@ pub(super) async fn read_output(
             checker.session_usage = shared
                 .session_usage
                 .load(std::sync::atomic::Ordering::SeqCst);
+            checker.reasoning_summaries = shared
+                .reasoning_summaries
+                .load(std::sync::atomic::Ordering::SeqCst);
             let checked = match unit {
                 Decoded::Frame(line) => checker.check(&line),
                 Decoded::TooLarge => Err(Violation("output frame over the bound".into())),

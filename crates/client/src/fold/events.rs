@@ -87,7 +87,8 @@ impl Transcript {
             | Event::ClientToolCancel(_)
             | Event::QuestionAsked(_)
             | Event::UsageUpdated(_)
-            | Event::SessionTitled(_) => {}
+            | Event::SessionTitled(_)
+            | Event::ReasoningDelta(_) => {}
         }
     }
 

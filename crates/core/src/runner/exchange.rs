@@ -170,6 +170,9 @@ impl Exchange {
         let mut part = 0u64;
         let mut calls = Vec::new();
         let mut summaries: Vec<(Option<String>, String)> = Vec::new();
+        // The summaries streamed: provider item, run-scoped ID, next delta part.
+        let mut streamed: Vec<(Option<String>, String, u64)> = Vec::new();
+        let stream_summaries = self.live && output.reasoning_summaries;
         let mut over_bound = false;
         let mut cut = false;
         let mut refused = false;
@@ -193,6 +196,25 @@ impl Exchange {
                         for chunk in chunks(&output.safe(&delta), LIVE_CHUNK_BYTES) {
                             output.delta(&message_id, part, chunk);
                             part += 1;
+                        }
+                    }
+                    Some(ModelEvent::ReasoningSummaryDelta { item_id, text }) => {
+                        if !stream_summaries {
+                            continue;
+                        }
+                        let at = match streamed.iter().position(|(id, ..)| *id == item_id) {
+                            Some(at) => at,
+                            None => {
+                                let id = format!("s{}", output.summaries_streamed);
+                                output.summaries_streamed += 1;
+                                streamed.push((item_id, id, 0));
+                                streamed.len() - 1
+                            }
+                        };
+                        let (_, summary_id, next) = &mut streamed[at];
+                        for chunk in chunks(&output.safe(&text), LIVE_CHUNK_BYTES) {
+                            output.reasoning_delta(summary_id, *next, chunk);
+                            *next += 1;
                         }
                     }
                     Some(ModelEvent::ReasoningSummary { item_id, text }) => {

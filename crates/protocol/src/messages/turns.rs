@@ -291,4 +291,7 @@ pub enum Event {
     /// `session.titled`, only with `session.usage` negotiated.
     #[serde(rename = "session.titled")]
     SessionTitled(super::SessionTitled),
+    /// `reasoning.delta`, only with `reasoning.summaries` negotiated.
+    #[serde(rename = "reasoning.delta")]
+    ReasoningDelta(super::ReasoningDelta),
 }

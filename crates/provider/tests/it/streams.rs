@@ -97,7 +97,16 @@ async fn reasoning_summaries_come_only_from_the_responses_api() {
             .iter()
             .filter(|e| matches!(e, ModelEvent::ReasoningSummary { .. }))
             .collect();
+        let streamed: String = events
+            .iter()
+            .filter_map(|e| match e {
+                ModelEvent::ReasoningSummaryDelta { text, .. } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect();
         if format == WireFormat::OpenAiResponses {
+            // Streamed as it comes, then whole.
+            assert_eq!(streamed, "Checking the file.");
             assert_eq!(
                 summaries,
                 [&ModelEvent::ReasoningSummary {
@@ -108,6 +117,7 @@ async fn reasoning_summaries_come_only_from_the_responses_api() {
         } else {
             // Chat's `reasoning_content` and Anthropic's thinking are raw reasoning.
             assert!(summaries.is_empty(), "{format:?}: {summaries:?}");
+            assert!(streamed.is_empty(), "{format:?}: {streamed:?}");
         }
         assert_eq!(
             text(&events),

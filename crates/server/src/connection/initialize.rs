@@ -10,10 +10,11 @@ use magi_protocol::limits::{CLIENT_TOOL_ARGUMENTS_BYTES, CLIENT_TOOL_RESULT_BYTE
 use magi_protocol::messages::UserQuestionsDescriptor;
 use magi_protocol::messages::{
     ApprovalScopesDescriptor, ClientToolsDescriptor, Extensions, InitializeResult,
-    InputAttachmentsDescriptor, ResultBody, SessionUsageDescriptor,
+    InputAttachmentsDescriptor, ReasoningSummariesDescriptor, ResultBody, SessionUsageDescriptor,
 };
 use magi_protocol::names::{
-    APPROVAL_SCOPES, INPUT_ATTACHMENTS, SESSION_USAGE, USER_QUESTIONS, base_capabilities,
+    APPROVAL_SCOPES, INPUT_ATTACHMENTS, REASONING_SUMMARIES, SESSION_USAGE, USER_QUESTIONS,
+    base_capabilities,
 };
 use magi_protocol::{ErrorCode, StartupError};
 use serde_json::value::RawValue;
@@ -45,6 +46,7 @@ impl Connection {
         self.user_questions = required.user_questions;
         self.session_usage = required.session_usage;
         self.input_attachments = required.input_attachments;
+        self.reasoning_summaries = required.reasoning_summaries;
         self.client_tools_negotiated = required.client_tools.is_some();
         self.client_tools = Arc::new(required.client_tools.unwrap_or_default());
         self.negotiated = required
@@ -92,6 +94,7 @@ impl Connection {
                     || self.user_questions
                     || self.session_usage
                     || self.input_attachments
+                    || self.reasoning_summaries
                 {
                     let mut negotiated = Extensions {
                         tool_cards: None,
@@ -100,6 +103,7 @@ impl Connection {
                         user_questions: None,
                         session_usage: None,
                         input_attachments: None,
+                        reasoning_summaries: None,
                     };
                     if self.tool_cards {
                         capabilities.push(cards::CAPABILITY.to_owned());
@@ -129,6 +133,11 @@ impl Connection {
                     if self.input_attachments {
                         capabilities.push(INPUT_ATTACHMENTS.to_owned());
                         negotiated.input_attachments = Some(InputAttachmentsDescriptor::schema_1());
+                    }
+                    if self.reasoning_summaries {
+                        capabilities.push(REASONING_SUMMARIES.to_owned());
+                        negotiated.reasoning_summaries =
+                            Some(ReasoningSummariesDescriptor::schema_1());
                     }
                     extensions = Some(negotiated);
                 }

@@ -25,6 +25,7 @@ mod mcp;
 mod models;
 mod refusal;
 mod sdk;
+mod thoughts;
 
 use crate::common::acp::{Acp, text_of};
 use crate::common::approval::{bash, calls, env_for};

@@ -169,6 +169,9 @@ pub const CLIENT_FILES: &str = "client.files";
 /// The `input.attachments` extension's capability name.
 pub const INPUT_ATTACHMENTS: &str = "input.attachments";
 
+/// The `reasoning.summaries` extension's capability name.
+pub const REASONING_SUMMARIES: &str = "reasoning.summaries";
+
 /// The capabilities advertised by `initialize`, in the protocol's order.
 ///
 /// The base capabilities are the sixteen method names; negotiated extensions are

@@ -114,6 +114,8 @@ pub(crate) struct Connection {
     input_attachments: bool,
     /// Whether the client required `client.files`.
     client_files: bool,
+    /// Whether the client required `reasoning.summaries`.
+    reasoning_summaries: bool,
     /// Whether the client required `client.tools`, and the tools it registered.
     client_tools_negotiated: bool,
     client_tools: Arc<Vec<ClientTool>>,
@@ -150,6 +152,7 @@ impl Connection {
             session_usage: false,
             input_attachments: false,
             client_files: false,
+            reasoning_summaries: false,
             client_tools_negotiated: false,
             client_tools: Arc::default(),
             selection: None,

@@ -68,6 +68,9 @@ pub(super) async fn read_output(
             checker.client_files = shared
                 .client_files
                 .load(std::sync::atomic::Ordering::SeqCst);
+            checker.reasoning_summaries = shared
+                .reasoning_summaries
+                .load(std::sync::atomic::Ordering::SeqCst);
             let checked = match unit {
                 Decoded::Frame(line) => checker.check(&line),
                 Decoded::TooLarge => Err(Violation("output frame over the bound".into())),

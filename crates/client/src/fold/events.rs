@@ -90,7 +90,8 @@ impl Transcript {
             | Event::SessionTitled(_)
             | Event::ClientFileRead(_)
             | Event::ClientFileWrite(_)
-            | Event::ClientFileCancel(_) => {}
+            | Event::ClientFileCancel(_)
+            | Event::ReasoningDelta(_) => {}
         }
     }
 

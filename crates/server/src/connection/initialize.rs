@@ -10,11 +10,12 @@ use magi_protocol::limits::{CLIENT_TOOL_ARGUMENTS_BYTES, CLIENT_TOOL_RESULT_BYTE
 use magi_protocol::messages::UserQuestionsDescriptor;
 use magi_protocol::messages::{
     ApprovalScopesDescriptor, ClientFilesDescriptor, ClientToolsDescriptor, Extensions,
-    InitializeResult, InputAttachmentsDescriptor, ResultBody, SessionUsageDescriptor,
+    InitializeResult, InputAttachmentsDescriptor, ReasoningSummariesDescriptor, ResultBody,
+    SessionUsageDescriptor,
 };
 use magi_protocol::names::{
-    APPROVAL_SCOPES, CLIENT_FILES, INPUT_ATTACHMENTS, SESSION_USAGE, USER_QUESTIONS,
-    base_capabilities,
+    APPROVAL_SCOPES, CLIENT_FILES, INPUT_ATTACHMENTS, REASONING_SUMMARIES, SESSION_USAGE,
+    USER_QUESTIONS, base_capabilities,
 };
 use magi_protocol::{ErrorCode, StartupError};
 use serde_json::value::RawValue;
@@ -47,6 +48,7 @@ impl Connection {
         self.session_usage = required.session_usage;
         self.input_attachments = required.input_attachments;
         self.client_files = required.client_files;
+        self.reasoning_summaries = required.reasoning_summaries;
         self.client_tools_negotiated = required.client_tools.is_some();
         self.client_tools = Arc::new(required.client_tools.unwrap_or_default());
         self.negotiated = required
@@ -95,6 +97,7 @@ impl Connection {
                     || self.session_usage
                     || self.input_attachments
                     || self.client_files
+                    || self.reasoning_summaries
                 {
                     let mut negotiated = Extensions {
                         tool_cards: None,
@@ -104,6 +107,7 @@ impl Connection {
                         session_usage: None,
                         input_attachments: None,
                         client_files: None,
+                        reasoning_summaries: None,
                     };
                     if self.tool_cards {
                         capabilities.push(cards::CAPABILITY.to_owned());
@@ -137,6 +141,11 @@ impl Connection {
                     if self.client_files {
                         capabilities.push(CLIENT_FILES.to_owned());
                         negotiated.client_files = Some(ClientFilesDescriptor::schema_1());
+                    }
+                    if self.reasoning_summaries {
+                        capabilities.push(REASONING_SUMMARIES.to_owned());
+                        negotiated.reasoning_summaries =
+                            Some(ReasoningSummariesDescriptor::schema_1());
                     }
                     extensions = Some(negotiated);
                 }

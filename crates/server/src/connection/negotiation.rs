@@ -5,14 +5,16 @@ use magi_core::client_tools::ClientTool;
 use magi_protocol::cards;
 use magi_protocol::limits::{
     CLIENT_FILES_NAME_ROOM, CLIENT_TOOL_DESCRIPTION_BYTES, CLIENT_TOOL_MAX_TIMEOUT_MS,
-    CLIENT_TOOL_SCHEMA_BYTES, CLIENT_TOOLS, INPUT_ATTACHMENTS_NAME_ROOM, REQUIRED_CAPABILITY_NAMES,
+    CLIENT_TOOL_SCHEMA_BYTES, CLIENT_TOOLS, INPUT_ATTACHMENTS_NAME_ROOM,
+    REASONING_SUMMARIES_NAME_ROOM, REQUIRED_CAPABILITY_NAMES,
     REQUIRED_CAPABILITY_NAMES_WITH_APPROVAL_SCOPES, REQUIRED_CAPABILITY_NAMES_WITH_CLIENT_TOOLS,
     REQUIRED_CAPABILITY_NAMES_WITH_CLIENT_TOOLS_AND_APPROVAL_SCOPES, SESSION_USAGE_NAME_ROOM,
     USER_QUESTIONS_CAPABILITY_NAMES,
 };
 use magi_protocol::messages::{ClientToolDefinition, InitializeParams};
 use magi_protocol::names::{
-    APPROVAL_SCOPES, CLIENT_FILES, INPUT_ATTACHMENTS, SESSION_USAGE, USER_QUESTIONS, is_valid_name,
+    APPROVAL_SCOPES, CLIENT_FILES, INPUT_ATTACHMENTS, REASONING_SUMMARIES, SESSION_USAGE,
+    USER_QUESTIONS, is_valid_name,
 };
 use magi_protocol::{ErrorCode, Method};
 use serde_json::value::RawValue;
@@ -38,6 +40,8 @@ pub(super) struct Negotiation {
     pub(super) input_attachments: bool,
     /// Whether `client.files` was required.
     pub(super) client_files: bool,
+    /// Whether `reasoning.summaries` was required.
+    pub(super) reasoning_summaries: bool,
 }
 
 /// The method a client answers its tools' calls with.
@@ -55,6 +59,7 @@ fn is_known_capability(name: &str) -> bool {
         || name == SESSION_USAGE
         || name == INPUT_ATTACHMENTS
         || name == CLIENT_FILES
+        || name == REASONING_SUMMARIES
 }
 
 /// Checks the tools a client registers: 1 to 16 of them, names `[a-z][a-z0-9_]*` of at
@@ -133,6 +138,9 @@ pub(super) fn preflight_capabilities(params: &RawValue) -> Result<Negotiation, E
     // And `client.files`.
     let wants_files = names.iter().any(|n| n == CLIENT_FILES);
     let most = most + usize::from(wants_files) * CLIENT_FILES_NAME_ROOM;
+    // And `reasoning.summaries`.
+    let wants_reasoning = names.iter().any(|n| n == REASONING_SUMMARIES);
+    let most = most + usize::from(wants_reasoning) * REASONING_SUMMARIES_NAME_ROOM;
     if names.len() > most || !names.iter().all(|n| is_valid_name(n)) {
         return Err(ErrorCode::InvalidParams);
     }
@@ -151,6 +159,7 @@ pub(super) fn preflight_capabilities(params: &RawValue) -> Result<Negotiation, E
         session_usage: wants_usage,
         input_attachments: wants_attachments,
         client_files: wants_files,
+        reasoning_summaries: wants_reasoning,
     })
 }
 
@@ -189,6 +198,7 @@ mod tests {
                 session_usage: false,
                 input_attachments: false,
                 client_files: false,
+                reasoning_summaries: false,
             })
         );
         // `approval.scopes` adds one name to the bound, and only its own.

@@ -24,7 +24,9 @@ use serde_json::{Value, json};
 mod files;
 mod mcp;
 mod models;
+mod refusal;
 mod sdk;
+mod thoughts;
 
 use crate::common::acp::{Acp, text_of};
 use crate::common::approval::{bash, calls, env_for};

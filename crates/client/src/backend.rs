@@ -63,6 +63,9 @@ struct Shared {
     /// Set once `initialize` admitted `client.files`; the reader then accepts its
     /// events.
     client_files: std::sync::atomic::AtomicBool,
+    /// Set once `initialize` admitted `reasoning.summaries`; the reader then accepts
+    /// `reasoning.delta`.
+    reasoning_summaries: std::sync::atomic::AtomicBool,
 }
 
 /// The requests waiting for their responses, and whether any more can get one.

@@ -61,6 +61,9 @@ pub(crate) struct FrameChecker {
     pub(crate) client_terminals: bool,
     /// Whether `client.files` was negotiated: only then are its events allowed.
     pub(crate) client_files: bool,
+    /// Whether `reasoning.summaries` was negotiated: only then is `reasoning.delta`
+    /// allowed.
+    pub(crate) reasoning_summaries: bool,
 }
 
 impl FrameChecker {
@@ -129,6 +132,11 @@ impl FrameChecker {
                 {
                     return Err(violation(
                         "a client.files event without client.files negotiated",
+                    ));
+                }
+                if !self.reasoning_summaries && name == Some("reasoning.delta") {
+                    return Err(violation(
+                        "reasoning.delta without reasoning.summaries negotiated",
                     ));
                 }
                 let event = decode_event(seq, object, line, self.tool_cards)?;

@@ -391,6 +391,9 @@ pub const SESSION_USAGE_NAME_ROOM: usize = 1;
 /// Names `input.attachments` adds to whichever bound of `required_capabilities` applies
 /// without it: its own.
 pub const INPUT_ATTACHMENTS_NAME_ROOM: usize = 1;
+/// Names `reasoning.summaries` adds to whichever bound of `required_capabilities`
+/// applies without it: its own.
+pub const REASONING_SUMMARIES_NAME_ROOM: usize = 1;
 /// Names `client.terminals` adds to whichever bound of `required_capabilities` applies
 /// without it: its own.
 pub const CLIENT_TERMINALS_NAME_ROOM: usize = 1;

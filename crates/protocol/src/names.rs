@@ -171,6 +171,8 @@ pub const CLIENT_FILES: &str = "client.files";
 /// The `input.attachments` extension's capability name.
 pub const INPUT_ATTACHMENTS: &str = "input.attachments";
 
+/// The `reasoning.summaries` extension's capability name.
+pub const REASONING_SUMMARIES: &str = "reasoning.summaries";
 /// The `client.terminals` extension's capability name.
 pub const CLIENT_TERMINALS: &str = "client.terminals";
 

@@ -358,6 +358,7 @@ impl Decode for Decoder {
                     Some("end_turn") => StopReason::EndTurn,
                     Some("tool_use") => StopReason::ToolCalls,
                     Some("max_tokens") => StopReason::MaxTokens,
+                    Some("refusal") => StopReason::Refusal,
                     _ => StopReason::Other,
                 };
                 out.push(ModelEvent::Completed(stop));
@@ -426,6 +427,33 @@ mod tests {
         .unwrap();
         assert_eq!(usage.input(), Some(110));
         assert_eq!(Usage::default().input(), None);
+    }
+
+    #[test]
+    fn a_refusal_stop_reason_ends_the_response_as_a_refusal() {
+        // As the API streams a refusal: the text so far, then `stop_reason: "refusal"`.
+        let events = [
+            r#"{"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","content":[],"model":"claude-sonnet-4-5","stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":10,"output_tokens":1}}}"#,
+            r#"{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}"#,
+            r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"I can't"}}"#,
+            r#"{"type":"content_block_stop","index":0}"#,
+            r#"{"type":"message_delta","delta":{"stop_reason":"refusal","stop_sequence":null},"usage":{"output_tokens":3}}"#,
+            r#"{"type":"message_stop"}"#,
+        ];
+        let mut decoder = Decoder::default();
+        let mut out = Vec::new();
+        for data in events {
+            let event = SseEvent {
+                event: String::new(),
+                data: data.to_owned(),
+            };
+            decoder.event(&event, &mut out).unwrap();
+        }
+        assert_eq!(out[0], ModelEvent::TextDelta("I can't".into()));
+        assert_eq!(
+            out.last(),
+            Some(&ModelEvent::Completed(StopReason::Refusal))
+        );
     }
 
     #[test]

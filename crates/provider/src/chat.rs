@@ -143,11 +143,14 @@ struct Choice {
 }
 
 /// The parts of a delta this client reads: `reasoning_content` and the like are raw
-/// reasoning, never reported.
+/// reasoning, never reported. `refusal` is OpenAI's: the model declined, in these words
+/// (the streamed form of a message's `refusal`).
 #[derive(Deserialize)]
 struct Delta {
     #[serde(default)]
     content: Option<String>,
+    #[serde(default)]
+    refusal: Option<String>,
     #[serde(default)]
     tool_calls: Option<Vec<ToolDelta>>,
 }
@@ -209,6 +212,8 @@ pub(crate) struct Decoder {
     finish: Option<String>,
     usage: Option<ModelEvent>,
     emitted_calls: usize,
+    /// A `refusal` delta came: the response ends as a refusal.
+    refused: bool,
 }
 
 impl Decoder {
@@ -286,6 +291,8 @@ impl Decode for Decoder {
             self.flush_calls(out);
             out.extend(self.usage.take());
             let stop = match self.finish.as_deref() {
+                _ if self.refused => StopReason::Refusal,
+                Some("content_filter") => StopReason::Refusal,
                 Some("stop") if self.emitted_calls > 0 => StopReason::ToolCalls,
                 Some("stop") => StopReason::EndTurn,
                 Some("tool_calls" | "function_call") => StopReason::ToolCalls,
@@ -319,6 +326,13 @@ impl Decode for Decoder {
                 && !text.is_empty()
             {
                 out.push(ModelEvent::TextDelta(text));
+            }
+            // The refusal is the reply: its words are text; the end says it refused.
+            if let Some(refusal) = delta.refusal {
+                self.refused = true;
+                if !refusal.is_empty() {
+                    out.push(ModelEvent::TextDelta(refusal));
+                }
             }
             for (position, tool) in delta.tool_calls.into_iter().flatten().enumerate() {
                 self.tool_delta(position, tool);
@@ -440,6 +454,43 @@ mod tests {
             [
                 ModelEvent::TextDelta("shown".into()),
                 ModelEvent::Completed(StopReason::MaxTokens)
+            ]
+        );
+    }
+
+    #[test]
+    fn a_refusal_delta_is_the_reply_and_ends_the_response_as_a_refusal() {
+        // As OpenAI streams a refusal: `content` null, the words in `refusal`, then
+        // `finish_reason: "stop"`.
+        let out = feed(&[
+            r#"{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"gpt-4o","choices":[{"index":0,"delta":{"role":"assistant","content":null,"refusal":""},"logprobs":null,"finish_reason":null}]}"#,
+            r#"{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"gpt-4o","choices":[{"index":0,"delta":{"refusal":"I'm sorry, "},"logprobs":null,"finish_reason":null}]}"#,
+            r#"{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"gpt-4o","choices":[{"index":0,"delta":{"refusal":"I can't help."},"logprobs":null,"finish_reason":null}]}"#,
+            r#"{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"gpt-4o","choices":[{"index":0,"delta":{},"logprobs":null,"finish_reason":"stop"}]}"#,
+            "[DONE]",
+        ]);
+        assert_eq!(
+            out,
+            [
+                ModelEvent::TextDelta("I'm sorry, ".into()),
+                ModelEvent::TextDelta("I can't help.".into()),
+                ModelEvent::Completed(StopReason::Refusal)
+            ]
+        );
+    }
+
+    #[test]
+    fn a_content_filter_finish_is_a_refusal() {
+        let out = feed(&[
+            r#"{"choices":[{"index":0,"delta":{"content":"Part"},"finish_reason":null}]}"#,
+            r#"{"choices":[{"index":0,"delta":{},"finish_reason":"content_filter"}]}"#,
+            "[DONE]",
+        ]);
+        assert_eq!(
+            out,
+            [
+                ModelEvent::TextDelta("Part".into()),
+                ModelEvent::Completed(StopReason::Refusal)
             ]
         );
     }

@@ -238,6 +238,12 @@ pub enum StopReason {
     ToolCalls,
     /// It hit its output token limit.
     MaxTokens,
+    /// The provider refused the request or withheld the reply: Anthropic's
+    /// `stop_reason: "refusal"`, a Responses `refusal` content part or an `incomplete`
+    /// response for `content_filter`, a Chat Completions `refusal` delta or
+    /// `finish_reason: "content_filter"`. The refusal's own words, if it gave any, came
+    /// before as [`ModelEvent::TextDelta`]s: they are the reply.
+    Refusal,
     /// Anything else the provider reported.
     Other,
 }
@@ -253,6 +259,16 @@ pub enum ModelEvent {
         /// The provider's item identity, if it gave one.
         item_id: Option<String>,
         /// The summary so far.
+        text: String,
+    },
+    /// Text of a reasoning summary as it arrives (only summaries the provider marks as
+    /// such): appended to the summary of `item_id`, which the
+    /// [`ModelEvent::ReasoningSummary`] that follows makes whole. A new part of a
+    /// summary starts with the blank line that joins it to the one before.
+    ReasoningSummaryDelta {
+        /// The provider's item identity, if it gave one.
+        item_id: Option<String>,
+        /// The text to append.
         text: String,
     },
     /// A complete tool call.

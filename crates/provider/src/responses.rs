@@ -127,6 +127,12 @@ struct SummaryDone {
 }
 
 #[derive(Deserialize)]
+struct RefusalDone {
+    #[serde(default)]
+    refusal: Option<String>,
+}
+
+#[derive(Deserialize)]
 struct ItemEvent {
     item: OutputItem,
 }
@@ -214,6 +220,11 @@ pub(crate) struct Decoder {
     calls: Vec<PendingCall>,
     summaries: Vec<Summary>,
     saw_tool_call: bool,
+    /// A `refusal` content part came: the response ends as a refusal.
+    refused: bool,
+    /// Some of the current refusal part's text came as deltas, so its `done` event
+    /// repeats what was reported.
+    refusal_streamed: bool,
 }
 
 impl Decoder {
@@ -263,10 +274,44 @@ impl Decode for Decoder {
                     out.push(ModelEvent::TextDelta(delta.delta));
                 }
             }
+            // A refusal is the reply: its words are text, and the response's end says
+            // it was a refusal.
+            "response.refusal.delta" => {
+                let delta: Delta = parse(&event.data)?;
+                self.refused = true;
+                if !delta.delta.is_empty() {
+                    self.refusal_streamed = true;
+                    out.push(ModelEvent::TextDelta(delta.delta));
+                }
+            }
+            "response.refusal.done" => {
+                let done: RefusalDone = parse(&event.data)?;
+                self.refused = true;
+                // A refusal that came whole, with no deltas, is never lost.
+                if !std::mem::take(&mut self.refusal_streamed)
+                    && let Some(text) = done.refusal.filter(|t| !t.is_empty())
+                {
+                    out.push(ModelEvent::TextDelta(text));
+                }
+            }
             "response.reasoning_summary_text.delta" => {
                 let delta: Delta = parse(&event.data)?;
-                self.summary_part(delta.item_id, delta.summary_index)
-                    .push_str(&delta.delta);
+                let part = self.summary_part(delta.item_id.clone(), delta.summary_index);
+                // A later part joins the one before with a blank line, as the whole
+                // summary does.
+                let joined = part.is_empty() && delta.summary_index > 0;
+                part.push_str(&delta.delta);
+                if !delta.delta.is_empty() {
+                    let text = if joined {
+                        format!("\n\n{}", delta.delta)
+                    } else {
+                        delta.delta
+                    };
+                    out.push(ModelEvent::ReasoningSummaryDelta {
+                        item_id: delta.item_id,
+                        text,
+                    });
+                }
             }
             "response.reasoning_summary_text.done" => {
                 let done: SummaryDone = parse(&event.data)?;
@@ -347,7 +392,9 @@ impl Decode for Decoder {
                             .and_then(|d| d.reasoning_tokens),
                     });
                 }
-                let stop = if kind == "response.completed" {
+                let stop = if self.refused {
+                    StopReason::Refusal
+                } else if kind == "response.completed" {
                     if self.saw_tool_call {
                         StopReason::ToolCalls
                     } else {
@@ -360,6 +407,7 @@ impl Decode for Decoder {
                         .as_deref()
                     {
                         Some("max_output_tokens") => StopReason::MaxTokens,
+                        Some("content_filter") => StopReason::Refusal,
                         _ => StopReason::Other,
                     }
                 };
@@ -468,14 +516,20 @@ mod tests {
             json!({"type":"response.reasoning_summary_text.delta","item_id":"rs","summary_index":1,"delta":"B"}),
             json!({"type":"response.reasoning_summary_text.done","item_id":"rs","summary_index":1}),
         ]);
+        let delta = |text: &str| ModelEvent::ReasoningSummaryDelta {
+            item_id: Some("rs".into()),
+            text: text.into(),
+        };
         let summaries: Vec<&ModelEvent> = out.iter().collect();
         assert_eq!(
             summaries,
             [
+                &delta("A"),
                 &ModelEvent::ReasoningSummary {
                     item_id: Some("rs".into()),
                     text: "A.".into()
                 },
+                &delta("\n\nB"),
                 &ModelEvent::ReasoningSummary {
                     item_id: Some("rs".into()),
                     text: "A.\n\nB".into()
@@ -526,6 +580,75 @@ mod tests {
         assert_eq!(
             feed(&[json!({"no":"type"})]).1,
             Err(ProviderError::MalformedStream)
+        );
+    }
+
+    #[test]
+    fn a_refusal_part_is_the_reply_and_ends_the_response_as_a_refusal() {
+        // The events as the API streams a refusal (`store: false`, one message item).
+        let at = json!({"item_id":"msg_1","output_index":0,"content_index":0});
+        let with = |kind: &str, extra: Value| {
+            let mut event = at.clone();
+            event["type"] = json!(kind);
+            for (k, v) in extra.as_object().unwrap() {
+                event[k] = v.clone();
+            }
+            event
+        };
+        let (out, last) = feed(&[
+            json!({"type":"response.output_item.added","output_index":0,"item":{"type":"message","id":"msg_1","status":"in_progress","role":"assistant","content":[]}}),
+            with(
+                "response.content_part.added",
+                json!({"part":{"type":"refusal","refusal":""}}),
+            ),
+            with("response.refusal.delta", json!({"delta":"I can't "})),
+            with("response.refusal.delta", json!({"delta":"help with that."})),
+            with(
+                "response.refusal.done",
+                json!({"refusal":"I can't help with that."}),
+            ),
+            with(
+                "response.content_part.done",
+                json!({"part":{"type":"refusal","refusal":"I can't help with that."}}),
+            ),
+            json!({"type":"response.output_item.done","output_index":0,"item":{"type":"message","id":"msg_1","status":"completed","role":"assistant","content":[{"type":"refusal","refusal":"I can't help with that."}]}}),
+            json!({"type":"response.completed","response":{"status":"completed","usage":null}}),
+        ]);
+        assert_eq!(last, Ok(true));
+        assert_eq!(
+            out,
+            [
+                ModelEvent::TextDelta("I can't ".into()),
+                ModelEvent::TextDelta("help with that.".into()),
+                ModelEvent::Completed(StopReason::Refusal),
+            ]
+        );
+        // Given whole, with no deltas, the refusal's words still come.
+        let (out, _) = feed(&[
+            with("response.refusal.done", json!({"refusal":"No."})),
+            json!({"type":"response.completed","response":{"usage":null}}),
+        ]);
+        assert_eq!(
+            out,
+            [
+                ModelEvent::TextDelta("No.".into()),
+                ModelEvent::Completed(StopReason::Refusal),
+            ]
+        );
+    }
+
+    #[test]
+    fn an_output_withheld_by_the_content_filter_is_a_refusal() {
+        let (out, _) = feed(&[
+            json!({"type":"response.output_text.delta","item_id":"msg_1","output_index":0,"content_index":0,"delta":"Part"}),
+            json!({"type":"response.incomplete","response":{"status":"incomplete","incomplete_details":{"reason":"content_filter"},"usage":null}}),
+        ]);
+        assert_eq!(
+            out,
+            [
+                ModelEvent::TextDelta("Part".into()),
+                ModelEvent::Completed(StopReason::Refusal),
+            ]
         );
     }
 

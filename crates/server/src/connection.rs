@@ -119,6 +119,8 @@ pub(crate) struct Connection {
     client_terminals: bool,
     /// Whether the client required `client.files`.
     client_files: bool,
+    /// Whether the client required `reasoning.summaries`.
+    reasoning_summaries: bool,
     /// Whether the client required `client.tools`, and the tools it registered.
     client_tools_negotiated: bool,
     client_tools: Arc<Vec<ClientTool>>,
@@ -156,6 +158,7 @@ impl Connection {
             input_attachments: false,
             client_terminals: false,
             client_files: false,
+            reasoning_summaries: false,
             client_tools_negotiated: false,
             client_tools: Arc::default(),
             selection: None,

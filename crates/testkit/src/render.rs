@@ -137,6 +137,44 @@ fn responses(script: &Script) -> Vec<Bytes> {
                 );
                 done_items.push(item);
             }
+            Part::Refusal(chunks) => {
+                let id = format!("msg_{index}");
+                let text = chunks.concat();
+                let at = json!({ "item_id": id, "output_index": index, "content_index": 0 });
+                emit(
+                    &mut out,
+                    "response.output_item.added",
+                    json!({ "output_index": index, "item": {
+                        "type": "message", "id": id, "status": "in_progress",
+                        "role": "assistant", "content": [],
+                    } }),
+                );
+                let mut added = at.clone();
+                added["part"] = json!({ "type": "refusal", "refusal": "" });
+                emit(&mut out, "response.content_part.added", added);
+                for chunk in chunks {
+                    let mut delta = at.clone();
+                    delta["delta"] = json!(chunk);
+                    emit(&mut out, "response.refusal.delta", delta);
+                }
+                let mut done = at.clone();
+                done["refusal"] = json!(text);
+                emit(&mut out, "response.refusal.done", done);
+                let content = json!({ "type": "refusal", "refusal": text });
+                let mut part_done = at;
+                part_done["part"] = content.clone();
+                emit(&mut out, "response.content_part.done", part_done);
+                let item = json!({
+                    "type": "message", "id": id, "status": "completed",
+                    "role": "assistant", "content": [content],
+                });
+                emit(
+                    &mut out,
+                    "response.output_item.done",
+                    json!({ "output_index": index, "item": item }),
+                );
+                done_items.push(item);
+            }
             Part::Text(chunks) => {
                 let id = format!("msg_{index}");
                 let text = chunks.concat();
@@ -218,8 +256,10 @@ fn responses(script: &Script) -> Vec<Bytes> {
     };
     let incomplete = match script.stop() {
         Stop::EndTurn | Stop::ToolCalls => None,
+        // A refusal part is the refusal; the response itself completed.
+        Stop::Refusal if script.refuses() => None,
         Stop::MaxTokens => Some("max_output_tokens"),
-        Stop::Other => Some("content_filter"),
+        Stop::Refusal => Some("content_filter"),
     };
     match incomplete {
         None => {
@@ -246,7 +286,7 @@ fn responses(script: &Script) -> Vec<Bytes> {
 }
 
 /// Chat Completions: `chat.completion.chunk` objects whose `choices[0].delta` carries
-/// the role, `content`, `reasoning_content` or `tool_calls` fragments; the last choice
+/// the role, `content`, `refusal`, `reasoning_content` or `tool_calls` fragments; the last choice
 /// chunk has the `finish_reason`; an optional usage chunk with no choices; `[DONE]`.
 fn chat(script: &Script) -> Vec<Bytes> {
     let chunk = |delta: Value, finish: Value| {
@@ -274,6 +314,11 @@ fn chat(script: &Script) -> Vec<Bytes> {
             Part::Text(chunks) => {
                 for c in chunks {
                     out.push(chunk(json!({ "content": c }), Value::Null));
+                }
+            }
+            Part::Refusal(chunks) => {
+                for c in chunks {
+                    out.push(chunk(json!({ "content": null, "refusal": c }), Value::Null));
                 }
             }
             Part::Tool(ToolCall {
@@ -304,7 +349,9 @@ fn chat(script: &Script) -> Vec<Bytes> {
         Stop::EndTurn => "stop",
         Stop::ToolCalls => "tool_calls",
         Stop::MaxTokens => "length",
-        Stop::Other => "content_filter",
+        // OpenAI ends a refusal it gave in words as it ends any reply.
+        Stop::Refusal if script.refuses() => "stop",
+        Stop::Refusal => "content_filter",
     };
     out.push(chunk(json!({}), json!(finish)));
     if let Some((input, output)) = script.usage {
@@ -352,7 +399,7 @@ fn anthropic(script: &Script) -> Vec<Bytes> {
                 deltas.push(json!({ "type": "signature_delta", "signature": "mock-signature" }));
                 (json!({ "type": "thinking", "thinking": "" }), deltas)
             }
-            Part::Text(chunks) => (
+            Part::Text(chunks) | Part::Refusal(chunks) => (
                 json!({ "type": "text", "text": "" }),
                 chunks
                     .iter()
@@ -385,7 +432,7 @@ fn anthropic(script: &Script) -> Vec<Bytes> {
         Stop::EndTurn => "end_turn",
         Stop::ToolCalls => "tool_use",
         Stop::MaxTokens => "max_tokens",
-        Stop::Other => "refusal",
+        Stop::Refusal => "refusal",
     };
     let mut delta = json!({ "delta": { "stop_reason": stop, "stop_sequence": null } });
     if let Some((_, output)) = script.usage {

@@ -12,8 +12,11 @@ pub enum Stop {
     ToolCalls,
     /// The output token limit (`incomplete`/`max_output_tokens`, `length`, `max_tokens`).
     MaxTokens,
-    /// Something else (`incomplete`/`content_filter`, `content_filter`, `refusal`).
-    Other,
+    /// The provider refused: with a [`Reply::refusal`] part, the way each format
+    /// carries one (Responses `completed` with a `refusal` content part, Chat `stop`
+    /// after `refusal` deltas, Anthropic `refusal`); without one, its filter withheld
+    /// the reply (`incomplete`/`content_filter`, `content_filter`, `refusal`).
+    Refusal,
 }
 
 /// One scripted tool call.
@@ -42,6 +45,9 @@ pub(crate) enum Part {
     Reasoning(Vec<String>),
     /// Reply text, in chunks.
     Text(Vec<String>),
+    /// The model's refusal, in chunks: a Responses `refusal` content part, Chat
+    /// `refusal` deltas, Anthropic text (its refusal is the stop reason alone).
+    Refusal(Vec<String>),
     /// A tool call.
     Tool(ToolCall),
 }
@@ -59,16 +65,26 @@ pub(crate) struct Script {
 }
 
 impl Script {
-    /// The stop reason rendered: the scripted one, else `ToolCalls` when the reply
-    /// has tool calls and `EndTurn` when it does not (what real servers do).
+    /// The stop reason rendered: the scripted one, else `Refusal` when the reply has
+    /// a refusal, `ToolCalls` when it has tool calls and `EndTurn` when it has neither
+    /// (what real servers do).
     pub(crate) fn stop(&self) -> Stop {
         self.stop.unwrap_or_else(|| {
-            if self.parts.iter().any(|p| matches!(p, Part::Tool(_))) {
+            if self.refuses() {
+                Stop::Refusal
+            } else if self.parts.iter().any(|p| matches!(p, Part::Tool(_))) {
                 Stop::ToolCalls
             } else {
                 Stop::EndTurn
             }
         })
+    }
+}
+
+impl Script {
+    /// Whether the reply has a refusal part.
+    pub(crate) fn refuses(&self) -> bool {
+        self.parts.iter().any(|p| matches!(p, Part::Refusal(_)))
     }
 }
 
@@ -134,6 +150,17 @@ impl Reply {
         S: Into<String>,
     {
         self.part(Part::Text(chunks.into_iter().map(Into::into).collect()))
+    }
+
+    /// Appends the model's refusal, one delta per chunk, and makes the stop
+    /// [`Stop::Refusal`] unless another is set: OpenAI's `refusal` content part
+    /// (Responses) or `refusal` deltas (Chat), Anthropic text ended by `refusal`.
+    pub fn refusal<I, S>(self, chunks: I) -> Reply
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.part(Part::Refusal(chunks.into_iter().map(Into::into).collect()))
     }
 
     /// Appends reasoning, one delta per chunk: a reasoning *summary* in the Responses

@@ -32,10 +32,14 @@ pub enum Scenario {
     },
     /// Every request gets a text reply streamed as 10,000 deltas.
     Deltas10000,
+    /// Every request gets the model's refusal, in the words and the stop each format
+    /// refuses with (see [`crate::Reply::refusal`]).
+    Refusal,
 }
 
 impl Scenario {
-    /// The scenario with this command-line name: `text`, `tools10`, `deltas10000`.
+    /// The scenario with this command-line name: `text`, `tools10`, `deltas10000`,
+    /// `refusal`.
     pub fn from_name(name: &str) -> Option<Scenario> {
         match name {
             "text" => Some(Scenario::Text),
@@ -44,6 +48,7 @@ impl Scenario {
                 arguments: "{}".to_owned(),
             }),
             "deltas10000" => Some(Scenario::Deltas10000),
+            "refusal" => Some(Scenario::Refusal),
             _ => None,
         }
     }
@@ -55,6 +60,7 @@ enum Fixed {
     Text,
     ToolsDone,
     Deltas,
+    Refusal,
 }
 
 fn fixed_reply(which: Fixed) -> Reply {
@@ -68,6 +74,9 @@ fn fixed_reply(which: Fixed) -> Reply {
         Fixed::Deltas => Reply::stream()
             .text((0..DELTAS).map(|i| format!("w{i} ")))
             .usage(12, DELTAS as u64),
+        Fixed::Refusal => Reply::stream()
+            .refusal(["I can't help", " with that."])
+            .usage(12, 6),
     }
 }
 
@@ -93,6 +102,7 @@ impl Player {
         let fixed = match &self.scenario {
             Scenario::Text => Fixed::Text,
             Scenario::Deltas10000 => Fixed::Deltas,
+            Scenario::Refusal => Fixed::Refusal,
             Scenario::Tools10 { .. } if ends_in_tool_result(format, body) => Fixed::ToolsDone,
             Scenario::Tools10 { tool, arguments } => {
                 let name = tool.clone().unwrap_or_else(|| first_tool(format, body));

@@ -296,7 +296,7 @@ async fn stop_reasons_are_rendered_per_format() {
     let cases = [
         (Stop::EndTurn, "completed", "stop", "end_turn"),
         (Stop::MaxTokens, "max_output_tokens", "length", "max_tokens"),
-        (Stop::Other, "content_filter", "content_filter", "refusal"),
+        (Stop::Refusal, "content_filter", "content_filter", "refusal"),
     ];
     for (stop, responses, chat, anthropic) in cases {
         for _ in 0..3 {
@@ -588,4 +588,37 @@ fn the_binary_refuses_an_unknown_scenario_silently() {
         .unwrap();
     assert_eq!(output.status.code(), Some(2));
     assert!(output.stdout.is_empty() && output.stderr.is_empty());
+}
+
+#[tokio::test]
+async fn the_refusal_scenario_refuses_as_each_format_does() {
+    let server = MockServer::start_scenario(Scenario::from_name("refusal").unwrap())
+        .await
+        .unwrap();
+    let r = json_events(&post(&server, "/v1/responses", &json!({})).await.body);
+    let refusal: String = r
+        .iter()
+        .filter(|(_, d)| d["type"] == "response.refusal.delta")
+        .map(|(_, d)| d["delta"].as_str().unwrap())
+        .collect();
+    assert_eq!(refusal, "I can't help with that.");
+    let last = &r.last().unwrap().1;
+    assert_eq!(last["type"], "response.completed");
+    assert_eq!(
+        last["response"]["output"][0]["content"][0]["type"],
+        "refusal"
+    );
+    let c = json_events(&post(&server, "/v1/chat/completions", &json!({})).await.body);
+    let refusal: String = c
+        .iter()
+        .filter_map(|(_, d)| d["choices"][0]["delta"]["refusal"].as_str())
+        .collect();
+    assert_eq!(refusal, "I can't help with that.");
+    let finish: Vec<&str> = c
+        .iter()
+        .filter_map(|(_, d)| d["choices"][0]["finish_reason"].as_str())
+        .collect();
+    assert_eq!(finish, ["stop"]);
+    let a = json_events(&post(&server, "/v1/messages", &json!({})).await.body);
+    assert_eq!(a[a.len() - 2].1["delta"]["stop_reason"], "refusal");
 }

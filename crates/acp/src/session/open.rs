@@ -35,6 +35,7 @@ const CAPABILITIES: &[&str] = &[
     names::APPROVAL_SCOPES,
     names::SESSION_USAGE,
     names::INPUT_ATTACHMENTS,
+    names::REASONING_SUMMARIES,
     magi_protocol::cards::CAPABILITY,
 ];
 /// Most history pages one replay reads (each at most 100 entries).

@@ -2,7 +2,8 @@
 //! `run.finished` answers the prompt with its stop reason.
 //!
 //! Text streams as `agent_message_chunk` from the deltas; when a delta was dropped the
-//! rest of the reconciled text follows once, so nothing is sent twice. Tool cards are
+//! rest of the reconciled text follows once, so nothing is sent twice. A provider's
+//! reasoning summaries stream as `agent_thought_chunk` from `reasoning.delta`. Tool cards are
 //! `tool_call` (the first snapshot) and `tool_call_update` (each later one).
 
 use std::collections::{HashMap, HashSet};
@@ -13,8 +14,8 @@ use agent_client_protocol_schema::v1::{
 };
 use magi_protocol::ErrorCode;
 use magi_protocol::messages::{
-    ActivityKind, ActivityState, DIAGNOSTIC_REPLY_TRUNCATED, Event, RunOutcome,
-    SessionCompactParams, TurnStartParams,
+    ActivityKind, ActivityState, DIAGNOSTIC_REPLY_REFUSED, DIAGNOSTIC_REPLY_TRUNCATED, Event,
+    RunOutcome, SessionCompactParams, TurnStartParams,
 };
 use magi_protocol::methods;
 use serde_json::json;
@@ -32,6 +33,10 @@ pub(crate) struct Turn {
     pub(super) cancelled: bool,
     /// Text sent so far, by assistant message.
     messages: HashMap<String, Message>,
+    /// The next delta part of each reasoning summary streamed, or `None` once one went
+    /// missing: the rest of that summary is not sent (it is whole in the history, which
+    /// `session/load` replays).
+    thoughts: HashMap<String, Option<u64>>,
     /// The tool calls announced to the client.
     pub(super) announced: HashSet<String>,
     /// The tool call started last: the one an approval is about (the runtime asks
@@ -39,6 +44,8 @@ pub(crate) struct Turn {
     pub(super) last_call: Option<String>,
     /// Whether the model's output limit cut the reply.
     truncated: bool,
+    /// Whether the provider refused the request.
+    refused: bool,
     /// The last diagnostic, told with a failure.
     diagnostic: Option<String>,
     /// Files written for the prompt's images, removed when the turn ends.
@@ -123,9 +130,11 @@ impl Session {
             reply,
             cancelled: false,
             messages: HashMap::new(),
+            thoughts: HashMap::new(),
             announced: HashSet::new(),
             last_call: None,
             truncated: false,
+            refused: false,
             diagnostic: None,
             scratch,
         });
@@ -175,6 +184,16 @@ impl Session {
                 message.next_part += 1;
                 message.sent.push_str(&delta.text);
                 self.update(agent_text(delta.text)).await;
+            }
+            Event::ReasoningDelta(delta) if delta.run_id == turn.run_id => {
+                let next = turn.thoughts.entry(delta.summary_id).or_insert(Some(0));
+                if *next != Some(delta.part) {
+                    *next = None;
+                    return;
+                }
+                *next = Some(delta.part + 1);
+                let chunk = ContentChunk::new(ContentBlock::from(delta.text));
+                self.update(SessionUpdate::AgentThoughtChunk(chunk)).await;
             }
             Event::MessageReconcile(reconcile) if reconcile.run_id == turn.run_id => {
                 let message = turn.messages.entry(reconcile.message_id).or_default();
@@ -250,6 +269,9 @@ impl Session {
                 if diagnostic.code == DIAGNOSTIC_REPLY_TRUNCATED {
                     turn.truncated = true;
                 }
+                if diagnostic.code == DIAGNOSTIC_REPLY_REFUSED {
+                    turn.refused = true;
+                }
                 eprintln!(
                     "magi-code acp: session {}: {}: {}",
                     self.id, diagnostic.code, diagnostic.summary
@@ -270,6 +292,7 @@ impl Session {
                 let outcome = match finished.outcome {
                     _ if turn.cancelled => Ok(StopReason::Cancelled),
                     RunOutcome::Cancelled => Ok(StopReason::Cancelled),
+                    RunOutcome::Completed if turn.refused => Ok(StopReason::Refusal),
                     RunOutcome::Completed if turn.truncated => Ok(StopReason::MaxTokens),
                     RunOutcome::Completed => Ok(StopReason::EndTurn),
                     RunOutcome::Failed => stop_of_failure(finished.error_code, turn.diagnostic),
@@ -285,8 +308,8 @@ fn agent_text(text: String) -> SessionUpdate {
     SessionUpdate::AgentMessageChunk(ContentChunk::new(ContentBlock::from(text)))
 }
 
-/// A failed run: an error naming the code and the last diagnostic. (The runtime tells no
-/// provider refusal apart from other failures, so no turn ends `refusal`.)
+/// A failed run: an error naming the code and the last diagnostic. (A provider's
+/// refusal is a completed run with the `reply_refused` diagnostic, never a failure.)
 fn stop_of_failure(
     code: Option<ErrorCode>,
     diagnostic: Option<String>,

@@ -40,6 +40,7 @@ Exit status:
   1    the run failed, or no backend could run it (stderr says why)
   2    the command line or the prompt was refused; nothing was sent
   3    the run completed, but the model's output limit cut the reply
+  4    the run completed, but the provider refused: the reply is its refusal
   130  interrupted (Ctrl-C, SIGTERM or SIGHUP)
 
 Examples:

@@ -54,6 +54,8 @@ pub enum Exit {
     Usage = 2,
     /// 3: the run completed but the model's output limit cut its reply.
     Truncated = 3,
+    /// 4: the run completed but the provider refused: the reply is its refusal.
+    Refused = 4,
     /// 130: interrupted (Ctrl-C, SIGTERM or SIGHUP) or cancelled.
     Interrupted = 130,
 }
@@ -136,6 +138,13 @@ async fn exec(args: &ExecArgs, prompt: String) -> Exit {
         report::failure(&Failure::Setup(&e));
     }
     let exit = match ended {
+        Ended::Finished {
+            outcome: RunOutcome::Completed,
+            ..
+        } if output.refused() => {
+            report::failure(&Failure::Refused);
+            Exit::Refused
+        }
         Ended::Finished {
             outcome: RunOutcome::Completed,
             ..

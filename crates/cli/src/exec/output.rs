@@ -13,7 +13,9 @@ use std::io::Write;
 use std::time::{Duration, Instant};
 
 use magi_protocol::cards::{Block, Card, CardState, ResourceKind, ToolKind};
-use magi_protocol::messages::{ActivityState, DIAGNOSTIC_REPLY_TRUNCATED, Event};
+use magi_protocol::messages::{
+    ActivityState, DIAGNOSTIC_REPLY_REFUSED, DIAGNOSTIC_REPLY_TRUNCATED, Event,
+};
 use magi_protocol::wire::EventFrame;
 
 use super::report;
@@ -119,6 +121,8 @@ pub(super) struct Output {
     ended: Vec<Ended>,
     /// Whether the backend said the reply was cut by the model's output limit.
     truncated: bool,
+    /// Whether the backend said the provider refused the request.
+    refused: bool,
 }
 
 impl Output {
@@ -129,6 +133,7 @@ impl Output {
             started: HashMap::new(),
             ended: Vec::new(),
             truncated: false,
+            refused: false,
         }
     }
 
@@ -222,6 +227,9 @@ impl Output {
                 if diagnostic.code == DIAGNOSTIC_REPLY_TRUNCATED {
                     self.truncated = true;
                 }
+                if diagnostic.code == DIAGNOSTIC_REPLY_REFUSED {
+                    self.refused = true;
+                }
                 report::diagnostic(diagnostic);
             }
             // A card that never came leaves its line without the argument.
@@ -237,7 +245,8 @@ impl Output {
             | Event::ClientTerminalCancel(_)
             | Event::ClientFileRead(_)
             | Event::ClientFileWrite(_)
-            | Event::ClientFileCancel(_) => {}
+            | Event::ClientFileCancel(_)
+            | Event::ReasoningDelta(_) => {}
         }
         Ok(())
     }
@@ -290,6 +299,11 @@ impl Output {
     /// Whether the backend said the reply was cut by the model's output limit.
     pub(super) fn truncated(&self) -> bool {
         self.truncated
+    }
+
+    /// Whether the backend said the provider refused the request.
+    pub(super) fn refused(&self) -> bool {
+        self.refused
     }
 
     /// Prints the reply on stdout, as far as it got, ending in a newline; nothing with

@@ -15,6 +15,8 @@ pub(super) enum Failure<'a> {
     Run(Option<ErrorCode>),
     /// The run completed, but the model stopped its reply at its output limit.
     Cut,
+    /// The run completed, but the provider refused the request.
+    Refused,
 }
 
 /// Says on stderr why `exec` failed.
@@ -29,6 +31,10 @@ pub(super) fn failure(failure: &Failure<'_>) {
         Failure::Cut => eprintln!(
             "magi-code exec: the reply is incomplete: the model stopped at its output token \
              limit"
+        ),
+        Failure::Refused => eprintln!(
+            "magi-code exec: the provider refused the request: the reply is its refusal, \
+             not an answer"
         ),
     }
 }

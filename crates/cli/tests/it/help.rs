@@ -43,6 +43,7 @@ fn every_command_says_what_it_does_with_examples() {
                 "Stdout carries the final reply alone",
                 "  130  interrupted",
                 "  3    the run completed, but the model's output limit cut the reply",
+                "  4    the run completed, but the provider refused",
                 "--continue",
                 "magi-code exec --resume",
             ],

@@ -53,6 +53,8 @@ mod mc_transcript;
 mod mcp;
 mod mission_control;
 mod questions;
+mod reasoning;
+mod refusal;
 mod sandbox;
 mod session_usage;
 mod sessions;

@@ -6,11 +6,12 @@ use std::sync::Arc;
 use magi_protocol::messages::ClientTerminalsDescriptor;
 use magi_protocol::messages::{
     ApprovalScopesDescriptor, ClientFilesDescriptor, InitializeParams, InitializeResult,
-    InputAttachmentsDescriptor, SessionUsageDescriptor, UserQuestionsDescriptor,
+    InputAttachmentsDescriptor, ReasoningSummariesDescriptor, SessionUsageDescriptor,
+    UserQuestionsDescriptor,
 };
 use magi_protocol::names::{
-    APPROVAL_SCOPES, CLIENT_FILES, CLIENT_TERMINALS, INPUT_ATTACHMENTS, SESSION_USAGE,
-    USER_QUESTIONS,
+    APPROVAL_SCOPES, CLIENT_FILES, CLIENT_TERMINALS, INPUT_ATTACHMENTS, REASONING_SUMMARIES,
+    SESSION_USAGE, USER_QUESTIONS,
 };
 use serde_json::Value;
 
@@ -29,6 +30,7 @@ pub(super) struct Negotiation {
     input_attachments: bool,
     client_terminals: bool,
     client_files: bool,
+    reasoning_summaries: bool,
     shared: Arc<Shared>,
 }
 
@@ -50,6 +52,7 @@ impl Negotiation {
             input_attachments: requires(INPUT_ATTACHMENTS),
             client_terminals: requires(CLIENT_TERMINALS),
             client_files: requires(CLIENT_FILES),
+            reasoning_summaries: requires(REASONING_SUMMARIES),
             shared,
         })
     }
@@ -67,6 +70,7 @@ impl Negotiation {
             input_attachments: self.input_attachments,
             client_terminals: self.client_terminals,
             client_files: self.client_files,
+            reasoning_summaries: self.reasoning_summaries,
         };
         check_advertisement(&result, &required).map_err(ClientError::Violation)?;
         self.shared
@@ -90,6 +94,10 @@ impl Negotiation {
         self.shared
             .client_files
             .store(self.client_files, std::sync::atomic::Ordering::SeqCst);
+        self.shared.reasoning_summaries.store(
+            self.reasoning_summaries,
+            std::sync::atomic::Ordering::SeqCst,
+        );
         Ok(())
     }
 }
@@ -107,13 +115,14 @@ struct Required {
     input_attachments: bool,
     client_terminals: bool,
     client_files: bool,
+    reasoning_summaries: bool,
 }
 
 /// Checks what an admitted `initialize` advertises: the sixteen base capabilities in
 /// order, then `tool.cards` with exactly schema 1's descriptor, `client.tools` with
-/// its descriptor, `approval.scopes`, `user.questions`, `session.usage` and
-/// `input.attachments`, `client.files` and `client.terminals` with schema 1's, each
-/// exactly when it was required, and nothing of them otherwise.
+/// its descriptor, `approval.scopes`, `user.questions`, `session.usage`,
+/// `input.attachments`, `client.files`, `reasoning.summaries` and `client.terminals`
+/// with schema 1's, each exactly when it was required, and nothing of them otherwise.
 fn check_advertisement(result: &InitializeResult, required: &Required) -> Result<(), Violation> {
     let mut expected = magi_protocol::names::base_capabilities();
     if required.tool_cards {
@@ -136,6 +145,9 @@ fn check_advertisement(result: &InitializeResult, required: &Required) -> Result
     }
     if required.client_files {
         expected.push(CLIENT_FILES.to_owned());
+    }
+    if required.reasoning_summaries {
+        expected.push(REASONING_SUMMARIES.to_owned());
     }
     if required.client_terminals {
         expected.push(CLIENT_TERMINALS.to_owned());
@@ -208,22 +220,32 @@ fn check_advertisement(result: &InitializeResult, required: &Required) -> Result
         (true, Some(d)) => *d == ClientFilesDescriptor::schema_1(),
         _ => false,
     };
+    let reasoning_ok = match (
+        required.reasoning_summaries,
+        extensions.and_then(|e| e.reasoning_summaries.as_ref()),
+    ) {
+        (false, None) => true,
+        (true, Some(d)) => *d == ReasoningSummariesDescriptor::schema_1(),
+        _ => false,
+    };
     let any = required.tool_cards
         || required.client_tools
         || required.approval_scopes
         || required.user_questions
         || required.session_usage
         || required.input_attachments
-        || required.client_terminals
-        || required.client_files;
+        || required.client_files
+        || required.reasoning_summaries
+        || required.client_terminals;
     let all_ok = cards_ok
         && tools_ok
         && scopes_ok
         && questions_ok
         && usage_ok
         && attachments_ok
-        && terminals_ok
-        && files_ok;
+        && files_ok
+        && reasoning_ok
+        && terminals_ok;
     if all_ok && extensions.is_some() == any {
         Ok(())
     } else {

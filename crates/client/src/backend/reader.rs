@@ -68,6 +68,9 @@ pub(super) async fn read_output(
             checker.client_files = shared
                 .client_files
                 .load(std::sync::atomic::Ordering::SeqCst);
+            checker.reasoning_summaries = shared
+                .reasoning_summaries
+                .load(std::sync::atomic::Ordering::SeqCst);
             checker.client_terminals = shared
                 .client_terminals
                 .load(std::sync::atomic::Ordering::SeqCst);

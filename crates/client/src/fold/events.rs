@@ -92,7 +92,8 @@ impl Transcript {
             | Event::ClientTerminalCancel(_)
             | Event::ClientFileRead(_)
             | Event::ClientFileWrite(_)
-            | Event::ClientFileCancel(_) => {}
+            | Event::ClientFileCancel(_)
+            | Event::ReasoningDelta(_) => {}
         }
     }
 

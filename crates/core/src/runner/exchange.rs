@@ -10,7 +10,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use magi_protocol::ErrorCode;
 use magi_protocol::limits::{LIVE_CHUNK_BYTES, RUN_CONTENT_BYTES, RUN_CONTENT_SEGMENTS};
-use magi_protocol::messages::{DIAGNOSTIC_PROVIDER_RETRYING, DIAGNOSTIC_REPLY_TRUNCATED};
+use magi_protocol::messages::{
+    DIAGNOSTIC_PROVIDER_RETRYING, DIAGNOSTIC_REPLY_REFUSED, DIAGNOSTIC_REPLY_TRUNCATED,
+};
 use magi_provider::{Asked, Item, ModelEvent, ModelRequest, ProviderError, StopReason, ToolSpec};
 use magi_store::records::RecordBody;
 use tokio::sync::mpsc;
@@ -168,8 +170,12 @@ impl Exchange {
         let mut part = 0u64;
         let mut calls = Vec::new();
         let mut summaries: Vec<(Option<String>, String)> = Vec::new();
+        // The summaries streamed: provider item, run-scoped ID, next delta part.
+        let mut streamed: Vec<(Option<String>, String, u64)> = Vec::new();
+        let stream_summaries = self.live && output.reasoning_summaries;
         let mut over_bound = false;
         let mut cut = false;
+        let mut refused = false;
         let mut result = None;
         let mut usage = Reported::default();
         loop {
@@ -192,6 +198,25 @@ impl Exchange {
                             part += 1;
                         }
                     }
+                    Some(ModelEvent::ReasoningSummaryDelta { item_id, text }) => {
+                        if !stream_summaries {
+                            continue;
+                        }
+                        let at = match streamed.iter().position(|(id, ..)| *id == item_id) {
+                            Some(at) => at,
+                            None => {
+                                let id = format!("s{}", output.summaries_streamed);
+                                output.summaries_streamed += 1;
+                                streamed.push((item_id, id, 0));
+                                streamed.len() - 1
+                            }
+                        };
+                        let (_, summary_id, next) = &mut streamed[at];
+                        for chunk in chunks(&output.safe(&text), LIVE_CHUNK_BYTES) {
+                            output.reasoning_delta(summary_id, *next, chunk);
+                            *next += 1;
+                        }
+                    }
                     Some(ModelEvent::ReasoningSummary { item_id, text }) => {
                         match summaries.iter_mut().find(|(id, _)| id.is_some() && *id == item_id) {
                             Some(existing) => existing.1 = text,
@@ -201,7 +226,10 @@ impl Exchange {
                     Some(ModelEvent::ToolCall { call_id, name, arguments }) => {
                         calls.push((call_id, name, arguments));
                     }
-                    Some(ModelEvent::Completed(stop)) => cut = stop == StopReason::MaxTokens,
+                    Some(ModelEvent::Completed(stop)) => {
+                        cut = stop == StopReason::MaxTokens;
+                        refused = stop == StopReason::Refusal;
+                    }
                     Some(ModelEvent::Retrying(retry)) => {
                         let said = retry.describe(&self.asked());
                         output.diagnostic(DIAGNOSTIC_PROVIDER_RETRYING, &said).await;
@@ -240,6 +268,27 @@ impl Exchange {
                 }
             }
         };
+        if refused && ending.is_none() {
+            // The provider refused: its words (if any) stand as the reply, and nothing it
+            // asked for alongside runs. The session's reply says so; a subagent's refusal
+            // is its report, its delegate's to judge.
+            calls.clear();
+            if self.live {
+                let model = &self.agent.model;
+                let provider = &self.agent.provider;
+                let said = if text.is_empty() {
+                    format!(
+                        "model {model:?} of provider {provider:?} refused the request without a reply"
+                    )
+                } else {
+                    format!(
+                        "model {model:?} of provider {provider:?} refused the request; the \
+                         reply is all it gave"
+                    )
+                };
+                output.diagnostic(DIAGNOSTIC_REPLY_REFUSED, &said).await;
+            }
+        }
         if cut && ending.is_none() && self.live && calls.is_empty() {
             // The reply ending the turn is what the model gave, but not all it meant to
             // give: said so, never passed off as whole. (A subagent's cut report is

@@ -131,6 +131,7 @@ pub fn start_turn(
                     output.approval_scopes = request.approval_scopes;
                     output.session_usage = request.session_usage;
                     output.client_files = request.client_files;
+                    output.reasoning_summaries = request.reasoning_summaries;
                     let mut turn = turn::Turn::new(&sessions, agent, request, gates);
                     let finished = turn.run(&mut sessions, &mut output).await;
                     // The sessions go back before the terminal event, so a client that
@@ -256,6 +257,7 @@ mod tests {
             titles: None,
             user_questions: false,
             session_usage: false,
+            reasoning_summaries: false,
             attachments: Vec::new(),
             client_files: false,
         };

@@ -15,7 +15,7 @@ use magi_protocol::limits::{
 };
 use magi_protocol::messages::{
     Activity, ActivityKind, ActivityState, ApprovalRequested, Diagnostic, Event, MessageDelta,
-    MessageReconcile, ProposedChange, SessionTitled,
+    MessageReconcile, ProposedChange, ReasoningDelta, SessionTitled,
 };
 use magi_protocol::text::{redact_values, sanitize};
 use tokio::sync::mpsc;
@@ -56,6 +56,11 @@ pub(super) struct Output {
     /// Whether the client negotiated `client.files`: the file tools read and write
     /// the workspace's files through it.
     pub(super) client_files: bool,
+    /// Whether the client negotiated `reasoning.summaries`: the session agent's provider
+    /// summaries stream as `reasoning.delta`.
+    pub(super) reasoning_summaries: bool,
+    /// Reasoning summaries streamed so far: the next one's ID is `s<n>`.
+    pub(super) summaries_streamed: u64,
     /// A critical event could not be delivered.
     lost: bool,
     /// Bytes of model text received, against `RUN_CONTENT_BYTES`.
@@ -97,6 +102,8 @@ impl Output {
             approval_scopes: false,
             session_usage: false,
             client_files: false,
+            reasoning_summaries: false,
+            summaries_streamed: 0,
             script_clock: None,
         }
     }
@@ -145,6 +152,17 @@ impl Output {
             session_id: self.session_id.clone(),
             run_id: self.run_id.clone(),
             message_id: message_id.to_owned(),
+            part,
+            text: text.to_owned(),
+        }));
+    }
+
+    /// Sends a reasoning summary's delta if there is room, like [`Output::delta`].
+    pub(super) fn reasoning_delta(&self, summary_id: &str, part: u64, text: &str) {
+        let _ = self.events.try_send(Event::ReasoningDelta(ReasoningDelta {
+            session_id: self.session_id.clone(),
+            run_id: self.run_id.clone(),
+            summary_id: summary_id.to_owned(),
             part,
             text: text.to_owned(),
         }));

@@ -52,6 +52,9 @@ pub struct TurnRequest {
     /// Whether the client negotiated `session.usage`: each model request is told as
     /// `usage.updated`.
     pub session_usage: bool,
+    /// Whether the client negotiated `reasoning.summaries`: the session agent's
+    /// provider summaries stream as `reasoning.delta`.
+    pub reasoning_summaries: bool,
     /// The images given with the prompt (`input.attachments`), workspace paths already
     /// checked at admission; empty without them.
     pub attachments: Vec<String>,

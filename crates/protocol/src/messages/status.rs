@@ -113,6 +113,13 @@ pub struct Extensions {
         skip_serializing_if = "Option::is_none"
     )]
     pub client_files: Option<super::ClientFilesDescriptor>,
+    /// The `reasoning.summaries` descriptor, schema 1, when negotiated.
+    #[serde(
+        rename = "reasoning.summaries",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub reasoning_summaries: Option<super::ReasoningSummariesDescriptor>,
 }
 
 /// The lifecycle state reported by `status`.

@@ -162,6 +162,11 @@ pub struct Activity {
 /// `finish_reason: "length"`, Responses `incomplete`, Anthropic `max_tokens`). The run
 /// may still end `completed`; a front end must not present the reply as whole.
 pub const DIAGNOSTIC_REPLY_TRUNCATED: &str = "reply_truncated";
+/// The `diagnostic` code of a reply the provider refused (Anthropic `stop_reason:
+/// "refusal"`, an OpenAI `refusal` part or delta, a `content_filter` end). The refusal's
+/// words, if any, are the reply; the run ends `completed`, and a front end says the
+/// provider refused rather than present the reply as an answer.
+pub const DIAGNOSTIC_REPLY_REFUSED: &str = "reply_refused";
 /// The `diagnostic` code of a model request about to be retried; its summary says why,
 /// the wait and the attempt ("retrying in 2s (2/5)").
 pub const DIAGNOSTIC_PROVIDER_RETRYING: &str = "provider_retrying";
@@ -301,4 +306,7 @@ pub enum Event {
     /// `client.file.cancel`, only with `client.files` negotiated.
     #[serde(rename = "client.file.cancel")]
     ClientFileCancel(super::ClientFileCancel),
+    /// `reasoning.delta`, only with `reasoning.summaries` negotiated.
+    #[serde(rename = "reasoning.delta")]
+    ReasoningDelta(super::ReasoningDelta),
 }

@@ -97,7 +97,16 @@ async fn reasoning_summaries_come_only_from_the_responses_api() {
             .iter()
             .filter(|e| matches!(e, ModelEvent::ReasoningSummary { .. }))
             .collect();
+        let streamed: String = events
+            .iter()
+            .filter_map(|e| match e {
+                ModelEvent::ReasoningSummaryDelta { text, .. } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect();
         if format == WireFormat::OpenAiResponses {
+            // Streamed as it comes, then whole.
+            assert_eq!(streamed, "Checking the file.");
             assert_eq!(
                 summaries,
                 [&ModelEvent::ReasoningSummary {
@@ -108,6 +117,7 @@ async fn reasoning_summaries_come_only_from_the_responses_api() {
         } else {
             // Chat's `reasoning_content` and Anthropic's thinking are raw reasoning.
             assert!(summaries.is_empty(), "{format:?}: {summaries:?}");
+            assert!(streamed.is_empty(), "{format:?}: {streamed:?}");
         }
         assert_eq!(
             text(&events),
@@ -118,11 +128,27 @@ async fn reasoning_summaries_come_only_from_the_responses_api() {
 }
 
 #[tokio::test]
+async fn a_refusal_is_the_reply_and_its_stop_in_every_format() {
+    for format in FORMATS {
+        let server = MockServer::start().await;
+        server.enqueue(Reply::stream().refusal(["I can't", " do that."]));
+        let (events, result) = run(&server, format, &prompt("do it")).await;
+        assert_eq!(result, Ok(()), "{format:?}");
+        assert_eq!(text(&events), "I can't do that.", "{format:?}");
+        assert_eq!(
+            events.last(),
+            Some(&ModelEvent::Completed(StopReason::Refusal)),
+            "{format:?}"
+        );
+    }
+}
+
+#[tokio::test]
 async fn stop_reasons_and_missing_usage() {
     let cases = [
         (Stop::EndTurn, StopReason::EndTurn),
         (Stop::MaxTokens, StopReason::MaxTokens),
-        (Stop::Other, StopReason::Other),
+        (Stop::Refusal, StopReason::Refusal),
         (Stop::ToolCalls, StopReason::ToolCalls),
     ];
     for format in FORMATS {

@@ -10,11 +10,12 @@ use magi_protocol::limits::{CLIENT_TOOL_ARGUMENTS_BYTES, CLIENT_TOOL_RESULT_BYTE
 use magi_protocol::messages::UserQuestionsDescriptor;
 use magi_protocol::messages::{
     ApprovalScopesDescriptor, ClientFilesDescriptor, ClientToolsDescriptor, Extensions,
-    InitializeResult, InputAttachmentsDescriptor, ResultBody, SessionUsageDescriptor,
+    InitializeResult, InputAttachmentsDescriptor, ReasoningSummariesDescriptor, ResultBody,
+    SessionUsageDescriptor,
 };
 use magi_protocol::names::{
-    APPROVAL_SCOPES, CLIENT_FILES, CLIENT_TERMINALS, INPUT_ATTACHMENTS, SESSION_USAGE,
-    USER_QUESTIONS, base_capabilities,
+    APPROVAL_SCOPES, CLIENT_FILES, CLIENT_TERMINALS, INPUT_ATTACHMENTS, REASONING_SUMMARIES,
+    SESSION_USAGE, USER_QUESTIONS, base_capabilities,
 };
 use magi_protocol::{ErrorCode, StartupError};
 use serde_json::value::RawValue;
@@ -48,6 +49,7 @@ impl Connection {
         self.input_attachments = required.input_attachments;
         self.client_terminals = required.client_terminals;
         self.client_files = required.client_files;
+        self.reasoning_summaries = required.reasoning_summaries;
         self.client_tools_negotiated = required.client_tools.is_some();
         self.client_tools = Arc::new(required.client_tools.unwrap_or_default());
         self.negotiated = required
@@ -97,6 +99,7 @@ impl Connection {
                     || self.input_attachments
                     || self.client_terminals
                     || self.client_files
+                    || self.reasoning_summaries
                 {
                     let mut negotiated = Extensions {
                         tool_cards: None,
@@ -107,6 +110,7 @@ impl Connection {
                         input_attachments: None,
                         client_terminals: None,
                         client_files: None,
+                        reasoning_summaries: None,
                     };
                     if self.tool_cards {
                         capabilities.push(cards::CAPABILITY.to_owned());
@@ -140,6 +144,11 @@ impl Connection {
                     if self.client_files {
                         capabilities.push(CLIENT_FILES.to_owned());
                         negotiated.client_files = Some(ClientFilesDescriptor::schema_1());
+                    }
+                    if self.reasoning_summaries {
+                        capabilities.push(REASONING_SUMMARIES.to_owned());
+                        negotiated.reasoning_summaries =
+                            Some(ReasoningSummariesDescriptor::schema_1());
                     }
                     if self.client_terminals {
                         capabilities.push(CLIENT_TERMINALS.to_owned());

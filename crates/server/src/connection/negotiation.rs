@@ -6,15 +6,15 @@ use magi_protocol::cards;
 use magi_protocol::limits::{
     CLIENT_FILES_NAME_ROOM, CLIENT_TERMINALS_NAME_ROOM, CLIENT_TOOL_DESCRIPTION_BYTES,
     CLIENT_TOOL_MAX_TIMEOUT_MS, CLIENT_TOOL_SCHEMA_BYTES, CLIENT_TOOLS,
-    INPUT_ATTACHMENTS_NAME_ROOM, REQUIRED_CAPABILITY_NAMES,
+    INPUT_ATTACHMENTS_NAME_ROOM, REASONING_SUMMARIES_NAME_ROOM, REQUIRED_CAPABILITY_NAMES,
     REQUIRED_CAPABILITY_NAMES_WITH_APPROVAL_SCOPES, REQUIRED_CAPABILITY_NAMES_WITH_CLIENT_TOOLS,
     REQUIRED_CAPABILITY_NAMES_WITH_CLIENT_TOOLS_AND_APPROVAL_SCOPES, SESSION_USAGE_NAME_ROOM,
     USER_QUESTIONS_CAPABILITY_NAMES,
 };
 use magi_protocol::messages::{ClientToolDefinition, InitializeParams};
 use magi_protocol::names::{
-    APPROVAL_SCOPES, CLIENT_FILES, CLIENT_TERMINALS, INPUT_ATTACHMENTS, SESSION_USAGE,
-    USER_QUESTIONS, is_valid_name,
+    APPROVAL_SCOPES, CLIENT_FILES, CLIENT_TERMINALS, INPUT_ATTACHMENTS, REASONING_SUMMARIES,
+    SESSION_USAGE, USER_QUESTIONS, is_valid_name,
 };
 use magi_protocol::{ErrorCode, Method};
 use serde_json::value::RawValue;
@@ -42,6 +42,8 @@ pub(super) struct Negotiation {
     pub(super) client_terminals: bool,
     /// Whether `client.files` was required.
     pub(super) client_files: bool,
+    /// Whether `reasoning.summaries` was required.
+    pub(super) reasoning_summaries: bool,
 }
 
 /// The method a client answers its tools' calls with.
@@ -60,6 +62,7 @@ fn is_known_capability(name: &str) -> bool {
         || name == INPUT_ATTACHMENTS
         || name == CLIENT_TERMINALS
         || name == CLIENT_FILES
+        || name == REASONING_SUMMARIES
 }
 
 /// Checks the tools a client registers: 1 to 16 of them, names `[a-z][a-z0-9_]*` of at
@@ -141,6 +144,9 @@ pub(super) fn preflight_capabilities(params: &RawValue) -> Result<Negotiation, E
     // And `client.files`.
     let wants_files = names.iter().any(|n| n == CLIENT_FILES);
     let most = most + usize::from(wants_files) * CLIENT_FILES_NAME_ROOM;
+    // And `reasoning.summaries`.
+    let wants_reasoning = names.iter().any(|n| n == REASONING_SUMMARIES);
+    let most = most + usize::from(wants_reasoning) * REASONING_SUMMARIES_NAME_ROOM;
     if names.len() > most || !names.iter().all(|n| is_valid_name(n)) {
         return Err(ErrorCode::InvalidParams);
     }
@@ -160,6 +166,7 @@ pub(super) fn preflight_capabilities(params: &RawValue) -> Result<Negotiation, E
         input_attachments: wants_attachments,
         client_terminals: wants_terminals,
         client_files: wants_files,
+        reasoning_summaries: wants_reasoning,
     })
 }
 
@@ -199,6 +206,7 @@ mod tests {
                 input_attachments: false,
                 client_terminals: false,
                 client_files: false,
+                reasoning_summaries: false,
             })
         );
         // `approval.scopes` adds one name to the bound, and only its own.

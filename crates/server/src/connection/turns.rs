@@ -125,6 +125,7 @@ impl Connection {
             titles: self.turn_title_sink(runtime.settings.sessions.titles.asks_model()),
             user_questions: self.user_questions,
             session_usage: self.session_usage,
+            reasoning_summaries: self.reasoning_summaries,
             attachments: params.attachments.unwrap_or_default(),
             client_files: self.client_files,
         };

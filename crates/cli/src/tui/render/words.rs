@@ -12,8 +12,8 @@ use magi_protocol::cards::{
 };
 use magi_protocol::messages::{
     DIAGNOSTIC_CONTEXT_EXCEEDED, DIAGNOSTIC_HOOK_BLOCKED, DIAGNOSTIC_HOOK_FAILED,
-    DIAGNOSTIC_LOOP_DETECTED, DIAGNOSTIC_PROVIDER_RETRYING, DIAGNOSTIC_REPLY_TRUNCATED,
-    DIAGNOSTIC_STEP_LIMIT,
+    DIAGNOSTIC_LOOP_DETECTED, DIAGNOSTIC_PROVIDER_RETRYING, DIAGNOSTIC_REPLY_REFUSED,
+    DIAGNOSTIC_REPLY_TRUNCATED, DIAGNOSTIC_STEP_LIMIT,
 };
 
 /// What an omission left out, as a noun phrase (`count` when known).
@@ -160,6 +160,7 @@ pub(super) fn approval(state: ApprovalState) -> &'static str {
 pub(super) fn diagnostic(code: &str, summary: &str) -> String {
     let said = match code {
         DIAGNOSTIC_REPLY_TRUNCATED => "reply cut at the output limit (incomplete)",
+        DIAGNOSTIC_REPLY_REFUSED => "the provider refused to answer",
         DIAGNOSTIC_PROVIDER_RETRYING => "retrying the model request",
         DIAGNOSTIC_STEP_LIMIT => "stopped at the step limit ([turns] max_steps)",
         DIAGNOSTIC_LOOP_DETECTED => "stopped: the model kept repeating the same calls",
@@ -423,6 +424,10 @@ mod tests {
         assert_eq!(
             diagnostic("provider_unreachable", "connection refused (http://x)"),
             "the provider could not be reached: connection refused (http://x)"
+        );
+        assert_eq!(
+            diagnostic(DIAGNOSTIC_REPLY_REFUSED, "model \"m\" refused"),
+            "the provider refused to answer: model \"m\" refused"
         );
         assert_eq!(
             diagnostic("something_new", "what happened"),

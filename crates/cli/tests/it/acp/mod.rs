@@ -24,8 +24,10 @@ use serde_json::{Value, json};
 mod files;
 mod mcp;
 mod models;
+mod refusal;
 mod sdk;
 mod terminal;
+mod thoughts;
 
 use crate::common::acp::{Acp, text_of};
 use crate::common::approval::{bash, calls, env_for};

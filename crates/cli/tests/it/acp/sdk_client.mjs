@@ -85,6 +85,13 @@ const app = client({ name: "magi-code-acp-test" })
     return {};
   });
 
+// The SDK resolves a response at once but hands notifications to their handlers
+// through a chain of promises, so the updates sent just before a prompt's answer may
+// still be on their way when it resolves: one macrotask lets them land first.
+function settled() {
+  return new Promise((resolve) => setImmediate(resolve));
+}
+
 function text(sessionId, from) {
   return report.updates
     .slice(from)
@@ -108,6 +115,7 @@ async function firstConnection(ctx) {
       sessionId: id,
       prompt: [{ type: "text", text: prompt }],
     });
+    await settled();
     report.steps[name] = { stopReason: answer.stopReason, text: text(id, from), from };
   };
   await turn("hello", "Say hello");
@@ -127,6 +135,7 @@ async function firstConnection(ctx) {
     }
     await ctx.notify(methods.agent.session.cancel, { sessionId: id });
     const answer = await pending;
+    await settled();
     report.steps.cancel = { stopReason: answer.stopReason, text: text(id, from) };
   }
   const model = a.configOptions.find((o) => o.id === "model");
@@ -157,6 +166,7 @@ async function firstConnection(ctx) {
     sessionId: c.sessionId,
     prompt: [{ type: "text", text: "Echo something" }],
   });
+  await settled();
   report.steps.mcp = { stopReason: answer.stopReason, text: text(c.sessionId, from), from };
   return id;
 }
@@ -200,6 +210,7 @@ async function terminalConnection(ctx) {
     sessionId: s.sessionId,
     prompt: [{ type: "text", text: "Run it in the terminal" }],
   });
+  await settled();
   report.steps.terminal = { stopReason: answer.stopReason, text: text(s.sessionId, from), from };
 }
 

@@ -1,6 +1,7 @@
 //! The launcher's half of the sandbox: the policy as it travels on the launcher's
-//! command line, and its application to the launcher itself (Landlock, then seccomp)
-//! before it starts the command, which inherits both and can never lift them.
+//! command line, and its application to the launcher itself (read-only mounts in
+//! namespaces of its own, `mounts`; then Landlock; then seccomp) before it starts the
+//! command, which inherits all three and can never lift them.
 //!
 //! The policy's arguments stand between the lifeline's descriptor and the `--` that
 //! ends the launcher's own arguments, so nothing the command says can be read as
@@ -20,11 +21,14 @@ use seccompiler::{
     TargetArch,
 };
 
+mod mounts;
+
 /// The option that starts the policy's arguments: `--sandbox NETWORK`, then any number
-/// of `--write PATH`, then `--required` when a confinement that cannot be had must stop
-/// the command.
+/// of `--write PATH` and `--read-only PATH`, then `--required` when a confinement that
+/// cannot be had must stop the command.
 const SANDBOX_OPTION: &str = "--sandbox";
 const WRITE_OPTION: &str = "--write";
+const READ_ONLY_OPTION: &str = "--read-only";
 const REQUIRED_OPTION: &str = "--required";
 /// The launcher's argument that asks it only to report what the kernel offers.
 pub(crate) const PROBE_OPTION: &str = "--probe";
@@ -42,6 +46,9 @@ const NET_ABI: ABI = ABI::V4;
 pub(crate) struct Policy {
     /// Directories and files the command may change.
     pub(crate) writable: Vec<PathBuf>,
+    /// Directories and files inside those that it may not change (the workspace's
+    /// `.git`), made read-only by a mount.
+    pub(crate) read_only: Vec<PathBuf>,
     /// What sockets it may open.
     pub(crate) network: SandboxNetwork,
     /// Refuse to run the command when the kernel does not enforce the whole policy.
@@ -54,6 +61,10 @@ impl Policy {
         let mut arguments = vec![SANDBOX_OPTION.into(), self.network.as_str().into()];
         for path in &self.writable {
             arguments.push(WRITE_OPTION.into());
+            arguments.push(path.clone().into_os_string());
+        }
+        for path in &self.read_only {
+            arguments.push(READ_ONLY_OPTION.into());
             arguments.push(path.clone().into_os_string());
         }
         if self.required {
@@ -79,6 +90,7 @@ impl Policy {
             .ok_or("`--sandbox` needs a network setting")?;
         let mut policy = Policy {
             writable: Vec::new(),
+            read_only: Vec::new(),
             network,
             required: false,
         };
@@ -86,6 +98,9 @@ impl Policy {
             if option == WRITE_OPTION {
                 let path = options.next().ok_or("`--write` needs a path")?;
                 policy.writable.push(PathBuf::from(path));
+            } else if option == READ_ONLY_OPTION {
+                let path = options.next().ok_or("`--read-only` needs a path")?;
+                policy.read_only.push(PathBuf::from(path));
             } else if option == REQUIRED_OPTION {
                 policy.required = true;
             } else {
@@ -109,7 +124,16 @@ pub(crate) struct Enforced {
 
 /// Confines this process (and so everything it starts) to `policy`. An error is a step
 /// that failed outright; a kernel that lacks a feature is reported in [`Enforced`].
+/// Call it while the process has one thread: the read-only paths need a user namespace,
+/// which the kernel refuses to a threaded process. When they cannot be made read-only
+/// (the backend's probe found user namespaces, so this is rare) the command still runs,
+/// and stderr, which the command's output shares, says so.
 pub(crate) fn apply(policy: &Policy) -> Result<Enforced, String> {
+    if !policy.read_only.is_empty()
+        && let Err(why) = mounts::protect(&policy.read_only)
+    {
+        eprintln!("magi-code: the sandbox could not keep .git read-only for this command: {why}");
+    }
     let landlock = restrict_files(policy).map_err(|e| format!("Landlock: {e}"))?;
     let seccomp = if policy.network == SandboxNetwork::All {
         Ok(())
@@ -186,17 +210,24 @@ fn restrict_sockets(network: SandboxNetwork) -> Result<(), String> {
     seccompiler::apply_filter(&program).map_err(|e| format!("seccomp: {e}"))
 }
 
-/// The launcher's `--probe`: confines itself with a policy that writes nowhere and
-/// reports what the kernel enforced, on one line of stdout: `landlock ABI full|partial`
-/// or `landlock none`, then `seccomp yes` or `seccomp no: why`. It runs in a process of
-/// its own because confinement cannot be undone.
+/// The launcher's `--probe`: makes the temporary directory read-only as it would a
+/// `.git`, confines itself with a policy that writes nowhere and reports what the kernel
+/// enforced, on one line of stdout: `landlock ABI full|partial` or `landlock none`,
+/// then `seccomp yes` or `seccomp no: why`; and on a second line `userns yes` or
+/// `userns no: why`. It runs in a process of its own because confinement cannot be
+/// undone.
 pub(crate) fn probe() -> String {
+    let userns = match mounts::protect(&[std::env::temp_dir()]) {
+        Ok(()) => "userns yes".to_owned(),
+        Err(why) => format!("userns no: {}", why.replace('\n', " ")),
+    };
     let policy = Policy {
         writable: Vec::new(),
+        read_only: Vec::new(),
         network: SandboxNetwork::None,
         required: false,
     };
-    match apply(&policy) {
+    let confined = match apply(&policy) {
         Ok(enforced) => {
             let landlock = match enforced.landlock_abi {
                 Some(abi) if enforced.landlock_full => format!("landlock {abi} full"),
@@ -210,7 +241,8 @@ pub(crate) fn probe() -> String {
             format!("{landlock} {seccomp}")
         }
         Err(why) => format!("landlock none seccomp no: {}", why.replace('\n', " ")),
-    }
+    };
+    format!("{confined}\n{userns}")
 }
 
 #[cfg(test)]
@@ -221,6 +253,7 @@ mod tests {
     fn a_policy_travels_as_arguments_and_back() {
         let policy = Policy {
             writable: vec![PathBuf::from("/work/a b"), PathBuf::from("/tmp")],
+            read_only: vec![PathBuf::from("/work/a b/.git")],
             network: SandboxNetwork::Loopback,
             required: true,
         };
@@ -231,6 +264,7 @@ mod tests {
             vec!["--sandbox"],
             vec!["--sandbox", "lan"],
             vec!["--sandbox", "none", "--write"],
+            vec!["--sandbox", "none", "--read-only"],
             vec!["--sandbox", "none", "--colour"],
             vec!["--write", "/tmp"],
         ] {

@@ -51,6 +51,7 @@ mod mcp;
 mod mission_control;
 mod questions;
 mod sandbox;
+mod sandbox_calls;
 mod sandbox_git;
 mod session_usage;
 mod sessions;

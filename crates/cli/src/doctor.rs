@@ -233,8 +233,8 @@ fn sandbox_check(request: &StartupRequest, settings: &magi_config::Settings) -> 
         ),
         Err(why) => Check::new("sandbox", Status::Warning, format!("{why} ({facts})")).fix(
             "run on a kernel with Landlock, seccomp and user namespaces, or say what you \
-             accept: [sandbox] mode = \"off\", git_writable = true, or required = true to \
-             refuse commands",
+             accept: [sandbox] mode = \"off\", required = true to refuse the commands it \
+             cannot confine, or git_writable = true for a .git commands may change",
         ),
     }
 }

@@ -109,6 +109,40 @@ async fn git_is_read_only_for_commands_unless_git_writable_or_the_mode_is_off() 
     assert!(mark.exists());
 }
 
+/// Clears the read-only flag of the mount at its argument with `mount_setattr`, which
+/// Landlock does not refuse (a command running as root keeps, in the launcher's user
+/// namespace, the capability it needs).
+const LIFT: &str = "import ctypes, sys\n\
+class Attr(ctypes.Structure):\n    \
+_fields_ = [(n, ctypes.c_uint64) for n in ('set', 'clr', 'prop', 'userns')]\n\
+libc = ctypes.CDLL(None, use_errno=True)\n\
+rc = libc.syscall(442, -100, sys.argv[1].encode(), 0, ctypes.byref(Attr(0, 1, 0, 0)), 32)\n\
+print('lifted' if rc == 0 else 'refused')\n";
+
+#[tokio::test]
+async fn a_command_cannot_lift_the_read_only_mount() {
+    if !available() {
+        return;
+    }
+    let mock = MockServer::start().await;
+    let env = TestEnv::new();
+    repository(&env.cwd());
+    std::fs::write(env.root().join("lift.py"), LIFT).unwrap();
+    let command = format!(
+        "umount .git; python3 {} \"$PWD/.git\"; touch .git/mark && echo touched",
+        env.root().join("lift.py").display()
+    );
+    mock.enqueue(bash("c1", &command));
+    mock.enqueue(Reply::stream().text(["Done."]));
+    exec_all(&env, &mock, &[]).await;
+    let told = last_told(&mock);
+    assert!(!env.cwd().join(".git/mark").exists(), "{told:?}");
+    assert!(
+        !told[0].contains("touched") && !told[0].contains("lifted"),
+        "{told:?}"
+    );
+}
+
 /// A worktree's `.git` is a file naming its git directory inside the main repository's
 /// `.git`: both are kept read-only, though they lie in a temporary directory, which
 /// commands may otherwise write.

@@ -135,11 +135,7 @@ pub(crate) fn apply(policy: &Policy) -> Result<Enforced, String> {
         eprintln!("magi-code: the sandbox could not keep .git read-only for this command: {why}");
     }
     let landlock = restrict_files(policy).map_err(|e| format!("Landlock: {e}"))?;
-    let seccomp = if policy.network == SandboxNetwork::All {
-        Ok(())
-    } else {
-        restrict_sockets(policy.network)
-    };
+    let seccomp = restrict_syscalls(policy.network, !policy.read_only.is_empty());
     Ok(Enforced {
         landlock_abi: match landlock.landlock {
             LandlockStatus::Available {
@@ -172,30 +168,54 @@ fn restrict_files(policy: &Policy) -> Result<landlock::RestrictionStatus, landlo
         .restrict_self()
 }
 
-/// Denies `socket` for the address families `network` does not allow (`EPERM`, as a
-/// refused operation), and `io_uring`, whose operations would go around the filter.
-fn restrict_sockets(network: SandboxNetwork) -> Result<(), String> {
+/// The system calls that change mounts. Landlock refuses most of them to a confined
+/// process; not `mount_setattr`, nor `open_tree`, whose detached copy of a mount would
+/// reach `.git` without its read-only mount. A command that runs as root keeps, in the
+/// user namespace of `mounts`, the capabilities these need, so the filter refuses them.
+const MOUNT_CALLS: [libc::c_long; 10] = [
+    libc::SYS_mount,
+    libc::SYS_umount2,
+    libc::SYS_pivot_root,
+    libc::SYS_mount_setattr,
+    libc::SYS_open_tree,
+    libc::SYS_move_mount,
+    libc::SYS_fsopen,
+    libc::SYS_fsconfig,
+    libc::SYS_fsmount,
+    libc::SYS_fspick,
+];
+
+/// Denies (`EPERM`, as a refused operation) `socket` for the address families
+/// `network` does not allow and `io_uring`, whose operations would go around the
+/// filter; and, when `keep_mounts` (paths were made read-only by a mount), every call
+/// that changes mounts. No filter when nothing is to be denied.
+fn restrict_syscalls(network: SandboxNetwork, keep_mounts: bool) -> Result<(), String> {
     let allowed: &[i32] = match network {
         SandboxNetwork::None => &[libc::AF_UNIX],
         SandboxNetwork::Loopback => &[libc::AF_UNIX, libc::AF_INET, libc::AF_INET6],
-        SandboxNetwork::All => return Ok(()),
+        SandboxNetwork::All => &[],
     };
-    let other_family = allowed
-        .iter()
-        .map(|family| {
-            SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Ne, *family as u64)
-        })
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| e.to_string())?;
-    let rules = [
-        (
+    let mut rules = std::collections::BTreeMap::new();
+    if !allowed.is_empty() {
+        let other_family = allowed
+            .iter()
+            .map(|family| {
+                SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Ne, *family as u64)
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| e.to_string())?;
+        rules.insert(
             libc::SYS_socket,
             vec![SeccompRule::new(other_family).map_err(|e| e.to_string())?],
-        ),
-        (libc::SYS_io_uring_setup, Vec::new()),
-    ]
-    .into_iter()
-    .collect();
+        );
+        rules.insert(libc::SYS_io_uring_setup, Vec::new());
+    }
+    if keep_mounts {
+        rules.extend(MOUNT_CALLS.iter().map(|call| (*call, Vec::new())));
+    }
+    if rules.is_empty() {
+        return Ok(());
+    }
     let arch = TargetArch::try_from(std::env::consts::ARCH).map_err(|e| e.to_string())?;
     let filter = SeccompFilter::new(
         rules,

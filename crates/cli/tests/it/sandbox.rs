@@ -27,7 +27,7 @@ use serde_json::json;
 
 /// Whether this kernel offers the sandbox; when it does not, says so on stderr (the
 /// test then returns), or fails when `MAGI_SANDBOX_EXPECTED=1` says it must.
-fn available() -> bool {
+pub(crate) fn available() -> bool {
     let output = std::process::Command::new(bin())
         .args(["__launch", "--probe"])
         .output()
@@ -48,12 +48,12 @@ fn available() -> bool {
 
 /// A directory outside the temporary directories and the workspace (the build's own
 /// scratch directory), which no sandboxed command may write.
-fn outside_dir() -> tempfile::TempDir {
+pub(crate) fn outside_dir() -> tempfile::TempDir {
     tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap()
 }
 
 /// `magi-code exec --allow-all PROMPT` against `mock` with `vars` added.
-async fn exec_all(env: &TestEnv, mock: &MockServer, vars: &[(&str, &str)]) -> Output {
+pub(crate) async fn exec_all(env: &TestEnv, mock: &MockServer, vars: &[(&str, &str)]) -> Output {
     let mut command = exec_command(env, mock, &["--allow-all", "Go"]);
     command
         .envs(vars.iter().copied())
@@ -69,7 +69,7 @@ async fn exec_all(env: &TestEnv, mock: &MockServer, vars: &[(&str, &str)]) -> Ou
     output
 }
 
-fn bash(id: &str, command: &str) -> Reply {
+pub(crate) fn bash(id: &str, command: &str) -> Reply {
     Reply::stream().tool_call(
         id,
         "bash",
@@ -77,12 +77,12 @@ fn bash(id: &str, command: &str) -> Reply {
     )
 }
 
-fn stderr(output: &Output) -> String {
+pub(crate) fn stderr(output: &Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
 }
 
 /// The tool results the model was given in the last request.
-fn last_told(mock: &MockServer) -> Vec<String> {
+pub(crate) fn last_told(mock: &MockServer) -> Vec<String> {
     tool_outputs(&mock.requests().last().unwrap().body)
 }
 
@@ -117,7 +117,7 @@ async fn writes_inside_the_workspace_succeed_outside_fail_and_the_model_is_told(
 }
 
 /// The sandbox recorded with each command result of the workspace's sessions.
-fn sandbox_facts(env: &TestEnv) -> Vec<String> {
+pub(crate) fn sandbox_facts(env: &TestEnv) -> Vec<String> {
     let mut found = Vec::new();
     for entry in std::fs::read_dir(workspace_dir(env)).unwrap() {
         let name = entry.unwrap().file_name().to_string_lossy().into_owned();

@@ -216,9 +216,17 @@ async fn async_bash_is_confined() {
         "async_bash",
         [json!({ "command": command }).to_string().as_str()],
     ));
+    // The job dies with the backend, so the turn waits (bounded) for its mark before it
+    // ends: a foreground command polls for the file the job writes last.
+    mock.enqueue(Reply::stream().tool_call(
+        "b1",
+        "bash",
+        [json!({ "command": "for i in $(seq 400); do [ -s done.txt ] && exit 0; sleep 0.05; done; exit 1" })
+            .to_string()
+            .as_str()],
+    ));
     mock.enqueue(Reply::stream().text(["Started."]));
     exec_all(&env, &mock, &[]).await;
-    // The job may outlive the turn: wait, bounded, for its mark.
     let done = env.cwd().join("done.txt");
     let deadline = std::time::Instant::now() + WAIT;
     while !std::fs::read_to_string(&done).is_ok_and(|text| text.ends_with('\n')) {

@@ -1,8 +1,10 @@
 //! The cost of the sandbox per command: a `bash` call running `echo` through the real
-//! launcher (`magi-code __launch`, this package's binary) under `[sandbox] mode =
-//! "workspace-write"` against `mode = "off"`, 1,000 calls each, interleaved so both see
-//! the same machine. Run with `cargo bench -p magi-cli --bench sandbox`; it prints the
-//! figures and asserts nothing about them.
+//! launcher (`magi-code __launch`, this package's binary) in a workspace with a `.git`,
+//! under `[sandbox] mode = "workspace-write"` (its `.git` made read-only by a mount in
+//! namespaces of the launcher's own), the same with `git_writable = true` (no
+//! namespaces), and `mode = "off"`, 1,000 calls each, interleaved so all see the same
+//! machine. Run with `cargo bench -p magi-cli --bench sandbox`; it prints the figures
+//! and asserts nothing about them.
 
 #![allow(
     clippy::unwrap_used,
@@ -22,15 +24,27 @@ fn main() {
     magi_tools::launcher::enable(PathBuf::from(env!("CARGO_BIN_EXE_magi-code"))).unwrap();
     let workspace = tempfile::tempdir().unwrap();
     let cwd = workspace.path().canonicalize().unwrap();
-    let modes = [SandboxMode::Off, SandboxMode::WorkspaceWrite];
-    let mut times: [Vec<Duration>; 2] = [Vec::new(), Vec::new()];
+    std::fs::create_dir(cwd.join(".git")).unwrap();
+    let setting = |mode, git_writable| SandboxSettings {
+        mode,
+        git_writable,
+        ..SandboxSettings::default()
+    };
+    let modes = [
+        ("off", setting(SandboxMode::Off, false)),
+        (
+            "workspace-write, git_writable",
+            setting(SandboxMode::WorkspaceWrite, true),
+        ),
+        (
+            "workspace-write, .git read-only",
+            setting(SandboxMode::WorkspaceWrite, false),
+        ),
+    ];
+    let mut times: Vec<Vec<Duration>> = vec![Vec::new(); modes.len()];
     for round in 0..WARMUP + CALLS {
-        for (index, mode) in modes.into_iter().enumerate() {
-            let settings = SandboxSettings {
-                mode,
-                ..SandboxSettings::default()
-            };
-            magi_tools::sandbox::configure(&settings, false);
+        for (index, (_, settings)) in modes.iter().enumerate() {
+            magi_tools::sandbox::configure(settings, false);
             let began = Instant::now();
             let output = magi_tools::run("bash", r#"{"command":"echo hi"}"#, &cwd);
             let took = began.elapsed();
@@ -43,23 +57,22 @@ fn main() {
     println!("bash `echo hi` through the launcher, {CALLS} calls each, interleaved");
     println!("| mode | median | p90 | min |");
     println!("| --- | --- | --- | --- |");
-    let mut medians = [Duration::ZERO; 2];
-    for (index, mode) in modes.into_iter().enumerate() {
+    let mut medians = Vec::new();
+    for (index, (label, _)) in modes.iter().enumerate() {
         let sorted = &mut times[index];
         sorted.sort();
-        medians[index] = sorted[sorted.len() / 2];
+        medians.push(sorted[sorted.len() / 2].as_secs_f64() * 1_000.0);
         println!(
-            "| {} | {} | {} | {} |",
-            mode.as_str(),
-            ms(medians[index]),
+            "| {label} | {} | {} | {} |",
+            ms(sorted[sorted.len() / 2]),
             ms(sorted[sorted.len() * 9 / 10]),
             ms(sorted[0])
         );
     }
-    let extra = medians[1].as_secs_f64() - medians[0].as_secs_f64();
     println!(
-        "confinement costs {:+.2} ms per command (median against median)",
-        extra * 1_000.0
+        "confinement costs {:+.2} ms per command, {:+.2} ms of it for .git (medians)",
+        medians[2] - medians[0],
+        medians[2] - medians[1]
     );
 }
 

@@ -223,11 +223,7 @@ fn sandbox_check(request: &StartupRequest, settings: &magi_config::Settings) -> 
         "{}{roots}; {}. An allow rule for a path outside the workspace lets the file tools \
          write there; commands only when it is also in [sandbox] writable_roots",
         support.describe(),
-        if sandbox.git_writable {
-            "the file tools may change .git"
-        } else {
-            "the file tools keep .git read-only"
-        }
+        magi_tools::sandbox::describe_git(&sandbox, &support)
     );
     match in_force {
         Ok(applied) => Check::new(
@@ -236,8 +232,9 @@ fn sandbox_check(request: &StartupRequest, settings: &magi_config::Settings) -> 
             format!("commands run in {applied} ({facts})"),
         ),
         Err(why) => Check::new("sandbox", Status::Warning, format!("{why} ({facts})")).fix(
-            "run on a kernel with Landlock and seccomp, or say what you accept: [sandbox] \
-             mode = \"off\", or required = true to refuse commands",
+            "run on a kernel with Landlock, seccomp and user namespaces, or say what you \
+             accept: [sandbox] mode = \"off\", required = true to refuse the commands it \
+             cannot confine, or git_writable = true for a .git commands may change",
         ),
     }
 }

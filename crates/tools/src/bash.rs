@@ -176,7 +176,8 @@ pub(crate) fn execute_command(
     if let End::Background = end {
         let so_far = read_bounded(&started.paths[2], capture_bytes);
         let paths = ctx.assets_dir.map(|_| started.paths.clone());
-        match crate::jobs::adopt(started, invocation.command, began + timeout, ctx) {
+        let sandbox = facts.sandbox.as_deref();
+        match crate::jobs::adopt(started, invocation.command, sandbox, began + timeout, ctx) {
             Ok(job_id) => {
                 facts.job_id = Some(job_id.clone());
                 return backgrounded(&job_id, &so_far, paths.as_ref(), facts);

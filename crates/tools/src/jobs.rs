@@ -138,6 +138,7 @@ pub fn stop_all() {
 pub(crate) fn adopt(
     started: Started,
     command: &str,
+    sandbox: Option<&str>,
     deadline: Instant,
     ctx: &ToolContext,
 ) -> Result<String, Box<Started>> {
@@ -145,7 +146,9 @@ pub(crate) fn adopt(
     if jobs.running() >= BACKGROUND_JOBS {
         return Err(Box::new(started));
     }
-    let facts = command_facts(command, ctx, None, None);
+    let mut facts = command_facts(command, ctx, None, None);
+    // The job runs in the sandbox the call started it in; its end says so too.
+    facts.sandbox = sandbox.map(str::to_owned);
     Ok(insert(&mut jobs, started, facts, Some(deadline), ctx))
 }
 

@@ -20,9 +20,18 @@ use magi_config::{SandboxMode, SandboxNetwork, SandboxSettings};
 use crate::process::confine::Policy;
 use crate::process::{launcher, wait_until_exited};
 
+mod git;
+
+use git::GitProtection;
+pub use git::describe_git;
+
 /// The variable that makes the kernel count as offering no sandbox, to try the
 /// degraded path on a machine that has one (a test setting: it only ever weakens).
 pub const UNAVAILABLE_ENV: &str = "MAGI_SANDBOX_UNAVAILABLE";
+
+/// The variable that makes user namespaces count as unavailable, so that `.git` is
+/// protected from the file tools only (a test setting, like [`UNAVAILABLE_ENV`]).
+pub const NO_USERNS_ENV: &str = "MAGI_SANDBOX_NO_USERNS";
 
 /// Longest wait for the probe launcher, which only asks the kernel and exits.
 const PROBE_WAIT: Duration = Duration::from_secs(10);
@@ -107,6 +116,9 @@ pub struct Support {
     pub landlock_full: bool,
     /// Whether a seccomp filter can be installed; the error says why not.
     pub seccomp: Result<(), String>,
+    /// Whether a path can be made read-only for commands (a user and mount namespace
+    /// of their own); the error says why not.
+    pub userns: Result<(), String>,
 }
 
 impl Support {
@@ -115,11 +127,13 @@ impl Support {
         Support {
             landlock_abi: None,
             landlock_full: false,
-            seccomp: Err(why),
+            seccomp: Err(why.clone()),
+            userns: Err(why),
         }
     }
 
-    /// One line for doctor and the docs: `Landlock ABI 7, seccomp available`.
+    /// One line for doctor and the docs: `Landlock ABI 7, seccomp available, user
+    /// namespaces available`.
     pub fn describe(&self) -> String {
         let landlock = match self.landlock_abi {
             Some(abi) if self.landlock_full => format!("Landlock ABI {abi}"),
@@ -130,7 +144,11 @@ impl Support {
             Ok(()) => "seccomp available".to_owned(),
             Err(why) => format!("no seccomp ({why})"),
         };
-        format!("{landlock}, {seccomp}")
+        let userns = match &self.userns {
+            Ok(()) => "user namespaces available".to_owned(),
+            Err(why) => format!("no user namespaces ({why})"),
+        };
+        format!("{landlock}, {seccomp}, {userns}")
     }
 }
 
@@ -156,11 +174,22 @@ pub fn probe(program: &Path) -> Support {
     if let Some(mut stdout) = child.stdout.take() {
         let _ = stdout.read_to_string(&mut line);
     }
-    parse_probe(line.trim())
+    let mut support = parse_probe(line.trim());
+    if std::env::var_os(NO_USERNS_ENV).is_some_and(|value| value == "1") {
+        support.userns = Err(format!("{NO_USERNS_ENV} is set"));
+    }
+    support
 }
 
-/// The probe's line: `landlock 7 full seccomp yes`, `landlock none seccomp no: why`.
-fn parse_probe(line: &str) -> Support {
+/// The probe's lines: `landlock 7 full seccomp yes` or `landlock none seccomp no: why`,
+/// then `userns yes` or `userns no: why`.
+fn parse_probe(text: &str) -> Support {
+    let (line, userns) = text.split_once('\n').unwrap_or((text, ""));
+    let userns = match userns.trim().strip_prefix("userns ") {
+        Some("yes") => Ok(()),
+        Some(no) => Err(no.strip_prefix("no: ").unwrap_or(no).to_owned()),
+        None => Err("the probe did not say".to_owned()),
+    };
     let Some(rest) = line.strip_prefix("landlock ") else {
         return Support::none(format!("the probe said {line:?}"));
     };
@@ -182,6 +211,7 @@ fn parse_probe(line: &str) -> Support {
         landlock_abi,
         landlock_full,
         seccomp,
+        userns,
     }
 }
 
@@ -303,12 +333,13 @@ fn decide_with(
     };
     let mode = settings.mode.as_str();
     let network = settings.network.as_str();
+    let git = GitProtection::of(settings, support, cwd);
     let Some(missing) = missing else {
-        return Ok(Decision {
+        return Ok(git.added_to(Decision {
             policy: Some(policy(settings, cwd)),
             applied: format!("{mode}; network {network}"),
             notice: None,
-        });
+        }));
     };
     if settings.required {
         return Err(format!(
@@ -318,7 +349,7 @@ fn decide_with(
     }
     if support.landlock_abi.is_some() {
         // Files confined, sockets not.
-        return Ok(Decision {
+        return Ok(git.added_to(Decision {
             policy: Some(Policy {
                 network: SandboxNetwork::All,
                 ..policy(settings, cwd)
@@ -328,7 +359,7 @@ fn decide_with(
                 "The sandbox confines files only: {missing}, so commands may reach the \
                  network. Set [sandbox] required = true to refuse commands instead."
             )),
-        });
+        }));
     }
     Ok(Decision {
         policy: None,
@@ -352,6 +383,7 @@ fn unconfined_decision(applied: &str) -> Decision {
 fn policy(settings: &SandboxSettings, cwd: &Path) -> Policy {
     Policy {
         writable: writable_roots(settings, cwd),
+        read_only: Vec::new(),
         network: settings.network,
         required: settings.required,
     }
@@ -450,9 +482,14 @@ pub(crate) fn denial_hint(applied: &str, stderr: &str) -> Option<String> {
     if applied.starts_with("off") || !SIGNS.iter().any(|sign| stderr.contains(sign)) {
         return None;
     }
+    let git = if stderr.contains(".git") && stderr.contains("Read-only file system") {
+        " It keeps the workspace's .git read-only unless [sandbox] git_writable = true."
+    } else {
+        ""
+    };
     Some(format!(
         "[the sandbox ({applied}) may have refused this: it lets commands write only their \
-         writable roots and open only the sockets its network setting allows. If the \
+         writable roots and open only the sockets its network setting allows.{git} If the \
          command needs more, call it again with \"sandbox\": \"off\"; that asks the user \
          to approve running it outside the sandbox]"
     ))
@@ -475,7 +512,7 @@ mod tests {
     }
 
     fn full() -> Support {
-        parse_probe("landlock 7 full seccomp yes")
+        parse_probe("landlock 7 full seccomp yes\nuserns yes")
     }
 
     #[test]
@@ -485,12 +522,16 @@ mod tests {
             Support {
                 landlock_abi: Some(7),
                 landlock_full: true,
-                seccomp: Ok(())
+                seccomp: Ok(()),
+                userns: Ok(()),
             }
         );
         let none = parse_probe("landlock none seccomp no: not permitted");
         assert_eq!(none.landlock_abi, None);
         assert_eq!(none.seccomp, Err("not permitted".to_owned()));
+        assert_eq!(none.userns, Err("the probe did not say".to_owned()));
+        let no_userns = parse_probe("landlock 7 full seccomp yes\nuserns no: unshare: EPERM");
+        assert_eq!(no_userns.userns, Err("unshare: EPERM".to_owned()));
         assert_eq!(parse_probe("garbage").landlock_abi, None);
     }
 
@@ -533,6 +574,40 @@ mod tests {
         let files_only = decide_with(&workspace, &no_seccomp, cwd, false).unwrap();
         assert_eq!(files_only.applied, "workspace-write; network not confined");
         assert_eq!(files_only.policy.unwrap().network, SandboxNetwork::All);
+    }
+
+    #[test]
+    fn git_is_read_only_for_commands_unless_writable_or_unavailable() {
+        let workspace = tempfile::tempdir().unwrap();
+        let cwd = workspace.path().canonicalize().unwrap();
+        let git = cwd.join(".git");
+        std::fs::create_dir(&git).unwrap();
+        let mut settings = config(SandboxMode::WorkspaceWrite, SandboxNetwork::None, false);
+        let decision = decide_with(&settings, &full(), &cwd, false).unwrap();
+        assert_eq!(decision.policy.unwrap().read_only, [git]);
+        assert_eq!(decision.applied, "workspace-write; network none");
+
+        let no_userns = Support {
+            userns: Err("unshare: EPERM".to_owned()),
+            ..full()
+        };
+        let decision = decide_with(&settings, &no_userns, &cwd, false).unwrap();
+        assert!(decision.policy.unwrap().read_only.is_empty());
+        assert_eq!(
+            decision.applied,
+            "workspace-write; network none; .git not protected"
+        );
+        assert!(
+            decision
+                .notice
+                .unwrap()
+                .ends_with("unshare: EPERM. .git is protected from the file tools only.")
+        );
+
+        settings.settings.git_writable = true;
+        let decision = decide_with(&settings, &no_userns, &cwd, false).unwrap();
+        assert!(decision.policy.unwrap().read_only.is_empty());
+        assert_eq!(decision.notice, None);
     }
 
     #[test]

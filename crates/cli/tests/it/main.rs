@@ -56,6 +56,8 @@ mod questions;
 mod reasoning;
 mod refusal;
 mod sandbox;
+mod sandbox_calls;
+mod sandbox_git;
 mod session_usage;
 mod sessions;
 mod subagents;

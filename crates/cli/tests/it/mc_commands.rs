@@ -297,3 +297,35 @@ async fn a_panel_gives_way_to_an_approval() {
     tmux.wait_for("Done.");
     tmux.key("C-c");
 }
+
+/// `/status`'s `sandbox` row: the mode in force with these settings on this kernel, at
+/// the narrow and the wide width.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_shows_the_sandbox_mode_in_force() {
+    if !crate::sandbox::available() {
+        return;
+    }
+    let mock = MockServer::start().await;
+    let env = TestEnv::new();
+    for (columns, settings, shown) in [
+        (120, "", "workspace-write; network none"),
+        (
+            80,
+            "[sandbox]\nmode = \"read-only\"\nnetwork = \"loopback\"\n",
+            "read-only; network loopback",
+        ),
+    ] {
+        env.write_settings(settings);
+        let tmux = Tmux::start_sized(&env, &vars(&mock), columns, 40);
+        tmux.wait_for("idle ·");
+        command(&tmux, "/status");
+        let screen = tmux.wait_for("MC_HOME");
+        let row = screen
+            .lines()
+            .find(|line| line.contains(" sandbox    "))
+            .unwrap_or_else(|| panic!("no sandbox row:\n{screen}"));
+        assert!(row.contains(shown), "{columns} columns:\n{screen}");
+        close_panel(&tmux);
+        tmux.key("C-c");
+    }
+}

@@ -27,7 +27,7 @@ use serde_json::json;
 
 /// Whether this kernel offers the sandbox; when it does not, says so on stderr (the
 /// test then returns), or fails when `MAGI_SANDBOX_EXPECTED=1` says it must.
-fn available() -> bool {
+pub(crate) fn available() -> bool {
     let output = std::process::Command::new(bin())
         .args(["__launch", "--probe"])
         .output()
@@ -48,12 +48,12 @@ fn available() -> bool {
 
 /// A directory outside the temporary directories and the workspace (the build's own
 /// scratch directory), which no sandboxed command may write.
-fn outside_dir() -> tempfile::TempDir {
+pub(crate) fn outside_dir() -> tempfile::TempDir {
     tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap()
 }
 
 /// `magi-code exec --allow-all PROMPT` against `mock` with `vars` added.
-async fn exec_all(env: &TestEnv, mock: &MockServer, vars: &[(&str, &str)]) -> Output {
+pub(crate) async fn exec_all(env: &TestEnv, mock: &MockServer, vars: &[(&str, &str)]) -> Output {
     let mut command = exec_command(env, mock, &["--allow-all", "Go"]);
     command
         .envs(vars.iter().copied())
@@ -69,7 +69,7 @@ async fn exec_all(env: &TestEnv, mock: &MockServer, vars: &[(&str, &str)]) -> Ou
     output
 }
 
-fn bash(id: &str, command: &str) -> Reply {
+pub(crate) fn bash(id: &str, command: &str) -> Reply {
     Reply::stream().tool_call(
         id,
         "bash",
@@ -77,12 +77,12 @@ fn bash(id: &str, command: &str) -> Reply {
     )
 }
 
-fn stderr(output: &Output) -> String {
+pub(crate) fn stderr(output: &Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
 }
 
 /// The tool results the model was given in the last request.
-fn last_told(mock: &MockServer) -> Vec<String> {
+pub(crate) fn last_told(mock: &MockServer) -> Vec<String> {
     tool_outputs(&mock.requests().last().unwrap().body)
 }
 
@@ -117,7 +117,7 @@ async fn writes_inside_the_workspace_succeed_outside_fail_and_the_model_is_told(
 }
 
 /// The sandbox recorded with each command result of the workspace's sessions.
-fn sandbox_facts(env: &TestEnv) -> Vec<String> {
+pub(crate) fn sandbox_facts(env: &TestEnv) -> Vec<String> {
     let mut found = Vec::new();
     for entry in std::fs::read_dir(workspace_dir(env)).unwrap() {
         let name = entry.unwrap().file_name().to_string_lossy().into_owned();
@@ -216,9 +216,17 @@ async fn async_bash_is_confined() {
         "async_bash",
         [json!({ "command": command }).to_string().as_str()],
     ));
+    // The job dies with the backend, so the turn waits (bounded) for its mark before it
+    // ends: a foreground command polls for the file the job writes last.
+    mock.enqueue(Reply::stream().tool_call(
+        "b1",
+        "bash",
+        [json!({ "command": "for i in $(seq 400); do [ -s done.txt ] && exit 0; sleep 0.05; done; exit 1" })
+            .to_string()
+            .as_str()],
+    ));
     mock.enqueue(Reply::stream().text(["Started."]));
     exec_all(&env, &mock, &[]).await;
-    // The job may outlive the turn: wait, bounded, for its mark.
     let done = env.cwd().join("done.txt");
     let deadline = std::time::Instant::now() + WAIT;
     while !std::fs::read_to_string(&done).is_ok_and(|text| text.ends_with('\n')) {

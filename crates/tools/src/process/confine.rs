@@ -1,6 +1,7 @@
 //! The launcher's half of the sandbox: the policy as it travels on the launcher's
-//! command line, and its application to the launcher itself (Landlock, then seccomp)
-//! before it starts the command, which inherits both and can never lift them.
+//! command line, and its application to the launcher itself (read-only mounts in
+//! namespaces of its own, `mounts`; then Landlock; then seccomp) before it starts the
+//! command, which inherits all three and can never lift them.
 //!
 //! The policy's arguments stand between the lifeline's descriptor and the `--` that
 //! ends the launcher's own arguments, so nothing the command says can be read as
@@ -20,11 +21,14 @@ use seccompiler::{
     TargetArch,
 };
 
+mod mounts;
+
 /// The option that starts the policy's arguments: `--sandbox NETWORK`, then any number
-/// of `--write PATH`, then `--required` when a confinement that cannot be had must stop
-/// the command.
+/// of `--write PATH` and `--read-only PATH`, then `--required` when a confinement that
+/// cannot be had must stop the command.
 const SANDBOX_OPTION: &str = "--sandbox";
 const WRITE_OPTION: &str = "--write";
+const READ_ONLY_OPTION: &str = "--read-only";
 const REQUIRED_OPTION: &str = "--required";
 /// The launcher's argument that asks it only to report what the kernel offers.
 pub(crate) const PROBE_OPTION: &str = "--probe";
@@ -42,6 +46,9 @@ const NET_ABI: ABI = ABI::V4;
 pub(crate) struct Policy {
     /// Directories and files the command may change.
     pub(crate) writable: Vec<PathBuf>,
+    /// Directories and files inside those that it may not change (the workspace's
+    /// `.git`), made read-only by a mount.
+    pub(crate) read_only: Vec<PathBuf>,
     /// What sockets it may open.
     pub(crate) network: SandboxNetwork,
     /// Refuse to run the command when the kernel does not enforce the whole policy.
@@ -54,6 +61,10 @@ impl Policy {
         let mut arguments = vec![SANDBOX_OPTION.into(), self.network.as_str().into()];
         for path in &self.writable {
             arguments.push(WRITE_OPTION.into());
+            arguments.push(path.clone().into_os_string());
+        }
+        for path in &self.read_only {
+            arguments.push(READ_ONLY_OPTION.into());
             arguments.push(path.clone().into_os_string());
         }
         if self.required {
@@ -79,6 +90,7 @@ impl Policy {
             .ok_or("`--sandbox` needs a network setting")?;
         let mut policy = Policy {
             writable: Vec::new(),
+            read_only: Vec::new(),
             network,
             required: false,
         };
@@ -86,6 +98,9 @@ impl Policy {
             if option == WRITE_OPTION {
                 let path = options.next().ok_or("`--write` needs a path")?;
                 policy.writable.push(PathBuf::from(path));
+            } else if option == READ_ONLY_OPTION {
+                let path = options.next().ok_or("`--read-only` needs a path")?;
+                policy.read_only.push(PathBuf::from(path));
             } else if option == REQUIRED_OPTION {
                 policy.required = true;
             } else {
@@ -109,13 +124,18 @@ pub(crate) struct Enforced {
 
 /// Confines this process (and so everything it starts) to `policy`. An error is a step
 /// that failed outright; a kernel that lacks a feature is reported in [`Enforced`].
+/// Call it while the process has one thread: the read-only paths need a user namespace,
+/// which the kernel refuses to a threaded process. When they cannot be made read-only
+/// (the backend's probe found user namespaces, so this is rare) the command still runs,
+/// and stderr, which the command's output shares, says so.
 pub(crate) fn apply(policy: &Policy) -> Result<Enforced, String> {
+    if !policy.read_only.is_empty()
+        && let Err(why) = mounts::protect(&policy.read_only)
+    {
+        eprintln!("magi-code: the sandbox could not keep .git read-only for this command: {why}");
+    }
     let landlock = restrict_files(policy).map_err(|e| format!("Landlock: {e}"))?;
-    let seccomp = if policy.network == SandboxNetwork::All {
-        Ok(())
-    } else {
-        restrict_sockets(policy.network)
-    };
+    let seccomp = restrict_syscalls(policy.network, !policy.read_only.is_empty());
     Ok(Enforced {
         landlock_abi: match landlock.landlock {
             LandlockStatus::Available {
@@ -148,30 +168,54 @@ fn restrict_files(policy: &Policy) -> Result<landlock::RestrictionStatus, landlo
         .restrict_self()
 }
 
-/// Denies `socket` for the address families `network` does not allow (`EPERM`, as a
-/// refused operation), and `io_uring`, whose operations would go around the filter.
-fn restrict_sockets(network: SandboxNetwork) -> Result<(), String> {
+/// The system calls that change mounts. Landlock refuses most of them to a confined
+/// process; not `mount_setattr`, nor `open_tree`, whose detached copy of a mount would
+/// reach `.git` without its read-only mount. A command that runs as root keeps, in the
+/// user namespace of `mounts`, the capabilities these need, so the filter refuses them.
+const MOUNT_CALLS: [libc::c_long; 10] = [
+    libc::SYS_mount,
+    libc::SYS_umount2,
+    libc::SYS_pivot_root,
+    libc::SYS_mount_setattr,
+    libc::SYS_open_tree,
+    libc::SYS_move_mount,
+    libc::SYS_fsopen,
+    libc::SYS_fsconfig,
+    libc::SYS_fsmount,
+    libc::SYS_fspick,
+];
+
+/// Denies (`EPERM`, as a refused operation) `socket` for the address families
+/// `network` does not allow and `io_uring`, whose operations would go around the
+/// filter; and, when `keep_mounts` (paths were made read-only by a mount), every call
+/// that changes mounts. No filter when nothing is to be denied.
+fn restrict_syscalls(network: SandboxNetwork, keep_mounts: bool) -> Result<(), String> {
     let allowed: &[i32] = match network {
         SandboxNetwork::None => &[libc::AF_UNIX],
         SandboxNetwork::Loopback => &[libc::AF_UNIX, libc::AF_INET, libc::AF_INET6],
-        SandboxNetwork::All => return Ok(()),
+        SandboxNetwork::All => &[],
     };
-    let other_family = allowed
-        .iter()
-        .map(|family| {
-            SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Ne, *family as u64)
-        })
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| e.to_string())?;
-    let rules = [
-        (
+    let mut rules = std::collections::BTreeMap::new();
+    if !allowed.is_empty() {
+        let other_family = allowed
+            .iter()
+            .map(|family| {
+                SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Ne, *family as u64)
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| e.to_string())?;
+        rules.insert(
             libc::SYS_socket,
             vec![SeccompRule::new(other_family).map_err(|e| e.to_string())?],
-        ),
-        (libc::SYS_io_uring_setup, Vec::new()),
-    ]
-    .into_iter()
-    .collect();
+        );
+        rules.insert(libc::SYS_io_uring_setup, Vec::new());
+    }
+    if keep_mounts {
+        rules.extend(MOUNT_CALLS.iter().map(|call| (*call, Vec::new())));
+    }
+    if rules.is_empty() {
+        return Ok(());
+    }
     let arch = TargetArch::try_from(std::env::consts::ARCH).map_err(|e| e.to_string())?;
     let filter = SeccompFilter::new(
         rules,
@@ -186,17 +230,24 @@ fn restrict_sockets(network: SandboxNetwork) -> Result<(), String> {
     seccompiler::apply_filter(&program).map_err(|e| format!("seccomp: {e}"))
 }
 
-/// The launcher's `--probe`: confines itself with a policy that writes nowhere and
-/// reports what the kernel enforced, on one line of stdout: `landlock ABI full|partial`
-/// or `landlock none`, then `seccomp yes` or `seccomp no: why`. It runs in a process of
-/// its own because confinement cannot be undone.
+/// The launcher's `--probe`: makes the temporary directory read-only as it would a
+/// `.git`, confines itself with a policy that writes nowhere and reports what the kernel
+/// enforced, on one line of stdout: `landlock ABI full|partial` or `landlock none`,
+/// then `seccomp yes` or `seccomp no: why`; and on a second line `userns yes` or
+/// `userns no: why`. It runs in a process of its own because confinement cannot be
+/// undone.
 pub(crate) fn probe() -> String {
+    let userns = match mounts::protect(&[std::env::temp_dir()]) {
+        Ok(()) => "userns yes".to_owned(),
+        Err(why) => format!("userns no: {}", why.replace('\n', " ")),
+    };
     let policy = Policy {
         writable: Vec::new(),
+        read_only: Vec::new(),
         network: SandboxNetwork::None,
         required: false,
     };
-    match apply(&policy) {
+    let confined = match apply(&policy) {
         Ok(enforced) => {
             let landlock = match enforced.landlock_abi {
                 Some(abi) if enforced.landlock_full => format!("landlock {abi} full"),
@@ -210,7 +261,8 @@ pub(crate) fn probe() -> String {
             format!("{landlock} {seccomp}")
         }
         Err(why) => format!("landlock none seccomp no: {}", why.replace('\n', " ")),
-    }
+    };
+    format!("{confined}\n{userns}")
 }
 
 #[cfg(test)]
@@ -221,6 +273,7 @@ mod tests {
     fn a_policy_travels_as_arguments_and_back() {
         let policy = Policy {
             writable: vec![PathBuf::from("/work/a b"), PathBuf::from("/tmp")],
+            read_only: vec![PathBuf::from("/work/a b/.git")],
             network: SandboxNetwork::Loopback,
             required: true,
         };
@@ -231,6 +284,7 @@ mod tests {
             vec!["--sandbox"],
             vec!["--sandbox", "lan"],
             vec!["--sandbox", "none", "--write"],
+            vec!["--sandbox", "none", "--read-only"],
             vec!["--sandbox", "none", "--colour"],
             vec!["--write", "/tmp"],
         ] {

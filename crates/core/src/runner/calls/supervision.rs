@@ -129,7 +129,8 @@ impl CallService<'_, '_> {
     /// Why a file tool's call, let through with `protection`, may not write its path
     /// under the sandbox; none when it may. A person's approval (now or by a session
     /// rule) and a settings allow rule whose pattern names the call let it write outside
-    /// the sandbox's roots; the allow-all mode and a bare rule do not.
+    /// the sandbox's roots; the allow-all mode and a bare rule do not. A Code Mode
+    /// script's call is judged by `[permissions.code_mode]`'s rules, as its verdict is.
     pub(super) fn sandbox_refusal(&self, call: &Call, protection: Option<&str>) -> Option<String> {
         if protection == Some(LABEL_ALLOWED_BY_USER) {
             return None;
@@ -149,10 +150,12 @@ impl CallService<'_, '_> {
         // The subject is the path resolved, relative to the workspace when inside it.
         let subject = magi_tools::subject(&call.name, &call.arguments, cwd)?;
         let why = magi_tools::sandbox::check_file_write(&cwd.join(&subject), cwd).err()?;
-        let named = self
-            .agent
-            .permissions
-            .allow
+        let permissions = &self.agent.permissions;
+        let allow = match &call.nested {
+            Some(_) => &permissions.code_mode.allow,
+            None => &permissions.allow,
+        };
+        let named = allow
             .iter()
             .any(|rule| rule.has_pattern() && rule.covers(&call.name, Some(&subject)));
         (!named).then_some(why)

@@ -335,7 +335,16 @@ impl Agent {
             state.opening += 1;
         }
         let client_files = session::files_offered(self.state().client.as_ref());
-        let opened = session::open(self.peer.clone(), cwd, mcp_servers, target, client_files).await;
+        let terminals = self.state().client.as_ref().is_some_and(|c| c.terminal);
+        let opened = session::open(
+            self.peer.clone(),
+            cwd,
+            mcp_servers,
+            target,
+            client_files,
+            terminals,
+        )
+        .await;
         let mut state = self.state();
         state.opening -= 1;
         let (id, handle, options) = match opened {

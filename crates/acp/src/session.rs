@@ -26,6 +26,7 @@ mod config;
 mod files;
 mod open;
 mod permission;
+mod terminal;
 mod turn;
 
 pub(crate) use files::offered as files_offered;
@@ -89,6 +90,9 @@ pub(crate) struct Session {
     /// The client's answers to permission requests, from their own tasks.
     answers: mpsc::UnboundedReceiver<permission::Answer>,
     answer_sender: mpsc::UnboundedSender<permission::Answer>,
+    /// The commands run in the client's terminal, and their tasks' reports.
+    terminals: terminal::Terminals,
+    terminal_notes: mpsc::UnboundedReceiver<terminal::Note>,
     /// The reads and writes the backend asked of the editor (`client.files`).
     files: files::Files,
 }
@@ -96,6 +100,7 @@ pub(crate) struct Session {
 impl Session {
     fn new(id: String, cwd: PathBuf, backend: Backend, peer: Peer) -> Session {
         let (answer_sender, answers) = mpsc::unbounded_channel();
+        let (note_sender, terminal_notes) = mpsc::unbounded_channel();
         Session {
             id,
             cwd,
@@ -104,6 +109,8 @@ impl Session {
             turn: None,
             answers,
             answer_sender,
+            terminals: terminal::Terminals::new(note_sender),
+            terminal_notes,
             files: files::Files::new(),
         }
     }
@@ -128,6 +135,7 @@ impl Session {
                     None => break,
                 },
                 Some(answer) = self.answers.recv() => self.answered(answer).await,
+                Some(note) = self.terminal_notes.recv() => self.terminal_note(note).await,
                 Some(done) = self.files.next() => self.file_done(done).await,
                 incoming = self.backend.next_incoming() => match incoming {
                     Some(Incoming::Event { event, .. }) => self.event(event).await,

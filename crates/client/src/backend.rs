@@ -57,6 +57,9 @@ struct Shared {
     /// Set once `initialize` admitted `session.usage`; the reader then accepts
     /// `usage.updated`.
     session_usage: std::sync::atomic::AtomicBool,
+    /// Set once `initialize` admitted `client.terminals`; the reader then accepts its
+    /// events.
+    client_terminals: std::sync::atomic::AtomicBool,
     /// Set once `initialize` admitted `client.files`; the reader then accepts its
     /// events.
     client_files: std::sync::atomic::AtomicBool,

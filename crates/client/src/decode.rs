@@ -57,6 +57,8 @@ pub(crate) struct FrameChecker {
     pub(crate) user_questions: bool,
     /// Whether `session.usage` was negotiated: only then is `usage.updated` allowed.
     pub(crate) session_usage: bool,
+    /// Whether `client.terminals` was negotiated: only then are its events allowed.
+    pub(crate) client_terminals: bool,
     /// Whether `client.files` was negotiated: only then are its events allowed.
     pub(crate) client_files: bool,
     /// Whether `reasoning.summaries` was negotiated: only then is `reasoning.delta`
@@ -103,6 +105,13 @@ impl FrameChecker {
                 {
                     return Err(violation(
                         "client tool event without client.tools negotiated",
+                    ));
+                }
+                if !self.client_terminals
+                    && matches!(name, Some("client.terminal.run" | "client.terminal.cancel"))
+                {
+                    return Err(violation(
+                        "client terminal event without client.terminals negotiated",
                     ));
                 }
                 if !self.user_questions && name == Some("question.asked") {

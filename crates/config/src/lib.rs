@@ -4,6 +4,7 @@
 //! Nothing here touches the network. Readiness means "configured and a credential is
 //! present", never "the provider answered".
 
+mod acp;
 mod client_mcp;
 mod code_mode;
 mod effort;
@@ -25,6 +26,7 @@ mod skills;
 mod text_file;
 mod tools;
 
+pub use acp::AcpSettings;
 pub use client_mcp::{CLIENT_MCP_SERVERS_ENV, ClientMcpServer, client_mcp_servers};
 pub use code_mode::{
     CodeModeSettings, DEFAULT_CODE_MODE_MEMORY_MIB, DEFAULT_CODE_MODE_TIMEOUT_SECS,

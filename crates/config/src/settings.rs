@@ -15,6 +15,7 @@ use magi_protocol::names::is_valid_name;
 use serde::Deserialize;
 
 use crate::ConfigError;
+use crate::acp::AcpSettings;
 use crate::code_mode::CodeModeSettings;
 use crate::hooks::{HookSettings, merge_hooks};
 use crate::instructions::InstructionSettings;
@@ -72,6 +73,8 @@ pub struct Settings {
     pub hooks: HookSettings,
     /// `[sandbox]`.
     pub sandbox: SandboxSettings,
+    /// `[acp]`.
+    pub acp: AcpSettings,
 }
 
 /// `[compaction]`: when the conversation is summarised to fit the model's context.
@@ -147,6 +150,8 @@ struct RawSettings {
     profiles: BTreeMap<String, Profile>,
     #[serde(default)]
     sandbox: SandboxSettings,
+    #[serde(default)]
+    acp: AcpSettings,
     #[serde(default)]
     #[expect(dead_code, reason = "checked for its shape here, parsed by `mcp.rs`")]
     mcp: Option<toml::Value>,
@@ -293,6 +298,7 @@ fn parse_settings(table: toml::Table) -> Result<Settings, ConfigError> {
         agent: raw.agent,
         profiles: raw.profiles,
         sandbox: raw.sandbox,
+        acp: raw.acp,
         ..Settings::default()
     })
 }
@@ -426,6 +432,10 @@ base_url = "http://127.0.0.1:2/v1"
             (
                 "[sandbox]\nmode = \"workspace-write\"\nnetwork = \"lan\"\n",
                 ":3:11: key `sandbox.network`: unknown variant `lan`",
+            ),
+            (
+                "[acp]\nclient_terminals = 1\n",
+                ":2:20: key `acp.client_terminals`: invalid type: integer `1`",
             ),
             (
                 "[tools]\ndisabled = \"bash\"\n",

@@ -73,6 +73,9 @@ pub struct Agent {
     pub disabled_tools: Arc<Vec<String>>,
     /// The hooks that may run (`crate::hooks`), shared with the agent's subagents.
     pub hooks: Arc<crate::hooks::Hooks>,
+    /// Whether `bash` calls run in the client's terminal (`client.terminals`
+    /// negotiated and `[acp] client_terminals` on); the server sets it.
+    pub client_terminals: bool,
 }
 
 /// The agent for the child's current selection. A credential that went missing since startup
@@ -135,6 +138,7 @@ pub fn agent_for(runtime: &Runtime, selection: &ActiveSelection) -> Result<Agent
         subagents: Arc::clone(&runtime.subagents),
         disabled_tools: Arc::new(runtime.settings.tools.disabled_names()),
         hooks: Arc::clone(&runtime.hooks),
+        client_terminals: false,
     })
 }
 

@@ -6,6 +6,7 @@ pub mod approvals;
 pub mod cards;
 pub mod catalog;
 pub mod client_files;
+pub mod client_terminals;
 pub mod client_tools;
 pub mod discovery;
 mod explain;

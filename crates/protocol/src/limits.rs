@@ -394,6 +394,17 @@ pub const INPUT_ATTACHMENTS_NAME_ROOM: usize = 1;
 /// Names `reasoning.summaries` adds to whichever bound of `required_capabilities`
 /// applies without it: its own.
 pub const REASONING_SUMMARIES_NAME_ROOM: usize = 1;
+/// Names `client.terminals` adds to whichever bound of `required_capabilities` applies
+/// without it: its own.
+pub const CLIENT_TERMINALS_NAME_ROOM: usize = 1;
+/// Most bytes of a `client.terminal.result`'s `output`: the last bytes of a command's
+/// output that a client terminal keeps (docs/protocol/client-terminals.md). With its
+/// JSON escaping it stays inside an input frame.
+pub const CLIENT_TERMINAL_OUTPUT_BYTES: usize = 32_768;
+/// Time past a terminal command's own timeout that the backend waits for the client's
+/// answer before it withdraws the call, in milliseconds: the client's kill, output
+/// read and release.
+pub const CLIENT_TERMINAL_ANSWER_GRACE_MS: u64 = 30_000;
 /// Most paths in one `turn.start`'s `attachments` (`input.attachments`).
 pub const TURN_ATTACHMENTS: usize = 8;
 /// Longest path in `attachments`, in UTF-8 bytes. Eight of them and the longest prompt
@@ -555,6 +566,10 @@ pub const ACP_SESSIONS: usize = 16;
 /// Most `session/request_permission` (and other) requests `magi-code acp` waits on at
 /// once from its client.
 pub const ACP_PENDING_REQUESTS: usize = 256;
+/// How long the agent waits for the client to answer one `terminal/create`,
+/// `terminal/output`, `terminal/kill` or `terminal/release`, in milliseconds
+/// (`terminal/wait_for_exit` waits for the command's own timeout).
+pub const ACP_TERMINAL_REQUEST_MS: u64 = 5_000;
 
 // `client.files`: the bounds its contract (docs/protocol/client-files.md) fixes. Not
 // part of the published `limits`: the descriptor of the extension carries them.

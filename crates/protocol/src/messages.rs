@@ -8,6 +8,7 @@ mod questions;
 mod reasoning;
 mod sessions;
 mod status;
+mod terminals;
 mod turns;
 mod usage;
 
@@ -22,6 +23,7 @@ pub use questions::*;
 pub use reasoning::*;
 pub use sessions::*;
 pub use status::*;
+pub use terminals::*;
 pub use turns::*;
 pub use usage::*;
 

@@ -11,14 +11,14 @@ use serde::de::DeserializeOwned;
 
 use crate::messages::{
     ApprovalAnswerParams, ApprovalAnswerResult, CatalogStatusParams, CatalogStatusResult,
-    ClientFileResultParams, ClientFileResultResult, ClientToolResultParams, ClientToolResultResult,
-    EmptyParams, HistoryPageParams, HistoryPageResult, InitializeParams, InitializeResult,
-    ModelCatalogParams, ModelCatalogResult, ModelRefreshParams, ModelRefreshResult,
-    OperationCancelParams, OperationCancelResult, QuestionAnswerParams, QuestionAnswerResult,
-    SelectionSetParams, SelectionSetResult, SessionCompactParams, SessionCompactResult,
-    SessionDiscoverParams, SessionDiscoverResult, SessionListParams, SessionListResult,
-    SessionOpenParams, SessionResult, ShutdownResult, StatusResult, TurnCancelParams,
-    TurnCancelResult, TurnStartParams, TurnStartResult,
+    ClientFileResultParams, ClientFileResultResult, ClientTerminalResultParams,
+    ClientToolResultParams, ClientToolResultResult, EmptyParams, HistoryPageParams,
+    HistoryPageResult, InitializeParams, InitializeResult, ModelCatalogParams, ModelCatalogResult,
+    ModelRefreshParams, ModelRefreshResult, OperationCancelParams, OperationCancelResult,
+    QuestionAnswerParams, QuestionAnswerResult, SelectionSetParams, SelectionSetResult,
+    SessionCompactParams, SessionCompactResult, SessionDiscoverParams, SessionDiscoverResult,
+    SessionListParams, SessionListResult, SessionOpenParams, SessionResult, ShutdownResult,
+    StatusResult, TurnCancelParams, TurnCancelResult, TurnStartParams, TurnStartResult,
 };
 use crate::names::{ExtensionMethod, Method, MethodName};
 
@@ -103,6 +103,10 @@ requests! {
     /// `session.compact` (with `session.usage`).
     SessionCompact = MethodName::Extension(ExtensionMethod::SessionCompact),
         SessionCompactParams => SessionCompactResult;
+    /// `client.terminal.result` (with `client.terminals`): answered like
+    /// `client.tool.result`.
+    ClientTerminalResult = MethodName::Extension(ExtensionMethod::ClientTerminalResult),
+        ClientTerminalResultParams => ClientToolResultResult;
     /// `client.file.result` (with `client.files`).
     ClientFileResult = MethodName::Extension(ExtensionMethod::ClientFileResult),
         ClientFileResultParams => ClientFileResultResult;

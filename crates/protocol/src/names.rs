@@ -124,6 +124,8 @@ closed_name_set! {
         QuestionAnswer => "question.answer",
         /// Compacts an idle session's conversation now (`session.usage`).
         SessionCompact => "session.compact",
+        /// The client's answer to a command it ran in its terminal (`client.terminals`).
+        ClientTerminalResult => "client.terminal.result",
         /// A part of a file's text, or the end of a write (`client.files`).
         ClientFileResult => "client.file.result",
     }
@@ -171,6 +173,8 @@ pub const INPUT_ATTACHMENTS: &str = "input.attachments";
 
 /// The `reasoning.summaries` extension's capability name.
 pub const REASONING_SUMMARIES: &str = "reasoning.summaries";
+/// The `client.terminals` extension's capability name.
+pub const CLIENT_TERMINALS: &str = "client.terminals";
 
 /// The capabilities advertised by `initialize`, in the protocol's order.
 ///

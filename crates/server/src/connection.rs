@@ -32,6 +32,7 @@ mod negotiation;
 mod questions;
 mod session_job;
 mod session_work;
+mod terminals;
 mod titles;
 mod turns;
 
@@ -39,6 +40,7 @@ use compact::SESSION_COMPACT_METHOD;
 use negotiation::CLIENT_TOOL_RESULT_METHOD;
 use questions::QUESTION_ANSWER_METHOD;
 pub(crate) use session_job::{SessionDone, SessionJob};
+use terminals::CLIENT_TERMINAL_RESULT_METHOD;
 
 /// What the serve loop does after a frame was answered.
 #[derive(Debug)]
@@ -76,6 +78,7 @@ struct ActiveRun {
     closing: CancellationToken,
     approvals: ApprovalGate,
     client_calls: ClientToolGate,
+    terminals: magi_core::client_terminals::TerminalGate,
     questions: magi_core::questions::QuestionGate,
     files: magi_core::client_files::ClientFileGate,
 }
@@ -112,6 +115,8 @@ pub(crate) struct Connection {
     session_usage: bool,
     /// Whether the client required `input.attachments`.
     input_attachments: bool,
+    /// Whether the client required `client.terminals`.
+    client_terminals: bool,
     /// Whether the client required `client.files`.
     client_files: bool,
     /// Whether the client required `reasoning.summaries`.
@@ -151,6 +156,7 @@ impl Connection {
             user_questions: false,
             session_usage: false,
             input_attachments: false,
+            client_terminals: false,
             client_files: false,
             reasoning_summaries: false,
             client_tools_negotiated: false,
@@ -205,6 +211,14 @@ impl Connection {
         }
         if envelope.method == files::CLIENT_FILE_RESULT_METHOD {
             let answer = self.client_file_result(envelope.params);
+            match answer {
+                Ok(result) => self.output.result(id, result)?,
+                Err(code) => self.output.error(Some(id), code)?,
+            }
+            return Ok(Flow::Continue);
+        }
+        if envelope.method == CLIENT_TERMINAL_RESULT_METHOD {
+            let answer = self.client_terminal_result(envelope.params);
             match answer {
                 Ok(result) => self.output.result(id, result)?,
                 Err(code) => self.output.error(Some(id), code)?,

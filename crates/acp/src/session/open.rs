@@ -53,14 +53,17 @@ pub(crate) enum Target {
 
 /// A started backend in `cwd` with these variables beyond ours, initialized.
 pub(crate) async fn backend(cwd: &Path, env: &[(String, String)]) -> Result<Backend, Error> {
-    backend_with(cwd, env, false).await
+    backend_with(cwd, env, false, false).await
 }
 
-/// `backend`, with `client.files` negotiated when the client serves the files.
+/// `backend`, with `client.files` negotiated when the client serves the files, and
+/// `client.terminals` when it offers its terminal (the folder's `[acp]
+/// client_terminals` then decides where `bash` runs).
 async fn backend_with(
     cwd: &Path,
     env: &[(String, String)],
     client_files: bool,
+    terminals: bool,
 ) -> Result<Backend, Error> {
     let exe = std::env::current_exe().map_err(|e| {
         Error::internal_error().data(json!(format!("cannot find the magi-code executable: {e}")))
@@ -73,6 +76,9 @@ async fn backend_with(
         .spawn()
         .map_err(|e| Error::internal_error().data(json!(format!("{e}"))))?;
     let mut capabilities = CAPABILITIES.to_vec();
+    if terminals {
+        capabilities.push(names::CLIENT_TERMINALS);
+    }
     if client_files {
         capabilities.push(names::CLIENT_FILES);
     }
@@ -106,9 +112,10 @@ pub(crate) async fn open(
     mcp_servers: &[McpServer],
     target: Target,
     client_files: bool,
+    terminals: bool,
 ) -> Result<(String, Handle, Vec<SessionConfigOption>), Error> {
     let env = crate::mcp::backend_env(mcp_servers)?;
-    let mut backend = backend_with(&cwd, &env, client_files).await?;
+    let mut backend = backend_with(&cwd, &env, client_files, terminals).await?;
     let opened = attach(&mut backend, &cwd, &target).await;
     let attached = match opened {
         Ok(attached) => attached,

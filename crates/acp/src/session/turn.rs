@@ -160,6 +160,9 @@ impl Session {
 
     /// One event of the backend.
     pub(super) async fn event(&mut self, event: Event) {
+        let Some(event) = self.terminal_event(event) else {
+            return;
+        };
         let Some(event) = self.file_event(event) else {
             return;
         };
@@ -241,7 +244,9 @@ impl Session {
                 }
             }
             Event::ToolCard(event) if event.run_id == turn.run_id => {
-                let call = tool_calls::tool_call(&event.card, &self.cwd);
+                let call = self
+                    .terminals
+                    .embed(tool_calls::tool_call(&event.card, &self.cwd));
                 let update = if turn.announced.insert(event.activity_id) {
                     SessionUpdate::ToolCall(call)
                 } else {

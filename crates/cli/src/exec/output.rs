@@ -241,6 +241,8 @@ impl Output {
             | Event::QuestionAsked(_)
             | Event::UsageUpdated(_)
             | Event::SessionTitled(_)
+            | Event::ClientTerminalRun(_)
+            | Event::ClientTerminalCancel(_)
             | Event::ClientFileRead(_)
             | Event::ClientFileWrite(_)
             | Event::ClientFileCancel(_)

@@ -19,6 +19,7 @@ mod card_props;
 mod cards;
 mod catalog;
 mod client_files;
+mod client_terminals;
 mod client_tools;
 mod code_mode;
 mod code_mode_nested;

@@ -3,14 +3,15 @@
 
 use std::sync::Arc;
 
+use magi_protocol::messages::ClientTerminalsDescriptor;
 use magi_protocol::messages::{
     ApprovalScopesDescriptor, ClientFilesDescriptor, InitializeParams, InitializeResult,
     InputAttachmentsDescriptor, ReasoningSummariesDescriptor, SessionUsageDescriptor,
     UserQuestionsDescriptor,
 };
 use magi_protocol::names::{
-    APPROVAL_SCOPES, CLIENT_FILES, INPUT_ATTACHMENTS, REASONING_SUMMARIES, SESSION_USAGE,
-    USER_QUESTIONS,
+    APPROVAL_SCOPES, CLIENT_FILES, CLIENT_TERMINALS, INPUT_ATTACHMENTS, REASONING_SUMMARIES,
+    SESSION_USAGE, USER_QUESTIONS,
 };
 use serde_json::Value;
 
@@ -27,6 +28,7 @@ pub(super) struct Negotiation {
     user_questions: bool,
     session_usage: bool,
     input_attachments: bool,
+    client_terminals: bool,
     client_files: bool,
     reasoning_summaries: bool,
     shared: Arc<Shared>,
@@ -48,6 +50,7 @@ impl Negotiation {
             user_questions: requires(USER_QUESTIONS),
             session_usage: requires(SESSION_USAGE),
             input_attachments: requires(INPUT_ATTACHMENTS),
+            client_terminals: requires(CLIENT_TERMINALS),
             client_files: requires(CLIENT_FILES),
             reasoning_summaries: requires(REASONING_SUMMARIES),
             shared,
@@ -65,6 +68,7 @@ impl Negotiation {
             user_questions: self.user_questions,
             session_usage: self.session_usage,
             input_attachments: self.input_attachments,
+            client_terminals: self.client_terminals,
             client_files: self.client_files,
             reasoning_summaries: self.reasoning_summaries,
         };
@@ -84,6 +88,9 @@ impl Negotiation {
         self.shared
             .session_usage
             .store(self.session_usage, std::sync::atomic::Ordering::SeqCst);
+        self.shared
+            .client_terminals
+            .store(self.client_terminals, std::sync::atomic::Ordering::SeqCst);
         self.shared
             .client_files
             .store(self.client_files, std::sync::atomic::Ordering::SeqCst);
@@ -106,6 +113,7 @@ struct Required {
     user_questions: bool,
     session_usage: bool,
     input_attachments: bool,
+    client_terminals: bool,
     client_files: bool,
     reasoning_summaries: bool,
 }
@@ -113,9 +121,8 @@ struct Required {
 /// Checks what an admitted `initialize` advertises: the sixteen base capabilities in
 /// order, then `tool.cards` with exactly schema 1's descriptor, `client.tools` with
 /// its descriptor, `approval.scopes`, `user.questions`, `session.usage`,
-/// `input.attachments`, `client.files` and `reasoning.summaries` with schema 1's, each
-/// exactly when it was required, and nothing of
-/// them otherwise.
+/// `input.attachments`, `client.files`, `reasoning.summaries` and `client.terminals`
+/// with schema 1's, each exactly when it was required, and nothing of them otherwise.
 fn check_advertisement(result: &InitializeResult, required: &Required) -> Result<(), Violation> {
     let mut expected = magi_protocol::names::base_capabilities();
     if required.tool_cards {
@@ -141,6 +148,9 @@ fn check_advertisement(result: &InitializeResult, required: &Required) -> Result
     }
     if required.reasoning_summaries {
         expected.push(REASONING_SUMMARIES.to_owned());
+    }
+    if required.client_terminals {
+        expected.push(CLIENT_TERMINALS.to_owned());
     }
     if result.capabilities != expected {
         return Err(Violation("initialize advertised other capabilities".into()));
@@ -194,6 +204,14 @@ fn check_advertisement(result: &InitializeResult, required: &Required) -> Result
         (true, Some(d)) => *d == InputAttachmentsDescriptor::schema_1(),
         _ => false,
     };
+    let terminals_ok = match (
+        required.client_terminals,
+        extensions.and_then(|e| e.client_terminals.as_ref()),
+    ) {
+        (false, None) => true,
+        (true, Some(d)) => *d == ClientTerminalsDescriptor::schema_1(),
+        _ => false,
+    };
     let files_ok = match (
         required.client_files,
         extensions.and_then(|e| e.client_files.as_ref()),
@@ -217,7 +235,8 @@ fn check_advertisement(result: &InitializeResult, required: &Required) -> Result
         || required.session_usage
         || required.input_attachments
         || required.client_files
-        || required.reasoning_summaries;
+        || required.reasoning_summaries
+        || required.client_terminals;
     let all_ok = cards_ok
         && tools_ok
         && scopes_ok
@@ -225,7 +244,8 @@ fn check_advertisement(result: &InitializeResult, required: &Required) -> Result
         && usage_ok
         && attachments_ok
         && files_ok
-        && reasoning_ok;
+        && reasoning_ok
+        && terminals_ok;
     if all_ok && extensions.is_some() == any {
         Ok(())
     } else {

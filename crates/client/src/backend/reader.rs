@@ -71,6 +71,9 @@ pub(super) async fn read_output(
             checker.reasoning_summaries = shared
                 .reasoning_summaries
                 .load(std::sync::atomic::Ordering::SeqCst);
+            checker.client_terminals = shared
+                .client_terminals
+                .load(std::sync::atomic::Ordering::SeqCst);
             let checked = match unit {
                 Decoded::Frame(line) => checker.check(&line),
                 Decoded::TooLarge => Err(Violation("output frame over the bound".into())),

@@ -88,6 +88,8 @@ impl Transcript {
             | Event::QuestionAsked(_)
             | Event::UsageUpdated(_)
             | Event::SessionTitled(_)
+            | Event::ClientTerminalRun(_)
+            | Event::ClientTerminalCancel(_)
             | Event::ClientFileRead(_)
             | Event::ClientFileWrite(_)
             | Event::ClientFileCancel(_)

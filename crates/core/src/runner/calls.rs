@@ -59,6 +59,7 @@ mod role;
 mod rules;
 mod settle;
 mod supervision;
+mod terminal;
 
 pub(super) use role::{Delegate, Gates, Role};
 

@@ -69,6 +69,8 @@ pub struct RunHandle {
     pub approvals: ApprovalGate,
     /// Where `client.tool.result` answers the run's client tool calls.
     pub client_calls: ClientToolGate,
+    /// Where `client.terminal.result` answers the run's terminal calls.
+    pub terminals: crate::client_terminals::TerminalGate,
     /// Where `question.answer` answers the run's questions to the user.
     pub questions: crate::questions::QuestionGate,
     /// Where `client.file.result` answers the run's reads and writes.
@@ -95,6 +97,7 @@ pub fn start_turn(
     let gates = calls::Gates::default();
     let (approvals, client_calls) = (gates.approvals.clone(), gates.client_calls.clone());
     let questions = gates.questions.clone();
+    let terminals = gates.terminals.clone();
     let files = gates.files.clone();
     // The sessions travel through this slot so that a failed spawn can return them.
     let slot = Arc::new(std::sync::Mutex::new(Some(sessions)));
@@ -153,6 +156,7 @@ pub fn start_turn(
             closing,
             approvals,
             client_calls,
+            terminals,
             questions,
             files,
             events,
@@ -241,6 +245,7 @@ mod tests {
             subagents: Arc::default(),
             disabled_tools: Arc::default(),
             hooks: Arc::default(),
+            client_terminals: false,
         };
         let request = TurnRequest {
             session_id: session_id.clone(),

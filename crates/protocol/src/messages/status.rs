@@ -99,6 +99,13 @@ pub struct Extensions {
         skip_serializing_if = "Option::is_none"
     )]
     pub input_attachments: Option<super::InputAttachmentsDescriptor>,
+    /// The `client.terminals` descriptor, schema 1, when negotiated.
+    #[serde(
+        rename = "client.terminals",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub client_terminals: Option<super::ClientTerminalsDescriptor>,
     /// The `client.files` descriptor, schema 1, when negotiated.
     #[serde(
         rename = "client.files",

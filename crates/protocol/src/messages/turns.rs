@@ -291,6 +291,12 @@ pub enum Event {
     /// `session.titled`, only with `session.usage` negotiated.
     #[serde(rename = "session.titled")]
     SessionTitled(super::SessionTitled),
+    /// `client.terminal.run`, only with `client.terminals` negotiated.
+    #[serde(rename = "client.terminal.run")]
+    ClientTerminalRun(Box<super::ClientTerminalRun>),
+    /// `client.terminal.cancel`, only with `client.terminals` negotiated.
+    #[serde(rename = "client.terminal.cancel")]
+    ClientTerminalCancel(super::ClientTerminalCancel),
     /// `client.file.read`, only with `client.files` negotiated.
     #[serde(rename = "client.file.read")]
     ClientFileRead(Box<super::ClientFileRead>),

@@ -14,8 +14,8 @@ use magi_protocol::messages::{
     SessionUsageDescriptor,
 };
 use magi_protocol::names::{
-    APPROVAL_SCOPES, CLIENT_FILES, INPUT_ATTACHMENTS, REASONING_SUMMARIES, SESSION_USAGE,
-    USER_QUESTIONS, base_capabilities,
+    APPROVAL_SCOPES, CLIENT_FILES, CLIENT_TERMINALS, INPUT_ATTACHMENTS, REASONING_SUMMARIES,
+    SESSION_USAGE, USER_QUESTIONS, base_capabilities,
 };
 use magi_protocol::{ErrorCode, StartupError};
 use serde_json::value::RawValue;
@@ -47,6 +47,7 @@ impl Connection {
         self.user_questions = required.user_questions;
         self.session_usage = required.session_usage;
         self.input_attachments = required.input_attachments;
+        self.client_terminals = required.client_terminals;
         self.client_files = required.client_files;
         self.reasoning_summaries = required.reasoning_summaries;
         self.client_tools_negotiated = required.client_tools.is_some();
@@ -96,6 +97,7 @@ impl Connection {
                     || self.user_questions
                     || self.session_usage
                     || self.input_attachments
+                    || self.client_terminals
                     || self.client_files
                     || self.reasoning_summaries
                 {
@@ -106,6 +108,7 @@ impl Connection {
                         user_questions: None,
                         session_usage: None,
                         input_attachments: None,
+                        client_terminals: None,
                         client_files: None,
                         reasoning_summaries: None,
                     };
@@ -146,6 +149,11 @@ impl Connection {
                         capabilities.push(REASONING_SUMMARIES.to_owned());
                         negotiated.reasoning_summaries =
                             Some(ReasoningSummariesDescriptor::schema_1());
+                    }
+                    if self.client_terminals {
+                        capabilities.push(CLIENT_TERMINALS.to_owned());
+                        negotiated.client_terminals =
+                            Some(magi_protocol::messages::ClientTerminalsDescriptor::schema_1());
                     }
                     extensions = Some(negotiated);
                 }

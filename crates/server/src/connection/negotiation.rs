@@ -4,17 +4,17 @@
 use magi_core::client_tools::ClientTool;
 use magi_protocol::cards;
 use magi_protocol::limits::{
-    CLIENT_FILES_NAME_ROOM, CLIENT_TOOL_DESCRIPTION_BYTES, CLIENT_TOOL_MAX_TIMEOUT_MS,
-    CLIENT_TOOL_SCHEMA_BYTES, CLIENT_TOOLS, INPUT_ATTACHMENTS_NAME_ROOM,
-    REASONING_SUMMARIES_NAME_ROOM, REQUIRED_CAPABILITY_NAMES,
+    CLIENT_FILES_NAME_ROOM, CLIENT_TERMINALS_NAME_ROOM, CLIENT_TOOL_DESCRIPTION_BYTES,
+    CLIENT_TOOL_MAX_TIMEOUT_MS, CLIENT_TOOL_SCHEMA_BYTES, CLIENT_TOOLS,
+    INPUT_ATTACHMENTS_NAME_ROOM, REASONING_SUMMARIES_NAME_ROOM, REQUIRED_CAPABILITY_NAMES,
     REQUIRED_CAPABILITY_NAMES_WITH_APPROVAL_SCOPES, REQUIRED_CAPABILITY_NAMES_WITH_CLIENT_TOOLS,
     REQUIRED_CAPABILITY_NAMES_WITH_CLIENT_TOOLS_AND_APPROVAL_SCOPES, SESSION_USAGE_NAME_ROOM,
     USER_QUESTIONS_CAPABILITY_NAMES,
 };
 use magi_protocol::messages::{ClientToolDefinition, InitializeParams};
 use magi_protocol::names::{
-    APPROVAL_SCOPES, CLIENT_FILES, INPUT_ATTACHMENTS, REASONING_SUMMARIES, SESSION_USAGE,
-    USER_QUESTIONS, is_valid_name,
+    APPROVAL_SCOPES, CLIENT_FILES, CLIENT_TERMINALS, INPUT_ATTACHMENTS, REASONING_SUMMARIES,
+    SESSION_USAGE, USER_QUESTIONS, is_valid_name,
 };
 use magi_protocol::{ErrorCode, Method};
 use serde_json::value::RawValue;
@@ -38,6 +38,8 @@ pub(super) struct Negotiation {
     pub(super) session_usage: bool,
     /// Whether `input.attachments` was required.
     pub(super) input_attachments: bool,
+    /// Whether `client.terminals` was required.
+    pub(super) client_terminals: bool,
     /// Whether `client.files` was required.
     pub(super) client_files: bool,
     /// Whether `reasoning.summaries` was required.
@@ -58,6 +60,7 @@ fn is_known_capability(name: &str) -> bool {
         || name == USER_QUESTIONS
         || name == SESSION_USAGE
         || name == INPUT_ATTACHMENTS
+        || name == CLIENT_TERMINALS
         || name == CLIENT_FILES
         || name == REASONING_SUMMARIES
 }
@@ -135,6 +138,9 @@ pub(super) fn preflight_capabilities(params: &RawValue) -> Result<Negotiation, E
     // And `input.attachments`.
     let wants_attachments = names.iter().any(|n| n == INPUT_ATTACHMENTS);
     let most = most + usize::from(wants_attachments) * INPUT_ATTACHMENTS_NAME_ROOM;
+    // And `client.terminals`.
+    let wants_terminals = names.iter().any(|n| n == CLIENT_TERMINALS);
+    let most = most + usize::from(wants_terminals) * CLIENT_TERMINALS_NAME_ROOM;
     // And `client.files`.
     let wants_files = names.iter().any(|n| n == CLIENT_FILES);
     let most = most + usize::from(wants_files) * CLIENT_FILES_NAME_ROOM;
@@ -158,6 +164,7 @@ pub(super) fn preflight_capabilities(params: &RawValue) -> Result<Negotiation, E
         user_questions: wants_questions,
         session_usage: wants_usage,
         input_attachments: wants_attachments,
+        client_terminals: wants_terminals,
         client_files: wants_files,
         reasoning_summaries: wants_reasoning,
     })
@@ -197,6 +204,7 @@ mod tests {
                 user_questions: false,
                 session_usage: false,
                 input_attachments: false,
+                client_terminals: false,
                 client_files: false,
                 reasoning_summaries: false,
             })

@@ -49,6 +49,7 @@ impl Connection {
                             closing: handle.closing,
                             approvals: handle.approvals,
                             client_calls: handle.client_calls,
+                            terminals: handle.terminals,
                             questions: handle.questions,
                             files: handle.files,
                         });
@@ -109,7 +110,10 @@ impl Connection {
             .selection
             .as_ref()
             .ok_or(ErrorCode::ProviderUnavailable)?;
-        let agent = agent_for(runtime, selection)?;
+        let mut agent = agent_for(runtime, selection)?;
+        // `bash` goes to the client's terminal only when both the client offers one
+        // and the folder's settings opt in.
+        agent.client_terminals = self.client_terminals && runtime.settings.acp.client_terminals;
         let sessions = self.sessions.take().ok_or(ErrorCode::Busy)?;
         let request = TurnRequest {
             session_id: params.session_id,

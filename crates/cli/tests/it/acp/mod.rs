@@ -26,6 +26,7 @@ mod mcp;
 mod models;
 mod refusal;
 mod sdk;
+mod terminal;
 mod thoughts;
 
 use crate::common::acp::{Acp, text_of};

@@ -71,6 +71,10 @@ async fn acp_the_typescript_sdk_client_drives_a_whole_scenario() {
     mock.enqueue(Reply::stream().text(["Edited."]));
     let env = env_for(&mock);
     std::fs::write(env.cwd().join("buffer.txt"), "from the disk\n").unwrap();
+    mock.enqueue(calls("bash", &[bash("t1", "echo in the editor terminal")]));
+    mock.enqueue(Reply::stream().text(["Ran in the terminal."]));
+    // Only the fourth connection offers a terminal, so only it runs `bash` there.
+    env.write_settings("[acp]\nclient_terminals = true\n");
     let other = env.root().join("other");
     std::fs::create_dir(&other).unwrap();
 
@@ -134,13 +138,15 @@ async fn acp_the_typescript_sdk_client_drives_a_whole_scenario() {
         .iter()
         .map(|p| p["kind"].as_str().unwrap())
         .collect();
-    // The "always" turn asked once for its two calls; the last is the MCP call.
+    // The "always" turn asked once for its two calls; then the MCP call, the edit of
+    // the editor's buffer and the terminal's command.
     assert_eq!(
         asked,
         [
             "allow_once",
             "reject_once",
             "allow_always",
+            "allow_once",
             "allow_once",
             "allow_once",
             "allow_once"
@@ -174,7 +180,7 @@ async fn acp_the_typescript_sdk_client_drives_a_whole_scenario() {
         "{echo}"
     );
     let requests = mock.requests();
-    let output = tool_outputs(&requests[requests.len() - 5].body).join("\n");
+    let output = tool_outputs(&requests[requests.len() - 7].body).join("\n");
     assert!(output.contains("hello from the model"), "{output}");
 
     // The SDK's file handlers served the read and the edit; the disk is untouched.
@@ -187,12 +193,45 @@ async fn acp_the_typescript_sdk_client_drives_a_whole_scenario() {
         report["fs"]["writes"],
         json!([{"path": buffer, "content": "from the edited buffer\n"}])
     );
-    let output = tool_outputs(&requests[requests.len() - 3].body).join("\n");
+    let output = tool_outputs(&requests[requests.len() - 5].body).join("\n");
     assert!(output.contains("from the editor buffer"), "{output}");
     assert_eq!(
         std::fs::read_to_string(env.cwd().join("buffer.txt")).unwrap(),
         "from the disk\n"
     );
+
+    // The fourth connection's `bash` ran in the client's terminal, from create to
+    // release, and the model was given what it printed.
+    assert_eq!(steps["terminal"]["stopReason"], "end_turn");
+    let terminal: Vec<&str> = report["terminal"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["method"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        terminal,
+        [
+            "terminal/create",
+            "terminal/wait_for_exit",
+            "terminal/output",
+            "terminal/release"
+        ]
+    );
+    assert_eq!(
+        report["terminal"][0]["args"][1],
+        "echo in the editor terminal"
+    );
+    let output = tool_outputs(&requests[requests.len() - 1].body).join("\n");
+    assert!(
+        output.contains("in the editor terminal\n[exit code 0; ran in the client's terminal]"),
+        "{output}"
+    );
+    let from = steps["terminal"]["from"].as_u64().unwrap();
+    let embedded = updates(&report, from, "tool_call_update")
+        .into_iter()
+        .any(|u| u["content"][0]["type"] == "terminal");
+    assert!(embedded, "the terminal is embedded in the tool call");
     let kinds = steps["load"]["kinds"].as_array().unwrap();
     for kind in ["user_message_chunk", "agent_message_chunk", "tool_call"] {
         assert!(kinds.iter().any(|k| k == kind), "{kind} in {kinds:?}");

@@ -11,9 +11,13 @@ import { Readable, Writable } from "node:stream";
 import { client, methods, ndJsonStream, PROTOCOL_VERSION } from "@agentclientprotocol/sdk";
 
 const [bin, workspace, other, mcpServer] = process.argv.slice(2);
-const report = { steps: {}, updates: [], permissions: [] };
+const report = { steps: {}, updates: [], permissions: [], terminal: [] };
 // The kinds the permission requests are answered with, in order.
-const answers = ["allow_once", "reject_once", "allow_always", "allow_once", "allow_once", "allow_once"];
+const answers = [
+  "allow_once", "reject_once", "allow_always", "allow_once", "allow_once", "allow_once", "allow_once",
+];
+// The third connection's terminals: each runs its command for real, here.
+const terminals = new Map();
 // The editor's unsaved buffers, by absolute path, and what the agent asked of them.
 const buffers = new Map();
 report.fs = { reads: [], writes: [] };
@@ -43,7 +47,50 @@ const app = client({ name: "magi-code-acp-test" })
   })
   .onNotification(methods.client.session.update, ({ params }) => {
     report.updates.push(params);
+  })
+  .onRequest(methods.client.terminal.create, ({ params }) => {
+    report.terminal.push({ method: "terminal/create", command: params.command, args: params.args, limit: params.outputByteLimit });
+    const terminalId = `term-${terminals.size + 1}`;
+    const child = spawn(params.command, params.args ?? [], { cwd: params.cwd, stdio: ["ignore", "pipe", "pipe"] });
+    const terminal = { output: "", exit: null };
+    child.stdout.on("data", (chunk) => (terminal.output += chunk));
+    child.stderr.on("data", (chunk) => (terminal.output += chunk));
+    terminal.exited = new Promise((resolve) =>
+      child.on("exit", (code, signal) => {
+        terminal.exit = { exitCode: code, signal };
+        resolve(terminal.exit);
+      }),
+    );
+    terminal.child = child;
+    terminals.set(terminalId, terminal);
+    return { terminalId };
+  })
+  .onRequest(methods.client.terminal.waitForExit, async ({ params }) => {
+    report.terminal.push({ method: "terminal/wait_for_exit" });
+    return await terminals.get(params.terminalId).exited;
+  })
+  .onRequest(methods.client.terminal.output, ({ params }) => {
+    report.terminal.push({ method: "terminal/output" });
+    const terminal = terminals.get(params.terminalId);
+    return { output: terminal.output, truncated: false, exitStatus: terminal.exit };
+  })
+  .onRequest(methods.client.terminal.kill, ({ params }) => {
+    report.terminal.push({ method: "terminal/kill" });
+    terminals.get(params.terminalId).child.kill();
+    return {};
+  })
+  .onRequest(methods.client.terminal.release, ({ params }) => {
+    report.terminal.push({ method: "terminal/release" });
+    terminals.delete(params.terminalId);
+    return {};
   });
+
+// The SDK resolves a response at once but hands notifications to their handlers
+// through a chain of promises, so the updates sent just before a prompt's answer may
+// still be on their way when it resolves: one macrotask lets them land first.
+function settled() {
+  return new Promise((resolve) => setImmediate(resolve));
+}
 
 function text(sessionId, from) {
   return report.updates
@@ -68,6 +115,7 @@ async function firstConnection(ctx) {
       sessionId: id,
       prompt: [{ type: "text", text: prompt }],
     });
+    await settled();
     report.steps[name] = { stopReason: answer.stopReason, text: text(id, from), from };
   };
   await turn("hello", "Say hello");
@@ -87,6 +135,7 @@ async function firstConnection(ctx) {
     }
     await ctx.notify(methods.agent.session.cancel, { sessionId: id });
     const answer = await pending;
+    await settled();
     report.steps.cancel = { stopReason: answer.stopReason, text: text(id, from) };
   }
   const model = a.configOptions.find((o) => o.id === "model");
@@ -117,6 +166,7 @@ async function firstConnection(ctx) {
     sessionId: c.sessionId,
     prompt: [{ type: "text", text: "Echo something" }],
   });
+  await settled();
   report.steps.mcp = { stopReason: answer.stopReason, text: text(c.sessionId, from), from };
   return id;
 }
@@ -148,6 +198,22 @@ async function filesConnection(ctx) {
   }
 }
 
+// A client offering its terminal, in a folder whose settings opt in: `bash` runs there.
+async function terminalConnection(ctx) {
+  await ctx.request(methods.agent.initialize, {
+    protocolVersion: PROTOCOL_VERSION,
+    clientCapabilities: { terminal: true },
+  });
+  const s = await ctx.request(methods.agent.session.new, { cwd: workspace, mcpServers: [] });
+  const from = report.updates.length;
+  const answer = await ctx.request(methods.agent.session.prompt, {
+    sessionId: s.sessionId,
+    prompt: [{ type: "text", text: "Run it in the terminal" }],
+  });
+  await settled();
+  report.steps.terminal = { stopReason: answer.stopReason, text: text(s.sessionId, from), from };
+}
+
 const first = start();
 const id = await app.connectWith(first.stream, firstConnection);
 first.child.stdin.end();
@@ -160,4 +226,8 @@ const third = start();
 await app.connectWith(third.stream, filesConnection);
 third.child.stdin.end();
 await new Promise((resolve) => third.child.on("exit", resolve));
+const fourth = start();
+await app.connectWith(fourth.stream, terminalConnection);
+fourth.child.stdin.end();
+await new Promise((resolve) => fourth.child.on("exit", resolve));
 process.stdout.write(JSON.stringify(report));

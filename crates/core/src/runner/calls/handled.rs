@@ -33,6 +33,8 @@ pub(super) enum Handler {
     NoImages,
     /// `code_mode`: a script on its engine's thread, its nested calls the turn's.
     CodeMode,
+    /// `bash` in the client's terminal (`client.terminals`).
+    Terminal,
 }
 
 impl CallService<'_, '_> {
@@ -52,6 +54,9 @@ impl CallService<'_, '_> {
             && matches!(role, Role::Session(_))
         {
             return Some(Handler::Control);
+        }
+        if call.name == magi_tools::BuiltinTool::Bash.name() && self.agent.client_terminals {
+            return Some(Handler::Terminal);
         }
         if call.name == magi_tools::BuiltinTool::CodeMode.name() {
             return Some(Handler::CodeMode);
@@ -93,6 +98,7 @@ impl CallService<'_, '_> {
             Handler::Control => self.control(call),
             Handler::NoImages => self.no_images(call),
             Handler::CodeMode => self.code_mode(role, call, activity_id).await,
+            Handler::Terminal => self.run_in_terminal(call, activity_id).await,
         }
     }
 

@@ -21,6 +21,8 @@ pub(in crate::runner) struct Gates {
     pub(in crate::runner) approvals: ApprovalGate,
     /// Answers the run's client tool calls.
     pub(in crate::runner) client_calls: ClientToolGate,
+    /// Answers the run's client terminal calls (`client.terminals`).
+    pub(in crate::runner) terminals: crate::client_terminals::TerminalGate,
     /// Answers the run's questions to the user.
     pub(in crate::runner) questions: crate::questions::QuestionGate,
     /// Answers the run's reads and writes through the client (`client.files`).

@@ -109,6 +109,7 @@ impl Fixture {
             subagents: Arc::default(),
             disabled_tools: Arc::default(),
             hooks: Arc::default(),
+            client_terminals: false,
         };
         Fixture {
             log: home.session_path(&cwd, &session_id),

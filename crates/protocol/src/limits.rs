@@ -552,3 +552,11 @@ pub const ACP_SESSIONS: usize = 16;
 /// Most `session/request_permission` (and other) requests `magi-code acp` waits on at
 /// once from its client.
 pub const ACP_PENDING_REQUESTS: usize = 256;
+
+/// Largest request the backend sends its spawn server (program, arguments, working
+/// directory and environment of one command), in bytes; a larger one starts its command
+/// through a launcher of its own instead. Internal.
+pub const SPAWN_REQUEST_BYTES: usize = 65_536;
+/// How long the backend waits for a spawn server to start (and confine itself) or to
+/// answer one request, in milliseconds; past it the server is given up. Internal.
+pub const SPAWN_SERVER_WAIT_MS: u64 = 10_000;

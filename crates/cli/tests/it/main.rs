@@ -53,6 +53,7 @@ mod questions;
 mod sandbox;
 mod session_usage;
 mod sessions;
+mod spawner;
 mod subagents;
 mod titles;
 mod tool_calls;

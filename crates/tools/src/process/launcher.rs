@@ -36,6 +36,7 @@ use nix::sys::signal::{Signal, killpg};
 use nix::unistd::getpgrp;
 
 use super::confine::{self, Policy};
+use super::spawner;
 
 /// The first argument that makes `magi-code` run as a launcher rather than parse its
 /// command line. Internal: the backend passes it, people never type it.
@@ -117,6 +118,14 @@ pub(crate) fn program() -> Option<&'static Path> {
     LAUNCHER.get().map(|launcher| launcher.program.as_path())
 }
 
+/// What a spawn server is started with, once [`enable`]d: the program, and the
+/// lifeline's descriptor, which it closes (it watches its socket instead).
+pub(crate) fn serving() -> Option<(&'static Path, i32)> {
+    LAUNCHER
+        .get()
+        .map(|launcher| (launcher.program.as_path(), launcher.read_end.as_raw_fd()))
+}
+
 /// A [`Command`] for `program`, through the launcher when enabled, confined to `policy`
 /// when one is given (the caller gives one only when the launcher is enabled).
 pub(crate) fn command(program: &OsStr, policy: Option<&Policy>) -> Command {
@@ -159,9 +168,14 @@ fn is_executable(path: &Path) -> bool {
 /// descriptor, the sandbox policy if any (`confine`), `--`, then the command and its
 /// arguments. It must already lead its own process group (its parent started it so).
 /// With `--probe` alone it only reports what the kernel can enforce (see
-/// [`crate::sandbox::probe`]).
+/// [`crate::sandbox::probe`]); with `--serve` it is a spawn server (see `spawner`).
 pub fn main(arguments: impl IntoIterator<Item = OsString>) -> ExitCode {
     let arguments: Vec<OsString> = arguments.into_iter().collect();
+    if let Some((first, options)) = arguments.split_first()
+        && first == spawner::SERVE_OPTION
+    {
+        return spawner::server::main(options);
+    }
     if arguments.len() == 1 && arguments[0] == confine::PROBE_OPTION {
         let mut out = io::stdout().lock();
         return match writeln!(out, "{}", confine::probe()) {
@@ -222,10 +236,10 @@ fn launch(arguments: Vec<OsString>) -> Result<ExitCode, String> {
     Ok(ExitCode::from(status.code().unwrap_or(1) as u8))
 }
 
-/// Confines the launcher, before it starts the command, to `policy`; refuses when the
-/// policy is required and the kernel lacks Landlock, or seccomp where the network
-/// setting needs it.
-fn confine(policy: &Policy) -> Result<(), String> {
+/// Confines the launcher (or a spawn server), before it starts the command, to
+/// `policy`; refuses when the policy is required and the kernel lacks Landlock, or
+/// seccomp where the network setting needs it.
+pub(super) fn confine(policy: &Policy) -> Result<(), String> {
     let enforced = confine::apply(policy)?;
     if policy.required {
         if enforced.landlock_abi.is_none() {

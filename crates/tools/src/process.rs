@@ -254,6 +254,7 @@ impl Shell<'_> {
             hidden_env: self.hidden_env,
             stdin: stdin.is_some(),
             policy: self.policy,
+            server_command: launcher::server_command,
         });
         let (child, streams) = match served {
             Some(spawned) => spawned?,

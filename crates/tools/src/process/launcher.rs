@@ -118,12 +118,22 @@ pub(crate) fn program() -> Option<&'static Path> {
     LAUNCHER.get().map(|launcher| launcher.program.as_path())
 }
 
-/// What a spawn server is started with, once [`enable`]d: the program, and the
-/// lifeline's descriptor, which it closes (it watches its socket instead).
-pub(crate) fn serving() -> Option<(&'static Path, i32)> {
-    LAUNCHER
-        .get()
-        .map(|launcher| (launcher.program.as_path(), launcher.read_end.as_raw_fd()))
+/// The launcher option that makes `magi-code __launch` a spawn server.
+const SERVE_OPTION: &str = "--serve";
+
+/// The command that starts a spawn server for `policy` (none: unconfined), once
+/// [`enable`]d: this program with [`SERVE_OPTION`], the lifeline's descriptor (which
+/// the server closes: it watches its socket instead) and the policy's arguments. The
+/// caller gives it its socket as standard input.
+pub(crate) fn server_command(policy: Option<&Policy>) -> Option<Command> {
+    let launcher = LAUNCHER.get()?;
+    let mut command = Command::new(&launcher.program);
+    command
+        .arg0("magi-code")
+        .args([LAUNCH_ARGUMENT, SERVE_OPTION])
+        .arg(launcher.read_end.as_raw_fd().to_string())
+        .args(policy.map(Policy::arguments).unwrap_or_default());
+    Some(command)
 }
 
 /// A [`Command`] for `program`, through the launcher when enabled, confined to `policy`
@@ -172,7 +182,7 @@ fn is_executable(path: &Path) -> bool {
 pub fn main(arguments: impl IntoIterator<Item = OsString>) -> ExitCode {
     let arguments: Vec<OsString> = arguments.into_iter().collect();
     if let Some((first, options)) = arguments.split_first()
-        && first == spawner::SERVE_OPTION
+        && first == SERVE_OPTION
     {
         return spawner::server::main(options);
     }
@@ -213,7 +223,7 @@ fn launch(arguments: Vec<OsString>) -> Result<ExitCode, String> {
         return Err("the backend that asked for it has ended".to_owned());
     }
     if let Some(policy) = &policy {
-        confine(policy)?;
+        confine::enforce(policy)?;
     }
     // SIGTERM to the group must not end the launcher before the command: it waits for
     // the command and reports how it ended. The handler does not survive exec.
@@ -234,22 +244,6 @@ fn launch(arguments: Vec<OsString>) -> Result<ExitCode, String> {
         return Ok(ExitCode::from(128u8.wrapping_add(signal as u8)));
     }
     Ok(ExitCode::from(status.code().unwrap_or(1) as u8))
-}
-
-/// Confines the launcher (or a spawn server), before it starts the command, to
-/// `policy`; refuses when the policy is required and the kernel lacks Landlock, or
-/// seccomp where the network setting needs it.
-pub(super) fn confine(policy: &Policy) -> Result<(), String> {
-    let enforced = confine::apply(policy)?;
-    if policy.required {
-        if enforced.landlock_abi.is_none() {
-            return Err("the sandbox is required and this kernel has no Landlock".to_owned());
-        }
-        if let Err(why) = enforced.seccomp {
-            return Err(format!("the sandbox is required and {why}"));
-        }
-    }
-    Ok(())
 }
 
 /// A new descriptor for the inherited lifeline, opened without blocking (a pipe whose

@@ -4,7 +4,7 @@
 //! about a millisecond and a half (loading the program, then its own spawn and watch
 //! thread); a request over a socket costs a few tens of microseconds.
 //!
-//! The server keeps what the per-command [`launcher`] promises. It confines itself
+//! The server keeps what the per-command `launcher` promises. It confines itself
 //! before it starts anything, so every command it starts inherits the confinement and
 //! cannot lift it. It watches its socket: at end of file (the backend is gone, however
 //! it ended) it sends every command's group `SIGTERM`, then `SIGKILL` after the grace
@@ -20,7 +20,7 @@
 //! [`SPAWN_SERVER_WAIT_MS`].
 //!
 //! A command still goes through a launcher of its own when no server can serve it:
-//! without [`launcher::enable`] (a library user), when a server refuses its policy (a
+//! without `launcher::enable` (a library user), when a server refuses its policy (a
 //! required sandbox the kernel cannot enforce: the launcher then refuses the command as
 //! it always did) or when its request is larger than [`SPAWN_REQUEST_BYTES`]. MCP stdio
 //! servers, which live as long as the backend, keep their own launcher too.
@@ -44,14 +44,10 @@ use nix::unistd::Pid;
 use rustix::net::{AddressFamily, SocketFlags, SocketType, socketpair};
 
 use super::confine::Policy;
-use super::launcher;
 use codec::{Event, Request, SpawnRequest};
 
 pub(crate) mod codec;
 pub(crate) mod server;
-
-/// The launcher option that makes `magi-code __launch` a spawn server.
-pub(crate) const SERVE_OPTION: &str = "--serve";
 
 /// A running command: a child of this process (started directly or through a launcher
 /// of its own), or of a spawn server.
@@ -149,6 +145,9 @@ pub(crate) struct Spawn<'a> {
     pub(crate) stdin: bool,
     /// Its confinement; none runs it unconfined.
     pub(crate) policy: Option<&'a Policy>,
+    /// The command that starts a server for a policy; none when there can be none
+    /// (`launcher::server_command`).
+    pub(crate) server_command: fn(Option<&Policy>) -> Option<Command>,
 }
 
 /// Starts a command in its own process group through the spawn server for its policy.
@@ -171,16 +170,16 @@ pub(crate) fn spawn(spawn: &Spawn) -> Option<io::Result<(Proc, Streams)>> {
             .collect(),
         own_group: true,
     };
-    let message = Request::Spawn(request.clone()).encode();
+    let id = request.id;
+    let message = Request::Spawn(request).encode();
     if message.len() > SPAWN_REQUEST_BYTES {
         return None;
     }
     // A server found gone only when the request is sent is replaced once.
     for _ in 0..2 {
-        let server = server_for(spawn.policy)?;
-        match send_spawn(&server, request.id, &message, spawn.stdin) {
-            Err(Unsent(e)) if !server.gone() => return Some(Err(e)),
-            Err(Unsent(_)) => continue,
+        let server = server_for(spawn.policy, spawn.server_command)?;
+        match send_spawn(&server, id, &message, spawn.stdin) {
+            Err(Unsent) => continue,
             Ok(result) => return Some(result),
         }
     }
@@ -189,8 +188,8 @@ pub(crate) fn spawn(spawn: &Spawn) -> Option<io::Result<(Proc, Streams)>> {
     )))
 }
 
-/// A request that never reached its server.
-struct Unsent(io::Error);
+/// A request that never reached its server, because the server is gone.
+struct Unsent;
 
 /// Sends one spawn request with fresh pipes for the command's streams and waits for
 /// its answer.
@@ -223,8 +222,14 @@ fn send_spawn(
     };
     let fds = theirs.each_ref().map(AsFd::as_fd);
     if let Err(e) = codec::send(server.socket.as_fd(), message, &fds) {
-        server.lost();
-        return Err(Unsent(e));
+        if matches!(
+            e.kind(),
+            io::ErrorKind::BrokenPipe | io::ErrorKind::ConnectionReset
+        ) {
+            server.lost();
+            return Err(Unsent);
+        }
+        return Ok(Err(e));
     }
     // Only the command holds the write ends now, so its output ends when it does.
     drop(theirs);
@@ -260,12 +265,9 @@ struct State {
 }
 
 impl Server {
-    /// Starts a server confined to `policy` and waits (bounded) until it is ready.
-    fn start(
-        program: &Path,
-        lifeline: i32,
-        policy: Option<&Policy>,
-    ) -> Result<Arc<Server>, String> {
+    /// Starts a server with `command` (its socket is added here) and waits (bounded)
+    /// until it is ready.
+    fn start(mut command: Command) -> Result<Arc<Server>, String> {
         let (ours, theirs) = socketpair(
             AddressFamily::UNIX,
             SocketType::SEQPACKET,
@@ -273,15 +275,7 @@ impl Server {
             None,
         )
         .map_err(|e| format!("cannot make a socket pair: {e}"))?;
-        let mut command = Command::new(program);
         command
-            .arg0("magi-code")
-            .args([
-                launcher::LAUNCH_ARGUMENT,
-                SERVE_OPTION,
-                &lifeline.to_string(),
-            ])
-            .args(policy.map(Policy::arguments).unwrap_or_default())
             .stdin(Stdio::from(theirs))
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -437,9 +431,12 @@ enum Slot {
 
 /// The server for `policy`, started when there is none or the last one ended. None
 /// when the launcher is not enabled or the policy was refused.
-fn server_for(policy: Option<&Policy>) -> Option<Arc<Server>> {
+fn server_for(
+    policy: Option<&Policy>,
+    server_command: fn(Option<&Policy>) -> Option<Command>,
+) -> Option<Arc<Server>> {
     static SERVERS: Mutex<Vec<(Option<Policy>, Slot)>> = Mutex::new(Vec::new());
-    let (program, lifeline) = launcher::serving()?;
+    let command = server_command(policy)?;
     let mut servers = SERVERS.lock().unwrap_or_else(PoisonError::into_inner);
     let index = servers.iter().position(|(key, _)| key.as_ref() == policy);
     if let Some(index) = index {
@@ -451,7 +448,7 @@ fn server_for(policy: Option<&Policy>) -> Option<Arc<Server>> {
             }
         }
     }
-    let slot = match Server::start(program, lifeline, policy) {
+    let slot = match Server::start(command) {
         Ok(server) => Slot::Serving(server),
         // Not only a refused policy: a server that cannot start at all leaves every
         // command to its own launcher, which works as it did before servers.

@@ -26,8 +26,7 @@ use nix::sys::wait::{Id, WaitPidFlag, WaitStatus, waitid, waitpid};
 use nix::unistd::Pid;
 
 use super::codec::{self, Event, Request, STREAMS, SpawnRequest};
-use crate::process::confine::Policy;
-use crate::process::launcher;
+use crate::process::confine::{self, Policy};
 
 /// The commands started and not yet reaped: process ID (the group's too) to request ID.
 type Live = HashMap<i32, u64>;
@@ -58,7 +57,7 @@ pub(crate) fn main(options: &[OsString]) -> ExitCode {
 /// Confines itself, says so, then serves until the backend is gone.
 fn serve(socket: &OwnedFd, policy: &[OsString]) -> Result<(), String> {
     if let Some(policy) = Policy::parse(policy)? {
-        launcher::confine(&policy)?;
+        confine::enforce(&policy)?;
     }
     // SIGCHLD wakes the loop through a socket of its own: no thread, no sleep.
     let (wake, woken) = UnixStream::pair().map_err(|e| format!("cannot make a pipe: {e}"))?;

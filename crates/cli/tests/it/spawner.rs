@@ -8,7 +8,9 @@
 )]
 
 use crate::common::*;
-use crate::exec::exec;
+use std::process::Stdio;
+
+use crate::exec::exec_command;
 use magi_testkit::{MockServer, Reply};
 
 fn bash(mock: &MockServer, id: &str, command: &str) {
@@ -25,13 +27,30 @@ async fn commands_share_a_spawn_server_and_a_killed_one_is_replaced() {
         "c1",
         "echo $PPID > p1; tr '\\0' ' ' < /proc/$PPID/cmdline > server1",
     );
-    bash(&mock, "c2", "echo $PPID > p2; kill -9 $PPID; sleep 30");
+    bash(&mock, "c2", "echo $PPID > p2.new; mv p2.new p2; sleep 30");
     bash(&mock, "c3", "echo $PPID > p3; echo ok > done");
     mock.enqueue(Reply::stream().text(["Done."]));
     let env = TestEnv::new();
-    let output = exec(&env, &mock, &["--allow-all", "Run them"]).await;
-    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let mut command = exec_command(&env, &mock, &["--allow-all", "Run them"]);
+    command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let child = command.spawn().unwrap();
     let read = |name: &str| std::fs::read_to_string(env.cwd().join(name)).unwrap();
+    // Kill the server while its second command runs: the command was reported
+    // started long before it wrote its file.
+    crate::tool_calls::wait_for_file(&env.cwd().join("p2")).await;
+    let killed = std::process::Command::new("kill")
+        .args(["-KILL", read("p2").trim()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let output = tokio::time::timeout(WAIT, child.wait_with_output())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
     let server = read("server1");
     assert!(server.contains("__launch --serve"), "{server}");
     assert_eq!(read("p1"), read("p2"), "one server for both commands");

@@ -17,7 +17,10 @@
 //! it still ran are killed by their groups (nothing else can reach them now, and their
 //! group IDs stay theirs while they live) and reported ended by `SIGKILL`, and the next
 //! command starts a new server. Every wait on a server is bounded by
-//! [`SPAWN_SERVER_WAIT_MS`].
+//! [`SPAWN_SERVER_WAIT_MS`]. One case stays blind: a server killed after it started a
+//! command and before it sent the command's process ID (a window of a few system
+//! calls, which a command that kills its own server can hit) leaves that command
+//! unknown: its call fails as not started, and it runs on in its own group.
 //!
 //! A command still goes through a launcher of its own when no server can serve it:
 //! without `launcher::enable` (a library user), when a server refuses its policy (a

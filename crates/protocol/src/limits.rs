@@ -592,3 +592,15 @@ pub const CLIENT_FILE_READ_BYTES: usize = WRITE_TOOL_BYTES;
 pub const CLIENT_FILE_TIMEOUT_MS: u64 = 30_000;
 /// Longest `error` of a failed `client.file.result`, in UTF-8 bytes.
 pub const CLIENT_FILE_ERROR_BYTES: usize = 1_024;
+
+/// Largest request the backend sends its spawn server (program, arguments, working
+/// directory and environment of one command), in bytes; a larger one starts its command
+/// through a launcher of its own instead. Internal.
+pub const SPAWN_REQUEST_BYTES: usize = 65_536;
+/// How long the backend waits for a spawn server to start (and confine itself) or to
+/// answer one request, in milliseconds; past it the server is given up. Internal.
+pub const SPAWN_SERVER_WAIT_MS: u64 = 10_000;
+/// Most spawn servers (distinct sandbox policies, the unconfined one among them) one
+/// backend keeps; a command of a further policy starts through a launcher of its own.
+/// Internal.
+pub const SPAWN_SERVERS: usize = 8;

@@ -19,7 +19,7 @@ use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
 use magi_protocol::limits::{BACKGROUND_JOBS, PROCESS_CAPTURE_BYTES, PROCESS_TERM_GRACE_MS};
-use nix::sys::signal::{Signal, killpg};
+use nix::sys::signal::Signal;
 
 use crate::ToolContext;
 use crate::facts::CommandFacts;
@@ -122,13 +122,13 @@ pub fn stop_all() {
         .filter(|job| job.ended.is_none())
         .collect();
     for job in &running {
-        let _ = killpg(job.started.group, Signal::SIGTERM);
+        job.started.child.signal_group(Signal::SIGTERM);
     }
     let deadline = Instant::now() + Duration::from_millis(PROCESS_TERM_GRACE_MS);
     for job in running {
         let left = deadline.saturating_duration_since(Instant::now());
         wait_until_exited(&mut job.started.child, left);
-        let _ = killpg(job.started.group, Signal::SIGKILL);
+        job.started.child.signal_group(Signal::SIGKILL);
         let _ = job.started.child.wait();
     }
 }

@@ -4,19 +4,21 @@
 //! call's facts when they end. `bash` runs its commands here and hands one still running
 //! over to `jobs`, which keeps waiting on it with the same machinery. Its parts:
 //! `capture` (the bounded capture files and what they kept), `launcher` (how a
-//! command dies with the backend), `confine` (the launcher applying the sandbox) and
-//! `hook` (a settings hook run with its input on stdin, the same way).
+//! command dies with the backend), `spawner` (the long-lived launcher that starts
+//! commands on request), `confine` (a launcher applying the sandbox) and `hook` (a
+//! settings hook run with its input on stdin, the same way).
 
 use std::ffi::{OsStr, OsString};
+use std::fs::File;
+use std::os::fd::OwnedFd;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ExitStatus, Stdio};
+use std::process::{ExitStatus, Stdio};
 use std::sync::{Arc, Mutex, OnceLock, mpsc};
 use std::time::{Duration, Instant};
 
 use magi_protocol::limits::{PROCESS_DRAIN_MS, PROCESS_TERM_GRACE_MS};
-use nix::sys::signal::{Signal, killpg};
-use nix::unistd::Pid;
+use nix::sys::signal::Signal;
 
 use crate::ToolContext;
 use crate::ToolOutput;
@@ -26,9 +28,11 @@ mod capture;
 pub(crate) mod confine;
 pub mod hook;
 pub mod launcher;
+mod spawner;
 
 use capture::{Capture, Files, captured_lines, first_line, spawn_reader};
 pub(crate) use capture::{Kept, capture_digests, capture_notes, read_bounded};
+pub(crate) use spawner::Proc;
 
 /// Longest pause between two looks at the child and the cancellation flag. Short pauses
 /// come first so a quick command is not held up by the poll.
@@ -62,8 +66,8 @@ pub(crate) enum End {
 
 /// A command started in its own process group, its three captures being written.
 pub(crate) struct Started {
-    pub(crate) child: Child,
-    pub(crate) group: Pid,
+    /// The command, leader of its own process group.
+    pub(crate) child: Proc,
     /// `stdout.txt`, `stderr.txt`, `output.txt`.
     pub(crate) paths: [PathBuf; 3],
     /// Held, never read: a temporary capture directory lives as long as the command.
@@ -85,12 +89,12 @@ impl Started {
     /// each kept and whether both streams ended.
     pub(crate) fn finish(&mut self, reaped: bool) -> ([Kept; 3], bool) {
         if !reaped {
-            self.ended_by = Some(terminate(&mut self.child, self.group));
+            self.ended_by = Some(terminate(&mut self.child));
         }
         // While members of the group live its ID cannot be reused; with none left the
         // signal finds nothing, unless the PID space wrapped in the instant since the
         // leader was reaped.
-        let _ = killpg(self.group, Signal::SIGKILL);
+        self.child.signal_group(Signal::SIGKILL);
         // Both readers end once every writer of the pipes is gone; a process that left
         // the group may keep them open, so the wait is bounded.
         let mut kept = [Kept::default(); 3];
@@ -133,19 +137,38 @@ fn bash_program() -> &'static OsStr {
 /// Ends a command's process group as a person would: `SIGTERM` to the whole group, then
 /// `SIGKILL` once the grace period is over unless its leader exited first; the leader is
 /// reaped either way. Says which of the two signals ended it.
-pub(crate) fn terminate(child: &mut Child, group: Pid) -> Signal {
-    let _ = killpg(group, Signal::SIGTERM);
+pub(crate) fn terminate(child: &mut Proc) -> Signal {
+    child.signal_group(Signal::SIGTERM);
     if wait_until_exited(child, Duration::from_millis(PROCESS_TERM_GRACE_MS)) {
         return Signal::SIGTERM;
     }
-    let _ = killpg(group, Signal::SIGKILL);
+    child.signal_group(Signal::SIGKILL);
     let _ = child.wait();
     Signal::SIGKILL
 }
 
+/// A process that can be looked at without waiting: a child of this process, or a
+/// command however it was started.
+pub(crate) trait Reap {
+    /// Its status if it ended, without waiting.
+    fn try_wait(&mut self) -> std::io::Result<Option<ExitStatus>>;
+}
+
+impl Reap for std::process::Child {
+    fn try_wait(&mut self) -> std::io::Result<Option<ExitStatus>> {
+        std::process::Child::try_wait(self)
+    }
+}
+
+impl Reap for Proc {
+    fn try_wait(&mut self) -> std::io::Result<Option<ExitStatus>> {
+        Proc::try_wait(self)
+    }
+}
+
 /// Whether `child` exits (and is reaped) within `within`, looked at in growing intervals
 /// up to `POLL_MAX`. A child that cannot be watched counts as not exited.
-pub(crate) fn wait_until_exited(child: &mut Child, within: Duration) -> bool {
+pub(crate) fn wait_until_exited(child: &mut impl Reap, within: Duration) -> bool {
     let deadline = Instant::now() + within;
     let mut pause = Duration::from_micros(100);
     loop {
@@ -207,7 +230,8 @@ pub(crate) struct Shell<'a> {
 }
 
 impl Shell<'_> {
-    /// Starts `command` in its own process group through the launcher, its stdout and
+    /// Starts `command` in its own process group through a spawn server (or a launcher
+    /// of its own when none serves it), its stdout and
     /// stderr captured into `files` up to `capture_bytes` each; `stdin` (when given) is
     /// written to its standard input from a thread of its own, then closed, and it reads
     /// nothing otherwise.
@@ -222,6 +246,50 @@ impl Shell<'_> {
         let [stdout_capture, stderr_capture, output_capture] = paths
             .clone()
             .map(|path| Capture::deferred(path, capture_bytes));
+        let arguments = [OsStr::new("-c"), OsStr::new(command)];
+        let served = spawner::spawn(&spawner::Spawn {
+            program: self.program,
+            args: &arguments,
+            cwd: self.cwd,
+            hidden_env: self.hidden_env,
+            stdin: stdin.is_some(),
+            policy: self.policy,
+            server_command: launcher::server_command,
+        });
+        let (child, streams) = match served {
+            Some(spawned) => spawned?,
+            None => self.launch(command, stdin.is_some())?,
+        };
+        if let (Some(bytes), Some(mut pipe)) = (stdin, streams.stdin) {
+            // A command that never reads its input must not hold up the wait: the
+            // writer ends when the pipe closes, at the latest when the group is killed.
+            std::thread::spawn(move || {
+                use std::io::Write;
+                let _ = pipe.write_all(&bytes);
+            });
+        }
+        let output = Arc::new(Mutex::new(output_capture));
+        let (done, finished) = mpsc::channel();
+        spawn_reader(Some(streams.stdout), stdout_capture, &output, &done, 0);
+        spawn_reader(Some(streams.stderr), stderr_capture, &output, &done, 1);
+        Ok(Started {
+            child,
+            paths,
+            _files: files,
+            output,
+            finished,
+            ended: Vec::new(),
+            ended_by: None,
+        })
+    }
+
+    /// Starts `command` through a launcher of its own (or directly, without one), when
+    /// no spawn server serves it.
+    fn launch(
+        &self,
+        command: &str,
+        piped_stdin: bool,
+    ) -> std::io::Result<(Proc, spawner::Streams)> {
         let mut command_line = launcher::command(self.program, self.policy);
         for name in self.hidden_env {
             command_line.env_remove(name);
@@ -230,7 +298,7 @@ impl Shell<'_> {
             .arg("-c")
             .arg(command)
             .current_dir(self.cwd)
-            .stdin(if stdin.is_some() {
+            .stdin(if piped_stdin {
                 Stdio::piped()
             } else {
                 Stdio::null()
@@ -240,29 +308,16 @@ impl Shell<'_> {
             // Its own group, so one signal reaches everything the command starts.
             .process_group(0)
             .spawn()?;
-        if let (Some(bytes), Some(mut pipe)) = (stdin, child.stdin.take()) {
-            // A command that never reads its input must not hold up the wait: the
-            // writer ends when the pipe closes, at the latest when the group is killed.
-            std::thread::spawn(move || {
-                use std::io::Write;
-                let _ = pipe.write_all(&bytes);
-            });
-        }
-        let group = Pid::from_raw(i32::try_from(child.id()).unwrap_or(i32::MAX));
-        let output = Arc::new(Mutex::new(output_capture));
-        let (done, finished) = mpsc::channel();
-        spawn_reader(child.stdout.take(), stdout_capture, &output, &done, 0);
-        spawn_reader(child.stderr.take(), stderr_capture, &output, &done, 1);
-        Ok(Started {
-            child,
-            group,
-            paths,
-            _files: files,
-            output,
-            finished,
-            ended: Vec::new(),
-            ended_by: None,
-        })
+        let pipe = |fd: Option<OwnedFd>| {
+            fd.map(File::from)
+                .ok_or_else(|| std::io::Error::other("no pipe"))
+        };
+        let streams = spawner::Streams {
+            stdin: child.stdin.take().map(OwnedFd::from).map(File::from),
+            stdout: pipe(child.stdout.take().map(OwnedFd::from))?,
+            stderr: pipe(child.stderr.take().map(OwnedFd::from))?,
+        };
+        Ok((Proc::Direct(child), streams))
     }
 }
 

@@ -60,6 +60,7 @@ mod sandbox_calls;
 mod sandbox_git;
 mod session_usage;
 mod sessions;
+mod spawner;
 mod subagents;
 mod titles;
 mod tool_calls;

@@ -79,7 +79,7 @@ async fn history(backend: &mut Backend, session: &str, revision: &str) -> Histor
         .unwrap()
 }
 
-async fn wait_for_file(path: &std::path::Path) {
+pub(crate) async fn wait_for_file(path: &std::path::Path) {
     let deadline = std::time::Instant::now() + WAIT;
     while !path.exists() {
         assert!(

@@ -230,6 +230,22 @@ fn restrict_syscalls(network: SandboxNetwork, keep_mounts: bool) -> Result<(), S
     seccompiler::apply_filter(&program).map_err(|e| format!("seccomp: {e}"))
 }
 
+/// Confines the launcher (or a spawn server), before it starts the command, to
+/// `policy`; refuses when the policy is required and the kernel lacks Landlock, or
+/// seccomp where the network setting needs it.
+pub(crate) fn enforce(policy: &Policy) -> Result<(), String> {
+    let enforced = apply(policy)?;
+    if policy.required {
+        if enforced.landlock_abi.is_none() {
+            return Err("the sandbox is required and this kernel has no Landlock".to_owned());
+        }
+        if let Err(why) = enforced.seccomp {
+            return Err(format!("the sandbox is required and {why}"));
+        }
+    }
+    Ok(())
+}
+
 /// The launcher's `--probe`: makes the temporary directory read-only as it would a
 /// `.git`, confines itself with a policy that writes nowhere and reports what the kernel
 /// enforced, on one line of stdout: `landlock ABI full|partial` or `landlock none`,

@@ -36,6 +36,7 @@ use nix::sys::signal::{Signal, killpg};
 use nix::unistd::getpgrp;
 
 use super::confine::{self, Policy};
+use super::spawner;
 
 /// The first argument that makes `magi-code` run as a launcher rather than parse its
 /// command line. Internal: the backend passes it, people never type it.
@@ -117,6 +118,24 @@ pub(crate) fn program() -> Option<&'static Path> {
     LAUNCHER.get().map(|launcher| launcher.program.as_path())
 }
 
+/// The launcher option that makes `magi-code __launch` a spawn server.
+const SERVE_OPTION: &str = "--serve";
+
+/// The command that starts a spawn server for `policy` (none: unconfined), once
+/// [`enable`]d: this program with [`SERVE_OPTION`], the lifeline's descriptor (which
+/// the server closes: it watches its socket instead) and the policy's arguments. The
+/// caller gives it its socket as standard input.
+pub(crate) fn server_command(policy: Option<&Policy>) -> Option<Command> {
+    let launcher = LAUNCHER.get()?;
+    let mut command = Command::new(&launcher.program);
+    command
+        .arg0("magi-code")
+        .args([LAUNCH_ARGUMENT, SERVE_OPTION])
+        .arg(launcher.read_end.as_raw_fd().to_string())
+        .args(policy.map(Policy::arguments).unwrap_or_default());
+    Some(command)
+}
+
 /// A [`Command`] for `program`, through the launcher when enabled, confined to `policy`
 /// when one is given (the caller gives one only when the launcher is enabled).
 pub(crate) fn command(program: &OsStr, policy: Option<&Policy>) -> Command {
@@ -159,9 +178,14 @@ fn is_executable(path: &Path) -> bool {
 /// descriptor, the sandbox policy if any (`confine`), `--`, then the command and its
 /// arguments. It must already lead its own process group (its parent started it so).
 /// With `--probe` alone it only reports what the kernel can enforce (see
-/// [`crate::sandbox::probe`]).
+/// [`crate::sandbox::probe`]); with `--serve` it is a spawn server (see `spawner`).
 pub fn main(arguments: impl IntoIterator<Item = OsString>) -> ExitCode {
     let arguments: Vec<OsString> = arguments.into_iter().collect();
+    if let Some((first, options)) = arguments.split_first()
+        && first == SERVE_OPTION
+    {
+        return spawner::server::main(options);
+    }
     if arguments.len() == 1 && arguments[0] == confine::PROBE_OPTION {
         let mut out = io::stdout().lock();
         return match writeln!(out, "{}", confine::probe()) {
@@ -199,7 +223,7 @@ fn launch(arguments: Vec<OsString>) -> Result<ExitCode, String> {
         return Err("the backend that asked for it has ended".to_owned());
     }
     if let Some(policy) = &policy {
-        confine(policy)?;
+        confine::enforce(policy)?;
     }
     // SIGTERM to the group must not end the launcher before the command: it waits for
     // the command and reports how it ended. The handler does not survive exec.
@@ -220,22 +244,6 @@ fn launch(arguments: Vec<OsString>) -> Result<ExitCode, String> {
         return Ok(ExitCode::from(128u8.wrapping_add(signal as u8)));
     }
     Ok(ExitCode::from(status.code().unwrap_or(1) as u8))
-}
-
-/// Confines the launcher, before it starts the command, to `policy`; refuses when the
-/// policy is required and the kernel lacks Landlock, or seccomp where the network
-/// setting needs it.
-fn confine(policy: &Policy) -> Result<(), String> {
-    let enforced = confine::apply(policy)?;
-    if policy.required {
-        if enforced.landlock_abi.is_none() {
-            return Err("the sandbox is required and this kernel has no Landlock".to_owned());
-        }
-        if let Err(why) = enforced.seccomp {
-            return Err(format!("the sandbox is required and {why}"));
-        }
-    }
-    Ok(())
 }
 
 /// A new descriptor for the inherited lifeline, opened without blocking (a pipe whose

@@ -1,0 +1,472 @@
+//! The spawn server: one long-lived launcher per sandbox policy (one unconfined, one per
+//! distinct confinement), started the first time a command needs it, which starts each
+//! command on request. Re-executing `magi-code` as a launcher for every command costs
+//! about a millisecond and a half (loading the program, then its own spawn and watch
+//! thread); a request over a socket costs a few tens of microseconds.
+//!
+//! The server keeps what the per-command `launcher` promises. It confines itself
+//! before it starts anything, so every command it starts inherits the confinement and
+//! cannot lift it. It watches its socket: at end of file (the backend is gone, however
+//! it ended) it sends every command's group `SIGTERM`, then `SIGKILL` after the grace
+//! period. It is the parent of the commands, so kills go through it: it signals a group
+//! only while its leader is unreaped (see `server`).
+//!
+//! Requests and answers are messages on a `SOCK_SEQPACKET` socket pair (`codec`); the
+//! command's stdin, stdout and stderr travel beside its request. One thread per server
+//! in the backend reads the answers; a server that ends is noticed there: the commands
+//! it still ran are killed by their groups (nothing else can reach them now, and their
+//! group IDs stay theirs while they live) and reported ended by `SIGKILL`, and the next
+//! command starts a new server. Every wait on a server is bounded by
+//! [`SPAWN_SERVER_WAIT_MS`]. One case stays blind: a server killed after it started a
+//! command and before it sent the command's process ID (a window of a few system
+//! calls, which a command that kills its own server can hit) leaves that command
+//! unknown: its call fails as not started, and it runs on in its own group.
+//!
+//! A command still goes through a launcher of its own when no server can serve it:
+//! without `launcher::enable` (a library user), when a server refuses its policy (a
+//! required sandbox the kernel cannot enforce: the launcher then refuses the command as
+//! it always did) or when its request is larger than [`SPAWN_REQUEST_BYTES`]. MCP stdio
+//! servers, which live as long as the backend, keep their own launcher too.
+
+use std::collections::HashMap;
+use std::ffi::OsStr;
+use std::fs::File;
+use std::io;
+use std::os::fd::{AsFd, OwnedFd};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::Path;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
+
+use magi_protocol::limits::{SPAWN_REQUEST_BYTES, SPAWN_SERVER_WAIT_MS, SPAWN_SERVERS};
+use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
+use rustix::net::{AddressFamily, SocketFlags, SocketType, socketpair};
+
+use super::confine::Policy;
+use codec::{Event, Request, SpawnRequest};
+
+pub(crate) mod codec;
+pub(crate) mod server;
+
+/// A running command: a child of this process (started directly or through a launcher
+/// of its own), or of a spawn server.
+pub(crate) enum Proc {
+    Direct(Child),
+    Served(Served),
+}
+
+impl Proc {
+    /// Its status if it ended (and was reaped), without waiting.
+    pub(crate) fn try_wait(&mut self) -> io::Result<Option<ExitStatus>> {
+        match self {
+            Proc::Direct(child) => child.try_wait(),
+            Proc::Served(served) => Ok(served.server.lock().exits.get(&served.id).copied()),
+        }
+    }
+
+    /// Waits for it to end. Called after it was sent `SIGKILL`; a served command's wait
+    /// is bounded all the same.
+    pub(crate) fn wait(&mut self) -> io::Result<ExitStatus> {
+        let served = match self {
+            Proc::Direct(child) => return child.wait(),
+            Proc::Served(served) => served,
+        };
+        let server = &served.server;
+        let deadline = Instant::now() + Duration::from_millis(SPAWN_SERVER_WAIT_MS);
+        let mut state = server.lock();
+        loop {
+            if let Some(status) = state.exits.get(&served.id) {
+                return Ok(*status);
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    "the spawn server did not report the command's end",
+                ));
+            }
+            state = server
+                .changed
+                .wait_timeout(state, left)
+                .map_or_else(|poisoned| poisoned.into_inner().0, |(state, _)| state);
+        }
+    }
+
+    /// Sends `signal` to its whole process group. A served command's goes through its
+    /// server, which knows whether the group is still the command's.
+    pub(crate) fn signal_group(&self, signal: Signal) {
+        match self {
+            Proc::Direct(child) => {
+                let group = Pid::from_raw(i32::try_from(child.id()).unwrap_or(i32::MAX));
+                let _ = killpg(group, signal);
+            }
+            Proc::Served(served) => {
+                let request = Request::Kill {
+                    id: served.id,
+                    signal: signal as i32,
+                };
+                // A server that is gone killed nothing: its loss killed every group.
+                let _ = codec::send(served.server.socket.as_fd(), &request.encode(), &[]);
+            }
+        }
+    }
+}
+
+/// A command a spawn server started.
+pub(crate) struct Served {
+    server: Arc<Server>,
+    id: u64,
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let mut state = self.server.lock();
+        state.exits.remove(&self.id);
+    }
+}
+
+/// The command's ends of its standard streams, seen from this process.
+pub(crate) struct Streams {
+    /// Where its input is written, when it was asked for.
+    pub(crate) stdin: Option<File>,
+    pub(crate) stdout: File,
+    pub(crate) stderr: File,
+}
+
+/// What one spawn server asks of a command.
+pub(crate) struct Spawn<'a> {
+    pub(crate) program: &'a OsStr,
+    pub(crate) args: &'a [&'a OsStr],
+    pub(crate) cwd: &'a Path,
+    /// Variables of this process's environment the command must not see.
+    pub(crate) hidden_env: &'a [String],
+    /// Whether its stdin is a pipe to write to (else `/dev/null`).
+    pub(crate) stdin: bool,
+    /// Its confinement; none runs it unconfined.
+    pub(crate) policy: Option<&'a Policy>,
+    /// The command that starts a server for a policy; none when there can be none
+    /// (`launcher::server_command`).
+    pub(crate) server_command: fn(Option<&Policy>) -> Option<Command>,
+}
+
+/// Starts a command in its own process group through the spawn server for its policy.
+/// None when no server serves it (see the module's documentation): the caller then
+/// starts it through a launcher of its own.
+pub(crate) fn spawn(spawn: &Spawn) -> Option<io::Result<(Proc, Streams)>> {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    let request = SpawnRequest {
+        id: NEXT.fetch_add(1, Ordering::Relaxed),
+        program: spawn.program.to_owned(),
+        args: spawn.args.iter().map(|arg| (*arg).to_owned()).collect(),
+        cwd: spawn.cwd.to_owned(),
+        env: std::env::vars_os()
+            .filter(|(name, _)| {
+                !spawn
+                    .hidden_env
+                    .iter()
+                    .any(|hidden| name == hidden.as_str())
+            })
+            .collect(),
+        own_group: true,
+    };
+    let id = request.id;
+    let message = Request::Spawn(request).encode();
+    if message.len() > SPAWN_REQUEST_BYTES {
+        return None;
+    }
+    // A server found gone only when the request is sent is replaced once.
+    for _ in 0..2 {
+        let server = server_for(spawn.policy, spawn.server_command)?;
+        match send_spawn(&server, id, &message, spawn.stdin) {
+            Err(Unsent) => continue,
+            Ok(result) => return Some(result),
+        }
+    }
+    Some(Err(io::Error::other(
+        "the spawn server ended twice in a row",
+    )))
+}
+
+/// A request that never reached its server, because the server is gone.
+struct Unsent;
+
+/// Sends one spawn request with fresh pipes for the command's streams and waits for
+/// its answer.
+fn send_spawn(
+    server: &Arc<Server>,
+    id: u64,
+    message: &[u8],
+    piped_stdin: bool,
+) -> Result<io::Result<(Proc, Streams)>, Unsent> {
+    let pipes = (|| -> io::Result<_> {
+        let (stdin_read, stdin_write) = if piped_stdin {
+            let (read, write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?;
+            (read, Some(File::from(write)))
+        } else {
+            (OwnedFd::from(File::open("/dev/null")?), None)
+        };
+        let (stdout_read, stdout_write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?;
+        let (stderr_read, stderr_write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?;
+        let theirs = [stdin_read, stdout_write, stderr_write];
+        let ours = Streams {
+            stdin: stdin_write,
+            stdout: File::from(stdout_read),
+            stderr: File::from(stderr_read),
+        };
+        Ok((theirs, ours))
+    })();
+    let (theirs, streams) = match pipes {
+        Ok(pipes) => pipes,
+        Err(e) => return Ok(Err(e)),
+    };
+    let fds = theirs.each_ref().map(AsFd::as_fd);
+    if let Err(e) = codec::send(server.socket.as_fd(), message, &fds) {
+        if matches!(
+            e.kind(),
+            io::ErrorKind::BrokenPipe | io::ErrorKind::ConnectionReset
+        ) {
+            server.lost();
+            return Err(Unsent);
+        }
+        return Ok(Err(e));
+    }
+    // Only the command holds the write ends now, so its output ends when it does.
+    drop(theirs);
+    Ok(server.answer(id).map(|_pid| {
+        let served = Served {
+            server: Arc::clone(server),
+            id,
+        };
+        (Proc::Served(served), streams)
+    }))
+}
+
+/// One spawn server, seen from the backend.
+struct Server {
+    /// The backend's end: closed on exec, so no command holds it, and the server sees
+    /// end of file when this process ends.
+    socket: OwnedFd,
+    state: Mutex<State>,
+    /// Signalled whenever `state` changes.
+    changed: Condvar,
+}
+
+#[derive(Default)]
+struct State {
+    /// The server ended.
+    gone: bool,
+    /// Answers to spawn requests not yet taken: the process ID, or why not.
+    answers: HashMap<u64, io::Result<i32>>,
+    /// Commands started and not yet ended: request ID to process ID.
+    live: HashMap<u64, i32>,
+    /// How each command ended, kept until its handle is dropped.
+    exits: HashMap<u64, ExitStatus>,
+}
+
+impl Server {
+    /// Starts a server with `command` (its socket is added here) and waits (bounded)
+    /// until it is ready.
+    fn start(mut command: Command) -> Result<Arc<Server>, String> {
+        let (ours, theirs) = socketpair(
+            AddressFamily::UNIX,
+            SocketType::SEQPACKET,
+            SocketFlags::CLOEXEC,
+            None,
+        )
+        .map_err(|e| format!("cannot make a socket pair: {e}"))?;
+        command
+            .stdin(Stdio::from(theirs))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            // Out of the backend's group: a terminal's Ctrl-C is for the backend, which
+            // then ends what it started.
+            .process_group(0);
+        let mut child = command
+            .spawn()
+            .map_err(|e| format!("cannot start the spawn server: {e}"))?;
+        // The server's end lives in the server alone, so its end is seen here.
+        drop(command);
+        let mut buffer = [0u8; 4096];
+        let greeting = readable(&ours, Duration::from_millis(SPAWN_SERVER_WAIT_MS))
+            .and_then(|()| codec::receive(&ours, &mut buffer).map_err(|e| e.to_string()))
+            .and_then(|received| {
+                let (len, _) = received.ok_or("the spawn server ended as it started")?;
+                Event::decode(&buffer[..len])
+            });
+        match greeting {
+            Ok(Event::Ready) => {}
+            other => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(match other {
+                    Ok(Event::Refused(why)) => why,
+                    Ok(event) => format!("the spawn server began with {event:?}"),
+                    Err(why) => why,
+                });
+            }
+        }
+        let server = Arc::new(Server {
+            socket: ours,
+            state: Mutex::default(),
+            changed: Condvar::new(),
+        });
+        let reader = Arc::clone(&server);
+        std::thread::Builder::new()
+            .name("magi-spawn".into())
+            .spawn(move || reader.read(child))
+            .map_err(|e| format!("cannot watch the spawn server: {e}"))?;
+        Ok(server)
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn gone(&self) -> bool {
+        self.lock().gone
+    }
+
+    /// Reads the server's events until it ends, then reaps it.
+    fn read(&self, mut child: Child) {
+        let mut buffer = [0u8; 4096];
+        while let Ok(Some((len, _))) = codec::receive(&self.socket, &mut buffer) {
+            let Ok(event) = Event::decode(&buffer[..len]) else {
+                // Not this program's server any more: stop trusting it.
+                break;
+            };
+            let mut state = self.lock();
+            match event {
+                Event::Spawned { id, pid } => {
+                    state.live.insert(id, pid);
+                    state.answers.insert(id, Ok(pid));
+                }
+                Event::NotSpawned { id, errno, why } => {
+                    let error = if errno == 0 {
+                        io::Error::other(why)
+                    } else {
+                        io::Error::from_raw_os_error(errno)
+                    };
+                    state.answers.insert(id, Err(error));
+                }
+                Event::Exited { id, status } => {
+                    state.live.remove(&id);
+                    state.exits.insert(id, ExitStatus::from_raw(status));
+                }
+                Event::Ready | Event::Refused(_) => {}
+            }
+            drop(state);
+            self.changed.notify_all();
+        }
+        self.lost();
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+
+    /// The server ended: what it still ran is killed by group and reported ended by
+    /// `SIGKILL`, so no wait on it hangs and nothing it ran outlives it unseen.
+    fn lost(&self) {
+        let mut state = self.lock();
+        state.gone = true;
+        for (id, pid) in std::mem::take(&mut state.live) {
+            let _ = killpg(Pid::from_raw(pid), Signal::SIGKILL);
+            state
+                .exits
+                .insert(id, ExitStatus::from_raw(Signal::SIGKILL as i32));
+        }
+        drop(state);
+        self.changed.notify_all();
+    }
+
+    /// The answer to spawn request `id`, waited for a bounded time.
+    fn answer(&self, id: u64) -> io::Result<i32> {
+        let deadline = Instant::now() + Duration::from_millis(SPAWN_SERVER_WAIT_MS);
+        let mut state = self.lock();
+        loop {
+            if let Some(answer) = state.answers.remove(&id) {
+                return answer;
+            }
+            if state.gone {
+                return Err(io::Error::other(
+                    "the spawn server ended before it answered",
+                ));
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    "the spawn server did not answer",
+                ));
+            }
+            state = self
+                .changed
+                .wait_timeout(state, left)
+                .map_or_else(|poisoned| poisoned.into_inner().0, |(state, _)| state);
+        }
+    }
+}
+
+/// Waits until `socket` has something to read (or its peer is gone), at most `within`.
+fn readable(socket: &impl AsFd, within: Duration) -> Result<(), String> {
+    let deadline = Instant::now() + within;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let timeout = PollTimeout::try_from(left).unwrap_or(PollTimeout::MAX);
+        let mut fds = [PollFd::new(socket.as_fd(), PollFlags::POLLIN)];
+        match poll(&mut fds, timeout) {
+            Ok(0) => return Err("the spawn server did not start in time".to_owned()),
+            Ok(_) => return Ok(()),
+            Err(nix::errno::Errno::EINTR) => {}
+            Err(e) => return Err(format!("cannot watch the spawn server: {e}")),
+        }
+    }
+}
+
+/// A server per policy: serving, or refused for good (its commands use launchers of
+/// their own, which refuse them the same way).
+enum Slot {
+    Serving(Arc<Server>),
+    Refused,
+}
+
+/// The server for `policy`, started when there is none or the last one ended. None
+/// when the launcher is not enabled or the policy was refused.
+fn server_for(
+    policy: Option<&Policy>,
+    server_command: fn(Option<&Policy>) -> Option<Command>,
+) -> Option<Arc<Server>> {
+    static SERVERS: Mutex<Vec<(Option<Policy>, Slot)>> = Mutex::new(Vec::new());
+    let command = server_command(policy)?;
+    let mut servers = SERVERS.lock().unwrap_or_else(PoisonError::into_inner);
+    let index = servers.iter().position(|(key, _)| key.as_ref() == policy);
+    if let Some(index) = index {
+        match &servers[index].1 {
+            Slot::Refused => return None,
+            Slot::Serving(server) if !server.gone() => return Some(Arc::clone(server)),
+            Slot::Serving(_) => {
+                servers.swap_remove(index);
+            }
+        }
+    }
+    servers.retain(|(_, slot)| !matches!(slot, Slot::Serving(server) if server.gone()));
+    if servers.len() >= SPAWN_SERVERS {
+        // Bounded: a further policy (a command in yet another folder, say) goes to a
+        // launcher of its own, as before servers, rather than one more process.
+        return None;
+    }
+    let slot = match Server::start(command) {
+        Ok(server) => Slot::Serving(server),
+        // Not only a refused policy: a server that cannot start at all leaves every
+        // command to its own launcher, which works as it did before servers.
+        Err(_) => Slot::Refused,
+    };
+    let server = match &slot {
+        Slot::Serving(server) => Some(Arc::clone(server)),
+        Slot::Refused => None,
+    };
+    servers.push((policy.cloned(), slot));
+    server
+}

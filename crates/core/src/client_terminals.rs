@@ -5,11 +5,7 @@
 //! cancellation or the command's timeout and a grace, whichever comes first. A
 //! withdrawn call is announced with `client.terminal.cancel`.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-
 use magi_protocol::messages::{ClientTerminalOutcome, ClientTerminalResultParams};
-use tokio::sync::oneshot;
 
 /// What the client answered for a command it ran.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -39,39 +35,8 @@ impl TerminalAnswer {
     }
 }
 
-/// The terminal calls of one run waiting for the client. Cloning shares it.
-#[derive(Debug, Clone, Default)]
-pub struct TerminalGate {
-    pending: Arc<Mutex<HashMap<String, oneshot::Sender<TerminalAnswer>>>>,
-}
-
-impl TerminalGate {
-    fn lock(&self) -> MutexGuard<'_, HashMap<String, oneshot::Sender<TerminalAnswer>>> {
-        self.pending.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// Opens call `call_id` for one answer; call it before announcing the call, so an
-    /// answer racing the announcement is not lost.
-    pub fn open(&self, call_id: &str) -> oneshot::Receiver<TerminalAnswer> {
-        let (sender, receiver) = oneshot::channel();
-        self.lock().insert(call_id.to_owned(), sender);
-        receiver
-    }
-
-    /// Delivers the client's answer. Returns whether the call was waiting for it; any
-    /// other answer (an unknown call, a second answer, a withdrawn call) is stale.
-    pub fn answer(&self, call_id: &str, answer: TerminalAnswer) -> bool {
-        match self.lock().remove(call_id) {
-            Some(sender) => sender.send(answer).is_ok(),
-            None => false,
-        }
-    }
-
-    /// Withdraws call `call_id`: later answers are stale.
-    pub fn close(&self, call_id: &str) {
-        self.lock().remove(call_id);
-    }
-}
+/// The terminal calls of one run waiting for the client.
+pub type TerminalGate = crate::answer_gate::AnswerGate<TerminalAnswer>;
 
 #[cfg(test)]
 mod tests {

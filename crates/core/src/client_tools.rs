@@ -6,11 +6,7 @@
 //! its cancellation or the tool's timeout, whichever comes first. A withdrawn call is
 //! announced with `client.tool.cancel`; any later result for it is stale.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-
 use magi_protocol::messages::{ClientToolDefinition, ClientToolOutcome};
-use tokio::sync::oneshot;
 
 /// A registered client tool.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -42,39 +38,8 @@ impl ClientTool {
 /// What the client answered for a call.
 pub type ClientAnswer = (ClientToolOutcome, String);
 
-/// The calls of one run waiting for the client. Cloning shares it.
-#[derive(Debug, Clone, Default)]
-pub struct ClientToolGate {
-    pending: Arc<Mutex<HashMap<String, oneshot::Sender<ClientAnswer>>>>,
-}
-
-impl ClientToolGate {
-    fn lock(&self) -> MutexGuard<'_, HashMap<String, oneshot::Sender<ClientAnswer>>> {
-        self.pending.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// Opens call `call_id` for one answer; call it before announcing the call, so an
-    /// answer racing the announcement is not lost.
-    pub fn open(&self, call_id: &str) -> oneshot::Receiver<ClientAnswer> {
-        let (sender, receiver) = oneshot::channel();
-        self.lock().insert(call_id.to_owned(), sender);
-        receiver
-    }
-
-    /// Delivers the client's answer. Returns whether the call was waiting for it; any
-    /// other answer (an unknown call, a second answer, a withdrawn call) is stale.
-    pub fn answer(&self, call_id: &str, answer: ClientAnswer) -> bool {
-        match self.lock().remove(call_id) {
-            Some(sender) => sender.send(answer).is_ok(),
-            None => false,
-        }
-    }
-
-    /// Withdraws call `call_id`: later answers are stale.
-    pub fn close(&self, call_id: &str) {
-        self.lock().remove(call_id);
-    }
-}
+/// The calls of one run waiting for the client.
+pub type ClientToolGate = crate::answer_gate::AnswerGate<ClientAnswer>;
 
 #[cfg(test)]
 mod tests {

@@ -2,6 +2,7 @@
 //! owned sessions of a child, read-only session discovery, and the agent runner.
 
 mod agent;
+pub mod answer_gate;
 pub mod approvals;
 pub mod cards;
 pub mod catalog;

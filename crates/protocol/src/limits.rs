@@ -556,6 +556,9 @@ pub const HOOK_EVENT_OUTPUT_BYTES: usize = 16_384;
 /// Most bytes of a tool's result (or a prompt) a hook's input carries; longer text is
 /// cut with a marker.
 pub const HOOK_INPUT_TEXT_BYTES: usize = 65_536;
+/// Longest hook error `session.compact` gives back (`hook_errors`), in UTF-8 bytes; a
+/// longer one is cut at a character boundary and ends with `…`.
+pub const COMPACT_HOOK_ERROR_BYTES: usize = 1_024;
 
 /// Largest JSON-RPC message `magi-code acp` reads or writes, in bytes: far above the
 /// local-agent frame, since an ACP prompt may embed whole files and base64 images.

@@ -317,7 +317,11 @@ async fn session_compact_runs_the_pre_compact_hooks_first() {
         .var("MAGI_MODEL", "mock-model")
         .var("OPENAI_BASE_URL", &mock.base_url());
     script(&env, "log", "cat >> compact.log\necho >> compact.log\n");
-    env.write_settings("[[hooks.pre_compact]]\ncommand = \"./log\"\n");
+    // The second hook fails: the compaction goes on and its error comes back.
+    env.write_settings(
+        "[[hooks.pre_compact]]\ncommand = \"./log\"\n\
+         [[hooks.pre_compact]]\ncommand = \"echo the archive is full >&2; exit 1\"\n",
+    );
     let mut backend = env.spawn();
     backend
         .initialize(&["session.create", "turn.start", "shutdown", "session.usage"])
@@ -334,7 +338,18 @@ async fn session_compact_runs_the_pre_compact_hooks_first() {
         .call::<methods::SessionCompact>(&params)
         .await
         .unwrap();
-    assert_eq!(compacted, Ok(SessionCompactResult { compacted: true }));
+    let Ok(SessionCompactResult {
+        compacted: true,
+        hook_errors,
+    }) = compacted
+    else {
+        panic!("compacted: {compacted:?}");
+    };
+    assert_eq!(hook_errors.len(), 1, "{hook_errors:?}");
+    assert!(
+        hook_errors[0].contains("exited 1: the archive is full"),
+        "{hook_errors:?}"
+    );
     let logged = logged(&env, "compact.log");
     assert_eq!(logged.len(), 1, "{logged:?}");
     assert_eq!(logged[0]["event"], "pre_compact");

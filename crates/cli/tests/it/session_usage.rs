@@ -143,13 +143,19 @@ async fn session_compact_summarises_an_idle_session_for_the_next_turn() {
     // Nothing to compact yet.
     assert_eq!(
         compact(&mut backend, &session).await,
-        Ok(SessionCompactResult { compacted: false })
+        Ok(SessionCompactResult {
+            compacted: false,
+            hook_errors: Vec::new()
+        })
     );
     start_turn(&mut backend, &session, "first question").await;
     until_finished(&mut backend, &mut Vec::new()).await;
     assert_eq!(
         compact(&mut backend, &session).await,
-        Ok(SessionCompactResult { compacted: true })
+        Ok(SessionCompactResult {
+            compacted: true,
+            hook_errors: Vec::new()
+        })
     );
     let requests = mock.requests();
     assert_eq!(requests.len(), 2);
@@ -167,7 +173,10 @@ async fn session_compact_summarises_an_idle_session_for_the_next_turn() {
     // A summary alone is not compacted again.
     assert_eq!(
         compact(&mut backend, &session).await,
-        Ok(SessionCompactResult { compacted: false })
+        Ok(SessionCompactResult {
+            compacted: false,
+            hook_errors: Vec::new()
+        })
     );
     // The next turn starts from the summary.
     start_turn(&mut backend, &session, "second question").await;

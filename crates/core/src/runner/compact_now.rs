@@ -34,13 +34,16 @@ pub fn compact_session(
     agent.resolve_limits();
     let items = conversation(&sessions.records()?, sessions.conversation_dir().as_deref());
     if !compactable(&items) {
-        return Ok(SessionCompactResult { compacted: false });
+        return Ok(SessionCompactResult {
+            compacted: false,
+            hook_errors: Vec::new(),
+        });
     }
     // The session's `pre_compact` hooks run first, as before a turn's compaction.
     let cwd = Workspace::of(sessions).cwd().to_owned();
-    if super::hooks::pre_compact_idle(&agent, &cwd, session_id, cancel) {
+    let Some(hook_errors) = super::hooks::pre_compact_idle(&agent, &cwd, session_id, cancel) else {
         return Err(ErrorCode::OperationCancelled);
-    }
+    };
     let window = agent.context_window_tokens;
     let offer = Offer::session(Arc::clone(&agent.disabled_tools), None, Arc::default());
     let exchange = Exchange::new(agent, offer, false);
@@ -59,7 +62,10 @@ pub fn compact_session(
                 summary,
                 title: None,
             });
-            Ok(SessionCompactResult { compacted: true })
+            Ok(SessionCompactResult {
+                compacted: true,
+                hook_errors,
+            })
         }
         Err(Some(failure)) if failure.error == ProviderError::Cancelled => {
             Err(ErrorCode::OperationCancelled)

@@ -11,7 +11,9 @@ use std::path::Path;
 use std::sync::Arc;
 
 use magi_config::HookEvent;
-use magi_protocol::limits::{HOOKS_PER_EVENT, RUN_ACTIVITIES, SUMMARY_BYTES};
+use magi_protocol::limits::{
+    COMPACT_HOOK_ERROR_BYTES, HOOKS_PER_EVENT, RUN_ACTIVITIES, SUMMARY_BYTES,
+};
 use magi_protocol::messages::{ActivityKind, ActivityState, DIAGNOSTIC_HOOK_FAILED};
 use magi_tools::{HookEnd, HookRun};
 use serde_json::{Map, Value};
@@ -292,20 +294,20 @@ pub(super) async fn subagent_stop(
 }
 
 /// Runs the `pre_compact` hooks of `session.compact` (`trigger` `manual`), on the
-/// session worker, before the summary is asked for. It is no run: no activity or
-/// diagnostic can tell them, and its answer is exactly `{"compacted": …}`, so their
-/// errors are not shown (`docs/hooks.md` says so). `cancel` (`operation.cancel`,
-/// shutdown) kills the one running; returns whether it did.
+/// session worker, before the summary is asked for. It is no run, so no activity or
+/// diagnostic tells them: their errors are given back, for the answer's
+/// `hook_errors`, each cut to `COMPACT_HOOK_ERROR_BYTES`. `cancel`
+/// (`operation.cancel`, shutdown) kills the one running; None when it did.
 pub(super) fn pre_compact_idle(
     agent: &Agent,
     cwd: &Path,
     session_id: &str,
     cancel: &tokio_util::sync::CancellationToken,
-) -> bool {
+) -> Option<Vec<String>> {
     let event = HookEvent::PreCompact;
     let hooks = agent.hooks.matching(event, None);
     if hooks.is_empty() {
-        return false;
+        return Some(Vec::new());
     }
     let mut fields = Map::new();
     fields.insert("trigger".into(), "manual".into());
@@ -320,15 +322,42 @@ pub(super) fn pre_compact_idle(
     let cancelled = || cancel.is_cancelled();
     for hook in hooks.iter().take(HOOKS_PER_EVENT) {
         if cancel.is_cancelled() {
-            return true;
+            return None;
         }
         let run = agent
             .hooks
             .run(hook, bytes.clone(), cwd, &cancelled, &agent.hidden_env);
         fired.take(hook, run, None, &agent.secrets);
         if fired.cancelled {
-            return true;
+            return None;
         }
     }
-    false
+    Some(
+        fired
+            .errors
+            .iter()
+            .map(|error| cut_error(error, COMPACT_HOOK_ERROR_BYTES))
+            .collect(),
+    )
+}
+
+/// `error` cut to at most `bound` bytes at a character boundary, ending with `…` when cut.
+fn cut_error(error: &str, bound: usize) -> String {
+    if error.len() <= bound {
+        return error.to_owned();
+    }
+    format!("{}…", bounded(error, bound - '…'.len_utf8()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::cut_error;
+
+    #[test]
+    fn a_long_error_is_cut_on_a_character_boundary_and_marked() {
+        assert_eq!(cut_error("short", 8), "short");
+        let cut = cut_error(&"é".repeat(10), 8);
+        assert_eq!(cut, "éé…");
+        assert!(cut.len() <= 8);
+    }
 }

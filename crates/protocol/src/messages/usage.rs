@@ -53,6 +53,11 @@ pub struct SessionCompactResult {
     /// Whether a summary now stands for the conversation; false when there was nothing
     /// to compact (no conversation, or only a summary already).
     pub compacted: bool,
+    /// Errors of the session's `pre_compact` hooks (each at most
+    /// `COMPACT_HOOK_ERROR_BYTES`, at most `HOOKS_PER_EVENT` of them), for the person:
+    /// the compaction went on. Absent when there were none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hook_errors: Vec<String>,
 }
 
 /// The `extensions["session.usage"]` descriptor.

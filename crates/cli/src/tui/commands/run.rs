@@ -394,12 +394,19 @@ impl App {
                 self.status = match result {
                     // The backend went away (its end is told by the loop) or was renewed.
                     Err(e) => format!("/compact: no answer: {e}"),
-                    Ok(Ok(SessionCompactResult { compacted: true })) => {
-                        "compacted: a summary now stands for the conversation so far".to_owned()
-                    }
-                    Ok(Ok(SessionCompactResult { compacted: false })) => {
-                        "nothing to compact yet".to_owned()
-                    }
+                    Ok(Ok(SessionCompactResult {
+                        compacted: true,
+                        hook_errors,
+                    })) => std::iter::once(
+                        "compacted: a summary now stands for the conversation so far".to_owned(),
+                    )
+                    // The compaction went on; the person still sees what its hooks said.
+                    .chain(hook_errors)
+                    .collect::<Vec<_>>()
+                    .join(" · "),
+                    Ok(Ok(SessionCompactResult {
+                        compacted: false, ..
+                    })) => "nothing to compact yet".to_owned(),
                     Ok(Err(code)) => words::refused("/compact", code),
                 };
             }

@@ -1,6 +1,6 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use super::*;
@@ -153,22 +153,19 @@ fn the_time_limit_stops_a_busy_loop() {
 
 #[test]
 fn cancellation_interrupts_at_once() {
-    let flag = Arc::new(AtomicBool::new(false));
-    let set = Arc::clone(&flag);
-    let waiter = std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_millis(50));
-        set.store(true, Ordering::Relaxed);
-    });
-    let watched = Arc::clone(&flag);
+    // The cancel closure is polled by the engine's interrupt handler while the script
+    // spins: it turns true on its hundredth poll, so the script is surely running.
+    let polls = Arc::new(AtomicUsize::new(0));
+    let counted = Arc::clone(&polls);
     let outcome = run_script(
         "while (true) {}",
         &[],
         limits().script_limits(),
         Arc::new(ScriptClock::start()),
-        Arc::new(move || watched.load(Ordering::Relaxed)),
+        Arc::new(move || counted.fetch_add(1, Ordering::Relaxed) >= 100),
         &mut NoTools,
     );
-    waiter.join().unwrap();
+    assert!(polls.load(Ordering::Relaxed) > 100);
     assert_eq!(outcome.end, ScriptEnd::Cancelled);
     assert!(report(&outcome, limits(), 1, None).cancelled);
 }

@@ -15,7 +15,7 @@ use magi_client::{Backend, Incoming};
 use magi_protocol::ErrorCode;
 use magi_protocol::messages::{
     ClientTerminalOutcome, ClientTerminalResultParams, ClientTerminalRun, ClientToolCancelReason,
-    ClientToolResultResult, EmptyParams, Event, RunOutcome, TurnCancelParams, TurnStartParams,
+    ClientToolResultResult, Event, RunOutcome, TurnCancelParams,
 };
 use magi_protocol::methods;
 use magi_testkit::{MockServer, Reply};
@@ -40,23 +40,9 @@ fn env_for(mock: &MockServer, opted_in: bool) -> TestEnv {
 async fn turn(env: &TestEnv, required: &[&str]) -> (Backend, String, String) {
     let mut backend = env.spawn();
     backend.initialize(required).await.unwrap().unwrap();
-    let session_id = backend
-        .call::<methods::SessionCreate>(&EmptyParams {})
-        .await
-        .unwrap()
-        .unwrap()
-        .session_id;
-    let params = TurnStartParams {
-        session_id: session_id.clone(),
-        prompt: "Run it".into(),
-        attachments: None,
-    };
-    let started = backend
-        .call::<methods::TurnStart>(&params)
-        .await
-        .unwrap()
-        .unwrap();
-    (backend, session_id, started.run_id)
+    let session_id = new_session(&mut backend).await;
+    let run_id = start_turn(&mut backend, &session_id, "Run it").await;
+    (backend, session_id, run_id)
 }
 
 async fn until_run(backend: &mut Backend, seen: &mut Vec<Event>) -> ClientTerminalRun {

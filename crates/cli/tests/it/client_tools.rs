@@ -12,8 +12,7 @@ use magi_client::{Backend, Incoming};
 use magi_protocol::ErrorCode;
 use magi_protocol::messages::{
     ActivityState, ClientToolCall, ClientToolCancelReason, ClientToolDefinition, ClientToolOutcome,
-    ClientToolResultParams, ClientToolResultResult, EmptyParams, Event, RunOutcome,
-    TurnCancelParams, TurnStartParams,
+    ClientToolResultParams, ClientToolResultResult, Event, RunOutcome, TurnCancelParams,
 };
 use magi_protocol::methods;
 use magi_testkit::{MockServer, Reply};
@@ -61,23 +60,9 @@ async fn turn(env: &TestEnv) -> (Backend, String, String) {
     assert_eq!(result.capabilities[16], "client.tools");
     let descriptor = result.extensions.unwrap().client_tools.unwrap();
     assert_eq!(descriptor.tools, vec!["notify", "slow_notify"]);
-    let session_id = backend
-        .call::<methods::SessionCreate>(&EmptyParams {})
-        .await
-        .unwrap()
-        .unwrap()
-        .session_id;
-    let params = TurnStartParams {
-        session_id: session_id.clone(),
-        prompt: "Tell me".into(),
-        attachments: None,
-    };
-    let started = backend
-        .call::<methods::TurnStart>(&params)
-        .await
-        .unwrap()
-        .unwrap();
-    (backend, session_id, started.run_id)
+    let session_id = new_session(&mut backend).await;
+    let run_id = start_turn(&mut backend, &session_id, "Tell me").await;
+    (backend, session_id, run_id)
 }
 
 async fn until_call(backend: &mut Backend, seen: &mut Vec<Event>) -> ClientToolCall {

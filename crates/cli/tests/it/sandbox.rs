@@ -18,9 +18,7 @@ use crate::common::approval::{env_for, until_approval};
 use crate::common::*;
 use crate::exec::exec_command;
 use magi_protocol::cards::Block;
-use magi_protocol::messages::{
-    ApprovalAnswerParams, EmptyParams, Event, RunOutcome, TurnStartParams,
-};
+use magi_protocol::messages::{ApprovalAnswerParams, Event, RunOutcome};
 use magi_protocol::methods;
 use magi_testkit::{MockServer, Reply};
 use serde_json::json;
@@ -313,22 +311,8 @@ async fn running_outside_the_sandbox_asks_even_under_allow_all_and_runs_unconfin
         .await
         .unwrap()
         .unwrap();
-    let session = backend
-        .call::<methods::SessionCreate>(&EmptyParams {})
-        .await
-        .unwrap()
-        .unwrap();
-    let params = TurnStartParams {
-        session_id: session.session_id.clone(),
-        prompt: "Go".into(),
-        attachments: None,
-    };
-    let run = backend
-        .call::<methods::TurnStart>(&params)
-        .await
-        .unwrap()
-        .unwrap()
-        .run_id;
+    let session = new_session(&mut backend).await;
+    let run = start_turn(&mut backend, &session, "Go").await;
     let mut events = Vec::new();
     let request = until_approval(&mut backend, &mut events).await;
     assert!(
@@ -338,7 +322,7 @@ async fn running_outside_the_sandbox_asks_even_under_allow_all_and_runs_unconfin
     );
     assert!(!outside.path().join("outside.txt").exists());
     let answer = ApprovalAnswerParams {
-        session_id: session.session_id.clone(),
+        session_id: session.clone(),
         run_id: run,
         approval_id: request.approval_id,
         allow: true,

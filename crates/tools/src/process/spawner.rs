@@ -17,7 +17,8 @@
 //! it still ran are killed by their groups (nothing else can reach them now, and their
 //! group IDs stay theirs while they live) and reported ended by `SIGKILL`, and the next
 //! command starts a new server. Every wait on a server is bounded by
-//! [`SPAWN_SERVER_WAIT_MS`]. One case stays blind: a server killed after it started a
+//! [`SPAWN_SERVER_WAIT_MS`]; a command whose start was answered past that wait is killed
+//! as soon as the answer comes, and nothing of it is kept. One case stays blind: a server killed after it started a
 //! command and before it sent the command's process ID (a window of a few system
 //! calls, which a command that kills its own server can hit) leaves that command
 //! unknown: its call fails as not started, and it runs on in its own group.
@@ -28,7 +29,7 @@
 //! it always did) or when its request is larger than [`SPAWN_REQUEST_BYTES`]. MCP stdio
 //! servers, which live as long as the backend, keep their own launcher too.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::ffi::OsStr;
 use std::fs::File;
 use std::io;
@@ -265,6 +266,9 @@ struct State {
     live: HashMap<u64, i32>,
     /// How each command ended, kept until its handle is dropped.
     exits: HashMap<u64, ExitStatus>,
+    /// Spawn requests whose answer came too late for their caller: a command they
+    /// still start is killed at once, and nothing of them is kept once they end.
+    abandoned: HashSet<u64>,
 }
 
 impl Server {
@@ -342,7 +346,16 @@ impl Server {
             match event {
                 Event::Spawned { id, pid } => {
                     state.live.insert(id, pid);
-                    state.answers.insert(id, Ok(pid));
+                    if state.abandoned.contains(&id) {
+                        // Nobody waits for it: it must not run unseen.
+                        let request = Request::Kill {
+                            id,
+                            signal: Signal::SIGKILL as i32,
+                        };
+                        let _ = codec::send(self.socket.as_fd(), &request.encode(), &[]);
+                    } else {
+                        state.answers.insert(id, Ok(pid));
+                    }
                 }
                 Event::NotSpawned { id, errno, why } => {
                     let error = if errno == 0 {
@@ -350,11 +363,15 @@ impl Server {
                     } else {
                         io::Error::from_raw_os_error(errno)
                     };
-                    state.answers.insert(id, Err(error));
+                    if !state.abandoned.remove(&id) {
+                        state.answers.insert(id, Err(error));
+                    }
                 }
                 Event::Exited { id, status } => {
                     state.live.remove(&id);
-                    state.exits.insert(id, ExitStatus::from_raw(status));
+                    if !state.abandoned.remove(&id) {
+                        state.exits.insert(id, ExitStatus::from_raw(status));
+                    }
                 }
                 Event::Ready | Event::Refused(_) => {}
             }
@@ -373,9 +390,11 @@ impl Server {
         state.gone = true;
         for (id, pid) in std::mem::take(&mut state.live) {
             let _ = killpg(Pid::from_raw(pid), Signal::SIGKILL);
-            state
-                .exits
-                .insert(id, ExitStatus::from_raw(Signal::SIGKILL as i32));
+            if !state.abandoned.remove(&id) {
+                state
+                    .exits
+                    .insert(id, ExitStatus::from_raw(Signal::SIGKILL as i32));
+            }
         }
         drop(state);
         self.changed.notify_all();
@@ -396,6 +415,7 @@ impl Server {
             }
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
+                state.abandoned.insert(id);
                 return Err(io::Error::new(
                     io::ErrorKind::TimedOut,
                     "the spawn server did not answer",

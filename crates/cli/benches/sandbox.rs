@@ -1,9 +1,9 @@
 //! The cost of the sandbox per command: a `bash` call running `echo` through the real
 //! launcher (`magi-code __launch`, this package's binary) in a workspace with a `.git`,
 //! under `[sandbox] mode = "workspace-write"` (its `.git` made read-only by a mount in
-//! namespaces of the launcher's own), the same with `git_writable = true` (no
-//! namespaces), and `mode = "off"`, 1,000 calls each, interleaved so all see the same
-//! machine. Run with `cargo bench -p magi-cli --bench sandbox`; it prints the figures
+//! namespaces of the launcher's own), the same with `network = "loopback"` (a network
+//! namespace too), the same with `git_writable = true` (no namespaces), and `mode =
+//! "off"`, 1,000 calls each, interleaved so all see the same machine. Run with `cargo bench -p magi-cli --bench sandbox`; it prints the figures
 //! and asserts nothing about them.
 
 #![allow(
@@ -15,7 +15,7 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use magi_config::{SandboxMode, SandboxSettings};
+use magi_config::{SandboxMode, SandboxNetwork, SandboxSettings};
 
 const CALLS: usize = 1_000;
 const WARMUP: usize = 20;
@@ -30,6 +30,10 @@ fn main() {
         git_writable,
         ..SandboxSettings::default()
     };
+    let loopback = SandboxSettings {
+        network: SandboxNetwork::Loopback,
+        ..setting(SandboxMode::WorkspaceWrite, false)
+    };
     let modes = [
         ("off", setting(SandboxMode::Off, false)),
         (
@@ -39,6 +43,10 @@ fn main() {
         (
             "workspace-write, .git read-only",
             setting(SandboxMode::WorkspaceWrite, false),
+        ),
+        (
+            "workspace-write, .git read-only, network loopback",
+            loopback,
         ),
     ];
     let mut times: Vec<Vec<Duration>> = vec![Vec::new(); modes.len()];
@@ -70,9 +78,11 @@ fn main() {
         );
     }
     println!(
-        "confinement costs {:+.2} ms per command, {:+.2} ms of it for .git (medians)",
+        "confinement costs {:+.2} ms per command, {:+.2} ms of it for .git; a network of \
+         the command's own {:+.2} ms more (medians)",
         medians[2] - medians[0],
-        medians[2] - medians[1]
+        medians[2] - medians[1],
+        medians[3] - medians[2]
     );
 }
 

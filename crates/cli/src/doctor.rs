@@ -220,10 +220,11 @@ fn sandbox_check(request: &StartupRequest, settings: &magi_config::Settings) -> 
         format!("; writable roots {}", roots.join(", "))
     };
     let facts = format!(
-        "{}{roots}; {}. An allow rule for a path outside the workspace lets the file tools \
-         write there; commands only when it is also in [sandbox] writable_roots",
+        "{}{roots}; {}; {}. An allow rule for a path outside the workspace lets the file \
+         tools write there; commands only when it is also in [sandbox] writable_roots",
         support.describe(),
-        magi_tools::sandbox::describe_git(&sandbox, &support)
+        magi_tools::sandbox::describe_git(&sandbox, &support),
+        magi_tools::sandbox::describe_network(sandbox.network, &support)
     );
     match in_force {
         Ok(applied) => Check::new(

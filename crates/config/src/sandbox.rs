@@ -77,8 +77,9 @@ pub enum SandboxNetwork {
     /// No sockets but Unix ones.
     #[default]
     None,
-    /// Unix and IP sockets, so tests can reach local servers. The kernel interfaces used
-    /// cannot tell a loopback address from another: see `docs/sandbox.md`.
+    /// Unix and IP sockets in a network of the command's own, whose only interface is
+    /// its loopback: tests reach the servers they start, not the machine's nor other
+    /// hosts (without user namespaces, any destination: see `docs/sandbox.md`).
     Loopback,
     /// No restriction on sockets.
     All,

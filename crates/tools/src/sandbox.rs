@@ -21,9 +21,12 @@ use crate::process::confine::Policy;
 use crate::process::{launcher, wait_until_exited};
 
 mod git;
+mod network;
 
 use git::GitProtection;
 pub use git::describe_git;
+use network::LoopbackIsolation;
+pub use network::describe_network;
 
 /// The variable that makes the kernel count as offering no sandbox, to try the
 /// degraded path on a machine that has one (a test setting: it only ever weakens).
@@ -335,11 +338,12 @@ fn decide_with(
     let network = settings.network.as_str();
     let git = GitProtection::of(settings, support, cwd);
     let Some(missing) = missing else {
-        return Ok(git.added_to(Decision {
+        let isolation = LoopbackIsolation::of(settings.network, support);
+        return Ok(isolation.added_to(git.added_to(Decision {
             policy: Some(policy(settings, cwd)),
             applied: format!("{mode}; network {network}"),
             notice: None,
-        }));
+        })));
     };
     if settings.required {
         return Err(format!(
@@ -385,6 +389,7 @@ fn policy(settings: &SandboxSettings, cwd: &Path) -> Policy {
         writable: writable_roots(settings, cwd),
         read_only: Vec::new(),
         network: settings.network,
+        own_network: false,
         required: settings.required,
     }
 }
@@ -479,7 +484,19 @@ pub(crate) fn denial_hint(applied: &str, stderr: &str) -> Option<String> {
         "Read-only file system",
         "EACCES",
     ];
-    if applied.starts_with("off") || !SIGNS.iter().any(|sign| stderr.contains(sign)) {
+    /// What a command in a network of its own meets when it reaches out.
+    const OWN_NETWORK_SIGNS: [&str; 5] = [
+        "Network is unreachable",
+        "Connection refused",
+        "Name or service not known",
+        "Temporary failure in name resolution",
+        "Could not resolve host",
+    ];
+    let own_network = applied.ends_with("; network loopback")
+        && OWN_NETWORK_SIGNS.iter().any(|sign| stderr.contains(sign));
+    if applied.starts_with("off")
+        || !(own_network || SIGNS.iter().any(|sign| stderr.contains(sign)))
+    {
         return None;
     }
     let git = if stderr.contains(".git") && stderr.contains("Read-only file system") {
@@ -487,9 +504,15 @@ pub(crate) fn denial_hint(applied: &str, stderr: &str) -> Option<String> {
     } else {
         ""
     };
+    let network = if own_network {
+        " Under network loopback a command has a network of its own: it reaches the \
+         servers it starts itself, not the machine's nor any other host."
+    } else {
+        ""
+    };
     Some(format!(
         "[the sandbox ({applied}) may have refused this: it lets commands write only their \
-         writable roots and open only the sockets its network setting allows.{git} If the \
+         writable roots and open only the sockets its network setting allows.{git}{network} If the \
          command needs more, call it again with \"sandbox\": \"off\"; that asks the user \
          to approve running it outside the sandbox]"
     ))
@@ -611,10 +634,56 @@ mod tests {
     }
 
     #[test]
+    fn loopback_is_a_network_of_the_commands_own_unless_user_namespaces_are_missing() {
+        let cwd = Path::new("/work/project");
+        let loopback = config(SandboxMode::ReadOnly, SandboxNetwork::Loopback, false);
+        let decision = decide_with(&loopback, &full(), cwd, false).unwrap();
+        assert_eq!(decision.applied, "read-only; network loopback");
+        assert!(decision.policy.unwrap().own_network);
+        assert_eq!(decision.notice, None);
+
+        let no_userns = Support {
+            userns: Err("unshare: EPERM".to_owned()),
+            ..full()
+        };
+        let decision = decide_with(&loopback, &no_userns, cwd, false).unwrap();
+        assert_eq!(
+            decision.applied,
+            "read-only; network loopback; destinations not limited"
+        );
+        let policy = decision.policy.unwrap();
+        assert!(!policy.own_network);
+        assert_eq!(policy.network, SandboxNetwork::Loopback);
+        assert!(decision.notice.unwrap().contains(
+            "unshare: EPERM. Under network = \"loopback\" they may open IP sockets to any \
+             destination."
+        ));
+
+        let none = config(SandboxMode::ReadOnly, SandboxNetwork::None, false);
+        let decision = decide_with(&none, &no_userns, cwd, false).unwrap();
+        assert!(!decision.policy.unwrap().own_network);
+        assert_eq!(decision.notice, None);
+    }
+
+    #[test]
     fn denials_are_recognised_only_when_confined() {
         let stderr = "bash: /etc/x: Permission denied\n";
         assert!(denial_hint("workspace-write; network none", stderr).is_some());
         assert!(denial_hint("off", stderr).is_none());
         assert!(denial_hint("read-only; network none", "no such file\n").is_none());
+        let refused = "bash: connect: Connection refused\n";
+        assert!(
+            denial_hint("read-only; network loopback", refused)
+                .unwrap()
+                .contains("a network of its own")
+        );
+        assert!(denial_hint("read-only; network none", refused).is_none());
+        assert!(
+            denial_hint(
+                "read-only; network loopback; destinations not limited",
+                refused
+            )
+            .is_none()
+        );
     }
 }

@@ -164,6 +164,17 @@ async fn read_only_blocks_workspace_writes_and_off_allows_all() {
     assert!(outside.path().join("outside.txt").exists());
 }
 
+/// A command that listens on its own loopback and connects to itself, then connects to
+/// `port` on the machine's loopback and to an address beyond it.
+fn own_server_then_outside(port: &str) -> String {
+    format!(
+        "python3 -c \"import socket; s = socket.socket(); s.bind(('127.0.0.1', 0)); \
+         s.listen(); socket.create_connection(s.getsockname()); print('own server reached')\"; \
+         (exec 3<>/dev/tcp/127.0.0.1/{port} && echo machine server reached); \
+         (exec 3<>/dev/tcp/192.0.2.1/80 && echo outside reached)"
+    )
+}
+
 #[tokio::test]
 async fn a_loopback_connect_fails_unless_the_network_setting_allows_it() {
     if !available() {
@@ -189,12 +200,41 @@ async fn a_loopback_connect_fails_unless_the_network_setting_allows_it() {
     assert!(told[0].contains("Operation not permitted"), "{told:?}");
     assert!(told[0].contains("may have refused this"), "{told:?}");
 
+    // Under `loopback` a command has a network of its own: its own servers, nothing else.
     env.write_settings("[sandbox]\nnetwork = \"loopback\"\n");
-    mock.enqueue(bash("c2", &connect));
+    mock.enqueue(bash("c2", &own_server_then_outside(&port)));
     mock.enqueue(Reply::stream().text(["Done."]));
     exec_all(&env, &mock, &[]).await;
     let told = last_told(&mock);
+    assert!(told[0].contains("own server reached"), "{told:?}");
+    assert!(!told[0].contains("machine server reached"), "{told:?}");
+    assert!(told[0].contains("Connection refused"), "{told:?}");
+    assert!(!told[0].contains("outside reached"), "{told:?}");
+    assert!(told[0].contains("Network is unreachable"), "{told:?}");
+    assert!(told[0].contains("a network of its own"), "{told:?}");
+    assert!(
+        sandbox_facts(&env).contains(&"workspace-write; network loopback".to_owned()),
+        "{:?}",
+        sandbox_facts(&env)
+    );
+
+    // Without user namespaces it cannot have one, and the card and a notice say so.
+    mock.enqueue(bash("c3", &connect));
+    mock.enqueue(Reply::stream().text(["Done."]));
+    let output = exec_all(&env, &mock, &[("MAGI_SANDBOX_NO_USERNS", "1")]).await;
+    let told = last_told(&mock);
     assert!(told[0].contains("connected"), "{told:?}");
+    let limited = "workspace-write; network loopback; destinations not limited";
+    assert!(
+        sandbox_facts(&env).contains(&limited.to_owned()),
+        "{:?}",
+        sandbox_facts(&env)
+    );
+    assert!(
+        stderr(&output).contains("they may open IP sockets to any destination"),
+        "{}",
+        stderr(&output)
+    );
 }
 
 #[tokio::test]

@@ -1,7 +1,8 @@
 //! The launcher's half of the sandbox: the policy as it travels on the launcher's
-//! command line, and its application to the launcher itself (read-only mounts in
-//! namespaces of its own, `mounts`; then Landlock; then seccomp) before it starts the
-//! command, which inherits all three and can never lift them.
+//! command line, and its application to the launcher itself (namespaces of its own,
+//! `namespaces`, with read-only mounts, `mounts`, and a network of its own, `network`;
+//! then Landlock; then seccomp) before it starts the command, which inherits all of it
+//! and can never lift it.
 //!
 //! The policy's arguments stand between the lifeline's descriptor and the `--` that
 //! ends the launcher's own arguments, so nothing the command says can be read as
@@ -22,13 +23,17 @@ use seccompiler::{
 };
 
 mod mounts;
+mod namespaces;
+mod network;
 
 /// The option that starts the policy's arguments: `--sandbox NETWORK`, then any number
-/// of `--write PATH` and `--read-only PATH`, then `--required` when a confinement that
-/// cannot be had must stop the command.
+/// of `--write PATH` and `--read-only PATH`, then `--own-network` when the command is to
+/// have a network of its own, then `--required` when a confinement that cannot be had
+/// must stop the command.
 const SANDBOX_OPTION: &str = "--sandbox";
 const WRITE_OPTION: &str = "--write";
 const READ_ONLY_OPTION: &str = "--read-only";
+const OWN_NETWORK_OPTION: &str = "--own-network";
 const REQUIRED_OPTION: &str = "--required";
 /// The launcher's argument that asks it only to report what the kernel offers.
 pub(crate) const PROBE_OPTION: &str = "--probe";
@@ -51,6 +56,9 @@ pub(crate) struct Policy {
     pub(crate) read_only: Vec<PathBuf>,
     /// What sockets it may open.
     pub(crate) network: SandboxNetwork,
+    /// Whether it runs in a network namespace of its own, whose only interface is its
+    /// own loopback (`network = "loopback"` where the kernel allows it).
+    pub(crate) own_network: bool,
     /// Refuse to run the command when the kernel does not enforce the whole policy.
     pub(crate) required: bool,
 }
@@ -66,6 +74,9 @@ impl Policy {
         for path in &self.read_only {
             arguments.push(READ_ONLY_OPTION.into());
             arguments.push(path.clone().into_os_string());
+        }
+        if self.own_network {
+            arguments.push(OWN_NETWORK_OPTION.into());
         }
         if self.required {
             arguments.push(REQUIRED_OPTION.into());
@@ -92,6 +103,7 @@ impl Policy {
             writable: Vec::new(),
             read_only: Vec::new(),
             network,
+            own_network: false,
             required: false,
         };
         while let Some(option) = options.next() {
@@ -101,6 +113,8 @@ impl Policy {
             } else if option == READ_ONLY_OPTION {
                 let path = options.next().ok_or("`--read-only` needs a path")?;
                 policy.read_only.push(PathBuf::from(path));
+            } else if option == OWN_NETWORK_OPTION {
+                policy.own_network = true;
             } else if option == REQUIRED_OPTION {
                 policy.required = true;
             } else {
@@ -124,18 +138,39 @@ pub(crate) struct Enforced {
 
 /// Confines this process (and so everything it starts) to `policy`. An error is a step
 /// that failed outright; a kernel that lacks a feature is reported in [`Enforced`].
-/// Call it while the process has one thread: the read-only paths need a user namespace,
-/// which the kernel refuses to a threaded process. When they cannot be made read-only
-/// (the backend's probe found user namespaces, so this is rare) the command still runs,
-/// and stderr, which the command's output shares, says so.
+/// Call it while the process has one thread: the read-only paths and the network of its
+/// own need a user namespace, which the kernel refuses to a threaded process. When they
+/// cannot be had (the backend's probe found user namespaces, so this is rare) the
+/// command still runs, with the paths writable but with no IP sockets at all, and
+/// stderr, which the command's output shares, says so.
 pub(crate) fn apply(policy: &Policy) -> Result<Enforced, String> {
-    if !policy.read_only.is_empty()
-        && let Err(why) = mounts::protect(&policy.read_only)
+    let mounts = !policy.read_only.is_empty();
+    let entered = if mounts || policy.own_network {
+        Some(namespaces::enter(mounts, policy.own_network))
+    } else {
+        None
+    };
+    let mut network = policy.network;
+    if policy.own_network
+        && let Some(Err(why)) = entered
+            .clone()
+            .map(|entered| entered.and_then(|()| network::bring_up_loopback()))
+    {
+        eprintln!(
+            "magi-code: the sandbox could not give this command a network of its own, so \
+             it may open Unix sockets only: {why}"
+        );
+        network = SandboxNetwork::None;
+    }
+    if mounts
+        && let Some(Err(why)) = entered
+            .clone()
+            .map(|entered| entered.and_then(|()| mounts::protect(&policy.read_only)))
     {
         eprintln!("magi-code: the sandbox could not keep .git read-only for this command: {why}");
     }
-    let landlock = restrict_files(policy).map_err(|e| format!("Landlock: {e}"))?;
-    let seccomp = restrict_syscalls(policy.network, !policy.read_only.is_empty());
+    let landlock = restrict_files(policy, network).map_err(|e| format!("Landlock: {e}"))?;
+    let seccomp = restrict_syscalls(network, entered.is_some_and(|entered| entered.is_ok()));
     Ok(Enforced {
         landlock_abi: match landlock.landlock {
             LandlockStatus::Available {
@@ -149,13 +184,16 @@ pub(crate) fn apply(policy: &Policy) -> Result<Enforced, String> {
     })
 }
 
-/// Reads everywhere, writes beneath the writable paths, and under a network setting
-/// other than `all` no TCP bind or connect (ABI 4 and later).
-fn restrict_files(policy: &Policy) -> Result<landlock::RestrictionStatus, landlock::RulesetError> {
+/// Reads everywhere, writes beneath the writable paths, and under `network` `none` no
+/// TCP bind or connect (ABI 4 and later).
+fn restrict_files(
+    policy: &Policy,
+    network: SandboxNetwork,
+) -> Result<landlock::RestrictionStatus, landlock::RulesetError> {
     let mut ruleset = Ruleset::default()
         .set_compatibility(CompatLevel::BestEffort)
         .handle_access(AccessFs::from_all(FS_ABI))?;
-    if policy.network == SandboxNetwork::None {
+    if network == SandboxNetwork::None {
         ruleset = ruleset.handle_access(AccessNet::from_all(NET_ABI))?;
     }
     ruleset
@@ -171,7 +209,8 @@ fn restrict_files(policy: &Policy) -> Result<landlock::RestrictionStatus, landlo
 /// The system calls that change mounts. Landlock refuses most of them to a confined
 /// process; not `mount_setattr`, nor `open_tree`, whose detached copy of a mount would
 /// reach `.git` without its read-only mount. A command that runs as root keeps, in the
-/// user namespace of `mounts`, the capabilities these need, so the filter refuses them.
+/// user namespace of `namespaces`, the capabilities these need, so the filter refuses
+/// them.
 const MOUNT_CALLS: [libc::c_long; 10] = [
     libc::SYS_mount,
     libc::SYS_umount2,
@@ -186,9 +225,10 @@ const MOUNT_CALLS: [libc::c_long; 10] = [
 ];
 
 /// Denies (`EPERM`, as a refused operation) `socket` for the address families
-/// `network` does not allow and `io_uring`, whose operations would go around the
-/// filter; and, when `keep_mounts` (paths were made read-only by a mount), every call
-/// that changes mounts. No filter when nothing is to be denied.
+/// `network` does not allow (under `loopback`, netlink among them, so the network of its
+/// own cannot be reconfigured) and `io_uring`, whose operations would go around the
+/// filter; and, when `keep_mounts` (the process entered namespaces of its own), every
+/// call that changes mounts. No filter when nothing is to be denied.
 fn restrict_syscalls(network: SandboxNetwork, keep_mounts: bool) -> Result<(), String> {
     let allowed: &[i32] = match network {
         SandboxNetwork::None => &[libc::AF_UNIX],
@@ -246,14 +286,17 @@ pub(crate) fn enforce(policy: &Policy) -> Result<(), String> {
     Ok(())
 }
 
-/// The launcher's `--probe`: makes the temporary directory read-only as it would a
-/// `.git`, confines itself with a policy that writes nowhere and reports what the kernel
-/// enforced, on one line of stdout: `landlock ABI full|partial` or `landlock none`,
-/// then `seccomp yes` or `seccomp no: why`; and on a second line `userns yes` or
-/// `userns no: why`. It runs in a process of its own because confinement cannot be
-/// undone.
+/// The launcher's `--probe`: enters namespaces of its own, makes the temporary directory
+/// read-only as it would a `.git` and brings a network of its own up, confines itself
+/// with a policy that writes nowhere and reports what the kernel enforced, on one line
+/// of stdout: `landlock ABI full|partial` or `landlock none`, then `seccomp yes` or
+/// `seccomp no: why`; and on a second line `userns yes` or `userns no: why`. It runs in
+/// a process of its own because confinement cannot be undone.
 pub(crate) fn probe() -> String {
-    let userns = match mounts::protect(&[std::env::temp_dir()]) {
+    let namespaced = namespaces::enter(true, true)
+        .and_then(|()| mounts::protect(&[std::env::temp_dir()]))
+        .and_then(|()| network::bring_up_loopback());
+    let userns = match namespaced {
         Ok(()) => "userns yes".to_owned(),
         Err(why) => format!("userns no: {}", why.replace('\n', " ")),
     };
@@ -261,6 +304,7 @@ pub(crate) fn probe() -> String {
         writable: Vec::new(),
         read_only: Vec::new(),
         network: SandboxNetwork::None,
+        own_network: false,
         required: false,
     };
     let confined = match apply(&policy) {
@@ -291,6 +335,7 @@ mod tests {
             writable: vec![PathBuf::from("/work/a b"), PathBuf::from("/tmp")],
             read_only: vec![PathBuf::from("/work/a b/.git")],
             network: SandboxNetwork::Loopback,
+            own_network: true,
             required: true,
         };
         let arguments = policy.arguments();

@@ -147,41 +147,42 @@ pub(crate) fn terminate(child: &mut Proc) -> Signal {
     Signal::SIGKILL
 }
 
-/// A process that can be looked at without waiting: a child of this process, or a
-/// command however it was started.
+/// A process that can be waited on with a bound: a child of this process, or a command
+/// however it was started.
 pub(crate) trait Reap {
-    /// Its status if it ended, without waiting.
-    fn try_wait(&mut self) -> std::io::Result<Option<ExitStatus>>;
+    /// Its status if it ends within `within`: at once when it can be told (a served
+    /// command), else looked at again after the pause.
+    fn wait_timeout(&mut self, within: Duration) -> std::io::Result<Option<ExitStatus>>;
 }
 
 impl Reap for std::process::Child {
-    fn try_wait(&mut self) -> std::io::Result<Option<ExitStatus>> {
-        std::process::Child::try_wait(self)
+    fn wait_timeout(&mut self, within: Duration) -> std::io::Result<Option<ExitStatus>> {
+        if let Some(status) = self.try_wait()? {
+            return Ok(Some(status));
+        }
+        std::thread::sleep(within);
+        self.try_wait()
     }
 }
 
 impl Reap for Proc {
-    fn try_wait(&mut self) -> std::io::Result<Option<ExitStatus>> {
-        Proc::try_wait(self)
+    fn wait_timeout(&mut self, within: Duration) -> std::io::Result<Option<ExitStatus>> {
+        Proc::wait_timeout(self, within)
     }
 }
 
-/// Whether `child` exits (and is reaped) within `within`, looked at in growing intervals
+/// Whether `child` exits (and is reaped) within `within`, waited on in growing intervals
 /// up to `POLL_MAX`. A child that cannot be watched counts as not exited.
 pub(crate) fn wait_until_exited(child: &mut impl Reap, within: Duration) -> bool {
     let deadline = Instant::now() + within;
     let mut pause = Duration::from_micros(100);
     loop {
-        match child.try_wait() {
-            Ok(Some(_)) => return true,
-            Ok(None) => {}
-            Err(_) => return false,
-        }
         let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            return false;
+        match child.wait_timeout(pause.min(left)) {
+            Ok(Some(_)) => return true,
+            Ok(None) if !left.is_zero() => {}
+            Ok(None) | Err(_) => return false,
         }
-        std::thread::sleep(pause.min(left));
         pause = (pause * 2).min(POLL_MAX);
     }
 }
@@ -403,7 +404,13 @@ pub(crate) fn wait(
                 Err(mpsc::RecvTimeoutError::Disconnected) => std::thread::sleep(nap),
             }
         } else {
-            std::thread::sleep(nap);
+            // Both outputs closed: wait for the exit itself, which a served command's
+            // server reports the moment it happens.
+            match started.child.wait_timeout(nap) {
+                Ok(Some(status)) => return End::Exited(status),
+                Ok(None) => {}
+                Err(_) => return End::Cancelled,
+            }
         }
     }
 }

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{OnceLock, PoisonError, RwLock};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use magi_config::{SandboxMode, SandboxNetwork, SandboxSettings};
 
@@ -38,6 +38,9 @@ pub const NO_USERNS_ENV: &str = "MAGI_SANDBOX_NO_USERNS";
 
 /// Longest wait for the probe launcher, which only asks the kernel and exits.
 const PROBE_WAIT: Duration = Duration::from_secs(10);
+
+/// The most the probe's answer may hold: two short lines.
+const PROBE_ANSWER_BYTES: usize = 4_096;
 
 /// Directories every confined command may write: the system's temporary directories.
 const TEMP_DIRS: [&str; 3] = ["/tmp", "/var/tmp", "/dev/shm"];
@@ -100,7 +103,18 @@ pub fn configure(settings: &SandboxSettings, simulate_unavailable: bool) {
         settings: settings.clone(),
         simulate_unavailable,
     };
-    *CONFIG.write().unwrap_or_else(PoisonError::into_inner) = Some(config);
+    let confines = settings.mode != SandboxMode::Off && !simulate_unavailable;
+    *CONFIG.write().unwrap_or_else(PoisonError::into_inner) = Some(config.clone());
+    // Ask the kernel now, beside the backend's start and the model's first answer,
+    // rather than on the first command's way; that command waits for this same probe.
+    static WARMED: std::sync::Once = std::sync::Once::new();
+    if confines {
+        WARMED.call_once(|| {
+            let _ = std::thread::Builder::new()
+                .name("sandbox-probe".to_owned())
+                .spawn(move || support(&config));
+        });
+    }
 }
 
 fn config() -> Option<Config> {
@@ -168,20 +182,55 @@ pub fn probe(program: &Path) -> Support {
         Ok(child) => child,
         Err(e) => return Support::none(format!("the probe could not start: {e}")),
     };
-    if !wait_until_exited(&mut child, PROBE_WAIT) {
+    // Its answer ends when it exits: read until then rather than look at it in turns.
+    let deadline = Instant::now() + PROBE_WAIT;
+    let answer = child
+        .stdout
+        .take()
+        .and_then(|stdout| read_until_closed(stdout, deadline));
+    let left = deadline.saturating_duration_since(Instant::now());
+    let (Some(line), true) = (answer, wait_until_exited(&mut child, left)) else {
         let _ = child.kill();
         let _ = child.wait();
         return Support::none("the probe did not answer".to_owned());
-    }
-    let mut line = String::new();
-    if let Some(mut stdout) = child.stdout.take() {
-        let _ = stdout.read_to_string(&mut line);
-    }
+    };
     let mut support = parse_probe(line.trim());
     if std::env::var_os(NO_USERNS_ENV).is_some_and(|value| value == "1") {
         support.userns = Err(format!("{NO_USERNS_ENV} is set"));
     }
     support
+}
+
+/// What `stdout` says until it is closed, at most [`PROBE_ANSWER_BYTES`], waiting no
+/// later than `deadline`; none when it stays open past it or cannot be read.
+fn read_until_closed(stdout: std::process::ChildStdout, deadline: Instant) -> Option<String> {
+    use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+    use std::os::fd::AsFd;
+    let mut stdout = stdout;
+    let mut answer = Vec::new();
+    let mut chunk = [0_u8; 1_024];
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let mut fds = [PollFd::new(stdout.as_fd(), PollFlags::POLLIN)];
+        match poll(
+            &mut fds,
+            PollTimeout::try_from(left).unwrap_or(PollTimeout::MAX),
+        ) {
+            Ok(0) => return None,
+            Ok(_) => {}
+            Err(nix::errno::Errno::EINTR) => continue,
+            Err(_) => return None,
+        }
+        match stdout.read(&mut chunk) {
+            Ok(0) => return Some(String::from_utf8_lossy(&answer).into_owned()),
+            Ok(read) if answer.len() + read <= PROBE_ANSWER_BYTES => {
+                answer.extend_from_slice(chunk.get(..read)?);
+            }
+            Ok(_) => return None,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => return None,
+        }
+    }
 }
 
 /// The probe's lines: `landlock 7 full seccomp yes` or `landlock none seccomp no: why`,

@@ -72,23 +72,36 @@ impl Proc {
     /// Waits for it to end. Called after it was sent `SIGKILL`; a served command's wait
     /// is bounded all the same.
     pub(crate) fn wait(&mut self) -> io::Result<ExitStatus> {
+        if let Proc::Direct(child) = self {
+            return child.wait();
+        }
+        self.wait_timeout(Duration::from_millis(SPAWN_SERVER_WAIT_MS))?
+            .ok_or_else(|| {
+                io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    "the spawn server did not report the command's end",
+                )
+            })
+    }
+
+    /// Its status if it ends (and is reaped) within `within`. A served command's end is
+    /// seen the moment its server reports it; a direct child, which cannot be waited on
+    /// with a bound, is looked at once more after the pause.
+    pub(crate) fn wait_timeout(&mut self, within: Duration) -> io::Result<Option<ExitStatus>> {
         let served = match self {
-            Proc::Direct(child) => return child.wait(),
+            Proc::Direct(child) => return super::Reap::wait_timeout(child, within),
             Proc::Served(served) => served,
         };
         let server = &served.server;
-        let deadline = Instant::now() + Duration::from_millis(SPAWN_SERVER_WAIT_MS);
+        let deadline = Instant::now() + within;
         let mut state = server.lock();
         loop {
             if let Some(status) = state.exits.get(&served.id) {
-                return Ok(*status);
+                return Ok(Some(*status));
             }
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
-                return Err(io::Error::new(
-                    io::ErrorKind::TimedOut,
-                    "the spawn server did not report the command's end",
-                ));
+                return Ok(None);
             }
             state = server
                 .changed

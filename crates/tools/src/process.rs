@@ -187,6 +187,12 @@ pub(crate) fn wait_until_exited(child: &mut impl Reap, within: Duration) -> bool
     }
 }
 
+/// Starts the spawn server for `policy` (none: the unconfined one) when there is none
+/// yet, so that the first command of that policy does not wait for it.
+pub(crate) fn warm(policy: Option<&confine::Policy>) {
+    spawner::warm(policy, launcher::server_command);
+}
+
 /// Starts `command` with bounded captures, in its own group, confined to `policy` when
 /// one is given (`sandbox::prepare` says which); refusals come back as the call's failed
 /// output.

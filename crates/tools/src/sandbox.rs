@@ -103,18 +103,34 @@ pub fn configure(settings: &SandboxSettings, simulate_unavailable: bool) {
         settings: settings.clone(),
         simulate_unavailable,
     };
-    let confines = settings.mode != SandboxMode::Off && !simulate_unavailable;
-    *CONFIG.write().unwrap_or_else(PoisonError::into_inner) = Some(config.clone());
-    // Ask the kernel now, beside the backend's start and the model's first answer,
-    // rather than on the first command's way; that command waits for this same probe.
+    *CONFIG.write().unwrap_or_else(PoisonError::into_inner) = Some(config);
+}
+
+/// Prepares, in a thread of its own beside the backend's start and the model's first
+/// answer, what the first command started in `cwd` would otherwise wait for: the kernel
+/// probe, then the spawn server for that command's policy. That command then waits, if
+/// at all, for this same probe and server rather than starting its own. Once per
+/// process, after [`configure`]; nothing when the sandbox is required and cannot be had.
+pub fn warm(cwd: &Path) {
     static WARMED: std::sync::Once = std::sync::Once::new();
-    if confines {
-        WARMED.call_once(|| {
-            let _ = std::thread::Builder::new()
-                .name("sandbox-probe".to_owned())
-                .spawn(move || support(&config));
-        });
-    }
+    let Some(config) = config() else {
+        return;
+    };
+    let cwd = cwd.to_owned();
+    WARMED.call_once(move || {
+        let _ = std::thread::Builder::new()
+            .name("sandbox-warm".to_owned())
+            .spawn(move || {
+                let support = if config.settings.mode == SandboxMode::Off {
+                    Support::none(String::new())
+                } else {
+                    support(&config)
+                };
+                if let Ok(decision) = decide_with(&config, &support, &cwd, false) {
+                    crate::process::warm(decision.policy.as_ref());
+                }
+            });
+    });
 }
 
 fn config() -> Option<Config> {
@@ -174,6 +190,7 @@ impl Support {
 pub fn probe(program: &Path) -> Support {
     let child = Command::new(program)
         .args([launcher::LAUNCH_ARGUMENT, "--probe"])
+        .current_dir("/")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())

@@ -155,7 +155,12 @@ async fn an_approved_server_offers_its_tools_and_answers_a_call_through_a_turn()
     backend.initialize(&METHODS).await.unwrap().unwrap();
     // The server runs in the workspace (beside the backend, under its launcher) for the
     // child's lifetime.
-    assert_eq!(processes_in(&env.cwd()).len(), 3);
+    // (The sandbox's probe, started beside the backend's first requests, may still be
+    // there a moment.)
+    wait_for_processes_in(&env.cwd(), "the backend, a launcher, a server", |seen| {
+        seen.len() == 3
+    })
+    .await;
     let session = session_with_turn(&mut backend, "echo something").await;
     let mut seen = Vec::new();
     let finished = until_finished(&mut backend, &mut seen).await;
@@ -276,7 +281,7 @@ async fn unapproved_definitions_never_run_and_a_changed_definition_needs_new_app
     .unwrap();
     let mut backend = env.spawn();
     backend.initialize(&METHODS).await.unwrap().unwrap();
-    assert!(processes_in(&env.cwd()).len() == 1, "only the backend runs");
+    wait_for_processes_in(&env.cwd(), "only the backend runs", |seen| seen.len() == 1).await;
     session_with_turn(&mut backend, "hi").await;
     until_finished(&mut backend, &mut Vec::new()).await;
     assert!(offered_tools(&mock).iter().all(|t| !t.starts_with("mcp__")));
@@ -334,7 +339,7 @@ async fn invalid_configuration_starts_no_server_and_garbage_fails_startup() {
     let mut backend = env.spawn();
     let answer = backend.initialize(&METHODS).await.unwrap();
     assert_eq!(answer.unwrap_err(), ErrorCode::ConfigurationInvalid);
-    assert_eq!(processes_in(&env.cwd()).len(), 1, "only the backend runs");
+    wait_for_processes_in(&env.cwd(), "only the backend runs", |seen| seen.len() == 1).await;
     shutdown_clean(&mut backend).await;
 
     // A server that answers with something other than MCP never initializes.

@@ -124,11 +124,13 @@ const SERVE_OPTION: &str = "--serve";
 /// The command that starts a spawn server for `policy` (none: unconfined), once
 /// [`enable`]d: this program with [`SERVE_OPTION`], the lifeline's descriptor (which
 /// the server closes: it watches its socket instead) and the policy's arguments. The
-/// caller gives it its socket as standard input.
+/// caller gives it its socket as standard input. It works in `/`, since each request
+/// names its command's folder: a server holds no workspace busy.
 pub(crate) fn server_command(policy: Option<&Policy>) -> Option<Command> {
     let launcher = LAUNCHER.get()?;
     let mut command = Command::new(&launcher.program);
     command
+        .current_dir("/")
         .arg0("magi-code")
         .args([LAUNCH_ARGUMENT, SERVE_OPTION])
         .arg(launcher.read_end.as_raw_fd().to_string())

@@ -176,7 +176,8 @@ pub(crate) fn spawn(spawn: &Spawn) -> Option<io::Result<(Proc, Streams)>> {
         id: NEXT.fetch_add(1, Ordering::Relaxed),
         program: spawn.program.to_owned(),
         args: spawn.args.iter().map(|arg| (*arg).to_owned()).collect(),
-        cwd: spawn.cwd.to_owned(),
+        // The server works in `/`: a relative folder means this process's.
+        cwd: std::path::absolute(spawn.cwd).unwrap_or_else(|_| spawn.cwd.to_owned()),
         env: std::env::vars_os()
             .filter(|(name, _)| {
                 !spawn
@@ -203,6 +204,14 @@ pub(crate) fn spawn(spawn: &Spawn) -> Option<io::Result<(Proc, Streams)>> {
     Some(Err(io::Error::other(
         "the spawn server ended twice in a row",
     )))
+}
+
+/// Starts the server for `policy` unless one serves it already (see [`server_for`]).
+pub(crate) fn warm(
+    policy: Option<&Policy>,
+    server_command: fn(Option<&Policy>) -> Option<Command>,
+) {
+    let _ = server_for(policy, server_command);
 }
 
 /// A request that never reached its server, because the server is gone.

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use magi_config::{SandboxMode, SandboxNetwork, SandboxSettings};
 
-use crate::process::confine::Policy;
+use crate::process::confine::{self, Policy};
 use crate::process::{launcher, wait_until_exited};
 
 mod git;
@@ -186,10 +186,16 @@ impl Support {
 }
 
 /// Asks `program` (this program, re-executed as a probe launcher that confines itself
-/// and says what the kernel enforced) what the kernel offers.
-pub fn probe(program: &Path) -> Support {
+/// and says what the kernel enforced) what the kernel offers; whether user namespaces
+/// serve includes a network of the command's own when `network` is `loopback` (making
+/// one costs the kernel more than the mounts: it is tried only when it would be used).
+pub fn probe(program: &Path, network: SandboxNetwork) -> Support {
+    let mut arguments = vec![launcher::LAUNCH_ARGUMENT, confine::PROBE_OPTION];
+    if network == SandboxNetwork::Loopback {
+        arguments.push(confine::OWN_NETWORK_OPTION);
+    }
     let child = Command::new(program)
-        .args([launcher::LAUNCH_ARGUMENT, "--probe"])
+        .args(arguments)
         .current_dir("/")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -292,7 +298,7 @@ fn support(config: &Config) -> Support {
     static SUPPORT: OnceLock<Support> = OnceLock::new();
     SUPPORT
         .get_or_init(|| match launcher::program() {
-            Some(program) => probe(program),
+            Some(program) => probe(program, config.settings.network),
             None => Support::none("commands start without the launcher".to_owned()),
         })
         .clone()
@@ -313,7 +319,7 @@ pub fn inspect(
     let support = if simulate_unavailable {
         support(&config)
     } else {
-        probe(program)
+        probe(program, settings.network)
     };
     let in_force = match decide_with(&config, &support, Path::new("."), false) {
         Ok(decision) => match decision.notice {

@@ -33,7 +33,7 @@ mod network;
 const SANDBOX_OPTION: &str = "--sandbox";
 const WRITE_OPTION: &str = "--write";
 const READ_ONLY_OPTION: &str = "--read-only";
-const OWN_NETWORK_OPTION: &str = "--own-network";
+pub(crate) const OWN_NETWORK_OPTION: &str = "--own-network";
 const REQUIRED_OPTION: &str = "--required";
 /// The launcher's argument that asks it only to report what the kernel offers.
 pub(crate) const PROBE_OPTION: &str = "--probe";
@@ -286,16 +286,23 @@ pub(crate) fn enforce(policy: &Policy) -> Result<(), String> {
     Ok(())
 }
 
-/// The launcher's `--probe`: enters namespaces of its own, makes the temporary directory
-/// read-only as it would a `.git` and brings a network of its own up, confines itself
+/// The launcher's `--probe` (with `--own-network` when commands are to have a network of
+/// their own): enters namespaces of its own, makes the temporary directory read-only as
+/// it would a `.git` and, when asked, brings a network of its own up, confines itself
 /// with a policy that writes nowhere and reports what the kernel enforced, on one line
 /// of stdout: `landlock ABI full|partial` or `landlock none`, then `seccomp yes` or
 /// `seccomp no: why`; and on a second line `userns yes` or `userns no: why`. It runs in
 /// a process of its own because confinement cannot be undone.
-pub(crate) fn probe() -> String {
-    let namespaced = namespaces::enter(true, true)
+pub(crate) fn probe(own_network: bool) -> String {
+    let namespaced = namespaces::enter(true, own_network)
         .and_then(|()| mounts::protect(&[std::env::temp_dir()]))
-        .and_then(|()| network::bring_up_loopback());
+        .and_then(|()| {
+            if own_network {
+                network::bring_up_loopback()
+            } else {
+                Ok(())
+            }
+        });
     let userns = match namespaced {
         Ok(()) => "userns yes".to_owned(),
         Err(why) => format!("userns no: {}", why.replace('\n', " ")),

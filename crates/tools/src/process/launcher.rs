@@ -188,9 +188,12 @@ pub fn main(arguments: impl IntoIterator<Item = OsString>) -> ExitCode {
     {
         return spawner::server::main(options);
     }
-    if arguments.len() == 1 && arguments[0] == confine::PROBE_OPTION {
+    if let Some((first, rest)) = arguments.split_first()
+        && first == confine::PROBE_OPTION
+        && (rest.is_empty() || rest == [confine::OWN_NETWORK_OPTION])
+    {
         let mut out = io::stdout().lock();
-        return match writeln!(out, "{}", confine::probe()) {
+        return match writeln!(out, "{}", confine::probe(!rest.is_empty())) {
             Ok(()) => ExitCode::SUCCESS,
             Err(_) => ExitCode::FAILURE,
         };

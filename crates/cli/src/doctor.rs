@@ -235,7 +235,8 @@ fn sandbox_check(request: &StartupRequest, settings: &magi_config::Settings) -> 
         Err(why) => Check::new("sandbox", Status::Warning, format!("{why} ({facts})")).fix(
             "run on a kernel with Landlock, seccomp and user namespaces, or say what you \
              accept: [sandbox] mode = \"off\", required = true to refuse the commands it \
-             cannot confine, or git_writable = true for a .git commands may change",
+             cannot confine, git_writable = true for a .git commands may change, or \
+             network = \"all\" for commands that may reach any host",
         ),
     }
 }

@@ -514,6 +514,31 @@ async fn the_card_shows_the_sandbox_applied_in_a_block_of_its_own() {
 }
 
 #[tokio::test]
+async fn doctor_says_what_commands_reach_under_loopback_and_warns_when_it_is_anything() {
+    if !available() {
+        return;
+    }
+    let env = TestEnv::new();
+    env.write_settings("[sandbox]\nnetwork = \"loopback\"\n");
+    let loopback = env.run_cli(&["doctor"]).await;
+    let text = String::from_utf8_lossy(&loopback.stdout);
+    assert!(
+        text.contains("ok       sandbox: commands run in workspace-write; network loopback (")
+            && text.contains("commands have a network of their own"),
+        "{text}"
+    );
+    let env = env.var("MAGI_SANDBOX_NO_USERNS", "1");
+    let unlimited = env.run_cli(&["doctor"]).await;
+    let text = String::from_utf8_lossy(&unlimited.stdout);
+    assert!(
+        text.contains(
+            "warning  sandbox: workspace-write; network loopback; destinations not limited"
+        ) && text.contains("network = \"all\" for commands that may reach any host"),
+        "{text}"
+    );
+}
+
+#[tokio::test]
 async fn doctor_reports_the_mode_in_force_the_landlock_abi_and_seccomp() {
     if !available() {
         return;
@@ -535,6 +560,10 @@ async fn doctor_reports_the_mode_in_force_the_landlock_abi_and_seccomp() {
         "{message}"
     );
     assert!(message.contains("seccomp available"), "{message}");
+    assert!(
+        message.contains("commands may open Unix sockets only"),
+        "{message}"
+    );
     assert!(message.contains("commands only when it is also in [sandbox] writable_roots"));
 
     let env = env.var("MAGI_SANDBOX_UNAVAILABLE", "1");

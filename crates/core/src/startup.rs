@@ -200,9 +200,6 @@ pub fn start(
         &settings.agent,
         &settings.profiles,
     ));
-    // The backend has started: the first command's probe and spawn server start now,
-    // beside the client's first requests and the model's first answer.
-    magi_tools::sandbox::warm(&cwd);
     Ok(Runtime {
         home,
         cwd,

@@ -218,8 +218,17 @@ async fn a_loopback_connect_fails_unless_the_network_setting_allows_it() {
         sandbox_facts(&env)
     );
 
-    // Without user namespaces it cannot have one, and the card and a notice say so.
+    // `all` reaches the machine's servers.
+    env.write_settings("[sandbox]\nnetwork = \"all\"\n");
     mock.enqueue(bash("c3", &connect));
+    mock.enqueue(Reply::stream().text(["Done."]));
+    exec_all(&env, &mock, &[]).await;
+    assert!(last_told(&mock)[0].contains("connected"));
+
+    // Without user namespaces `loopback` cannot have a network of its own, and the card
+    // and a notice say so.
+    env.write_settings("[sandbox]\nnetwork = \"loopback\"\n");
+    mock.enqueue(bash("c4", &connect));
     mock.enqueue(Reply::stream().text(["Done."]));
     let output = exec_all(&env, &mock, &[("MAGI_SANDBOX_NO_USERNS", "1")]).await;
     let told = last_told(&mock);

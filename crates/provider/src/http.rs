@@ -67,25 +67,6 @@ impl std::fmt::Debug for HttpClient {
     }
 }
 
-/// A client builder for requests to `base_url`. For a plain `http://` endpoint (a model
-/// server on this machine or the local network) no TLS is ever spoken, so the system's
-/// root certificates are not loaded: reading and parsing them is the largest part of a
-/// client's start (about a millisecond and a half where a certificate directory holds
-/// hundreds of files), and it would be paid by every backend. The root store is then
-/// empty, so should such a client be sent to an `https://` address it fails to verify
-/// the server rather than trust it.
-pub(crate) fn client_builder(base_url: &str) -> reqwest::ClientBuilder {
-    let builder = reqwest::Client::builder();
-    let plain = base_url
-        .get(..7)
-        .is_some_and(|scheme| scheme.eq_ignore_ascii_case("http://"));
-    if plain {
-        builder.tls_certs_only(Vec::<reqwest::Certificate>::new())
-    } else {
-        builder
-    }
-}
-
 impl HttpClient {
     pub(crate) fn new(endpoint: Endpoint) -> HttpClient {
         let base = endpoint.base_url.trim_end_matches('/');
@@ -100,7 +81,7 @@ impl HttpClient {
             WireFormat::OpenAiResponses | WireFormat::ChatCompletions => openai_headers(key),
             WireFormat::AnthropicMessages => anthropic::headers(key),
         };
-        let http = client_builder(base)
+        let http = crate::client::builder(base)
             .connect_timeout(CONNECT_TIMEOUT)
             .read_timeout(READ_TIMEOUT)
             // An API that redirects a POST is not one this client understands, and a
@@ -407,14 +388,6 @@ mod tests {
     use reqwest::header::HeaderValue;
 
     use super::*;
-
-    #[test]
-    fn a_client_for_a_plain_http_endpoint_builds_without_root_certificates() {
-        for base in ["http://127.0.0.1:8080/v1", "HTTP://localhost:11434/v1"] {
-            assert!(client_builder(base).build().is_ok(), "{base}");
-        }
-        assert!(client_builder("https://api.example.com/v1").build().is_ok());
-    }
 
     #[test]
     fn backoff_doubles() {

@@ -8,6 +8,7 @@
 
 mod anthropic;
 mod chat;
+mod client;
 mod codec;
 mod failure;
 mod http;

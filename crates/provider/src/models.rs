@@ -142,7 +142,7 @@ async fn fetch(endpoint: &Endpoint) -> Result<Vec<ListedModel>, RefreshError> {
     let base = endpoint.base_url.trim_end_matches('/');
     // A key that is empty is no key, as for model requests.
     let key = endpoint.api_key.as_deref().filter(|k| !k.is_empty());
-    let http = crate::http::client_builder(base)
+    let http = crate::client::builder(base)
         .connect_timeout(Duration::from_millis(PROVIDER_CONNECT_TIMEOUT_MS))
         // A redirect must not carry the credential elsewhere.
         .redirect(reqwest::redirect::Policy::none())

@@ -327,6 +327,17 @@ impl Connection {
         }
     }
 
+    /// Ok when startup succeeded and the client agreed to the extension a method belongs
+    /// to (`negotiated`); otherwise the method's answer, with no effect.
+    fn ready_for(&self, negotiated: bool) -> Result<(), ErrorCode> {
+        match &self.init {
+            Init::Unadmitted | Init::Starting { .. } => Err(ErrorCode::NotInitialized),
+            Init::Failed(failure) => Err(failure.error.code()),
+            Init::Ready(_) if !negotiated => Err(ErrorCode::UnsupportedCapability),
+            Init::Ready(_) => Ok(()),
+        }
+    }
+
     /// The answer to a method that needs a ready child and is not served yet.
     fn unavailable_method(&self, method: Method) -> ErrorCode {
         match &self.init {

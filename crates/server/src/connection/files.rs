@@ -18,23 +18,13 @@ impl Connection {
     /// `invalid_params` (and fails the read or write it answered); an answer no
     /// waiting read or write of the active run takes is `stale_run`.
     pub(super) fn client_file_result(&self, params: &RawValue) -> Result<ResultBody, ErrorCode> {
-        match &self.init {
-            Init::Unadmitted | Init::Starting { .. } => return Err(ErrorCode::NotInitialized),
-            Init::Failed(failure) => return Err(failure.error.code()),
-            Init::Ready(_) if !self.client_files => {
-                return Err(ErrorCode::UnsupportedCapability);
-            }
-            Init::Ready(_) => {}
-        }
+        self.ready_for(self.client_files)?;
         let params: ClientFileResultParams = parse_params(params)?;
         if !is_valid_name(&params.file_id) {
             return Err(ErrorCode::InvalidParams);
         }
-        self.check_run_identity(&params.session_id, &params.run_id)?;
         let run = self
-            .run
-            .as_ref()
-            .filter(|run| run.session_id == params.session_id && run.run_id == params.run_id)
+            .active_run(&params.session_id, &params.run_id)?
             .ok_or(ErrorCode::StaleRun)?;
         match run.files.answer(params) {
             Ok(()) => Ok(ResultBody::ClientFileResult(ClientFileResultResult {

@@ -19,23 +19,13 @@ impl Connection {
     /// a set not open (unknown, answered, expired, withdrawn, another run's) is
     /// `stale_question`.
     pub(super) fn question_answer(&self, params: &RawValue) -> Result<ResultBody, ErrorCode> {
-        match &self.init {
-            Init::Unadmitted | Init::Starting { .. } => return Err(ErrorCode::NotInitialized),
-            Init::Failed(failure) => return Err(failure.error.code()),
-            Init::Ready(_) if !self.user_questions => {
-                return Err(ErrorCode::UnsupportedCapability);
-            }
-            Init::Ready(_) => {}
-        }
+        self.ready_for(self.user_questions)?;
         let params: QuestionAnswerParams = parse_params(params)?;
         if !is_valid_name(&params.question_id) {
             return Err(ErrorCode::InvalidParams);
         }
-        self.check_run_identity(&params.session_id, &params.run_id)?;
         let run = self
-            .run
-            .as_ref()
-            .filter(|run| run.session_id == params.session_id && run.run_id == params.run_id)
+            .active_run(&params.session_id, &params.run_id)?
             .ok_or(ErrorCode::StaleQuestion)?;
         match run.questions.answer(&params.question_id, params.answers) {
             Ok(()) => Ok(ResultBody::QuestionAnswer(QuestionAnswerResult {

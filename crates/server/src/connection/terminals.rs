@@ -10,7 +10,7 @@ use magi_protocol::messages::{ClientTerminalResultParams, ClientToolResultResult
 use magi_protocol::names::is_valid_name;
 use serde_json::value::RawValue;
 
-use super::{Connection, Init, parse_params};
+use super::{Connection, parse_params};
 
 /// The method a client answers a terminal call with.
 pub(super) const CLIENT_TERMINAL_RESULT_METHOD: &str = "client.terminal.result";
@@ -22,14 +22,7 @@ impl Connection {
         &self,
         params: &RawValue,
     ) -> Result<ResultBody, ErrorCode> {
-        match &self.init {
-            Init::Unadmitted | Init::Starting { .. } => return Err(ErrorCode::NotInitialized),
-            Init::Failed(failure) => return Err(failure.error.code()),
-            Init::Ready(_) if !self.client_terminals => {
-                return Err(ErrorCode::UnsupportedCapability);
-            }
-            Init::Ready(_) => {}
-        }
+        self.ready_for(self.client_terminals)?;
         let params: ClientTerminalResultParams = parse_params(params)?;
         let signal_ok = params
             .signal
@@ -41,14 +34,12 @@ impl Connection {
         {
             return Err(ErrorCode::InvalidParams);
         }
-        self.check_run_identity(&params.session_id, &params.run_id)?;
-        let recorded = self.run.as_ref().is_some_and(|run| {
-            run.session_id == params.session_id
-                && run.run_id == params.run_id
-                && run
-                    .terminals
+        let recorded = self
+            .active_run(&params.session_id, &params.run_id)?
+            .is_some_and(|run| {
+                run.terminals
                     .answer(&params.call_id, TerminalAnswer::from_params(&params))
-        });
+            });
         if recorded {
             Ok(ResultBody::ClientToolResult(ClientToolResultResult {
                 recorded: true,

@@ -136,11 +136,9 @@ impl Connection {
         &self,
         params: &TurnCancelParams,
     ) -> Result<TurnCancelResult, ErrorCode> {
-        self.check_run_identity(&params.session_id, &params.run_id)?;
-        let run = self.run.as_ref().ok_or(ErrorCode::StaleRun)?;
-        if run.session_id != params.session_id || run.run_id != params.run_id {
-            return Err(ErrorCode::StaleRun);
-        }
+        let run = self
+            .active_run(&params.session_id, &params.run_id)?
+            .ok_or(ErrorCode::StaleRun)?;
         run.cancel.cancel();
         Ok(TurnCancelResult {
             cancellation_requested: true,
@@ -155,15 +153,11 @@ impl Connection {
         params: ApprovalAnswerParams,
     ) -> Result<ResultBody, ErrorCode> {
         let answer = check_answer(&params, self.approval_scopes)?;
-        self.check_run_identity(&params.session_id, &params.run_id)?;
+        let run = self.active_run(&params.session_id, &params.run_id)?;
         if !is_valid_name(&params.approval_id) {
             return Err(ErrorCode::InvalidParams);
         }
-        let recorded = self.run.as_ref().is_some_and(|run| {
-            run.session_id == params.session_id
-                && run.run_id == params.run_id
-                && run.approvals.answer(&params.approval_id, answer)
-        });
+        let recorded = run.is_some_and(|run| run.approvals.answer(&params.approval_id, answer));
         if recorded {
             Ok(ResultBody::ApprovalAnswer(ApprovalAnswerResult {
                 recorded: true,
@@ -176,26 +170,17 @@ impl Connection {
     /// `client.tool.result`: the client's one answer to a call of its tools. Refused
     /// without effect when `client.tools` was not negotiated.
     pub(super) fn client_tool_result(&self, params: &RawValue) -> Result<ResultBody, ErrorCode> {
-        match &self.init {
-            Init::Unadmitted | Init::Starting { .. } => return Err(ErrorCode::NotInitialized),
-            Init::Failed(failure) => return Err(failure.error.code()),
-            Init::Ready(_) if !self.client_tools_negotiated => {
-                return Err(ErrorCode::UnsupportedCapability);
-            }
-            Init::Ready(_) => {}
-        }
+        self.ready_for(self.client_tools_negotiated)?;
         let params: ClientToolResultParams = parse_params(params)?;
         if !is_valid_name(&params.call_id) || params.content.len() > CLIENT_TOOL_RESULT_BYTES {
             return Err(ErrorCode::InvalidParams);
         }
-        self.check_run_identity(&params.session_id, &params.run_id)?;
-        let recorded = self.run.as_ref().is_some_and(|run| {
-            run.session_id == params.session_id
-                && run.run_id == params.run_id
-                && run
-                    .client_calls
+        let recorded = self
+            .active_run(&params.session_id, &params.run_id)?
+            .is_some_and(|run| {
+                run.client_calls
                     .answer(&params.call_id, (params.outcome, params.content.clone()))
-        });
+            });
         if recorded {
             Ok(ResultBody::ClientToolResult(ClientToolResultResult {
                 recorded: true,
@@ -206,20 +191,27 @@ impl Connection {
         }
     }
 
-    /// Grammar of a run's identity, then the attachment it names.
-    pub(super) fn check_run_identity(
+    /// The active run a request about a run names: first the grammar of the identity
+    /// (`invalid_params`), then the attachment it names (`session_missing`,
+    /// `stale_session`); none when no run is active or the active one is another (the
+    /// caller answers with its own stale error).
+    pub(super) fn active_run(
         &self,
         session_id: &str,
         run_id: &str,
-    ) -> Result<(), ErrorCode> {
+    ) -> Result<Option<&ActiveRun>, ErrorCode> {
         if !is_valid_session_id(session_id) || !is_valid_name(run_id) {
             return Err(ErrorCode::InvalidParams);
         }
         match &self.attached {
-            None => Err(ErrorCode::SessionMissing),
-            Some(attached) if attached != session_id => Err(ErrorCode::StaleSession),
-            Some(_) => Ok(()),
+            None => return Err(ErrorCode::SessionMissing),
+            Some(attached) if attached != session_id => return Err(ErrorCode::StaleSession),
+            Some(_) => {}
         }
+        Ok(self
+            .run
+            .as_ref()
+            .filter(|run| run.session_id == session_id && run.run_id == run_id))
     }
 
     /// Takes the sessions back from a run whose thread ended and whose events drained.

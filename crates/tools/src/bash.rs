@@ -505,6 +505,19 @@ mod tests {
         );
         assert_eq!(report.output.content, "(no output)\n[exit code 0]");
         assert!(!quiet.exists());
+        // Nor does one that cannot start, though its files were made as it started.
+        let unstarted = dir.path().join("tool-calls/call-3");
+        let report = execute(
+            &json!({"command": "echo hi"}),
+            &ToolContext {
+                cwd: &dir.path().join("missing"),
+                assets_dir: Some(&unstarted),
+                cancelled: &never,
+                hidden_env: &[],
+            },
+        );
+        assert_eq!(report.output.summary, "cannot start the command");
+        assert!(!unstarted.exists());
     }
 
     #[test]

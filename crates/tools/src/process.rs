@@ -30,7 +30,7 @@ pub mod hook;
 pub mod launcher;
 mod spawner;
 
-use capture::{Capture, Files, captured_lines, first_line, spawn_reader};
+use capture::{Capture, Capturing, Files, Pipes, captured_lines, first_line};
 pub(crate) use capture::{Kept, capture_digests, capture_notes, read_bounded};
 pub(crate) use spawner::Proc;
 
@@ -250,9 +250,8 @@ impl Shell<'_> {
         stdin: Option<Vec<u8>>,
     ) -> std::io::Result<Started> {
         let paths = crate::facts::CAPTURE_FILES.map(|name| files.dir.join(name));
-        let [stdout_capture, stderr_capture, output_capture] = paths
-            .clone()
-            .map(|path| Capture::deferred(path, capture_bytes));
+        // Its files are made while the command starts.
+        let capturing = Capturing::start(&paths, capture_bytes);
         let arguments = [OsStr::new("-c"), OsStr::new(command)];
         let served = spawner::spawn(&spawner::Spawn {
             program: self.program,
@@ -263,9 +262,16 @@ impl Shell<'_> {
             policy: self.policy,
             server_command: launcher::server_command,
         });
-        let (child, streams) = match served {
-            Some(spawned) => spawned?,
-            None => self.launch(command, stdin.is_some())?,
+        let started = match served {
+            Some(spawned) => spawned,
+            None => self.launch(command, stdin.is_some()),
+        };
+        let (child, streams) = match started {
+            Ok(started) => started,
+            Err(e) => {
+                capturing.abandon();
+                return Err(e);
+            }
         };
         if let (Some(bytes), Some(mut pipe)) = (stdin, streams.stdin) {
             // A command that never reads its input must not hold up the wait: the
@@ -275,10 +281,10 @@ impl Shell<'_> {
                 let _ = pipe.write_all(&bytes);
             });
         }
-        let output = Arc::new(Mutex::new(output_capture));
-        let (done, finished) = mpsc::channel();
-        spawn_reader(Some(streams.stdout), stdout_capture, &output, &done, 0);
-        spawn_reader(Some(streams.stderr), stderr_capture, &output, &done, 1);
+        let (output, finished) = capturing.attach(Pipes {
+            stdout: streams.stdout,
+            stderr: streams.stderr,
+        });
         Ok(Started {
             child,
             paths,

@@ -1,12 +1,22 @@
 //! A command's captures: its stdout, stderr and both interleaved, each written to its own
-//! bounded file by the thread reading its pipe (created at the stream's first bytes),
-//! read back no further than the bound, and what each kept said in the call's facts and
-//! notes.
+//! bounded file by one thread that reads both pipes, read back no further than the
+//! bound, and what each kept said in the call's facts and notes.
+//!
+//! The thread starts before the command does and creates the directory and the three
+//! files while the command starts: creating files is slow on some disks (a few hundred
+//! microseconds each), and a command's own start-up takes longer, so the files are
+//! ready by its first bytes instead of being made after them, on the call's way. A
+//! stream that stays empty leaves no file: its file is removed when the stream ends
+//! (removing is cheap), and the directory too when the capture made it and all three
+//! stayed empty.
 
 use std::fs::File;
 use std::io::{self, Read, Write};
+use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, mpsc};
+
+use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 
 use crate::facts::{FACT_STRING_BYTES, cut};
 
@@ -14,11 +24,6 @@ use crate::facts::{FACT_STRING_BYTES, cut};
 const READ_CHUNK: usize = 64 * 1024;
 
 /// One captured file: bytes past `limit` are counted, not written.
-///
-/// The file (and the directory it goes in) is created by the thread that fills it, at
-/// the stream's first bytes: creating files is slow on some disks (a few hundred
-/// microseconds each), so a stream that stays empty leaves no file, and none is made
-/// before the command starts.
 pub(super) struct Capture {
     path: PathBuf,
     file: Option<File>,
@@ -30,7 +35,7 @@ pub(super) struct Capture {
 }
 
 impl Capture {
-    pub(super) fn deferred(path: PathBuf, limit: u64) -> Capture {
+    fn new(path: PathBuf, limit: u64) -> Capture {
         Capture {
             path,
             file: None,
@@ -41,8 +46,8 @@ impl Capture {
         }
     }
 
-    /// Creates the file unless done or failed already, and its directory only when it
-    /// is missing: the first capture of a call makes it, the others find it.
+    /// Creates the file unless done or failed already (and its directory if it went
+    /// missing since).
     fn open(&mut self) {
         if self.file.is_some() || self.failed {
             return;
@@ -83,6 +88,23 @@ impl Capture {
         }
         self.dropped += (bytes.len() - kept) as u64;
     }
+
+    /// Ends the capture once its stream ended: flushed, or removed when the stream
+    /// wrote nothing (then nothing was lost either, even if the file could not be made).
+    /// Says whether it stayed empty.
+    fn close(&mut self) -> bool {
+        if self.written > 0 || self.dropped > 0 {
+            if let Some(file) = self.file.as_mut() {
+                let _ = file.flush();
+            }
+            return false;
+        }
+        if self.file.take().is_some() {
+            let _ = std::fs::remove_file(&self.path);
+        }
+        self.failed = false;
+        true
+    }
 }
 
 /// What a capture kept, once its stream ended.
@@ -113,7 +135,7 @@ pub(crate) struct Files {
 impl Files {
     pub(super) fn new(assets_dir: Option<&Path>) -> io::Result<Files> {
         match assets_dir {
-            // Created with the capture files, by the threads that fill them.
+            // Created with the capture files, by the thread that fills them.
             Some(dir) => Ok(Files {
                 dir: dir.to_owned(),
                 _temporary: None,
@@ -175,42 +197,178 @@ pub(super) fn first_line(path: &Path) -> Option<String> {
         .map(|line| cut(line, FACT_STRING_BYTES))
 }
 
-/// Copies one pipe into its own capture and the interleaved one until it ends, then
-/// sends what its capture kept.
-pub(super) fn spawn_reader(
-    pipe: Option<impl Read + Send + 'static>,
-    mut capture: Capture,
-    output: &Arc<Mutex<Capture>>,
-    done: &mpsc::Sender<(usize, Kept)>,
-    stream: usize,
-) {
-    let output = Arc::clone(output);
-    let done = done.clone();
-    std::thread::spawn(move || {
-        if let Some(mut pipe) = pipe {
-            let mut buffer = vec![0; READ_CHUNK];
-            loop {
-                match pipe.read(&mut buffer) {
-                    Ok(0) => break,
-                    Ok(n) => {
-                        capture.write(&buffer[..n]);
-                        // One lock per chunk keeps each chunk whole in the interleaved file.
-                        match output.lock() {
-                            Ok(mut output) => output.write(&buffer[..n]),
-                            Err(poisoned) => poisoned.into_inner().write(&buffer[..n]),
-                        }
+/// The two output pipes of a command, handed to its capture thread once it started.
+pub(super) struct Pipes {
+    pub(super) stdout: File,
+    pub(super) stderr: File,
+}
+
+/// The thread filling a command's captures, started before the command.
+pub(super) struct Capturing {
+    /// Takes the pipes once the command started; dropped unused when it did not.
+    pipes: mpsc::Sender<Pipes>,
+    /// The interleaved capture, shared so what it kept can be read before it ends.
+    pub(super) output: Arc<Mutex<Capture>>,
+    /// Each stream's index (0 stdout, 1 stderr) and what it kept, as it ends.
+    pub(super) finished: mpsc::Receiver<(usize, Kept)>,
+}
+
+impl Capturing {
+    /// Starts the thread, which creates the directory of `paths` (when missing) and
+    /// the three files, then waits for the pipes.
+    pub(super) fn start(paths: &[PathBuf; 3], limit: u64) -> Capturing {
+        let [stdout, stderr, output] = paths.clone().map(|path| Capture::new(path, limit));
+        let output = Arc::new(Mutex::new(output));
+        let (pipes, pipes_given) = mpsc::channel();
+        let (done, finished) = mpsc::channel();
+        let shared = Arc::clone(&output);
+        std::thread::spawn(move || {
+            let mut streams = [stdout, stderr];
+            let made_dir = create_files(&mut streams, &shared);
+            match pipes_given.recv() {
+                Ok(pipes) => pump(pipes, streams, &shared, made_dir, &done),
+                // The command did not start: nothing was written.
+                Err(_) => {
+                    for capture in &mut streams {
+                        capture.close();
                     }
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                    Err(_) => break,
+                    close_output(&shared, made_dir);
                 }
             }
+        });
+        Capturing {
+            pipes,
+            output,
+            finished,
         }
-        if let Some(file) = capture.file.as_mut() {
-            let _ = file.flush();
+    }
+
+    /// Hands the started command's pipes to the thread.
+    pub(super) fn attach(
+        self,
+        pipes: Pipes,
+    ) -> (Arc<Mutex<Capture>>, mpsc::Receiver<(usize, Kept)>) {
+        // The thread only ends after taking them, or after this sender is dropped.
+        let _ = self.pipes.send(pipes);
+        (self.output, self.finished)
+    }
+
+    /// The command did not start: waits for the thread to remove what it created.
+    pub(super) fn abandon(self) {
+        drop(self.pipes);
+        // Ends (disconnected) once the thread is done; it sends nothing without pipes.
+        let _ = self.finished.recv();
+    }
+}
+
+/// Creates the captures' directory when it is missing, then the three files. Says
+/// whether the directory was made here (and so is removed when all three stay empty).
+fn create_files(streams: &mut [Capture; 2], output: &Mutex<Capture>) -> bool {
+    let made_dir = streams[0]
+        .path
+        .parent()
+        .is_some_and(|dir| match std::fs::create_dir(dir) {
+            Ok(()) => true,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => std::fs::create_dir_all(dir).is_ok(),
+            Err(_) => false,
+        });
+    for capture in streams.iter_mut() {
+        capture.open();
+    }
+    lock(output).open();
+    made_dir
+}
+
+/// Reads both pipes as they have bytes, each into its own capture and the interleaved
+/// one, until both end; tells each stream's end as it comes, the interleaved capture
+/// closed before the last.
+fn pump(
+    pipes: Pipes,
+    mut streams: [Capture; 2],
+    output: &Mutex<Capture>,
+    made_dir: bool,
+    done: &mpsc::Sender<(usize, Kept)>,
+) {
+    let mut open = [Some(pipes.stdout), Some(pipes.stderr)];
+    let mut buffer = vec![0; READ_CHUNK];
+    let mut emptied = 0;
+    while open.iter().any(Option::is_some) {
+        for stream in readable(&open) {
+            let Some(pipe) = open[stream].as_mut() else {
+                continue;
+            };
+            match pipe.read(&mut buffer) {
+                Ok(0) => {}
+                Ok(n) => {
+                    streams[stream].write(&buffer[..n]);
+                    // One lock per chunk keeps each chunk whole in the interleaved file.
+                    lock(output).write(&buffer[..n]);
+                    continue;
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(_) => {}
+            }
+            // The stream ended (or cannot be read any further).
+            open[stream] = None;
+            if streams[stream].close() {
+                emptied += 1;
+            }
+            if open.iter().all(Option::is_none) {
+                close_output(output, made_dir && emptied == 2);
+            }
+            // The receiver may have stopped waiting; then nobody needs the answer.
+            let _ = done.send((stream, Kept::of(&streams[stream])));
         }
-        // The receiver may have stopped waiting; then nobody needs the answer.
-        let _ = done.send((stream, Kept::of(&capture)));
-    });
+    }
+}
+
+/// The streams among `open` that have bytes or ended, waited for without a bound (a
+/// command's output ends when it does, or when its group is killed).
+fn readable(open: &[Option<File>; 2]) -> Vec<usize> {
+    let watched: Vec<(usize, &File)> = open
+        .iter()
+        .enumerate()
+        .filter_map(|(stream, pipe)| pipe.as_ref().map(|pipe| (stream, pipe)))
+        .collect();
+    let mut fds: Vec<PollFd> = watched
+        .iter()
+        .map(|(_, pipe)| PollFd::new(pipe.as_fd(), PollFlags::POLLIN))
+        .collect();
+    loop {
+        match poll(&mut fds, PollTimeout::NONE) {
+            Err(nix::errno::Errno::EINTR) => continue,
+            // Without kernel memory to wait on both, read each in turn: a read still
+            // ends when the command does.
+            Err(_) => return watched.iter().map(|(stream, _)| *stream).collect(),
+            Ok(_) => {
+                return watched
+                    .iter()
+                    .zip(&fds)
+                    .filter(|(_, fd)| fd.any().unwrap_or(true))
+                    .map(|((stream, _), _)| *stream)
+                    .collect();
+            }
+        }
+    }
+}
+
+/// Closes the interleaved capture once both streams ended, and removes the directory
+/// when `remove_dir` (it was made for these captures) and it stayed empty too.
+fn close_output(output: &Mutex<Capture>, remove_dir: bool) {
+    let mut output = lock(output);
+    if output.close()
+        && remove_dir
+        && let Some(dir) = output.path.parent()
+    {
+        let _ = std::fs::remove_dir(dir);
+    }
+}
+
+/// The capture behind `mutex`, also when a thread panicked holding it.
+fn lock(mutex: &Mutex<Capture>) -> std::sync::MutexGuard<'_, Capture> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// The interleaved capture, read back no further than the bound it was written to.

@@ -3,7 +3,9 @@
 //! response asking for 10 read-only tool calls then a text reply, (B) the same with 10
 //! `bash` calls of `echo hi`, allowed by policy (`exec --allow-all`), (S) a reply
 //! streamed as 10,000 deltas. Each runs as whole-process `magi-code exec` runs and as
-//! turns over `serve --stdio`.
+//! turns over `serve --stdio`. For (B) it also runs the command alone (`bash -c 'echo
+//! hi'`, started and waited for by this process) and gives the agent's own time per
+//! call: the gap per call less that.
 //!
 //! Scenario A runs twice: with session titles (the default: every turn here is a new
 //! session's first, so each is followed by a title request the mock answers at once)
@@ -127,7 +129,7 @@ async fn service_overhead(home: &Path, cwd: &Path) -> Duration {
     median(per_call)
 }
 
-/// Spawns of `bash -c :` in the shell-cost measurement.
+/// Runs of a plain `bash -c` in the shell-cost measurements.
 const SHELL_SPAWNS: usize = 200;
 
 /// The hook figures: (B) with an empty `pre_tool_use` hook, the service overhead with
@@ -156,24 +158,31 @@ async fn hook_figures(root: &Path, home: &Path, cwd: &Path) {
     }
     let without = service_overhead(home, cwd).await;
     let with = service_overhead(&home_hook, cwd).await;
-    let mut spawns = Vec::new();
-    for _ in 0..SHELL_SPAWNS {
-        let started = Instant::now();
-        let status = std::process::Command::new("bash")
-            .args(["-c", ":"])
-            .stdin(std::process::Stdio::null())
-            .status()
-            .unwrap();
-        spawns.push(started.elapsed());
-        assert!(status.success());
-    }
+    let alone = plain_shell(":");
     println!(
         "  trivial calls: {:.3} ms per call without a hook, {:.3} ms with an empty pre_tool_use hook: the hook costs {:.3} ms per call; `bash -c :` alone (median of {SHELL_SPAWNS}) {:.3} ms",
         millis(without),
         millis(with),
         millis(with.saturating_sub(without)),
-        millis(median(spawns))
+        millis(alone)
     );
+}
+
+/// A shell command run the plainest way, by this process: `bash -c script` started,
+/// its output read through a pipe to the end, waited for. Median of [`SHELL_SPAWNS`].
+fn plain_shell(script: &str) -> Duration {
+    let mut runs = Vec::new();
+    for _ in 0..SHELL_SPAWNS {
+        let started = Instant::now();
+        let output = std::process::Command::new("bash")
+            .args(["-c", script])
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        runs.push(started.elapsed());
+        assert!(output.status.success());
+    }
+    median(runs)
 }
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
@@ -220,6 +229,15 @@ async fn main() {
                 "     agent gap per tool call (end of the model response to the next request, on the mock's clock): {:.3} ms",
                 millis(per_call)
             );
+            if name.starts_with('B') {
+                // Measured now, beside the gaps, as the machine is now.
+                let alone = plain_shell("echo hi");
+                println!(
+                    "     the command alone (`bash -c 'echo hi'` run by this benchmark, median of {SHELL_SPAWNS}): {:.3} ms; the agent's own time per call (the gap less the command): {:.3} ms",
+                    millis(alone),
+                    millis(per_call.saturating_sub(alone))
+                );
+            }
         }
     }
     if only.is_empty() || only.iter().any(|o| o == "hooks") {

@@ -99,12 +99,13 @@ async fn checks(request: &StartupRequest, inspection: &Inspection, online: bool)
     let mut checks = Vec::new();
     let settings_ok = match &inspection.settings {
         Ok(_) => {
-            let read = inspection.files.iter().filter(|f| f.present).count();
-            checks.push(Check::new(
-                "settings",
-                Status::Ok,
-                format!("{read} settings file(s) read, valid"),
-            ));
+            // Well-formed only: what the settings name (tools, profiles, servers) is
+            // checked with the configuration below.
+            let message = match inspection.files.iter().filter(|f| f.present).count() {
+                0 => "no settings file present".to_owned(),
+                read => format!("{read} settings file(s) read and well-formed"),
+            };
+            checks.push(Check::new("settings", Status::Ok, message));
             true
         }
         Err(why) => {

@@ -96,6 +96,10 @@ async fn a_missing_credential_is_an_error_with_its_variable_and_no_other_advice(
         ),
         "{text}"
     );
+    assert!(
+        text.contains("ok       settings: no settings file present"),
+        "{text}"
+    );
     // Advice for another cause is not given.
     assert!(!text.contains("MAGI_PROVIDER=openai-chat"), "{text}");
     assert!(!text.contains("no provider is selected"), "{text}");
@@ -125,6 +129,26 @@ async fn a_broken_settings_file_is_an_error_naming_its_line() {
             .unwrap()
             .contains("docs/configuration.md")
     );
+}
+
+#[tokio::test]
+async fn a_well_formed_file_naming_an_unknown_tool_is_a_configuration_error() {
+    let env = TestEnv::new();
+    env.write_settings("[tools]\ndisabled = [\"bahs\"]\n");
+    let output = env.run_cli(&["doctor"]).await;
+    assert_eq!(output.status.code(), Some(1));
+    let text = stdout(&output);
+    // The file's form is fine; what it names is not, and only that is the error.
+    assert!(
+        text.contains("ok       settings: 1 settings file(s) read and well-formed"),
+        "{text}"
+    );
+    let place = format!(
+        "error    configuration: invalid settings: {}:2:13: key `tools.disabled`: \"bahs\" is \
+         no tool this backend offers",
+        env.mc_home().join("settings.toml").display()
+    );
+    assert!(text.contains(&place), "{text}");
 }
 
 #[tokio::test]

@@ -11,8 +11,8 @@
 use crate::common::*;
 use magi_client::{Backend, Incoming};
 use magi_protocol::messages::{
-    ActivityState, ApprovalAnswerParams, EmptyParams, Event, HistoryPageParams, HistoryPageResult,
-    RunOutcome,
+    ActivityKind, ActivityState, ApprovalAnswerParams, EmptyParams, Event, HistoryPageParams,
+    HistoryPageResult, RunOutcome,
 };
 use magi_protocol::methods;
 use magi_testkit::{MockServer, Reply};
@@ -405,5 +405,70 @@ async fn a_long_command_moves_to_the_background_and_its_end_is_told_once() {
     let promoted_result = results(&log)[0];
     assert_eq!(promoted_result["facts"]["job_id"], "job-1");
     assert_eq!(promoted_result["facts"]["timeout_ms"], Value::Null);
+    shutdown_clean(&mut backend).await;
+}
+
+/// Where in `seen` each tool activity started and ended, in the order they started,
+/// with the label it started with.
+fn activity_spans(seen: &[Event]) -> Vec<(String, usize, usize)> {
+    let mut spans: Vec<(String, String, usize, usize)> = Vec::new();
+    for (at, event) in seen.iter().enumerate() {
+        let Event::Activity(a) = event else { continue };
+        if a.kind != ActivityKind::Tool {
+            continue;
+        }
+        if a.state == ActivityState::Started {
+            spans.push((a.activity_id.clone(), a.summary.clone(), at, usize::MAX));
+        } else if let Some(span) = spans.iter_mut().find(|s| s.0 == a.activity_id) {
+            span.3 = at;
+        }
+    }
+    spans
+        .into_iter()
+        .map(|(_, label, started, ended)| (label, started, ended))
+        .collect()
+}
+
+#[tokio::test]
+async fn a_call_that_waits_for_an_earlier_one_starts_only_once_that_one_ended() {
+    let mock = MockServer::start().await;
+    // Two reads (side by side), then two commands: each command may change something,
+    // so it waits for every call before it.
+    let read = json!({"path": "notes.txt"}).to_string();
+    let command = |line: &str| json!({ "command": line }).to_string();
+    mock.enqueue(
+        Reply::stream()
+            .tool_call("r1", "read", [read.as_str()])
+            .tool_call("r2", "read", [read.as_str()])
+            .tool_call("c1", "bash", [command("sleep 0.2; echo one").as_str()])
+            .tool_call("c2", "bash", [command("echo two").as_str()]),
+    );
+    mock.enqueue(Reply::stream().text(["Done."]));
+    let env = env_for(&mock);
+    env.write_settings("[permissions]\nallow = [\"bash\"]\n");
+    std::fs::write(env.cwd().join("notes.txt"), "a note\n").unwrap();
+    let mut backend = ready(&env).await;
+    session_with_turn(&mut backend, "Go").await;
+    let mut seen = Vec::new();
+    let finished = until_finished(&mut backend, &mut seen).await;
+    assert_eq!(finished.outcome, RunOutcome::Completed, "{seen:?}");
+    let spans = activity_spans(&seen);
+    let labels: Vec<&str> = spans.iter().map(|(label, ..)| label.as_str()).collect();
+    assert_eq!(
+        labels,
+        [
+            "read notes.txt",
+            "read notes.txt",
+            "bash sleep 0.2; echo one",
+            "bash echo two"
+        ]
+    );
+    let [first_read, second_read, command, last] = [0, 1, 2, 3].map(|n| (spans[n].1, spans[n].2));
+    // Reads run side by side: the second starts before the first is told ended.
+    assert!(second_read.0 < first_read.1, "{spans:?}");
+    // A command is not shown started while any call before it still runs.
+    assert!(first_read.1.max(second_read.1) < command.0, "{spans:?}");
+    assert!(command.1 < last.0, "{spans:?}");
+    assert!(last.1 < usize::MAX, "{spans:?}");
     shutdown_clean(&mut backend).await;
 }

@@ -12,6 +12,8 @@
 //! [`PARALLEL_TOOL_CALLS`] at once); a call that may
 //! change something waits until every earlier call of the message has settled, and
 //! later calls wait for it, so effects happen in the order the model asked for. A call
+//! that waits does so before its hooks run and its activity starts: a client is never
+//! shown a call as started while it only waits. A call
 //! the client must be asked about waits until every earlier call has settled and been
 //! told, so the person answers knowing how they ended. The next model request waits for
 //! all of them.
@@ -75,7 +77,7 @@ use crate::agent::Agent;
 use crate::cards::{CardSource, PreviewSource, Settlement};
 use crate::client_tools::ClientTool;
 use hooked::HOOK_DENIAL;
-use progress::{Claimed, Execution, Progress, Settled};
+use progress::{Claimed, Execution, Progress, Settled, Starting};
 use settle::Refusal;
 
 /// One call the model asked for.
@@ -172,21 +174,26 @@ impl CallService<'_, '_> {
             let early = self.early_refusal(role, &calls[index]);
             let mut blocked = None;
             if early.is_none() {
+                // A call that waits for the calls before it begins once they have
+                // settled: its hooks see their effects, and its activity does not start
+                // (and show it running) while it only waits.
+                if progress.must_wait(magi_tools::is_read_only(&calls[index].name)) {
+                    self.drain(role, &calls, &mut progress).await;
+                }
                 let reserve = calls.len() - index - 1;
                 blocked = self.hooked(role, &mut calls[index], reserve).await;
             }
             let call = &calls[index];
-            self.output
-                .activity(
-                    &activity_id,
-                    &call.name,
-                    ActivityState::Started,
-                    &call.label,
-                )
-                .await;
-            let running = running_card(call, None, false);
-            self.card(role, &activity_id, Snapshot::Initial, running)
-                .await;
+            if progress.group.ended.is_empty() {
+                self.start(role, call, &activity_id).await;
+            } else {
+                // Calls before it ended and are told so with the next sync: it is told
+                // started after them, never while they are still shown running.
+                progress.group.starting.push(Starting {
+                    index,
+                    activity_id: activity_id.clone(),
+                });
+            }
             if let Some((content, outcome)) = early {
                 let refusal = Refusal {
                     content: &content,
@@ -217,11 +224,9 @@ impl CallService<'_, '_> {
             }
             if self.verdict(call) == Verdict::Ask {
                 // The person asked sees what came before: every earlier call ends and is
-                // told first, and nothing waits for the answer.
+                // told first (and this one started), and nothing waits for the answer.
                 self.drain(role, &calls, &mut progress).await;
-                if !progress.group.records.is_empty() {
-                    self.commit(role, &calls, &mut progress).await;
-                }
+                self.commit(role, &calls, &mut progress).await;
             }
             let protection = match self.supervise(role, call, &activity_id).await {
                 Ok(protection) => protection,
@@ -247,8 +252,7 @@ impl CallService<'_, '_> {
                 continue;
             }
             let read_only = magi_tools::is_read_only(&call.name);
-            let (running, all_read_only) = progress.running();
-            if !(read_only && all_read_only) || running >= PARALLEL_TOOL_CALLS {
+            if progress.must_wait(read_only) {
                 self.drain(role, &calls, &mut progress).await;
             }
             if self.output.cancel.is_cancelled() {
@@ -345,6 +349,16 @@ impl CallService<'_, '_> {
             items.extend(image);
         }
         None
+    }
+
+    /// Tells a call started: its `started` activity, then its first card.
+    async fn start(&mut self, role: &mut Role<'_>, call: &Call, activity_id: &str) {
+        self.output
+            .activity(activity_id, &call.name, ActivityState::Started, &call.label)
+            .await;
+        let running = running_card(call, None, false);
+        self.card(role, activity_id, Snapshot::Initial, running)
+            .await;
     }
 
     /// Sends a snapshot of a call's card; a subagent's call also becomes a child of

@@ -4,6 +4,7 @@
 
 use std::path::PathBuf;
 
+use magi_protocol::limits::PARALLEL_TOOL_CALLS;
 use magi_store::records::{RecordBody, ToolOutcome};
 use magi_tools::ToolReport;
 use tokio::task::JoinHandle;
@@ -70,6 +71,15 @@ pub(super) struct Group {
     pub(super) claims: usize,
     pub(super) claimed: Vec<Claimed>,
     pub(super) ended: Vec<Ended>,
+    /// Calls whose activity starts once the ends before them are told: told started
+    /// after the group's other ends, before their own.
+    pub(super) starting: Vec<Starting>,
+}
+
+/// A call whose activity is told started with the next group.
+pub(super) struct Starting {
+    pub(super) index: usize,
+    pub(super) activity_id: String,
 }
 
 /// The calls of one response on their way to settlement.
@@ -93,6 +103,14 @@ impl Progress {
         let read_only = self.in_flight.iter().all(|f| f.read_only)
             && self.group.claimed.iter().all(|c| c.read_only);
         (self.in_flight.len() + self.group.claimed.len(), read_only)
+    }
+
+    /// Whether a call (`read_only` or not) must wait for every earlier call to settle
+    /// before it goes on: one that may change something always does, a read-only one
+    /// when something else runs or [`PARALLEL_TOOL_CALLS`] already do.
+    pub(super) fn must_wait(&self, read_only: bool) -> bool {
+        let (running, all_read_only) = self.running();
+        !(read_only && all_read_only) || running >= PARALLEL_TOOL_CALLS
     }
 
     /// Adds a call's settlement to the group; the model is given it whatever the

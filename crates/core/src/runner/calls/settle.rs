@@ -74,16 +74,17 @@ impl CallService<'_, '_> {
         progress: &mut Progress,
     ) -> bool {
         let mut all_recorded = true;
-        while !progress.group.records.is_empty() {
+        while !progress.group.records.is_empty() || !progress.group.starting.is_empty() {
             let Group {
                 records,
                 claims,
                 claimed,
                 ended,
+                starting,
             } = std::mem::take(&mut progress.group);
-            let recorded = self.journal.append_all(records);
+            let recorded = records.is_empty() || self.journal.append_all(records);
             all_recorded &= recorded;
-            if recorded {
+            if recorded && (claims > 0 || !ended.is_empty()) {
                 crate::runner::fault::durable(claims, ended.len());
             }
             for claimed in claimed {
@@ -109,7 +110,19 @@ impl CallService<'_, '_> {
                     progress.stage(staged);
                 }
             }
-            for ended in ended {
+            // The ends of earlier calls, then the calls that waited for them started,
+            // then the ends of those (a refusal settles at once).
+            let (own, earlier): (Vec<Ended>, Vec<Ended>) = ended
+                .into_iter()
+                .partition(|ended| starting.iter().any(|s| s.index == ended.index));
+            for ended in earlier {
+                self.tell(role, &calls[ended.index], ended, recorded).await;
+            }
+            for starting in starting {
+                self.start(role, &calls[starting.index], &starting.activity_id)
+                    .await;
+            }
+            for ended in own {
                 self.tell(role, &calls[ended.index], ended, recorded).await;
             }
         }

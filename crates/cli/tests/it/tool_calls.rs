@@ -440,7 +440,7 @@ async fn a_call_that_waits_for_an_earlier_one_starts_only_once_that_one_ended() 
         Reply::stream()
             .tool_call("r1", "read", [read.as_str()])
             .tool_call("r2", "read", [read.as_str()])
-            .tool_call("c1", "bash", [command("sleep 0.2; echo one").as_str()])
+            .tool_call("c1", "bash", [command("echo one").as_str()])
             .tool_call("c2", "bash", [command("echo two").as_str()]),
     );
     mock.enqueue(Reply::stream().text(["Done."]));
@@ -459,7 +459,7 @@ async fn a_call_that_waits_for_an_earlier_one_starts_only_once_that_one_ended() 
         [
             "read notes.txt",
             "read notes.txt",
-            "bash sleep 0.2; echo one",
+            "bash echo one",
             "bash echo two"
         ]
     );

@@ -39,8 +39,9 @@
 //!
 //! The parts: `role` (whose calls, the delegate and the client's gates), `supervision`
 //! (the policy's verdict and the client's approval), `progress` (a response's calls on
-//! their way to settlement), `settle` (the group commit), `recovery`, `handled`,
-//! `control` (`magi_control`) and `code_mode`.
+//! their way to settlement), `settle` (the group commit), `reports` (what a report
+//! becomes: outcome, result record, card), `recovery`, `handled`, `control`
+//! (`magi_control`) and `code_mode`.
 
 use magi_config::Verdict;
 use magi_protocol::ErrorCode;
@@ -48,7 +49,6 @@ use magi_protocol::limits::{PARALLEL_TOOL_CALLS, RUN_ACTIVITIES, SUMMARY_BYTES};
 use magi_protocol::messages::ActivityState;
 use magi_provider::Item;
 use magi_store::records::{RecordBody, ToolCallPhase, ToolOutcome};
-use magi_tools::{ToolOutput, ToolReport};
 
 mod ask;
 mod code_mode;
@@ -57,6 +57,7 @@ mod handled;
 mod hooked;
 mod progress;
 mod recovery;
+mod reports;
 mod role;
 mod rules;
 mod settle;
@@ -74,10 +75,11 @@ use super::output::Output;
 use super::scope::task_label;
 use super::text::bounded;
 use crate::agent::Agent;
-use crate::cards::{CardSource, PreviewSource, Settlement};
+use crate::cards::CardSource;
 use crate::client_tools::ClientTool;
 use hooked::HOOK_DENIAL;
 use progress::{Claimed, Execution, Progress, Settled, Starting};
+use reports::{outcome_of, running_card};
 use settle::Refusal;
 
 /// One call the model asked for.
@@ -444,106 +446,6 @@ impl CallService<'_, '_> {
     pub(super) fn client_tool(&self, name: &str) -> Option<ClientTool> {
         self.offer.client_tool(name).cloned()
     }
-}
-
-/// A report's recordable parts, safe and bounded.
-struct SafeResult {
-    summary: String,
-    content: String,
-    facts: Option<serde_json::Value>,
-    transcript: Vec<String>,
-}
-
-/// The `tool_result` record of a settled call; `code_mode_tool_result` for a nested
-/// one.
-fn result_record(
-    turn_id: String,
-    call: &Call,
-    safe: SafeResult,
-    outcome: ToolOutcome,
-    protection: Option<&'static str>,
-    display_id: Option<String>,
-) -> RecordBody {
-    if let Some(nested) = &call.nested {
-        return RecordBody::CodeModeToolResult {
-            turn_id,
-            parent_call_id: nested.parent_call_id.clone(),
-            sequence: nested.sequence,
-            call_id: call.call_id.clone(),
-            name: call.name.clone(),
-            outcome,
-            summary: safe.summary,
-            content: Some(safe.content),
-            facts: safe.facts,
-            protection: protection.map(str::to_owned),
-            display_id,
-            transcript: safe.transcript,
-        };
-    }
-    RecordBody::ToolResult {
-        turn_id,
-        call_id: call.call_id.clone(),
-        name: call.name.clone(),
-        outcome,
-        summary: safe.summary,
-        content: Some(safe.content),
-        facts: safe.facts,
-        protection: protection.map(str::to_owned),
-        display_id,
-        transcript: safe.transcript,
-    }
-}
-
-/// The card source of a call that has not settled; identity, origin and revision are
-/// filled in when it is sent.
-fn running_card<'a>(
-    call: &'a Call,
-    protection: Option<&'a str>,
-    awaiting_approval: bool,
-) -> CardSource<'a> {
-    CardSource {
-        activity_id: "",
-        origin: magi_protocol::cards::Origin::Live,
-        revision: 0,
-        tool_name: &call.name,
-        label: &call.label,
-        working_directory: None,
-        settlement: Settlement::Running,
-        facts: None,
-        protection,
-        awaiting_approval,
-        preview: PreviewSource::NotApplicable,
-        parent_activity_id: call.parent_activity_id.as_deref(),
-        task_id: call.task_id.as_deref(),
-        children: None,
-        transcript: &[],
-        hook: call.hook.as_ref().map(hooked::Decided::source),
-    }
-}
-
-/// How a finished report settles: cancelled, failed or completed.
-fn outcome_of(report: &ToolReport) -> ToolOutcome {
-    if report.cancelled {
-        ToolOutcome::Cancelled
-    } else if report.output.is_error {
-        ToolOutcome::Failed
-    } else {
-        ToolOutcome::Completed
-    }
-}
-
-/// The report of a call that did not run, or whose run left nothing to report.
-fn refused(content: &str) -> ToolReport {
-    // The first line says why; a person's message for the model follows it.
-    let summary = content
-        .strip_prefix("The call was not run: ")
-        .and_then(|s| s.lines().next())
-        .map_or(content, |s| s.trim_end_matches('.'));
-    ToolReport::from(ToolOutput {
-        content: content.to_owned(),
-        summary: summary.to_owned(),
-        is_error: true,
-    })
 }
 
 #[cfg(test)]

@@ -10,8 +10,9 @@ use magi_store::records::{RecordBody, ToolCallPhase};
 use magi_tools::facts::Facts;
 use magi_tools::{ToolOutput, ToolReport};
 
+use super::reports::running_card;
 use super::role::Role;
-use super::{Call, CallService, running_card};
+use super::{Call, CallService};
 use crate::questions::{QuestionOutcome, parse_questions};
 use crate::runner::live_cards::Snapshot;
 

@@ -4,9 +4,10 @@
 use magi_config::Verdict;
 use magi_store::records::{Record, RecordBody, ToolCallPhase, ToolOutcome};
 
+use super::reports::{outcome_of, refused, result_record};
 use super::role::Role;
 use super::supervision::LABEL_APPROVAL_UNAVAILABLE;
-use super::{CallService, Nested, outcome_of, refused, result_record};
+use super::{CallService, Nested};
 use crate::runner::conversation::INTERRUPTED_CALL;
 
 /// What the model is told of questions a crashed run left open.

@@ -8,8 +8,9 @@ use magi_store::records::{RecordBody, ToolOutcome};
 use magi_tools::ToolReport;
 
 use super::progress::{Ended, Group, InFlight, Progress, Settled, Staged};
+use super::reports::{SafeResult, outcome_of, refused, result_record};
 use super::role::Role;
-use super::{Call, CallService, SafeResult, outcome_of, refused, result_record};
+use super::{Call, CallService};
 use crate::cards::{CardSource, PreviewSource, Settlement};
 use crate::runner::conversation::attached_image;
 use crate::runner::live_cards::Snapshot;

@@ -6,9 +6,10 @@ use magi_config::{CallSubject, Verdict};
 use magi_protocol::limits::APPROVAL_EXPIRY_MS;
 use magi_store::records::{RecordBody, RuleEffect, ToolCallPhase};
 
+use super::reports::running_card;
 use super::role::Role;
 use super::rules::suggested_rule;
-use super::{Call, CallService, running_card};
+use super::{Call, CallService};
 use crate::approvals::ApprovalOutcome;
 use crate::runner::live_cards::Snapshot;
 use crate::runner::output::ApprovalDetails;

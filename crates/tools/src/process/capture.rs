@@ -291,7 +291,6 @@ fn pump(
 ) {
     let mut open = [Some(pipes.stdout), Some(pipes.stderr)];
     let mut buffer = vec![0; READ_CHUNK];
-    let mut emptied = 0;
     while open.iter().any(Option::is_some) {
         for stream in readable(&open) {
             let Some(pipe) = open[stream].as_mut() else {
@@ -310,11 +309,9 @@ fn pump(
             }
             // The stream ended (or cannot be read any further).
             open[stream] = None;
-            if streams[stream].close() {
-                emptied += 1;
-            }
+            streams[stream].close();
             if open.iter().all(Option::is_none) {
-                close_output(output, made_dir && emptied == 2);
+                close_output(output, made_dir);
             }
             // The receiver may have stopped waiting; then nobody needs the answer.
             let _ = done.send((stream, Kept::of(&streams[stream])));
@@ -353,7 +350,8 @@ fn readable(open: &[Option<File>; 2]) -> Vec<usize> {
 }
 
 /// Closes the interleaved capture once both streams ended, and removes the directory
-/// when `remove_dir` (it was made for these captures) and it stayed empty too.
+/// when `remove_dir` (it was made for these captures) and nothing came: every byte of
+/// either stream reaches the interleaved capture, so it is empty only when both are.
 fn close_output(output: &Mutex<Capture>, remove_dir: bool) {
     let mut output = lock(output);
     if output.close()

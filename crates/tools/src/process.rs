@@ -250,8 +250,6 @@ impl Shell<'_> {
         stdin: Option<Vec<u8>>,
     ) -> std::io::Result<Started> {
         let paths = crate::facts::CAPTURE_FILES.map(|name| files.dir.join(name));
-        // Its files are made while the command starts.
-        let capturing = Capturing::start(&paths, capture_bytes);
         let arguments = [OsStr::new("-c"), OsStr::new(command)];
         let served = spawner::spawn(&spawner::Spawn {
             program: self.program,
@@ -266,13 +264,8 @@ impl Shell<'_> {
             Some(spawned) => spawned,
             None => self.launch(command, stdin.is_some()),
         };
-        let (child, streams) = match started {
-            Ok(started) => started,
-            Err(e) => {
-                capturing.abandon();
-                return Err(e);
-            }
-        };
+        // A command that cannot start leaves no capture behind.
+        let (child, streams) = started?;
         if let (Some(bytes), Some(mut pipe)) = (stdin, streams.stdin) {
             // A command that never reads its input must not hold up the wait: the
             // writer ends when the pipe closes, at the latest when the group is killed.
@@ -281,10 +274,12 @@ impl Shell<'_> {
                 let _ = pipe.write_all(&bytes);
             });
         }
-        let (output, finished) = capturing.attach(Pipes {
+        // Its files are made while it runs, off the way of its start.
+        let pipes = Pipes {
             stdout: streams.stdout,
             stderr: streams.stderr,
-        });
+        };
+        let Capturing { output, finished } = Capturing::start(&paths, capture_bytes, pipes);
         Ok(Started {
             child,
             paths,

@@ -2,10 +2,11 @@
 //! bounded file by one thread that reads both pipes, read back no further than the
 //! bound, and what each kept said in the call's facts and notes.
 //!
-//! The thread starts before the command does and creates the directory and the three
-//! files while the command starts: creating files is slow on some disks (a few hundred
+//! The thread starts once the command did, and creates the directory and the three
+//! files while the command runs: creating files is slow on some disks (a few hundred
 //! microseconds each), and a command's own start-up takes longer, so the files are
-//! ready by its first bytes instead of being made after them, on the call's way. A
+//! ready by its first bytes instead of being made after them, on the call's way, and
+//! neither the thread's start nor the files are on the way of the command's start. A
 //! stream that stays empty leaves no file: its file is removed when the stream ends
 //! (removing is cheap), and the directory too when the capture made it and all three
 //! stayed empty.
@@ -197,16 +198,14 @@ pub(super) fn first_line(path: &Path) -> Option<String> {
         .map(|line| cut(line, FACT_STRING_BYTES))
 }
 
-/// The two output pipes of a command, handed to its capture thread once it started.
+/// The two output pipes of a started command.
 pub(super) struct Pipes {
     pub(super) stdout: File,
     pub(super) stderr: File,
 }
 
-/// The thread filling a command's captures, started before the command.
+/// The thread filling a started command's captures.
 pub(super) struct Capturing {
-    /// Takes the pipes once the command started; dropped unused when it did not.
-    pipes: mpsc::Sender<Pipes>,
     /// The interleaved capture, shared so what it kept can be read before it ends.
     pub(super) output: Arc<Mutex<Capture>>,
     /// Each stream's index (0 stdout, 1 stderr) and what it kept, as it ends.
@@ -215,49 +214,18 @@ pub(super) struct Capturing {
 
 impl Capturing {
     /// Starts the thread, which creates the directory of `paths` (when missing) and
-    /// the three files, then waits for the pipes.
-    pub(super) fn start(paths: &[PathBuf; 3], limit: u64) -> Capturing {
+    /// the three files, then reads `pipes` into them.
+    pub(super) fn start(paths: &[PathBuf; 3], limit: u64, pipes: Pipes) -> Capturing {
         let [stdout, stderr, output] = paths.clone().map(|path| Capture::new(path, limit));
         let output = Arc::new(Mutex::new(output));
-        let (pipes, pipes_given) = mpsc::channel();
         let (done, finished) = mpsc::channel();
         let shared = Arc::clone(&output);
         std::thread::spawn(move || {
             let mut streams = [stdout, stderr];
             let made_dir = create_files(&mut streams, &shared);
-            match pipes_given.recv() {
-                Ok(pipes) => pump(pipes, streams, &shared, made_dir, &done),
-                // The command did not start: nothing was written.
-                Err(_) => {
-                    for capture in &mut streams {
-                        capture.close();
-                    }
-                    close_output(&shared, made_dir);
-                }
-            }
+            pump(pipes, streams, &shared, made_dir, &done);
         });
-        Capturing {
-            pipes,
-            output,
-            finished,
-        }
-    }
-
-    /// Hands the started command's pipes to the thread.
-    pub(super) fn attach(
-        self,
-        pipes: Pipes,
-    ) -> (Arc<Mutex<Capture>>, mpsc::Receiver<(usize, Kept)>) {
-        // The thread only ends after taking them, or after this sender is dropped.
-        let _ = self.pipes.send(pipes);
-        (self.output, self.finished)
-    }
-
-    /// The command did not start: waits for the thread to remove what it created.
-    pub(super) fn abandon(self) {
-        drop(self.pipes);
-        // Ends (disconnected) once the thread is done; it sends nothing without pipes.
-        let _ = self.finished.recv();
+        Capturing { output, finished }
     }
 }
 

@@ -143,16 +143,47 @@ impl CallService<'_, '_> {
         mut calls: Vec<Call>,
         items: &mut Vec<Item>,
     ) -> Option<Ending> {
+        if let Err(ending) = self.record(role, &calls).await {
+            return Some(ending);
+        }
+        let mut progress = Progress::new(calls.len());
+        for index in 0..calls.len() {
+            let activity_id = self.output.next_activity_id("tool");
+            match self
+                .admit(role, &mut calls, &mut progress, index, &activity_id)
+                .await
+            {
+                Ok(protection) => {
+                    self.claim(role, &calls, &mut progress, index, activity_id, protection)
+                        .await;
+                }
+                Err(refusal) => {
+                    self.refuse(role, &calls, &mut progress, index, &activity_id, refusal)
+                        .await;
+                }
+            }
+        }
+        self.drain(role, &calls, &mut progress).await;
+        // The model is given no result before it is durable.
+        self.commit(role, &calls, &mut progress).await;
+        let settled = settlements(progress);
+        self.post_tool_use(role, &calls, &settled).await;
+        hand_over(calls, settled, items);
+        None
+    }
+
+    /// Records every call of the response (`tool_call`: supervising), or none when
+    /// the run could not show them all: a call the run cannot show is a call the user
+    /// cannot see.
+    async fn record(&mut self, role: &mut Role<'_>, calls: &[Call]) -> Result<(), Ending> {
         if self.output.activities + calls.len() > RUN_ACTIVITIES {
-            // None of them is recorded or run: a call the run cannot show is a call the
-            // user cannot see.
             self.output
                 .diagnostic(
                     "activity_limit",
                     "The model asked for more tool calls than one run may show.",
                 )
                 .await;
-            return Some(Ending::failed(ErrorCode::ContentLimit));
+            return Err(Ending::failed(ErrorCode::ContentLimit));
         }
         let created = calls
             .iter()
@@ -168,189 +199,155 @@ impl CallService<'_, '_> {
             .collect();
         self.journal.append_all(created);
         role.asked(calls.len());
-        let mut progress = Progress::new(calls.len());
-        for index in 0..calls.len() {
-            let activity_id = self.output.next_activity_id("tool");
-            // The `pre_tool_use` hooks of a call that may go on run before its activity
-            // starts, so what it shows is what runs.
-            let early = self.early_refusal(role, &calls[index]);
-            let mut blocked = None;
-            if early.is_none() {
-                // A call that waits for the calls before it begins once they have
-                // settled: its hooks see their effects, and its activity does not start
-                // (and show it running) while it only waits.
-                if progress.must_wait(magi_tools::is_read_only(&calls[index].name)) {
-                    self.drain(role, &calls, &mut progress).await;
-                }
-                let reserve = calls.len() - index - 1;
-                blocked = self.hooked(role, &mut calls[index], reserve).await;
+        Ok(())
+    }
+
+    /// Takes call `index` through its hooks, the policy, the person and the sandbox to
+    /// where it may be claimed, telling it started on the way. Returns its protection
+    /// label, or why it settles without running.
+    async fn admit(
+        &mut self,
+        role: &mut Role<'_>,
+        calls: &mut [Call],
+        progress: &mut Progress,
+        index: usize,
+        activity_id: &str,
+    ) -> Result<Option<&'static str>, Refusal> {
+        // The `pre_tool_use` hooks of a call that may go on run before its activity
+        // starts, so what it shows is what runs.
+        let early = self.early_refusal(role, &calls[index]);
+        let mut blocked = None;
+        if early.is_none() {
+            // A call that waits for the calls before it begins once they have
+            // settled: its hooks see their effects, and its activity does not start
+            // (and show it running) while it only waits.
+            if progress.must_wait(magi_tools::is_read_only(&calls[index].name)) {
+                self.drain(role, calls, progress).await;
             }
-            let call = &calls[index];
-            if progress.group.ended.is_empty() {
-                self.start(role, call, &activity_id).await;
-            } else {
-                // Calls before it ended and are told so with the next sync: it is told
-                // started after them, never while they are still shown running.
-                progress.group.starting.push(Starting {
-                    index,
-                    activity_id: activity_id.clone(),
+            let reserve = calls.len() - index - 1;
+            blocked = self.hooked(role, &mut calls[index], reserve).await;
+        }
+        let call = &calls[index];
+        if progress.group.ended.is_empty() {
+            self.start(role, call, activity_id).await;
+        } else {
+            // Calls before it ended and are told so with the next sync: it is told
+            // started after them, never while they are still shown running.
+            progress.group.starting.push(Starting {
+                index,
+                activity_id: activity_id.to_owned(),
+            });
+        }
+        if let Some((content, outcome)) = early {
+            return Err(Refusal::unjudged(content, outcome));
+        }
+        // A hook's decision is recorded with what follows it: a block with the
+        // call's result, replaced arguments with the call's claim (or whatever
+        // settles it first).
+        if let Some(decided) = &call.hook {
+            let record = hooked::hook_record(self.turn_id, call, decided);
+            progress.group.records.push(record);
+        }
+        if let Some(reason) = blocked {
+            // The protection stays none: no permission decision was made.
+            let content = format!("The call was not run: {HOOK_DENIAL} {reason}");
+            return Err(Refusal::unjudged(content, ToolOutcome::Denied));
+        }
+        if self.verdict(call) == Verdict::Ask {
+            // The person asked sees what came before: every earlier call ends and is
+            // told first (and this one started), and nothing waits for the answer.
+            self.drain(role, calls, progress).await;
+            self.commit(role, calls, progress).await;
+        }
+        let protection = match self.supervise(role, call, activity_id).await {
+            Ok(protection) => protection,
+            Err(denial) => {
+                return Err(Refusal {
+                    content: denial.content(),
+                    outcome: ToolOutcome::Denied,
+                    protection: Some(denial.label),
                 });
             }
-            if let Some((content, outcome)) = early {
+        };
+        if let Some(why) = self.sandbox_refusal(call, protection) {
+            return Err(Refusal {
+                content: format!("The call was not run: {why}"),
+                outcome: ToolOutcome::Failed,
+                protection,
+            });
+        }
+        if progress.must_wait(magi_tools::is_read_only(&call.name)) {
+            self.drain(role, calls, progress).await;
+        }
+        if self.output.cancel.is_cancelled() {
+            return Err(Refusal {
+                content: "not started: the turn was cancelled".to_owned(),
+                outcome: ToolOutcome::Cancelled,
+                protection,
+            });
+        }
+        Ok(protection)
+    }
+
+    /// Claims call `index`, admitted with `protection`: its claim joins the group, and
+    /// it runs here (a tool the backend or the client runs itself) once the claim is
+    /// durable, or on a thread from the group's commit.
+    async fn claim(
+        &mut self,
+        role: &mut Role<'_>,
+        calls: &[Call],
+        progress: &mut Progress,
+        index: usize,
+        activity_id: String,
+        protection: Option<&'static str>,
+    ) {
+        let call = &calls[index];
+        // The claim is durable before anything runs, so a crash from here on is
+        // known to have possibly had effects. It shares its sync with the results
+        // drained just before it; a claim that cannot be written runs nothing.
+        progress.group.records.push(RecordBody::ToolCallState {
+            turn_id: self.turn_id.to_owned(),
+            call_id: call.call_id.clone(),
+            state: ToolCallPhase::Running,
+            protection: protection.map(str::to_owned),
+        });
+        progress.group.claims += 1;
+        // The tools the backend or the client runs itself, not on a thread: nothing
+        // else is in flight (none is read-only), and later calls wait for them.
+        if let Some(handler) = self.handler(role, call) {
+            if !self.commit(role, calls, progress).await {
                 let refusal = Refusal {
-                    content: &content,
-                    outcome,
-                    protection: None,
-                };
-                self.refuse(role, &calls, &mut progress, index, &activity_id, refusal)
-                    .await;
-                continue;
-            }
-            // A hook's decision is recorded with what follows it: a block with the
-            // call's result, replaced arguments with the call's claim (or whatever
-            // settles it first).
-            if let Some(decided) = &call.hook {
-                let record = hooked::hook_record(self.turn_id, call, decided);
-                progress.group.records.push(record);
-            }
-            if let Some(reason) = blocked {
-                // The protection stays none: no permission decision was made.
-                let refusal = Refusal {
-                    content: &format!("The call was not run: {HOOK_DENIAL} {reason}"),
-                    outcome: ToolOutcome::Denied,
-                    protection: None,
-                };
-                self.refuse(role, &calls, &mut progress, index, &activity_id, refusal)
-                    .await;
-                continue;
-            }
-            if self.verdict(call) == Verdict::Ask {
-                // The person asked sees what came before: every earlier call ends and is
-                // told first (and this one started), and nothing waits for the answer.
-                self.drain(role, &calls, &mut progress).await;
-                self.commit(role, &calls, &mut progress).await;
-            }
-            let protection = match self.supervise(role, call, &activity_id).await {
-                Ok(protection) => protection,
-                Err(denial) => {
-                    let refusal = Refusal {
-                        content: &denial.content(),
-                        outcome: ToolOutcome::Denied,
-                        protection: Some(denial.label),
-                    };
-                    self.refuse(role, &calls, &mut progress, index, &activity_id, refusal)
-                        .await;
-                    continue;
-                }
-            };
-            if let Some(why) = self.sandbox_refusal(call, protection) {
-                let refusal = Refusal {
-                    content: &format!("The call was not run: {why}"),
+                    content: "not run: the call could not be recorded".to_owned(),
                     outcome: ToolOutcome::Failed,
                     protection,
                 };
-                self.refuse(role, &calls, &mut progress, index, &activity_id, refusal)
+                self.refuse(role, calls, progress, index, &activity_id, refusal)
                     .await;
-                continue;
+                return;
             }
-            let read_only = magi_tools::is_read_only(&call.name);
-            if progress.must_wait(read_only) {
-                self.drain(role, &calls, &mut progress).await;
-            }
-            if self.output.cancel.is_cancelled() {
-                let refusal = Refusal {
-                    content: "not started: the turn was cancelled",
-                    outcome: ToolOutcome::Cancelled,
-                    protection,
-                };
-                self.refuse(role, &calls, &mut progress, index, &activity_id, refusal)
-                    .await;
-                continue;
-            }
-            // The claim is durable before anything runs, so a crash from here on is
-            // known to have possibly had effects. It shares its sync with the results
-            // drained just before it; a claim that cannot be written runs nothing.
-            progress.group.records.push(RecordBody::ToolCallState {
-                turn_id: self.turn_id.to_owned(),
-                call_id: call.call_id.clone(),
-                state: ToolCallPhase::Running,
-                protection: protection.map(str::to_owned),
-            });
-            progress.group.claims += 1;
-            // The tools the backend or the client runs itself, not on a thread: nothing
-            // else is in flight (none is read-only), and later calls wait for them.
-            if let Some(handler) = self.handler(role, call) {
-                if !self.commit(role, &calls, &mut progress).await {
-                    let refusal = Refusal {
-                        content: "not run: the call could not be recorded",
-                        outcome: ToolOutcome::Failed,
-                        protection,
-                    };
-                    self.refuse(role, &calls, &mut progress, index, &activity_id, refusal)
-                        .await;
-                    continue;
-                }
-                let report = self.run_here(role, call, handler, &activity_id).await;
-                let outcome = outcome_of(&report);
-                let staged = self.staged(index, call, &activity_id, report, outcome, protection);
-                progress.stage(staged);
-                continue;
-            }
-            progress.group.claimed.push(Claimed {
-                index,
-                activity_id,
-                protection,
-                read_only,
-                execution: self.execution(call).through(self.call_files(call)),
-            });
-            // Read-only calls that start together share one sync of their claims.
-            let joined = read_only
-                && progress.running().0 < PARALLEL_TOOL_CALLS
-                && calls
-                    .get(index + 1)
-                    .is_some_and(|next| magi_tools::is_read_only(&next.name));
-            if !joined {
-                self.commit(role, &calls, &mut progress).await;
-            }
+            let report = self.run_here(role, call, handler, &activity_id).await;
+            let outcome = outcome_of(&report);
+            let staged = self.staged(index, call, &activity_id, report, outcome, protection);
+            progress.stage(staged);
+            return;
         }
-        self.drain(role, &calls, &mut progress).await;
-        // The model is given no result before it is durable.
-        self.commit(role, &calls, &mut progress).await;
-        let settled: Vec<Settled> = progress
-            .settled
-            .into_iter()
-            .map(|settled| {
-                settled.unwrap_or_else(|| Settled {
-                    content: INTERRUPTED_CALL.into(),
-                    is_error: true,
-                    image: None,
-                    outcome: ToolOutcome::Cancelled,
-                })
-            })
-            .collect();
-        self.post_tool_use(role, &calls, &settled).await;
-        for (call, settled) in calls.into_iter().zip(settled) {
-            let Settled {
-                content,
-                is_error,
-                image,
-                ..
-            } = settled;
-            // The provider is given the call as the model made it; a hook's
-            // replacement is said in the result.
-            items.push(Item::ToolCall {
-                call_id: call.call_id.clone(),
-                name: call.name,
-                arguments: call.model_arguments.unwrap_or(call.arguments),
-            });
-            items.push(Item::ToolResult {
-                call_id: call.call_id,
-                output: content,
-                is_error,
-            });
-            items.extend(image);
+        let read_only = magi_tools::is_read_only(&call.name);
+        progress.group.claimed.push(Claimed {
+            index,
+            activity_id,
+            protection,
+            read_only,
+            execution: self.execution(call).through(self.call_files(call)),
+        });
+        // Read-only calls that start together share one sync of their claims.
+        let joined = read_only
+            && progress.running().0 < PARALLEL_TOOL_CALLS
+            && calls
+                .get(index + 1)
+                .is_some_and(|next| magi_tools::is_read_only(&next.name));
+        if !joined {
+            self.commit(role, calls, progress).await;
         }
-        None
     }
 
     /// Tells a call started: its `started` activity, then its first card.
@@ -445,6 +442,49 @@ impl CallService<'_, '_> {
     /// The client tool a call names, if any.
     pub(super) fn client_tool(&self, name: &str) -> Option<ClientTool> {
         self.offer.client_tool(name).cloned()
+    }
+}
+
+/// What each call of a response gives the model: its settlement, or, for a call that
+/// never settled, the interrupted result.
+fn settlements(progress: Progress) -> Vec<Settled> {
+    progress
+        .settled
+        .into_iter()
+        .map(|settled| {
+            settled.unwrap_or_else(|| Settled {
+                content: INTERRUPTED_CALL.into(),
+                is_error: true,
+                image: None,
+                outcome: ToolOutcome::Cancelled,
+            })
+        })
+        .collect()
+}
+
+/// Appends each call, as the model made it, with its result (and the image it gives
+/// the model, if any) to `items`.
+fn hand_over(calls: Vec<Call>, settled: Vec<Settled>, items: &mut Vec<Item>) {
+    for (call, settled) in calls.into_iter().zip(settled) {
+        let Settled {
+            content,
+            is_error,
+            image,
+            ..
+        } = settled;
+        // The provider is given the call as the model made it; a hook's replacement
+        // is said in the result.
+        items.push(Item::ToolCall {
+            call_id: call.call_id.clone(),
+            name: call.name,
+            arguments: call.model_arguments.unwrap_or(call.arguments),
+        });
+        items.push(Item::ToolResult {
+            call_id: call.call_id,
+            output: content,
+            is_error,
+        });
+        items.extend(image);
     }
 }
 

@@ -18,10 +18,21 @@ use crate::runner::text::bounded;
 
 /// Why a call settles without running: what its report tells the model, how it
 /// settles, and the protection label of a decision already made, if any.
-pub(super) struct Refusal<'r> {
-    pub(super) content: &'r str,
+pub(super) struct Refusal {
+    pub(super) content: String,
     pub(super) outcome: ToolOutcome,
     pub(super) protection: Option<&'static str>,
+}
+
+impl Refusal {
+    /// A refusal before any permission decision was made: its protection is none.
+    pub(super) fn unjudged(content: String, outcome: ToolOutcome) -> Refusal {
+        Refusal {
+            content,
+            outcome,
+            protection: None,
+        }
+    }
 }
 
 impl CallService<'_, '_> {
@@ -138,9 +149,9 @@ impl CallService<'_, '_> {
         progress: &mut Progress,
         index: usize,
         activity_id: &str,
-        refusal: Refusal<'_>,
+        refusal: Refusal,
     ) {
-        let report = refused(refusal.content);
+        let report = refused(&refusal.content);
         let staged = self.staged(
             index,
             &calls[index],

@@ -399,17 +399,7 @@ async fn background_jobs_are_read_and_end_with_the_backend() {
     );
     shutdown_clean(&mut backend).await;
     // The backend has exited: its job's process group was killed with it.
-    let gone = std::path::PathBuf::from(format!("/proc/{pid}"));
-    let deadline = std::time::Instant::now() + WAIT;
-    while gone.exists()
-        && !std::fs::read_to_string(gone.join("stat")).is_ok_and(|s| s.contains(") Z "))
-    {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the job outlived the backend"
-        );
-        tokio::task::yield_now().await;
-    }
+    crate::tool_calls::wait_until_gone(&pid, "the job outlived the backend").await;
 }
 
 #[tokio::test]

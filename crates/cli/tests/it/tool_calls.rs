@@ -91,6 +91,43 @@ pub(crate) async fn wait_for_file(path: &std::path::Path) {
     }
 }
 
+/// Waits (bounded) until process `pid` is gone (or only a zombie waiting for its
+/// parent), failing with `what` otherwise. Polls `/proc`: the process is not the test's
+/// child, so no signal tells the test it ended.
+pub(crate) async fn wait_until_gone(pid: &str, what: &str) {
+    let gone = std::path::PathBuf::from(format!("/proc/{pid}"));
+    let deadline = std::time::Instant::now() + WAIT;
+    while gone.exists()
+        && !std::fs::read_to_string(gone.join("stat")).is_ok_and(|s| s.contains(") Z "))
+    {
+        assert!(std::time::Instant::now() < deadline, "{what}");
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+}
+
+#[tokio::test]
+async fn what_a_finished_command_left_running_dies_while_the_backend_lives() {
+    let mock = MockServer::start().await;
+    mock.enqueue(Reply::stream().tool_call(
+        "c1",
+        "bash",
+        ["{\"command\":\"sleep 30 & echo $! > left.pid; echo done\"}"],
+    ));
+    mock.enqueue(Reply::stream().text(["Done."]));
+    let env = env_for(&mock);
+    env.write_settings("[permissions]\nallow = [\"bash\"]\n");
+    let mut backend = ready(&env).await;
+    session_with_turn(&mut backend, "Go").await;
+    let mut seen = Vec::new();
+    let finished = until_finished(&mut backend, &mut seen).await;
+    assert_eq!(finished.outcome, RunOutcome::Completed, "{seen:?}");
+    let pid = std::fs::read_to_string(env.cwd().join("left.pid")).unwrap();
+    // The backend still runs: the command's spawn server killed what its leader left
+    // in its group when it reaped the leader.
+    wait_until_gone(pid.trim(), "the command's background sleep outlived it").await;
+    shutdown_clean(&mut backend).await;
+}
+
 #[tokio::test]
 async fn a_command_running_when_the_backend_dies_settles_unknown_and_never_runs_again() {
     let mock = MockServer::start().await;

@@ -112,13 +112,16 @@ impl Proc {
     }
 
     /// Sends `signal` to its whole process group. A served command's goes through its
-    /// server, which knows whether the group is still the command's.
+    /// server, which knows whether the group is still the command's; once the server
+    /// reported its end there is nothing to send: the server killed what the leader
+    /// left in its group before reaping it, and the group is gone.
     pub(crate) fn signal_group(&self, signal: Signal) {
         match self {
             Proc::Direct(child) => {
                 let group = Pid::from_raw(i32::try_from(child.id()).unwrap_or(i32::MAX));
                 let _ = killpg(group, signal);
             }
+            Proc::Served(served) if served.server.lock().exits.contains_key(&served.id) => {}
             Proc::Served(served) => {
                 let request = Request::Kill {
                     id: served.id,

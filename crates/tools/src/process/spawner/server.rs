@@ -7,8 +7,9 @@
 //! does is the order it reads and reaps, which is what makes kills safe. A command's
 //! group is signalled only while its leader is unreaped (a zombie still holds its
 //! process ID, so the group cannot be someone else's); when the leader ends, what it
-//! left in its group is killed (as the backend does after every command) before the
-//! leader is reaped and its status reported.
+//! left in its group is killed (what the backend does itself after every command it
+//! started directly) before the leader is reaped and its status reported, so the
+//! backend sends no kill for a command whose end was reported.
 
 use std::collections::HashMap;
 use std::ffi::OsString;

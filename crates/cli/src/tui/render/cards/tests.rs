@@ -1,11 +1,12 @@
 use std::time::Duration;
 
 use magi_client::fold::ActivityItem;
+use magi_protocol::cards::DiffLineKind;
 use magi_protocol::messages::ActivityKind;
 use serde_json::{Value, json};
 
 use super::*;
-use crate::tui::render::diff::parse_unified;
+use crate::tui::render::diff::{diff_lines, parse_unified};
 
 const COLLAPSED: Look = Look {
     expanded: false,

@@ -1,0 +1,229 @@
+//! A card's body under its header: collapsed, the transcript projection's few lines of
+//! its result; expanded (Ctrl-O), every block it carries, omissions said in words.
+
+use magi_core::cards::{ROW_FAILURE_EXPLANATION, ROW_LINES_SHOWN, ROW_MATCHES, ROW_OUTPUT_LINES};
+use magi_protocol::cards::{Block, Card, CardState, DiffLine, DiffLineKind, ToolKind};
+use ratatui::style::{Color, Style};
+use ratatui::text::{Line, Span};
+
+use super::{INDENT, RESULT_LINES, note, row_value};
+use crate::tui::render::diff::diff_lines;
+use crate::tui::render::words;
+
+/// The card's body: collapsed, at most [`RESULT_LINES`] lines of its result and a
+/// hint when more is there; expanded, everything it carries, omissions said in words.
+pub(super) fn body(card: &Card, expanded: bool, summary: Option<&str>) -> Vec<Line<'static>> {
+    if expanded {
+        return full(card);
+    }
+    let (mut lines, more) = projected(card, summary);
+    if more {
+        lines.push(note("… more lines · Ctrl-O expands"));
+    }
+    lines
+}
+
+/// The result in at most [`RESULT_LINES`] lines, and whether the card holds more.
+fn projected(card: &Card, summary: Option<&str>) -> (Vec<Line<'static>>, bool) {
+    let mut lines: Vec<Line<'static>> = Vec::new();
+    let mut more = false;
+    let text = card.blocks.iter().find_map(|b| match b {
+        Block::Text(t) => Some(t.text.as_str()),
+        _ => None,
+    });
+    let diff = card.blocks.iter().find_map(|b| match b {
+        Block::Diff(d) => Some(d),
+        _ => None,
+    });
+    if let Some(diff) = diff {
+        let shown: Vec<&DiffLine> = diff
+            .lines
+            .iter()
+            .filter(|l| l.kind != DiffLineKind::FileHeader)
+            .collect();
+        more |= shown.len() > RESULT_LINES;
+        lines.extend(diff_lines(shown.into_iter().take(RESULT_LINES)));
+    } else if let Some(text) = text {
+        let all: Vec<&str> = text.lines().collect();
+        // The tool's rows say how much there was beyond the six lines it kept.
+        more |= all.len() > RESULT_LINES || reported_lines(card).is_some_and(|n| n > all.len());
+        for line in all.into_iter().take(RESULT_LINES) {
+            lines.push(Line::from(format!("{INDENT}{line}")));
+        }
+    } else if let Some(children) = card.blocks.iter().find_map(|b| match b {
+        Block::Children(c) => Some(c),
+        _ => None,
+    }) {
+        lines.push(children_summary(children));
+    } else if let Some(failure) = row_value(card, ROW_FAILURE_EXPLANATION) {
+        lines.push(Line::from(Span::styled(
+            format!("{INDENT}{failure}"),
+            Style::default().fg(Color::Red),
+        )));
+    }
+    // A failed call with nothing else to show says why, in the tool's own summary.
+    if lines.is_empty()
+        && card.state == CardState::Finished
+        && card.outcome != Some(magi_protocol::cards::CardOutcome::Success)
+        && let Some(summary) = summary.map(str::trim).filter(|s| !s.is_empty())
+    {
+        lines.push(Line::from(Span::styled(
+            format!("{INDENT}{summary}"),
+            Style::default().fg(Color::Red),
+        )));
+    }
+    if lines.is_empty()
+        && let Some(said) = words::availability(card.detail.availability)
+        && card.blocks.is_empty()
+    {
+        let why = card.detail.reason.map(words::reason).unwrap_or("");
+        lines.push(note(&format!("{said}: {why}")));
+    }
+    (lines, more)
+}
+
+/// How many lines of result the card's rows report: a command's output lines, a read's
+/// lines shown, a search's matches; `None` when no row says.
+fn reported_lines(card: &Card) -> Option<usize> {
+    let leading = |value: String| -> Option<usize> {
+        value
+            .split(|c: char| !c.is_ascii_digit())
+            .next()?
+            .parse()
+            .ok()
+    };
+    match card.tool_kind {
+        ToolKind::Command => row_value(card, ROW_OUTPUT_LINES).and_then(leading),
+        ToolKind::Search => row_value(card, ROW_MATCHES).and_then(leading),
+        ToolKind::Read => row_value(card, ROW_LINES_SHOWN).and_then(|range| {
+            let (first, last) = range.split_once('-').unwrap_or((&range, &range));
+            let (first, last): (usize, usize) = (first.parse().ok()?, last.parse().ok()?);
+            Some(last.checked_sub(first)? + 1)
+        }),
+        _ => None,
+    }
+}
+
+/// `subagent calls: 3 (1 running)`.
+fn children_summary(children: &magi_protocol::cards::ChildrenBlock) -> Line<'static> {
+    let running = children
+        .children
+        .iter()
+        .filter(|c| c.state == CardState::Running)
+        .count();
+    let total = children
+        .total
+        .map_or_else(|| "an unknown number of".to_owned(), |t| t.to_string());
+    note(&format!("subagent calls: {total} ({running} running)"))
+}
+
+/// Everything the card carries, then what it left out: the command and what it printed
+/// first, then the changes, the files and the rows, each kind in the card's order.
+fn full(card: &Card) -> Vec<Line<'static>> {
+    let mut lines = Vec::new();
+    let rank = |block: &Block| match block {
+        Block::Command(_) => 0,
+        Block::Text(_) => 1,
+        Block::Diff(_) => 2,
+        Block::Children(_) => 3,
+        Block::Progress(_) => 4,
+        Block::Resources(_) => 5,
+        Block::Results(_) => 6,
+    };
+    let mut blocks: Vec<&Block> = card.blocks.iter().collect();
+    // Stable: blocks of one kind keep their order.
+    blocks.sort_by_key(|b| rank(b));
+    for block in blocks {
+        match block {
+            Block::Command(c) => {
+                let command = c.command.as_deref().unwrap_or("(command not shown)");
+                for (n, line) in command.lines().enumerate() {
+                    let prompt = if n == 0 { "$ " } else { "  " };
+                    lines.push(Line::from(Span::styled(
+                        format!("{INDENT}{prompt}{line}"),
+                        Style::default().fg(Color::Cyan),
+                    )));
+                }
+                if let Some(wd) = &c.working_directory {
+                    lines.push(note(&format!("in {wd}")));
+                }
+            }
+            Block::Results(r) => {
+                for row in &r.rows {
+                    let value = row.value.as_deref().unwrap_or("not reported");
+                    lines.push(note(&format!("{}: {value}", row.label)));
+                }
+            }
+            Block::Resources(r) => {
+                for row in &r.rows {
+                    let location = row
+                        .location
+                        .as_deref()
+                        .filter(|l| *l != row.label)
+                        .map(|l| format!(" ({l})"))
+                        .unwrap_or_default();
+                    let availability = words::resource(row.availability)
+                        .map(|a| format!(" · {a}"))
+                        .unwrap_or_default();
+                    lines.push(note(&format!("• {}{location}{availability}", row.label)));
+                }
+            }
+            Block::Text(t) => {
+                for line in t.text.lines() {
+                    lines.push(Line::from(format!("{INDENT}{line}")));
+                }
+            }
+            Block::Diff(d) => {
+                let path = d
+                    .new_path
+                    .as_deref()
+                    .or(d.old_path.as_deref())
+                    .unwrap_or("");
+                lines.push(note(&format!(
+                    "diff {path} ({})",
+                    words::application(d.application)
+                )));
+                lines.extend(diff_lines(
+                    d.lines
+                        .iter()
+                        .filter(|l| l.kind != DiffLineKind::FileHeader),
+                ));
+            }
+            Block::Children(c) => {
+                lines.push(children_summary(c));
+                for child in &c.children {
+                    let state = match (child.state, child.outcome) {
+                        (CardState::Running, _) => "running".to_owned(),
+                        (_, Some(outcome)) => words::outcome(outcome).to_owned(),
+                        (state, None) => words::card_state(state).to_owned(),
+                    };
+                    lines.push(note(&format!("  ↳ {} · {state}", child.title)));
+                }
+            }
+            Block::Progress(p) => {
+                let done = p.completed.map_or("?".to_owned(), |n| n.to_string());
+                let total = p.total.map_or(String::new(), |n| format!(" of {n}"));
+                lines.push(note(&format!(
+                    "{}: {done}{total} {}",
+                    p.label,
+                    words::unit(p.unit)
+                )));
+            }
+        }
+    }
+    if let Some(summary) = &card.metadata.public_protection.summary {
+        lines.push(note(&format!("protection: {summary}")));
+    }
+    if let Some(said) = words::availability(card.detail.availability) {
+        let why = card
+            .detail
+            .reason
+            .map(|r| format!(": {}", words::reason(r)))
+            .unwrap_or_default();
+        lines.push(note(&format!("{said}{why}")));
+    }
+    for omission in &card.omissions {
+        lines.push(note(&format!("({})", words::omission(omission))));
+    }
+    lines
+}

@@ -4,6 +4,7 @@
 //! its nested tool calls are calls of the turn, never a blocking thread of this crate
 //! on its own. See docs/code-mode.md.
 
+mod clock;
 mod describe;
 mod engine;
 
@@ -16,10 +17,9 @@ use serde_json::json;
 use crate::facts::{self, CodeModeLimit, Facts};
 use crate::{TRANSCRIPT_LINES, ToolDefinition, ToolOutput, ToolReport};
 
+pub use clock::ScriptClock;
 pub use describe::describe;
-pub use engine::{
-    NoTools, ScriptClock, ScriptEnd, ScriptHost, ScriptLimits, ScriptOutcome, run_script,
-};
+pub use engine::{NoTools, ScriptEnd, ScriptHost, ScriptLimits, ScriptOutcome, run_script};
 
 /// The file of the call's assets that keeps a result too long for the model whole.
 pub const CODE_MODE_OUTPUT_FILE: &str = "output.txt";

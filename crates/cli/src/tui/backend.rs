@@ -262,6 +262,8 @@ impl App {
         session_id: &str,
         revision: &str,
     ) -> anyhow::Result<()> {
+        // The calls shown live now are the last run's: their times outlive the swap.
+        let ran = self.clock.seen_calls(self.transcript.items());
         let mut cursor: Option<String> = None;
         loop {
             let params = HistoryPageParams {
@@ -279,6 +281,8 @@ impl App {
             cursor = page.next_cursor.clone();
             self.transcript.apply(FoldInput::HistoryPage(page));
             if cursor.is_none() {
+                self.clock
+                    .history_shown(session_id, self.transcript.items(), &ran);
                 return Ok(());
             }
         }

@@ -35,11 +35,27 @@ async fn a_turn_with_an_approval_answered_by_a_key() {
         std::fs::read_to_string(env.cwd().join("out.txt")).unwrap(),
         "hello\n"
     );
-    // After the run, the transcript is the saved history with its card.
+    // After the run, the transcript is the saved history with its card, which keeps
+    // the time the call was seen to take.
+    tmux.wait_for("idle ·");
     let screen = tmux.wait_for("✓ write out.txt  done");
     assert!(
         screen.contains("+hello"),
         "the applied diff is shown: {screen}"
+    );
+    let card = screen
+        .lines()
+        .find(|line| line.contains("✓ write out.txt  done"))
+        .unwrap();
+    // `done · changes applied · 32ms`: the time comes last.
+    let time = card
+        .trim_end_matches([' ', '│'])
+        .rsplit(" · ")
+        .next()
+        .unwrap_or_default();
+    assert!(
+        time.ends_with('s') && time.starts_with(|c: char| c.is_ascii_digit()),
+        "the saved card keeps its time: {card}"
     );
     tmux.key("C-c");
 }

@@ -13,6 +13,7 @@ use ratatui::style::{Color, Style};
 use ratatui::text::{Line, Span};
 
 use super::cards::{Timing, elapsed, main_argument};
+use super::saved_times::{SavedTimes, SeenCalls, live_calls};
 use crate::tui::App;
 
 /// Lines the activity area shows at most; the rest are counted.
@@ -25,6 +26,8 @@ pub(in crate::tui) struct Clock {
     seen: HashMap<(String, String), Seen>,
     /// Background jobs started in this backend, in the order they started.
     jobs: Vec<Job>,
+    /// What the saved calls of the history shown took, as seen live.
+    saved: SavedTimes,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -104,6 +107,37 @@ impl Clock {
     /// A fresh backend: the old one's jobs ended with it.
     pub(in crate::tui) fn backend_renewed(&mut self) {
         self.jobs.clear();
+    }
+
+    /// The calls shown live in `items` (those of the runs since the history was last
+    /// shown), with what each took.
+    pub(in crate::tui) fn seen_calls(&self, items: &[Item]) -> SeenCalls {
+        live_calls(items, |run_id, activity_id| {
+            match self.seen.get(&(run_id.to_owned(), activity_id.to_owned())) {
+                Some(Seen {
+                    took: Some(took), ..
+                }) => Some(*took),
+                _ => None,
+            }
+        })
+    }
+
+    /// The history of `session_id` in `items` replaced the live entries, after a run
+    /// whose calls were `ran`: its saved calls keep the times seen live.
+    pub(in crate::tui) fn history_shown(
+        &mut self,
+        session_id: &str,
+        items: &[Item],
+        ran: &SeenCalls,
+    ) {
+        self.saved.history_shown(session_id, items, ran);
+    }
+
+    /// How long a saved call of the history shown took, when it was seen live.
+    pub(super) fn saved_timing(&self, message_id: &str) -> Timing {
+        self.saved
+            .took(message_id)
+            .map_or(Timing::Unknown, Timing::Took)
     }
 
     /// How long an activity has run or took, as seen here.

@@ -71,15 +71,20 @@ pub(super) fn activity_lines(
     }
 }
 
-/// A saved card of the history: its header (no time: it was not seen live) and body;
-/// `summary` is the history entry's text.
-pub(super) fn saved_lines(card: &Card, summary: &str, look: Look) -> Vec<Line<'static>> {
+/// A saved card of the history: its header, with the time it took when it was seen
+/// live, and body; `summary` is the history entry's text.
+pub(super) fn saved_lines(
+    card: &Card,
+    summary: &str,
+    timing: Timing,
+    look: Look,
+) -> Vec<Line<'static>> {
     // The entry reads `<tool>: <outcome>. <summary>`; the header says the first two.
     let summary = summary
         .split_once(". ")
         .filter(|(head, _)| head.contains(": "))
         .map_or(summary, |(_, rest)| rest);
-    let mut lines = vec![header(card, None, Timing::Unknown, look)];
+    let mut lines = vec![header(card, None, timing, look)];
     lines.extend(body(card, look.expanded, Some(summary)));
     lines
 }

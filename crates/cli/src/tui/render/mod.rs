@@ -13,6 +13,7 @@ mod cards;
 mod composer;
 mod diff;
 mod markdown;
+mod saved_times;
 mod status;
 mod transcript;
 mod view;

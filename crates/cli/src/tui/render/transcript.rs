@@ -98,7 +98,10 @@ pub(super) fn entry_rows(item: &Item, width: usize, drawing: &Drawing<'_>) -> Ve
         Item::History(h) if item.role() == Role::Activity && h.card.is_some() => h
             .card
             .as_ref()
-            .map(|card| saved_lines(card, &h.text, drawing.look))
+            .map(|card| {
+                let timing = drawing.clock.saved_timing(&h.message_id);
+                saved_lines(card, &h.text, timing, drawing.look)
+            })
             .unwrap_or_default(),
         Item::History(h) => {
             let (prefix, style) = match item.role() {
@@ -124,7 +127,8 @@ pub(super) fn entry_rows(item: &Item, width: usize, drawing: &Drawing<'_>) -> Ve
                 lines.push(Line::from(Span::styled(text, style)));
             }
             if let Some(card) = &h.card {
-                lines.extend(saved_lines(card, &h.text, drawing.look));
+                let timing = drawing.clock.saved_timing(&h.message_id);
+                lines.extend(saved_lines(card, &h.text, timing, drawing.look));
             }
             lines
         }

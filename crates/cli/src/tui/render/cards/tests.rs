@@ -250,12 +250,30 @@ fn an_edit_shows_its_diff_and_the_rest_waits_for_ctrl_o() {
         json!([{"type": "diff", "old_path": "src/a.rs", "new_path": "src/a.rs",
                 "application": "applied", "lines": lines}]),
     );
-    let shown = text(&saved_lines(&edit, "edit: completed. applied", COLLAPSED));
+    let shown = text(&saved_lines(
+        &edit,
+        "edit: completed. applied",
+        Timing::Unknown,
+        COLLAPSED,
+    ));
+    // Not seen run here: no time.
     assert_eq!(shown[0], "✓ edit src/a.rs  done");
+    let seen = saved_lines(
+        &edit,
+        "edit: completed. applied",
+        Timing::Took(Duration::from_millis(1_040)),
+        COLLAPSED,
+    );
+    assert_eq!(text(&seen)[0], "✓ edit src/a.rs  done · 1.0s");
     assert_eq!(shown.len(), 1 + RESULT_LINES + 1);
     assert_eq!(shown[1], "            1 │+new 1");
     assert_eq!(shown[7], "    … more lines · Ctrl-O expands");
-    let all = text(&saved_lines(&edit, "edit: completed. applied", EXPANDED));
+    let all = text(&saved_lines(
+        &edit,
+        "edit: completed. applied",
+        Timing::Unknown,
+        EXPANDED,
+    ));
     assert_eq!(all[1], "    diff src/a.rs (applied)");
     assert_eq!(all.len(), 2 + 8);
 }
@@ -276,7 +294,7 @@ fn omissions_and_missing_detail_are_words_not_wire_names() {
         reason: magi_protocol::cards::Reason::NotRecorded,
         omitted_count: None,
     }];
-    let collapsed = text(&saved_lines(&saved, "", COLLAPSED));
+    let collapsed = text(&saved_lines(&saved, "", Timing::Unknown, COLLAPSED));
     assert_eq!(
         collapsed,
         [
@@ -284,7 +302,7 @@ fn omissions_and_missing_detail_are_words_not_wire_names() {
             "    no detail available: not recorded in the session"
         ]
     );
-    let expanded = text(&saved_lines(&saved, "", EXPANDED)).join("\n");
+    let expanded = text(&saved_lines(&saved, "", Timing::Unknown, EXPANDED)).join("\n");
     assert!(
         expanded.contains("(detail not shown: not recorded in the session)"),
         "{expanded}"
@@ -301,6 +319,7 @@ fn a_failed_call_without_detail_says_why_and_approval_waits_only_while_pending()
         text(&saved_lines(
             &failed,
             "edit: failed. invalid arguments",
+            Timing::Unknown,
             COLLAPSED
         )),
         ["✗ edit src/a.rs  failed", "    invalid arguments"]

@@ -100,12 +100,12 @@ pub fn configure(settings: &SandboxSettings, simulate_unavailable: bool) {
     *CONFIG.write().unwrap_or_else(PoisonError::into_inner) = Some(config);
 }
 
-/// Prepares, in a thread of its own, what the first command started in `cwd` would
-/// otherwise wait for: the kernel probe, then the spawn server for that command's
-/// policy. That command then waits, if at all, for this same probe and server rather
-/// than starting its own. Once per process, after [`configure`] (the backend calls it
-/// when a client attaches a session, before any turn); nothing when the sandbox is
-/// required and cannot be had.
+/// Prepares, in a thread of its own beside the model's first answer, what the first
+/// command started in `cwd` would otherwise wait for: the kernel probe, then the spawn
+/// server for that command's policy. That command then waits, if at all, for this same
+/// probe and server rather than starting its own. Once per process, after
+/// [`configure`] (the backend calls it as its first turn starts); nothing when the
+/// sandbox is required and cannot be had.
 pub fn warm(cwd: &Path) {
     static WARMED: std::sync::Once = std::sync::Once::new();
     let Some(config) = config() else {

@@ -120,6 +120,10 @@ impl Turn {
     pub(super) async fn run(&mut self, sessions: &mut Sessions, output: &mut Output) -> Event {
         let agent = &self.exchange.agent;
         let cwd = self.workspace.cwd().to_owned();
+        // Commands may follow: the kernel probe and their spawn server start now, beside
+        // the model's answer (once per backend; a backend that never runs a turn starts
+        // neither).
+        magi_tools::sandbox::warm(&cwd);
         let session_start = sessions.take_session_start();
         let hooked =
             hooks::before_input(output, agent, &cwd, session_start, &self.request.prompt).await;

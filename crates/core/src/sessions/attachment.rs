@@ -38,17 +38,7 @@ impl Sessions {
         };
         let result = session_result(&attachment, false, Vec::new());
         self.attachment = Some(attachment);
-        self.ready_for_commands();
         result
-    }
-
-    /// Commands may follow once a session is attached: the kernel probe and the spawn
-    /// server for the workspace's policy start now, in a thread of their own, beside
-    /// what the client does next (its first prompt, the model's first answer), instead
-    /// of on the first command's way. Once per backend; a backend that never attaches
-    /// a session starts neither.
-    fn ready_for_commands(&self) {
-        magi_tools::sandbox::warm(&self.cwd);
     }
 
     /// `session.open`: attach an existing session by exact ID, or reopen this child's
@@ -67,9 +57,7 @@ impl Sessions {
                 // This child's lazy handle, not yet durable: reopen it.
                 let projection = current.snapshot.projection.clone();
                 current.snapshot = Snapshot::new(projection, None);
-                let result = session_result(current, false, Vec::new());
-                self.ready_for_commands();
-                return Ok(result);
+                return Ok(session_result(current, false, Vec::new()));
             }
             return match self.home.find_session_elsewhere(session_id) {
                 Ok(Some(_)) => Err(ErrorCode::CwdMismatch),
@@ -100,7 +88,6 @@ impl Sessions {
         let result = session_result(&attachment, true, notices);
         // Replacing the attachment releases the previous session's lease.
         self.attachment = Some(attachment);
-        self.ready_for_commands();
         Ok(result)
     }
 

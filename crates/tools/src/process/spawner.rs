@@ -1,6 +1,6 @@
 //! The spawn server: one long-lived launcher per sandbox policy (one unconfined, one per
 //! distinct confinement), started the first time a command needs it (or ahead of it,
-//! [`warm`], for the workspace's own policy once a session is attached), which starts each
+//! [`warm`], for the workspace's own policy as the first turn starts), which starts each
 //! command on request. Re-executing `magi-code` as a launcher for every command costs
 //! about a millisecond and a half (loading the program, then its own spawn and watch
 //! thread); a request over a socket costs a few tens of microseconds.

@@ -192,7 +192,7 @@ pub(crate) fn execute_command(
     }
     let (kept, drained) = started.finish(matches!(end, End::Exited(_)));
     let text = read_bounded(&started.paths[2], capture_bytes);
-    record_end(&mut facts, &end, &kept, drained, &started, capture_bytes);
+    record_end(&mut facts, &end, &kept, drained, &started);
     if ctx.assets_dir.is_some() {
         facts.captures = capture_digests(&started.paths);
     }

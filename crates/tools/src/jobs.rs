@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
-use magi_protocol::limits::{BACKGROUND_JOBS, PROCESS_CAPTURE_BYTES, PROCESS_TERM_GRACE_MS};
+use magi_protocol::limits::{BACKGROUND_JOBS, PROCESS_TERM_GRACE_MS};
 use nix::sys::signal::Signal;
 
 use crate::ToolContext;
@@ -212,14 +212,7 @@ fn watch(id: &str) {
 fn conclude(job: &mut Job, end: &End) {
     let (kept, drained) = job.started.finish(matches!(end, End::Exited(_)));
     let mut facts = job.facts.clone();
-    record_end(
-        &mut facts,
-        end,
-        &kept,
-        drained,
-        &job.started,
-        PROCESS_CAPTURE_BYTES as u64,
-    );
+    record_end(&mut facts, end, &kept, drained, &job.started);
     if job.assets_dir.is_some() {
         facts.captures = crate::process::capture_digests(&job.started.paths);
     }

@@ -30,7 +30,7 @@ pub mod hook;
 pub mod launcher;
 mod spawner;
 
-use capture::{Capture, Capturing, Files, Pipes, captured_lines, first_line};
+use capture::{Capture, Capturing, Files, Pipes, first_line};
 pub(crate) use capture::{Kept, capture_digests, capture_notes, read_bounded};
 pub(crate) use spawner::Proc;
 
@@ -336,7 +336,6 @@ pub(crate) fn record_end(
     kept: &[Kept; 3],
     drained: bool,
     started: &Started,
-    capture_bytes: u64,
 ) {
     let paths = &started.paths;
     facts.timed_out = Some(matches!(end, End::TimedOut));
@@ -352,8 +351,8 @@ pub(crate) fn record_end(
     let truncated = |k: &Kept| (drained || k.written > 0).then_some(k.dropped > 0);
     facts.stdout_truncated = truncated(&kept[0]);
     facts.stderr_truncated = truncated(&kept[1]);
-    facts.stdout_lines = captured_lines(&kept[0], &paths[0], capture_bytes);
-    facts.stderr_lines = captured_lines(&kept[1], &paths[1], capture_bytes);
+    facts.stdout_lines = kept[0].lines();
+    facts.stderr_lines = kept[1].lines();
     let failed = !matches!(end, End::Exited(status) if status.success());
     if failed {
         facts.failure_line = first_line(&paths[1]);

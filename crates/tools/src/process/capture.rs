@@ -33,6 +33,10 @@ pub(super) struct Capture {
     limit: u64,
     /// The file could not be created or written; later bytes are counted as dropped.
     failed: bool,
+    /// Line ends in what was written, and whether it ended with one: its lines are
+    /// counted as they pass, not read back.
+    newlines: u64,
+    ends_with_newline: bool,
 }
 
 impl Capture {
@@ -44,6 +48,8 @@ impl Capture {
             dropped: 0,
             limit,
             failed: false,
+            newlines: 0,
+            ends_with_newline: true,
         }
     }
 
@@ -81,7 +87,10 @@ impl Capture {
                 .as_mut()
                 .is_some_and(|file| file.write_all(&bytes[..kept]).is_ok());
             if written {
-                self.written += kept as u64;
+                let kept = &bytes[..kept];
+                self.written += kept.len() as u64;
+                self.newlines += kept.iter().filter(|b| **b == b'\n').count() as u64;
+                self.ends_with_newline = kept.last() == Some(&b'\n');
             } else {
                 self.failed = true;
                 self.dropped += kept as u64;
@@ -109,20 +118,42 @@ impl Capture {
 }
 
 /// What a capture kept, once its stream ended.
-#[derive(Clone, Copy, Default)]
+#[derive(Clone, Copy)]
 pub(crate) struct Kept {
     pub(crate) written: u64,
     pub(crate) dropped: u64,
     failed: bool,
+    /// The lines its file holds (as `str::lines` counts them); none when the file
+    /// could not be created.
+    lines: Option<u64>,
+}
+
+impl Default for Kept {
+    fn default() -> Kept {
+        Kept {
+            written: 0,
+            dropped: 0,
+            failed: false,
+            lines: Some(0),
+        }
+    }
 }
 
 impl Kept {
     pub(super) fn of(capture: &Capture) -> Kept {
+        let never_created = capture.failed && capture.file.is_none();
         Kept {
             written: capture.written,
             dropped: capture.dropped,
             failed: capture.failed,
+            lines: (!never_created)
+                .then(|| capture.newlines + u64::from(!capture.ends_with_newline)),
         }
+    }
+
+    /// Lines its file holds; none when it could not be created.
+    pub(super) fn lines(&self) -> Option<u64> {
+        self.lines
     }
 }
 
@@ -158,35 +189,6 @@ pub(crate) fn capture_digests(paths: &[PathBuf; 3]) -> Vec<crate::facts::Capture
         .iter()
         .filter_map(|p| crate::facts::CaptureDigest::of(p))
         .collect()
-}
-
-/// Lines a stream's capture holds: none written is none, with no file to read.
-pub(super) fn captured_lines(kept: &Kept, path: &Path, limit: u64) -> Option<u64> {
-    if kept.written == 0 && !kept.failed {
-        return Some(0);
-    }
-    count_lines(path, limit)
-}
-
-/// Lines in a captured file (as `str::lines` counts them), read in chunks so a 16 MiB
-/// capture is never held whole; none when it cannot be read.
-pub(super) fn count_lines(path: &Path, limit: u64) -> Option<u64> {
-    let mut file = File::open(path).ok()?.take(limit);
-    let mut buffer = vec![0; READ_CHUNK];
-    let mut lines = 0u64;
-    let mut last = b'\n';
-    loop {
-        match file.read(&mut buffer) {
-            Ok(0) => break,
-            Ok(n) => {
-                lines += buffer[..n].iter().filter(|b| **b == b'\n').count() as u64;
-                last = buffer[n - 1];
-            }
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(_) => return None,
-        }
-    }
-    Some(lines + u64::from(last != b'\n'))
 }
 
 /// The first non-empty line of a captured file, cut to a fact's bound.
@@ -349,6 +351,8 @@ pub(crate) fn read_bounded(path: &Path, limit: u64) -> String {
     }
 }
 
+/// The notes on what the captures kept: each cut (past the bound, or not written), a
+/// capture file that could not be created, and output a process outside the group kept
 /// open. Shared by every report of process output.
 pub(crate) fn capture_notes(kept: &[Kept; 3], drained: bool) -> Vec<String> {
     let mut notes = Vec::new();
@@ -375,4 +379,51 @@ pub(crate) fn capture_notes(kept: &[Kept; 3], drained: bool) -> Vec<String> {
         );
     }
     notes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A capture of at most `limit` bytes in `dir`, fed `chunks`, then closed.
+    fn captured(dir: &Path, limit: u64, chunks: &[&[u8]]) -> (Kept, String) {
+        let path = dir.join("stdout.txt");
+        let mut capture = Capture::new(path.clone(), limit);
+        for chunk in chunks {
+            capture.write(chunk);
+        }
+        capture.close();
+        (Kept::of(&capture), read_bounded(&path, limit))
+    }
+
+    #[test]
+    fn lines_are_counted_as_the_file_holds_them() {
+        let dir = tempfile::tempdir().unwrap();
+        for (chunks, limit) in [
+            (&[&b"a\nb"[..], b"c\n"][..], 100),
+            (&[&b"one\n"[..], b"two"][..], 100),
+            (&[&b"1\n2\n3\n4\n"[..]][..], 5),
+            (&[&b"1\n2\n"[..], b"3\n"][..], 4),
+            (&[&b"\n\n"[..]][..], 100),
+        ] {
+            let (kept, text) = captured(dir.path(), limit, chunks);
+            assert_eq!(kept.lines(), Some(text.lines().count() as u64), "{text:?}");
+        }
+        let (silent, _) = captured(dir.path(), 100, &[]);
+        assert_eq!(silent.lines(), Some(0));
+    }
+
+    #[test]
+    fn a_capture_file_that_cannot_be_made_has_no_known_lines() {
+        let dir = tempfile::tempdir().unwrap();
+        // A file where the directory should be: nothing can be created under it.
+        let blocked = dir.path().join("blocked");
+        std::fs::write(&blocked, "").unwrap();
+        let mut capture = Capture::new(blocked.join("stdout.txt"), 100);
+        capture.write(b"lost\n");
+        capture.close();
+        let kept = Kept::of(&capture);
+        assert_eq!(kept.lines(), None);
+        assert_eq!(kept.dropped, 5);
+    }
 }

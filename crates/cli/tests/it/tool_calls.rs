@@ -91,18 +91,34 @@ pub(crate) async fn wait_for_file(path: &std::path::Path) {
     }
 }
 
-/// Waits (bounded) until process `pid` is gone (or only a zombie waiting for its
-/// parent), failing with `what` otherwise. Polls `/proc`: the process is not the test's
-/// child, so no signal tells the test it ended.
+/// Waits (bounded) until process `pid` has ended (gone, or a zombie waiting for its
+/// parent), failing with `what` otherwise. The process is not the test's child, so it
+/// is watched through a pidfd, which becomes readable when it ends.
 pub(crate) async fn wait_until_gone(pid: &str, what: &str) {
-    let gone = std::path::PathBuf::from(format!("/proc/{pid}"));
-    let deadline = std::time::Instant::now() + WAIT;
-    while gone.exists()
-        && !std::fs::read_to_string(gone.join("stat")).is_ok_and(|s| s.contains(") Z "))
-    {
-        assert!(std::time::Instant::now() < deadline, "{what}");
-        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
-    }
+    use rustix::event::{PollFd, PollFlags, Timespec, poll};
+    use rustix::process::{Pid, PidfdFlags, pidfd_open};
+    let pid = Pid::from_raw(pid.parse().unwrap()).unwrap();
+    let what = what.to_owned();
+    let ended = tokio::task::spawn_blocking(move || {
+        let pidfd = match pidfd_open(pid, PidfdFlags::empty()) {
+            Ok(pidfd) => pidfd,
+            // Gone (and reaped) already.
+            Err(rustix::io::Errno::SRCH) => return true,
+            Err(e) => panic!("cannot watch process {pid:?}: {e}"),
+        };
+        let mut fds = [PollFd::new(&pidfd, PollFlags::IN)];
+        let timeout = Timespec::try_from(WAIT).unwrap();
+        loop {
+            match poll(&mut fds, Some(&timeout)) {
+                Ok(ready) => return ready > 0,
+                Err(rustix::io::Errno::INTR) => {}
+                Err(e) => panic!("cannot wait for process {pid:?}: {e}"),
+            }
+        }
+    })
+    .await
+    .unwrap();
+    assert!(ended, "{what}");
 }
 
 #[tokio::test]

@@ -150,19 +150,53 @@ pub(crate) fn terminate(child: &mut Proc) -> Signal {
 /// A process that can be waited on with a bound: a child of this process, or a command
 /// however it was started.
 pub(crate) trait Reap {
-    /// Its status if it ends within `within`: at once when it can be told (a served
-    /// command), else looked at again after the pause.
+    /// Its status if it ends within `within`, told the moment it ends.
     fn wait_timeout(&mut self, within: Duration) -> std::io::Result<Option<ExitStatus>>;
 }
 
 impl Reap for std::process::Child {
+    /// Watched through a pidfd, readable the moment it ends; on a kernel without
+    /// pidfds (before Linux 5.3) looked at again after growing pauses up to
+    /// `POLL_MAX`.
     fn wait_timeout(&mut self, within: Duration) -> std::io::Result<Option<ExitStatus>> {
+        use rustix::process::{Pid, PidfdFlags, pidfd_open};
         if let Some(status) = self.try_wait()? {
             return Ok(Some(status));
         }
-        std::thread::sleep(within);
-        self.try_wait()
+        let deadline = Instant::now() + within;
+        // Its process ID stays its own until it is reaped here: the pidfd is this child's.
+        let pidfd = i32::try_from(self.id())
+            .ok()
+            .and_then(Pid::from_raw)
+            .and_then(|pid| pidfd_open(pid, PidfdFlags::empty()).ok());
+        let mut pause = Duration::from_micros(100);
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match &pidfd {
+                Some(pidfd) => ended_within(pidfd, left),
+                None => std::thread::sleep(pause.min(left)),
+            }
+            if let Some(status) = self.try_wait()? {
+                return Ok(Some(status));
+            }
+            if Instant::now() >= deadline {
+                return Ok(None);
+            }
+            pause = (pause * 2).min(POLL_MAX);
+        }
     }
+}
+
+/// Waits at most `within` for the process behind `pidfd` to end (its pidfd becomes
+/// readable then).
+fn ended_within(pidfd: &OwnedFd, within: Duration) {
+    use rustix::event::{PollFd, PollFlags, Timespec, poll};
+    let Ok(timeout) = Timespec::try_from(within) else {
+        return;
+    };
+    let mut fds = [PollFd::new(pidfd, PollFlags::IN)];
+    // Interrupted or failed, it returns early: the caller looks again.
+    let _ = poll(&mut fds, Some(&timeout));
 }
 
 impl Reap for Proc {
@@ -171,20 +205,10 @@ impl Reap for Proc {
     }
 }
 
-/// Whether `child` exits (and is reaped) within `within`, waited on in growing intervals
-/// up to `POLL_MAX`. A child that cannot be watched counts as not exited.
+/// Whether `child` exits (and is reaped) within `within`. A child that cannot be
+/// watched counts as not exited.
 pub(crate) fn wait_until_exited(child: &mut impl Reap, within: Duration) -> bool {
-    let deadline = Instant::now() + within;
-    let mut pause = Duration::from_micros(100);
-    loop {
-        let left = deadline.saturating_duration_since(Instant::now());
-        match child.wait_timeout(pause.min(left)) {
-            Ok(Some(_)) => return true,
-            Ok(None) if !left.is_zero() => {}
-            Ok(None) | Err(_) => return false,
-        }
-        pause = (pause * 2).min(POLL_MAX);
-    }
+    matches!(child.wait_timeout(within), Ok(Some(_)))
 }
 
 /// Starts the spawn server for `policy` (none: the unconfined one) when there is none
@@ -418,5 +442,28 @@ pub(crate) fn wait(
                 Err(_) => return End::Cancelled,
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::process::Command;
+
+    use super::*;
+
+    #[test]
+    fn a_direct_child_is_waited_for_with_a_bound() {
+        let mut sleeping = Command::new("sleep").arg("30").spawn().unwrap();
+        // Still running when the bound is over: no status, and it is not reaped.
+        assert!(matches!(
+            Reap::wait_timeout(&mut sleeping, Duration::from_millis(20)),
+            Ok(None)
+        ));
+        sleeping.kill().unwrap();
+        // Its end is seen within the bound, well before it runs out.
+        let status = Reap::wait_timeout(&mut sleeping, Duration::from_secs(30)).unwrap();
+        assert_eq!(status.and_then(|s| s.signal()), Some(9));
+        let mut quick = Command::new("true").spawn().unwrap();
+        assert!(wait_until_exited(&mut quick, Duration::from_secs(30)));
     }
 }

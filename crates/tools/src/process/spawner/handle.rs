@@ -47,8 +47,8 @@ impl Proc {
     }
 
     /// Its status if it ends (and is reaped) within `within`. A served command's end is
-    /// seen the moment its server reports it; a direct child, which cannot be waited on
-    /// with a bound, is looked at once more after the pause.
+    /// seen the moment its server reports it, a direct child's the moment its pidfd
+    /// says it ended.
     pub(crate) fn wait_timeout(&mut self, within: Duration) -> io::Result<Option<ExitStatus>> {
         let served = match self {
             Proc::Direct(child) => return crate::process::Reap::wait_timeout(child, within),

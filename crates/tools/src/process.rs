@@ -189,7 +189,7 @@ impl Reap for std::process::Child {
 
 /// Waits at most `within` for the process behind `pidfd` to end (its pidfd becomes
 /// readable then).
-fn ended_within(pidfd: &OwnedFd, within: Duration) {
+pub(crate) fn ended_within(pidfd: &OwnedFd, within: Duration) {
     use rustix::event::{PollFd, PollFlags, Timespec, poll};
     let Ok(timeout) = Timespec::try_from(within) else {
         return;

@@ -38,16 +38,23 @@ fn gone(pid: i32) -> bool {
     }
 }
 
-/// Waits at most a second for a killed process to be gone; killing is asynchronous.
+/// Waits (bounded) for a killed process to be gone: killing is asynchronous. It is not
+/// this test's child, so its end is watched through its pidfd.
 fn eventually_gone(pid: i32) -> bool {
-    let deadline = Instant::now() + Duration::from_secs(1);
-    while Instant::now() < deadline {
-        if gone(pid) {
-            return true;
-        }
-        std::thread::yield_now();
+    use rustix::process::{Pid, PidfdFlags, pidfd_open};
+    let pidfd = Pid::from_raw(pid).and_then(|pid| pidfd_open(pid, PidfdFlags::empty()).ok());
+    if let Some(pidfd) = pidfd {
+        crate::process::ended_within(&pidfd, Duration::from_secs(10));
     }
     gone(pid)
+}
+
+/// A context whose captures go to `assets`.
+fn with_assets<'a>(cwd: &'a Path, assets: &'a Path) -> ToolContext<'a> {
+    ToolContext {
+        assets_dir: Some(assets),
+        ..ctx(cwd, &never)
+    }
 }
 
 #[test]
@@ -89,12 +96,7 @@ fn stderr_is_captured_separately_and_interleaved() {
     let assets = dir.path().join("assets/call-1");
     let out = run(
         &json!({"command": "echo one; echo two >&2; echo three"}),
-        &ToolContext {
-            cwd: dir.path(),
-            assets_dir: Some(&assets),
-            cancelled: &never,
-            hidden_env: &[],
-        },
+        &with_assets(dir.path(), &assets),
     );
     assert_eq!(out.summary, "exit 0");
     assert!(out.content.contains("two"));
@@ -115,12 +117,7 @@ fn a_stream_that_stays_empty_leaves_no_file() {
     let assets = dir.path().join("tool-calls/call-1");
     let report = execute(
         &json!({"command": "echo hi"}),
-        &ToolContext {
-            cwd: dir.path(),
-            assets_dir: Some(&assets),
-            cancelled: &never,
-            hidden_env: &[],
-        },
+        &with_assets(dir.path(), &assets),
     );
     assert_eq!(report.output.content, "hi\n[exit code 0]");
     let mut files: Vec<String> = std::fs::read_dir(&assets)
@@ -171,12 +168,7 @@ fn long_output_is_summarized_with_the_capture_paths() {
                    exit 1";
     let out = run(
         &json!({"command": command}),
-        &ToolContext {
-            cwd: dir.path(),
-            assets_dir: Some(&assets),
-            cancelled: &never,
-            hidden_env: &[],
-        },
+        &with_assets(dir.path(), &assets),
     );
     assert!(out.is_error);
     assert_eq!(out.summary, "exit 1");
@@ -326,12 +318,7 @@ fn captures_past_the_bound_are_counted_and_reported() {
     let out = run_command(
         "head -c 5000 /dev/zero | tr '\\0' a; echo; echo err >&2",
         5_000,
-        &ToolContext {
-            cwd: dir.path(),
-            assets_dir: Some(&assets),
-            cancelled: &never,
-            hidden_env: &[],
-        },
+        &with_assets(dir.path(), &assets),
         1_000,
     );
     assert_eq!(out.summary, "exit 0, output truncated");

@@ -113,12 +113,9 @@ impl Clock {
     /// shown), with what each took.
     pub(in crate::tui) fn seen_calls(&self, items: &[Item]) -> SeenCalls {
         live_calls(items, |run_id, activity_id| {
-            match self.seen.get(&(run_id.to_owned(), activity_id.to_owned())) {
-                Some(Seen {
-                    took: Some(took), ..
-                }) => Some(*took),
-                _ => None,
-            }
+            self.seen
+                .get(&(run_id.to_owned(), activity_id.to_owned()))
+                .and_then(|seen| seen.took)
         })
     }
 

@@ -1,10 +1,12 @@
 //! Turn benchmark against the loopback mock model answering at once, with the
 //! scenarios kept in `magi-testkit` (docs/providers.md): (A) one text reply, (T) one
 //! response asking for 10 read-only tool calls then a text reply, (B) the same with 10
-//! `bash` calls of `echo hi`, allowed by policy (`exec --allow-all`), (S) a reply
-//! streamed as 10,000 deltas. Each runs as whole-process `magi-code exec` runs and as
-//! turns over `serve --stdio`. For (B) it also runs the command alone (`bash -c 'echo
-//! hi'`, started and waited for by this process) and gives the agent's own time per
+//! `bash` calls of `echo hi`, allowed by policy (`exec --allow-all`), which only read
+//! and so run side by side, (W) the same with 10 `bash` calls of `echo hi > out.txt`,
+//! which write and so run one after another, (S) a reply streamed as 10,000 deltas.
+//! Each runs as whole-process `magi-code exec` runs and as turns over `serve --stdio`.
+//! For (B) and (W) it also runs the command alone (`bash -c`, started and waited for by
+//! this process, in the same directory); for (W) it gives the agent's own time per
 //! call: the gap per call less that.
 //!
 //! Scenario A runs twice: with session titles (the default: every turn here is a new
@@ -34,9 +36,16 @@ use std::time::{Duration, Instant};
 
 use magi_client::BackendCommand;
 use magi_testkit::{MockServer, Scenario};
+use serde_json::json;
 use support::{TURN_METHODS, median, millis, status_kib, stop, timed_turn};
 
 const RUNS: usize = 15;
+
+/// (B)'s command: it only reads, so its calls run side by side.
+const READING_COMMAND: &str = "echo hi";
+
+/// (W)'s command: it writes, so each call waits for the one before it.
+const WRITING_COMMAND: &str = "echo hi > out.txt";
 
 fn scenarios() -> Vec<(&'static str, Scenario)> {
     vec![
@@ -49,10 +58,17 @@ fn scenarios() -> Vec<(&'static str, Scenario)> {
             },
         ),
         (
-            "B: 10 bash `echo hi` calls (allowed by policy), then text",
+            "B: 10 bash `echo hi` calls (allowed by policy, side by side), then text",
             Scenario::Tools10 {
                 tool: Some("bash".into()),
-                arguments: "{\"command\":\"echo hi\"}".into(),
+                arguments: json!({ "command": READING_COMMAND }).to_string(),
+            },
+        ),
+        (
+            "W: 10 bash `echo hi > out.txt` calls (allowed by policy, one after another), then text",
+            Scenario::Tools10 {
+                tool: Some("bash".into()),
+                arguments: json!({ "command": WRITING_COMMAND }).to_string(),
             },
         ),
         ("S: 10,000 deltas", Scenario::Deltas10000),
@@ -158,7 +174,7 @@ async fn hook_figures(root: &Path, home: &Path, cwd: &Path) {
     }
     let without = service_overhead(home, cwd).await;
     let with = service_overhead(&home_hook, cwd).await;
-    let alone = plain_shell(":");
+    let alone = plain_shell(":", cwd);
     println!(
         "  trivial calls: {:.3} ms per call without a hook, {:.3} ms with an empty pre_tool_use hook: the hook costs {:.3} ms per call; `bash -c :` alone (median of {SHELL_SPAWNS}) {:.3} ms",
         millis(without),
@@ -168,14 +184,16 @@ async fn hook_figures(root: &Path, home: &Path, cwd: &Path) {
     );
 }
 
-/// A shell command run the plainest way, by this process: `bash -c script` started,
-/// its output read through a pipe to the end, waited for. Median of [`SHELL_SPAWNS`].
-fn plain_shell(script: &str) -> Duration {
+/// A shell command run the plainest way, by this process: `bash -c script` started in
+/// `cwd`, its output read through a pipe to the end, waited for. Median of
+/// [`SHELL_SPAWNS`].
+fn plain_shell(script: &str, cwd: &Path) -> Duration {
     let mut runs = Vec::new();
     for _ in 0..SHELL_SPAWNS {
         let started = Instant::now();
         let output = std::process::Command::new("bash")
             .args(["-c", script])
+            .current_dir(cwd)
             .stdin(std::process::Stdio::null())
             .output()
             .unwrap();
@@ -229,11 +247,18 @@ async fn main() {
                 "     agent gap per tool call (end of the model response to the next request, on the mock's clock): {:.3} ms",
                 millis(per_call)
             );
+            // Measured now, beside the gaps, as the machine is now.
             if name.starts_with('B') {
-                // Measured now, beside the gaps, as the machine is now.
-                let alone = plain_shell("echo hi");
+                let alone = plain_shell(READING_COMMAND, &cwd);
                 println!(
-                    "     the command alone (`bash -c 'echo hi'` run by this benchmark, median of {SHELL_SPAWNS}): {:.3} ms; the agent's own time per call (the gap less the command): {:.3} ms",
+                    "     the command alone (`bash -c '{READING_COMMAND}'` run by this benchmark, median of {SHELL_SPAWNS}): {:.3} ms (the calls run side by side)",
+                    millis(alone)
+                );
+            }
+            if name.starts_with('W') {
+                let alone = plain_shell(WRITING_COMMAND, &cwd);
+                println!(
+                    "     the command alone (`bash -c '{WRITING_COMMAND}'` run by this benchmark, median of {SHELL_SPAWNS}): {:.3} ms; the agent's own time per call (the gap less the command): {:.3} ms",
                     millis(alone),
                     millis(per_call.saturating_sub(alone))
                 );

@@ -21,6 +21,8 @@ use crate::process::{
 };
 use crate::{ToolContext, ToolDefinition, ToolOutput, ToolReport};
 
+mod reads;
+
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Arguments {
@@ -66,6 +68,12 @@ pub(crate) fn definition() -> ToolDefinition {
             "additionalProperties": false
         }),
     }
+}
+
+/// Whether a `bash` call (its arguments as JSON text) only reads: arguments that are
+/// not a valid call never do.
+pub(crate) fn only_reads(arguments: &str) -> bool {
+    serde_json::from_str::<Arguments>(arguments).is_ok_and(|args| reads::only_reads(&args.command))
 }
 
 #[cfg(test)]

@@ -142,6 +142,19 @@ pub fn is_read_only(name: &str) -> bool {
     BuiltinTool::from_name(name).is_some_and(BuiltinTool::is_read_only)
 }
 
+/// Whether a call only reads, judged by its tool and, for `bash`, by its command
+/// (`ls`, `cat x | head`, `git status`: see the tools documentation): such calls may
+/// run beside other reads, while a call that may change something runs alone, in the
+/// model's order. Approval and recovery go by the tool alone ([`is_read_only`]): a
+/// command that reads is still a command.
+pub fn call_only_reads(name: &str, arguments: &str) -> bool {
+    match BuiltinTool::from_name(name) {
+        Some(BuiltinTool::Bash) => bash::only_reads(arguments),
+        Some(tool) => tool.is_read_only(),
+        None => false,
+    }
+}
+
 /// What a tool call runs against, beyond its arguments.
 pub struct ToolContext<'a> {
     /// The session's working directory; relative paths are joined to it.
@@ -448,6 +461,23 @@ mod tests {
             );
         }
         assert!(!is_read_only("bash"));
+    }
+
+    #[test]
+    fn a_call_reads_by_its_tool_or_its_command() {
+        assert!(call_only_reads("read", r#"{"path":"x"}"#));
+        assert!(!call_only_reads("write", r#"{"path":"x","content":""}"#));
+        assert!(call_only_reads("bash", r#"{"command":"git status"}"#));
+        assert!(call_only_reads(
+            "bash",
+            r#"{"command":"ls","timeout_ms":5000}"#
+        ));
+        assert!(!call_only_reads("bash", r#"{"command":"rm x"}"#));
+        // Arguments the tool would refuse are no call that reads.
+        assert!(!call_only_reads("bash", r#"{"command":"ls","extra":1}"#));
+        assert!(!call_only_reads("bash", "not json"));
+        assert!(!call_only_reads("async_bash", r#"{"command":"ls"}"#));
+        assert!(!call_only_reads("mcp__server__read", "{}"));
     }
 
     #[test]

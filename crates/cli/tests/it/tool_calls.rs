@@ -485,16 +485,16 @@ fn activity_spans(seen: &[Event]) -> Vec<(String, usize, usize)> {
 #[tokio::test]
 async fn a_call_that_waits_for_an_earlier_one_starts_only_once_that_one_ended() {
     let mock = MockServer::start().await;
-    // Two reads (side by side), then two commands: each command may change something,
-    // so it waits for every call before it.
+    // Two reads (side by side), then two commands that write: each may change
+    // something, so it waits for every call before it.
     let read = json!({"path": "notes.txt"}).to_string();
     let command = |line: &str| json!({ "command": line }).to_string();
     mock.enqueue(
         Reply::stream()
             .tool_call("r1", "read", [read.as_str()])
             .tool_call("r2", "read", [read.as_str()])
-            .tool_call("c1", "bash", [command("echo one").as_str()])
-            .tool_call("c2", "bash", [command("echo two").as_str()]),
+            .tool_call("c1", "bash", [command("echo one > one.txt").as_str()])
+            .tool_call("c2", "bash", [command("echo two > two.txt").as_str()]),
     );
     mock.enqueue(Reply::stream().text(["Done."]));
     let env = env_for(&mock);
@@ -512,8 +512,8 @@ async fn a_call_that_waits_for_an_earlier_one_starts_only_once_that_one_ended() 
         [
             "read notes.txt",
             "read notes.txt",
-            "bash echo one",
-            "bash echo two"
+            "bash echo one > one.txt",
+            "bash echo two > two.txt"
         ]
     );
     let [first_read, second_read, command, last] = [0, 1, 2, 3].map(|n| (spans[n].1, spans[n].2));
@@ -523,5 +523,50 @@ async fn a_call_that_waits_for_an_earlier_one_starts_only_once_that_one_ended() 
     assert!(first_read.1.max(second_read.1) < command.0, "{spans:?}");
     assert!(command.1 < last.0, "{spans:?}");
     assert!(last.1 < usize::MAX, "{spans:?}");
+    shutdown_clean(&mut backend).await;
+}
+
+#[tokio::test]
+async fn commands_that_only_read_run_beside_the_reads_and_a_write_still_waits() {
+    let mock = MockServer::start().await;
+    // A read, two commands known to only read, a command that writes, then a command
+    // that reads what it wrote.
+    let command = |line: &str| json!({ "command": line }).to_string();
+    let read = json!({"path": "notes.txt"}).to_string();
+    mock.enqueue(
+        Reply::stream()
+            .tool_call("r1", "read", [read.as_str()])
+            .tool_call("c1", "bash", [command("cat notes.txt | wc -l").as_str()])
+            .tool_call("c2", "bash", [command("ls").as_str()])
+            .tool_call("c3", "bash", [command("printf made > made.txt").as_str()])
+            .tool_call("c4", "bash", [command("cat made.txt").as_str()]),
+    );
+    mock.enqueue(Reply::stream().text(["Done."]));
+    let env = env_for(&mock);
+    env.write_settings("[permissions]\nallow = [\"bash\"]\n");
+    std::fs::write(env.cwd().join("notes.txt"), "a note\n").unwrap();
+    let mut backend = ready(&env).await;
+    let session = session_with_turn(&mut backend, "Go").await;
+    let mut seen = Vec::new();
+    let finished = until_finished(&mut backend, &mut seen).await;
+    assert_eq!(finished.outcome, RunOutcome::Completed, "{seen:?}");
+    let spans = activity_spans(&seen);
+    let [read, count, list, write, reread] = [0, 1, 2, 3, 4].map(|n| (spans[n].1, spans[n].2));
+    // The two reading commands start beside the read, before it is told ended.
+    assert!(count.0 < read.1 && list.0 < read.1, "{spans:?}");
+    // The write starts only once every call before it ended, and the call after it
+    // only once it ended: it reads what was written.
+    assert!(read.1.max(count.1).max(list.1) < write.0, "{spans:?}");
+    assert!(write.1 < reread.0, "{spans:?}");
+    let log = records(&env, &session);
+    let reread = results(&log)
+        .into_iter()
+        .find(|r| r["call_id"] == "c4")
+        .unwrap();
+    assert_eq!(reread["outcome"], "completed", "{reread}");
+    assert!(
+        reread["content"].as_str().unwrap().contains("made"),
+        "{reread}"
+    );
     shutdown_clean(&mut backend).await;
 }

@@ -8,8 +8,9 @@
 //! blocking thread; `ask_user` then waits for the person's answers
 //! (`tool_call_state: awaiting_input`). Settlement appends one `tool_result` with the terminal outcome
 //! (completed, failed, denied, cancelled) and the call's facts, then the display-only
-//! preview of a change it applied. Read-only calls run side by side (at most
-//! [`PARALLEL_TOOL_CALLS`] at once); a call that may
+//! preview of a change it applied. Calls that only read (read-only tools, and `bash`
+//! commands known to read) run side by side (at most [`PARALLEL_TOOL_CALLS`] at once);
+//! a call that may
 //! change something waits until every earlier call of the message has settled, and
 //! later calls wait for it, so effects happen in the order the model asked for. A call
 //! that waits does so before its hooks run and its activity starts: a client is never
@@ -221,7 +222,7 @@ impl CallService<'_, '_> {
             // A call that waits for the calls before it begins once they have
             // settled: its hooks see their effects, and its activity does not start
             // (and show it running) while it only waits.
-            if progress.must_wait(magi_tools::is_read_only(&calls[index].name)) {
+            if progress.must_wait(only_reads(&calls[index])) {
                 self.drain(role, calls, progress).await;
             }
             let reserve = calls.len() - index - 1;
@@ -276,7 +277,7 @@ impl CallService<'_, '_> {
                 protection,
             });
         }
-        if progress.must_wait(magi_tools::is_read_only(&call.name)) {
+        if progress.must_wait(only_reads(call)) {
             self.drain(role, calls, progress).await;
         }
         if self.output.cancel.is_cancelled() {
@@ -331,7 +332,7 @@ impl CallService<'_, '_> {
             progress.stage(staged);
             return;
         }
-        let read_only = magi_tools::is_read_only(&call.name);
+        let read_only = only_reads(call);
         progress.group.claimed.push(Claimed {
             index,
             activity_id,
@@ -342,9 +343,7 @@ impl CallService<'_, '_> {
         // Read-only calls that start together share one sync of their claims.
         let joined = read_only
             && progress.running().0 < PARALLEL_TOOL_CALLS
-            && calls
-                .get(index + 1)
-                .is_some_and(|next| magi_tools::is_read_only(&next.name));
+            && calls.get(index + 1).is_some_and(only_reads);
         if !joined {
             self.commit(role, calls, progress).await;
         }
@@ -443,6 +442,12 @@ impl CallService<'_, '_> {
     pub(super) fn client_tool(&self, name: &str) -> Option<ClientTool> {
         self.offer.client_tool(name).cloned()
     }
+}
+
+/// Whether a call only reads, so it may run beside the other reads: a read-only tool,
+/// or a `bash` command known to read (judged on the arguments it runs with).
+fn only_reads(call: &Call) -> bool {
+    magi_tools::call_only_reads(&call.name, &call.arguments)
 }
 
 /// What each call of a response gives the model: its settlement, or, for a call that

@@ -202,7 +202,7 @@ pub(crate) fn execute_command(
     let text = read_bounded(&started.paths[2], capture_bytes);
     record_end(&mut facts, &end, &kept, drained, &started);
     if ctx.assets_dir.is_some() {
-        facts.captures = capture_digests(&started.paths);
+        facts.captures = capture_digests(&started.paths, &kept);
     }
     let mut output = report(
         &end,

@@ -393,15 +393,20 @@ impl CaptureDigest {
                 Err(_) => return None,
             }
         }
-        let sha256 = hasher
-            .finalize()
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect();
+        CaptureDigest::taken(path, bytes, hasher.finalize().into())
+    }
+
+    /// The digest of the file at `path`, of `bytes` bytes whose SHA-256 is `sha256`
+    /// (taken as they were written); none when the path has no file name.
+    pub(crate) fn taken(
+        path: &std::path::Path,
+        bytes: u64,
+        sha256: [u8; 32],
+    ) -> Option<CaptureDigest> {
         Some(CaptureDigest {
             file: path.file_name()?.to_string_lossy().into_owned(),
             bytes,
-            sha256,
+            sha256: sha256.iter().map(|b| format!("{b:02x}")).collect(),
         })
     }
 

@@ -214,7 +214,7 @@ fn conclude(job: &mut Job, end: &End) {
     let mut facts = job.facts.clone();
     record_end(&mut facts, end, &kept, drained, &job.started);
     if job.assets_dir.is_some() {
-        facts.captures = crate::process::capture_digests(&job.started.paths);
+        facts.captures = crate::process::capture_digests(&job.started.paths, &kept);
     }
     let state = match end {
         End::Exited(status) => match status.code() {

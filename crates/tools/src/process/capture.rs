@@ -2,14 +2,17 @@
 //! bounded file by one thread that reads both pipes, read back no further than the
 //! bound, and what each kept said in the call's facts and notes.
 //!
-//! The thread starts once the command did, and creates the directory and the three
-//! files while the command runs: creating files is slow on some disks (a few hundred
-//! microseconds each), and a command's own start-up takes longer, so the files are
-//! ready by its first bytes instead of being made after them, on the call's way, and
-//! neither the thread's start nor the files are on the way of the command's start. A
-//! stream that stays empty leaves no file: its file is removed when the stream ends
-//! (removing is cheap), and the directory too when the capture made it and all three
-//! stayed empty.
+//! The thread starts once the command did, and creates the directory, `stdout.txt` and
+//! `output.txt` while the command runs: creating files is slow on some disks (a few
+//! hundred microseconds each), and a command's own start-up takes longer, so the files
+//! are ready by its first bytes instead of being made after them, on the call's way,
+//! and neither the thread's start nor the files are on the way of the command's start.
+//! `stderr.txt`, which most commands never write, is created at its stream's first
+//! byte. A stream that stays empty leaves no file: its file is removed when the stream
+//! ends, and the directory too when the capture made it and all three stayed empty.
+//!
+//! Each file's lines and SHA-256 are taken as its bytes pass, so nothing is read back
+//! to count or digest them.
 
 use std::fs::File;
 use std::io::{self, Read, Write};
@@ -18,6 +21,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, mpsc};
 
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+use sha2::Digest;
 
 use crate::facts::{FACT_STRING_BYTES, cut};
 
@@ -37,6 +41,8 @@ pub(super) struct Capture {
     /// counted as they pass, not read back.
     newlines: u64,
     ends_with_newline: bool,
+    /// The SHA-256 of what was written, taken as it passed.
+    digest: sha2::Sha256,
 }
 
 impl Capture {
@@ -50,6 +56,7 @@ impl Capture {
             failed: false,
             newlines: 0,
             ends_with_newline: true,
+            digest: sha2::Sha256::new(),
         }
     }
 
@@ -88,6 +95,7 @@ impl Capture {
                 .is_some_and(|file| file.write_all(&bytes[..kept]).is_ok());
             if written {
                 let kept = &bytes[..kept];
+                self.digest.update(kept);
                 self.written += kept.len() as u64;
                 self.newlines += kept.iter().filter(|b| **b == b'\n').count() as u64;
                 self.ends_with_newline = kept.last() == Some(&b'\n');
@@ -126,6 +134,9 @@ pub(crate) struct Kept {
     /// The lines its file holds (as `str::lines` counts them); none when the file
     /// could not be created.
     lines: Option<u64>,
+    /// The SHA-256 of its file, when the file holds exactly what was written: none
+    /// when it is empty (and removed), could not be made, or a write to it failed.
+    sha256: Option<[u8; 32]>,
 }
 
 impl Default for Kept {
@@ -135,6 +146,7 @@ impl Default for Kept {
             dropped: 0,
             failed: false,
             lines: Some(0),
+            sha256: None,
         }
     }
 }
@@ -148,6 +160,8 @@ impl Kept {
             failed: capture.failed,
             lines: (!never_created)
                 .then(|| capture.newlines + u64::from(!capture.ends_with_newline)),
+            sha256: (capture.file.is_some() && !capture.failed && capture.written > 0)
+                .then(|| capture.digest.clone().finalize().into()),
         }
     }
 
@@ -183,11 +197,20 @@ impl Files {
     }
 }
 
-/// The digests of the captures that could be read.
-pub(crate) fn capture_digests(paths: &[PathBuf; 3]) -> Vec<crate::facts::CaptureDigest> {
+/// The digests of the captures that could be read: taken as their bytes passed, or, for
+/// a capture whose digest was not taken (its stream not drained, a failed write), read
+/// from its file.
+pub(crate) fn capture_digests(
+    paths: &[PathBuf; 3],
+    kept: &[Kept; 3],
+) -> Vec<crate::facts::CaptureDigest> {
     paths
         .iter()
-        .filter_map(|p| crate::facts::CaptureDigest::of(p))
+        .zip(kept)
+        .filter_map(|(path, kept)| match kept.sha256 {
+            Some(sha256) => crate::facts::CaptureDigest::taken(path, kept.written, sha256),
+            None => crate::facts::CaptureDigest::of(path),
+        })
         .collect()
 }
 
@@ -231,8 +254,9 @@ impl Capturing {
     }
 }
 
-/// Creates the captures' directory when it is missing, then the three files. Says
-/// whether the directory was made here (and so is removed when all three stay empty).
+/// Creates the captures' directory when it is missing, then `stdout.txt` and
+/// `output.txt` (`stderr.txt` waits for its first byte). Says whether the directory
+/// was made here (and so is removed when all three stay empty).
 fn create_files(streams: &mut [Capture; 2], output: &Mutex<Capture>) -> bool {
     let made_dir = streams[0]
         .path
@@ -242,9 +266,7 @@ fn create_files(streams: &mut [Capture; 2], output: &Mutex<Capture>) -> bool {
             Err(e) if e.kind() == io::ErrorKind::NotFound => std::fs::create_dir_all(dir).is_ok(),
             Err(_) => false,
         });
-    for capture in streams.iter_mut() {
-        capture.open();
-    }
+    streams[0].open();
     lock(output).open();
     made_dir
 }
@@ -384,6 +406,7 @@ pub(crate) fn capture_notes(kept: &[Kept; 3], drained: bool) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::facts::CAPTURE_FILES;
 
     /// A capture of at most `limit` bytes in `dir`, fed `chunks`, then closed.
     fn captured(dir: &Path, limit: u64, chunks: &[&[u8]]) -> (Kept, String) {
@@ -425,5 +448,43 @@ mod tests {
         let kept = Kept::of(&capture);
         assert_eq!(kept.lines(), None);
         assert_eq!(kept.dropped, 5);
+        assert_eq!(kept.sha256, None);
+    }
+
+    #[test]
+    fn digests_taken_in_passing_are_those_of_the_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("stdout.txt");
+        for (chunks, limit) in [
+            (&[&b"a\nb"[..], b"c\n"][..], 100),
+            // Past the bound: the digest is of what the file kept.
+            (&[&b"1\n2\n3\n4\n"[..]][..], 5),
+        ] {
+            let (kept, _) = captured(dir.path(), limit, chunks);
+            let taken = capture_digests(&[path.clone(), path.clone(), path.clone()], &[kept; 3]);
+            let read = crate::facts::CaptureDigest::of(&path).unwrap();
+            assert_eq!(taken, vec![read.clone(), read.clone(), read]);
+        }
+        // An empty stream leaves no file and no digest.
+        std::fs::remove_file(&path).unwrap();
+        let (silent, _) = captured(dir.path(), 100, &[]);
+        assert_eq!(silent.sha256, None);
+        assert!(!path.exists());
+    }
+
+    #[test]
+    fn stderr_is_created_only_when_its_stream_writes() {
+        let dir = tempfile::tempdir().unwrap();
+        let paths = CAPTURE_FILES.map(|name| dir.path().join("call").join(name));
+        let mut streams = [
+            Capture::new(paths[0].clone(), 100),
+            Capture::new(paths[1].clone(), 100),
+        ];
+        let output = Mutex::new(Capture::new(paths[2].clone(), 100));
+        assert!(create_files(&mut streams, &output));
+        assert!(paths[0].exists() && paths[2].exists());
+        assert!(!paths[1].exists());
+        streams[1].write(b"oops\n");
+        assert_eq!(std::fs::read_to_string(&paths[1]).unwrap(), "oops\n");
     }
 }

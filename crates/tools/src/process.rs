@@ -212,9 +212,21 @@ pub(crate) fn wait_until_exited(child: &mut impl Reap, within: Duration) -> bool
 }
 
 /// Starts the spawn server for `policy` (none: the unconfined one) when there is none
-/// yet, so that the first command of that policy does not wait for it.
+/// yet, so that the first command of that policy does not wait for it. The early
+/// server ([`start_early_server`]), if one waits, is the one told this policy.
 pub(crate) fn warm(policy: Option<&confine::Policy>) {
     spawner::warm(policy, launcher::server_command);
+}
+
+/// Starts a spawn server before its policy is known, to be told it once the kernel
+/// probe answered: its start-up overlaps the probe.
+pub(crate) fn start_early_server() {
+    spawner::start_early(launcher::early_server_command());
+}
+
+/// Ends the early server when no policy will be sent to it.
+pub(crate) fn discard_early_server() {
+    spawner::discard_early();
 }
 
 /// Starts `command` with bounded captures, in its own group, confined to `policy` when

@@ -101,11 +101,13 @@ pub fn configure(settings: &SandboxSettings, simulate_unavailable: bool) {
 }
 
 /// Prepares, in a thread of its own beside the model's first answer, what the first
-/// command started in `cwd` would otherwise wait for: the kernel probe, then the spawn
-/// server for that command's policy. That command then waits, if at all, for this same
-/// probe and server rather than starting its own. Once per process, after
-/// [`configure`] (the backend calls it as its first turn starts); nothing when the
-/// sandbox is required and cannot be had.
+/// command started in `cwd` would otherwise wait for: the kernel probe and the spawn
+/// server for that command's policy. The server's process starts first and is told
+/// its policy once the probe answered, so the two start-ups overlap rather than follow
+/// each other. That command then waits, if at all, for this same probe and server
+/// rather than starting its own. Once per process, after [`configure`] (the backend
+/// calls it as its first turn starts); no server is kept when the sandbox is required
+/// and cannot be had.
 pub fn warm(cwd: &Path) {
     static WARMED: std::sync::Once = std::sync::Once::new();
     let Some(config) = config() else {
@@ -116,13 +118,15 @@ pub fn warm(cwd: &Path) {
         let _ = std::thread::Builder::new()
             .name("sandbox-warm".to_owned())
             .spawn(move || {
+                crate::process::start_early_server();
                 let support = if config.settings.mode == SandboxMode::Off {
                     Support::none(String::new())
                 } else {
                     support(&config)
                 };
-                if let Ok(decision) = decide_with(&config, &support, &cwd, false) {
-                    crate::process::warm(decision.policy.as_ref());
+                match decide_with(&config, &support, &cwd, false) {
+                    Ok(decision) => crate::process::warm(decision.policy.as_ref()),
+                    Err(_) => crate::process::discard_early_server(),
                 }
             });
     });

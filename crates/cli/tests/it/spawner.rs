@@ -1,5 +1,6 @@
 //! The spawn server through the real binary: the commands of a run share one
-//! long-lived launcher, and one that is killed is replaced for the next command.
+//! long-lived launcher (the first one started before its policy was known), and one
+//! that is killed is replaced for the next command.
 
 #![allow(
     clippy::unwrap_used,
@@ -53,6 +54,8 @@ async fn commands_share_a_spawn_server_and_a_killed_one_is_replaced() {
     assert_eq!(output.status.code(), Some(0), "{output:?}");
     let server = read("server1");
     assert!(server.contains("__launch --serve"), "{server}");
+    // The first server started beside the kernel probe and was sent its policy after.
+    assert!(server.contains("--await-policy"), "{server}");
     assert_eq!(read("p1"), read("p2"), "one server for both commands");
     // The command whose server was killed was ended with it (its `sleep` did not hold
     // the run), and the next command ran under a new server.

@@ -138,6 +138,14 @@ pub(crate) fn server_command(policy: Option<&Policy>) -> Option<Command> {
     Some(command)
 }
 
+/// The command that starts a spawn server before its policy is known, once
+/// [`enable`]d: it starts while the kernel is probed and is sent its policy after.
+pub(crate) fn early_server_command() -> Option<Command> {
+    let mut command = server_command(None)?;
+    command.arg(spawner::server::AWAIT_POLICY_OPTION);
+    Some(command)
+}
+
 /// A [`Command`] for `program`, through the launcher when enabled, confined to `policy`
 /// when one is given (the caller gives one only when the launcher is enabled).
 pub(crate) fn command(program: &OsStr, policy: Option<&Policy>) -> Command {

@@ -1,7 +1,10 @@
 //! The spawn server: one long-lived launcher per sandbox policy (one unconfined, one per
 //! distinct confinement), started the first time a command needs it (or ahead of it,
 //! [`warm`], for the workspace's own policy as the first turn starts), which starts each
-//! command on request. Re-executing `magi-code` as a launcher for every command costs
+//! command on request. The first turn's server is started even before its policy is
+//! known ([`start_early`]): it waits, unconfined and serving nothing, while the kernel
+//! is probed, and is then sent the policy of the first command that needs a server,
+//! which it applies before anything else, as a server started with its policy does. Re-executing `magi-code` as a launcher for every command costs
 //! about a millisecond and a half (loading the program, then its own spawn and watch
 //! thread); a request over a socket costs a few tens of microseconds.
 //!
@@ -210,7 +213,14 @@ struct State {
 impl Server {
     /// Starts a server with `command` (its socket is added here) and waits (bounded)
     /// until it is ready.
-    fn start(mut command: Command) -> Result<Arc<Server>, String> {
+    fn start(command: Command) -> Result<Arc<Server>, String> {
+        let (ours, child) = Server::launch(command)?;
+        Server::greeted(ours, child)
+    }
+
+    /// Starts the server's process with `command`, its end of a new socket pair as its
+    /// standard input; returns this process's end and the child.
+    fn launch(mut command: Command) -> Result<(OwnedFd, Child), String> {
         let (ours, theirs) = socketpair(
             AddressFamily::UNIX,
             SocketType::SEQPACKET,
@@ -225,11 +235,17 @@ impl Server {
             // Out of the backend's group: a terminal's Ctrl-C is for the backend, which
             // then ends what it started.
             .process_group(0);
-        let mut child = command
+        let child = command
             .spawn()
             .map_err(|e| format!("cannot start the spawn server: {e}"))?;
         // The server's end lives in the server alone, so its end is seen here.
         drop(command);
+        Ok((ours, child))
+    }
+
+    /// Waits (bounded) for a launched server's greeting; once it says it is ready,
+    /// watches it from a thread of its own.
+    fn greeted(ours: OwnedFd, mut child: Child) -> Result<Arc<Server>, String> {
         let mut buffer = [0u8; 4096];
         let greeting = readable(&ours, Duration::from_millis(SPAWN_SERVER_WAIT_MS))
             .and_then(|()| codec::receive(&ours, &mut buffer).map_err(|e| e.to_string()))
@@ -381,6 +397,66 @@ fn readable(socket: &impl AsFd, within: Duration) -> Result<(), String> {
     }
 }
 
+/// A server started before its policy was known ([`start_early`]), waiting unconfined,
+/// serving nothing, for the policy of the first command that needs a new server.
+struct Early {
+    socket: OwnedFd,
+    child: Child,
+}
+
+impl Early {
+    /// Sends the server its policy (none: unconfined) and waits for it to be ready.
+    fn confine(self, policy: Option<&Policy>) -> Result<Arc<Server>, String> {
+        let Early { socket, mut child } = self;
+        let arguments = policy.map(Policy::arguments).unwrap_or_default();
+        if let Err(e) = codec::send(socket.as_fd(), &Request::Confine(arguments).encode(), &[]) {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(format!("cannot send the spawn server its policy: {e}"));
+        }
+        Server::greeted(socket, child)
+    }
+
+    /// Ends a server nobody will use.
+    fn discard(mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The early server, while no command has taken it.
+static EARLY: Mutex<Option<Early>> = Mutex::new(None);
+
+fn early() -> MutexGuard<'static, Option<Early>> {
+    EARLY.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Starts a spawn server whose policy is sent later, with `command`
+/// (`launcher::early_server_command`), so that its start-up overlaps the kernel probe
+/// the policy depends on instead of following it. The first command that needs a new
+/// server takes it ([`server_for`]); none is started when one waits already or `command`
+/// is none.
+pub(crate) fn start_early(command: Option<Command>) {
+    let Some(command) = command else {
+        return;
+    };
+    let mut early = early();
+    if early.is_none()
+        && let Ok((socket, child)) = Server::launch(command)
+    {
+        *early = Some(Early { socket, child });
+    }
+}
+
+/// Ends the early server, if no command took it: the first command's policy cannot be
+/// had (a required sandbox the kernel cannot enforce), so no server will serve it.
+pub(crate) fn discard_early() {
+    let taken = early().take();
+    if let Some(early) = taken {
+        early.discard();
+    }
+}
+
 /// A server per policy: serving, or refused for good (its commands use launchers of
 /// their own, which refuse them the same way).
 enum Slot {
@@ -413,7 +489,14 @@ fn server_for(
         // launcher of its own, as before servers, rather than one more process.
         return None;
     }
-    let slot = match Server::start(command) {
+    // The early server, when one waits, is told this policy: it started beside the
+    // probe. Should it fail (killed while it waited), a new one is started as usual.
+    let taken = early().take();
+    let started = match taken {
+        Some(early) => early.confine(policy).or_else(|_| Server::start(command)),
+        None => Server::start(command),
+    };
+    let slot = match started {
         Ok(server) => Slot::Serving(server),
         // Not only a refused policy: a server that cannot start at all leaves every
         // command to its own launcher, which works as it did before servers.

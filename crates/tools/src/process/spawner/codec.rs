@@ -40,6 +40,9 @@ pub(crate) enum Request {
     Spawn(SpawnRequest),
     /// Send `signal` to the group of command `id`, if it has not been reaped.
     Kill { id: u64, signal: i32 },
+    /// The policy an early server (started with `--await-policy`) confines itself to
+    /// before it serves anything: the launcher's policy arguments, none for unconfined.
+    Confine(Vec<OsString>),
 }
 
 /// What the spawn server tells the backend.
@@ -59,6 +62,7 @@ pub(crate) enum Event {
 
 const SPAWN: u8 = 1;
 const KILL: u8 = 2;
+const CONFINE: u8 = 3;
 const READY: u8 = 10;
 const REFUSED: u8 = 11;
 const SPAWNED: u8 = 12;
@@ -89,6 +93,13 @@ impl Request {
                 out.push(KILL);
                 put_u64(&mut out, *id);
                 out.extend_from_slice(&signal.to_le_bytes());
+            }
+            Request::Confine(arguments) => {
+                out.push(CONFINE);
+                put_u32(&mut out, arguments.len());
+                for argument in arguments {
+                    put_bytes(&mut out, argument.as_bytes());
+                }
             }
         }
         out
@@ -121,6 +132,11 @@ impl Request {
                 id: input.u64()?,
                 signal: input.i32()?,
             },
+            CONFINE => Request::Confine(
+                (0..input.u32()?)
+                    .map(|_| input.os_string())
+                    .collect::<Result<_, _>>()?,
+            ),
             tag => return Err(format!("unknown spawn request {tag}")),
         };
         input.end()?;
@@ -334,7 +350,15 @@ mod tests {
 
     #[test]
     fn requests_and_events_travel_and_come_back_the_same() {
-        for request in [spawn_request(), Request::Kill { id: 9, signal: 15 }] {
+        for request in [
+            spawn_request(),
+            Request::Kill { id: 9, signal: 15 },
+            Request::Confine(vec![
+                "--write".into(),
+                OsString::from_vec(b"/w \xff".to_vec()),
+            ]),
+            Request::Confine(Vec::new()),
+        ] {
             assert_eq!(Request::decode(&request.encode()), Ok(request));
         }
         for event in [

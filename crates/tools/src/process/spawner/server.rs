@@ -29,6 +29,10 @@ use nix::unistd::Pid;
 use super::codec::{self, Event, Request, STREAMS, SpawnRequest};
 use crate::process::confine::{self, Policy};
 
+/// The server's option, in place of a policy, that makes it wait, unconfined and
+/// serving nothing, for the policy the backend sends (`Request::Confine`).
+pub(crate) const AWAIT_POLICY_OPTION: &str = "--await-policy";
+
 /// The commands started and not yet reaped: process ID (the group's too) to request ID.
 type Live = HashMap<i32, u64>;
 
@@ -57,7 +61,12 @@ pub(crate) fn main(options: &[OsString]) -> ExitCode {
 
 /// Confines itself, says so, then serves until the backend is gone.
 fn serve(socket: &OwnedFd, policy: &[OsString]) -> Result<(), String> {
-    if let Some(policy) = Policy::parse(policy)? {
+    let policy = if policy == [AWAIT_POLICY_OPTION] {
+        awaited_policy(socket)?
+    } else {
+        Policy::parse(policy)?
+    };
+    if let Some(policy) = policy {
         confine::enforce(&policy)?;
     }
     // SIGCHLD wakes the loop through a socket of its own: no thread, no sleep.
@@ -97,6 +106,20 @@ fn serve(socket: &OwnedFd, policy: &[OsString]) -> Result<(), String> {
     Ok(())
 }
 
+/// The policy an early server is sent: its first message, which must be that. Nothing
+/// is started before it, so every command is confined as the policy says.
+fn awaited_policy(socket: &OwnedFd) -> Result<Option<Policy>, String> {
+    let mut buffer = vec![0; SPAWN_REQUEST_BYTES];
+    match codec::receive(socket, &mut buffer) {
+        Ok(Some((len, _))) => match Request::decode(&buffer[..len])? {
+            Request::Confine(arguments) => Policy::parse(&arguments),
+            request => Err(format!("{request:?} came before the policy")),
+        },
+        Ok(None) => Err("the backend ended before it sent the policy".to_owned()),
+        Err(e) => Err(format!("cannot read the policy: {e}")),
+    }
+}
+
 /// Sends an event; a backend that cannot hear it is seen gone at the next read.
 fn send(socket: &OwnedFd, event: &Event) {
     let _ = codec::send(socket.as_fd(), &event.encode(), &[]);
@@ -125,6 +148,8 @@ fn handle(socket: &OwnedFd, message: &[u8], fds: Vec<OwnedFd>, live: &mut Live) 
                 let _ = killpg(Pid::from_raw(*pid), signal);
             }
         }
+        // Confinement is set once, before serving, and cannot be lifted or changed.
+        Ok(Request::Confine(_)) => {}
         // The backend and this server are one program: a message neither can read is
         // a bug, and ignoring it beats guessing at it.
         Err(_) => {}
@@ -218,5 +243,47 @@ fn end_all(socket: &OwnedFd, woken: &UnixStream, live: &mut Live) {
 fn kill_all(live: &Live) {
     for pid in live.keys() {
         let _ = killpg(Pid::from_raw(*pid), Signal::SIGKILL);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rustix::net::{AddressFamily, SocketFlags, SocketType, socketpair};
+
+    /// What an early server makes of `first` as its first message (none: the backend
+    /// closed its end without one).
+    fn awaited(first: Option<Request>) -> Result<Option<Policy>, String> {
+        let (backend, server) = socketpair(
+            AddressFamily::UNIX,
+            SocketType::SEQPACKET,
+            SocketFlags::CLOEXEC,
+            None,
+        )
+        .unwrap();
+        if let Some(first) = first {
+            codec::send(backend.as_fd(), &first.encode(), &[]).unwrap();
+        }
+        drop(backend);
+        awaited_policy(&server)
+    }
+
+    #[test]
+    fn an_early_server_takes_its_policy_first_and_nothing_else() {
+        assert_eq!(awaited(Some(Request::Confine(Vec::new()))), Ok(None));
+        let policy = Policy::parse(&["--sandbox".into(), "none".into()]).unwrap();
+        assert!(policy.is_some());
+        let arguments = policy.as_ref().map(Policy::arguments).unwrap();
+        assert_eq!(awaited(Some(Request::Confine(arguments))), Ok(policy));
+        // A request before the policy, a policy it cannot read, or none at all: it
+        // refuses, and serves nothing.
+        let kill = Request::Kill { id: 1, signal: 9 };
+        assert!(
+            awaited(Some(kill))
+                .unwrap_err()
+                .contains("before the policy")
+        );
+        assert!(awaited(Some(Request::Confine(vec!["--bogus".into()]))).is_err());
+        assert!(awaited(None).unwrap_err().contains("ended before"));
     }
 }

@@ -38,6 +38,7 @@ fn main() {
         assets_dir: Some(assets.path()),
         cancelled: &|| false,
         hidden_env: &[],
+        durable: &|| true,
     };
     let arguments = serde_json::json!({"command": command, "timeout_ms": 120_000}).to_string();
 

@@ -120,6 +120,7 @@ pub(crate) mod tests {
                     assets_dir: None,
                     cancelled: &|| false,
                     hidden_env: &[],
+                    durable: &|| true,
                 },
                 editor,
             )

@@ -265,6 +265,7 @@ mod tests {
             assets_dir: Some(&dir.path().join("assets")),
             cancelled: &never,
             hidden_env: &[],
+            durable: &|| true,
         };
         // The job writes its lines, then signals through a file and keeps running.
         let out = run_start(
@@ -333,6 +334,7 @@ mod tests {
             assets_dir: Some(&assets),
             cancelled: &never,
             hidden_env: &[],
+            durable: &|| true,
         };
         let command = "echo 'bash: /etc/x: Permission denied' >&2; exit 1";
         let id = job_id(&run_start(&json!({ "command": command }), &ctx).output);
@@ -363,6 +365,7 @@ mod tests {
             assets_dir: Some(&assets),
             cancelled: &never,
             hidden_env: &[],
+            durable: &|| true,
         };
         let out = run_start(&json!({"command": "echo done; exit 3"}), &ctx);
         let id = job_id(&out.output);

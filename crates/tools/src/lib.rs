@@ -168,6 +168,11 @@ pub struct ToolContext<'a> {
     /// Environment variables a process a tool starts must not see: the backend's own
     /// credentials never enter what the model can read.
     pub hidden_env: &'a [String],
+    /// Called by `bash` just before it starts its command, once everything else is
+    /// ready: it returns once the call's claim is durable, true, or false when the
+    /// claim could not be recorded (then the command must not start). The call service
+    /// waits for it itself before it runs any other tool; elsewhere it is `&|| true`.
+    pub durable: &'a (dyn Fn() -> bool + Sync),
 }
 
 /// Runs tool `name` with the model's `arguments` (JSON text) in `cwd`, keeping no assets
@@ -181,6 +186,7 @@ pub fn run(name: &str, arguments: &str, cwd: &Path) -> ToolOutput {
             assets_dir: None,
             cancelled: &|| false,
             hidden_env: &[],
+            durable: &|| true,
         },
     )
 }

@@ -249,6 +249,7 @@ pub(crate) fn start(
         cwd: ctx.cwd,
         hidden_env: ctx.hidden_env,
         policy,
+        durable: ctx.durable,
     };
     shell
         .spawn(command, files, capture_bytes, None)
@@ -270,6 +271,9 @@ pub(crate) struct Shell<'a> {
     pub(crate) hidden_env: &'a [String],
     /// The sandbox the launcher confines it to; none runs it unconfined.
     pub(crate) policy: Option<&'a confine::Policy>,
+    /// Waited for just before the command starts: false stops it from starting
+    /// ([`ToolContext::durable`]).
+    pub(crate) durable: &'a (dyn Fn() -> bool + Sync),
 }
 
 impl Shell<'_> {
@@ -295,6 +299,7 @@ impl Shell<'_> {
             stdin: stdin.is_some(),
             policy: self.policy,
             server_command: launcher::server_command,
+            durable: self.durable,
         });
         let started = match served {
             Some(spawned) => spawned,
@@ -334,6 +339,9 @@ impl Shell<'_> {
         command: &str,
         piped_stdin: bool,
     ) -> std::io::Result<(Proc, spawner::Streams)> {
+        if !(self.durable)() {
+            return Err(spawner::not_durable());
+        }
         let mut command_line = launcher::command(self.program, self.policy);
         for name in self.hidden_env {
             command_line.env_remove(name);

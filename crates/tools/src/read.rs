@@ -272,6 +272,7 @@ mod tests {
                 assets_dir: None,
                 cancelled: &|| false,
                 hidden_env: &[],
+                durable: &|| true,
             },
         );
         assert_eq!(

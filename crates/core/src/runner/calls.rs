@@ -318,7 +318,7 @@ impl CallService<'_, '_> {
         if let Some(handler) = self.handler(role, call) {
             if !self.commit(role, calls, progress).await {
                 let refusal = Refusal {
-                    content: "not run: the call could not be recorded".to_owned(),
+                    content: progress::NOT_RECORDED.to_owned(),
                     outcome: ToolOutcome::Failed,
                     protection,
                 };

@@ -17,6 +17,7 @@ fn ctx<'a>(cwd: &'a Path, cancelled: &'a (dyn Fn() -> bool + Sync)) -> ToolConte
         assets_dir: None,
         cancelled,
         hidden_env: &[],
+        durable: &|| true,
     }
 }
 
@@ -141,6 +142,7 @@ fn a_stream_that_stays_empty_leaves_no_file() {
             assets_dir: Some(&quiet),
             cancelled: &never,
             hidden_env: &[],
+            durable: &|| true,
         },
     );
     assert_eq!(report.output.content, "(no output)\n[exit code 0]");
@@ -154,6 +156,7 @@ fn a_stream_that_stays_empty_leaves_no_file() {
             assets_dir: Some(&unstarted),
             cancelled: &never,
             hidden_env: &[],
+            durable: &|| true,
         },
     );
     assert_eq!(report.output.summary, "cannot start the command");
@@ -192,6 +195,7 @@ fn long_output_is_summarized_with_the_capture_paths() {
             assets_dir: Some(&quiet),
             cancelled: &never,
             hidden_env: &[],
+            durable: &|| true,
         },
     );
     assert!(out.content.ends_with(&format!(

@@ -87,6 +87,8 @@ pub fn run_hook(hook: &HookCommand) -> HookRun {
         // A hook is the person's own command from their settings, not the model's:
         // it runs outside the sandbox, as they would run it themselves.
         policy: None,
+        // It belongs to no claimed call.
+        durable: &|| true,
     };
     let bound = HOOK_OUTPUT_BYTES as u64;
     let mut started = match shell.spawn(hook.command, files, bound, Some(hook.input.clone())) {

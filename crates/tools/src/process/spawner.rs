@@ -82,6 +82,9 @@ pub(crate) struct Spawn<'a> {
     /// The command that starts a server for a policy; none when there can be none
     /// (`launcher::server_command`).
     pub(crate) server_command: fn(Option<&Policy>) -> Option<Command>,
+    /// Waited for once the request and its pipes are ready, just before it is sent:
+    /// false and it is not sent ([`crate::ToolContext::durable`]).
+    pub(crate) durable: &'a (dyn Fn() -> bool + Sync),
 }
 
 /// Starts a command in its own process group through the spawn server for its policy.
@@ -113,7 +116,7 @@ pub(crate) fn spawn(spawn: &Spawn) -> Option<io::Result<(Proc, Streams)>> {
     // A server found gone only when the request is sent is replaced once.
     for _ in 0..2 {
         let server = server_for(spawn.policy, spawn.server_command)?;
-        match send_spawn(&server, id, &message, spawn.stdin) {
+        match send_spawn(&server, id, &message, spawn.stdin, spawn.durable) {
             Err(Unsent) => continue,
             Ok(result) => return Some(result),
         }
@@ -134,6 +137,11 @@ pub(crate) fn warm(
 /// A request that never reached its server, because the server is gone.
 struct Unsent;
 
+/// Why a command did not start: its call's claim could not be made durable.
+pub(crate) fn not_durable() -> io::Error {
+    io::Error::other("not started: the call's claim could not be recorded")
+}
+
 /// Sends one spawn request with fresh pipes for the command's streams and waits for
 /// its answer.
 fn send_spawn(
@@ -141,6 +149,7 @@ fn send_spawn(
     id: u64,
     message: &[u8],
     piped_stdin: bool,
+    durable: &(dyn Fn() -> bool + Sync),
 ) -> Result<io::Result<(Proc, Streams)>, Unsent> {
     let pipes = (|| -> io::Result<_> {
         let (stdin_read, stdin_write) = if piped_stdin {
@@ -163,6 +172,9 @@ fn send_spawn(
         Ok(pipes) => pipes,
         Err(e) => return Ok(Err(e)),
     };
+    if !durable() {
+        return Ok(Err(not_durable()));
+    }
     let fds = theirs.each_ref().map(AsFd::as_fd);
     if let Err(e) = codec::send(server.socket.as_fd(), message, &fds) {
         if matches!(

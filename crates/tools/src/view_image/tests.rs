@@ -31,6 +31,7 @@ fn view_in(dir: &Path, name: &str) -> ToolReport {
             assets_dir: Some(&dir.join("assets")),
             cancelled: &|| false,
             hidden_env: &[],
+            durable: &|| true,
         },
     )
 }

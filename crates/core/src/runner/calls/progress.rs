@@ -3,6 +3,7 @@
 //! each settled call gives the model.
 
 use std::path::PathBuf;
+use std::sync::{Condvar, Mutex, PoisonError};
 
 use magi_protocol::limits::PARALLEL_TOOL_CALLS;
 use magi_store::records::{RecordBody, ToolOutcome};
@@ -141,19 +142,176 @@ impl Execution {
         Execution { files, ..self }
     }
 
-    pub(super) fn run(self) -> ToolReport {
+    /// Runs the call once `claim` says its claim is durable, and not at all when it
+    /// could not be made so. `bash` prepares its command first and waits just before
+    /// it starts it (so the preparation overlaps the claim's sync); every other tool
+    /// waits before it begins.
+    pub(super) fn run(self, claim: &Claim) -> ToolReport {
+        let prepares =
+            magi_tools::BuiltinTool::from_name(&self.name) == Some(magi_tools::BuiltinTool::Bash);
+        if !prepares && !claim.durable() {
+            return not_recorded();
+        }
         let cancel = self.cancel;
         let cancelled = move || cancel.is_cancelled();
+        let durable = || claim.durable();
         let context = magi_tools::ToolContext {
             cwd: &self.cwd,
             assets_dir: self.assets_dir.as_deref(),
             cancelled: &cancelled,
             hidden_env: &self.hidden_env,
+            durable: &durable,
         };
         let editor = self
             .files
             .as_ref()
             .map(|files| files as &dyn magi_tools::EditorFiles);
-        magi_tools::execute_with(&self.name, &self.arguments, &context, editor)
+        let report = magi_tools::execute_with(&self.name, &self.arguments, &context, editor);
+        if claim.durable() {
+            report
+        } else {
+            // Nothing started: the command waited for the claim and was refused it.
+            not_recorded()
+        }
+    }
+}
+
+/// What a call whose claim could not be recorded reports: it ran nothing.
+pub(super) const NOT_RECORDED: &str = "not run: the call could not be recorded";
+
+/// The failed report of a call whose claim could not be recorded.
+fn not_recorded() -> ToolReport {
+    ToolReport::from(magi_tools::ToolOutput {
+        content: NOT_RECORDED.to_owned(),
+        summary: NOT_RECORDED.to_owned(),
+        is_error: true,
+    })
+}
+
+/// Whether the claims of one group are durable: open once their sync returned. The
+/// calls they claim go to their threads before the sync, so that they prepare while it
+/// runs, and wait here before they act. It is opened on every path (dropping the
+/// group's [`ClaimSync`] opens it as not durable), so every wait on it ends.
+#[derive(Default)]
+pub(super) struct Claim {
+    durable: Mutex<Option<bool>>,
+    opened: Condvar,
+}
+
+impl Claim {
+    /// A claim recorded before: a crashed run's, which recovery runs again.
+    pub(super) fn recorded() -> Claim {
+        Claim {
+            durable: Mutex::new(Some(true)),
+            opened: Condvar::new(),
+        }
+    }
+
+    /// Waits until the sync returned; whether the claim is durable.
+    pub(super) fn durable(&self) -> bool {
+        let mut durable = self.durable.lock().unwrap_or_else(PoisonError::into_inner);
+        loop {
+            if let Some(durable) = *durable {
+                return durable;
+            }
+            durable = self
+                .opened
+                .wait(durable)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
+    }
+
+    fn open(&self, durable: bool) {
+        let mut state = self.durable.lock().unwrap_or_else(PoisonError::into_inner);
+        if state.is_none() {
+            *state = Some(durable);
+        }
+        drop(state);
+        self.opened.notify_all();
+    }
+}
+
+/// The group's side of a [`Claim`]: opens it with the sync's outcome, or as not durable
+/// if dropped first (the sync never returned to say).
+pub(super) struct ClaimSync(pub(super) std::sync::Arc<Claim>);
+
+impl ClaimSync {
+    pub(super) fn open(self, durable: bool) {
+        self.0.open(durable);
+    }
+}
+
+impl Drop for ClaimSync {
+    fn drop(&mut self) {
+        self.0.open(false);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    fn execution(cwd: &std::path::Path, name: &str, arguments: serde_json::Value) -> Execution {
+        Execution {
+            name: name.into(),
+            arguments: arguments.to_string(),
+            cwd: cwd.to_owned(),
+            assets_dir: None,
+            cancel: CancellationToken::new(),
+            hidden_env: Vec::new(),
+            files: None,
+        }
+    }
+
+    #[test]
+    fn a_claim_is_waited_for_and_opened_on_every_path() {
+        assert!(Claim::recorded().durable());
+        // A wait ends once the sync says how it went.
+        let claim = Arc::new(Claim::default());
+        let waiter = std::thread::spawn({
+            let claim = Arc::clone(&claim);
+            move || claim.durable()
+        });
+        ClaimSync(Arc::clone(&claim)).open(true);
+        assert!(waiter.join().unwrap());
+        // A sync that never says (its side dropped) opens it as not durable.
+        let claim = Arc::new(Claim::default());
+        drop(ClaimSync(Arc::clone(&claim)));
+        assert!(!claim.durable());
+    }
+
+    #[test]
+    fn nothing_runs_when_the_claim_could_not_be_recorded() {
+        let dir = tempfile::tempdir().unwrap();
+        let refused = Claim::default();
+        refused.open(false);
+        // A command is prepared, then not started.
+        let command = serde_json::json!({"command": "touch started"});
+        let report = execution(dir.path(), "bash", command.clone()).run(&refused);
+        assert!(report.output.is_error);
+        assert_eq!(report.output.content, NOT_RECORDED);
+        assert!(!dir.path().join("started").exists());
+        // Any other tool does not begin.
+        let write = serde_json::json!({"path": "written.txt", "content": "x"});
+        let report = execution(dir.path(), "write", write.clone()).run(&refused);
+        assert_eq!(report.output.content, NOT_RECORDED);
+        assert!(!dir.path().join("written.txt").exists());
+        // With a durable claim both run.
+        let durable = Claim::recorded();
+        assert!(
+            !execution(dir.path(), "bash", command)
+                .run(&durable)
+                .output
+                .is_error
+        );
+        assert!(dir.path().join("started").exists());
+        assert!(
+            !execution(dir.path(), "write", write)
+                .run(&durable)
+                .output
+                .is_error
+        );
+        assert!(dir.path().join("written.txt").exists());
     }
 }

@@ -4,6 +4,7 @@
 use magi_config::Verdict;
 use magi_store::records::{Record, RecordBody, ToolCallPhase, ToolOutcome};
 
+use super::progress::Claim;
 use super::reports::{outcome_of, refused, result_record};
 use super::role::Role;
 use super::supervision::LABEL_APPROVAL_UNAVAILABLE;
@@ -44,7 +45,7 @@ impl CallService<'_, '_> {
                 && unsettled.phase != Some(ToolCallPhase::AwaitingApproval)
                 && self.verdict(&call) == Verdict::Run;
             let (report, outcome, protection) = if replayable {
-                let report = self.execution(&call).run();
+                let report = self.execution(&call).run(&Claim::recorded());
                 let outcome = outcome_of(&report);
                 (report, outcome, None)
             } else if call.name == crate::questions::ASK_USER_TOOL {

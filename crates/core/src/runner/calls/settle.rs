@@ -7,7 +7,9 @@ use magi_protocol::messages::ActivityState;
 use magi_store::records::{RecordBody, ToolOutcome};
 use magi_tools::ToolReport;
 
-use super::progress::{Ended, Group, InFlight, Progress, Settled, Staged};
+use std::sync::Arc;
+
+use super::progress::{Claim, ClaimSync, Ended, Group, InFlight, Progress, Settled, Staged};
 use super::reports::{SafeResult, outcome_of, refused, result_record};
 use super::role::Role;
 use super::{Call, CallService};
@@ -76,9 +78,10 @@ impl CallService<'_, '_> {
         }
     }
 
-    /// Records the group with one write and one sync, then starts the calls it claimed
-    /// and tells the ends it settled. A claim that could not be recorded runs nothing
-    /// and settles failed. Returns whether everything was recorded.
+    /// Records the group with one write and one sync, and tells the ends it settled.
+    /// The calls it claimed go to their threads just before the sync, to prepare beside
+    /// it, and start only once it returned: a claim that could not be recorded runs
+    /// nothing and settles failed. Returns whether everything was recorded.
     pub(super) async fn commit(
         &mut self,
         role: &mut Role<'_>,
@@ -94,34 +97,27 @@ impl CallService<'_, '_> {
                 ended,
                 starting,
             } = std::mem::take(&mut progress.group);
+            // The calls claimed go to their threads first, to prepare beside the sync;
+            // each acts only once the claim is durable, and not at all if it is not.
+            let claim = Arc::new(Claim::default());
+            let sync = ClaimSync(Arc::clone(&claim));
+            for claimed in claimed {
+                let execution = claimed.execution;
+                let claim = Arc::clone(&claim);
+                progress.in_flight.push(InFlight {
+                    index: claimed.index,
+                    activity_id: claimed.activity_id,
+                    protection: claimed.protection,
+                    read_only: claimed.read_only,
+                    task: tokio::task::spawn_blocking(move || execution.run(&claim)),
+                });
+            }
             let recorded = records.is_empty() || self.journal.append_all(records);
             all_recorded &= recorded;
             if recorded && (claims > 0 || !ended.is_empty()) {
                 crate::runner::fault::durable(claims, ended.len());
             }
-            for claimed in claimed {
-                if recorded {
-                    let execution = claimed.execution;
-                    progress.in_flight.push(InFlight {
-                        index: claimed.index,
-                        activity_id: claimed.activity_id,
-                        protection: claimed.protection,
-                        read_only: claimed.read_only,
-                        task: tokio::task::spawn_blocking(move || execution.run()),
-                    });
-                } else {
-                    let report = refused("not run: the call could not be recorded");
-                    let staged = self.staged(
-                        claimed.index,
-                        &calls[claimed.index],
-                        &claimed.activity_id,
-                        report,
-                        ToolOutcome::Failed,
-                        claimed.protection,
-                    );
-                    progress.stage(staged);
-                }
-            }
+            sync.open(recorded);
             // The ends of earlier calls, then the calls that waited for them started,
             // then the ends of those (a refusal settles at once).
             let (own, earlier): (Vec<Ended>, Vec<Ended>) = ended

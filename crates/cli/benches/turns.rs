@@ -7,7 +7,9 @@
 //! Each runs as whole-process `magi-code exec` runs and as turns over `serve --stdio`.
 //! For (B) and (W) it also runs the command alone (`bash -c`, started and waited for by
 //! this process, in the same directory); for (W) it gives the agent's own time per
-//! call: the gap per call less that.
+//! call: the gap per call less that, over all turns and for the `exec` turns (a fresh
+//! process each, whose first command may wait for the kernel probe and the spawn
+//! server) and the `serve --stdio` turns (one backend) apart.
 //!
 //! Scenario A runs twice: with session titles (the default: every turn here is a new
 //! session's first, so each is followed by a title request the mock answers at once)
@@ -242,10 +244,17 @@ async fn main() {
             // Each turn makes two requests; the gap before the second holds the ten
             // tool calls, the gap before the next turn's first is the client's.
             let gaps: Vec<Duration> = mock.gaps().into_iter().step_by(2).collect();
+            // The `exec` runs came first, each a process of its own (its first command
+            // waits for the kernel probe and the spawn server if they are not ready);
+            // the `serve --stdio` turns share one backend.
+            let (fresh, warm) = gaps.split_at(RUNS.min(gaps.len()));
+            let (fresh, warm) = (median(fresh.to_vec()) / 10, median(warm.to_vec()) / 10);
             let per_call = median(gaps) / 10;
             println!(
-                "     agent gap per tool call (end of the model response to the next request, on the mock's clock): {:.3} ms",
-                millis(per_call)
+                "     agent gap per tool call (end of the model response to the next request, on the mock's clock): {:.3} ms (exec turns {:.3} ms, serve --stdio turns {:.3} ms)",
+                millis(per_call),
+                millis(fresh),
+                millis(warm)
             );
             // Measured now, beside the gaps, as the machine is now.
             if name.starts_with('B') {
@@ -258,9 +267,11 @@ async fn main() {
             if name.starts_with('W') {
                 let alone = plain_shell(WRITING_COMMAND, &cwd);
                 println!(
-                    "     the command alone (`bash -c '{WRITING_COMMAND}'` run by this benchmark, median of {SHELL_SPAWNS}): {:.3} ms; the agent's own time per call (the gap less the command): {:.3} ms",
+                    "     the command alone (`bash -c '{WRITING_COMMAND}'` run by this benchmark, median of {SHELL_SPAWNS}): {:.3} ms; the agent's own time per call (the gap less the command): {:.3} ms (exec turns {:.3} ms, serve --stdio turns {:.3} ms)",
                     millis(alone),
-                    millis(per_call.saturating_sub(alone))
+                    millis(per_call.saturating_sub(alone)),
+                    millis(fresh.saturating_sub(alone)),
+                    millis(warm.saturating_sub(alone))
                 );
             }
         }

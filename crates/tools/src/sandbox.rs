@@ -124,10 +124,13 @@ pub fn warm(cwd: &Path) {
                 } else {
                     support(&config)
                 };
-                match decide_with(&config, &support, &cwd, false) {
-                    Ok(decision) => crate::process::warm(decision.policy.as_ref()),
-                    Err(_) => crate::process::discard_early_server(),
+                if let Ok(decision) = decide_with(&config, &support, &cwd, false) {
+                    crate::process::warm(decision.policy.as_ref());
                 }
+                // Taken by that server unless one served its policy already (a command
+                // came first) or there is none to serve (a required sandbox the kernel
+                // cannot enforce): then no command will need it.
+                crate::process::discard_early_server();
             });
     });
 }

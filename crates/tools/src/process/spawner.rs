@@ -4,9 +4,10 @@
 //! command on request. The first turn's server is started even before its policy is
 //! known ([`start_early`]): it waits, unconfined and serving nothing, while the kernel
 //! is probed, and is then sent the policy of the first command that needs a server,
-//! which it applies before anything else, as a server started with its policy does. Re-executing `magi-code` as a launcher for every command costs
-//! about a millisecond and a half (loading the program, then its own spawn and watch
-//! thread); a request over a socket costs a few tens of microseconds.
+//! which it applies before anything else, as a server started with its policy does.
+//! Re-executing `magi-code` as a launcher for every command costs about a millisecond
+//! and a half (loading the program, then its own spawn and watch thread); a request
+//! over a socket costs a few tens of microseconds.
 //!
 //! The server keeps what the per-command `launcher` promises. It confines itself
 //! before it starts anything, so every command it starts inherits the confinement and
@@ -460,8 +461,8 @@ pub(crate) fn start_early(command: Option<Command>) {
     }
 }
 
-/// Ends the early server, if no command took it: the first command's policy cannot be
-/// had (a required sandbox the kernel cannot enforce), so no server will serve it.
+/// Ends the early server, if no command took it, once the first turn's server is
+/// settled: it served its policy already, or none can serve it.
 pub(crate) fn discard_early() {
     let taken = early().take();
     if let Some(early) = taken {

@@ -2,12 +2,12 @@
 //! calls they claim start and the ends they settle are told only once their sync
 //! succeeded.
 
+use std::sync::Arc;
+
 use magi_protocol::limits::SUMMARY_BYTES;
 use magi_protocol::messages::ActivityState;
 use magi_store::records::{RecordBody, ToolOutcome};
 use magi_tools::ToolReport;
-
-use std::sync::Arc;
 
 use super::progress::{Claim, ClaimSync, Ended, Group, InFlight, Progress, Settled, Staged};
 use super::reports::{SafeResult, outcome_of, refused, result_record};

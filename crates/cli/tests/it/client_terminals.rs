@@ -14,8 +14,9 @@ use crate::common::*;
 use magi_client::{Backend, Incoming};
 use magi_protocol::ErrorCode;
 use magi_protocol::messages::{
-    ClientTerminalOutcome, ClientTerminalResultParams, ClientTerminalRun, ClientToolCancelReason,
-    ClientToolResultResult, Event, RunOutcome, TurnCancelParams,
+    ActivityKind, ActivityState, ClientTerminalOutcome, ClientTerminalResultParams,
+    ClientTerminalRun, ClientToolCancelReason, ClientToolResultResult, Event, RunOutcome,
+    TurnCancelParams,
 };
 use magi_protocol::methods;
 use magi_testkit::{MockServer, Reply};
@@ -135,6 +136,58 @@ async fn a_bash_call_goes_to_the_client_terminal_and_its_answer_to_the_model() {
     assert!(told[0].contains("earlier output was dropped"), "{told:?}");
     let log = std::fs::read_to_string(log_path(&env, &session)).unwrap();
     assert!(log.contains("none (the client's terminal)"), "{log}");
+    shutdown_clean(&mut backend).await;
+}
+
+#[tokio::test]
+async fn a_reading_command_in_the_client_terminal_waits_for_the_reads_before_it() {
+    // `ls` only reads, but a command in the client's terminal runs outside the call
+    // threads: it starts once the read before it has ended and been told so.
+    let mock = MockServer::start().await;
+    let read = serde_json::json!({"path": "notes.txt"}).to_string();
+    let ls = serde_json::json!({"command": "ls"}).to_string();
+    mock.enqueue(
+        Reply::stream()
+            .tool_call("r1", "read", [read.as_str()])
+            .tool_call("b1", "bash", [ls.as_str()]),
+    );
+    mock.enqueue(Reply::stream().text(["Listed."]));
+    let env = env_for(&mock, true);
+    std::fs::write(env.cwd().join("notes.txt"), "a note\n").unwrap();
+    let (mut backend, session, run) = turn(&env, &REQUIRED).await;
+    let mut seen = Vec::new();
+    until_run(&mut backend, &mut seen).await;
+    // Where the activity labelled `label` started, and where it ended if it did.
+    let span = |label: &str| {
+        let started = seen.iter().position(|e| {
+            matches!(e, Event::Activity(a)
+                if a.kind == ActivityKind::Tool && a.state == ActivityState::Started
+                    && a.summary == label)
+        });
+        let id = started.and_then(|at| match &seen[at] {
+            Event::Activity(a) => Some(a.activity_id.clone()),
+            _ => None,
+        });
+        let ended = seen.iter().position(|e| {
+            matches!(e, Event::Activity(a)
+                if Some(&a.activity_id) == id.as_ref() && a.state != ActivityState::Started)
+        });
+        (started, ended)
+    };
+    let (read_started, read_ended) = span("read notes.txt");
+    let (command_started, _) = span("bash ls");
+    assert!(
+        read_started.is_some() && command_started.is_some(),
+        "{seen:?}"
+    );
+    assert!(
+        read_ended.is_some_and(|ended| Some(ended) < command_started),
+        "{seen:?}"
+    );
+    let done = exited(&session, &run, "b1", "notes.txt\n");
+    assert!(answer(&mut backend, &done).await.is_ok());
+    let finished = until_finished(&mut backend, &mut seen).await;
+    assert_eq!(finished.outcome, RunOutcome::Completed);
     shutdown_clean(&mut backend).await;
 }
 

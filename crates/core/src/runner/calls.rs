@@ -222,7 +222,7 @@ impl CallService<'_, '_> {
             // A call that waits for the calls before it begins once they have
             // settled: its hooks see their effects, and its activity does not start
             // (and show it running) while it only waits.
-            if progress.must_wait(only_reads(&calls[index])) {
+            if progress.must_wait(self.only_reads(role, &calls[index])) {
                 self.drain(role, calls, progress).await;
             }
             let reserve = calls.len() - index - 1;
@@ -277,7 +277,7 @@ impl CallService<'_, '_> {
                 protection,
             });
         }
-        if progress.must_wait(only_reads(call)) {
+        if progress.must_wait(self.only_reads(role, call)) {
             self.drain(role, calls, progress).await;
         }
         if self.output.cancel.is_cancelled() {
@@ -332,7 +332,7 @@ impl CallService<'_, '_> {
             progress.stage(staged);
             return;
         }
-        let read_only = only_reads(call);
+        let read_only = self.only_reads(role, call);
         progress.group.claimed.push(Claimed {
             index,
             activity_id,
@@ -343,7 +343,9 @@ impl CallService<'_, '_> {
         // Read-only calls that start together share one sync of their claims.
         let joined = read_only
             && progress.running().0 < PARALLEL_TOOL_CALLS
-            && calls.get(index + 1).is_some_and(only_reads);
+            && calls
+                .get(index + 1)
+                .is_some_and(|next| self.only_reads(role, next));
         if !joined {
             self.commit(role, calls, progress).await;
         }
@@ -406,6 +408,16 @@ impl CallService<'_, '_> {
         }
     }
 
+    /// Whether a call only reads, so it may run beside the other reads: a read-only
+    /// tool, or a `bash` command known to read (judged on the arguments it runs with),
+    /// that runs on a thread of its own. A call the backend or the client runs itself
+    /// (a command in the client's terminal, say) never does: nothing else is in flight
+    /// while it runs.
+    fn only_reads(&self, role: &Role<'_>, call: &Call) -> bool {
+        magi_tools::call_only_reads(&call.name, &call.arguments)
+            && self.handler(role, call).is_none()
+    }
+
     fn execution(&self, call: &Call) -> Execution {
         Execution {
             name: call.name.clone(),
@@ -442,12 +454,6 @@ impl CallService<'_, '_> {
     pub(super) fn client_tool(&self, name: &str) -> Option<ClientTool> {
         self.offer.client_tool(name).cloned()
     }
-}
-
-/// Whether a call only reads, so it may run beside the other reads: a read-only tool,
-/// or a `bash` command known to read (judged on the arguments it runs with).
-fn only_reads(call: &Call) -> bool {
-    magi_tools::call_only_reads(&call.name, &call.arguments)
 }
 
 /// What each call of a response gives the model: its settlement, or, for a call that

@@ -2,14 +2,13 @@
 //! bounded file by one thread that reads both pipes, read back no further than the
 //! bound, and what each kept said in the call's facts and notes.
 //!
-//! The thread starts once the command did, and creates the directory, `stdout.txt` and
-//! `output.txt` while the command runs: creating files is slow on some disks (a few
-//! hundred microseconds each), and a command's own start-up takes longer, so the files
-//! are ready by its first bytes instead of being made after them, on the call's way,
-//! and neither the thread's start nor the files are on the way of the command's start.
-//! `stderr.txt`, which most commands never write, is created at its stream's first
-//! byte. A stream that stays empty leaves no file: its file is removed when the stream
-//! ends, and the directory too when the capture made it and all three stayed empty.
+//! The thread starts once the command did. Each file, and the directory they share, is
+//! made at the first byte that goes into it: a stream that stays empty leaves no file,
+//! and a silent command no directory, without making and removing them. (Made ahead
+//! and removed when empty, a silent command's directory and two files cost three
+//! inodes allocated and freed, and a directory block freed, which a file system
+//! mounted with `discard` trims before the removal returns.) The command does not wait
+//! for them: it writes into its pipes while they are made.
 //!
 //! Each file's lines and SHA-256 are taken as its bytes pass, so nothing is read back
 //! to count or digest them.
@@ -60,8 +59,8 @@ impl Capture {
         }
     }
 
-    /// Creates the file unless done or failed already (and its directory if it went
-    /// missing since).
+    /// Creates the file, at its first byte, unless done or failed already (and its
+    /// directory when missing).
     fn open(&mut self) {
         if self.file.is_some() || self.failed {
             return;
@@ -107,21 +106,13 @@ impl Capture {
         self.dropped += (bytes.len() - kept) as u64;
     }
 
-    /// Ends the capture once its stream ended: flushed, or removed when the stream
-    /// wrote nothing (then nothing was lost either, even if the file could not be made).
-    /// Says whether it stayed empty.
+    /// Ends the capture once its stream ended, its file flushed. Says whether it stayed
+    /// empty: then no file was made.
     fn close(&mut self) -> bool {
-        if self.written > 0 || self.dropped > 0 {
-            if let Some(file) = self.file.as_mut() {
-                let _ = file.flush();
-            }
-            return false;
+        if let Some(file) = self.file.as_mut() {
+            let _ = file.flush();
         }
-        if self.file.take().is_some() {
-            let _ = std::fs::remove_file(&self.path);
-        }
-        self.failed = false;
-        true
+        self.written == 0 && self.dropped == 0
     }
 }
 
@@ -238,37 +229,16 @@ pub(super) struct Capturing {
 }
 
 impl Capturing {
-    /// Starts the thread, which creates the directory of `paths` (when missing) and
-    /// the three files, then reads `pipes` into them.
+    /// Starts the thread, which reads `pipes` into the files of `paths`, each made (with
+    /// their directory, when missing) at its first byte.
     pub(super) fn start(paths: &[PathBuf; 3], limit: u64, pipes: Pipes) -> Capturing {
         let [stdout, stderr, output] = paths.clone().map(|path| Capture::new(path, limit));
         let output = Arc::new(Mutex::new(output));
         let (done, finished) = mpsc::channel();
         let shared = Arc::clone(&output);
-        std::thread::spawn(move || {
-            let mut streams = [stdout, stderr];
-            let made_dir = create_files(&mut streams, &shared);
-            pump(pipes, streams, &shared, made_dir, &done);
-        });
+        std::thread::spawn(move || pump(pipes, [stdout, stderr], &shared, &done));
         Capturing { output, finished }
     }
-}
-
-/// Creates the captures' directory when it is missing, then `stdout.txt` and
-/// `output.txt` (`stderr.txt` waits for its first byte). Says whether the directory
-/// was made here (and so is removed when all three stay empty).
-fn create_files(streams: &mut [Capture; 2], output: &Mutex<Capture>) -> bool {
-    let made_dir = streams[0]
-        .path
-        .parent()
-        .is_some_and(|dir| match std::fs::create_dir(dir) {
-            Ok(()) => true,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => std::fs::create_dir_all(dir).is_ok(),
-            Err(_) => false,
-        });
-    streams[0].open();
-    lock(output).open();
-    made_dir
 }
 
 /// Reads both pipes as they have bytes, each into its own capture and the interleaved
@@ -278,7 +248,6 @@ fn pump(
     pipes: Pipes,
     mut streams: [Capture; 2],
     output: &Mutex<Capture>,
-    made_dir: bool,
     done: &mpsc::Sender<(usize, Kept)>,
 ) {
     let mut open = [Some(pipes.stdout), Some(pipes.stderr)];
@@ -303,7 +272,7 @@ fn pump(
             open[stream] = None;
             streams[stream].close();
             if open.iter().all(Option::is_none) {
-                close_output(output, made_dir);
+                lock(output).close();
             }
             // The receiver may have stopped waiting; then nobody needs the answer.
             let _ = done.send((stream, Kept::of(&streams[stream])));
@@ -338,19 +307,6 @@ fn readable(open: &[Option<File>; 2]) -> Vec<usize> {
                     .collect();
             }
         }
-    }
-}
-
-/// Closes the interleaved capture once both streams ended, and removes the directory
-/// when `remove_dir` (it was made for these captures) and nothing came: every byte of
-/// either stream reaches the interleaved capture, so it is empty only when both are.
-fn close_output(output: &Mutex<Capture>, remove_dir: bool) {
-    let mut output = lock(output);
-    if output.close()
-        && remove_dir
-        && let Some(dir) = output.path.parent()
-    {
-        let _ = std::fs::remove_dir(dir);
     }
 }
 
@@ -473,18 +429,23 @@ mod tests {
     }
 
     #[test]
-    fn stderr_is_created_only_when_its_stream_writes() {
+    fn nothing_is_made_until_a_stream_writes() {
         let dir = tempfile::tempdir().unwrap();
-        let paths = CAPTURE_FILES.map(|name| dir.path().join("call").join(name));
+        let call = dir.path().join("call");
+        let paths = CAPTURE_FILES.map(|name| call.join(name));
         let mut streams = [
             Capture::new(paths[0].clone(), 100),
             Capture::new(paths[1].clone(), 100),
         ];
-        let output = Mutex::new(Capture::new(paths[2].clone(), 100));
-        assert!(create_files(&mut streams, &output));
-        assert!(paths[0].exists() && paths[2].exists());
-        assert!(!paths[1].exists());
+        let mut output = Capture::new(paths[2].clone(), 100);
+        // A silent command: no file and no directory.
+        assert!(streams.iter_mut().all(Capture::close) && output.close());
+        assert!(!call.exists());
+        // The first byte of stderr makes the directory, its file and the interleaved one.
         streams[1].write(b"oops\n");
+        output.write(b"oops\n");
         assert_eq!(std::fs::read_to_string(&paths[1]).unwrap(), "oops\n");
+        assert_eq!(std::fs::read_to_string(&paths[2]).unwrap(), "oops\n");
+        assert!(!paths[0].exists());
     }
 }

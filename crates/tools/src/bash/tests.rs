@@ -50,6 +50,16 @@ fn eventually_gone(pid: i32) -> bool {
     gone(pid)
 }
 
+/// Asserts that the background child whose ID the command wrote to `bg.pid` is gone.
+fn assert_background_child_gone(dir: &Path) {
+    let pid: i32 = std::fs::read_to_string(dir.join("bg.pid"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(eventually_gone(pid), "background child {pid} survived");
+}
+
 /// A context whose captures go to `assets`.
 fn with_assets<'a>(cwd: &'a Path, assets: &'a Path) -> ToolContext<'a> {
     ToolContext {
@@ -137,27 +147,18 @@ fn a_stream_that_stays_empty_leaves_no_file() {
     let quiet = dir.path().join("tool-calls/call-2");
     let report = execute(
         &json!({"command": "true"}),
-        &ToolContext {
-            cwd: dir.path(),
-            assets_dir: Some(&quiet),
-            cancelled: &never,
-            hidden_env: &[],
-            durable: &|| true,
-        },
+        &with_assets(dir.path(), &quiet),
     );
     assert_eq!(report.output.content, "(no output)\n[exit code 0]");
     assert!(!quiet.exists());
-    // Nor does one that cannot start, though its files were made as it started.
-    let unstarted = dir.path().join("tool-calls/call-3");
+    // Nor does one that cannot start.
+    let (missing, unstarted) = (
+        dir.path().join("missing"),
+        dir.path().join("tool-calls/call-3"),
+    );
     let report = execute(
         &json!({"command": "echo hi"}),
-        &ToolContext {
-            cwd: &dir.path().join("missing"),
-            assets_dir: Some(&unstarted),
-            cancelled: &never,
-            hidden_env: &[],
-            durable: &|| true,
-        },
+        &with_assets(&missing, &unstarted),
     );
     assert_eq!(report.output.summary, "cannot start the command");
     assert!(!unstarted.exists());
@@ -190,13 +191,7 @@ fn long_output_is_summarized_with_the_capture_paths() {
     let quiet = dir.path().join("quiet");
     let out = run(
         &json!({"command": "seq 1 200"}),
-        &ToolContext {
-            cwd: dir.path(),
-            assets_dir: Some(&quiet),
-            cancelled: &never,
-            hidden_env: &[],
-            durable: &|| true,
-        },
+        &with_assets(dir.path(), &quiet),
     );
     assert!(out.content.ends_with(&format!(
         "[full output: {} (interleaved) and {}; use read or grep]",
@@ -221,12 +216,7 @@ fn timeout_kills_the_whole_group() {
         out.content
             .contains("[timed out after 200 ms; the process group was killed]")
     );
-    let pid: i32 = std::fs::read_to_string(dir.path().join("bg.pid"))
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
-    assert!(eventually_gone(pid), "background child {pid} survived");
+    assert_background_child_gone(dir.path());
 }
 
 #[test]
@@ -238,12 +228,7 @@ fn background_children_do_not_outlive_a_finished_command() {
     assert!(started.elapsed() < Duration::from_secs(20));
     assert_eq!(out.summary, "exit 0");
     assert_eq!(out.content, "done\n[exit code 0]");
-    let pid: i32 = std::fs::read_to_string(dir.path().join("bg.pid"))
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
-    assert!(eventually_gone(pid), "background child {pid} survived");
+    assert_background_child_gone(dir.path());
 }
 
 #[test]
@@ -267,12 +252,7 @@ fn cancellation_kills_the_group() {
     assert!(seen.load(Ordering::Relaxed));
     assert!(out.is_error);
     assert_eq!(out.summary, "cancelled");
-    let pid: i32 = std::fs::read_to_string(dir.path().join("bg.pid"))
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
-    assert!(eventually_gone(pid), "background child {pid} survived");
+    assert_background_child_gone(dir.path());
 }
 
 /// Runs `command` until it has touched `started`, then cancels it; says what the

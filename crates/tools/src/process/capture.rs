@@ -105,15 +105,6 @@ impl Capture {
         }
         self.dropped += (bytes.len() - kept) as u64;
     }
-
-    /// Ends the capture once its stream ended, its file flushed. Says whether it stayed
-    /// empty: then no file was made.
-    fn close(&mut self) -> bool {
-        if let Some(file) = self.file.as_mut() {
-            let _ = file.flush();
-        }
-        self.written == 0 && self.dropped == 0
-    }
 }
 
 /// What a capture kept, once its stream ended.
@@ -242,8 +233,8 @@ impl Capturing {
 }
 
 /// Reads both pipes as they have bytes, each into its own capture and the interleaved
-/// one, until both end; tells each stream's end as it comes, the interleaved capture
-/// closed before the last.
+/// one (written unbuffered, so each file holds what was read), until both end; tells
+/// each stream's end as it comes.
 fn pump(
     pipes: Pipes,
     mut streams: [Capture; 2],
@@ -270,10 +261,6 @@ fn pump(
             }
             // The stream ended (or cannot be read any further).
             open[stream] = None;
-            streams[stream].close();
-            if open.iter().all(Option::is_none) {
-                lock(output).close();
-            }
             // The receiver may have stopped waiting; then nobody needs the answer.
             let _ = done.send((stream, Kept::of(&streams[stream])));
         }
@@ -364,14 +351,13 @@ mod tests {
     use super::*;
     use crate::facts::CAPTURE_FILES;
 
-    /// A capture of at most `limit` bytes in `dir`, fed `chunks`, then closed.
+    /// A capture of at most `limit` bytes in `dir`, fed `chunks`.
     fn captured(dir: &Path, limit: u64, chunks: &[&[u8]]) -> (Kept, String) {
         let path = dir.join("stdout.txt");
         let mut capture = Capture::new(path.clone(), limit);
         for chunk in chunks {
             capture.write(chunk);
         }
-        capture.close();
         (Kept::of(&capture), read_bounded(&path, limit))
     }
 
@@ -400,7 +386,6 @@ mod tests {
         std::fs::write(&blocked, "").unwrap();
         let mut capture = Capture::new(blocked.join("stdout.txt"), 100);
         capture.write(b"lost\n");
-        capture.close();
         let kept = Kept::of(&capture);
         assert_eq!(kept.lines(), None);
         assert_eq!(kept.dropped, 5);
@@ -433,16 +418,13 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let call = dir.path().join("call");
         let paths = CAPTURE_FILES.map(|name| call.join(name));
-        let mut streams = [
-            Capture::new(paths[0].clone(), 100),
-            Capture::new(paths[1].clone(), 100),
-        ];
-        let mut output = Capture::new(paths[2].clone(), 100);
-        // A silent command: no file and no directory.
-        assert!(streams.iter_mut().all(Capture::close) && output.close());
+        let [_, mut stderr, mut output] = paths.clone().map(|path| Capture::new(path, 100));
+        // A silent command: nothing written, no file and no directory.
+        let silent = Kept::of(&stderr);
+        assert_eq!((silent.written, silent.lines()), (0, Some(0)));
         assert!(!call.exists());
         // The first byte of stderr makes the directory, its file and the interleaved one.
-        streams[1].write(b"oops\n");
+        stderr.write(b"oops\n");
         output.write(b"oops\n");
         assert_eq!(std::fs::read_to_string(&paths[1]).unwrap(), "oops\n");
         assert_eq!(std::fs::read_to_string(&paths[2]).unwrap(), "oops\n");

@@ -150,7 +150,7 @@ impl Execution {
         let prepares =
             magi_tools::BuiltinTool::from_name(&self.name) == Some(magi_tools::BuiltinTool::Bash);
         if !prepares && !claim.durable() {
-            return not_recorded();
+            return refused(NOT_RECORDED);
         }
         let cancel = self.cancel;
         let cancelled = move || cancel.is_cancelled();
@@ -171,7 +171,7 @@ impl Execution {
             report
         } else {
             // Nothing started: the command waited for the claim and was refused it.
-            not_recorded()
+            refused(NOT_RECORDED)
         }
     }
 }
@@ -179,11 +179,16 @@ impl Execution {
 /// What a call whose claim could not be recorded reports: it ran nothing.
 pub(super) const NOT_RECORDED: &str = "not run: the call could not be recorded";
 
-/// The failed report of a call whose claim could not be recorded.
-fn not_recorded() -> ToolReport {
+/// The report of a call that did not run, or whose run left nothing to report.
+pub(super) fn refused(content: &str) -> ToolReport {
+    // The first line says why; a person's message for the model follows it.
+    let summary = content
+        .strip_prefix("The call was not run: ")
+        .and_then(|s| s.lines().next())
+        .map_or(content, |s| s.trim_end_matches('.'));
     ToolReport::from(magi_tools::ToolOutput {
-        content: NOT_RECORDED.to_owned(),
-        summary: NOT_RECORDED.to_owned(),
+        content: content.to_owned(),
+        summary: summary.to_owned(),
         is_error: true,
     })
 }
@@ -284,17 +289,17 @@ mod tests {
     #[test]
     fn nothing_runs_when_the_claim_could_not_be_recorded() {
         let dir = tempfile::tempdir().unwrap();
-        let refused = Claim::default();
-        refused.open(false);
+        let not_durable = Claim::default();
+        not_durable.open(false);
         // A command is prepared, then not started.
         let command = serde_json::json!({"command": "touch started"});
-        let report = execution(dir.path(), "bash", command.clone()).run(&refused);
+        let report = execution(dir.path(), "bash", command.clone()).run(&not_durable);
         assert!(report.output.is_error);
         assert_eq!(report.output.content, NOT_RECORDED);
         assert!(!dir.path().join("started").exists());
         // Any other tool does not begin.
         let write = serde_json::json!({"path": "written.txt", "content": "x"});
-        let report = execution(dir.path(), "write", write.clone()).run(&refused);
+        let report = execution(dir.path(), "write", write.clone()).run(&not_durable);
         assert_eq!(report.output.content, NOT_RECORDED);
         assert!(!dir.path().join("written.txt").exists());
         // With a durable claim both run.

@@ -4,8 +4,8 @@
 use magi_config::Verdict;
 use magi_store::records::{Record, RecordBody, ToolCallPhase, ToolOutcome};
 
-use super::progress::Claim;
-use super::reports::{outcome_of, refused, result_record};
+use super::progress::{Claim, refused};
+use super::reports::{outcome_of, result_record};
 use super::role::Role;
 use super::supervision::LABEL_APPROVAL_UNAVAILABLE;
 use super::{CallService, Nested};

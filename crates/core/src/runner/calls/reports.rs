@@ -1,9 +1,10 @@
 //! What a call's report becomes: its outcome, the safe parts its result record keeps
-//! (`tool_result`, or `code_mode_tool_result` for a call a script made), the card of a
-//! call not yet settled, and the report of a call that did not run.
+//! (`tool_result`, or `code_mode_tool_result` for a call a script made) and the card of
+//! a call not yet settled. (The report of a call that did not run is
+//! `progress::refused`.)
 
 use magi_store::records::{RecordBody, ToolOutcome};
-use magi_tools::{ToolOutput, ToolReport};
+use magi_tools::ToolReport;
 
 use super::{Call, hooked};
 use crate::cards::{CardSource, PreviewSource, Settlement};
@@ -92,18 +93,4 @@ pub(super) fn outcome_of(report: &ToolReport) -> ToolOutcome {
     } else {
         ToolOutcome::Completed
     }
-}
-
-/// The report of a call that did not run, or whose run left nothing to report.
-pub(super) fn refused(content: &str) -> ToolReport {
-    // The first line says why; a person's message for the model follows it.
-    let summary = content
-        .strip_prefix("The call was not run: ")
-        .and_then(|s| s.lines().next())
-        .map_or(content, |s| s.trim_end_matches('.'));
-    ToolReport::from(ToolOutput {
-        content: content.to_owned(),
-        summary: summary.to_owned(),
-        is_error: true,
-    })
 }

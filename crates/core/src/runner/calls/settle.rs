@@ -9,8 +9,10 @@ use magi_protocol::messages::ActivityState;
 use magi_store::records::{RecordBody, ToolOutcome};
 use magi_tools::ToolReport;
 
-use super::progress::{Claim, ClaimSync, Ended, Group, InFlight, Progress, Settled, Staged};
-use super::reports::{SafeResult, outcome_of, refused, result_record};
+use super::progress::{
+    Claim, ClaimSync, Ended, Group, InFlight, Progress, Settled, Staged, refused,
+};
+use super::reports::{SafeResult, outcome_of, result_record};
 use super::role::Role;
 use super::{Call, CallService};
 use crate::cards::{CardSource, PreviewSource, Settlement};

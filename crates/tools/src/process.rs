@@ -315,7 +315,7 @@ impl Shell<'_> {
                 let _ = pipe.write_all(&bytes);
             });
         }
-        // Its files are made while it runs, off the way of its start.
+        // Its files are made at their first bytes, while it runs.
         let pipes = Pipes {
             stdout: streams.stdout,
             stderr: streams.stderr,

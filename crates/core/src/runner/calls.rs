@@ -332,7 +332,9 @@ impl CallService<'_, '_> {
             progress.stage(staged);
             return;
         }
-        let read_only = self.only_reads(role, call);
+        // No handler runs it: it runs on a thread, and only its tool and arguments say
+        // whether it only reads.
+        let read_only = magi_tools::call_only_reads(&call.name, &call.arguments);
         progress.group.claimed.push(Claimed {
             index,
             activity_id,

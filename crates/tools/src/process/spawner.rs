@@ -204,8 +204,6 @@ struct Server {
     /// end of file when this process ends.
     socket: OwnedFd,
     state: Mutex<State>,
-    /// Signalled whenever `state` changes.
-    changed: Condvar,
 }
 
 #[derive(Default)]
@@ -221,6 +219,10 @@ struct State {
     /// Spawn requests whose answer came too late for their caller: a command they
     /// still start is killed at once, and nothing of them is kept once they end.
     abandoned: HashSet<u64>,
+    /// The thread waiting for news of a request (its answer, then its command's end),
+    /// by request ID: each is woken by news of its own request alone (or by the
+    /// server's end), not by every other command's, as many run side by side.
+    waiting: HashMap<u64, Arc<Condvar>>,
 }
 
 impl Server {
@@ -281,7 +283,6 @@ impl Server {
         let server = Arc::new(Server {
             socket: ours,
             state: Mutex::default(),
-            changed: Condvar::new(),
         });
         let reader = Arc::clone(&server);
         std::thread::Builder::new()
@@ -308,6 +309,12 @@ impl Server {
                 break;
             };
             let mut state = self.lock();
+            let news = match &event {
+                Event::Spawned { id, .. }
+                | Event::NotSpawned { id, .. }
+                | Event::Exited { id, .. } => Some(*id),
+                Event::Ready | Event::Refused(_) => None,
+            };
             match event {
                 Event::Spawned { id, pid } => {
                     state.live.insert(id, pid);
@@ -340,8 +347,9 @@ impl Server {
                 }
                 Event::Ready | Event::Refused(_) => {}
             }
-            drop(state);
-            self.changed.notify_all();
+            if let Some(waiting) = news.and_then(|id| state.waiting.get(&id)) {
+                waiting.notify_one();
+            }
         }
         self.lost();
         let _ = child.kill();
@@ -361,36 +369,57 @@ impl Server {
                     .insert(id, ExitStatus::from_raw(Signal::SIGKILL as i32));
             }
         }
-        drop(state);
-        self.changed.notify_all();
+        for waiting in state.waiting.values() {
+            waiting.notify_one();
+        }
     }
 
     /// The answer to spawn request `id`, waited for a bounded time.
     fn answer(&self, id: u64) -> io::Result<i32> {
         let deadline = Instant::now() + Duration::from_millis(SPAWN_SERVER_WAIT_MS);
+        let (answer, mut state) = self.wait_for(id, deadline, |state| {
+            state.answers.remove(&id).or_else(|| {
+                state.gone.then(|| {
+                    Err(io::Error::other(
+                        "the spawn server ended before it answered",
+                    ))
+                })
+            })
+        });
+        answer.unwrap_or_else(|| {
+            state.abandoned.insert(id);
+            Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                "the spawn server did not answer",
+            ))
+        })
+    }
+
+    /// Waits until `look` finds what it looks for in the state, woken by news of
+    /// request `id` (or of the server's end), no later than `deadline`: what it found
+    /// (none at the deadline), with the state still locked.
+    fn wait_for<T>(
+        &self,
+        id: u64,
+        deadline: Instant,
+        mut look: impl FnMut(&mut State) -> Option<T>,
+    ) -> (Option<T>, MutexGuard<'_, State>) {
         let mut state = self.lock();
-        loop {
-            if let Some(answer) = state.answers.remove(&id) {
-                return answer;
-            }
-            if state.gone {
-                return Err(io::Error::other(
-                    "the spawn server ended before it answered",
-                ));
+        let woken = Arc::clone(state.waiting.entry(id).or_default());
+        let found = loop {
+            if let Some(found) = look(&mut state) {
+                break Some(found);
             }
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
-                state.abandoned.insert(id);
-                return Err(io::Error::new(
-                    io::ErrorKind::TimedOut,
-                    "the spawn server did not answer",
-                ));
+                break None;
             }
-            state = self
-                .changed
+            state = woken
                 .wait_timeout(state, left)
                 .map_or_else(|poisoned| poisoned.into_inner().0, |(state, _)| state);
-        }
+        };
+        state.waiting.remove(&id);
+        (found, state)
     }
 }
 

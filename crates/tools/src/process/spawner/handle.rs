@@ -54,22 +54,14 @@ impl Proc {
             Proc::Direct(child) => return crate::process::Reap::wait_timeout(child, within),
             Proc::Served(served) => served,
         };
-        let server = &served.server;
-        let deadline = Instant::now() + within;
-        let mut state = server.lock();
-        loop {
-            if let Some(status) = state.exits.get(&served.id) {
-                return Ok(Some(*status));
-            }
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return Ok(None);
-            }
-            state = server
-                .changed
-                .wait_timeout(state, left)
-                .map_or_else(|poisoned| poisoned.into_inner().0, |(state, _)| state);
-        }
+        let id = served.id;
+        let (status, state) = served
+            .server
+            .wait_for(id, Instant::now() + within, |state| {
+                state.exits.get(&id).copied()
+            });
+        drop(state);
+        Ok(status)
     }
 
     /// Sends `signal` to its whole process group. A served command's goes through its

@@ -44,7 +44,7 @@ fn session_logs(env: &TestEnv) -> Vec<String> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn help_lists_every_command_and_an_unknown_one_stays_in_the_composer() {
+async fn help_lists_every_command_and_an_unknown_one_stays_in_the_composer_with_what_it_meant() {
     let mock = MockServer::start().await;
     let env = TestEnv::new();
     let tmux = Tmux::start(&env, &vars(&mock));
@@ -58,7 +58,25 @@ async fn help_lists_every_command_and_an_unknown_one_stays_in_the_composer() {
     command(&tmux, "/nope");
     let screen = tmux.wait_for("unknown command /nope — /help lists them");
     assert!(screen.contains("› /nope"), "the text stays: {screen}");
+    // A typo names the command it most likely meant; one run straight into another
+    // script without a space is still a command attempt, not a prompt.
+    tmux.key("C-u");
+    command(&tmux, "/stauts");
+    tmux.wait_for("unknown command /stauts — did you mean /status? /help lists them");
+    tmux.key("C-u");
+    command(&tmux, "/stauts検査して");
+    let screen =
+        tmux.wait_for("unknown command /stauts検査して — did you mean /status? /help lists them");
+    assert!(
+        screen.contains("› /stauts検査して"),
+        "the text stays: {screen}"
+    );
     assert!(mock.requests().is_empty(), "nothing was sent as a prompt");
+    // The command then typed runs, and the notice goes with it.
+    tmux.key("C-u");
+    command(&tmux, "/help");
+    tmux.wait_for("Keys");
+    tmux.wait_gone("unknown command");
     tmux.key("C-c");
 }
 

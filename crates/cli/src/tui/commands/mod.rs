@@ -97,6 +97,27 @@ impl Command {
         }
     }
 
+    /// The command a mistyped `word` most likely meant: the only one whose name starts
+    /// with it, else the nearest by edits (a letter added, dropped, changed or two
+    /// swapped), at most one edit away for a word of up to four letters and two for a
+    /// longer one. `None` when nothing is that near.
+    pub(super) fn nearest(word: &str) -> Option<Command> {
+        let word = word.to_ascii_lowercase();
+        let mut starting = Command::ALL
+            .into_iter()
+            .filter(|command| command.name().starts_with(&word));
+        if let (Some(only), None) = (starting.next(), starting.next()) {
+            return Some(only);
+        }
+        let most = if word.chars().count() <= 4 { 1 } else { 2 };
+        Command::ALL
+            .into_iter()
+            .map(|command| (strsim::osa_distance(&word, command.name()), command))
+            .filter(|(edits, _)| *edits <= most)
+            .min_by_key(|(edits, _)| *edits)
+            .map(|(_, command)| command)
+    }
+
     /// Whether it needs the backend's session worker, which a running turn holds.
     fn needs_idle(self) -> bool {
         matches!(
@@ -130,17 +151,48 @@ pub(super) enum Typed<'a> {
 
 /// Reads a composer text: only a `/` followed by one word of letters (then the end or
 /// whitespace) is a command attempt, so a prompt that starts with a path is a prompt.
+/// A word of ASCII letters run straight into letters of another script (`/stauts検査`,
+/// typed without a space) is an attempt too when those ASCII letters are near a
+/// command's name: sending it to the model as a prompt would be the worse mistake.
 pub(super) fn typed(text: &str) -> Typed<'_> {
     let Some(rest) = text.trim().strip_prefix('/') else {
         return Typed::Prompt;
     };
     let (word, argument) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
-    if word.is_empty() || !word.chars().all(|c| c.is_ascii_alphabetic()) {
+    let ascii = word
+        .find(|c: char| !c.is_ascii_alphabetic())
+        .map_or(word, |end| &word[..end]);
+    let run_on = word[ascii.len()..]
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_alphabetic() && !c.is_ascii());
+    if ascii.is_empty() || (ascii.len() < word.len() && !run_on) {
         return Typed::Prompt;
+    }
+    if run_on {
+        return match Command::nearest(ascii) {
+            Some(_) => Typed::Unknown(word),
+            None => Typed::Prompt,
+        };
     }
     match Command::ALL.into_iter().find(|c| c.name() == word) {
         Some(command) => Typed::Command(command, argument.trim()),
         None => Typed::Unknown(word),
+    }
+}
+
+/// What the status line says of `/word`, which names no command: the command it most
+/// likely meant, when one is near.
+fn unknown_command(word: &str) -> String {
+    let ascii = word
+        .find(|c: char| !c.is_ascii_alphabetic())
+        .map_or(word, |end| &word[..end]);
+    match Command::nearest(ascii) {
+        Some(meant) => format!(
+            "unknown command /{word} — did you mean /{}? /help lists them",
+            meant.name()
+        ),
+        None => format!("unknown command /{word} — /help lists them"),
     }
 }
 
@@ -215,7 +267,7 @@ impl App {
         match typed(self.composer.text()) {
             Typed::Prompt => Action::Nothing,
             Typed::Unknown(word) => {
-                self.status = format!("unknown command /{word} — /help lists them");
+                self.status = unknown_command(word);
                 Action::Nothing
             }
             Typed::Command(Command::Quit, _) => Action::Quit,
@@ -227,6 +279,8 @@ impl App {
                 Action::Nothing
             }
             Typed::Command(command, argument) => {
+                // A command that runs makes the last notice old news, as a prompt does.
+                self.status.clear();
                 let argument = argument.to_owned();
                 // The command goes into the prompt history as a prompt does.
                 if self.composer.submit().is_err() {
@@ -299,6 +353,42 @@ mod tests {
         assert_eq!(
             typed("/model\topenai-chat/qwen"),
             Typed::Command(Command::Model, "openai-chat/qwen")
+        );
+    }
+
+    #[test]
+    fn a_letter_word_run_into_another_script_is_an_attempt_when_near_a_command() {
+        assert_eq!(typed("/stauts検査して"), Typed::Unknown("stauts検査して"));
+        assert_eq!(typed("/status確認 please"), Typed::Unknown("status確認"));
+        // Far from every command: a prompt, as a path would be.
+        assert_eq!(typed("/usr日本 is a folder"), Typed::Prompt);
+        assert_eq!(typed("/tmp2 is full"), Typed::Prompt);
+        assert_eq!(typed("/検査"), Typed::Prompt);
+    }
+
+    #[test]
+    fn a_mistyped_command_is_matched_to_the_one_it_most_likely_meant() {
+        assert_eq!(Command::nearest("stauts"), Some(Command::Status));
+        assert_eq!(Command::nearest("modle"), Some(Command::Model));
+        assert_eq!(Command::nearest("nwe"), Some(Command::New));
+        assert_eq!(Command::nearest("sta"), Some(Command::Status));
+        assert_eq!(Command::nearest("Help"), Some(Command::Help));
+        assert_eq!(Command::nearest("sessons"), Some(Command::Sessions));
+        // Two commands start with it and neither is one edit away.
+        assert_eq!(Command::nearest("co"), None);
+        assert_eq!(Command::nearest("nope"), None);
+        assert_eq!(Command::nearest("xyzzy"), None);
+        assert_eq!(
+            unknown_command("stauts"),
+            "unknown command /stauts — did you mean /status? /help lists them"
+        );
+        assert_eq!(
+            unknown_command("nope"),
+            "unknown command /nope — /help lists them"
+        );
+        assert_eq!(
+            unknown_command("stauts検査"),
+            "unknown command /stauts検査 — did you mean /status? /help lists them"
         );
     }
 

@@ -6,7 +6,8 @@
 //! which write and so run one after another, (S) a reply streamed as 10,000 deltas.
 //! Each runs as whole-process `magi-code exec` runs and as turns over `serve --stdio`.
 //! For (B) and (W) it also runs the command alone (`bash -c`, started and waited for by
-//! this process, in the same directory); for (W) it gives the agent's own time per
+//! this process, in the same directory), and for (B) ten of them started together with
+//! no agent around them, the floor of (B)'s tool calls on this machine; for (W) it gives the agent's own time per
 //! call: the gap per call less that, over all turns and for the `exec` turns (a fresh
 //! process each, whose first command may wait for the kernel probe and the spawn
 //! server) and the `serve --stdio` turns (one backend) apart.
@@ -205,6 +206,32 @@ fn plain_shell(script: &str, cwd: &Path) -> Duration {
     median(runs)
 }
 
+/// The wall time of `script` run as ten `bash -c` processes started together and
+/// waited for (the processes (B)'s calls start, with no agent around them: its floor on
+/// this machine), median of [`RUNS`] rounds.
+fn plain_shells_side_by_side(script: &str, cwd: &Path) -> Duration {
+    let mut runs = Vec::new();
+    for _ in 0..RUNS {
+        let started = Instant::now();
+        let children: Vec<std::process::Child> = (0..10)
+            .map(|_| {
+                std::process::Command::new("bash")
+                    .args(["-c", script])
+                    .current_dir(cwd)
+                    .stdin(std::process::Stdio::null())
+                    .stdout(std::process::Stdio::null())
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        for mut child in children {
+            assert!(child.wait().unwrap().success());
+        }
+        runs.push(started.elapsed());
+    }
+    median(runs)
+}
+
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
     let root = tempfile::tempdir().unwrap();
@@ -259,9 +286,11 @@ async fn main() {
             // Measured now, beside the gaps, as the machine is now.
             if name.starts_with('B') {
                 let alone = plain_shell(READING_COMMAND, &cwd);
+                let together = plain_shells_side_by_side(READING_COMMAND, &cwd);
                 println!(
-                    "     the command alone (`bash -c '{READING_COMMAND}'` run by this benchmark, median of {SHELL_SPAWNS}): {:.3} ms (the calls run side by side)",
-                    millis(alone)
+                    "     the command alone (`bash -c '{READING_COMMAND}'` run by this benchmark, median of {SHELL_SPAWNS}): {:.3} ms; ten of them started together and waited for, no agent (median of {RUNS}): {:.1} ms (the calls run side by side)",
+                    millis(alone),
+                    millis(together)
                 );
             }
             if name.starts_with('W') {

@@ -186,6 +186,7 @@ const READING_PROGRAMS: &[&str] = &[
     "grep",
     "head",
     "id",
+    "jq",
     "ls",
     "md5sum",
     "nl",
@@ -195,6 +196,7 @@ const READING_PROGRAMS: &[&str] = &[
     "readlink",
     "realpath",
     "rg",
+    "sed",
     "seq",
     "sha1sum",
     "sha256sum",
@@ -205,6 +207,7 @@ const READING_PROGRAMS: &[&str] = &[
     "tail",
     "test",
     "tr",
+    "tree",
     "true",
     "uname",
     "uniq",
@@ -263,9 +266,47 @@ fn program_only_reads(words: &[String]) -> bool {
         }),
         // A second operand is a file it writes.
         "uniq" => arguments.iter().filter(|a| !a.starts_with('-')).count() <= 1,
+        // `-o FILE` writes the listing; `-R` writes one into every folder.
+        "tree" => !any(&|a| {
+            a.starts_with('-') && !a.starts_with("--") && (a.contains('o') || a.contains('R'))
+        }),
+        "sed" => sed_only_prints(arguments),
         "git" => git_only_reads(arguments),
         _ => true,
     }
+}
+
+/// Whether `sed` with these arguments only prints lines of its files: `-n` and one
+/// script that prints a line or a range of them (`10p`, `1,80p`, `5,$p`), then files.
+/// Any other script may write (`w`), run (`e`) or edit in place (`-i`), and is not
+/// judged.
+fn sed_only_prints(arguments: &[String]) -> bool {
+    let address = |a: &str| a == "$" || (!a.is_empty() && a.bytes().all(|b| b.is_ascii_digit()));
+    let prints_lines = |script: &str| {
+        script
+            .strip_suffix('p')
+            .is_some_and(|range| match range.split_once(',') {
+                Some((from, to)) => address(from) && address(to),
+                None => address(range),
+            })
+    };
+    let mut quiet = false;
+    let mut script = false;
+    for argument in arguments {
+        match argument.as_str() {
+            "-n" | "--quiet" | "--silent" => quiet = true,
+            option if option.starts_with('-') => return false,
+            text if !script => {
+                if !prints_lines(text) {
+                    return false;
+                }
+                script = true;
+            }
+            // A file it reads.
+            _ => {}
+        }
+    }
+    quiet && script
 }
 
 /// Whether `git` with these arguments only reads: a reading subcommand, after at most
@@ -325,6 +366,11 @@ mod tests {
             "echo a\\\nb",
             "test -f x && cat x",
             "cat 'it''s'",
+            "sed -n '1,80p' src/main.rs",
+            "sed -n 10p a.txt b.txt",
+            "sed -n '5,$p' x | head",
+            "tree -L 2 -I 'target|node_modules'",
+            "jq -r '.dependencies | keys[]' package.json",
         ] {
             assert!(only_reads(command), "{command:?} should be known to read");
         }
@@ -376,6 +422,18 @@ mod tests {
             "git",
             "git -C",
             "sed -i s/a/b/ x",
+            "sed -n '1,80w out.txt' x",
+            "sed -n '1e rm x' x",
+            "sed -n 1p -i x",
+            "sed -n 1p --in-place x",
+            "sed -n '1p;w out' x",
+            "sed -n",
+            "sed 1,5p x",
+            "sed -n -e 1p x",
+            "sed -n p x",
+            "tree -o listing.txt",
+            "tree -aRo x",
+            "tree -R -H .",
             "awk '{print > \"x\"}' y",
             "xargs rm",
             "echo 'unterminated",

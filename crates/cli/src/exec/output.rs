@@ -93,7 +93,7 @@ impl Ended {
         // form takes its place.
         let label = match (argument, label.split_once(' ')) {
             (Some(a), Some((tool, rest)))
-                if rest.starts_with(a.trim_matches('"').trim_end_matches('…').trim()) =>
+                if rest.starts_with(unquoted(a).trim_end_matches('…').trim()) =>
             {
                 tool
             }
@@ -370,7 +370,30 @@ fn main_argument(card: &Card) -> Option<String> {
 fn first_line(command: &str) -> String {
     let mut lines = command.lines().map(str::trim).filter(|l| !l.is_empty());
     let first = lines.next().unwrap_or_default();
-    format!("\"{}\"", bounded(first, lines.next().is_some()))
+    quoted(&bounded(first, lines.next().is_some()))
+}
+
+/// `text` between quotes it does not hold, so where it ends cannot be misread: double
+/// quotes, else single quotes, else backquotes; with every kind in it, double quotes
+/// with the ones inside escaped.
+fn quoted(text: &str) -> String {
+    match ['"', '\'', '`']
+        .into_iter()
+        .find(|quote| !text.contains(*quote))
+    {
+        Some(quote) => format!("{quote}{text}{quote}"),
+        None => format!("\"{}\"", text.replace('"', "\\\"")),
+    }
+}
+
+/// The text [`quoted`] put between quotes; any other text as it is.
+fn unquoted(argument: &str) -> String {
+    let mut chars = argument.chars();
+    match (chars.next(), chars.next_back()) {
+        (Some('"'), Some('"')) => chars.as_str().replace("\\\"", "\""),
+        (Some(open @ ('\'' | '`')), Some(close)) if open == close => chars.as_str().to_owned(),
+        _ => argument.to_owned(),
+    }
 }
 
 /// `text` cut to [`ARGUMENT_CHARS`] characters, ending in an ellipsis when it was cut
@@ -432,6 +455,19 @@ mod tests {
         assert_eq!(command(Some(&long)), Some(cut));
         let exact = "é".repeat(ARGUMENT_CHARS);
         assert_eq!(command(Some(&exact)), Some(format!("\"{exact}\"")));
+        // Quotes it does not hold, so its end is not misread.
+        assert_eq!(
+            command(Some("printf \"%s\\n\" 一 二; ls")).as_deref(),
+            Some("'printf \"%s\\n\" 一 二; ls'")
+        );
+        assert_eq!(
+            command(Some("echo \"it's\"")).as_deref(),
+            Some("`echo \"it's\"`")
+        );
+        assert_eq!(
+            command(Some("echo \"it's\" `date`")).as_deref(),
+            Some("\"echo \\\"it's\\\" `date`\"")
+        );
         // Wholly redacted, or reduced to the card's core: no argument.
         assert_eq!(command(None), None);
     }
@@ -472,5 +508,19 @@ mod tests {
             "✓ bash \"echo one…\": exit 0 (12 ms)"
         );
         assert_eq!(labelled.line(None), "✓ bash echo one …: exit 0 (12 ms)");
+        // A label that names a command with quotes of its own: the argument, in
+        // other quotes, takes its place all the same.
+        let quoting = Ended {
+            label: "bash printf \"%s\" 一; ls".to_owned(),
+            ..labelled
+        };
+        assert_eq!(
+            quoting.line(Some("'printf \"%s\" 一; ls'")),
+            "✓ bash 'printf \"%s\" 一; ls': exit 0 (12 ms)"
+        );
+        assert_eq!(
+            quoting.line(Some("\"printf \\\"%s\\\" 一; ls\"")),
+            "✓ bash \"printf \\\"%s\\\" 一; ls\": exit 0 (12 ms)"
+        );
     }
 }

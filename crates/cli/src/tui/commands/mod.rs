@@ -159,9 +159,7 @@ pub(super) fn typed(text: &str) -> Typed<'_> {
         return Typed::Prompt;
     };
     let (word, argument) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
-    let ascii = word
-        .find(|c: char| !c.is_ascii_alphabetic())
-        .map_or(word, |end| &word[..end]);
+    let ascii = leading_letters(word);
     let run_on = word[ascii.len()..]
         .chars()
         .next()
@@ -181,13 +179,16 @@ pub(super) fn typed(text: &str) -> Typed<'_> {
     }
 }
 
+/// The ASCII letters `word` begins with.
+fn leading_letters(word: &str) -> &str {
+    word.find(|c: char| !c.is_ascii_alphabetic())
+        .map_or(word, |end| &word[..end])
+}
+
 /// What the status line says of `/word`, which names no command: the command it most
 /// likely meant, when one is near.
 fn unknown_command(word: &str) -> String {
-    let ascii = word
-        .find(|c: char| !c.is_ascii_alphabetic())
-        .map_or(word, |end| &word[..end]);
-    match Command::nearest(ascii) {
+    match Command::nearest(leading_letters(word)) {
         Some(meant) => format!(
             "unknown command /{word} — did you mean /{}? /help lists them",
             meant.name()

@@ -12,10 +12,10 @@
 //! process each, whose first command may wait for the kernel probe and the spawn
 //! server) and the `serve --stdio` turns (one backend) apart.
 //!
-//! Scenario A runs twice: with session titles (the default: every turn here is a new
-//! session's first, so each is followed by a title request the mock answers at once)
-//! and with `[sessions] titles = "off"`; the turn's terminal should come no later with
-//! titles than without.
+//! Scenario A runs twice: with session titles (the default: every `serve --stdio` turn
+//! here is a new session's first, so each is followed by a title request the mock
+//! answers at once; `exec` asks for none) and with `[sessions] titles = "off"`; the
+//! turn's terminal should come no later with titles than without.
 //!
 //! `hooks` runs (B) again with an empty `pre_tool_use` hook (`command = ":"`,
 //! docs/hooks.md), the service overhead with and without it (each trivial call then

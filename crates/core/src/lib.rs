@@ -13,6 +13,7 @@ pub mod discovery;
 mod explain;
 pub mod hooks;
 pub mod inspect;
+mod invocation;
 pub mod mcp;
 pub mod model_limits;
 mod paging;
@@ -27,6 +28,7 @@ mod workspace;
 
 pub use agent::agent_for;
 pub use explain::{explain_configuration, explain_startup};
+pub use invocation::{INVOCATION_ENV, Invocation};
 /// How every command the backend starts dies with it: see [`magi_tools::launcher`].
 pub use magi_tools::launcher;
 /// The workspace walk the search tools use, for a front end that lists the same files

@@ -41,6 +41,8 @@ pub struct Runtime {
     pub mcp: Arc<McpHub>,
     /// The subagent profiles `task` may delegate to, by name.
     pub subagents: Arc<Vec<(String, magi_config::Profile)>>,
+    /// The front end that started this backend.
+    pub invocation: crate::Invocation,
     /// The hooks that may run: the global ones and the project ones approved.
     pub hooks: Arc<crate::hooks::Hooks>,
     /// The project hooks not approved: reported, never run.
@@ -212,6 +214,7 @@ pub fn start(
         subagents,
         profile,
         mcp: Arc::new(mcp),
+        invocation: crate::Invocation::from_env(env),
         hooks: Arc::new(crate::hooks::Hooks::new(hooks, env)),
         unapproved_hooks,
     })

@@ -182,9 +182,10 @@ async fn exec(args: &ExecArgs, prompt: String) -> Exit {
 /// Starts this executable as the backend, in a process group of its own.
 fn spawn(args: &ExecArgs) -> anyhow::Result<Backend> {
     let exe = std::env::current_exe().context("cannot find the magi-code executable")?;
-    let mut command = BackendCommand::new(exe)
-        .own_process_group()
-        .env(magi_core::hooks::INVOCATION_ENV, "exec");
+    let mut command = BackendCommand::new(exe).own_process_group().env(
+        magi_core::INVOCATION_ENV,
+        magi_core::Invocation::Exec.name(),
+    );
     if args.allow_all {
         command = command.env(magi_core::ALLOW_ALL_ENV, "1");
     }

@@ -21,7 +21,10 @@ pub(super) async fn start_backend() -> anyhow::Result<Result<Backend, ErrorCode>
     // Control) must not reach the backend, which is stopped through the protocol.
     let mut backend = BackendCommand::new(exe)
         .own_process_group()
-        .env(magi_core::hooks::INVOCATION_ENV, "mission_control")
+        .env(
+            magi_core::INVOCATION_ENV,
+            magi_core::Invocation::MissionControl.name(),
+        )
         .spawn()?;
     let initialized = backend
         .initialize(&[

@@ -1,7 +1,7 @@
 //! Session titles through the real binary against the mock model: asked for after the
 //! first turn's terminal event, recorded in the log, listed by `session.list`, asked
 //! for once while under way; a failed request leaves the session untitled, listing asks
-//! for nothing, and `[sessions] titles = "off"` turns them off.
+//! for nothing, `[sessions] titles = "off"` turns them off, and `exec` asks for none.
 
 #![allow(
     clippy::unwrap_used,
@@ -22,6 +22,7 @@ async fn ready(env: &TestEnv) -> Backend {
         .initialize(&[
             "session.create",
             "session.list",
+            "session.open",
             "turn.start",
             "history.page",
             "shutdown",
@@ -219,4 +220,30 @@ async fn titles_off_asks_for_none() {
     shutdown_clean(&mut backend).await;
     assert!(mock.title_requests().is_empty());
     assert_eq!(titles_in_log(&env, &session), Vec::<String>::new());
+}
+
+#[tokio::test]
+async fn exec_asks_for_none_and_does_not_wait_for_one_at_exit() {
+    let mock = MockServer::start().await;
+    mock.enqueue(Reply::stream().text(["done"]));
+    // Held: an `exec` that asked would wait at exit for its cleanup bound.
+    mock.enqueue_title(Reply::stream().text(["Unused"]).held());
+    let env = env_for_wire(Wire::Chat, &mock);
+    let output = crate::exec::exec(&env, &mock, &["do it"]).await;
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let session = crate::exec::session_of(&output);
+    assert_eq!(mock.requests().len(), 1);
+    assert!(mock.title_requests().is_empty());
+    assert_eq!(titles_in_log(&env, &session), Vec::<String>::new());
+    // The session gets its title after a turn in another front end.
+    mock.enqueue(Reply::stream().text(["again"]));
+    mock.release();
+    let mut backend = ready(&env).await;
+    open_session(&mut backend, &session).await.unwrap();
+    start_turn(&mut backend, &session, "and again").await;
+    let finished = until_finished(&mut backend, &mut Vec::new()).await;
+    assert_eq!(finished.outcome, RunOutcome::Completed);
+    shutdown_clean(&mut backend).await;
+    assert_eq!(mock.title_requests().len(), 1);
+    assert_eq!(titles_in_log(&env, &session), ["Unused"]);
 }

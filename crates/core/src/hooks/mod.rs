@@ -17,6 +17,8 @@ use std::path::Path;
 use std::time::Duration;
 
 use magi_config::{Env, Hook, HookEvent};
+
+use crate::invocation::Invocation;
 use magi_protocol::limits::{HOOK_EVENT_OUTPUT_BYTES, HOOK_INPUT_TEXT_BYTES};
 use magi_protocol::text::{redact_values, sanitize};
 use magi_tools::{HookCommand, HookEnd, HookRun};
@@ -28,19 +30,14 @@ mod schema;
 pub use review::{HookReview, HooksReview};
 pub(crate) use schema::check_arguments;
 
-/// The environment variable a front end sets on the backend it starts to say what it
-/// is (`exec`, `mission_control`); a hook's input names it as its `invocation`. Any
-/// other client is `local_agent`.
-pub const INVOCATION_ENV: &str = "MAGI_INVOCATION";
-
 /// The hooks one backend child may run.
 #[derive(Debug, Clone, Default)]
 pub struct Hooks {
     hooks: Vec<Hook>,
     /// `$SHELL` when it is an absolute path; else `bash`.
     shell: Option<OsString>,
-    /// `local_agent`, `exec` or `mission_control`.
-    invocation: &'static str,
+    /// The front end that started the backend.
+    invocation: Invocation,
 }
 
 impl Hooks {
@@ -51,15 +48,10 @@ impl Hooks {
             .get_os("SHELL")
             .filter(|shell| Path::new(shell).is_absolute())
             .map(OsString::from);
-        let invocation = match env.get(INVOCATION_ENV) {
-            Some("exec") => "exec",
-            Some("mission_control") => "mission_control",
-            _ => "local_agent",
-        };
         Hooks {
             hooks,
             shell,
-            invocation,
+            invocation: Invocation::from_env(env),
         }
     }
 
@@ -84,11 +76,7 @@ impl Hooks {
     /// How the backend was invoked, for a hook's input (a subagent's calls say
     /// `subagent` instead).
     pub(crate) fn invocation(&self) -> &'static str {
-        if self.invocation.is_empty() {
-            "local_agent"
-        } else {
-            self.invocation
-        }
+        self.invocation.name()
     }
 
     /// Runs one hook with `input` (one JSON object) in `cwd`; blocking.

@@ -122,7 +122,9 @@ impl Connection {
             tool_cards: self.tool_cards,
             client_tools: Arc::clone(&self.client_tools),
             approval_scopes: self.approval_scopes,
-            titles: self.turn_title_sink(runtime.settings.sessions.titles.asks_model()),
+            titles: self.turn_title_sink(
+                runtime.settings.sessions.titles.asks_model() && runtime.invocation.asks_titles(),
+            ),
             user_questions: self.user_questions,
             session_usage: self.session_usage,
             reasoning_summaries: self.reasoning_summaries,

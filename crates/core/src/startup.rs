@@ -202,6 +202,7 @@ pub fn start(
         &settings.agent,
         &settings.profiles,
     ));
+    let invocation = crate::Invocation::from_env(env);
     Ok(Runtime {
         home,
         cwd,
@@ -214,8 +215,8 @@ pub fn start(
         subagents,
         profile,
         mcp: Arc::new(mcp),
-        invocation: crate::Invocation::from_env(env),
-        hooks: Arc::new(crate::hooks::Hooks::new(hooks, env)),
+        invocation,
+        hooks: Arc::new(crate::hooks::Hooks::new(hooks, env, invocation)),
         unapproved_hooks,
     })
 }

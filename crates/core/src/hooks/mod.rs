@@ -42,8 +42,8 @@ pub struct Hooks {
 
 impl Hooks {
     /// The hooks that may run (already approved), run by the shell `env` names, for
-    /// the front end `env` says started the backend.
-    pub fn new(hooks: Vec<Hook>, env: &Env) -> Hooks {
+    /// the front end that started the backend.
+    pub fn new(hooks: Vec<Hook>, env: &Env, invocation: Invocation) -> Hooks {
         let shell = env
             .get_os("SHELL")
             .filter(|shell| Path::new(shell).is_absolute())
@@ -51,7 +51,7 @@ impl Hooks {
         Hooks {
             hooks,
             shell,
-            invocation: Invocation::from_env(env),
+            invocation,
         }
     }
 

@@ -172,7 +172,7 @@ fn matching_follows_the_matcher_and_the_invocation_follows_the_front_end() {
          [[hooks.turn_end]]\ncommand = \"c\"\n",
     );
     let env = Env::from_pairs([("MAGI_INVOCATION", "exec"), ("SHELL", "sh")]);
-    let hooks = Hooks::new(hooks, &env);
+    let hooks = Hooks::new(hooks, &env, Invocation::from_env(&env));
     assert_eq!(hooks.invocation(), "exec");
     assert!(hooks.shell.is_none());
     let names = |subject| {
@@ -186,7 +186,7 @@ fn matching_follows_the_matcher_and_the_invocation_follows_the_front_end() {
     assert_eq!(names("read"), ["b"]);
     assert_eq!(hooks.matching(HookEvent::TurnEnd, None).len(), 1);
     assert_eq!(
-        Hooks::new(Vec::new(), &Env::default()).invocation(),
+        Hooks::new(Vec::new(), &Env::default(), Invocation::default()).invocation(),
         "local_agent"
     );
 }

@@ -348,6 +348,9 @@ pub async fn report() -> String {
     }
 }
 
+/// The provider or model line when the settings could not be read.
+const UNKNOWN_UNREAD: &str = "unknown: the settings could not be read (see checks)";
+
 fn write_text(
     out: &mut impl Write,
     inspection: &Inspection,
@@ -373,6 +376,8 @@ fn write_text(
             if file.present { "read" } else { "absent" }
         )?;
     }
+    // Without the settings, which provider and model they would select is unknown.
+    let unread = inspection.settings.is_err();
     match &inspection.provider {
         Some(provider) => {
             let definition = &provider.definition;
@@ -397,10 +402,12 @@ fn write_text(
             };
             writeln!(out, "  credential   {credential}")?;
         }
+        None if unread => writeln!(out, "  provider     {UNKNOWN_UNREAD}")?,
         None => writeln!(out, "  provider     (none)")?,
     }
     match &inspection.model {
         Some((model, from)) => writeln!(out, "  model        {model} (from {from})")?,
+        None if unread => writeln!(out, "  model        {UNKNOWN_UNREAD}")?,
         None => writeln!(out, "  model        (none)")?,
     }
     for server in &inspection.mcp {

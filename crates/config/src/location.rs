@@ -69,6 +69,11 @@ fn key_at(text: &str, line: usize) -> Option<String> {
     let mut key = None;
     for (index, raw) in lines.iter().enumerate().rev() {
         let trimmed = raw.trim_start();
+        // A broken header (`[agent`, say) names no key, and the keys above it belong to
+        // another table.
+        if index + 1 == line && broken_header(trimmed) {
+            return None;
+        }
         if let Some(header) = table_header(trimmed) {
             return Some(match key {
                 Some(key) => format!("{header}.{key}"),
@@ -86,17 +91,36 @@ fn key_at(text: &str, line: usize) -> Option<String> {
     key
 }
 
-/// `a.b` of a `[a.b]` or `[[a.b]]` line.
+/// `a.b` of a `[a.b]` or `[[a.b]]` line: closed, followed by nothing but a comment, and
+/// named as a key is (so `["a", "b"],` inside an array is no header).
 fn table_header(line: &str) -> Option<String> {
     let inner = line.strip_prefix('[')?;
-    let inner = inner.strip_prefix('[').unwrap_or(inner);
+    let (inner, close) = match inner.strip_prefix('[') {
+        Some(inner) => (inner, "]]"),
+        None => (inner, "]"),
+    };
     let end = inner.find(']')?;
+    let after = inner[end..].strip_prefix(close)?.trim_start();
+    if !(after.is_empty() || after.starts_with('#')) || !plausible_key(&inner[..end]) {
+        return None;
+    }
     let name: String = inner[..end]
         .split('.')
         .map(str::trim)
         .collect::<Vec<_>>()
         .join(".");
     (!name.is_empty()).then_some(name)
+}
+
+/// Whether `line` opens a table header it does not close properly (`[agent`,
+/// `[agent] x`): a `[` then a key, unlike an array inside an array (`[1, 2`).
+fn broken_header(line: &str) -> bool {
+    let Some(inner) = line.strip_prefix('[') else {
+        return false;
+    };
+    let inner = inner.strip_prefix('[').unwrap_or(inner);
+    let name = inner.split(']').next().unwrap_or(inner);
+    table_header(line).is_none() && plausible_key(name)
 }
 
 /// The key of a `key = value` line (bare, dotted or quoted keys as written).
@@ -106,11 +130,15 @@ fn assigned_key(line: &str) -> Option<String> {
     }
     let (key, _) = line.split_once('=')?;
     let key = key.trim();
-    let plausible = !key.is_empty()
+    plausible_key(key).then(|| key.to_owned())
+}
+
+/// Whether `key` reads as a TOML key as written: bare, dotted or quoted.
+fn plausible_key(key: &str) -> bool {
+    !key.trim().is_empty()
         && key
             .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | '"' | '\'' | ' '));
-    plausible.then(|| key.to_owned())
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | '"' | '\'' | ' '))
 }
 
 #[cfg(test)]
@@ -133,6 +161,18 @@ mod tests {
         assert_eq!((bahs.line, bahs.column), (5, 3));
         assert_eq!(bahs.key.as_deref(), Some("tools.disabled"));
         assert_eq!(at("[tools]").key.as_deref(), Some("tools"));
+        // A broken header names no key, not the last key of the table above it.
+        let broken = "[tools]\ndisabled = \"bash\"\n[agent\n";
+        let place = Location::of(broken, broken.find("[agent").unwrap() + 6);
+        assert_eq!((place.line, place.column, place.key), (3, 7, None));
+        // An array inside an array is no header: the key is the one assigned above.
+        let nested = "[hooks]\nmatrix = [\n  [\"a\", \"b\"],\n  [1, x],\n]\n";
+        let place = Location::of(nested, nested.find("x]").unwrap());
+        assert_eq!(place.key.as_deref(), Some("hooks.matrix"));
+        assert_eq!(
+            Location::of("[[hooks.turn_end]] # after a turn\ncommand = 1\n", 35).key,
+            Some("hooks.turn_end.command".to_owned())
+        );
         assert_eq!(
             Location::of("[providers . local]\ncolour = 1\n", 20).describe(Path::new("s.toml")),
             "s.toml:2:1: key `providers.local.colour`"

@@ -441,6 +441,11 @@ base_url = "http://127.0.0.1:2/v1"
                 "[tools]\ndisabled = \"bash\"\n",
                 ":2:12: key `tools.disabled`: invalid type: string \"bash\", expected a sequence",
             ),
+            // A header left open names no key, not the last one of the table above.
+            (
+                "[tools]\ndisabled = [\"bash\"]\n[agent\n",
+                ":3:7: unclosed table, expected `]`",
+            ),
         ] {
             let path = write(dir.path(), "s.toml", text);
             let Err(ConfigError::Invalid(why)) = load_settings(&path, &missing) else {

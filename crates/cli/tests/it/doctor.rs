@@ -129,6 +129,23 @@ async fn a_broken_settings_file_is_an_error_naming_its_line() {
             .unwrap()
             .contains("docs/configuration.md")
     );
+
+    // A header left open: the place names no key of the table above it, and the
+    // provider and model the unread settings would select are unknown, not absent.
+    env.write_settings("[tools]\ndisabled = [\"bash\"]\n[agent\n");
+    let output = env.run_cli(&["doctor"]).await;
+    assert_eq!(output.status.code(), Some(1));
+    let text = stdout(&output);
+    let place = format!(
+        "{}:3:7: unclosed table",
+        env.mc_home().join("settings.toml").display()
+    );
+    assert!(text.contains(&place), "{text}");
+    assert!(!text.contains("(none)"), "{text}");
+    assert!(
+        text.contains("provider     unknown: the settings could not be read"),
+        "{text}"
+    );
 }
 
 #[tokio::test]

@@ -69,10 +69,13 @@ struct Started {
 }
 
 /// A call that ended, its progress line waiting for its final card.
+#[derive(Clone)]
 struct Ended {
     activity_id: String,
     /// `✓` or `✗`.
     mark: char,
+    /// The tool's name, which the label begins with.
+    tool: String,
     label: String,
     /// The ending activity's summary: the outcome.
     summary: String,
@@ -84,11 +87,19 @@ impl Ended {
     fn line(&self, argument: Option<&str>) -> String {
         let Ended {
             mark,
+            tool,
             label,
             summary,
             took,
             ..
         } = self;
+        // Without a card, a command named by the label alone is quoted all the same,
+        // so where it ends cannot be misread.
+        let from_label = argument
+            .is_none()
+            .then(|| label_command(tool, label))
+            .flatten();
+        let argument = argument.or(from_label.as_deref());
         // A command's or URL's label already names it, unquoted: the card's quoted
         // form takes its place.
         let label = match (argument, label.split_once(' ')) {
@@ -212,6 +223,7 @@ impl Output {
                             '✗'
                         },
                         took: started.as_ref().map(|s| s.at.elapsed()),
+                        tool: activity.name.clone(),
                         label: started.map_or_else(|| activity.name.clone(), |s| s.label),
                         summary: activity.summary.clone(),
                     };
@@ -365,6 +377,20 @@ fn main_argument(card: &Card) -> Option<String> {
     }
 }
 
+/// The command a built-in command tool's label names after the tool (`bash cargo
+/// test …`), quoted as a card's would be (`"cargo test…"`); none for other tools.
+fn label_command(tool: &str, label: &str) -> Option<String> {
+    let kind = magi_tools::BuiltinTool::from_name(tool)?.kind();
+    let command = label.strip_prefix(tool)?.strip_prefix(' ')?;
+    if kind != ToolKind::Command || command.trim().is_empty() {
+        return None;
+    }
+    Some(match command.strip_suffix(" …") {
+        Some(first) => quoted(&format!("{first}…")),
+        None => quoted(command),
+    })
+}
+
 /// A command's first line that is not blank, quoted, with an ellipsis when more
 /// lines follow or the line was cut.
 fn first_line(command: &str) -> String {
@@ -489,6 +515,7 @@ mod tests {
         let ended = Ended {
             activity_id: "tool-1".to_owned(),
             mark: '✓',
+            tool: "bash".to_owned(),
             label: "bash".to_owned(),
             summary: "exit 0".to_owned(),
             took: Some(Duration::from_millis(12)),
@@ -507,7 +534,25 @@ mod tests {
             labelled.line(Some("\"echo one…\"")),
             "✓ bash \"echo one…\": exit 0 (12 ms)"
         );
-        assert_eq!(labelled.line(None), "✓ bash echo one …: exit 0 (12 ms)");
+        // No card came (a call the turn's cancel kept from starting): the label's
+        // command is quoted as the card's would be.
+        assert_eq!(labelled.line(None), "✓ bash \"echo one…\": exit 0 (12 ms)");
+        let uncarded = Ended {
+            label: "bash sleep 5; echo done".to_owned(),
+            summary: "not started: the turn was cancelled".to_owned(),
+            ..labelled.clone()
+        };
+        assert_eq!(
+            uncarded.line(None),
+            "✓ bash \"sleep 5; echo done\": not started: the turn was cancelled (12 ms)"
+        );
+        // Other tools' labels stay as they are.
+        let read = Ended {
+            tool: "read".to_owned(),
+            label: "read src/main.rs".to_owned(),
+            ..labelled.clone()
+        };
+        assert_eq!(read.line(None), "✓ read src/main.rs: exit 0 (12 ms)");
         // A label that names a command with quotes of its own: the argument, in
         // other quotes, takes its place all the same.
         let quoting = Ended {

@@ -152,8 +152,11 @@ async fn stdout_is_the_reply_alone_and_progress_goes_to_stderr() {
         "{events:?}"
     );
     let stderr = String::from_utf8(json.stderr).unwrap();
-    // Without cards the label names the command.
-    assert!(stderr.contains("✓ bash echo one …: exit 0 ("), "{stderr}");
+    // Without cards the label names the command, quoted as a card's would be.
+    assert!(
+        stderr.contains("✓ bash \"echo one…\": exit 0 ("),
+        "{stderr}"
+    );
 }
 
 #[tokio::test]
@@ -214,7 +217,7 @@ async fn exec_denies_without_a_terminal_and_allow_all_runs_without_asking() {
     let stderr = String::from_utf8_lossy(&denied.stderr);
     assert!(stderr.contains("no terminal to ask"), "{stderr}");
     assert!(
-        stderr.contains("✗ bash echo made > made.txt: denied"),
+        stderr.contains("✗ bash \"echo made > made.txt\": denied"),
         "{stderr}"
     );
     assert!(!env.cwd().join("made.txt").exists());

@@ -36,6 +36,10 @@ fn slow_call() -> Reply {
     )
 }
 
+/// A command that writes, so it waits for the slow one and the cancel keeps it from
+/// starting.
+const AFTER: &str = "echo two > two.txt";
+
 /// Whether a process working in `dir` runs the slow command's `sleep`.
 fn sleeping_in(dir: &Path) -> bool {
     processes_in(dir).iter().any(|pid| {
@@ -74,7 +78,7 @@ fn the_log(env: &TestEnv) -> String {
 async fn sigterm_and_sighup_cancel_the_run_and_exit_130() {
     for signal in [Signal::SIGTERM, Signal::SIGHUP] {
         let mock = MockServer::start().await;
-        mock.enqueue(slow_call());
+        mock.enqueue(slow_call().tool_call("c2", "bash", [format!("{{\"command\":\"{AFTER}\"}}")]));
         let env = TestEnv::new();
         let mut command = exec_command(&env, &mock, &["--allow-all", "Do the slow thing"]);
         command
@@ -94,6 +98,15 @@ async fn sigterm_and_sighup_cancel_the_run_and_exit_130() {
         assert!(stderr.contains("cancelling the run"), "{stderr}");
         // The text before the call was commentary: on stderr, and kept in the session.
         assert!(stderr.contains("Working on it."), "{stderr}");
+        // Each call's line names its command between quotes, the one kept from
+        // starting too.
+        assert!(
+            stderr.contains(&format!("✗ bash \"{SLOW}\": cancelled")),
+            "{stderr}"
+        );
+        let not_started = format!("✗ bash \"{AFTER}\": not started: the turn was cancelled");
+        assert!(stderr.contains(&not_started), "{stderr}");
+        assert!(!env.cwd().join("two.txt").exists());
         assert!(output.stdout.is_empty(), "{signal}: {output:?}");
         let session = session_of(&output);
         let log = std::fs::read_to_string(log_path(&env, &session)).unwrap();

@@ -69,18 +69,19 @@ fn key_at(text: &str, line: usize) -> Option<String> {
     let mut key = None;
     for (index, raw) in lines.iter().enumerate().rev() {
         let trimmed = raw.trim_start();
-        // A broken header (`[agent`, say) names no key, and the keys above it belong to
-        // another table.
-        if index + 1 == line && broken_header(trimmed) {
-            return None;
-        }
-        if let Some(header) = table_header(trimmed) {
-            return Some(match key {
-                Some(key) => format!("{header}.{key}"),
-                // The error is on the header itself.
-                None if index + 1 == line => header,
-                None => return None,
-            });
+        match table_header(trimmed) {
+            Some(header) => {
+                return Some(match key {
+                    Some(key) => format!("{header}.{key}"),
+                    // The error is on the header itself.
+                    None if index + 1 == line => header,
+                    None => return None,
+                });
+            }
+            // A header left open (`[agent`, say) names no key, and the keys above it
+            // belong to another table.
+            None if index + 1 == line && opens_header(trimmed) => return None,
+            None => {}
         }
         if key.is_none()
             && let Some(assigned) = assigned_key(trimmed)
@@ -112,15 +113,14 @@ fn table_header(line: &str) -> Option<String> {
     (!name.is_empty()).then_some(name)
 }
 
-/// Whether `line` opens a table header it does not close properly (`[agent`,
-/// `[agent] x`): a `[` then a key, unlike an array inside an array (`[1, 2`).
-fn broken_header(line: &str) -> bool {
+/// Whether `line` begins as a table header does: a `[` then a key (`[agent`,
+/// `[agent] x`), unlike an array inside an array (`[1, 2`).
+fn opens_header(line: &str) -> bool {
     let Some(inner) = line.strip_prefix('[') else {
         return false;
     };
     let inner = inner.strip_prefix('[').unwrap_or(inner);
-    let name = inner.split(']').next().unwrap_or(inner);
-    table_header(line).is_none() && plausible_key(name)
+    plausible_key(inner.split(']').next().unwrap_or(inner))
 }
 
 /// The key of a `key = value` line (bare, dotted or quoted keys as written).

@@ -67,7 +67,6 @@ mod terminal;
 
 pub(super) use role::{Delegate, Gates, Role};
 
-use super::conversation::INTERRUPTED_CALL;
 use super::ending::Ending;
 use super::journal::{Journal, Workspace};
 use super::live_cards::Snapshot;
@@ -79,9 +78,9 @@ use crate::agent::Agent;
 use crate::cards::CardSource;
 use crate::client_tools::ClientTool;
 use hooked::HOOK_DENIAL;
-use progress::{Claimed, Execution, Progress, Settled, Starting};
+use progress::{Claimed, Execution, Progress, Starting};
 use reports::{outcome_of, running_card};
-use settle::Refusal;
+use settle::{Refusal, hand_over, settlements};
 
 /// One call the model asked for.
 pub(super) struct Call {
@@ -455,49 +454,6 @@ impl CallService<'_, '_> {
     /// The client tool a call names, if any.
     pub(super) fn client_tool(&self, name: &str) -> Option<ClientTool> {
         self.offer.client_tool(name).cloned()
-    }
-}
-
-/// What each call of a response gives the model: its settlement, or, for a call that
-/// never settled, the interrupted result.
-fn settlements(progress: Progress) -> Vec<Settled> {
-    progress
-        .settled
-        .into_iter()
-        .map(|settled| {
-            settled.unwrap_or_else(|| Settled {
-                content: INTERRUPTED_CALL.into(),
-                is_error: true,
-                image: None,
-                outcome: ToolOutcome::Cancelled,
-            })
-        })
-        .collect()
-}
-
-/// Appends each call, as the model made it, with its result (and the image it gives
-/// the model, if any) to `items`.
-fn hand_over(calls: Vec<Call>, settled: Vec<Settled>, items: &mut Vec<Item>) {
-    for (call, settled) in calls.into_iter().zip(settled) {
-        let Settled {
-            content,
-            is_error,
-            image,
-            ..
-        } = settled;
-        // The provider is given the call as the model made it; a hook's replacement
-        // is said in the result.
-        items.push(Item::ToolCall {
-            call_id: call.call_id.clone(),
-            name: call.name,
-            arguments: call.model_arguments.unwrap_or(call.arguments),
-        });
-        items.push(Item::ToolResult {
-            call_id: call.call_id,
-            output: content,
-            is_error,
-        });
-        items.extend(image);
     }
 }
 

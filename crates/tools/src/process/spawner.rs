@@ -56,9 +56,11 @@ use super::confine::Policy;
 use codec::{Event, Request, SpawnRequest};
 
 pub(crate) mod codec;
+mod early;
 mod handle;
 pub(crate) mod server;
 
+pub(crate) use early::{discard_early, start_early};
 pub(crate) use handle::{Proc, Served};
 
 /// The command's ends of its standard streams, seen from this process.
@@ -439,66 +441,6 @@ fn readable(socket: &impl AsFd, within: Duration) -> Result<(), String> {
     }
 }
 
-/// A server started before its policy was known ([`start_early`]), waiting unconfined,
-/// serving nothing, for the policy of the first command that needs a new server.
-struct Early {
-    socket: OwnedFd,
-    child: Child,
-}
-
-impl Early {
-    /// Sends the server its policy (none: unconfined) and waits for it to be ready.
-    fn confine(self, policy: Option<&Policy>) -> Result<Arc<Server>, String> {
-        let Early { socket, mut child } = self;
-        let arguments = policy.map(Policy::arguments).unwrap_or_default();
-        if let Err(e) = codec::send(socket.as_fd(), &Request::Confine(arguments).encode(), &[]) {
-            let _ = child.kill();
-            let _ = child.wait();
-            return Err(format!("cannot send the spawn server its policy: {e}"));
-        }
-        Server::greeted(socket, child)
-    }
-
-    /// Ends a server nobody will use.
-    fn discard(mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// The early server, while no command has taken it.
-static EARLY: Mutex<Option<Early>> = Mutex::new(None);
-
-fn early() -> MutexGuard<'static, Option<Early>> {
-    EARLY.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
-/// Starts a spawn server whose policy is sent later, with `command`
-/// (`launcher::early_server_command`), so that its start-up overlaps the kernel probe
-/// the policy depends on instead of following it. The first command that needs a new
-/// server takes it ([`server_for`]); none is started when one waits already or `command`
-/// is none.
-pub(crate) fn start_early(command: Option<Command>) {
-    let Some(command) = command else {
-        return;
-    };
-    let mut early = early();
-    if early.is_none()
-        && let Ok((socket, child)) = Server::launch(command)
-    {
-        *early = Some(Early { socket, child });
-    }
-}
-
-/// Ends the early server, if no command took it, once the first turn's server is
-/// settled: it served its policy already, or none can serve it.
-pub(crate) fn discard_early() {
-    let taken = early().take();
-    if let Some(early) = taken {
-        early.discard();
-    }
-}
-
 /// A server per policy: serving, or refused for good (its commands use launchers of
 /// their own, which refuse them the same way).
 enum Slot {
@@ -533,8 +475,7 @@ fn server_for(
     }
     // The early server, when one waits, is told this policy: it started beside the
     // probe. Should it fail (killed while it waited), a new one is started as usual.
-    let taken = early().take();
-    let started = match taken {
+    let started = match early::take() {
         Some(early) => early.confine(policy).or_else(|_| Server::start(command)),
         None => Server::start(command),
     };

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use magi_protocol::limits::SUMMARY_BYTES;
 use magi_protocol::messages::ActivityState;
+use magi_provider::Item;
 use magi_store::records::{RecordBody, ToolOutcome};
 use magi_tools::ToolReport;
 
@@ -16,7 +17,7 @@ use super::reports::{SafeResult, outcome_of, result_record};
 use super::role::Role;
 use super::{Call, CallService};
 use crate::cards::{CardSource, PreviewSource, Settlement};
-use crate::runner::conversation::attached_image;
+use crate::runner::conversation::{INTERRUPTED_CALL, attached_image};
 use crate::runner::live_cards::Snapshot;
 use crate::runner::text::bounded;
 
@@ -345,4 +346,47 @@ fn is_digest(key: &str, value: &serde_json::Value) -> bool {
         && value
             .as_str()
             .is_some_and(|v| v.len() == 64 && v.bytes().all(|b| b.is_ascii_hexdigit()))
+}
+
+/// What each call of a response gives the model: its settlement, or, for a call that
+/// never settled, the interrupted result.
+pub(super) fn settlements(progress: Progress) -> Vec<Settled> {
+    progress
+        .settled
+        .into_iter()
+        .map(|settled| {
+            settled.unwrap_or_else(|| Settled {
+                content: INTERRUPTED_CALL.into(),
+                is_error: true,
+                image: None,
+                outcome: ToolOutcome::Cancelled,
+            })
+        })
+        .collect()
+}
+
+/// Appends each call, as the model made it, with its result (and the image it gives
+/// the model, if any) to `items`.
+pub(super) fn hand_over(calls: Vec<Call>, settled: Vec<Settled>, items: &mut Vec<Item>) {
+    for (call, settled) in calls.into_iter().zip(settled) {
+        let Settled {
+            content,
+            is_error,
+            image,
+            ..
+        } = settled;
+        // The provider is given the call as the model made it; a hook's replacement
+        // is said in the result.
+        items.push(Item::ToolCall {
+            call_id: call.call_id.clone(),
+            name: call.name,
+            arguments: call.model_arguments.unwrap_or(call.arguments),
+        });
+        items.push(Item::ToolResult {
+            call_id: call.call_id,
+            output: content,
+            is_error,
+        });
+        items.extend(image);
+    }
 }

@@ -11,16 +11,18 @@
 //! only where it is seen.
 
 mod highlight;
+mod style;
 mod table;
 
 use std::ops::Range;
 
-use pulldown_cmark::{CodeBlockKind, Event, HeadingLevel, Options, Parser, Tag, TagEnd};
-use ratatui::style::{Color, Modifier, Style};
+use pulldown_cmark::{CodeBlockKind, Event, Options, Parser, Tag, TagEnd};
+use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 
 use super::wrap::{width_of, wrap};
 pub(in crate::tui) use highlight::warm_up;
+use style::{code_style, dim, heading_style, link_style, marker_style, quote_style};
 use table::Table;
 
 /// The least text a piece holds (but the last): big enough that a reply is a few
@@ -496,39 +498,6 @@ const CODE_INDENT: &str = "  ";
 
 fn width_of_spans(spans: &[Span<'_>]) -> usize {
     spans.iter().map(|s| width_of(&s.content)).sum()
-}
-
-fn heading_style(level: HeadingLevel) -> Style {
-    let style = Style::default()
-        .fg(Color::Magenta)
-        .add_modifier(Modifier::BOLD);
-    match level {
-        HeadingLevel::H1 => style.add_modifier(Modifier::UNDERLINED),
-        HeadingLevel::H2 => style,
-        _ => style.add_modifier(Modifier::ITALIC),
-    }
-}
-
-fn code_style() -> Style {
-    Style::default().fg(Color::Cyan)
-}
-
-fn link_style() -> Style {
-    Style::default()
-        .fg(Color::Blue)
-        .add_modifier(Modifier::UNDERLINED)
-}
-
-fn quote_style() -> Style {
-    Style::default().fg(Color::DarkGray)
-}
-
-fn marker_style() -> Style {
-    Style::default().fg(Color::LightBlue)
-}
-
-fn dim() -> Style {
-    Style::default().add_modifier(Modifier::DIM)
 }
 
 #[cfg(test)]

@@ -20,7 +20,7 @@ use pulldown_cmark::{CodeBlockKind, Event, Options, Parser, Tag, TagEnd};
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 
-use super::wrap::{width_of, wrap};
+use super::wrap::{spans_width, width_of, wrap};
 pub(in crate::tui) use highlight::warm_up;
 use style::{code_style, dim, heading_style, link_style, marker_style, quote_style};
 use table::Table;
@@ -171,7 +171,7 @@ impl Renderer {
             Event::Rule => {
                 self.open_block();
                 let (first, _) = self.leads();
-                let room = self.width.saturating_sub(width_of_spans(&first)).max(1);
+                let room = self.width.saturating_sub(spans_width(&first)).max(1);
                 self.emit(vec![Span::styled("─".repeat(room), dim())]);
                 self.blank = true;
             }
@@ -315,7 +315,7 @@ impl Renderer {
             TagEnd::Table => {
                 if let Some(table) = self.table.take() {
                     let (first, _) = self.leads();
-                    let room = self.width.saturating_sub(width_of_spans(&first)).max(1);
+                    let room = self.width.saturating_sub(spans_width(&first)).max(1);
                     for line in table.lines(room) {
                         self.emit(line.spans);
                     }
@@ -495,10 +495,6 @@ impl Renderer {
 
 /// How far code is indented under the text around it.
 const CODE_INDENT: &str = "  ";
-
-fn width_of_spans(spans: &[Span<'_>]) -> usize {
-    spans.iter().map(|s| width_of(&s.content)).sum()
-}
 
 #[cfg(test)]
 mod tests;

@@ -51,6 +51,7 @@ mod mc_composer;
 mod mc_session;
 mod mc_transcript;
 mod mcp;
+mod mid_turn_compaction;
 mod mission_control;
 mod questions;
 mod reasoning;

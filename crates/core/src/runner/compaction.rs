@@ -180,6 +180,7 @@ pub(super) async fn compact(
         title,
     });
     *items = vec![summary_item(&summary)];
+    exchange.conversation_replaced();
     compaction_activity(
         output,
         &activity_id,

@@ -12,16 +12,36 @@ use super::compaction::{compact, compactable, needs_compaction, overflow};
 use super::ending::Ending;
 use super::exchange::Exchange;
 use super::pruning::pruned;
+use super::steps::{RoundCall, round_calls};
+
+/// How one round trip left the conversation.
+pub(super) enum Round {
+    /// The conversation ends.
+    Ended(Ending),
+    /// The model asked for tools and they settled, so the conversation goes on: each
+    /// call of the round with its arguments and result, for the watch on repeats.
+    Called(Vec<RoundCall>),
+}
+
+impl From<Ending> for Round {
+    fn from(ending: Ending) -> Round {
+        Round::Ended(ending)
+    }
+}
 
 /// Takes one model round trip of the agent of `exchange`, whose calls go through
-/// `service` as `role`. Returns how the conversation ends, or none when the model asked
-/// for tools and the conversation goes on.
+/// `service` as `role`: how the conversation ends, or the calls of a round after which
+/// it goes on.
+///
+/// Compaction may replace `items` with a shorter summary at the start of the round, so
+/// nobody keeps a position in `items` across a round trip: what the loop needs of the
+/// round is returned as a value.
 pub(super) async fn round_trip(
     exchange: &Exchange,
     service: &mut CallService<'_, '_>,
     role: &mut Role<'_>,
     items: &mut Vec<Item>,
-) -> Option<Ending> {
+) -> Round {
     let system = exchange.instructions(service.workspace.cwd());
     let workspace = service.workspace;
     let prune = |items: &[Item]| {
@@ -68,23 +88,26 @@ pub(super) async fn round_trip(
             .output
             .diagnostic(DIAGNOSTIC_CONTEXT_EXCEEDED, &said)
             .await;
-        return Some(Ending::failed(ErrorCode::ExecutionFailed));
+        return Ending::failed(ErrorCode::ExecutionFailed).into();
     }
     let request = exchange.request(system, items, sent);
     let response = exchange
         .respond(&request, service.output, service.journal, service.turn_id)
         .await;
     if service.output.lost() {
-        return Some(Ending::failed(ErrorCode::OutputUnavailable));
+        return Ending::failed(ErrorCode::OutputUnavailable).into();
     }
+    // The round's items begin here: nothing below replaces the conversation, it only
+    // appends the response and its calls' results.
+    let round_start = items.len();
     if let Some(text) = &response.text {
         items.push(Item::Assistant { text: text.clone() });
     }
     if let Some(ending) = response.ending {
-        return Some(ending);
+        return ending.into();
     }
     if response.calls.is_empty() {
-        return Some(Ending::completed());
+        return Ending::completed().into();
     }
     let calls = response
         .calls
@@ -92,13 +115,13 @@ pub(super) async fn round_trip(
         .map(|(call_id, name, arguments)| service.call(role, call_id, name, arguments))
         .collect();
     if let Some(ending) = service.run_calls(role, calls, items).await {
-        return Some(ending);
+        return ending.into();
     }
     if service.output.lost() {
-        return Some(Ending::failed(ErrorCode::OutputUnavailable));
+        return Ending::failed(ErrorCode::OutputUnavailable).into();
     }
     if service.output.cancel.is_cancelled() {
-        return Some(Ending::cancelled());
+        return Ending::cancelled().into();
     }
-    None
+    Round::Called(round_calls(&items[round_start..]))
 }

@@ -107,6 +107,13 @@ impl Exchange {
         self.sent.load(Ordering::Relaxed).min(len)
     }
 
+    /// Forgets where the last request ended: the conversation was replaced (by a
+    /// compaction's summary), so a position in the one before means nothing in it. All
+    /// of the new conversation counts as seen, as one replayed from the log does.
+    pub(super) fn conversation_replaced(&self) {
+        self.sent.store(NOT_SENT, Ordering::Relaxed);
+    }
+
     /// Who a request asks, for what a failure or a retry says.
     fn asked(&self) -> Asked<'_> {
         Asked {

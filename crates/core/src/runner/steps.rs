@@ -34,13 +34,22 @@ pub(super) enum Repeats {
     Stop(Stop),
 }
 
+/// One call of a round as loop detection compares it: the tool's name, the arguments
+/// and the result the model was given.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct RoundCall {
+    name: String,
+    arguments: String,
+    result: String,
+}
+
 /// The turn's count of round trips and its watch for repeated rounds.
 pub(super) struct Steps {
     max: Option<usize>,
     taken: usize,
     /// The calls and results of the last round with calls, and how many rounds in a
     /// row had exactly them.
-    last: Vec<(String, String, String)>,
+    last: Vec<RoundCall>,
     repeats: usize,
 }
 
@@ -71,10 +80,9 @@ impl Steps {
         None
     }
 
-    /// After a round trip that added `round` to the conversation: whether it repeats
-    /// the rounds before it.
-    pub(super) fn after_round(&mut self, round: &[Item]) -> Repeats {
-        let calls = calls_and_results(round);
+    /// After a round trip whose calls were `calls`: whether it repeats the rounds
+    /// before it.
+    pub(super) fn after_round(&mut self, calls: Vec<RoundCall>) -> Repeats {
         if calls.is_empty() {
             return Repeats::None;
         }
@@ -101,31 +109,44 @@ impl Steps {
     }
 }
 
-/// Each call of a round with its arguments and result, in order.
-fn calls_and_results(round: &[Item]) -> Vec<(String, String, String)> {
-    let mut calls = Vec::new();
+/// Each call of a round (the items it added to the conversation) with its arguments
+/// and result, in the order of the calls. A result finds its call by ID, wherever the
+/// conversation puts it.
+pub(super) fn round_calls(round: &[Item]) -> Vec<RoundCall> {
+    let mut calls: Vec<(&str, RoundCall)> = Vec::new();
     for item in round {
         match item {
             Item::ToolCall {
-                name, arguments, ..
-            } => calls.push((name.clone(), arguments.clone(), String::new())),
-            Item::ToolResult { output, .. } => {
-                if let Some(last) = calls.last_mut() {
-                    last.2 = output.clone();
+                call_id,
+                name,
+                arguments,
+            } => calls.push((
+                call_id,
+                RoundCall {
+                    name: name.clone(),
+                    arguments: arguments.clone(),
+                    result: String::new(),
+                },
+            )),
+            Item::ToolResult {
+                call_id, output, ..
+            } => {
+                if let Some((_, call)) = calls.iter_mut().find(|(id, _)| id == call_id) {
+                    call.result.clone_from(output);
                 }
             }
             _ => {}
         }
     }
-    calls
+    calls.into_iter().map(|(_, call)| call).collect()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn round(arguments: &str, output: &str) -> Vec<Item> {
-        vec![
+    fn round(arguments: &str, output: &str) -> Vec<RoundCall> {
+        round_calls(&[
             Item::ToolCall {
                 call_id: "c".into(),
                 name: "read".into(),
@@ -136,7 +157,7 @@ mod tests {
                 output: output.into(),
                 is_error: false,
             },
-        ]
+        ])
     }
 
     #[test]
@@ -144,14 +165,14 @@ mod tests {
         let mut steps = Steps::new(None);
         for n in 1..LOOP_END_ROUNDS {
             assert!(steps.before_round().is_none());
-            let repeats = steps.after_round(&round("{}", "same"));
+            let repeats = steps.after_round(round("{}", "same"));
             if n == LOOP_NOTE_ROUNDS {
                 assert!(matches!(repeats, Repeats::Note));
             } else {
                 assert!(matches!(repeats, Repeats::None));
             }
         }
-        let Repeats::Stop(stop) = steps.after_round(&round("{}", "same")) else {
+        let Repeats::Stop(stop) = steps.after_round(round("{}", "same")) else {
             panic!("the turn stops")
         };
         assert_eq!(stop.code, "loop_detected");
@@ -162,11 +183,40 @@ mod tests {
         let mut steps = Steps::new(None);
         for n in 0..20 {
             let arguments = if n % 2 == 0 { "{}" } else { "{\"a\":1}" };
-            let same_result = steps.after_round(&round(arguments, "same"));
+            let same_result = steps.after_round(round(arguments, "same"));
             assert!(matches!(same_result, Repeats::None));
-            let same_call = steps.after_round(&round("{}", &n.to_string()));
+            let same_call = steps.after_round(round("{}", &n.to_string()));
             assert!(matches!(same_call, Repeats::None));
         }
+    }
+
+    #[test]
+    fn results_find_their_calls_by_id_wherever_they_are() {
+        let call = |id: &str, arguments: &str| Item::ToolCall {
+            call_id: id.into(),
+            name: "read".into(),
+            arguments: arguments.into(),
+        };
+        let result = |id: &str, output: &str| Item::ToolResult {
+            call_id: id.into(),
+            output: output.into(),
+            is_error: false,
+        };
+        let interleaved = round_calls(&[
+            call("a", "1"),
+            result("a", "x"),
+            call("b", "2"),
+            result("b", "y"),
+        ]);
+        let grouped = round_calls(&[
+            call("a", "1"),
+            call("b", "2"),
+            result("b", "y"),
+            result("a", "x"),
+        ]);
+        assert_eq!(interleaved, grouped);
+        assert_eq!(interleaved[0].result, "x");
+        assert_eq!(interleaved[1].result, "y");
     }
 
     #[test]

@@ -29,7 +29,7 @@ use magi_tools::facts::Facts;
 use magi_tools::{ToolOutput, ToolReport};
 
 use super::calls::{Call, CallService, Delegate, Role};
-use super::dialogue::round_trip;
+use super::dialogue::{Round, round_trip};
 use super::ending::Ending;
 use super::exchange::Exchange;
 use super::journal::Journal;
@@ -100,7 +100,9 @@ impl Subagent<'_> {
         for _ in 0..TASK_MODEL_REQUESTS {
             self.scope.model_requests += 1;
             let mut role = Role::Task(&mut self.scope);
-            if let Some(ending) = round_trip(&self.exchange, &mut service, &mut role, items).await {
+            if let Round::Ended(ending) =
+                round_trip(&self.exchange, &mut service, &mut role, items).await
+            {
                 let end = TaskEnd::of(ending.outcome);
                 return (ending, end);
             }

@@ -12,7 +12,7 @@ use magi_store::records::{RecordBody, TurnOutcome};
 
 use super::calls::{CallService, Gates, Role};
 use super::conversation::{conversation, input_images};
-use super::dialogue::round_trip;
+use super::dialogue::{Round, round_trip};
 use super::ending::Ending;
 use super::exchange::Exchange;
 use super::hooks;
@@ -338,11 +338,11 @@ impl Turn {
             }
             // Job notices belong to the session's own conversation.
             deliver_job_notices(&mut service, items);
-            let start = items.len();
-            if let Some(ending) = round_trip(&self.exchange, &mut service, &mut role, items).await {
-                break ending;
-            }
-            match steps.after_round(&items[start..]) {
+            let calls = match round_trip(&self.exchange, &mut service, &mut role, items).await {
+                Round::Ended(ending) => break ending,
+                Round::Called(calls) => calls,
+            };
+            match steps.after_round(calls) {
                 Repeats::None => {}
                 // The model's next request carries the note after the round; the log
                 // keeps it, so later turns and compaction see what the model was told.

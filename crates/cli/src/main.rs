@@ -162,6 +162,7 @@ fn main() -> ExitCode {
             });
         }
     };
+    install_crash_reports(&cli.command);
     match cli.command {
         None => {
             use std::io::IsTerminal;
@@ -193,6 +194,25 @@ fn main() -> ExitCode {
     }
 }
 
+/// Installs the panic hook that writes crash reports to `$MC_HOME/logs` (see
+/// `magi_crash`), naming the part of magi-code this process is. A panic is contained at
+/// the root of the thread it happened on wherever that thread's work allows it.
+fn install_crash_reports(command: &Option<Command>) {
+    let program = match command {
+        None => "mission-control",
+        Some(Command::Serve { .. }) => "serve",
+        Some(Command::Doctor { .. }) => "doctor",
+        Some(Command::Mcp(_)) => "mcp",
+        Some(Command::Hooks(_)) => "hooks",
+        Some(Command::Acp) => "acp",
+        Some(Command::Exec(_)) => "exec",
+    };
+    let dir = magi_core::home_path(&Env::from_process())
+        .ok()
+        .map(|home| home.join(magi_core::CRASH_REPORTS_DIR));
+    magi_crash::install(magi_crash::Reports { dir, program });
+}
+
 fn serve() -> ExitCode {
     if let Err(e) = magi_server::launch::check_stdio_pipes() {
         eprintln!("magi-code: {e}");
@@ -206,10 +226,15 @@ fn serve() -> ExitCode {
              cannot make the lifeline pipe: {e}"
         );
     }
-    let status = magi_server::serve_stdio(StartupRequest {
+    let request = StartupRequest {
         cwd: PathBuf::from("."),
         env: Env::from_process(),
-    });
-    // Exit at once: teardown still running after the cleanup wait is detached.
-    std::process::exit(status)
+    };
+    // A panic the protocol loop could not contain ends the child in order: its report
+    // is written (by the hook), one line goes to stderr, and it exits non-zero.
+    match magi_crash::contain(|| magi_server::serve_stdio(request)) {
+        // Exit at once: teardown still running after the cleanup wait is detached.
+        Ok(status) => std::process::exit(status),
+        Err(crash) => magi_crash::exit_fatal(&crash),
+    }
 }

@@ -19,17 +19,19 @@ use magi_protocol::{ErrorCode, Method, MethodName, PROTOCOL_NAME, PROTOCOL_VERSI
 use magi_protocol::{Request, methods};
 use serde_json::Value;
 use tokio::io::AsyncWriteExt;
-use tokio::process::{Child, ChildStderr, ChildStdin};
+use tokio::process::{Child, ChildStdin};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::ClientError;
 
 mod command;
+mod ending;
 mod negotiation;
 mod pending;
 mod reader;
 
 pub use command::BackendCommand;
+pub use ending::BackendEnd;
 pub use negotiation::CLIENT_TOOLS_CAPABILITY;
 pub use pending::{PendingCall, PendingResponse, Response};
 pub use reader::Incoming;
@@ -101,6 +103,10 @@ pub struct Backend {
     shared: Arc<Shared>,
     incoming: mpsc::Receiver<Incoming>,
     next_id: usize,
+    /// The newest of what the child wrote on stderr, read as it comes.
+    stderr: Arc<ending::StderrTail>,
+    /// Turns true once the child's stderr ended.
+    stderr_ended: tokio::sync::watch::Receiver<bool>,
 }
 
 impl Backend {
@@ -269,9 +275,23 @@ impl Backend {
         self.child.id()
     }
 
-    /// The child's stderr, when captured.
-    pub fn take_stderr(&mut self) -> Option<ChildStderr> {
-        self.child.stderr.take()
+    /// The newest of what the child wrote on stderr (at most
+    /// [`BACKEND_STDERR_TAIL_BYTES`](magi_protocol::limits::BACKEND_STDERR_TAIL_BYTES)),
+    /// once its stderr ended or `timeout` passed, whichever comes first.
+    pub async fn stderr_within(&mut self, timeout: Duration) -> String {
+        let _ = tokio::time::timeout(timeout, self.stderr_ended.wait_for(|ended| *ended)).await;
+        self.stderr.text()
+    }
+
+    /// How the child ended: its exit status (waited for at most `timeout`), the crash
+    /// it told if it died of a bug, and the tail of its stderr. Every front end says a
+    /// backend's end with [`BackendEnd::describe`].
+    pub async fn end_within(&mut self, timeout: Duration) -> BackendEnd {
+        let deadline = tokio::time::Instant::now() + timeout;
+        let status = self.wait_within(timeout).await;
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        let stderr = self.stderr_within(left).await;
+        BackendEnd::of(status, &stderr)
     }
 
     /// Waits for the child to exit, at most `timeout`; `None` if it is still running.

@@ -13,8 +13,8 @@ mod decode;
 pub mod fold;
 
 pub use backend::{
-    Backend, BackendCommand, CLIENT_TOOLS_CAPABILITY, Incoming, PendingCall, PendingResponse,
-    Response,
+    Backend, BackendCommand, BackendEnd, CLIENT_TOOLS_CAPABILITY, Incoming, PendingCall,
+    PendingResponse, Response,
 };
 pub use decode::{ServerFrame, Violation};
 

@@ -11,6 +11,7 @@ pub mod client_terminals;
 pub mod client_tools;
 pub mod discovery;
 mod explain;
+pub mod fault;
 pub mod hooks;
 pub mod inspect;
 mod invocation;
@@ -40,6 +41,7 @@ pub use magi_tools::walker;
 pub fn stop_background_jobs() {
     magi_tools::stop_background_jobs();
 }
+pub use magi_store::CRASH_REPORTS_DIR;
 pub use sessions::Sessions;
 pub use startup::{ALLOW_ALL_ENV, Runtime, StartupFailure, start};
 pub use workspace::{CancelFlag, StartupRequest, home_path};

@@ -6,6 +6,7 @@
 //! client and every other crate speak the protocol through it.
 
 pub mod cards;
+pub mod crash;
 #[cfg(test)]
 mod doc_links;
 pub mod error;

@@ -607,3 +607,16 @@ pub const SPAWN_SERVER_WAIT_MS: u64 = 10_000;
 /// backend keeps; a command of a further policy starts through a launcher of its own.
 /// Internal.
 pub const SPAWN_SERVERS: usize = 8;
+
+/// Largest crash report a panic leaves in `$MC_HOME/logs`, in bytes; a longer one is
+/// cut (its backtrace first) and says so. Internal.
+pub const CRASH_REPORT_BYTES: usize = 64 * 1_024;
+/// Most crash reports kept in `$MC_HOME/logs`; writing one more removes the oldest.
+/// Internal.
+pub const CRASH_REPORTS_KEPT: usize = 20;
+/// Longest a process dying of a bug waits for its one line on stderr to be written
+/// before it exits anyway, in milliseconds: a full pipe never holds the exit. Internal.
+pub const FATAL_STDERR_WAIT_MS: u64 = 200;
+/// How much of a backend's newest stderr output the client library keeps, in bytes, to
+/// say why a backend ended; older output is dropped as newer arrives. Internal.
+pub const BACKEND_STDERR_TAIL_BYTES: usize = 16 * 1_024;

@@ -118,6 +118,42 @@ pub fn is_secret_like(text: &str) -> bool {
     false
 }
 
+/// A signal's name and number on Linux, for the ones a person meets; how every front end
+/// names a signal that ended a process (`killed by signal 9 (KILL)`).
+pub const SIGNALS: [(&str, i32); 15] = [
+    ("HUP", 1),
+    ("INT", 2),
+    ("QUIT", 3),
+    ("ILL", 4),
+    ("TRAP", 5),
+    ("ABRT", 6),
+    ("BUS", 7),
+    ("FPE", 8),
+    ("KILL", 9),
+    ("USR1", 10),
+    ("SEGV", 11),
+    ("USR2", 12),
+    ("PIPE", 13),
+    ("ALRM", 14),
+    ("TERM", 15),
+];
+
+/// The name of signal `number` (`KILL` for 9), when it is one of [`SIGNALS`].
+pub fn signal_name(number: i32) -> Option<&'static str> {
+    SIGNALS
+        .iter()
+        .find(|(_, n)| *n == number)
+        .map(|(name, _)| *name)
+}
+
+/// The number of signal `name` (9 for `KILL`), when it is one of [`SIGNALS`].
+pub fn signal_number(name: &str) -> Option<i32> {
+    SIGNALS
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, number)| *number)
+}
+
 /// What a redacted value is replaced with.
 pub const REDACTED: &str = "[redacted]";
 

@@ -45,13 +45,25 @@ pub fn serve_stdio(startup: StartupRequest) -> i32 {
         Ok(runtime) => runtime,
         Err(_) => return EXIT_TRANSPORT_FAILURE,
     };
-    let status = runtime.block_on(async {
-        let Ok((input, output)) = open_stdio() else {
-            return EXIT_TRANSPORT_FAILURE;
-        };
-        let instance_id = uuid::Uuid::new_v4().to_string();
-        serve(input, Arc::new(Output::new(output, instance_id)), startup).await
+    let served = magi_crash::contain(|| {
+        runtime.block_on(async {
+            let Ok((input, output)) = open_stdio() else {
+                return EXIT_TRANSPORT_FAILURE;
+            };
+            let instance_id = uuid::Uuid::new_v4().to_string();
+            serve(input, Arc::new(Output::new(output, instance_id)), startup).await
+        })
     });
+    let status = match served {
+        Ok(status) => status,
+        // A panic on the protocol loop (or its writer) ends the child in order: the
+        // hook wrote the report, the background jobs are stopped, one line goes to
+        // stderr and the child exits, without waiting on the runtime's workers.
+        Err(crash) => {
+            let _ = magi_crash::contain(magi_core::stop_background_jobs);
+            magi_crash::exit_fatal(&crash)
+        }
+    };
     runtime.shutdown_background();
     // Background jobs live no longer than the backend, whichever way it ends.
     magi_core::stop_background_jobs();
@@ -83,7 +95,7 @@ enum Ending {
 
 /// What woke the loop.
 enum Wake {
-    WriterFailed,
+    WriterFailed(Result<OutputFailure, tokio::task::JoinError>),
     Startup(StartupOutcome),
     Session(Option<SessionDone>),
     RunEvent(Option<Event>),
@@ -111,7 +123,7 @@ async fn serve(mut input: pipe::Receiver, output: Arc<Output>, request: StartupR
 
     let ending = 'reading: loop {
         let wake = tokio::select! {
-            _ = &mut writer => Wake::WriterFailed,
+            ended = &mut writer => Wake::WriterFailed(ended),
             () = stop_signals.next() => Wake::StopSignal,
             outcome = join_startup(&mut startup) => Wake::Startup(outcome),
             done = join_worker(&mut session_work) => Wake::Session(done),
@@ -125,7 +137,11 @@ async fn serve(mut input: pipe::Receiver, output: Arc<Output>, request: StartupR
             read = input.read(&mut buffer) => Wake::Read(read),
         };
         let flow = match wake {
-            Wake::WriterFailed => return EXIT_TRANSPORT_FAILURE,
+            // The writer is part of the loop: its panic is the loop's.
+            Wake::WriterFailed(Err(ended)) if ended.is_panic() => {
+                std::panic::resume_unwind(ended.into_panic())
+            }
+            Wake::WriterFailed(_) => return EXIT_TRANSPORT_FAILURE,
             Wake::StopSignal => break 'reading Ending::Signal,
             Wake::Startup(outcome) => {
                 startup = None;

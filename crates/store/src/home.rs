@@ -8,6 +8,10 @@ use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 
+/// The folder of crash reports, relative to `MC_HOME`: made by the first report, not
+/// at startup.
+pub const CRASH_REPORTS_DIR: &str = "logs";
+
 /// Subdirectories created at startup, relative to `MC_HOME`.
 const RUNTIME_DIRS: [&str; 3] = ["sessions", "data", "locks"];
 

@@ -10,6 +10,6 @@ pub mod lease;
 pub mod log;
 pub mod records;
 
-pub use home::{Home, HomeError, context_id, resolve_home_path};
+pub use home::{CRASH_REPORTS_DIR, Home, HomeError, context_id, resolve_home_path};
 pub use lease::{Lease, LeaseError, LeaseKind};
 pub use log::{AppendError, Appender, LogFingerprint, ReadError, ReadLimits, StoredLog, read_log};

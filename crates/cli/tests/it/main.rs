@@ -53,6 +53,7 @@ mod mc_transcript;
 mod mcp;
 mod mid_turn_compaction;
 mod mission_control;
+mod panics;
 mod questions;
 mod reasoning;
 mod refusal;

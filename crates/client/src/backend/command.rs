@@ -8,6 +8,7 @@ use std::sync::Arc;
 use tokio::process::Command;
 use tokio::sync::mpsc;
 
+use super::ending::{StderrTail, read_stderr};
 use super::reader::read_output;
 use super::{Backend, Shared};
 use crate::ClientError;
@@ -24,7 +25,6 @@ pub struct BackendCommand {
     env_clear: bool,
     envs: Vec<(OsString, OsString)>,
     cwd: Option<PathBuf>,
-    capture_stderr: bool,
     own_process_group: bool,
 }
 
@@ -37,7 +37,6 @@ impl BackendCommand {
             env_clear: false,
             envs: Vec::new(),
             cwd: None,
-            capture_stderr: false,
             own_process_group: false,
         }
     }
@@ -60,13 +59,6 @@ impl BackendCommand {
         self
     }
 
-    /// Pipes the child's stderr so it can be read with [`Backend::take_stderr`];
-    /// otherwise it is discarded.
-    pub fn capture_stderr(mut self) -> Self {
-        self.capture_stderr = true;
-        self
-    }
-
     /// Starts the child as the leader of a process group of its own, so the signals a
     /// terminal sends its foreground group (Ctrl-C's SIGINT) reach the front end only,
     /// which then stops the child through the protocol; the group's ID is the child's
@@ -76,18 +68,15 @@ impl BackendCommand {
         self
     }
 
-    /// Spawns the backend and starts reading its output.
+    /// Spawns the backend and starts reading its output, and its stderr into a bounded
+    /// tail (see [`Backend::end_within`]).
     pub fn spawn(&self) -> Result<Backend, ClientError> {
         let mut command = Command::new(&self.program);
         command
             .args(&self.args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(if self.capture_stderr {
-                Stdio::piped()
-            } else {
-                Stdio::null()
-            })
+            .stderr(Stdio::piped())
             .kill_on_drop(true);
         if self.env_clear {
             command.env_clear();
@@ -100,9 +89,14 @@ impl BackendCommand {
             command.process_group(0);
         }
         let mut child = command.spawn().map_err(ClientError::Spawn)?;
-        let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+        let (Some(stdin), Some(stdout), Some(stderr)) =
+            (child.stdin.take(), child.stdout.take(), child.stderr.take())
+        else {
             return Err(ClientError::Spawn(std::io::Error::other("stdio not piped")));
         };
+        let tail = Arc::new(StderrTail::default());
+        let (ended, stderr_ended) = tokio::sync::watch::channel(false);
+        tokio::spawn(read_stderr(stderr, Arc::clone(&tail), ended));
         let shared = Arc::new(Shared::default());
         let (incoming_tx, incoming) = mpsc::channel(INCOMING_CAPACITY);
         tokio::spawn(read_output(stdout, Arc::clone(&shared), incoming_tx));
@@ -112,6 +106,8 @@ impl BackendCommand {
             shared,
             incoming,
             next_id: 0,
+            stderr: tail,
+            stderr_ended,
         })
     }
 }

@@ -15,7 +15,8 @@
 use std::collections::HashMap;
 
 use magi_protocol::cards::{
-    CARDS_PER_RUN, CORE_BYTES, Card, RUN_SNAPSHOT_BYTES, SNAPSHOTS_PER_RUN, serialized_len,
+    CARDS_PER_RUN, CORE_BYTES, Card, CardOutcome, CardState, Changes, RUN_SNAPSHOT_BYTES,
+    SNAPSHOTS_PER_RUN, serialized_len,
 };
 
 use crate::cards::core;
@@ -46,6 +47,10 @@ pub(super) struct LiveCards {
     snapshots: usize,
     /// Serialized card bytes sent.
     bytes: usize,
+    /// The newest snapshot of each card that got no final one yet, in the order they
+    /// started: what a run that ends without settling them (a contained panic) ends
+    /// as unknown.
+    unfinished: Vec<Card>,
 }
 
 impl LiveCards {
@@ -103,14 +108,39 @@ impl LiveCards {
         if snapshot == Snapshot::Interim && (!slot || size > room) {
             return None;
         }
+        self.unfinished
+            .retain(|sent| sent.activity_id != card.activity_id);
         match snapshot {
             Snapshot::Initial => self.started += 1,
             Snapshot::Final => self.finished += 1,
             Snapshot::Interim => {}
         }
+        if snapshot != Snapshot::Final {
+            self.unfinished.push(card.clone());
+        }
         self.snapshots += 1;
         self.bytes += size;
         Some(card)
+    }
+
+    /// The final snapshots that end every card still unfinished as `unknown`, each its
+    /// newest snapshot finished with the outcome unknown (and changes unknown, unless
+    /// the tool changes nothing by contract), at its next revision; for a run that
+    /// ends without evidence of how they ended. Nothing is known of a tool that was
+    /// running, so nothing else is claimed.
+    pub(super) fn unknown_endings(&mut self) -> Vec<Card> {
+        std::mem::take(&mut self.unfinished)
+            .into_iter()
+            .map(|mut card| {
+                card.state = CardState::Finished;
+                card.outcome = Some(CardOutcome::Unknown);
+                if card.changes != Changes::NotApplicable {
+                    card.changes = Changes::Unknown;
+                }
+                card.revision = self.revision(&card.activity_id);
+                card
+            })
+            .collect()
     }
 }
 

@@ -23,7 +23,6 @@ mod dialogue;
 mod ending;
 mod estimate;
 mod exchange;
-mod fault;
 mod hooks;
 mod journal;
 mod live_cards;
@@ -50,7 +49,9 @@ use std::sync::Arc;
 
 use magi_protocol::ErrorCode;
 use magi_protocol::limits::WORKER_EVENTS;
-use magi_protocol::messages::Event;
+use magi_protocol::messages::{
+    DIAGNOSTIC_INTERNAL_ERROR, Event, Persistence, RunFinished, RunOutcome,
+};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
@@ -110,45 +111,43 @@ pub fn start_turn(
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
                 .take();
             let Some(mut sessions) = taken else { return };
-            // The model's limits are read here, on the run's thread: the cached catalog
-            // is a file, and the protocol loop that admitted the turn never waits on it.
-            let mut agent = agent;
-            agent.resolve_limits();
             let runtime = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build();
-            match runtime {
-                Ok(runtime) => runtime.block_on(async move {
-                    let mut output = output::Output::new(
-                        events_tx,
-                        request.session_id.clone(),
-                        request.run_id.clone(),
-                        run_cancel,
-                        agent.secrets.clone(),
-                        request.tool_cards,
-                    );
-                    output.closing = run_closing;
-                    output.approval_scopes = request.approval_scopes;
-                    output.session_usage = request.session_usage;
-                    output.client_files = request.client_files;
-                    output.reasoning_summaries = request.reasoning_summaries;
-                    let mut turn = turn::Turn::new(&sessions, agent, request, gates);
-                    let finished = turn.run(&mut sessions, &mut output).await;
-                    // The sessions go back before the terminal event, so a client that
-                    // saw `run.finished` finds the child idle.
-                    let _ = done_tx.send(sessions);
-                    output.finished(finished).await;
-                    // The run's events end here; a title is asked for only now, so the
-                    // turn never waits for it.
-                    drop(output);
-                    if let Some(job) = turn.take_title_job() {
-                        job.run().await;
-                    }
-                }),
-                Err(_) => {
-                    let _ = done_tx.send(sessions);
-                }
+            let Ok(runtime) = runtime else {
+                let _ = done_tx.send(sessions);
+                return;
             };
+            runtime.block_on(async move {
+                let mut output = output::Output::new(
+                    events_tx,
+                    request.session_id.clone(),
+                    request.run_id.clone(),
+                    run_cancel,
+                    agent.secrets.clone(),
+                    request.tool_cards,
+                );
+                output.closing = run_closing;
+                output.approval_scopes = request.approval_scopes;
+                output.session_usage = request.session_usage;
+                output.client_files = request.client_files;
+                output.reasoning_summaries = request.reasoning_summaries;
+                let (finished, title) =
+                    run_contained(&mut sessions, &mut output, agent, request, gates).await;
+                // The sessions go back before the terminal event, so a client that
+                // saw `run.finished` finds the child idle.
+                let _ = done_tx.send(sessions);
+                output.finished(finished).await;
+                // The run's events end here; a title is asked for only now, so the
+                // turn never waits for it. A title request that panics asks for none.
+                drop(output);
+                if let Some(job) = title {
+                    let (sink, session_id) = (job.sink.clone(), job.session_id.clone());
+                    if magi_crash::contained(job.run()).await.is_err() {
+                        sink.release(&session_id);
+                    }
+                }
+            });
         });
     match spawned {
         Ok(_) => Ok(RunHandle {
@@ -171,6 +170,50 @@ pub fn start_turn(
             ErrorCode::ExecutionFailed,
         )),
     }
+}
+
+/// Runs the turn of `request` with every panic in it contained: a panic ends the run
+/// `failed` with an `internal_error` diagnostic (see [`turn::Turn::crashed`]) instead of
+/// the thread, so the sessions still go back and the backend goes on serving. Returns
+/// the run's `run.finished` and the title request it leaves.
+async fn run_contained(
+    sessions: &mut Sessions,
+    output: &mut output::Output,
+    agent: Agent,
+    request: TurnRequest,
+    gates: calls::Gates,
+) -> (Event, Option<title::TitleJob>) {
+    let (session_id, run_id) = (request.session_id.clone(), request.run_id.clone());
+    // The model's limits are read here, on the run's thread: the cached catalog is a
+    // file, and the protocol loop that admitted the turn never waits on it.
+    let prepared = magi_crash::contain(|| {
+        let mut agent = agent;
+        agent.resolve_limits();
+        magi_crash::register_secrets(&agent.secrets);
+        turn::Turn::new(sessions, agent, request, gates)
+    });
+    let mut turn = match prepared {
+        Ok(turn) => turn,
+        Err(crash) => {
+            output
+                .diagnostic(DIAGNOSTIC_INTERNAL_ERROR, &crash.summary())
+                .await;
+            let finished = Event::RunFinished(RunFinished {
+                session_id,
+                run_id,
+                outcome: RunOutcome::Failed,
+                persistence: Persistence::NotStarted,
+                revision: None,
+                error_code: Some(ErrorCode::ExecutionFailed),
+            });
+            return (finished, None);
+        }
+    };
+    let finished = match magi_crash::contained(turn.run(sessions, output)).await {
+        Ok(finished) => finished,
+        Err(crash) => turn.crashed(sessions, output, &crash).await,
+    };
+    (finished, turn.take_title_job())
 }
 
 #[cfg(test)]

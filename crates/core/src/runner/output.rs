@@ -310,6 +310,29 @@ impl Output {
         Some(card)
     }
 
+    /// Ends every card still unfinished as `unknown` with its final snapshot, before a
+    /// run that could not settle them ends (spec `000_…`: every admitted card is
+    /// resolved before `run.finished`).
+    pub(super) async fn end_unfinished_cards(&mut self) {
+        for card in self.cards.unknown_endings() {
+            let activity_id = card.activity_id.clone();
+            let revision = card.revision;
+            let Some(card) = self.cards.admit(Snapshot::Final, card) else {
+                continue;
+            };
+            self.cards.advance(&activity_id, revision);
+            let event = Event::ToolCard(Box::new(ToolCardEvent {
+                session_id: self.session_id.clone(),
+                run_id: self.run_id.clone(),
+                activity_id,
+                part: 0,
+                last_part: true,
+                card,
+            }));
+            self.critical(event).await;
+        }
+    }
+
     /// Sends a critical event, waiting at most the critical bound; on failure the run is
     /// cancelled and ends with `output_unavailable`.
     pub(super) async fn critical(&mut self, event: Event) {

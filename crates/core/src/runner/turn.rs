@@ -5,7 +5,8 @@ use std::sync::Arc;
 
 use magi_protocol::ErrorCode;
 use magi_protocol::messages::{
-    DIAGNOSTIC_ATTACHMENT_FAILED, Event, InputPersisted, Persistence, RunFinished, RunOutcome,
+    DIAGNOSTIC_ATTACHMENT_FAILED, DIAGNOSTIC_INTERNAL_ERROR, Event, InputPersisted, Persistence,
+    RunFinished, RunOutcome,
 };
 use magi_provider::Item;
 use magi_store::records::{RecordBody, TurnOutcome};
@@ -144,6 +145,41 @@ impl Turn {
             output.titled(title).await;
         }
         self.finish(sessions, output, ending)
+    }
+
+    /// Ends the run after its work panicked (`crash`, already reported by the hook):
+    /// cancelling the run stops what it started, its unfinished cards end `unknown`, a
+    /// diagnostic says where it happened, and the turn's end is recorded `failed` where
+    /// the log still takes it. Returns the run's `run.finished`.
+    pub(super) async fn crashed(
+        &mut self,
+        sessions: &mut Sessions,
+        output: &mut Output,
+        crash: &magi_crash::Crash,
+    ) -> Event {
+        output.cancel.cancel();
+        output.end_unfinished_cards().await;
+        output
+            .diagnostic(DIAGNOSTIC_INTERNAL_ERROR, &crash.summary())
+            .await;
+        let ending = Ending::failed(ErrorCode::ExecutionFailed);
+        match magi_crash::contain(|| self.finish(sessions, output, ending)) {
+            Ok(finished) => finished,
+            // The log could not take the turn's end either: what was recorded is
+            // recorded, and nothing more is claimed.
+            Err(_) => Event::RunFinished(RunFinished {
+                session_id: self.request.session_id.clone(),
+                run_id: self.request.run_id.clone(),
+                outcome: RunOutcome::Failed,
+                persistence: if self.input_durable {
+                    Persistence::Degraded
+                } else {
+                    Persistence::NotStarted
+                },
+                revision: None,
+                error_code: Some(ErrorCode::ExecutionFailed),
+            }),
+        }
     }
 
     /// The title request this turn leaves for after its terminal event, if any.

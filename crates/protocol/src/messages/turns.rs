@@ -194,6 +194,12 @@ pub const DIAGNOSTIC_HOOK_FAILED: &str = "hook_failed";
 /// recorded.
 pub const DIAGNOSTIC_HOOK_BLOCKED: &str = "hook_blocked";
 
+/// The `diagnostic` code of a bug the backend contained: a panic on the run's thread.
+/// Its summary names where it happened (file and line) and the crash report it left,
+/// never the panic's arguments; the run ends `failed` (`execution_failed`) and the
+/// backend goes on serving.
+pub const DIAGNOSTIC_INTERNAL_ERROR: &str = "internal_error";
+
 /// Data of `diagnostic`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Diagnostic {

@@ -63,61 +63,67 @@ pub(crate) struct SessionDone {
 }
 
 impl SessionJob {
-    /// Runs the operation; may block on the filesystem.
+    /// Runs the operation; may block on the filesystem. A panic in it is contained: the
+    /// operation answers `execution_failed`, the sessions come back as the operation
+    /// left them, and the child goes on (the crash report says where it happened).
     pub(crate) fn run(mut self) -> SessionDone {
         let mut selection = None;
-        let answer = match &self.operation {
-            SessionOperation::Open(params, startup) => {
-                self.sessions.open(&params.session_id).map(|mut result| {
-                    // Every successful attachment gets a fresh selection revision.
-                    let (restored, notice) = self.sessions.restored_selection(startup);
-                    result.notices.extend(notice.map(str::to_owned));
-                    selection = Some(restored);
-                    ResultBody::Session(result)
-                })
-            }
-            SessionOperation::Discover(params) => self
-                .sessions
-                .discover(params)
-                .map(ResultBody::SessionDiscover),
-            SessionOperation::CatalogStatus(params, provider) => self
-                .sessions
-                .catalog_status(params, provider)
-                .map(ResultBody::CatalogStatus),
-            SessionOperation::Refresh(params, cancel) => self
-                .sessions
-                .refresh_models(params, cancel)
-                .map(ResultBody::ModelRefresh),
-            SessionOperation::Select(params, current) => {
-                self.sessions
-                    .select(params, current)
-                    .map(|(result, chosen)| {
-                        selection = Some(chosen);
-                        ResultBody::SelectionSet(Box::new(result))
-                    })
-            }
-            SessionOperation::Page(params) => {
-                self.sessions.page(params).map(ResultBody::HistoryPage)
-            }
-            SessionOperation::List(params) => {
-                self.sessions.list(params).map(ResultBody::SessionList)
-            }
-            SessionOperation::Catalog(params, provider) => self
-                .sessions
-                .catalog_page(params, provider)
-                .map(|result| ResultBody::ModelCatalog(Box::new(result))),
-            SessionOperation::Compact(job) => magi_core::runner::compact_session(
-                &mut self.sessions,
-                job.agent.clone(),
-                &job.params.session_id,
-                &job.cancel,
-            )
-            .map(ResultBody::SessionCompact),
-        };
+        let (sessions, operation) = (&mut self.sessions, &self.operation);
+        let answer = magi_crash::contain(|| {
+            magi_core::fault::session_work_started();
+            answer(sessions, operation, &mut selection)
+        })
+        .unwrap_or(Err(ErrorCode::ExecutionFailed));
         SessionDone {
             sessions: self.sessions,
             answer,
             selection,
         }
+    }
+}
+
+/// Answers `operation` on `sessions`, setting `selection` when it establishes one.
+fn answer(
+    sessions: &mut Sessions,
+    operation: &SessionOperation,
+    selection: &mut Option<ActiveSelection>,
+) -> Result<ResultBody, ErrorCode> {
+    match operation {
+        SessionOperation::Open(params, startup) => {
+            sessions.open(&params.session_id).map(|mut result| {
+                // Every successful attachment gets a fresh selection revision.
+                let (restored, notice) = sessions.restored_selection(startup);
+                result.notices.extend(notice.map(str::to_owned));
+                *selection = Some(restored);
+                ResultBody::Session(result)
+            })
+        }
+        SessionOperation::Discover(params) => {
+            sessions.discover(params).map(ResultBody::SessionDiscover)
+        }
+        SessionOperation::CatalogStatus(params, provider) => sessions
+            .catalog_status(params, provider)
+            .map(ResultBody::CatalogStatus),
+        SessionOperation::Refresh(params, cancel) => sessions
+            .refresh_models(params, cancel)
+            .map(ResultBody::ModelRefresh),
+        SessionOperation::Select(params, current) => {
+            sessions.select(params, current).map(|(result, chosen)| {
+                *selection = Some(chosen);
+                ResultBody::SelectionSet(Box::new(result))
+            })
+        }
+        SessionOperation::Page(params) => sessions.page(params).map(ResultBody::HistoryPage),
+        SessionOperation::List(params) => sessions.list(params).map(ResultBody::SessionList),
+        SessionOperation::Catalog(params, provider) => sessions
+            .catalog_page(params, provider)
+            .map(|result| ResultBody::ModelCatalog(Box::new(result))),
+        SessionOperation::Compact(job) => magi_core::runner::compact_session(
+            sessions,
+            job.agent.clone(),
+            &job.params.session_id,
+            &job.cancel,
+        )
+        .map(ResultBody::SessionCompact),
     }
 }

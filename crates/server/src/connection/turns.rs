@@ -33,6 +33,7 @@ impl Connection {
     ) -> Result<Flow, OutputFailure> {
         match self.admit_turn(params) {
             Ok((sessions, agent, request)) => {
+                magi_core::fault::turn_admitted();
                 let run_id = request.run_id.clone();
                 let session_id = request.session_id.clone();
                 let accepted = TurnStartResult {

@@ -204,25 +204,6 @@ pub(super) fn history_diagnostic(text: &str) -> Cow<'_, str> {
     }
 }
 
-/// A signal's number and name on Linux and the BSDs, for the ones a person meets.
-const SIGNALS: [(&str, u8); 15] = [
-    ("HUP", 1),
-    ("INT", 2),
-    ("QUIT", 3),
-    ("ILL", 4),
-    ("TRAP", 5),
-    ("ABRT", 6),
-    ("BUS", 7),
-    ("FPE", 8),
-    ("KILL", 9),
-    ("USR1", 10),
-    ("SEGV", 11),
-    ("USR2", 12),
-    ("PIPE", 13),
-    ("ALRM", 14),
-    ("TERM", 15),
-];
-
 /// How a command ended: `exit 1`, `killed by signal 9 (KILL)`, `timed out`; `None`
 /// when nothing is known. A timeout wins: the kill that ended it is its consequence.
 pub(super) fn exit(
@@ -235,8 +216,7 @@ pub(super) fn exit(
     }
     if let Some(signal) = signal.map(str::trim).filter(|s| !s.is_empty()) {
         let name = signal.strip_prefix("SIG").unwrap_or(signal);
-        let number = SIGNALS.iter().find(|(n, _)| *n == name).map(|(_, n)| *n);
-        return Some(match number {
+        return Some(match magi_protocol::text::signal_number(name) {
             Some(number) => format!("killed by signal {number} ({name})"),
             None => format!("killed by signal {name}"),
         });

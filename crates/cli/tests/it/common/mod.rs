@@ -17,7 +17,6 @@ use magi_protocol::messages::{EmptyParams, SessionOpenParams, SessionResult, Tur
 use magi_protocol::methods;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
-use tokio::io::AsyncReadExt;
 
 pub mod acp;
 pub mod approval;
@@ -112,8 +111,7 @@ impl TestEnv {
         let mut command = BackendCommand::new(bin())
             .env_clear()
             .env("MC_HOME", home)
-            .current_dir(self.cwd())
-            .capture_stderr();
+            .current_dir(self.cwd());
         for (k, v) in &self.vars {
             command = command.env(k, v);
         }
@@ -193,13 +191,9 @@ pub async fn exit_status(backend: &mut Backend) -> ExitStatus {
         .expect("the backend exited within the wait")
 }
 
-/// Everything the child wrote on stderr (after it exited).
+/// What the child wrote on stderr, once it ended (the client library keeps its tail).
 pub async fn stderr_text(backend: &mut Backend) -> String {
-    let mut text = String::new();
-    if let Some(mut stderr) = backend.take_stderr() {
-        stderr.read_to_string(&mut text).await.unwrap();
-    }
-    text
+    backend.stderr_within(WAIT).await
 }
 
 /// Initializes with the base capabilities it needs and asserts success.

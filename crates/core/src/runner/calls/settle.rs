@@ -118,7 +118,7 @@ impl CallService<'_, '_> {
             let recorded = records.is_empty() || self.journal.append_all(records);
             all_recorded &= recorded;
             if recorded && (claims > 0 || !ended.is_empty()) {
-                crate::runner::fault::durable(claims, ended.len());
+                crate::fault::durable(claims, ended.len());
             }
             sync.open(recorded);
             // The ends of earlier calls, then the calls that waited for them started,

@@ -1,0 +1,181 @@
+//! Panics contained, through the real binary: a debug backend panics exactly where
+//! `MAGI_FAULT` says (on the run's thread, on the session worker, on the protocol loop).
+//! A panic in a run ends that run `failed` with an `internal_error` diagnostic, its
+//! unfinished cards `unknown`, and the same backend serves the next turn; a panic in
+//! session work answers `execution_failed`; a panic on the protocol loop ends the
+//! backend in order (the crash report, one line on stderr, exit status 101). Each
+//! leaves a crash report in `$MC_HOME/logs`.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test code: a failed step is a failed test"
+)]
+
+use crate::common::*;
+use magi_client::Backend;
+use magi_protocol::ErrorCode;
+use magi_protocol::cards::{CardOutcome, CardState};
+use magi_protocol::messages::{
+    EmptyParams, Event, HistoryPageParams, Persistence, RunOutcome, SessionListParams,
+};
+use magi_protocol::methods;
+use magi_testkit::{MockServer, Reply};
+use serde_json::json;
+
+const CAPABILITIES: [&str; 6] = [
+    "session.create",
+    "session.list",
+    "turn.start",
+    "history.page",
+    "shutdown",
+    "tool.cards",
+];
+
+/// An environment whose backend talks to `mock` and panics at `fault`.
+fn armed(mock: &MockServer, fault: &str) -> TestEnv {
+    let env = env_for_wire(Wire::Chat, mock).var("MAGI_FAULT", fault);
+    env.write_settings("[permissions]\nallow = [\"bash\"]\n");
+    env
+}
+
+/// The crash reports in the environment's `MC_HOME`, as text.
+fn crash_reports(env: &TestEnv) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir(env.mc_home().join("logs")) else {
+        return Vec::new();
+    };
+    entries
+        .map(|entry| std::fs::read_to_string(entry.unwrap().path()).unwrap())
+        .collect()
+}
+
+async fn ready(env: &TestEnv) -> Backend {
+    let mut backend = env.spawn();
+    backend.initialize(&CAPABILITIES).await.unwrap().unwrap();
+    backend
+}
+
+#[tokio::test]
+async fn a_panic_on_the_runs_thread_fails_the_run_and_the_backend_serves_the_next_turn() {
+    let mock = MockServer::start().await;
+    let command = json!({ "command": "echo ran >> ran.txt" }).to_string();
+    mock.enqueue(Reply::stream().tool_call("c1", "bash", [command]));
+    mock.enqueue(Reply::stream().text(["Recovered."]));
+    let env = armed(&mock, "panic_after_claim:1");
+    let mut backend = ready(&env).await;
+    let session = session_with_turn(&mut backend, "Run it").await;
+    let mut seen = Vec::new();
+    let finished = until_finished(&mut backend, &mut seen).await;
+    assert_eq!(finished.outcome, RunOutcome::Failed, "{seen:?}");
+    assert_eq!(finished.error_code, Some(ErrorCode::ExecutionFailed));
+    assert_eq!(finished.persistence, Persistence::Durable);
+    // The diagnostic names the place and the report, nothing of the panic's message.
+    let summary = seen
+        .iter()
+        .find_map(|e| match e {
+            Event::Diagnostic(d) if d.code == "internal_error" => Some(d.summary.clone()),
+            _ => None,
+        })
+        .expect("an internal_error diagnostic");
+    assert!(
+        summary.starts_with("internal error at crates/core/src/fault.rs:"),
+        "{summary}"
+    );
+    assert!(summary.contains("the crash report is "), "{summary}");
+    assert!(!summary.contains("crash point"), "{summary}");
+    // The call's card, started and never settled, ends unknown before run.finished.
+    let cards: Vec<_> = seen
+        .iter()
+        .filter_map(|e| match e {
+            Event::ToolCard(e) => Some(e.card.clone()),
+            _ => None,
+        })
+        .collect();
+    let last = cards.last().expect("the call's card");
+    assert_eq!(last.state, CardState::Finished);
+    assert_eq!(last.outcome, Some(CardOutcome::Unknown));
+    assert!(cards.windows(2).all(|w| w[0].revision < w[1].revision));
+    // The crash report says where, on which thread.
+    let reports = crash_reports(&env);
+    assert_eq!(reports.len(), 1, "{reports:?}");
+    assert!(reports[0].contains("program: serve\n"), "{}", reports[0]);
+    assert!(reports[0].contains("thread: magi-run\n"), "{}", reports[0]);
+    assert!(reports[0].contains("location: crates/core/src/fault.rs:"));
+
+    // The same backend takes the next turn; the call the panic left unsettled is
+    // settled by recovery and never ran.
+    start_turn(&mut backend, &session, "Go on").await;
+    let mut seen = Vec::new();
+    let finished = until_finished(&mut backend, &mut seen).await;
+    assert_eq!(finished.outcome, RunOutcome::Completed, "{seen:?}");
+    assert!(!env.cwd().join("ran.txt").exists());
+    let page = backend
+        .call::<methods::HistoryPage>(&HistoryPageParams {
+            session_id: session.clone(),
+            revision: finished.revision.unwrap(),
+            cursor: None,
+        })
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(page.complete);
+    let told = tool_outputs(&mock.requests()[1].body);
+    assert_eq!(told.len(), 1, "{told:?}");
+    shutdown_clean(&mut backend).await;
+}
+
+#[tokio::test]
+async fn a_panic_in_session_work_answers_execution_failed_and_the_backend_goes_on() {
+    let mock = MockServer::start().await;
+    let env = armed(&mock, "panic_session_work:1");
+    let mut backend = ready(&env).await;
+    let params = SessionListParams {
+        revision: None,
+        cursor: None,
+        limit: None,
+    };
+    let first = backend.call::<methods::SessionList>(&params).await.unwrap();
+    assert_eq!(first.err(), Some(ErrorCode::ExecutionFailed));
+    let second = backend.call::<methods::SessionList>(&params).await.unwrap();
+    assert!(second.is_ok(), "{second:?}");
+    backend
+        .call::<methods::SessionCreate>(&EmptyParams {})
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(crash_reports(&env).len(), 1);
+    shutdown_clean(&mut backend).await;
+}
+
+#[tokio::test]
+async fn a_panic_on_the_protocol_loop_ends_the_backend_in_order() {
+    let mock = MockServer::start().await;
+    let env = armed(&mock, "panic_loop:1");
+    let mut backend = ready(&env).await;
+    let session = new_session(&mut backend).await;
+    let _ = backend
+        .send::<methods::TurnStart>(&magi_protocol::messages::TurnStartParams {
+            session_id: session,
+            prompt: "hello".into(),
+            attachments: None,
+        })
+        .await;
+    let end = backend.end_within(WAIT).await;
+    assert_eq!(end.status.and_then(|s| s.code()), Some(101), "{end:?}");
+    let said = end.describe();
+    assert!(
+        said.starts_with(
+            "the backend crashed: crash point reached (1) at crates/core/src/fault.rs:"
+        ),
+        "{said}"
+    );
+    let reports = crash_reports(&env);
+    assert_eq!(reports.len(), 1);
+    let report_path = said
+        .rsplit_once("(report: ")
+        .unwrap()
+        .1
+        .trim_end_matches(')');
+    assert!(std::path::Path::new(report_path).exists(), "{said}");
+    assert!(reports[0].contains("message: crash point reached (1)\n"));
+}

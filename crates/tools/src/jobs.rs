@@ -182,8 +182,24 @@ fn insert(
     // Without a watcher the job would only be seen to end when someone looks.
     let _ = std::thread::Builder::new()
         .name("magi-job".into())
-        .spawn(move || watch(&watched));
+        .spawn(move || watch_contained(&watched));
     id
+}
+
+/// [`watch`], with a panic in it contained: a watcher that panics must not leave its
+/// job running unseen, so the job ends as cancelled, its group killed, and says so when
+/// next looked at.
+fn watch_contained(id: &str) {
+    if magi_crash::contain(|| watch(id)).is_err() {
+        let _ = magi_crash::contain(|| {
+            let mut jobs = jobs();
+            if let Some(job) = jobs.all.get_mut(id)
+                && job.ended.is_none()
+            {
+                conclude(job, &End::Cancelled);
+            }
+        });
+    }
 }
 
 /// Looks at a job until it ends, killing it at its deadline.

@@ -312,7 +312,7 @@ impl Shell<'_> {
             // writer ends when the pipe closes, at the latest when the group is killed.
             std::thread::spawn(move || {
                 use std::io::Write;
-                let _ = pipe.write_all(&bytes);
+                let _ = magi_crash::contain(|| pipe.write_all(&bytes));
             });
         }
         // Its files are made at their first bytes, while it runs.

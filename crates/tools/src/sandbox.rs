@@ -118,19 +118,21 @@ pub fn warm(cwd: &Path) {
         let _ = std::thread::Builder::new()
             .name("sandbox-warm".to_owned())
             .spawn(move || {
-                crate::process::start_early_server();
-                let support = if config.settings.mode == SandboxMode::Off {
-                    Support::none(String::new())
-                } else {
-                    support(&config)
-                };
-                if let Ok(decision) = decide_with(&config, &support, &cwd, false) {
-                    crate::process::warm(decision.policy.as_ref());
-                }
-                // Taken by that server unless one served its policy already (a command
-                // came first) or there is none to serve (a required sandbox the kernel
-                // cannot enforce): then no command will need it.
-                crate::process::discard_early_server();
+                magi_crash::contain(move || {
+                    crate::process::start_early_server();
+                    let support = if config.settings.mode == SandboxMode::Off {
+                        Support::none(String::new())
+                    } else {
+                        support(&config)
+                    };
+                    if let Ok(decision) = decide_with(&config, &support, &cwd, false) {
+                        crate::process::warm(decision.policy.as_ref());
+                    }
+                    // Taken by that server unless one served its policy already (a command
+                    // came first) or there is none to serve (a required sandbox the kernel
+                    // cannot enforce): then no command will need it.
+                    crate::process::discard_early_server();
+                })
             });
     });
 }

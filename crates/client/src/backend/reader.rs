@@ -41,6 +41,11 @@ pub(super) async fn read_output(
     shared: Arc<Shared>,
     incoming: mpsc::Sender<Incoming>,
 ) {
+    // Whatever ends the reading, a panic included, every waiter is answered.
+    let mut ended = EndsWaiters {
+        shared: Arc::clone(&shared),
+        failure: ClientError::Closed,
+    };
     let mut decoder = FrameDecoder::new();
     let mut checker = FrameChecker::default();
     let mut buffer = vec![0u8; READ_BATCH_BYTES];
@@ -113,20 +118,33 @@ pub(super) async fn read_output(
             }
         }
     };
-    // Marked ended under the lock that adds requests: a later one fails at once.
-    let waiters: Vec<Waiter> = {
-        let mut pending = shared.pending();
-        pending.ended = Some(match &failure {
-            ClientError::Violation(violation) => Some(violation.clone()),
-            _ => None,
-        });
-        pending.waiters.drain().map(|(_, w)| w).collect()
-    };
-    for waiter in waiters {
-        let error = match &failure {
-            ClientError::Violation(v) => ClientError::Violation(v.clone()),
-            _ => ClientError::Closed,
+    ended.failure = failure;
+}
+
+/// Answers every request still waiting when the reader ends, however it ends (a panic
+/// unwinding through it too), with why it ended.
+struct EndsWaiters {
+    shared: Arc<Shared>,
+    failure: ClientError,
+}
+
+impl Drop for EndsWaiters {
+    fn drop(&mut self) {
+        // Marked ended under the lock that adds requests: a later one fails at once.
+        let waiters: Vec<Waiter> = {
+            let mut pending = self.shared.pending();
+            pending.ended = Some(match &self.failure {
+                ClientError::Violation(violation) => Some(violation.clone()),
+                _ => None,
+            });
+            pending.waiters.drain().map(|(_, w)| w).collect()
         };
-        let _ = waiter.send(Err(error));
+        for waiter in waiters {
+            let error = match &self.failure {
+                ClientError::Violation(v) => ClientError::Violation(v.clone()),
+                _ => ClientError::Closed,
+            };
+            let _ = waiter.send(Err(error));
+        }
     }
 }

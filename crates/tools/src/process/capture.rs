@@ -227,7 +227,11 @@ impl Capturing {
         let output = Arc::new(Mutex::new(output));
         let (done, finished) = mpsc::channel();
         let shared = Arc::clone(&output);
-        std::thread::spawn(move || pump(pipes, [stdout, stderr], &shared, &done));
+        // A pump that panics drops its sender: the waits see the streams' ends as
+        // unknown (not drained) rather than hang.
+        std::thread::spawn(move || {
+            let _ = magi_crash::contain(|| pump(pipes, [stdout, stderr], &shared, &done));
+        });
         Capturing { output, finished }
     }
 }

@@ -289,7 +289,16 @@ impl Server {
         let reader = Arc::clone(&server);
         std::thread::Builder::new()
             .name("magi-spawn".into())
-            .spawn(move || reader.read(child))
+            .spawn(move || {
+                let mut child = child;
+                // A reader that panics is a server lost: what it ran is killed and every
+                // waiter is told, as when the server itself ends.
+                if magi_crash::contain(|| reader.read(&mut child)).is_err() {
+                    reader.lost();
+                }
+                let _ = child.kill();
+                let _ = child.wait();
+            })
             .map_err(|e| format!("cannot watch the spawn server: {e}"))?;
         Ok(server)
     }
@@ -302,8 +311,8 @@ impl Server {
         self.lock().gone
     }
 
-    /// Reads the server's events until it ends, then reaps it.
-    fn read(&self, mut child: Child) {
+    /// Reads the server's events until it ends; the caller then reaps it.
+    fn read(&self, child: &mut Child) {
         let mut buffer = [0u8; 4096];
         while let Ok(Some((len, _))) = codec::receive(&self.socket, &mut buffer) {
             let Ok(event) = Event::decode(&buffer[..len]) else {
@@ -354,8 +363,7 @@ impl Server {
             }
         }
         self.lost();
-        let _ = child.kill();
-        let _ = child.wait();
+        let _ = child;
     }
 
     /// The server ended: what it still ran is killed by group and reported ended by

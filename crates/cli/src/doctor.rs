@@ -177,6 +177,9 @@ async fn checks(request: &StartupRequest, inspection: &Inspection, online: bool)
             .fix(format!("magi-code hooks approve {}", hook.number)),
         );
     }
+    if let Ok(home) = &inspection.home {
+        checks.extend(crash_checks(&home.join(magi_core::CRASH_REPORTS_DIR)));
+    }
     checks.push(backend_check(settings_ok && selection_ok).await);
     if online && selection_ok {
         checks.push(provider_check(request, inspection).await);
@@ -240,6 +243,58 @@ fn sandbox_check(request: &StartupRequest, settings: &magi_config::Settings) -> 
              network = \"all\" for commands that may reach any host",
         ),
     }
+}
+
+/// The newest crash reports doctor names, each a check of its own.
+const CRASHES_SHOWN: usize = 5;
+
+/// The crash reports in `dir` (`$MC_HOME/logs`): the newest few, each a warning that
+/// says what crashed, when and where, and the report to send; a line saying there are
+/// none otherwise.
+fn crash_checks(dir: &std::path::Path) -> Vec<Check> {
+    let reports = match magi_crash::recent(dir) {
+        Ok(reports) => reports,
+        Err(e) => {
+            return vec![Check::new(
+                "crashes",
+                Status::Warning,
+                format!("the crash reports in {} cannot be read: {e}", dir.display()),
+            )];
+        }
+    };
+    if reports.is_empty() {
+        return vec![Check::new("crashes", Status::Ok, "no crash reports")];
+    }
+    let mut checks: Vec<Check> = reports
+        .iter()
+        .take(CRASHES_SHOWN)
+        .map(|report| {
+            Check::new(
+                "crashes",
+                Status::Warning,
+                format!(
+                    "{} crashed at {}: {} at {}",
+                    report.program, report.time, report.message, report.location
+                ),
+            )
+            .fix(format!(
+                "the report is {}: attach it to a bug report, then delete it",
+                report.path.display()
+            ))
+        })
+        .collect();
+    if reports.len() > CRASHES_SHOWN {
+        checks.push(Check::new(
+            "crashes",
+            Status::Warning,
+            format!(
+                "{} older crash reports in {}",
+                reports.len() - CRASHES_SHOWN,
+                dir.display()
+            ),
+        ));
+    }
+    checks
 }
 
 /// Starts a backend as every client does. When the configuration is already known to

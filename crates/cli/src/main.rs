@@ -73,7 +73,8 @@ const DOCTOR_ABOUT: &str = "\
 Check the setup: show the configuration in use and where each part comes from \
 (MC_HOME, each settings file read or absent, the provider, its base URL, whether its \
 credential is present, the model, the MCP servers and their approval), then check it, \
-each line ok, warning or error with what to do. --online also reaches the provider. \
+each line ok, warning or error with what to do; recent crash reports (MC_HOME/logs) are \
+listed with the file to send. --online also reaches the provider. \
 Exits 1 when something is broken.";
 
 const DOCTOR_AFTER_HELP: &str = "\

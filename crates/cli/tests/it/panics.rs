@@ -178,4 +178,16 @@ async fn a_panic_on_the_protocol_loop_ends_the_backend_in_order() {
         .trim_end_matches(')');
     assert!(std::path::Path::new(report_path).exists(), "{said}");
     assert!(reports[0].contains("message: crash point reached (1)\n"));
+    // Doctor lists the report: what crashed, where, and the file to send.
+    let output = env.without("MAGI_FAULT").run_cli(&["doctor"]).await;
+    let text = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(text.contains("crashes: serve crashed at "), "{text}");
+    assert!(
+        text.contains(": crash point reached (1) at crates/core/src/fault.rs:"),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("fix: the report is {report_path}")),
+        "{text}"
+    );
 }

@@ -123,6 +123,11 @@ async fn exec(args: &ExecArgs, prompt: String) -> Exit {
     let run = match started {
         Some(Ok(run)) => run,
         Some(Err(e)) => {
+            // A backend that went away says how: its crash, its signal, its last words.
+            let e = match e.downcast_ref::<magi_client::ClientError>() {
+                Some(magi_client::ClientError::Closed) => gone(&mut backend).await,
+                _ => e,
+            };
             report::failure(&Failure::Setup(&e));
             stop(&mut backend, &mut signals).await;
             return Exit::Failed;
@@ -177,6 +182,15 @@ async fn exec(args: &ExecArgs, prompt: String) -> Exit {
     };
     stop(&mut backend, &mut signals).await;
     exit
+}
+
+/// Why the backend's output ended: how the backend ended (its crash, a signal, its exit
+/// status and last words on stderr), as the client library tells it, waited for within
+/// the cleanup bound.
+async fn gone(backend: &mut Backend) -> anyhow::Error {
+    let wait = Duration::from_millis(magi_protocol::limits::CLEANUP_WAIT_MS);
+    let end = backend.end_within(wait).await;
+    anyhow!("{}", end.describe())
 }
 
 /// Starts this executable as the backend, in a process group of its own.
@@ -335,9 +349,7 @@ async fn follow(
             Step::Incoming(None) if cancel_deadline.is_some() => {
                 return Ended::Interrupted { killed: false };
             }
-            Step::Incoming(None) => {
-                return Ended::Lost(anyhow!("the backend ended before the run finished"));
-            }
+            Step::Incoming(None) => return Ended::Lost(gone(backend).await),
             Step::Signal => {
                 if cancel_deadline.is_some() {
                     eprintln!("magi-code exec: stopped at once; the backend was killed");

@@ -191,3 +191,36 @@ async fn a_panic_on_the_protocol_loop_ends_the_backend_in_order() {
         "{text}"
     );
 }
+
+#[tokio::test]
+async fn exec_tells_a_backend_crash_with_its_cause_and_exits_1() {
+    let mock = MockServer::start().await;
+    let env = armed(&mock, "panic_loop:1");
+    let output = env.run_cli(&["exec", "hello"]).await;
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains(
+            "magi-code exec: the backend crashed: crash point reached (1) at crates/core/src/fault.rs:"
+        ),
+        "{stderr}"
+    );
+    assert!(stderr.contains("(report: "), "{stderr}");
+    assert!(output.stdout.is_empty());
+}
+
+#[tokio::test]
+async fn exec_tells_a_run_ended_by_a_contained_panic() {
+    let mock = MockServer::start().await;
+    let command = json!({ "command": "echo ran" }).to_string();
+    mock.enqueue(Reply::stream().tool_call("c1", "bash", [command]));
+    let env = armed(&mock, "panic_after_claim:1");
+    let output = env.run_cli(&["exec", "run it"]).await;
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("magi-code: internal_error: internal error at crates/core/src/fault.rs:"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("the crash report is "), "{stderr}");
+}

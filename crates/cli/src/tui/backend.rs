@@ -76,14 +76,74 @@ impl App {
         &mut self,
         backend: &mut Backend,
     ) -> anyhow::Result<()> {
-        if backend.ids_remaining() > id_reserve() {
+        if !self.backend_gone && backend.ids_remaining() > id_reserve() {
             return Ok(());
         }
-        let _ = backend.shutdown().await;
-        let _ = backend.wait_within(EXIT_WAIT).await;
-        *backend = start_backend()
-            .await?
-            .map_err(|code| crate::explain::initialize_failed(code, &[]))?;
+        self.renew_backend(backend).await
+    }
+
+    /// Sends `prompt` on a backend with request IDs to spare, started fresh first when
+    /// needed; when no fresh one could start, the prompt goes back to the composer.
+    pub(super) async fn send_renewed(
+        &mut self,
+        backend: &mut Backend,
+        prompt: String,
+    ) -> anyhow::Result<()> {
+        self.renew_backend_if_needed(backend).await?;
+        if self.backend_gone {
+            self.composer.set_text(prompt);
+            return Ok(());
+        }
+        self.send(backend, prompt).await
+    }
+
+    /// The backend ended (its output closed): how, in the transcript, with what the
+    /// person can do; the run it ran, its open calls and approvals, are unknown.
+    pub(super) async fn backend_ended(&mut self, backend: &mut Backend) {
+        let wait = std::time::Duration::from_millis(magi_protocol::limits::CLEANUP_WAIT_MS);
+        let end = backend.end_within(wait).await;
+        let said = format!(
+            "{}. Press r to start a fresh backend on this session (a prompt sent starts              one too).",
+            end.describe()
+        );
+        self.transcript.apply(FoldInput::BackendEnded { said });
+        self.backend_gone = true;
+        self.run_started = None;
+        self.stopping = false;
+        self.question = None;
+        self.status = "disconnected · r starts a fresh backend".into();
+    }
+
+    /// Shuts this backend down (if it still runs) and starts a fresh one on the same
+    /// durable session, or a new session when the session was never made durable. The
+    /// calls a dead backend left open are settled by the recovery rules at the next
+    /// turn. A fresh backend that cannot start is said, and `r` tries again.
+    pub(super) async fn renew_backend(&mut self, backend: &mut Backend) -> anyhow::Result<()> {
+        if !self.backend_gone {
+            let _ = backend.shutdown().await;
+            let _ = backend.wait_within(EXIT_WAIT).await;
+        }
+        let started = match start_backend().await {
+            Ok(Ok(started)) => started,
+            Ok(Err(code)) => {
+                self.status = format!(
+                    "a fresh backend could not start: {}; r tries again",
+                    crate::explain::initialize_failed(code, &[])
+                );
+                return Ok(());
+            }
+            Err(e) => {
+                self.status = format!("a fresh backend could not start: {e:#}; r tries again");
+                return Ok(());
+            }
+        };
+        *backend = started;
+        let renewed = if self.backend_gone {
+            "a fresh backend reopened the session"
+        } else {
+            "backend renewed"
+        };
+        self.backend_gone = false;
         self.clock.backend_renewed();
         match self.transcript.durable_session().map(str::to_owned) {
             Some(id) => self.open_session(backend, id).await?,
@@ -96,7 +156,7 @@ impl App {
                 self.transcript.apply(FoldInput::SessionAttached(session));
             }
         }
-        self.status = "backend renewed".into();
+        self.status = renewed.into();
         Ok(())
     }
 
@@ -128,7 +188,20 @@ impl App {
             prompt,
             attachments,
         };
-        match backend.call::<methods::TurnStart>(&params).await? {
+        let answered = match backend.call::<methods::TurnStart>(&params).await {
+            Ok(answered) => answered,
+            // The backend went away with the prompt in flight: how is said, and the
+            // prompt, never persisted, comes back to the composer.
+            Err(magi_client::ClientError::Closed) => {
+                self.backend_ended(backend).await;
+                if let Some(text) = self.transcript.take_restored_prompt() {
+                    self.composer.set_text(text);
+                }
+                return Ok(());
+            }
+            Err(e) => return Err(e.into()),
+        };
+        match answered {
             Ok(started) => {
                 self.run_started = Some(std::time::Instant::now());
                 self.stopping = false;

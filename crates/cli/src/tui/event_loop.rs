@@ -171,16 +171,24 @@ impl App {
                     match action {
                         Action::Quit => return Ok(()),
                         Action::Nothing => {}
-                        Action::Send(prompt) => {
-                            self.renew_backend_if_needed(backend).await?;
-                            self.send(backend, prompt).await?
+                        // With the backend gone there is no run to stop or answer.
+                        Action::Stop | Action::Answer(_) | Action::AnswerQuestions(_)
+                            if self.backend_gone => {}
+                        // A command asks a fresh backend.
+                        Action::Commands(request) if self.backend_gone => {
+                            self.renew_backend(backend).await?;
+                            if !self.backend_gone {
+                                self.command(backend, request).await?;
+                            }
                         }
+                        Action::Send(prompt) => self.send_renewed(backend, prompt).await?,
                         Action::Stop => self.stop(backend).await?,
                         Action::Answer(answer) => self.answer(backend, answer).await?,
                         Action::Commands(request) => self.command(backend, request).await?,
                         Action::AnswerQuestions(answers) => {
                             self.answer_questions(backend, answers).await?
                         }
+                        Action::Renew => self.renew_backend(backend).await?,
                     }
                 }
                 done = super::commands::finished(&mut self.op), if self.op.is_some() => {
@@ -192,7 +200,8 @@ impl App {
                     self.composer.walked(walked);
                     dirty = true;
                 }
-                incoming = backend.next_incoming() => {
+                // A backend that ended has nothing more to say.
+                incoming = backend.next_incoming(), if !self.backend_gone => {
                     dirty = true;
                     match incoming {
                     Some(Incoming::Event { event, .. }) => {
@@ -229,8 +238,7 @@ impl App {
                         }
                         // A prompt queued during the turn goes now.
                         if finished && let Some(prompt) = self.queued.take() {
-                            self.renew_backend_if_needed(backend).await?;
-                            self.send(backend, prompt).await?;
+                            self.send_renewed(backend, prompt).await?;
                         }
                     }
                     Some(Incoming::Response(_)) => {}
@@ -238,10 +246,7 @@ impl App {
                         self.transcript.apply(FoldInput::Disconnected);
                         self.status = format!("protocol violation: {v}");
                     }
-                    None => {
-                        self.transcript.apply(FoldInput::Disconnected);
-                        self.status = "the backend ended".into();
-                    }
+                    None => self.backend_ended(backend).await,
                 }
                 }
             }

@@ -54,6 +54,10 @@ impl App {
                 Action::Quit
             }
             KeyCode::Esc => Action::Stop,
+            // After the backend ended, `r` on an empty composer starts a fresh one.
+            KeyCode::Char('r') if self.backend_gone && !ctrl && self.composer.is_empty() => {
+                Action::Renew
+            }
             // The queued prompt comes back to the composer to be edited.
             KeyCode::Up if self.composer.is_empty() && self.queued.is_some() => {
                 let queued = self.queued.take().unwrap_or_default();

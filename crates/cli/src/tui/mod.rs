@@ -143,6 +143,8 @@ enum Action {
     Commands(commands::Request),
     /// Answers the open questions (`None` declines them).
     AnswerQuestions(Option<Vec<magi_protocol::messages::QuestionReply>>),
+    /// Starts a fresh backend on the session, the one before having ended.
+    Renew,
 }
 
 /// An answer to the pending approval (`approval.scopes`).
@@ -197,6 +199,9 @@ struct App {
     approval: approval::ApprovalPrompt,
     /// The transcript's scroll position and laid-out rows.
     view: render::View,
+    /// Whether the backend ended (its crash or death is said in the transcript): `r`
+    /// on an empty composer, or the next prompt, starts a fresh one on this session.
+    backend_gone: bool,
 }
 
 impl App {
@@ -228,6 +233,7 @@ impl App {
             clock: render::Clock::default(),
             approval: approval::ApprovalPrompt::default(),
             view: render::View::default(),
+            backend_gone: false,
         }
     }
 

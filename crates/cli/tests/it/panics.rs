@@ -12,6 +12,7 @@
     reason = "test code: a failed step is a failed test"
 )]
 
+use crate::common::tmux::{Tmux, mock_vars};
 use crate::common::*;
 use magi_client::Backend;
 use magi_protocol::ErrorCode;
@@ -223,4 +224,82 @@ async fn exec_tells_a_run_ended_by_a_contained_panic() {
         "{stderr}"
     );
     assert!(stderr.contains("the crash report is "), "{stderr}");
+}
+
+/// Mission Control against `mock` with the crash point `fault` in every backend it
+/// starts, `bash` allowed.
+fn mission_control(mock: &MockServer, fault: &str, columns: u16) -> (TestEnv, Tmux) {
+    let env = TestEnv::new();
+    env.write_settings("[permissions]\nallow = [\"bash\"]\n");
+    let mut vars = mock_vars(mock);
+    vars.push(("MAGI_FAULT", fault.to_owned()));
+    let tmux = Tmux::start_sized(&env, &vars, columns, 30);
+    (env, tmux)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mission_control_tells_a_backend_crash_and_r_starts_a_fresh_backend() {
+    let mock = MockServer::start().await;
+    for columns in [80, 120] {
+        let (_env, tmux) = mission_control(&mock, "panic_loop:1", columns);
+        tmux.wait_for("idle ·");
+        tmux.type_text("hello 世界");
+        tmux.key("Enter");
+        let screen = tmux.wait_for("[backend_ended]");
+        let flat = screen
+            .replace('│', " ")
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
+        assert!(flat.contains("Press r to start a fresh backend"), "{screen}");
+        assert!(
+            flat.contains("the backend crashed: crash point reached (1) at"),
+            "{screen}"
+        );
+        assert!(flat.contains("(report:"), "{screen}");
+        assert!(screen.contains("r starts a fresh backend"), "{screen}");
+        // The prompt comes back to the composer, never lost.
+        assert!(screen.contains("› hello 世界"), "{screen}");
+        // With text in the composer `r` is typed; on an empty one it renews.
+        tmux.key("C-c");
+        tmux.wait_gone("› hello 世界");
+        tmux.type_text("r");
+        tmux.wait_for("a fresh backend reopened the session");
+        tmux.quit();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mission_control_goes_on_after_a_killed_backend_on_the_same_session() {
+    let mock = MockServer::start().await;
+    let command = json!({ "command": "echo ran >> ran.txt" }).to_string();
+    mock.enqueue(Reply::stream().tool_call("c1", "bash", [command]));
+    mock.enqueue(Reply::stream().text(["Recovered after the crash."]));
+    // Every backend is killed at its first claim: the fresh one's turn claims nothing.
+    let (env, tmux) = mission_control(&mock, "after_claim:1", 120);
+    tmux.wait_for("idle ·");
+    tmux.type_text("run it");
+    tmux.key("Enter");
+    let screen = tmux.wait_for("[backend_ended]");
+    assert!(
+        screen.contains("the backend was killed by signal 9 (KILL)"),
+        "{screen}"
+    );
+    // A prompt sent starts a fresh backend on the same session, which settles the
+    // call the dead one left open and answers.
+    tmux.type_text("go on");
+    tmux.key("Enter");
+    let screen = tmux.wait_for("Recovered after the crash.");
+    assert!(screen.contains("run it"), "{screen}");
+    assert!(!env.cwd().join("ran.txt").exists());
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 2);
+    assert_eq!(tool_outputs(&requests[1].body).len(), 1);
+    // One session: the fresh backend reopened the one the prompt began.
+    assert_eq!(
+        std::fs::read_dir(workspace_dir(&env)).unwrap().count(),
+        1,
+        "one session log"
+    );
+    tmux.quit();
 }

@@ -39,6 +39,10 @@ use history::PageLoad;
 /// Below it, relaunch and reopen first.
 pub const TURN_ID_RESERVE: usize = 512;
 
+/// The code of the diagnostic a client's fold adds when its backend ended
+/// ([`FoldInput::BackendEnded`]); no backend sends it.
+pub const BACKEND_ENDED: &str = "backend_ended";
+
 /// One thing that happened, in the order the client learned it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum FoldInput {
@@ -79,6 +83,13 @@ pub enum FoldInput {
     /// The transport to the child was lost (output closed, a violation, a write
     /// failed, the child died) before everything settled.
     Disconnected,
+    /// The child ended, and the client knows how (`BackendEnd::describe`): folded as
+    /// [`FoldInput::Disconnected`], and the sentence that tells it stays in the
+    /// transcript as a diagnostic of code [`BACKEND_ENDED`], where the person looks.
+    BackendEnded {
+        /// How it ended, and what the person may do about it.
+        said: String,
+    },
     /// `session.create` or `session.open` answered: the session now attached.
     SessionAttached(SessionResult),
     /// A `history.page` result. Pages of one revision are collected until the last one
@@ -190,6 +201,14 @@ impl Transcript {
                 }
             }
             FoldInput::Disconnected => self.disconnected(),
+            FoldInput::BackendEnded { said } => {
+                self.disconnected();
+                self.push_unkeyed(Item::Diagnostic(DiagnosticItem {
+                    run_id: String::new(),
+                    code: BACKEND_ENDED.to_owned(),
+                    summary: said,
+                }));
+            }
             FoldInput::SessionAttached(result) => self.attached(result),
             FoldInput::HistoryPage(page) => {
                 if let Some((load, complete)) = PageLoad::fold(&mut self.loading, &page) {

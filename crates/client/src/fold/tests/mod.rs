@@ -370,6 +370,30 @@ fn approvals_are_answered_locally_and_lapse_or_turn_unknown() {
 }
 
 #[test]
+fn a_backend_that_ended_is_said_in_the_transcript_and_kept_over_history() {
+    let said = "the backend crashed: boom at a.rs:1 (report: /r)";
+    let t = fold(vec![
+        approval("p1"),
+        FoldInput::BackendEnded { said: said.into() },
+    ]);
+    // As a disconnection: what was open is unknown.
+    assert!(matches!(&t.items()[0], Item::Approval(a) if a.state == ApprovalState::Unknown));
+    assert_eq!(shown(&t).last(), Some(&(Role::Diagnostic, said, true)));
+    // A reopened session's history keeps it where it was.
+    let mut t = t;
+    t.apply(page(
+        "h2",
+        vec![entry("m1", EntryKind::User, "earlier", 0, true)],
+        None,
+    ));
+    assert!(
+        shown(&t)
+            .iter()
+            .any(|(role, text, _)| *role == Role::Diagnostic && *text == said)
+    );
+}
+
+#[test]
 fn an_approval_keeps_its_subject_and_suggested_rule() {
     let change = ProposedChange {
         diff: "--- a\n+++ a\n@@ -1 +1 @@\n-x\n+y\n".into(),

@@ -79,8 +79,15 @@ impl Handle {
 
 /// A session's task: its backend and the turn in progress.
 pub(crate) struct Session {
-    /// The ACP (and our) session ID.
+    /// The ACP session ID: the backend's session, or the one it began as.
     id: String,
+    /// The backend's session: the ACP ID, unless a backend that ended took a session
+    /// that was never made durable with it, and a fresh one began another.
+    backend_id: String,
+    /// How a fresh backend for this session is started.
+    start: open::Start,
+    /// How the backend ended, once it did: the next prompt starts a fresh one.
+    gone: Option<String>,
     /// The session's folder, for absolute paths in tool calls.
     cwd: PathBuf,
     backend: Backend,
@@ -98,11 +105,14 @@ pub(crate) struct Session {
 }
 
 impl Session {
-    fn new(id: String, cwd: PathBuf, backend: Backend, peer: Peer) -> Session {
+    fn new(id: String, cwd: PathBuf, start: open::Start, backend: Backend, peer: Peer) -> Session {
         let (answer_sender, answers) = mpsc::unbounded_channel();
         let (note_sender, terminal_notes) = mpsc::unbounded_channel();
         Session {
+            backend_id: id.clone(),
             id,
+            start,
+            gone: None,
             cwd,
             backend,
             peer,
@@ -137,22 +147,31 @@ impl Session {
                 Some(answer) = self.answers.recv() => self.answered(answer).await,
                 Some(note) = self.terminal_notes.recv() => self.terminal_note(note).await,
                 Some(done) = self.files.next() => self.file_done(done).await,
-                incoming = self.backend.next_incoming() => match incoming {
+                // A backend that ended has nothing more to say.
+                incoming = self.backend.next_incoming(), if self.gone.is_none() => match incoming {
                     Some(Incoming::Event { event, .. }) => self.event(event).await,
                     Some(Incoming::Response(_)) => {}
                     Some(Incoming::Violation(violation)) => {
-                        eprintln!("magi-code acp: session {}: the backend broke the protocol: {violation}", self.id);
-                        break;
+                        // Nothing it says can be trusted any more: it is stopped.
+                        self.backend.kill().await;
+                        self.ended(format!("the backend broke the protocol: {violation}"));
                     }
                     None => {
-                        eprintln!("magi-code acp: session {}: the backend ended", self.id);
-                        break;
+                        let wait = Duration::from_millis(magi_protocol::limits::CLEANUP_WAIT_MS);
+                        let said = self.backend.end_within(wait).await.describe();
+                        self.ended(said);
                     }
                 },
             }
         }
         if let Some(turn) = self.turn.take() {
-            turn.fail("the session's backend ended before the turn finished");
+            turn.fail("the session was closed before the turn finished");
+        }
+        if self.gone.is_some() {
+            if let Some(done) = closed {
+                let _ = done.send(());
+            }
+            return;
         }
         let exited = async {
             let _ = self
@@ -169,7 +188,64 @@ impl Session {
         }
     }
 
+    /// The backend ended, `said` telling how: the turn in progress fails saying so,
+    /// and the session waits for its next prompt to start a fresh backend.
+    pub(super) fn ended(&mut self, said: String) {
+        eprintln!("magi-code acp: session {}: {said}", self.id);
+        if let Some(turn) = self.turn.take() {
+            turn.fail(&format!(
+                "{said}; the next prompt starts a fresh backend for this session"
+            ));
+        }
+        self.gone = Some(said);
+    }
+
+    /// Starts a fresh backend for the session after the last one ended: it reopens the
+    /// session, or, when the session was never made durable, begins a new one for the
+    /// same ACP session. The calls the last backend left open are settled by the
+    /// recovery rules at the next turn.
+    async fn renew(&mut self) -> Result<(), Error> {
+        let Some(said) = self.gone.clone() else {
+            return Ok(());
+        };
+        let (backend, backend_id) = self
+            .start
+            .again(&self.cwd, &self.backend_id)
+            .await
+            .map_err(|e| {
+                let why = e
+                    .data
+                    .as_ref()
+                    .and_then(|d| d.as_str())
+                    .unwrap_or_default()
+                    .to_owned();
+                Error::internal_error().data(json!(format!(
+                    "{said}; a fresh backend could not start: {why}"
+                )))
+            })?;
+        self.backend = backend;
+        self.backend_id = backend_id;
+        self.gone = None;
+        Ok(())
+    }
+
     async fn command(&mut self, command: Command) {
+        let renewal = match &command {
+            Command::Prompt { .. } | Command::SetConfig { .. } => self.renew().await,
+            Command::Cancel | Command::Close { .. } => Ok(()),
+        };
+        if let Err(e) = renewal {
+            match command {
+                Command::Prompt { reply, .. } => {
+                    let _ = reply.send(Err(e));
+                }
+                Command::SetConfig { reply, .. } => {
+                    let _ = reply.send(Err(e));
+                }
+                Command::Cancel | Command::Close { .. } => {}
+            }
+            return;
+        }
         match command {
             Command::Prompt { input, reply } => self.prompt(input, reply).await,
             Command::Cancel => self.cancel().await,
@@ -182,7 +258,7 @@ impl Session {
                     Err(Error::invalid_request()
                         .data(json!("a turn is running; change the model once it ends")))
                 } else {
-                    config::set(&mut self.backend, &self.id, &option, &value).await
+                    config::set(&mut self.backend, &self.backend_id, &option, &value).await
                 };
                 let _ = reply.send(result);
             }
@@ -200,7 +276,7 @@ impl Session {
         }
         turn.cancelled = true;
         let params = TurnCancelParams {
-            session_id: self.id.clone(),
+            session_id: self.backend_id.clone(),
             run_id: turn.run_id.clone(),
         };
         // The run's end follows as `run.finished`; a backend that cannot be written to

@@ -51,6 +51,39 @@ pub(crate) enum Target {
     Resume(String),
 }
 
+/// How a session's backend is started, kept to start a fresh one when it ended: the
+/// variables beyond ours (the client's MCP servers) and what it negotiates.
+pub(crate) struct Start {
+    env: Vec<(String, String)>,
+    client_files: bool,
+    terminals: bool,
+}
+
+impl Start {
+    /// A fresh backend in `cwd` attached to session `id`, reopened; a session that was
+    /// never made durable cannot be, and a new one is begun in its place. Returns the
+    /// backend and its session.
+    pub(super) async fn again(&self, cwd: &Path, id: &str) -> Result<(Backend, String), Error> {
+        let mut backend = backend_with(cwd, &self.env, self.client_files, self.terminals).await?;
+        let params = SessionOpenParams {
+            session_id: id.to_owned(),
+        };
+        let attached = match backend.call::<methods::SessionOpen>(&params).await {
+            Ok(Ok(result)) => Ok(result),
+            Ok(Err(ErrorCode::SessionMissing)) => attach(&mut backend, cwd, &Target::New).await,
+            Ok(Err(code)) => Err(open_error(code, Some(id), cwd)),
+            Err(e) => Err(config::gone(&e)),
+        };
+        match attached {
+            Ok(attached) => Ok((backend, attached.session_id)),
+            Err(e) => {
+                backend.kill().await;
+                Err(e)
+            }
+        }
+    }
+}
+
 /// A started backend in `cwd` with these variables beyond ours, initialized.
 pub(crate) async fn backend(cwd: &Path, env: &[(String, String)]) -> Result<Backend, Error> {
     backend_with(cwd, env, false, false).await
@@ -124,7 +157,12 @@ pub(crate) async fn open(
             return Err(e);
         }
     };
-    let session = Session::new(attached.session_id.clone(), cwd, backend, peer);
+    let start = Start {
+        env,
+        client_files,
+        terminals,
+    };
+    let session = Session::new(attached.session_id.clone(), cwd, start, backend, peer);
     let mut session = session;
     let ready = async {
         if let Target::Load(_) = target {
@@ -203,7 +241,7 @@ impl Session {
     /// with its final status and content.
     async fn replay(&mut self, revision: &str) -> Result<(), Error> {
         let mut params = HistoryPageParams {
-            session_id: self.id.clone(),
+            session_id: self.backend_id.clone(),
             revision: revision.to_owned(),
             cursor: None,
         };

@@ -104,7 +104,7 @@ impl Session {
             }
         };
         let params = TurnStartParams {
-            session_id: self.id.clone(),
+            session_id: self.backend_id.clone(),
             prompt: input.text,
             attachments,
         };
@@ -118,10 +118,24 @@ impl Session {
                 return;
             }
             Err(e) => {
-                let _ =
-                    reply
-                        .send(Err(Error::internal_error()
-                            .data(json!(format!("the backend is gone: {e}")))));
+                for path in &scratch {
+                    let _ = std::fs::remove_file(path);
+                }
+                // The backend went away with the prompt: how is said, and the next
+                // prompt starts a fresh one.
+                let said = match e {
+                    magi_client::ClientError::Closed => {
+                        let wait = std::time::Duration::from_millis(
+                            magi_protocol::limits::CLEANUP_WAIT_MS,
+                        );
+                        self.backend.end_within(wait).await.describe()
+                    }
+                    other => format!("the backend is gone: {other}"),
+                };
+                self.ended(said.clone());
+                let _ = reply.send(Err(Error::internal_error().data(json!(format!(
+                    "{said}; the next prompt starts a fresh backend for this session"
+                )))));
                 return;
             }
         };
@@ -143,7 +157,7 @@ impl Session {
     /// The `/compact` command: `session.compact`, told as a short reply.
     async fn compact(&mut self) -> Result<PromptResponse, Error> {
         let params = SessionCompactParams {
-            session_id: self.id.clone(),
+            session_id: self.backend_id.clone(),
         };
         let text = match self.backend.call::<methods::SessionCompact>(&params).await {
             Ok(Ok(result)) if result.compacted => "The conversation was compacted.",

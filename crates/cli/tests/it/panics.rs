@@ -251,7 +251,10 @@ async fn mission_control_tells_a_backend_crash_and_r_starts_a_fresh_backend() {
             .split_whitespace()
             .collect::<Vec<_>>()
             .join(" ");
-        assert!(flat.contains("Press r to start a fresh backend"), "{screen}");
+        assert!(
+            flat.contains("Press r to start a fresh backend"),
+            "{screen}"
+        );
         assert!(
             flat.contains("the backend crashed: crash point reached (1) at"),
             "{screen}"

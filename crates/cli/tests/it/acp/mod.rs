@@ -21,6 +21,7 @@ use agent_client_protocol_schema::v1::{
 use magi_testkit::{MockServer, Reply};
 use serde_json::{Value, json};
 
+mod crash;
 mod files;
 mod mcp;
 mod models;

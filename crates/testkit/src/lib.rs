@@ -40,4 +40,6 @@ pub use mcp_server::{EVERYTHING_PACKAGE, EVERYTHING_VERSION, everything_server, 
 pub use render::Format;
 pub use reply::{Reply, Stop, ToolCall};
 pub use scenario::{DELTAS, Scenario, TOOL_CALLS};
-pub use server::{MockServer, RESET_PATH, RecordedRequest, STATS_PATH, TITLE_PROMPT_START};
+pub use server::{
+    MockServer, RESET_PATH, RecordedRequest, Responder, STATS_PATH, TITLE_PROMPT_START,
+};

@@ -59,12 +59,18 @@ impl RecordedRequest {
     }
 }
 
+/// What a [`MockServer::start_responder`] server asks for each model request's reply:
+/// given the request's JSON body, the reply to play.
+pub type Responder = Box<dyn Fn(&Value) -> Reply + Send + Sync>;
+
 /// Where replies come from.
 enum Source {
     /// Per-test scripts, first in first out.
     Queue(Mutex<VecDeque<Reply>>),
     /// A benchmark scenario, answering every request.
     Scenario(Player),
+    /// A function of each request, such as a seeded random model.
+    Responder(Responder),
 }
 
 /// What the server saw, shared by the handlers and the bodies.
@@ -149,6 +155,13 @@ impl MockServer {
     /// [`Scenario`] instead of the queue, counting requests without keeping them.
     pub async fn start_scenario(scenario: Scenario) -> std::io::Result<MockServer> {
         MockServer::bind(Source::Scenario(Player::new(scenario)), false).await
+    }
+
+    /// Starts a server that answers every model request with what `responder` makes
+    /// of its body (title requests included; they are still logged apart), keeping no
+    /// request: a long randomized run makes many, and large ones.
+    pub async fn start_responder(responder: Responder) -> std::io::Result<MockServer> {
+        MockServer::bind(Source::Responder(responder), false).await
     }
 
     async fn bind(source: Source, record: bool) -> std::io::Result<MockServer> {
@@ -328,7 +341,7 @@ mod tests {
         assert_eq!(requests[2].path, "/models");
         let queue_len = match &server.state.source {
             Source::Queue(queue) => queue.lock().unwrap().len(),
-            Source::Scenario(_) => 0,
+            Source::Scenario(_) | Source::Responder(_) => 0,
         };
         assert_eq!(queue_len, 1);
     }

@@ -62,6 +62,7 @@ mod sandbox_calls;
 mod sandbox_git;
 mod session_usage;
 mod sessions;
+mod soak;
 mod spawner;
 mod subagents;
 mod titles;

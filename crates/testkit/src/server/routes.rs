@@ -148,11 +148,15 @@ async fn handle(
             false,
             Vec::new(),
         ),
-        Source::Queue(queue) => {
-            let next = queue
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .pop_front();
+        Source::Queue(_) | Source::Responder(_) => {
+            let next = match &state.source {
+                Source::Queue(queue) => queue
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .pop_front(),
+                Source::Responder(respond) => Some(respond(&body)),
+                Source::Scenario(_) => None,
+            };
             let Some(reply) = next else {
                 return Ok(plain(
                     500,
@@ -225,11 +229,16 @@ fn answer_title(
     format: Format,
     recorded: RecordedRequest,
 ) -> Response<EventBody> {
+    let answered = match &state.source {
+        Source::Responder(respond) => Some(respond(&recorded.body)),
+        _ => None,
+    };
     if state.record {
         state.log().title_requests.push(recorded);
     }
     let next = match &state.source {
         Source::Scenario(_) => Some(Reply::stream().text([SCENARIO_TITLE])),
+        Source::Responder(_) => answered,
         Source::Queue(_) => state
             .titles
             .lock()

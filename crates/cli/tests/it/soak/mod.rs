@@ -1,0 +1,149 @@
+//! The soak: whole sessions through the real binary, each playing a seeded random plan
+//! (`model`: right and wrong tool calls, malformed arguments, tools never offered,
+//! several calls at once, huge and binary outputs, unicode, replies of every size,
+//! provider failures) against a workspace of big, binary, missing and symlinked files
+//! (`workspace`) under a small context window, with random approval answers, cancels,
+//! and now and then the backend killed mid-turn and the session reopened (`session`);
+//! a share goes through `magi-code exec` (`exec`). What must hold is checked after
+//! every turn; nothing a session started may outlive it (`leftovers`), and no crash
+//! report may be written.
+//!
+//! `MAGI_SOAK_SESSIONS` (default 24) sessions run, `MAGI_SOAK_PARALLEL` at a time (the
+//! machine's processors by default), from `MAGI_SOAK_SEED` (a fresh seed by default,
+//! printed). A failure names the session's own seed: `scripts/soak --sessions 1 --seed
+//! S` replays it alone.
+
+mod exec;
+mod leftovers;
+mod model;
+mod random;
+mod session;
+mod workspace;
+
+use std::sync::Arc;
+use std::time::Instant;
+
+/// The variable every process a soak session starts carries, with the session's tag.
+pub const TAG: &str = "MAGI_SOAK_TAG";
+
+/// Sessions run when `MAGI_SOAK_SESSIONS` does not say.
+const DEFAULT_SESSIONS: u64 = 24;
+
+/// What a session did, summed for the report.
+#[derive(Debug, Default)]
+pub struct Stats {
+    turns: usize,
+    kills: usize,
+    cancels: usize,
+    approvals: usize,
+    compactions: usize,
+    interrupts: usize,
+    outcomes: Vec<String>,
+}
+
+impl Stats {
+    fn add(&mut self, other: Stats) {
+        self.turns += other.turns;
+        self.kills += other.kills;
+        self.cancels += other.cancels;
+        self.approvals += other.approvals;
+        self.compactions += other.compactions;
+        self.interrupts += other.interrupts;
+        self.outcomes.extend(other.outcomes);
+    }
+}
+
+/// The seed of session `index` of a run seeded `seed`: the run's own for the first, so
+/// a session's seed run alone replays it.
+fn session_seed(seed: u64, index: u64) -> u64 {
+    if index == 0 {
+        return seed;
+    }
+    // SplitMix64 of the pair: nearby indexes give unrelated seeds.
+    let mut z = seed ^ index.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// A number from the environment, decimal or `0x` hexadecimal.
+fn number(name: &str) -> Option<u64> {
+    let value = std::env::var(name).ok()?;
+    match value.strip_prefix("0x") {
+        Some(hex) => u64::from_str_radix(hex, 16).ok(),
+        None => value.parse().ok(),
+    }
+}
+
+/// One session of seed `seed`: one in ten goes through `exec`.
+async fn one(seed: u64) -> Result<Stats, String> {
+    let tag = format!("{seed:016x}-{}", uuid::Uuid::new_v4());
+    if seed.is_multiple_of(10) {
+        exec::run(seed, &tag).await
+    } else {
+        session::run(seed, &tag).await
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn whole_sessions_survive_a_seeded_random_plan() {
+    let sessions = number("MAGI_SOAK_SESSIONS").unwrap_or(DEFAULT_SESSIONS);
+    let seed = number("MAGI_SOAK_SEED").unwrap_or_else(|| {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default();
+        session_seed(now.as_nanos() as u64, u64::from(std::process::id()))
+    });
+    let parallel = number("MAGI_SOAK_PARALLEL")
+        .map(|n| n.max(1) as usize)
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
+    eprintln!("soak: {sessions} sessions from seed {seed:#x}, {parallel} at a time");
+    let started = Instant::now();
+    let slots = Arc::new(tokio::sync::Semaphore::new(parallel));
+    let mut running = tokio::task::JoinSet::new();
+    for index in 0..sessions {
+        let slots = Arc::clone(&slots);
+        let seed = session_seed(seed, index);
+        running.spawn(async move {
+            let _slot = slots.acquire_owned().await;
+            (index, seed, one(seed).await)
+        });
+    }
+    let mut total = Stats::default();
+    let mut failures = Vec::new();
+    while let Some(done) = running.join_next().await {
+        match done {
+            Ok((_, _, Ok(stats))) => total.add(stats),
+            Ok((index, seed, Err(why))) => failures.push(format!(
+                "soak: session {index} (seed {seed:#x}) failed: {why}\n\
+                 replay it with: scripts/soak --sessions 1 --seed {seed:#x}"
+            )),
+            Err(e) => failures.push(format!("soak: a session's task failed: {e}")),
+        }
+    }
+    let elapsed = started.elapsed();
+    let failed = total
+        .outcomes
+        .iter()
+        .filter(|o| o.contains("Failed"))
+        .count();
+    eprintln!(
+        "soak: {sessions} sessions, {} turns ({} runs failed, as planned or not), {} backends \
+         killed, {} cancels, {} exec interrupts, {} approvals, {} compactions in {:.1} s \
+         ({:.0} sessions an hour); {} failures",
+        total.turns,
+        failed,
+        total.kills,
+        total.cancels,
+        total.interrupts,
+        total.approvals,
+        total.compactions,
+        elapsed.as_secs_f64(),
+        sessions as f64 * 3600.0 / elapsed.as_secs_f64().max(0.001),
+        failures.len()
+    );
+    for failure in &failures {
+        eprintln!("{failure}");
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

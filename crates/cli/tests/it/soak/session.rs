@@ -1,0 +1,325 @@
+//! One soak session through the real binary over `serve --stdio`: turns of the random
+//! model under a small context window, approvals answered at random, cancels, and now
+//! and then the backend killed mid-turn and the session reopened in a fresh one. After
+//! every turn that was not killed it checks what must hold.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use magi_client::{Backend, Incoming};
+use magi_protocol::ErrorCode;
+use magi_protocol::messages::{
+    ActivityKind, ApprovalAnswerParams, ApprovalScope, EmptyParams, Event, HistoryPageParams,
+    RunFinished, SessionOpenParams, TurnCancelParams, TurnStartParams,
+};
+use magi_protocol::methods;
+use magi_testkit::MockServer;
+
+use super::model::Model;
+use super::random::Random;
+use super::{Stats, leftovers, workspace};
+use crate::common::*;
+
+/// The longest one turn may take before the soak calls it stuck.
+const TURN_WAIT: Duration = Duration::from_secs(120);
+
+/// What a check that failed says.
+pub type Failed = String;
+
+/// The run a run event belongs to.
+fn run_of(event: &Event) -> Option<&str> {
+    Some(match event {
+        Event::InputPersisted(e) => &e.run_id,
+        Event::MessageDelta(e) => &e.run_id,
+        Event::MessageReconcile(e) => &e.run_id,
+        Event::Activity(e) => &e.run_id,
+        Event::ApprovalRequested(e) => &e.run_id,
+        Event::Diagnostic(e) => &e.run_id,
+        Event::RunFinished(e) => &e.run_id,
+        Event::ToolCard(e) => &e.run_id,
+        _ => return None,
+    })
+}
+
+/// A session's plan and what it saw.
+struct Driver {
+    random: Random,
+    model: Arc<Mutex<Model>>,
+    env: TestEnv,
+    session: String,
+    /// Runs whose `run.finished` arrived: none of their events may follow.
+    finished: HashSet<String>,
+    /// Whether a turn of the session was killed: its history stays incomplete.
+    interrupted: bool,
+    /// Whether the client negotiated `approval.scopes`.
+    scopes: bool,
+    stats: Stats,
+}
+
+/// Runs the soak session of `seed`, its processes marked with `tag`.
+pub async fn run(seed: u64, tag: &str) -> Result<Stats, Failed> {
+    let mut random = Random::new(seed);
+    let model = Model::new(random.next_u64());
+    let mock = MockServer::start_responder(Model::responder(&model))
+        .await
+        .map_err(|e| format!("the mock model could not start: {e}"))?;
+    let wire = *random.pick(&WIRES);
+    let provider = match wire {
+        Wire::Responses => "openai",
+        Wire::Chat => "openai-chat",
+        Wire::Anthropic => "anthropic",
+    };
+    let env = env_for_wire(wire, &mock).var(super::TAG, tag);
+    let window = random.between(4_000, 32_000);
+    let mut settings = format!("[models.\"{provider}/mock-model\"]\ncontext_window = {window}\n");
+    if random.chance(0.5) {
+        settings.push_str("\n[permissions]\nmode = \"allow-all\"\n");
+    }
+    env.write_settings(&settings);
+    workspace::populate(&env.cwd(), env.root(), &mut random);
+    let scopes = random.chance(0.7);
+    let mut driver = Driver {
+        random,
+        model,
+        env,
+        session: String::new(),
+        finished: HashSet::new(),
+        interrupted: false,
+        scopes,
+        stats: Stats::default(),
+    };
+    let mut backend = driver.start().await?;
+    driver.session = new_session(&mut backend).await;
+    let mut turns = driver.random.between(1, 4);
+    let mut turn = 0;
+    while turn < turns {
+        turn += 1;
+        if driver.turn(&mut backend).await? {
+            // Killed: a fresh backend reopens the session and takes another turn.
+            backend = driver.reopen().await?;
+            turns = turns.max(turn + 1);
+        }
+    }
+    let exited = driver.shutdown(backend).await;
+    let left = leftovers::wait_for_none(tag).await;
+    let crashes = crash_reports(&driver.env);
+    exited?;
+    left?;
+    if let Some(report) = crashes.first() {
+        return Err(format!("a crash report was written:\n{report}"));
+    }
+    Ok(driver.stats)
+}
+
+impl Driver {
+    /// A backend started and initialized.
+    async fn start(&self) -> Result<Backend, Failed> {
+        let mut backend = self.env.spawn();
+        let mut capabilities = vec![
+            "session.create",
+            "session.open",
+            "turn.start",
+            "turn.cancel",
+            "approval.answer",
+            "history.page",
+            "status",
+            "shutdown",
+            "tool.cards",
+            "session.usage",
+        ];
+        if self.scopes {
+            capabilities.push(magi_protocol::names::APPROVAL_SCOPES);
+        }
+        match backend.initialize(&capabilities).await {
+            Ok(Ok(_)) => Ok(backend),
+            other => Err(format!("initialize failed: {other:?}")),
+        }
+    }
+
+    /// A fresh backend on the session after one was killed: it must reopen it (or, when
+    /// the kill came before anything was recorded, find it missing and begin anew).
+    async fn reopen(&mut self) -> Result<Backend, Failed> {
+        let mut backend = self.start().await?;
+        let params = SessionOpenParams {
+            session_id: self.session.clone(),
+        };
+        match backend.call::<methods::SessionOpen>(&params).await {
+            Ok(Ok(_)) => Ok(backend),
+            Ok(Err(ErrorCode::SessionMissing)) => {
+                self.session = new_session(&mut backend).await;
+                self.interrupted = false;
+                Ok(backend)
+            }
+            other => Err(format!("the killed session did not reopen: {other:?}")),
+        }
+    }
+
+    /// One turn to its end; true when the backend was killed in it.
+    async fn turn(&mut self, backend: &mut Backend) -> Result<bool, Failed> {
+        let rounds = self.random.between(0, 6);
+        self.model
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .begin_turn(rounds);
+        let prompt = format!("soak {}", self.random.text_between(1, 2_000));
+        let params = TurnStartParams {
+            session_id: self.session.clone(),
+            prompt,
+            attachments: None,
+        };
+        let run_id = match backend.call::<methods::TurnStart>(&params).await {
+            Ok(Ok(started)) => started.run_id,
+            other => return Err(format!("turn.start was not admitted: {other:?}")),
+        };
+        self.stats.turns += 1;
+        let cancel_at = self.random.chance(0.2).then(|| self.random.between(1, 40));
+        let kill_at = self.random.chance(0.06).then(|| self.random.between(1, 60));
+        let mut seen = 0usize;
+        let finished = loop {
+            let incoming = backend.next_incoming_within(TURN_WAIT).await;
+            let Some(incoming) = incoming else {
+                let end = backend.end_within(Duration::from_secs(1)).await;
+                return Err(format!(
+                    "no run.finished within {} s ({} events): {}",
+                    TURN_WAIT.as_secs(),
+                    seen,
+                    end.describe()
+                ));
+            };
+            let event = match incoming {
+                Incoming::Event { event, .. } => event,
+                Incoming::Response(_) => continue,
+                Incoming::Violation(v) => return Err(format!("protocol violation: {v}")),
+            };
+            seen += 1;
+            if let Some(run) = run_of(&event)
+                && self.finished.contains(run)
+            {
+                return Err(format!(
+                    "an event of run {run} after its run.finished: {event:?}"
+                ));
+            }
+            match &event {
+                Event::RunFinished(finished) => break finished.clone(),
+                Event::ApprovalRequested(asked) => self.answer(backend, asked).await,
+                Event::Activity(a) if a.kind == ActivityKind::Compaction => {
+                    self.stats.compactions += 1;
+                }
+                _ => {}
+            }
+            if cancel_at == Some(seen) {
+                let params = TurnCancelParams {
+                    session_id: self.session.clone(),
+                    run_id: run_id.clone(),
+                };
+                // A run that just ended answers `stale_run`: fine.
+                let _ = backend.send::<methods::TurnCancel>(&params).await;
+                self.stats.cancels += 1;
+            }
+            if kill_at == Some(seen) {
+                backend.kill().await;
+                let _ = backend.wait_within(WAIT).await;
+                self.stats.kills += 1;
+                self.interrupted = true;
+                return Ok(true);
+            }
+        };
+        if finished.run_id != run_id {
+            return Err(format!("run.finished of another run: {finished:?}"));
+        }
+        self.finished.insert(run_id);
+        self.stats.outcomes.push(format!("{:?}", finished.outcome));
+        self.after_turn(backend, &finished).await?;
+        Ok(false)
+    }
+
+    /// Answers an approval at random: allow, deny, or allow for the session.
+    async fn answer(
+        &mut self,
+        backend: &mut Backend,
+        asked: &magi_protocol::messages::ApprovalRequested,
+    ) {
+        let allow = self.random.chance(0.6);
+        let scope =
+            (self.scopes && allow && self.random.chance(0.3)).then_some(ApprovalScope::Session);
+        let mut params =
+            ApprovalAnswerParams::once(&asked.session_id, &asked.run_id, &asked.approval_id, allow);
+        params.scope = scope;
+        // A late answer (the run was cancelled meanwhile) is `stale_approval`: fine.
+        let _ = backend.send::<methods::ApprovalAnswer>(&params).await;
+        self.stats.approvals += 1;
+    }
+
+    /// What must hold after a turn that was not killed: the backend answers, and the
+    /// session's history reads to its end, complete unless a turn was interrupted.
+    async fn after_turn(
+        &mut self,
+        backend: &mut Backend,
+        finished: &RunFinished,
+    ) -> Result<(), Failed> {
+        match backend.status().await {
+            Ok(Ok(_)) => {}
+            other => {
+                return Err(format!(
+                    "the backend did not answer status after the turn: {other:?}"
+                ));
+            }
+        }
+        let Some(revision) = finished.revision.clone() else {
+            return Ok(());
+        };
+        let mut params = HistoryPageParams {
+            session_id: self.session.clone(),
+            revision,
+            cursor: None,
+        };
+        for _ in 0..1_000 {
+            let page = match backend.call::<methods::HistoryPage>(&params).await {
+                Ok(Ok(page)) => page,
+                // A history past its snapshot budget says so: a defined outcome.
+                Ok(Err(ErrorCode::HistoryLimit)) => return Ok(()),
+                other => return Err(format!("history.page failed: {other:?}")),
+            };
+            match page.next_cursor {
+                Some(cursor) => params.cursor = Some(cursor),
+                None => {
+                    if page.complete == self.interrupted {
+                        return Err(format!(
+                            "history complete = {} after a session {} interrupted turn",
+                            page.complete,
+                            if self.interrupted {
+                                "with an"
+                            } else {
+                                "without an"
+                            }
+                        ));
+                    }
+                    return Ok(());
+                }
+            }
+        }
+        Err("history.page never reached its last page".to_owned())
+    }
+
+    /// Shuts the backend down: it must exit 0 with nothing on stderr.
+    async fn shutdown(&self, mut backend: Backend) -> Result<(), Failed> {
+        let _ = backend.send::<methods::Shutdown>(&EmptyParams {}).await;
+        let end = backend.end_within(WAIT).await;
+        match end.status.and_then(|s| s.code()) {
+            Some(0) if end.stderr_tail.is_empty() => Ok(()),
+            _ => Err(format!("shutdown did not end cleanly: {}", end.describe())),
+        }
+    }
+}
+
+/// The crash reports the session's backends wrote, as text.
+pub fn crash_reports(env: &TestEnv) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir(env.mc_home().join("logs")) else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(Result::ok)
+        .filter_map(|entry| std::fs::read_to_string(entry.path()).ok())
+        .collect()
+}

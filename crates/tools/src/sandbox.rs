@@ -308,12 +308,8 @@ fn policy(settings: &SandboxSettings, cwd: &Path) -> Policy {
 
 /// Where a confined command may write under `settings`, started in `cwd`.
 fn writable_roots(settings: &SandboxSettings, cwd: &Path) -> Vec<PathBuf> {
-    let mut roots: Vec<PathBuf> = TEMP_DIRS
-        .iter()
-        .chain(&DEVICES)
-        .map(PathBuf::from)
-        .collect();
-    roots.push(std::env::temp_dir());
+    let mut roots = temporary_roots();
+    roots.extend(DEVICES.iter().map(PathBuf::from));
     if settings.mode == SandboxMode::WorkspaceWrite {
         roots.push(cwd.to_owned());
         roots.extend(settings.writable_roots.iter().map(|root| root.0.clone()));
@@ -322,6 +318,15 @@ fn writable_roots(settings: &SandboxSettings, cwd: &Path) -> Vec<PathBuf> {
     roots.retain(|root| root.is_absolute());
     roots.sort();
     roots.dedup();
+    roots
+}
+
+/// The temporary directories every confined command may write, whatever the mode:
+/// the system's and this process's `TMPDIR`. A place outside all of them (and the
+/// workspace, and `writable_roots`) is one no confined command may write.
+pub fn temporary_roots() -> Vec<PathBuf> {
+    let mut roots: Vec<PathBuf> = TEMP_DIRS.iter().map(PathBuf::from).collect();
+    roots.push(std::env::temp_dir());
     roots
 }
 

@@ -44,11 +44,9 @@ pub(crate) fn available() -> bool {
     offered
 }
 
-/// A directory outside the temporary directories and the workspace (the build's own
-/// scratch directory), which no sandboxed command may write.
-pub(crate) fn outside_dir() -> tempfile::TempDir {
-    tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap()
-}
+/// A directory outside the temporary directories and the workspace, which no
+/// sandboxed command may write.
+pub(crate) use crate::common::outside_dir;
 
 /// `magi-code exec --allow-all PROMPT` against `mock` with `vars` added.
 pub(crate) async fn exec_all(env: &TestEnv, mock: &MockServer, vars: &[(&str, &str)]) -> Output {

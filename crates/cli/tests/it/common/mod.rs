@@ -25,6 +25,48 @@ pub mod tmux;
 /// The longest any single wait in a test may take.
 pub const WAIT: Duration = Duration::from_secs(10);
 
+/// The variable naming a directory outside every temporary directory, for when neither
+/// the build's scratch directory nor the home directory is one (both under `/tmp`).
+pub const OUTSIDE_DIR_ENV: &str = "MAGI_TEST_OUTSIDE_DIR";
+
+/// A fresh directory outside every directory a confined command may always write (the
+/// temporary ones, [`magi_tools::sandbox::temporary_roots`]), for tests that a
+/// command confined to its workspace cannot write elsewhere. The build's scratch
+/// directory is the first choice; when the clone or `CARGO_TARGET_DIR` lives under
+/// `/tmp` it is a temporary directory itself, and the home directory's cache is next.
+pub fn outside_dir() -> tempfile::TempDir {
+    let temporary: Vec<PathBuf> = magi_tools::sandbox::temporary_roots()
+        .into_iter()
+        .flat_map(|root| [root.canonicalize().ok(), Some(root)])
+        .flatten()
+        .collect();
+    let home_cache = std::env::var_os("HOME").map(|home| Path::new(&home).join(".cache"));
+    let candidates = std::env::var_os(OUTSIDE_DIR_ENV)
+        .map(PathBuf::from)
+        .into_iter()
+        .chain([PathBuf::from(env!("CARGO_TARGET_TMPDIR"))])
+        .chain(home_cache);
+    for candidate in candidates {
+        let _ = std::fs::create_dir_all(&candidate);
+        let Ok(place) = candidate.canonicalize() else {
+            continue;
+        };
+        if temporary.iter().any(|root| place.starts_with(root)) {
+            continue;
+        }
+        if let Ok(dir) = tempfile::Builder::new()
+            .prefix("magi-code-test-outside-")
+            .tempdir_in(&place)
+        {
+            return dir;
+        }
+    }
+    panic!(
+        "no writable directory outside the temporary directories ({temporary:?}) for the \
+         sandbox tests: set {OUTSIDE_DIR_ENV} to one"
+    )
+}
+
 /// The binary under test.
 pub fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_magi-code")
@@ -50,11 +92,10 @@ impl TestEnv {
         }
     }
 
-    /// As [`TestEnv::new`], with the home and workspace outside the system's temporary
-    /// directories (in the build's scratch directory), which a sandboxed command may
-    /// always write.
+    /// As [`TestEnv::new`], with the home and workspace outside the temporary
+    /// directories, which a sandboxed command may always write (see [`outside_dir`]).
     pub fn outside_temp() -> TestEnv {
-        let root = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+        let root = outside_dir();
         std::fs::create_dir(root.path().join("work")).unwrap();
         TestEnv {
             root,

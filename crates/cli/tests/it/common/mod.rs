@@ -250,12 +250,11 @@ pub async fn initialize_ok(backend: &mut Backend) -> magi_protocol::messages::In
 pub async fn shutdown_clean(backend: &mut Backend) {
     // Raw, so the result is checked to be exactly this object, not only what a typed
     // result would read of it.
-    let stopping = backend
-        .request_raw("shutdown", serde_json::json!({}))
-        .await
-        .unwrap()
-        .outcome
-        .unwrap();
+    let stopping = match backend.request_raw("shutdown", serde_json::json!({})).await {
+        Ok(response) => response.outcome.unwrap(),
+        // Name how the child went, not only that the pipe to it broke.
+        Err(e) => panic!("shutdown: {e}; {}", backend.end_within(WAIT).await.describe()),
+    };
     assert_eq!(stopping, serde_json::json!({"state": "stopping"}));
     assert_eq!(exit_status(backend).await.code(), Some(0));
     assert_eq!(stderr_text(backend).await, "");

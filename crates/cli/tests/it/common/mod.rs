@@ -253,7 +253,10 @@ pub async fn shutdown_clean(backend: &mut Backend) {
     let stopping = match backend.request_raw("shutdown", serde_json::json!({})).await {
         Ok(response) => response.outcome.unwrap(),
         // Name how the child went, not only that the pipe to it broke.
-        Err(e) => panic!("shutdown: {e}; {}", backend.end_within(WAIT).await.describe()),
+        Err(e) => panic!(
+            "shutdown: {e}; {}",
+            backend.end_within(WAIT).await.describe()
+        ),
     };
     assert_eq!(stopping, serde_json::json!({"state": "stopping"}));
     assert_eq!(exit_status(backend).await.code(), Some(0));

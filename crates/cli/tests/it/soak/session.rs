@@ -50,11 +50,14 @@ struct Driver {
     session: String,
     /// Runs whose `run.finished` arrived: none of their events may follow.
     finished: HashSet<String>,
-    /// Whether a turn of the session was killed: its history stays incomplete.
+    /// Whether a turn of the session was killed before its end was recorded: its
+    /// history stays incomplete.
     interrupted: bool,
     /// Whether the client negotiated `approval.scopes`.
     scopes: bool,
     stats: Stats,
+    /// What the session did, step by step, told with a failure.
+    story: Vec<String>,
 }
 
 /// Runs the soak session of `seed`, its processes marked with `tag`.
@@ -88,31 +91,39 @@ pub async fn run(seed: u64, tag: &str) -> Result<Stats, Failed> {
         interrupted: false,
         scopes,
         stats: Stats::default(),
+        story: vec![format!("{wire:?}, window {window}")],
     };
-    let mut backend = driver.start().await?;
-    driver.session = new_session(&mut backend).await;
-    let mut turns = driver.random.between(1, 4);
-    let mut turn = 0;
-    while turn < turns {
-        turn += 1;
-        if driver.turn(&mut backend).await? {
-            // Killed: a fresh backend reopens the session and takes another turn.
-            backend = driver.reopen().await?;
-            turns = turns.max(turn + 1);
-        }
-    }
-    let exited = driver.shutdown(backend).await;
-    let left = leftovers::wait_for_none(tag).await;
-    let crashes = crash_reports(&driver.env);
-    exited?;
-    left?;
-    if let Some(report) = crashes.first() {
-        return Err(format!("a crash report was written:\n{report}"));
-    }
+    let played = driver.play(tag).await;
+    played.map_err(|why| format!("{why}\n  what the session did: {}", driver.story.join("; ")))?;
     Ok(driver.stats)
 }
 
 impl Driver {
+    /// The session's turns, kills and reopens, then its shutdown and what must hold.
+    async fn play(&mut self, tag: &str) -> Result<(), Failed> {
+        let mut backend = self.start().await?;
+        self.session = new_session(&mut backend).await;
+        let mut turns = self.random.between(1, 4);
+        let mut turn = 0;
+        while turn < turns {
+            turn += 1;
+            if self.turn(&mut backend).await? {
+                // Killed: a fresh backend reopens the session and takes another turn.
+                backend = self.reopen().await?;
+                turns = turns.max(turn + 1);
+            }
+        }
+        let exited = self.shutdown(backend).await;
+        let left = leftovers::wait_for_none(tag).await;
+        let crashes = crash_reports(&self.env);
+        exited?;
+        left?;
+        if let Some(report) = crashes.first() {
+            return Err(format!("a crash report was written:\n{report}"));
+        }
+        Ok(())
+    }
+
     /// A backend started and initialized.
     async fn start(&self) -> Result<Backend, Failed> {
         let mut backend = self.env.spawn();
@@ -145,8 +156,13 @@ impl Driver {
             session_id: self.session.clone(),
         };
         match backend.call::<methods::SessionOpen>(&params).await {
-            Ok(Ok(_)) => Ok(backend),
+            Ok(Ok(_)) => {
+                self.story.push("reopened".to_owned());
+                Ok(backend)
+            }
             Ok(Err(ErrorCode::SessionMissing)) => {
+                self.story
+                    .push("reopen found it missing: a new session".to_owned());
                 self.session = new_session(&mut backend).await;
                 self.interrupted = false;
                 Ok(backend)
@@ -205,6 +221,7 @@ impl Driver {
                 Event::ApprovalRequested(asked) => self.answer(backend, asked).await,
                 Event::Activity(a) if a.kind == ActivityKind::Compaction => {
                     self.stats.compactions += 1;
+                    self.story.push(format!("compaction at event {seen}"));
                 }
                 _ => {}
             }
@@ -216,12 +233,17 @@ impl Driver {
                 // A run that just ended answers `stale_run`: fine.
                 let _ = backend.send::<methods::TurnCancel>(&params).await;
                 self.stats.cancels += 1;
+                self.story.push(format!("cancel at event {seen}"));
             }
             if kill_at == Some(seen) {
                 backend.kill().await;
                 let _ = backend.wait_within(WAIT).await;
                 self.stats.kills += 1;
-                self.interrupted = true;
+                let what: String = format!("{event:?}").chars().take(60).collect();
+                self.story.push(format!("killed at event {seen} ({what}…)"));
+                // Interrupted unless its end was recorded before the kill: a turn
+                // cancelled or finished just then is complete in the log.
+                self.interrupted |= !self.last_turn_ended();
                 return Ok(true);
             }
         };
@@ -230,6 +252,10 @@ impl Driver {
         }
         self.finished.insert(run_id);
         self.stats.outcomes.push(format!("{:?}", finished.outcome));
+        self.story.push(format!(
+            "turn of {rounds} rounds {:?} after {seen} events",
+            finished.outcome
+        ));
         self.after_turn(backend, &finished).await?;
         Ok(false)
     }
@@ -286,13 +312,15 @@ impl Driver {
                 None => {
                     if page.complete == self.interrupted {
                         return Err(format!(
-                            "history complete = {} after a session {} interrupted turn",
+                            "history complete = {} after a session {} interrupted turn; its \
+                             log: {}",
                             page.complete,
                             if self.interrupted {
                                 "with an"
                             } else {
                                 "without an"
-                            }
+                            },
+                            self.log_kinds()
                         ));
                     }
                     return Ok(());
@@ -300,6 +328,40 @@ impl Driver {
             }
         }
         Err("history.page never reached its last page".to_owned())
+    }
+
+    /// Whether the session log's last `turn_started` has its `turn_finished`.
+    fn last_turn_ended(&self) -> bool {
+        let log = std::fs::read_to_string(log_path(&self.env, &self.session)).unwrap_or_default();
+        let mut ended = true;
+        for record in log
+            .lines()
+            .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        {
+            match record["kind"].as_str() {
+                Some("turn_started") => ended = false,
+                Some("turn_finished") => ended = true,
+                _ => {}
+            }
+        }
+        ended
+    }
+
+    /// The kinds of the session log's records, in order (`kind` or `kind:state`).
+    fn log_kinds(&self) -> String {
+        let log = std::fs::read_to_string(log_path(&self.env, &self.session)).unwrap_or_default();
+        let kinds: Vec<String> = log
+            .lines()
+            .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+            .map(|record| {
+                let kind = record["kind"].as_str().unwrap_or("?").to_owned();
+                match record["state"].as_str().or(record["outcome"].as_str()) {
+                    Some(state) => format!("{kind}:{state}"),
+                    None => kind,
+                }
+            })
+            .collect();
+        kinds.join(" ")
     }
 
     /// Shuts the backend down: it must exit 0 with nothing on stderr.

@@ -222,6 +222,26 @@ impl Limits {
 pub const SETTINGS_FILE_BYTES: usize = 1_048_576;
 /// Largest credential file read for readiness, in bytes. Internal, like the above.
 pub const CREDENTIAL_FILE_BYTES: usize = 65_536;
+/// Most bytes read of one answer of an OAuth server: a token, metadata, registration or
+/// device-code answer, an error's body. Internal.
+pub const OAUTH_RESPONSE_BYTES: usize = 65_536;
+/// Longest one exchange with an OAuth server may take, from the connection to the last
+/// byte, in milliseconds. Internal.
+pub const OAUTH_REQUEST_MS: u64 = 30_000;
+/// A sign-in's access token that expires within this many milliseconds is refreshed
+/// before it is used, so that it does not expire in the middle of a request. Internal.
+pub const TOKEN_REFRESH_MARGIN_MS: u64 = 300_000;
+/// Longest wait for another process's refresh of the same sign-in (its lock), in
+/// milliseconds. Internal.
+pub const SIGN_IN_LOCK_WAIT_MS: u64 = 60_000;
+/// How long `magi-code login` waits for the browser to come back by default, in
+/// milliseconds. Internal.
+pub const SIGN_IN_CALLBACK_MS: u64 = 600_000;
+/// Most bytes read of one request to the sign-in's loopback callback. Internal.
+pub const SIGN_IN_CALLBACK_REQUEST_BYTES: usize = 8_192;
+/// Longest a device-code sign-in is waited for, in milliseconds: the codes expire
+/// after fifteen minutes. Internal.
+pub const DEVICE_CODE_WAIT_MS: u64 = 900_000;
 /// Most bytes the `read` tool returns to the model at once. Internal.
 pub const READ_TOOL_BYTES: usize = 256 * 1024;
 /// Most lines the `read` tool returns to the model at once. Internal.

@@ -15,6 +15,10 @@
 //! for the one test and the benchmark option that use a server the project did not
 //! write.
 //!
+//! For sign-ins, [`MockOAuth`] plays ChatGPT's sign-in and a generic authorization
+//! server for MCP, and [`follow_authorize_url`] is the browser that follows a sign-in's
+//! authorize URL back to its loopback callback.
+//!
 //! ```no_run
 //! # async fn demo() {
 //! use magi_testkit::{MockServer, Reply};
@@ -27,8 +31,10 @@
 
 mod mcp_mock;
 mod mcp_mock_binary;
+pub mod mcp_oauth_gate;
 mod mcp_server;
 mod models;
+mod oauth_mock;
 mod render;
 mod reply;
 mod scenario;
@@ -37,6 +43,10 @@ mod server;
 pub use mcp_mock::{MOCK_MCP_EXIT_STATUS, McpMock};
 pub use mcp_mock_binary::{MOCK_MCP_BIN, mock_mcp_server};
 pub use mcp_server::{EVERYTHING_PACKAGE, EVERYTHING_VERSION, everything_server, npm_package};
+pub use oauth_mock::{
+    Authorize, MOCK_ACCOUNT_ID, MOCK_EMAIL, MOCK_USER_CODE, MockOAuth, OAuthRequest,
+    follow_authorize_url,
+};
 pub use render::Format;
 pub use reply::{Reply, Stop, ToolCall};
 pub use scenario::{DELTAS, Scenario, TOOL_CALLS};

@@ -1,9 +1,13 @@
-//! `magi-mock-mcp [--http] [--filler-tools N] [--exit-at-startup CODE | --silent | --noise]`:
-//! an MCP server for tests and benchmarks (its tools: `magi_testkit::McpMock`).
+//! `magi-mock-mcp [--http [--oauth-issuer URL [--rejected-tokens FILE]]] [--filler-tools N]
+//! [--exit-at-startup CODE | --silent | --noise]`: an MCP server for tests and benchmarks
+//! (its tools: `magi_testkit::McpMock`).
 //!
 //! Over stdio (the default) it serves until its stdin closes. With `--http` it serves
 //! streamable HTTP on a loopback port, prints its URL (`http://127.0.0.1:PORT/mcp`) as
-//! the only line on stdout, and serves until killed.
+//! the only line on stdout, and serves until killed. With `--oauth-issuer` it serves
+//! only requests bearing a valid token of that authorization server, as
+//! `magi_testkit::mcp_oauth_gate` says; tokens listed in the `--rejected-tokens` file
+//! (read at each request) are refused too.
 //!
 //! The startup misbehaviours, over stdio: `--exit-at-startup CODE` exits at once with
 //! that status, reading nothing; `--silent` reads its stdin and never answers;
@@ -18,7 +22,7 @@ use std::sync::Arc;
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
-use magi_testkit::McpMock;
+use magi_testkit::{McpMock, mcp_oauth_gate};
 use rmcp::ServiceExt;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
@@ -37,12 +41,24 @@ enum Mode {
     Noise,
 }
 
-fn parse(mut args: impl Iterator<Item = String>) -> Option<(Mode, McpMock)> {
+/// The sign-in an HTTP server asks for.
+#[derive(Clone, Default)]
+struct Gate {
+    /// The authorization server whose tokens are admitted; none admits every request.
+    issuer: Option<String>,
+    /// A file of tokens refused even so.
+    rejected: Option<std::path::PathBuf>,
+}
+
+fn parse(mut args: impl Iterator<Item = String>) -> Option<(Mode, McpMock, Gate)> {
     let mut mode = Mode::Stdio;
     let mut mock = McpMock::default();
+    let mut gate = Gate::default();
     while let Some(flag) = args.next() {
         match flag.as_str() {
             "--http" => mode = Mode::Http,
+            "--oauth-issuer" => gate.issuer = Some(args.next()?),
+            "--rejected-tokens" => gate.rejected = Some(args.next()?.into()),
             "--silent" => mode = Mode::Silent,
             "--noise" => mode = Mode::Noise,
             "--exit-at-startup" => mode = Mode::ExitAtStartup(args.next()?.parse().ok()?),
@@ -50,7 +66,7 @@ fn parse(mut args: impl Iterator<Item = String>) -> Option<(Mode, McpMock)> {
             _ => return None,
         }
     }
-    Some((mode, mock))
+    Some((mode, mock, gate))
 }
 
 /// Reads stdin to its end, answering nothing.
@@ -62,7 +78,7 @@ fn ignore_stdin() -> ExitCode {
 }
 
 fn main() -> ExitCode {
-    let Some((mode, mock)) = parse(std::env::args().skip(1)) else {
+    let Some((mode, mock, gate)) = parse(std::env::args().skip(1)) else {
         return ExitCode::from(2);
     };
     match mode {
@@ -88,7 +104,7 @@ fn main() -> ExitCode {
     };
     let served = runtime.block_on(async {
         match mode {
-            Mode::Http => serve_http(mock).await,
+            Mode::Http => serve_http(mock, gate).await,
             _ => serve_stdio(mock).await,
         }
     });
@@ -104,7 +120,7 @@ async fn serve_stdio(mock: McpMock) -> Result<(), ()> {
     Ok(())
 }
 
-async fn serve_http(mock: McpMock) -> Result<(), ()> {
+async fn serve_http(mock: McpMock, gate: Gate) -> Result<(), ()> {
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0))
         .await
         .map_err(drop)?;
@@ -125,10 +141,39 @@ async fn serve_http(mock: McpMock) -> Result<(), ()> {
             continue;
         };
         let service = Arc::clone(&service);
+        let gate = gate.clone();
         tokio::spawn(async move {
-            let handle = service_fn(move |request| {
+            let handle = service_fn(move |request: hyper::Request<hyper::body::Incoming>| {
                 let service = Arc::clone(&service);
-                async move { Ok::<_, std::convert::Infallible>(service.handle(request).await) }
+                let gate = gate.clone();
+                async move {
+                    let origin = format!("http://127.0.0.1:{port}");
+                    let Some(issuer) = &gate.issuer else {
+                        return Ok::<_, std::convert::Infallible>(service.handle(request).await);
+                    };
+                    if request
+                        .uri()
+                        .path()
+                        .starts_with("/.well-known/oauth-protected-resource")
+                    {
+                        let body = mcp_oauth_gate::resource_metadata(&origin, issuer).to_string();
+                        return Ok(plain(200, body, None));
+                    }
+                    let authorization = request
+                        .headers()
+                        .get(hyper::header::AUTHORIZATION)
+                        .and_then(|v| v.to_str().ok());
+                    if mcp_oauth_gate::admits(issuer, authorization, gate.rejected.as_deref()) {
+                        Ok(service.handle(request).await)
+                    } else {
+                        let challenge = mcp_oauth_gate::challenge(&origin);
+                        Ok(plain(
+                            401,
+                            "{\"error\":\"invalid_token\"}".into(),
+                            Some(challenge),
+                        ))
+                    }
+                }
             });
             // A connection that fails ends alone; the server goes on.
             let _ = http1::Builder::new()
@@ -136,4 +181,27 @@ async fn serve_http(mock: McpMock) -> Result<(), ()> {
                 .await;
         });
     }
+}
+
+/// A whole response of the gate, in the body type the MCP service answers with.
+fn plain(
+    status: u16,
+    body: String,
+    challenge: Option<String>,
+) -> hyper::Response<http_body_util::combinators::BoxBody<bytes::Bytes, std::convert::Infallible>> {
+    use http_body_util::BodyExt;
+    let body = http_body_util::Full::new(bytes::Bytes::from(body)).boxed();
+    let mut response = hyper::Response::new(body);
+    *response.status_mut() =
+        hyper::StatusCode::from_u16(status).unwrap_or(hyper::StatusCode::INTERNAL_SERVER_ERROR);
+    response.headers_mut().insert(
+        hyper::header::CONTENT_TYPE,
+        hyper::header::HeaderValue::from_static("application/json"),
+    );
+    if let Some(challenge) = challenge.and_then(|c| hyper::header::HeaderValue::from_str(&c).ok()) {
+        response
+            .headers_mut()
+            .insert(hyper::header::WWW_AUTHENTICATE, challenge);
+    }
+    response
 }

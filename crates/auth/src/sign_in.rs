@@ -419,6 +419,22 @@ impl SignIn {
                 Ok(self.current(&written))
             }
             Err(failure) => {
+                // magi-code's own file forgets a refresh token its server refused for
+                // good, so that what is decided locally (readiness, the front ends'
+                // explanations) knows the sign-in has ended once its token expires.
+                if failure.error.kind == OAuthErrorKind::Refused
+                    && !failure.reused()
+                    && matches!(self.origin, Origin::Store(_))
+                {
+                    let ended = Tokens {
+                        refresh_token: None,
+                        ..tokens
+                    };
+                    let _ = file::write_atomic(
+                        self.origin.path(),
+                        &held.with(&ended, SystemTime::now()),
+                    );
+                }
                 drop(lock);
                 self.after_failed_refresh(&refresh_token, failure)
             }
@@ -444,7 +460,11 @@ impl SignIn {
         }
         if let Ok(again) = self.read() {
             let tokens = again.tokens();
-            let rotated = tokens.refresh_token.as_deref() != Some(refresh_token);
+            // Another writer's tokens: a refresh token, and not the one refused.
+            let rotated = tokens
+                .refresh_token
+                .as_deref()
+                .is_some_and(|theirs| theirs != refresh_token);
             if rotated && tokens.usable(SystemTime::now()) {
                 return Ok(self.current(&again));
             }

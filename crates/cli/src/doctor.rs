@@ -342,7 +342,10 @@ async fn provider_check(request: &StartupRequest, inspection: &Inspection) -> Ch
     let (Some(provider), Some((model, _))) = (&inspection.provider, &inspection.model) else {
         return Check::new("provider", Status::Error, "no provider and model to reach");
     };
-    let probe = probe(provider, model, &request.env).await;
+    let Ok(home) = &inspection.home else {
+        return Check::new("provider", Status::Error, "MC_HOME cannot be used");
+    };
+    let probe = probe(provider, model, home, &request.env).await;
     match (&probe.listed, &probe.request) {
         (Ok(models), None) => Check::new(
             "provider",

@@ -73,6 +73,7 @@ pub fn client_mcp_servers(env: &Env) -> Result<Vec<McpServer>, ConfigError> {
                 McpTransport::Http {
                     url,
                     bearer_token_env: server.bearer_token_env,
+                    oauth: None,
                 }
             }
             _ => {

@@ -39,7 +39,12 @@ pub fn profile(kind: ProviderKind, model: &str) -> EffortProfile {
         .iter()
         .any(|family| model == *family || model.starts_with(&format!("{family}-")));
     match kind {
+        // Every model ChatGPT's Codex backend serves reasons.
         ProviderKind::OpenAi if reasoning_family => EffortProfile {
+            support: EffortSupport::Supported,
+            permitted: vec![Effort::Default, Effort::Low, Effort::Medium, Effort::High],
+        },
+        ProviderKind::Codex => EffortProfile {
             support: EffortSupport::Supported,
             permitted: vec![Effort::Default, Effort::Low, Effort::Medium, Effort::High],
         },

@@ -43,7 +43,7 @@ pub use instructions::{
     InstructionSettings, load_instructions,
 };
 pub use long_work::{ContextSettings, DEFAULT_PRUNE_PROTECT_TOKENS, TurnSettings};
-pub use mcp::{McpApprovals, McpServer, McpSource, McpTransport, is_valid_server_name};
+pub use mcp::{McpApprovals, McpOAuth, McpServer, McpSource, McpTransport, is_valid_server_name};
 pub use models::ModelSettings;
 pub use permissions::{
     CallSubject, CodeModePermissions, PermissionMode, PermissionSettings, Rule, SessionRules,
@@ -54,8 +54,9 @@ pub use profiles::{
     primary_profile, subagent_profiles,
 };
 pub use provider::{
-    Credential, ProviderDefinition, Selection, base_url_origin, credential_source,
-    missing_credential, provider_definition, provider_names, read_credential, resolve_selection,
+    CHATGPT_LOGIN_COMMAND, Credential, DEFAULT_CHATGPT_AUTH_URL, ProviderDefinition, Selection,
+    base_url_origin, credential_source, missing_credential, provider_definition, provider_names,
+    read_credential, resolve_selection,
 };
 pub use provider_kind::ProviderKind;
 pub use sandbox::{SANDBOX_ENV, SandboxMode, SandboxNetwork, SandboxSettings, WritableRoot};

@@ -59,7 +59,26 @@ pub enum McpTransport {
         url: String,
         /// The variable holding a bearer token sent as `Authorization`.
         bearer_token_env: Option<String>,
+        /// The server needs an OAuth sign-in (`magi-code mcp login`), made as this
+        /// says. Part of the approved definition; left out of it when absent, so that
+        /// definitions without it keep the digest they always had.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        oauth: Option<McpOAuth>,
     },
+}
+
+/// How an MCP server's OAuth sign-in is made: `oauth = true` for the defaults, or a
+/// table.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpOAuth {
+    /// A client registered beforehand at the server's authorization server; without
+    /// it the client registers itself where the server offers that.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_id: Option<String>,
+    /// The scopes asked for; without them, those the server says it needs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scopes: Vec<String>,
 }
 
 /// One configured MCP server.
@@ -144,6 +163,7 @@ struct RawServer {
     cwd: Option<PathBuf>,
     url: Option<String>,
     bearer_token_env: Option<String>,
+    oauth: Option<toml::Value>,
     enabled: Option<bool>,
     startup_timeout_ms: Option<u64>,
     call_timeout_ms: Option<u64>,
@@ -237,6 +257,12 @@ fn server(name: String, source: McpSource, table: toml::Table) -> Result<McpServ
             if raw.env.keys().chain(&raw.env_vars).any(|k| !is_env_name(k)) {
                 return Err(invalid(&name, "an environment variable name is invalid"));
             }
+            if raw.oauth.is_some() {
+                return Err(invalid(
+                    &name,
+                    "oauth needs url: only an HTTP server signs in",
+                ));
+            }
             McpTransport::Stdio {
                 command,
                 args: raw.args,
@@ -263,9 +289,35 @@ fn server(name: String, source: McpSource, table: toml::Table) -> Result<McpServ
             {
                 return Err(invalid(&name, "bearer_token_env is not a variable name"));
             }
+            let oauth = match raw.oauth {
+                None | Some(toml::Value::Boolean(false)) => None,
+                Some(toml::Value::Boolean(true)) => Some(McpOAuth::default()),
+                Some(table @ toml::Value::Table(_)) => Some(
+                    table
+                        .try_into::<McpOAuth>()
+                        .map_err(|e| invalid(&name, &format!("oauth: {e}")))?,
+                ),
+                Some(_) => {
+                    return Err(invalid(&name, "oauth must be true, false or a table"));
+                }
+            };
+            if oauth.is_some() && raw.bearer_token_env.is_some() {
+                return Err(invalid(
+                    &name,
+                    "bearer_token_env and oauth exclude each other: a server takes one \
+                     kind of credential",
+                ));
+            }
+            if oauth
+                .as_ref()
+                .is_some_and(|o| o.client_id.as_deref() == Some(""))
+            {
+                return Err(invalid(&name, "oauth.client_id is empty"));
+            }
             McpTransport::Http {
                 url,
                 bearer_token_env: raw.bearer_token_env,
+                oauth,
             }
         }
         (Some(_), Some(_)) => return Err(invalid(&name, "give command or url, not both")),
@@ -459,6 +511,38 @@ call_timeout_ms = 5
         let other = Path::new(std::ffi::OsStr::from_bytes(b"/work/\xfe"));
         assert_eq!(project.digest(odd).len(), 64);
         assert_ne!(project.digest(odd), project.digest(other));
+    }
+
+    #[test]
+    fn oauth_settings_join_the_digest_and_leave_other_digests_as_they_were() {
+        let here = Path::new("/work/one");
+        let read = |text: &str| merge_mcp(value(text), None).unwrap().remove(0);
+        let plain = read("[mcp.servers.b]\nurl = \"http://127.0.0.1:1/mcp\"");
+        // The canonical form of a definition without `oauth` is the one approvals were
+        // given for before sign-ins existed.
+        let canonical = r#"{"format":1,"name":"b","source":"global","project":null,"transport":"http","url":"http://127.0.0.1:1/mcp","bearer_token_env":null}"#;
+        assert_eq!(plain.digest(here), hex(&Sha256::digest(canonical)));
+        let defaults = read("[mcp.servers.b]\nurl = \"http://127.0.0.1:1/mcp\"\noauth = true");
+        let McpTransport::Http { oauth, .. } = &defaults.transport else {
+            panic!("http");
+        };
+        assert_eq!(oauth.as_ref(), Some(&McpOAuth::default()));
+        assert_ne!(defaults.digest(here), plain.digest(here));
+        let client = read(
+            "[mcp.servers.b]\nurl = \"http://127.0.0.1:1/mcp\"\n[mcp.servers.b.oauth]\nclient_id = \"c\"\nscopes = [\"read\"]",
+        );
+        assert_ne!(client.digest(here), defaults.digest(here));
+        let off = read("[mcp.servers.b]\nurl = \"http://127.0.0.1:1/mcp\"\noauth = false");
+        assert_eq!(off.digest(here), plain.digest(here));
+        for text in [
+            "[mcp.servers.b]\nurl = \"http://h\"\noauth = 1",
+            "[mcp.servers.b]\nurl = \"http://h\"\noauth = { client = \"x\" }",
+            "[mcp.servers.b]\nurl = \"http://h\"\noauth = { client_id = \"\" }",
+            "[mcp.servers.b]\nurl = \"http://h\"\noauth = true\nbearer_token_env = \"T\"",
+            "[mcp.servers.b]\ncommand = \"x\"\noauth = true",
+        ] {
+            assert!(merge_mcp(value(text), None).is_err(), "{text}");
+        }
     }
 
     #[test]

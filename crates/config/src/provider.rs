@@ -19,9 +19,21 @@ pub enum Credential {
     OptionalEnv(String),
     /// A file that must hold a credential.
     File(PathBuf),
+    /// A ChatGPT sign-in (`magi-code login codex`, or Codex's own), whose sign-in,
+    /// token and revocation URLs are under `auth_url`. Whether it is ready is decided
+    /// where `MC_HOME` is known (the runtime), from the sign-in's files.
+    ChatGpt {
+        /// The sign-in's issuer, `https://auth.openai.com` unless settings say.
+        auth_url: String,
+    },
     /// No credential.
     None,
 }
+
+/// The ChatGPT sign-in's issuer unless `[providers.codex] auth_url` says otherwise.
+pub const DEFAULT_CHATGPT_AUTH_URL: &str = "https://auth.openai.com";
+/// The command that makes the ChatGPT sign-in.
+pub const CHATGPT_LOGIN_COMMAND: &str = "magi-code login codex";
 
 /// A provider as the runner will use it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -47,36 +59,48 @@ pub struct Selection {
     pub model: String,
 }
 
-/// A built-in provider: name, kind, endpoint variable, default endpoint, credential.
+/// A built-in provider: name, kind, endpoint variable (if any), default endpoint,
+/// credential.
 struct BuiltIn {
     name: &'static str,
     kind: ProviderKind,
-    base_url_env: &'static str,
+    base_url_env: Option<&'static str>,
     default_base_url: &'static str,
     credential: fn() -> Credential,
 }
 
-const BUILT_INS: [BuiltIn; 3] = [
+const BUILT_INS: [BuiltIn; 4] = [
     BuiltIn {
         name: "openai",
         kind: ProviderKind::OpenAi,
-        base_url_env: "OPENAI_BASE_URL",
+        base_url_env: Some("OPENAI_BASE_URL"),
         default_base_url: "https://api.openai.com/v1",
         credential: || Credential::Env("OPENAI_API_KEY".into()),
     },
     BuiltIn {
         name: "anthropic",
         kind: ProviderKind::Anthropic,
-        base_url_env: "ANTHROPIC_BASE_URL",
+        base_url_env: Some("ANTHROPIC_BASE_URL"),
         default_base_url: "https://api.anthropic.com",
         credential: || Credential::Env("ANTHROPIC_API_KEY".into()),
     },
     BuiltIn {
         name: "openai-chat",
         kind: ProviderKind::OpenAiChat,
-        base_url_env: "OPENAI_BASE_URL",
+        base_url_env: Some("OPENAI_BASE_URL"),
         default_base_url: "http://127.0.0.1:8080/v1",
         credential: || Credential::OptionalEnv("OPENAI_API_KEY".into()),
+    },
+    // A ChatGPT subscription through ChatGPT's Codex backend; its URLs come from
+    // settings only (`[providers.codex] base_url` and `auth_url`).
+    BuiltIn {
+        name: "codex",
+        kind: ProviderKind::Codex,
+        base_url_env: None,
+        default_base_url: "https://chatgpt.com/backend-api/codex",
+        credential: || Credential::ChatGpt {
+            auth_url: DEFAULT_CHATGPT_AUTH_URL.into(),
+        },
     },
 ];
 
@@ -142,10 +166,10 @@ pub fn provider_names(settings: &Settings) -> Vec<String> {
 /// when set, `settings` when a settings file gives it, else `built-in default`.
 pub fn base_url_origin(name: &str, settings: &Settings, env: &Env) -> String {
     let built_in = BUILT_INS.iter().find(|b| b.name == name);
-    if let Some(b) = built_in
-        && env.get(b.base_url_env).is_some()
+    if let Some(variable) = built_in.and_then(|b| b.base_url_env)
+        && env.get(variable).is_some()
     {
-        return b.base_url_env.to_owned();
+        return variable.to_owned();
     }
     let configured = settings
         .providers
@@ -179,12 +203,29 @@ fn definition(
                     "providers.{name}.kind cannot change a built-in provider's kind"
                 )));
             }
-            let base_url = env
-                .get(b.base_url_env)
+            let base_url = b
+                .base_url_env
+                .and_then(|variable| env.get(variable))
                 .map(str::to_owned)
                 .or(overrides.base_url.clone())
                 .unwrap_or_else(|| b.default_base_url.to_owned());
-            let credential = configured_credential(name, &overrides)?.unwrap_or_else(b.credential);
+            let mut credential =
+                configured_credential(name, &overrides)?.unwrap_or_else(b.credential);
+            match (&mut credential, &overrides.auth_url) {
+                (Credential::ChatGpt { auth_url }, Some(url)) => auth_url.clone_from(url),
+                (Credential::ChatGpt { .. }, None) | (_, None) => {}
+                (_, Some(_)) => {
+                    return Err(ConfigError::Invalid(format!(
+                        "providers.{name}.auth_url applies to provider \"codex\" alone"
+                    )));
+                }
+            }
+            if b.kind == ProviderKind::Codex && !matches!(credential, Credential::ChatGpt { .. }) {
+                return Err(ConfigError::Invalid(format!(
+                    "providers.{name}: provider \"codex\" uses a ChatGPT sign-in \
+                     ({CHATGPT_LOGIN_COMMAND}), not api_key_env, api_key_file or keyless"
+                )));
+            }
             Ok(ProviderDefinition {
                 name: name.to_owned(),
                 kind: b.kind,
@@ -197,6 +238,12 @@ fn definition(
             let kind = p.kind.ok_or_else(|| {
                 ConfigError::Invalid(format!("providers.{name}.kind is required"))
             })?;
+            if kind == ProviderKind::Codex || p.auth_url.is_some() {
+                return Err(ConfigError::Invalid(format!(
+                    "providers.{name}: kind \"codex\" and auth_url belong to the built-in \
+                     provider \"codex\" alone; set its URLs under [providers.codex]"
+                )));
+            }
             let base_url = p.base_url.clone().ok_or_else(|| {
                 ConfigError::Invalid(format!("providers.{name}.base_url is required"))
             })?;
@@ -255,7 +302,8 @@ pub fn read_credential(credential: &Credential, env: &Env) -> Option<String> {
                 .ok()?;
             String::from_utf8(bytes).ok()
         }),
-        Credential::None => None,
+        // A sign-in's tokens are read by the runtime, refreshed when due.
+        Credential::ChatGpt { .. } | Credential::None => None,
     };
     value.map(|v| v.trim().to_owned()).filter(|v| !v.is_empty())
 }
@@ -273,7 +321,8 @@ fn check_credential(provider: &ProviderDefinition, env: &Env) -> Result<(), Conf
                 Ok(bytes.iter().any(|b| !b.is_ascii_whitespace()))
             })
             .unwrap_or(false),
-        Credential::OptionalEnv(_) | Credential::None => true,
+        // Decided where MC_HOME is known: the runtime's startup.
+        Credential::ChatGpt { .. } | Credential::OptionalEnv(_) | Credential::None => true,
     };
     if present {
         Ok(())
@@ -299,6 +348,10 @@ pub fn missing_credential(provider: &ProviderDefinition) -> String {
             provider.name,
             path.display()
         ),
+        Credential::ChatGpt { .. } => format!(
+            "provider {:?} needs a ChatGPT sign-in: {CHATGPT_LOGIN_COMMAND}",
+            provider.name
+        ),
         Credential::None => format!("provider {:?} takes no credential", provider.name),
     }
 }
@@ -309,6 +362,9 @@ pub fn credential_source(credential: &Credential) -> Option<String> {
     match credential {
         Credential::Env(var) | Credential::OptionalEnv(var) => Some(var.clone()),
         Credential::File(path) => Some(path.display().to_string()),
+        Credential::ChatGpt { .. } => {
+            Some(format!("the ChatGPT sign-in ({CHATGPT_LOGIN_COMMAND})"))
+        }
         Credential::None => None,
     }
 }
@@ -438,6 +494,54 @@ model = "local-default"
         );
         assert!(resolve_selection(&s, &env(&[])).is_err());
         assert!(resolve_selection(&s, &env(&[("P_KEY", "v")])).is_ok());
+    }
+
+    #[test]
+    fn codex_is_built_in_with_a_chatgpt_sign_in_whose_urls_settings_may_move() {
+        let e = env(&[("MAGI_PROVIDER", "codex"), ("MAGI_MODEL", "gpt-5-codex")]);
+        // Ready as far as settings go: the sign-in itself is checked where MC_HOME is.
+        let got = resolve_selection(&Settings::default(), &e).unwrap();
+        assert_eq!(got.provider.kind, ProviderKind::Codex);
+        assert_eq!(
+            got.provider.base_url,
+            "https://chatgpt.com/backend-api/codex"
+        );
+        assert_eq!(
+            got.provider.credential,
+            Credential::ChatGpt {
+                auth_url: DEFAULT_CHATGPT_AUTH_URL.into()
+            }
+        );
+        let s = settings(
+            "[providers.codex]\nbase_url = \"http://127.0.0.1:1/v1\"\nauth_url = \"http://127.0.0.1:2\"\n",
+        );
+        let got = resolve_selection(&s, &e).unwrap();
+        assert_eq!(got.provider.base_url, "http://127.0.0.1:1/v1");
+        assert_eq!(
+            got.provider.credential,
+            Credential::ChatGpt {
+                auth_url: "http://127.0.0.1:2".into()
+            }
+        );
+        assert_eq!(base_url_origin("codex", &s, &e), "settings");
+        for text in [
+            "[providers.codex]\napi_key_env = \"K\"\n",
+            "[providers.openai]\nauth_url = \"http://x\"\n",
+            "[providers.mine]\nkind = \"codex\"\nbase_url = \"http://x\"\nkeyless = true\n",
+        ] {
+            let got = resolve_selection(&settings(text), &e.clone());
+            let got = match got {
+                Err(e) => Err(e),
+                Ok(_) => {
+                    provider_definition(text.split(['.', ']']).nth(1).unwrap(), &settings(text), &e)
+                        .map(|_| ())
+                }
+            };
+            assert!(
+                matches!(got, Err(ConfigError::Invalid(_))),
+                "{text}: {got:?}"
+            );
+        }
     }
 
     #[test]

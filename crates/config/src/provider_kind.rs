@@ -15,4 +15,8 @@ pub enum ProviderKind {
     /// Anthropic Messages API.
     #[serde(rename = "anthropic")]
     Anthropic,
+    /// The Responses API of ChatGPT's Codex backend, with a ChatGPT sign-in: the
+    /// built-in provider `codex` alone.
+    #[serde(rename = "codex")]
+    Codex,
 }

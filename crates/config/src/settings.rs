@@ -106,6 +106,9 @@ pub struct ProviderSettings {
     pub keyless: Option<bool>,
     /// Ask the model for reasoning summaries (OpenAI Responses, reasoning models only).
     pub reasoning_summaries: Option<bool>,
+    /// The ChatGPT sign-in's issuer, under which its sign-in, token and revocation URLs
+    /// are (provider `codex` only).
+    pub auth_url: Option<String>,
 }
 
 /// `[providers.catalog]`: which choices the model catalog admits.

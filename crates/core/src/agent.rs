@@ -35,6 +35,9 @@ pub struct Agent {
     /// The credential values themselves: redacted from everything the run sends, records
     /// or gives the model.
     pub secrets: Vec<String>,
+    /// The provider's sign-in, when it takes one (`codex`): its tokens join `secrets`
+    /// once a turn's thread has made sure they are current ([`Agent::prepare_sign_in`]).
+    pub sign_in: Option<Arc<magi_auth::SignIn>>,
     /// The instruction files startup read, in order.
     pub instructions: Arc<Vec<magi_config::Instruction>>,
     /// The model's context window in tokens (`crate::model_limits`), which compaction
@@ -90,6 +93,14 @@ pub fn agent_for(runtime: &Runtime, selection: &ActiveSelection) -> Result<Agent
     if required && api_key.is_none() {
         return Err(ErrorCode::ProviderUnavailable);
     }
+    // A sign-in that ended since startup (signed out, expired for good) is as missing
+    // as a key; one that is due is refreshed by the turn's first request.
+    let sign_in = match crate::sign_in::chatgpt_sign_in(runtime.home.root(), &runtime.env, provider)
+    {
+        Some(Ok((found, sign_in))) => Some((found, sign_in)),
+        Some(Err(_)) => return Err(ErrorCode::ProviderUnavailable),
+        None => None,
+    };
     let format = wire_format(provider.kind);
     let hidden_env = credential_variables(runtime);
     // The values of every credential this backend can see, whatever they look like.
@@ -98,15 +109,25 @@ pub fn agent_for(runtime: &Runtime, selection: &ActiveSelection) -> Result<Agent
         .filter_map(|name| runtime.env.get(name))
         .map(str::to_owned)
         .chain(api_key.clone())
+        .chain(sign_in.iter().flat_map(|(found, _)| found.tokens.secrets()))
+        .chain(runtime.mcp.secrets())
         .collect();
     secrets.sort();
     secrets.dedup();
-    let client = magi_provider::client(Endpoint {
+    let endpoint = Endpoint {
         format,
         base_url: provider.base_url.clone(),
         api_key,
-    });
+    };
+    let client = match &sign_in {
+        Some((_, sign_in)) => magi_provider::signed_in_client(
+            endpoint,
+            Arc::new(crate::sign_in::ProviderSignIn(Arc::clone(sign_in))),
+        ),
+        None => magi_provider::client(endpoint),
+    };
     Ok(Agent {
+        sign_in: sign_in.map(|(_, sign_in)| sign_in),
         client: Arc::from(client),
         model: selection.model.clone(),
         provider: provider.name.clone(),
@@ -158,6 +179,21 @@ impl Agent {
         self.images = limits.images;
     }
 
+    /// Makes sure the sign-in's token is current before the turn's first request
+    /// (refreshed when due, once for every process sharing it), and adds its values to
+    /// what the run redacts. Called on the thread that runs the turn; a refresh that
+    /// fails is left for the turn's first request to report, which asks again (a
+    /// refusal is remembered, so the server is not asked twice).
+    pub async fn prepare_sign_in(&mut self) {
+        let Some(sign_in) = &self.sign_in else {
+            return;
+        };
+        let _ = sign_in.token(None).await;
+        self.secrets.extend(sign_in.secrets());
+        self.secrets.sort();
+        self.secrets.dedup();
+    }
+
     /// Makes the agent speak to `model` of the same provider (a subagent profile's),
     /// with that model's limits. Reads the cached catalog, as
     /// [`Agent::resolve_limits`] does.
@@ -196,6 +232,8 @@ fn wire_bound(format: WireFormat, limit: Option<OutputLimit>) -> Option<u64> {
         WireFormat::OpenAiResponses | WireFormat::ChatCompletions => {
             limit.filter(|limit| limit.stated).map(|limit| limit.tokens)
         }
+        // ChatGPT's Codex backend takes no output bound.
+        WireFormat::CodexResponses => None,
     }
 }
 
@@ -239,6 +277,7 @@ pub(crate) fn wire_format(kind: ProviderKind) -> WireFormat {
         ProviderKind::OpenAi => WireFormat::OpenAiResponses,
         ProviderKind::OpenAiChat => WireFormat::ChatCompletions,
         ProviderKind::Anthropic => WireFormat::AnthropicMessages,
+        ProviderKind::Codex => WireFormat::CodexResponses,
     }
 }
 

@@ -8,9 +8,7 @@
 
 use std::time::{Duration, Instant};
 
-use magi_config::{
-    Credential, Settings, effort_profile, provider_definition, provider_names, read_credential,
-};
+use magi_config::{Credential, Settings, effort_profile, provider_definition, provider_names};
 use magi_protocol::ErrorCode;
 use magi_protocol::limits::{
     CATALOG_FILE_BYTES, CATALOG_MODELS, CATALOG_PAGE_BYTES, CATALOG_PAGE_ENTRIES,
@@ -184,6 +182,7 @@ fn provider_display_name(name: &str) -> Option<String> {
         "openai" => Some("OpenAI".into()),
         "anthropic" => Some("Anthropic".into()),
         "openai-chat" => Some("OpenAI-compatible server".into()),
+        "codex" => Some("ChatGPT (Codex)".into()),
         _ => None,
     }
 }
@@ -217,10 +216,8 @@ pub(crate) fn scan(inputs: &CatalogInputs) -> Result<Scan, ErrorCode> {
         let Ok(definition) = provider_definition(name, inputs.settings, inputs.env) else {
             continue;
         };
-        let authenticated = match &definition.credential {
-            Credential::None | Credential::OptionalEnv(_) => true,
-            credential => read_credential(credential, inputs.env).is_some(),
-        };
+        let authenticated =
+            crate::sign_in::authenticated(inputs.home.root(), inputs.env, &definition.credential);
         let cache = read_cache(inputs.home, name);
         if Instant::now() > deadline {
             return Err(ErrorCode::CatalogLimit);
@@ -363,7 +360,9 @@ pub fn status(
             Some(Credential::None | Credential::OptionalEnv(_)) | None => {
                 AuthenticationState::NotRequired
             }
-            Some(credential) if read_credential(credential, inputs.env).is_some() => {
+            Some(credential)
+                if crate::sign_in::authenticated(inputs.home.root(), inputs.env, credential) =>
+            {
                 AuthenticationState::Available
             }
             Some(_) => AuthenticationState::Unavailable,

@@ -39,7 +39,11 @@ pub fn explain_configuration(request: &StartupRequest, client_tools: &[String]) 
         magi_config::load_skills(home.root(), &cwd, &settings.skills).err(),
         magi_config::primary_profile(&settings.agent, &settings.profiles, crate::is_built_in_tool)
             .err(),
-        resolve_selection(&settings, &request.env).err(),
+        resolve_selection(&settings, &request.env)
+            .and_then(|selection| {
+                crate::sign_in::check_ready(home.root(), &request.env, &selection.provider)
+            })
+            .err(),
         magi_config::McpApprovals::load(home.root()).err(),
     ];
     steps.into_iter().flatten().next().map(|e| said(&e))
@@ -59,6 +63,27 @@ fn missing_mcp_program(request: &StartupRequest) -> Option<String> {
         })
 }
 
+/// The first approved, enabled MCP server that needs a sign-in and has no usable one,
+/// said with the command that signs in. Decided from the sign-ins' files: no network.
+fn mcp_sign_in_needed(request: &StartupRequest) -> Option<String> {
+    let (home, cwd) = locate(request).ok()?;
+    let settings = load_settings(&home.settings_path(), &project_settings_path(&cwd)).ok()?;
+    let approvals = magi_config::McpApprovals::load(home.root()).ok()?;
+    let store = magi_auth::store::Store::new(home.root());
+    crate::mcp::approved_servers(&settings.mcp_servers, &approvals, &cwd)
+        .into_iter()
+        .find_map(|server| match &server.transport {
+            magi_config::McpTransport::Http {
+                url,
+                oauth: Some(_),
+                ..
+            } => {
+                magi_auth::mcp::ready(&store, &server.name, url, std::time::SystemTime::now()).err()
+            }
+            _ => None,
+        })
+}
+
 /// What a startup error code means, with the local configuration's own account of it
 /// when it has one.
 pub fn explain_startup(
@@ -75,16 +100,22 @@ pub fn explain_startup(
             | StartupError::ProfileInvalid,
             Some(found),
         ) => found,
-        (StartupError::McpUnavailable, _) => match missing_mcp_program(request) {
-            Some(missing) => format!(
-                "{missing}: install it or fix its `command` in the settings, disable the \
-                 server (`enabled = false`), or revoke it (`magi-code mcp revoke`)"
-            ),
-            None => "an approved MCP server did not start or did not list its tools in \
-                     time: see `magi-code mcp list`, fix or disable the server (`enabled = \
-                     false` in its settings), or revoke it (`magi-code mcp revoke`)"
-                .to_owned(),
-        },
+        (StartupError::McpUnavailable, _) => {
+            match (missing_mcp_program(request), mcp_sign_in_needed(request)) {
+                (Some(missing), _) => format!(
+                    "{missing}: install it or fix its `command` in the settings, disable the \
+                     server (`enabled = false`), or revoke it (`magi-code mcp revoke`)"
+                ),
+                (None, Some(sign_in)) => sign_in,
+                (None, None) => "an approved MCP server did not start or did not list its \
+                                 tools in time: see `magi-code mcp list`, fix or disable the \
+                                 server (`enabled = false` in its settings), or revoke it \
+                                 (`magi-code mcp revoke`); an HTTP server that asks for a \
+                                 sign-in needs `oauth = true` in its definition, approving \
+                                 again, and `magi-code mcp login <server>`"
+                    .to_owned(),
+            }
+        }
         (StartupError::ConfigurationInvalid, None) => "the configuration is invalid: a name in \
              [tools] disabled may be a tool no connected MCP server lists; check it against \
              `magi-code mcp list`"

@@ -3,7 +3,8 @@
 //! the credential's presence (never its value) and the MCP servers with their approval;
 //! and, only when asked, a probe that reaches the provider.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use magi_config::{
@@ -132,9 +133,16 @@ pub fn inspect(request: &StartupRequest) -> Inspection {
             base_url_from: base_url_origin(name, &settings, env),
             credential_required: matches!(
                 definition.credential,
-                magi_config::Credential::Env(_) | magi_config::Credential::File(_)
+                magi_config::Credential::Env(_)
+                    | magi_config::Credential::File(_)
+                    | magi_config::Credential::ChatGpt { .. }
             ),
-            credential_present: read_credential(&definition.credential, env).is_some(),
+            credential_present: match &definition.credential {
+                magi_config::Credential::None | magi_config::Credential::OptionalEnv(_) => {
+                    read_credential(&definition.credential, env).is_some()
+                }
+                required => crate::sign_in::authenticated(home.root(), env, required),
+            },
             credential,
             definition,
         });
@@ -177,19 +185,38 @@ pub struct Probe {
 }
 
 /// Reaches the provider: its model list first; a minimal request (cancelled as soon
-/// as output begins) only when the list does not show the model.
-pub async fn probe(facts: &ProviderFacts, model: &str, env: &Env) -> Probe {
+/// as output begins) only when the list does not show the model. A provider with a
+/// sign-in is reached with it (refreshed when due, as a turn would), from `MC_HOME` at
+/// `home`.
+pub async fn probe(facts: &ProviderFacts, model: &str, home: &Path, env: &Env) -> Probe {
     let endpoint = Endpoint {
         format: crate::agent::wire_format(facts.definition.kind),
         base_url: facts.definition.base_url.clone(),
         api_key: read_credential(&facts.definition.credential, env),
     };
+    let sign_in = match crate::sign_in::chatgpt_sign_in(home, env, &facts.definition) {
+        Some(Ok((_, sign_in))) => Some(Arc::new(crate::sign_in::ProviderSignIn(sign_in))),
+        Some(Err(why)) => {
+            return Probe {
+                listed: Err(why.clone()),
+                request: Some(Err(why)),
+            };
+        }
+        None => None,
+    };
     let lookup = Duration::from_millis(PROVIDER_MODEL_LOOKUP_MS);
-    let listed =
-        magi_provider::models::list_models_within(&endpoint, &CancellationToken::new(), lookup)
-            .await
-            .map(|models| models.into_iter().map(|m| m.id).collect::<Vec<_>>())
-            .map_err(|e| e.to_string());
+    let cancel = CancellationToken::new();
+    let listed = match &sign_in {
+        Some(sign_in) => tokio::time::timeout(
+            lookup,
+            magi_provider::list_signed_in_models(&endpoint, sign_in.as_ref(), &cancel),
+        )
+        .await
+        .unwrap_or(Err(magi_provider::RefreshError::Unreachable)),
+        None => magi_provider::models::list_models_within(&endpoint, &cancel, lookup).await,
+    }
+    .map(|models| models.into_iter().map(|m| m.id).collect::<Vec<_>>())
+    .map_err(|e| e.to_string());
     if listed
         .as_ref()
         .is_ok_and(|ids| ids.iter().any(|id| id == model))
@@ -204,13 +231,20 @@ pub async fn probe(facts: &ProviderFacts, model: &str, env: &Env) -> Probe {
         model,
         credential: facts.credential.as_deref(),
     };
-    let request = Some(minimal_request(endpoint, model, &asked).await);
+    let client = match sign_in {
+        Some(sign_in) => magi_provider::signed_in_client(endpoint, sign_in),
+        None => magi_provider::client(endpoint),
+    };
+    let request = Some(minimal_request(client, model, &asked).await);
     Probe { listed, request }
 }
 
 /// One short request, cancelled once output begins.
-async fn minimal_request(endpoint: Endpoint, model: &str, asked: &Asked<'_>) -> Result<(), String> {
-    let client = magi_provider::client(endpoint);
+async fn minimal_request(
+    client: Box<dyn magi_provider::ModelClient>,
+    model: &str,
+    asked: &Asked<'_>,
+) -> Result<(), String> {
     let request = ModelRequest {
         model: model.to_owned(),
         instructions: None,

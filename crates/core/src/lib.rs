@@ -24,6 +24,7 @@ pub mod runner;
 pub mod saved_cards;
 pub mod selection;
 pub mod sessions;
+pub mod sign_in;
 mod startup;
 mod workspace;
 

@@ -152,15 +152,20 @@ pub fn start(
                 failure.clone()
             })?;
     failure = checkpoint(failure)?;
-    let mut selection = resolve_selection(&settings, env).map_err(|e| {
-        failure.error = config_error_code(&e);
-        failure.provider = env
-            .get("MAGI_PROVIDER")
-            .or(settings.provider.as_deref())
-            .and_then(safe_display_name)
-            .map(str::to_owned);
-        failure.clone()
-    })?;
+    let mut selection = resolve_selection(&settings, env)
+        // A sign-in's readiness needs MC_HOME, which settings do not know.
+        .and_then(|selection| {
+            crate::sign_in::check_ready(home.root(), env, &selection.provider).map(|()| selection)
+        })
+        .map_err(|e| {
+            failure.error = config_error_code(&e);
+            failure.provider = env
+                .get("MAGI_PROVIDER")
+                .or(settings.provider.as_deref())
+                .and_then(safe_display_name)
+                .map(str::to_owned);
+            failure.clone()
+        })?;
     failure = checkpoint(failure)?;
     let approvals = magi_config::McpApprovals::load(home.root()).map_err(|e| {
         failure.error = config_error_code(&e);
@@ -182,7 +187,7 @@ pub fn start(
     let mut servers = crate::mcp::approved_servers(&settings.mcp_servers, &approvals, &cwd);
     servers.retain(|s| !client_servers.iter().any(|c| c.name == s.name));
     servers.extend(client_servers.iter());
-    let mcp = crate::mcp::connect(&servers, &cwd, env, cancel).map_err(|e| {
+    let mcp = crate::mcp::connect(&servers, home.root(), &cwd, env, cancel).map_err(|e| {
         failure.error = match e {
             McpStartError::Cancelled => StartupError::StartupCancelled,
             McpStartError::Unavailable(_) => StartupError::McpUnavailable,

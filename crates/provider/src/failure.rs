@@ -35,6 +35,14 @@ pub enum Cause {
     BadUrl,
     /// The key cannot be sent as a header value.
     BadKey,
+    /// The sign-in could give no token (its refresh was refused, or could not be made):
+    /// what happened and what to do, as the sign-in said them.
+    SignIn {
+        /// What happened.
+        what: String,
+        /// What to do.
+        fix: String,
+    },
     /// Whatever the code alone says (a failure made without more to tell).
     Unknown,
 }
@@ -127,6 +135,7 @@ impl Failure {
             Cause::Malformed => format!("the reply of {at} is not the stream expected"),
             Cause::BadUrl => format!("the base URL of {at} is not a valid URL"),
             Cause::BadKey => format!("the API key of {at} cannot be sent in a header"),
+            Cause::SignIn { what, .. } => what.clone(),
             Cause::Unknown => format!("the request to {at} failed ({})", self.error.code()),
         }
     }
@@ -138,6 +147,7 @@ impl Failure {
             str::to_owned,
         );
         Some(match &self.cause {
+            Cause::SignIn { fix, .. } => fix.clone(),
             Cause::ConnectionRefused => {
                 "check that the server is running and listens at that address, or fix the \
                  base URL (the provider's base_url in settings, or its *_BASE_URL variable)"

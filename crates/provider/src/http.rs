@@ -16,13 +16,16 @@ use magi_protocol::limits::{
     PROVIDER_RETRY_AFTER_MS, PROVIDER_RETRY_TOTAL_MS,
 };
 
+use std::sync::Arc;
+
 use crate::codec::{Decode, secret};
 use crate::failure::{Cause, Failure, Retry, cause_of};
+use crate::sign_in::{Bearer, SignIn};
 use crate::sse::SseParser;
 use crate::{
     BoxFuture, Endpoint, ModelClient, ModelEvent, ModelRequest, ProviderError, WireFormat,
 };
-use crate::{anthropic, chat, responses};
+use crate::{anthropic, chat, codex, responses};
 
 /// How long establishing a connection (TCP and TLS) may take.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_millis(PROVIDER_CONNECT_TIMEOUT_MS);
@@ -55,6 +58,9 @@ pub(crate) struct HttpClient {
     http: Result<reqwest::Client, ProviderError>,
     /// The authentication and version headers, marked sensitive.
     headers: Result<HeaderMap, ProviderError>,
+    /// Where a signed-in provider's token comes from, asked before each request; the
+    /// fixed headers above are then unused.
+    sign_in: Option<Arc<dyn SignIn>>,
 }
 
 impl std::fmt::Debug for HttpClient {
@@ -71,7 +77,7 @@ impl HttpClient {
     pub(crate) fn new(endpoint: Endpoint) -> HttpClient {
         let base = endpoint.base_url.trim_end_matches('/');
         let url = match endpoint.format {
-            WireFormat::OpenAiResponses => responses::url(base),
+            WireFormat::OpenAiResponses | WireFormat::CodexResponses => responses::url(base),
             WireFormat::ChatCompletions => chat::url(base),
             WireFormat::AnthropicMessages => anthropic::url(base),
         };
@@ -80,6 +86,8 @@ impl HttpClient {
         let headers = match endpoint.format {
             WireFormat::OpenAiResponses | WireFormat::ChatCompletions => openai_headers(key),
             WireFormat::AnthropicMessages => anthropic::headers(key),
+            // Made from the sign-in's token at each request.
+            WireFormat::CodexResponses => Ok(HeaderMap::new()),
         };
         let http = crate::client::builder(base)
             .connect_timeout(CONNECT_TIMEOUT)
@@ -95,11 +103,19 @@ impl HttpClient {
             url: Url::parse(&url).map_err(|_| ProviderError::Unavailable),
             http,
             headers,
+            sign_in: None,
         }
+    }
+
+    /// The same client, its token asked of `sign_in` at each request.
+    pub(crate) fn with_sign_in(mut self, sign_in: Arc<dyn SignIn>) -> HttpClient {
+        self.sign_in = Some(sign_in);
+        self
     }
 
     fn body(&self, request: &ModelRequest) -> serde_json::Value {
         match self.format {
+            WireFormat::CodexResponses => codex::body(request),
             WireFormat::OpenAiResponses => responses::body(request),
             WireFormat::ChatCompletions => chat::body(request),
             WireFormat::AnthropicMessages => anthropic::body(request),
@@ -108,7 +124,9 @@ impl HttpClient {
 
     fn decoder(&self) -> Box<dyn Decode + Send> {
         match self.format {
-            WireFormat::OpenAiResponses => Box::new(responses::Decoder::default()),
+            WireFormat::OpenAiResponses | WireFormat::CodexResponses => {
+                Box::new(responses::Decoder::default())
+            }
             WireFormat::ChatCompletions => Box::new(chat::Decoder::default()),
             WireFormat::AnthropicMessages => Box::new(anthropic::Decoder::default()),
         }
@@ -128,19 +146,43 @@ impl HttpClient {
             cause: Cause::BadUrl,
             ..Failure::from(*e)
         })?;
-        let headers = self
-            .headers
-            .as_ref()
-            .map_err(|e| Failure::new(*e, Cause::BadKey, url))?;
+        let (mut headers, mut bearer) = match &self.sign_in {
+            Some(sign_in) => {
+                let bearer = signed(sign_in.as_ref(), None, url).await?;
+                (signed_headers(&bearer, url)?, Some(bearer))
+            }
+            None => (
+                self.headers
+                    .as_ref()
+                    .map_err(|e| Failure::new(*e, Cause::BadKey, url))?
+                    .clone(),
+                None,
+            ),
+        };
         // Serializing plain values cannot fail; were it to, the request is unusable.
         let body = bytes_of(&self.body(request))?;
         let mut attempt = 1;
         let mut waited = Duration::ZERO;
         loop {
-            let failed = match self.attempt(http, url, headers, body.clone(), events).await {
+            let failed = match self
+                .attempt(http, url, &headers, body.clone(), events)
+                .await
+            {
                 Ok(()) => return Ok(()),
                 Err(failed) => failed,
             };
+            // A signed-in provider that refused the token gets the sign-in's next one,
+            // once, at once: a token of unknown expiry, or a clock that runs behind.
+            if failed.failure.cause == Cause::Status(401)
+                && let (Some(sign_in), Some(sent)) = (&self.sign_in, bearer.take())
+            {
+                let next = signed(sign_in.as_ref(), Some(&sent.token), url).await?;
+                if next.token != sent.token {
+                    headers = signed_headers(&next, url)?;
+                    attempt += 1;
+                    continue;
+                }
+            }
             let mut failure = failed.failure;
             failure.attempts = attempt;
             let wait = failure.retry_after.unwrap_or_else(|| backoff(attempt));
@@ -187,7 +229,8 @@ impl HttpClient {
     /// cannot be had.
     async fn listed_models(&self) -> Option<Vec<String>> {
         let deadline = Duration::from_millis(PROVIDER_MODEL_LOOKUP_MS);
-        crate::models::list_models_within(&self.endpoint, &CancellationToken::new(), deadline)
+        let sign_in = self.sign_in.as_deref();
+        crate::models::list_within(&self.endpoint, sign_in, &CancellationToken::new(), deadline)
             .await
             .ok()
             .map(|models| models.into_iter().map(|m| m.id).collect())
@@ -211,6 +254,29 @@ impl ModelClient for HttpClient {
             }
         })
     }
+}
+
+/// The sign-in's token for a request to `url`, or its failure said as the request's.
+async fn signed(
+    sign_in: &dyn SignIn,
+    rejected: Option<&str>,
+    url: &Url,
+) -> Result<Bearer, Failure> {
+    sign_in.bearer(rejected).await.map_err(|failure| {
+        Failure::new(
+            failure.error,
+            Cause::SignIn {
+                what: failure.what,
+                fix: failure.fix,
+            },
+            url,
+        )
+    })
+}
+
+/// The headers of a signed-in request.
+fn signed_headers(bearer: &Bearer, url: &Url) -> Result<HeaderMap, Failure> {
+    codex::headers(bearer).map_err(|e| Failure::new(e, Cause::BadKey, url))
 }
 
 fn bytes_of(body: &serde_json::Value) -> Result<Bytes, Failure> {

@@ -10,10 +10,12 @@ mod anthropic;
 mod chat;
 mod client;
 mod codec;
+pub mod codex;
 mod failure;
 mod http;
 pub mod models;
 mod responses;
+mod sign_in;
 mod sse;
 
 pub use anthropic::{ANTHROPIC_VERSION, DEFAULT_MAX_TOKENS};
@@ -22,7 +24,8 @@ pub use http::{
     BASE_BACKOFF, CONNECT_TIMEOUT, MAX_ATTEMPTS, MAX_EVENT_BYTES, MAX_RETRY_AFTER, MAX_RETRY_WAIT,
     READ_TIMEOUT,
 };
-pub use models::{ListedLimits, ListedModel, RefreshError, list_models};
+pub use models::{ListedLimits, ListedModel, RefreshError, list_models, list_signed_in_models};
+pub use sign_in::{Bearer, SignIn, SignInFailure};
 
 use std::future::Future;
 use std::pin::Pin;
@@ -42,6 +45,9 @@ pub enum WireFormat {
     ChatCompletions,
     /// Anthropic Messages API (`POST {base}/v1/messages`).
     AnthropicMessages,
+    /// The Responses API of ChatGPT's Codex backend (`POST {base}/responses`) with a
+    /// ChatGPT sign-in (see [`codex`]).
+    CodexResponses,
 }
 
 /// Where and how to reach a provider. The credential is held here only for the
@@ -367,4 +373,16 @@ pub trait ModelClient: Send + Sync {
 /// [`ProviderError::Unavailable`] and [`ProviderError::AuthenticationFailed`].
 pub fn client(endpoint: Endpoint) -> Box<dyn ModelClient> {
     Box::new(http::HttpClient::new(endpoint))
+}
+
+/// The model client for a provider reached with a sign-in (its `api_key` is unused):
+/// each request asks `sign_in` for the token to send, and a request the provider
+/// refuses (HTTP 401) is made once more with the token `sign_in` gives after it, before
+/// the failure is reported. A sign-in that cannot give a token fails the request with
+/// what it says.
+pub fn signed_in_client(
+    endpoint: Endpoint,
+    sign_in: std::sync::Arc<dyn SignIn>,
+) -> Box<dyn ModelClient> {
+    Box::new(http::HttpClient::new(endpoint).with_sign_in(sign_in))
 }

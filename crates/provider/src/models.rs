@@ -1,6 +1,7 @@
 //! Fetching a provider's model list, for a deliberate `model.refresh`: `GET
 //! {base}/models` for the OpenAI formats, `GET {base}/v1/models` paged by `after_id` for
-//! Anthropic.
+//! Anthropic, `GET {base}/models?client_version=…` with the sign-in for ChatGPT's Codex
+//! backend.
 //!
 //! The fetch is bounded as a whole: at most `REFRESH_RESPONSE_BYTES` read over every
 //! page, at most `CATALOG_MODELS` models, at most `REFRESH_TIMEOUT_MS` from the first
@@ -20,13 +21,14 @@ use reqwest::{StatusCode, Url};
 use tokio_util::sync::CancellationToken;
 
 use crate::codec::secret;
-use crate::{Endpoint, ProviderError, WireFormat, anthropic};
+use crate::sign_in::SignIn;
+use crate::{Endpoint, ProviderError, WireFormat, anthropic, codex};
 
 mod lists;
 #[cfg(test)]
 mod tests;
 
-use lists::{AnthropicPage, OpenAiList, parse};
+use lists::{AnthropicPage, CodexList, OpenAiList, parse};
 
 /// The whole refresh's deadline, `REFRESH_TIMEOUT_MS`.
 pub const REFRESH_TIMEOUT: Duration = Duration::from_millis(REFRESH_TIMEOUT_MS);
@@ -127,18 +129,41 @@ pub async fn list_models_within(
     cancel: &CancellationToken,
     deadline: Duration,
 ) -> Result<Vec<ListedModel>, RefreshError> {
+    list_within(endpoint, None, cancel, deadline).await
+}
+
+/// [`list_models`] for a provider reached with a sign-in (ChatGPT's Codex backend):
+/// the token is asked of `sign_in`, and asked again once if the provider refuses it.
+pub async fn list_signed_in_models(
+    endpoint: &Endpoint,
+    sign_in: &dyn SignIn,
+    cancel: &CancellationToken,
+) -> Result<Vec<ListedModel>, RefreshError> {
+    list_within(endpoint, Some(sign_in), cancel, REFRESH_TIMEOUT).await
+}
+
+/// The fetch of either kind of provider, within `deadline`, until `cancel`.
+pub(crate) async fn list_within(
+    endpoint: &Endpoint,
+    sign_in: Option<&dyn SignIn>,
+    cancel: &CancellationToken,
+    deadline: Duration,
+) -> Result<Vec<ListedModel>, RefreshError> {
     tokio::select! {
         // Cancellation wins a tie, and dropping the fetch closes the connection.
         biased;
         () = cancel.cancelled() => Err(RefreshError::Cancelled),
-        fetched = tokio::time::timeout(deadline, fetch(endpoint)) => {
+        fetched = tokio::time::timeout(deadline, fetch(endpoint, sign_in)) => {
             fetched.unwrap_or(Err(RefreshError::Unreachable))
         }
     }
 }
 
 /// The whole fetch, every page, without the deadline.
-async fn fetch(endpoint: &Endpoint) -> Result<Vec<ListedModel>, RefreshError> {
+async fn fetch(
+    endpoint: &Endpoint,
+    sign_in: Option<&dyn SignIn>,
+) -> Result<Vec<ListedModel>, RefreshError> {
     let base = endpoint.base_url.trim_end_matches('/');
     // A key that is empty is no key, as for model requests.
     let key = endpoint.api_key.as_deref().filter(|k| !k.is_empty());
@@ -155,6 +180,36 @@ async fn fetch(endpoint: &Endpoint) -> Result<Vec<ListedModel>, RefreshError> {
         seen: HashSet::new(),
     };
     match endpoint.format {
+        WireFormat::CodexResponses => {
+            let url = Url::parse(&format!(
+                "{base}/models?client_version={}",
+                codex::CLIENT_VERSION
+            ))
+            .map_err(|_| RefreshError::Unreachable)?;
+            let sign_in = sign_in.ok_or(RefreshError::Unauthorized)?;
+            let bearer = sign_in.bearer(None).await.map_err(signed_out)?;
+            let headers = codex::headers(&bearer).map_err(from_header_error)?;
+            let body = match fetch.get(url.clone(), &headers).await {
+                // A token the backend refused gets one more try with the next one.
+                Err(RefreshError::Unauthorized) => {
+                    let next = sign_in
+                        .bearer(Some(&bearer.token))
+                        .await
+                        .map_err(signed_out)?;
+                    if next.token == bearer.token {
+                        return Err(RefreshError::Unauthorized);
+                    }
+                    let headers = codex::headers(&next).map_err(from_header_error)?;
+                    fetch.get(url, &headers).await?
+                }
+                other => other?,
+            };
+            let list: CodexList = parse(&body)?;
+            for model in list.models {
+                let limits = model.limits();
+                fetch.add(model.slug, model.display_name, limits)?;
+            }
+        }
         WireFormat::OpenAiResponses | WireFormat::ChatCompletions => {
             let url =
                 Url::parse(&format!("{base}/models")).map_err(|_| RefreshError::Unreachable)?;
@@ -230,6 +285,14 @@ fn bearer(key: Option<&str>) -> Result<HeaderMap, RefreshError> {
 /// A credential that cannot be a header value is one the provider would refuse.
 fn from_header_error(_: ProviderError) -> RefreshError {
     RefreshError::Unauthorized
+}
+
+/// A sign-in that gave no token: refused (sign in again), or unreachable for now.
+fn signed_out(failure: crate::sign_in::SignInFailure) -> RefreshError {
+    match failure.error {
+        ProviderError::Unavailable => RefreshError::Unreachable,
+        _ => RefreshError::Unauthorized,
+    }
 }
 
 /// The state of one fetch across its pages.

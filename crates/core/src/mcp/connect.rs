@@ -2,7 +2,8 @@
 //! fails them all), concurrently, each within its startup timeout, and cancellably.
 
 use std::path::Path;
-use std::time::Duration;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
 
 use magi_config::{Env, McpApprovals, McpServer, McpTransport};
 use magi_protocol::limits::{
@@ -16,6 +17,7 @@ use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use tokio::task::JoinSet;
 
+use super::signed::SignedHttp;
 use super::{Connected, McpHub, McpTool, ProcessGroups};
 use crate::workspace::CancelFlag;
 
@@ -77,9 +79,11 @@ pub fn missing_program(server: &McpServer, cwd: &Path, env: &Env) -> Option<Stri
 
 /// Connects every server of `servers`. Blocks: it runs on the startup worker. On any
 /// failure or cancellation the servers already connected are shut down before it
-/// returns.
+/// returns. A server that needs a sign-in uses the one kept in `MC_HOME` at `home`,
+/// refreshed first when it is due; without a usable one it does not start.
 pub fn connect(
     servers: &[&McpServer],
+    home: &Path,
     cwd: &Path,
     env: &Env,
     cancel: &CancelFlag,
@@ -98,12 +102,13 @@ pub fn connect(
         let mut pending = JoinSet::new();
         for server in servers {
             let server = (*server).clone();
-            let (cwd, env, groups) = (cwd.to_owned(), env.clone(), groups.clone());
+            let (home, cwd, env, groups) =
+                (home.to_owned(), cwd.to_owned(), env.clone(), groups.clone());
             pending.spawn(async move {
                 let timeout = Duration::from_millis(server.startup_timeout_ms);
                 let name = server.name.clone();
-                match tokio::time::timeout(timeout, connect_one(server, &cwd, &env, &groups)).await
-                {
+                let connecting = connect_one(server, &home, &cwd, &env, &groups);
+                match tokio::time::timeout(timeout, connecting).await {
                     Ok(connected) => connected,
                     Err(_) => Err(format!(
                         "{name}: not ready within {} ms",
@@ -152,12 +157,14 @@ pub fn connect(
 /// Starts or reaches one server, initializes it and lists its tools.
 async fn connect_one(
     server: McpServer,
+    home: &Path,
     cwd: &Path,
     env: &Env,
     groups: &ProcessGroups,
 ) -> Result<Connected, String> {
     let name = server.name.clone();
     let fail = |what: &str, e: &dyn std::fmt::Display| format!("{name}: {what}: {e}");
+    let mut signed_in = None;
     let service: RunningService<RoleClient, ()> = match &server.transport {
         McpTransport::Stdio {
             command,
@@ -208,6 +215,7 @@ async fn connect_one(
         McpTransport::Http {
             url,
             bearer_token_env,
+            oauth,
         } => {
             let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
             config.max_json_response_size = MCP_MESSAGE_BYTES;
@@ -222,10 +230,30 @@ async fn connect_one(
                 .redirect(reqwest::redirect::Policy::none())
                 .build()
                 .map_err(|e| fail("no HTTP client", &e))?;
-            let transport = StreamableHttpClientTransport::with_client(client, config);
-            ().serve(transport)
-                .await
-                .map_err(|e| fail("did not initialize", &e))?
+            if oauth.is_some() {
+                // No prompt: the sign-in `magi-code mcp login` made, or no start.
+                let store = magi_auth::store::Store::new(home);
+                magi_auth::mcp::ready(&store, &name, url, SystemTime::now())?;
+                let sign_in = Arc::new(magi_auth::mcp::sign_in(&store, &name, url));
+                sign_in
+                    .token(None)
+                    .await
+                    .map_err(|e| fail("needs a sign-in", &e))?;
+                signed_in = Some(Arc::clone(&sign_in));
+                let signed = SignedHttp {
+                    inner: client,
+                    sign_in,
+                };
+                let transport = StreamableHttpClientTransport::with_client(signed, config);
+                ().serve(transport)
+                    .await
+                    .map_err(|e| fail("did not initialize", &e))?
+            } else {
+                let transport = StreamableHttpClientTransport::with_client(client, config);
+                ().serve(transport)
+                    .await
+                    .map_err(|e| fail("did not initialize", &e))?
+            }
         }
     };
     let listed = match service.peer().list_all_tools().await {
@@ -249,6 +277,7 @@ async fn connect_one(
         .collect();
     Ok(Connected {
         name,
+        sign_in: signed_in,
         peer: service.peer().clone(),
         service: Some(service),
         call_timeout: Duration::from_millis(server.call_timeout_ms),

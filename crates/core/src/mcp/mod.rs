@@ -7,6 +7,7 @@
 
 mod connect;
 mod review;
+mod signed;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -47,6 +48,8 @@ pub const MCP_TOOL_PREFIX: &str = "mcp__";
 /// One connected server.
 struct Connected {
     name: String,
+    /// The server's sign-in, when it needs one.
+    sign_in: Option<Arc<magi_auth::SignIn>>,
     peer: Peer<RoleClient>,
     /// Taken when the server is shut down.
     service: Option<RunningService<RoleClient, ()>>,
@@ -156,6 +159,16 @@ impl McpHub {
             runtime: Mutex::new(Some(runtime)),
             groups,
         }
+    }
+
+    /// The token values of the connected servers' sign-ins, as last read or refreshed:
+    /// redacted from what the backend sends, records and gives the model.
+    pub fn secrets(&self) -> Vec<String> {
+        lock(&self.servers)
+            .iter()
+            .filter_map(|s| s.sign_in.as_ref())
+            .flat_map(|sign_in| sign_in.secrets())
+            .collect()
     }
 
     /// The names of the connected servers.

@@ -119,6 +119,12 @@ pub fn start_turn(
                 return;
             };
             runtime.block_on(async move {
+                // A sign-in due for a refresh gets it now, so the run redacts the tokens
+                // it will use. A panic there is reported by the crash hook and goes no
+                // further: the provider asks the sign-in for its token again at the
+                // request, and a sign-in that cannot give one fails the turn in order.
+                let mut agent = agent;
+                let _ = magi_crash::contained(agent.prepare_sign_in()).await;
                 let mut output = output::Output::new(
                     events_tx,
                     request.session_id.clone(),
@@ -269,6 +275,7 @@ mod tests {
             model: "m".into(),
             provider: "mock".into(),
             credential_source: None,
+            sign_in: None,
             reasoning_summaries: false,
             reasoning_effort: None,
             permissions: PermissionSettings::default(),

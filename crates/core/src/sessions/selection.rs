@@ -197,6 +197,9 @@ impl Sessions {
         {
             return Err(ErrorCode::ProviderUnavailable);
         }
+        let sign_in = crate::sign_in::chatgpt_sign_in(self.home.root(), env, &definition)
+            .transpose()
+            .map_err(|_| ErrorCode::ProviderUnavailable)?;
         let endpoint = magi_provider::Endpoint {
             format: crate::agent::wire_format(definition.kind),
             base_url: definition.base_url.clone(),
@@ -207,9 +210,16 @@ impl Sessions {
             .enable_all()
             .build()
             .map_err(|_| ErrorCode::ProviderUnavailable)?;
-        let listed = runtime
-            .block_on(magi_provider::models::list_models(&endpoint, cancel))
-            .map_err(|e| e.error_code())?;
+        let listed = match sign_in {
+            // A sign-in due for a refresh is refreshed by the fetch, and written back.
+            Some((_, sign_in)) => runtime.block_on(magi_provider::list_signed_in_models(
+                &endpoint,
+                &crate::sign_in::ProviderSignIn(sign_in),
+                cancel,
+            )),
+            None => runtime.block_on(magi_provider::models::list_models(&endpoint, cancel)),
+        }
+        .map_err(|e| e.error_code())?;
         let cache = ProviderCache {
             provider: params.provider.clone(),
             fetched_at: std::time::SystemTime::now(),

@@ -87,3 +87,29 @@ impl AnthropicModel {
         }
     }
 }
+
+/// ChatGPT's Codex backend's list: `{"models":[{"slug":…,"display_name":…,
+/// "context_window":…}, …]}`; other fields are ignored.
+#[derive(Deserialize)]
+pub(super) struct CodexList {
+    pub(super) models: Vec<CodexModel>,
+}
+
+#[derive(Deserialize)]
+pub(super) struct CodexModel {
+    pub(super) slug: String,
+    #[serde(default)]
+    pub(super) display_name: Option<String>,
+    #[serde(default)]
+    context_window: Option<serde_json::Value>,
+}
+
+impl CodexModel {
+    pub(super) fn limits(&self) -> ListedLimits {
+        ListedLimits {
+            context_window: self.context_window.as_ref().and_then(|v| v.as_u64()),
+            max_output_tokens: None,
+            images: None,
+        }
+    }
+}

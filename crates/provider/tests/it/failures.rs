@@ -51,7 +51,7 @@ async fn a_disconnect_after_output_started_is_not_retried() {
         let server = MockServer::start().await;
         // Past the opening events and into the text, wherever each format puts it.
         let cut = match format {
-            WireFormat::OpenAiResponses => 6,
+            WireFormat::OpenAiResponses | WireFormat::CodexResponses => 6,
             WireFormat::ChatCompletions => 3,
             WireFormat::AnthropicMessages => 5,
         };

@@ -11,4 +11,5 @@ mod common;
 
 mod failures;
 mod requests;
+mod signed_in;
 mod streams;

@@ -90,6 +90,7 @@ impl Fixture {
             model: "m".into(),
             provider: "mock".into(),
             credential_source: None,
+            sign_in: None,
             reasoning_summaries: false,
             reasoning_effort: None,
             permissions,

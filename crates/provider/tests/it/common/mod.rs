@@ -28,7 +28,9 @@ pub const FORMATS: [WireFormat; 3] = [
 pub fn endpoint(server: &MockServer, format: WireFormat, key: Option<&str>) -> Endpoint {
     let base_url = match format {
         WireFormat::AnthropicMessages => server.origin(),
-        WireFormat::OpenAiResponses | WireFormat::ChatCompletions => server.base_url(),
+        WireFormat::OpenAiResponses | WireFormat::ChatCompletions | WireFormat::CodexResponses => {
+            server.base_url()
+        }
     };
     Endpoint {
         format,

@@ -5,6 +5,8 @@
 //!
 //! `--json` prints one JSON object instead (`facts`, `checks`, `ok`), for scripts.
 
+mod sign_ins;
+
 use std::io::Write;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
@@ -162,6 +164,7 @@ async fn checks(request: &StartupRequest, inspection: &Inspection, online: bool)
             );
         }
     }
+    checks.extend(sign_ins::checks(request, inspection, online && settings_ok).await);
     for hook in crate::hooks::unapproved() {
         checks.push(
             Check::new(

@@ -5,6 +5,7 @@ mod doctor;
 mod exec;
 mod explain;
 mod hooks;
+mod login;
 mod mcp;
 mod tui;
 
@@ -29,8 +30,9 @@ commands, Ctrl-C twice on an empty prompt quits. `magi-code --continue` reopens 
 directory's newest session, `magi-code --resume ID` a given one.
 
 The commands below are for everything else: one turn from a script (exec), what a \
-backend would use (doctor), MCP server approvals (mcp), hook approvals (hooks), and \
-the backend itself, which a client spawns (serve).";
+backend would use (doctor), signing in (login, logout), MCP server approvals and \
+sign-ins (mcp), hook approvals (hooks), and the backend itself, which a client spawns \
+(serve).";
 
 const AFTER_HELP: &str = "\
 Examples:
@@ -73,9 +75,10 @@ const DOCTOR_ABOUT: &str = "\
 Check the setup: show the configuration in use and where each part comes from \
 (MC_HOME, each settings file read or absent, the provider, its base URL, whether its \
 credential is present, the model, the MCP servers and their approval), then check it, \
-each line ok, warning or error with what to do; recent crash reports (MC_HOME/logs) are \
-listed with the file to send. --online also reaches the provider. \
-Exits 1 when something is broken.";
+each line ok, warning or error with what to do, every sign-in included (present, \
+expiry, refreshable; never a token); recent crash reports (MC_HOME/logs) are listed \
+with the file to send. --online also reaches the provider and refreshes each sign-in, \
+writing the new tokens back as a turn would. Exits 1 when something is broken.";
 
 const DOCTOR_AFTER_HELP: &str = "\
 Examples:
@@ -130,6 +133,13 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Sign in to ChatGPT for provider "codex" (`login codex`), or list every sign-in
+    /// (`login status`).
+    #[command(subcommand, long_about = login::LOGIN_ABOUT, after_help = login::LOGIN_AFTER_HELP)]
+    Login(login::LoginCommand),
+    /// End magi-code's ChatGPT sign-in (`logout codex`).
+    #[command(subcommand)]
+    Logout(login::LogoutCommand),
     /// List the MCP servers defined for this directory, approve or revoke them.
     #[command(subcommand, long_about = mcp::LONG_ABOUT, after_help = mcp::AFTER_HELP)]
     Mcp(mcp::McpCommand),
@@ -189,6 +199,8 @@ fn main() -> ExitCode {
         }
         Some(Command::Doctor { online, json }) => doctor::run(online, json),
         Some(Command::Mcp(command)) => mcp::run(command),
+        Some(Command::Login(command)) => login::login(command),
+        Some(Command::Logout(command)) => login::logout(command),
         Some(Command::Hooks(command)) => hooks::run(command),
         Some(Command::Exec(args)) => exec::run(&args),
         Some(Command::Acp) => magi_acp::run(),
@@ -204,6 +216,8 @@ fn install_crash_reports(command: &Option<Command>) {
         Some(Command::Serve { .. }) => "serve",
         Some(Command::Doctor { .. }) => "doctor",
         Some(Command::Mcp(_)) => "mcp",
+        Some(Command::Login(_)) => "login",
+        Some(Command::Logout(_)) => "logout",
         Some(Command::Hooks(_)) => "hooks",
         Some(Command::Acp) => "acp",
         Some(Command::Exec(_)) => "exec",

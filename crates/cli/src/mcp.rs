@@ -26,6 +26,7 @@ Examples:
   magi-code mcp list
   magi-code mcp approve github
   magi-code mcp revoke github
+  magi-code mcp login tracker
 
 More: docs/mcp.md.";
 
@@ -62,10 +63,37 @@ pub enum McpCommand {
         /// The server's name.
         name: String,
     },
+    /// Sign in to a server that asks for it (`oauth` in its definition).
+    #[command(
+        long_about = "Sign in to an approved MCP server reached over HTTP whose definition \
+                      has `oauth`: its authorization server is found from the server's \
+                      metadata, a client is registered there unless the definition names \
+                      one, and the sign-in is made in a browser (or with --device where the \
+                      server offers it). The tokens are kept in MC_HOME; backends refresh \
+                      them and never ask for a sign-in.",
+        after_help = "Examples:\n  magi-code mcp login tracker\n  magi-code mcp login tracker --device"
+    )]
+    Login {
+        /// The server's name.
+        name: String,
+        #[command(flatten)]
+        flags: crate::login::Flags,
+    },
+    /// End a server's sign-in: revoke it where the server offers that, and delete it.
+    #[command(after_help = "Example:\n  magi-code mcp logout tracker")]
+    Logout {
+        /// The server's name.
+        name: String,
+    },
 }
 
 /// Runs the command in the current directory.
 pub fn run(command: McpCommand) -> ExitCode {
+    match command {
+        McpCommand::Login { name, flags } => return crate::login::mcp_login(&name, flags),
+        McpCommand::Logout { name } => return crate::login::mcp_logout(&name),
+        _ => {}
+    }
     let request = StartupRequest {
         cwd: PathBuf::from("."),
         env: Env::from_process(),
@@ -97,6 +125,7 @@ pub fn run(command: McpCommand) -> ExitCode {
             Ok(server) => writeln!(out, "revoked: {}", line(server)),
             Err(why) => return fail(&why),
         },
+        McpCommand::Login { .. } | McpCommand::Logout { .. } => Ok(()),
     };
     match written {
         Ok(()) => ExitCode::SUCCESS,

@@ -355,6 +355,8 @@ fn token_form(
 pub struct BrowserSignIn {
     /// The URL the person opens.
     pub url: String,
+    /// The port the callback listens on.
+    pub port: u16,
     discovery: Discovery,
     client: Client,
     callback: callback::Callback,
@@ -398,6 +400,7 @@ pub async fn start_browser(
             discovery.authorization_endpoint,
             query.finish()
         ),
+        port: callback.port,
         discovery,
         client,
         callback,

@@ -4,7 +4,12 @@
 //! from the token store's sign-in to the provider's.
 //!
 //! Readiness never touches the network; a turn or a `model.refresh` refreshes the
-//! token when it is due, on the thread that does the work.
+//! token when it is due, on the thread that does the work. `review` is what the
+//! commands that sign in and out, and `doctor`, read.
+
+mod review;
+
+pub use review::{ChatGptContext, McpContext, SignIns, chatgpt_context, mcp_context, review};
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -88,7 +88,8 @@ async fn each_cause_of_an_unavailable_provider_has_its_own_message() {
         ),
         (
             TestEnv::new().var("MAGI_PROVIDER", "nowhere"),
-            "provider \"nowhere\" is not defined: use one of anthropic, openai, openai-chat",
+            "provider \"nowhere\" is not defined: use one of anthropic, codex, openai, \
+             openai-chat",
         ),
         (
             TestEnv::new().without("MAGI_MODEL"),

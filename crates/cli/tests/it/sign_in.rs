@@ -743,7 +743,13 @@ async fn broken_or_unread_credential_files_say_what_and_where() {
             "{said}"
         );
     }
+    // Unreadable as a file (whoever runs the tests, a directory is no credential file).
     std::fs::remove_file(&ours).unwrap();
+    std::fs::create_dir(&ours).unwrap();
+    let out = env.run_cli(&["exec", "hi"]).await;
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("it is not a regular file"), "{said}");
+    std::fs::remove_dir(&ours).unwrap();
     std::fs::write(&codex_file, "[1, 2]").unwrap();
     let out = env.run_cli(&["login", "status"]).await;
     let said = String::from_utf8_lossy(&out.stdout);

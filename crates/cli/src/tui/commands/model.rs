@@ -344,6 +344,9 @@ fn reason(provider: &str, code: &str, fetchable: bool) -> String {
         "cache_missing" => format!("its model list was never fetched{r}"),
         "cache_invalid" => format!("its saved model list is unreadable{r}"),
         "cache_empty" => "its saved model list is empty".to_owned(),
+        "authentication_unavailable" if provider == "codex" => {
+            "it is not signed in to ChatGPT (magi-code login codex)".to_owned()
+        }
         "authentication_unavailable" => "its credential is missing".to_owned(),
         "no_enabled_models" => format!(
             "none of its models is enabled (add \"{provider}/<model>\" to [providers.catalog] \

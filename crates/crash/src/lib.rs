@@ -181,6 +181,22 @@ mod tests {
     }
 
     #[test]
+    fn a_sign_in_token_in_a_panic_never_reaches_the_crash() {
+        // The shapes the redaction knows, as a panic over a sign-in could print them: a
+        // JWT access token, an `rt_` refresh token, a bearer header.
+        let jwt = "eyJhbGciOiJSUzI1NiIsInR5cCI6IkpXVCJ9.eyJleHAiOjE3MDAwMDAwMDB9.c2lnbmF0dXJl";
+        let refresh = "rt_Abc-defGhi_jklMno.pqrStuv";
+        let result: Result<(), Crash> = contain(|| {
+            panic!("token {jwt} refresh {refresh} sent as Authorization: Bearer opaque-value-1")
+        });
+        let message = result.unwrap_err().message;
+        assert!(!message.contains(jwt), "{message}");
+        assert!(!message.contains(refresh), "{message}");
+        assert!(!message.contains("opaque-value-1"), "{message}");
+        assert!(message.starts_with("token [redacted]"), "{message}");
+    }
+
+    #[test]
     fn a_panicking_future_resolves_to_its_crash() {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .build()

@@ -186,11 +186,21 @@ pub(super) fn refused(content: &str) -> ToolReport {
         .strip_prefix("The call was not run: ")
         .and_then(|s| s.lines().next())
         .map_or(content, |s| s.trim_end_matches('.'));
-    ToolReport::from(magi_tools::ToolOutput {
+    let mut report = ToolReport::from(magi_tools::ToolOutput {
         content: content.to_owned(),
         summary: summary.to_owned(),
         is_error: true,
-    })
+    });
+    // What the person told the model with a denial is the refusal's own result: its
+    // card shows it, live and saved.
+    report.transcript = content
+        .lines()
+        .skip(1)
+        .filter(|line| !line.trim().is_empty())
+        .take(magi_tools::TRANSCRIPT_LINES)
+        .map(str::to_owned)
+        .collect();
+    report
 }
 
 /// Whether the claims of one group are durable: open once their sync returned. The

@@ -279,6 +279,7 @@ impl App {
             approval_id,
             allow,
         });
+        self.clock.approval_answered(std::time::Instant::now());
         Ok(())
     }
 

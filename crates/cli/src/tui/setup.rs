@@ -11,7 +11,8 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Wrap};
 
-use super::terminal::{Inputs, Screen, TermInput};
+use super::input::{Inputs, TermInput};
+use super::terminal::Screen;
 
 /// What the person chose on the first-run screen.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -74,7 +75,7 @@ pub(super) async fn guide(
                 top = scrolled(top, lines);
                 continue;
             }
-            TermInput::Paste(_) | TermInput::Resize => continue,
+            TermInput::Paste(_) | TermInput::Resize | TermInput::Focus(_) => continue,
         };
         let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
         match key.code {

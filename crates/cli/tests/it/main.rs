@@ -48,6 +48,8 @@ mod magi_control;
 mod mc_cards;
 mod mc_commands;
 mod mc_composer;
+mod mc_details;
+mod mc_input;
 mod mc_session;
 mod mc_transcript;
 mod mcp;

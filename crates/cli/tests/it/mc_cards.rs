@@ -78,7 +78,7 @@ async fn allowed_for_the_session_the_same_command_runs_unasked_after_a_reopen() 
     tmux.key("Enter");
     tmux.wait_for("adds the rule bash(touch*)");
     tmux.wait_for("? Allow bash: touch one.txt");
-    tmux.wait_for("y allow once · s allow for this session (adds the rule bash(touch*))");
+    tmux.wait_for("1 y allow once · 2 s allow for this session (adds the rule bash(touch*))");
     tmux.type_text("s");
     tmux.wait_for("Made one.");
     tmux.wait_for("idle ·");

@@ -77,13 +77,14 @@ async fn a_prompt_typed_during_a_turn_is_queued_and_sent_when_it_ends() {
     tmux.wait_for("working");
     tmux.type_text("second, queued");
     tmux.key("Enter");
-    tmux.wait_for("queued, sent when the turn ends (Up edits): second, queued");
+    tmux.wait_for("queued, sent when the turn ends (Up edits):");
+    tmux.wait_for("  › second, queued");
     // Up brings it back to edit; Enter queues it again.
     tmux.key("Up");
     tmux.wait_for("› second, queued");
     tmux.type_text(" and edited");
     tmux.key("Enter");
-    tmux.wait_for("(Up edits): second, queued and edited");
+    tmux.wait_for("  › second, queued and edited");
     // The first prompt's request may still be on its way (the status line says
     // "working" as the turn starts); the queued one must not have followed it.
     assert!(

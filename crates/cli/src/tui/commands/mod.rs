@@ -82,6 +82,33 @@ impl Command {
         }
     }
 
+    /// Other names it answers to, as other agents name the same command.
+    pub(super) fn aliases(self) -> &'static [&'static str] {
+        match self {
+            Command::New => &["clear"],
+            Command::Sessions => &["resume"],
+            Command::Quit => &["exit"],
+            _ => &[],
+        }
+    }
+
+    /// The command `word` names, by its name or an alias.
+    pub(super) fn named(word: &str) -> Option<Command> {
+        Command::ALL
+            .into_iter()
+            .find(|c| c.name() == word || c.aliases().contains(&word))
+    }
+
+    /// Every name typed after the slash, with the command it names: names first, then
+    /// aliases.
+    pub(super) fn every_name() -> impl Iterator<Item = (&'static str, Command)> {
+        let names = Command::ALL.into_iter().map(|c| (c.name(), c));
+        let aliases = Command::ALL
+            .into_iter()
+            .flat_map(|c| c.aliases().iter().map(move |a| (*a, c)));
+        names.chain(aliases)
+    }
+
     /// One line saying what it does.
     pub(super) fn summary(self) -> &'static str {
         match self {
@@ -103,16 +130,17 @@ impl Command {
     /// longer one. `None` when nothing is that near.
     pub(super) fn nearest(word: &str) -> Option<Command> {
         let word = word.to_ascii_lowercase();
-        let mut starting = Command::ALL
-            .into_iter()
-            .filter(|command| command.name().starts_with(&word));
-        if let (Some(only), None) = (starting.next(), starting.next()) {
+        let mut starting: Vec<Command> = Command::every_name()
+            .filter(|(name, _)| name.starts_with(&word))
+            .map(|(_, command)| command)
+            .collect();
+        starting.dedup();
+        if let [only] = starting[..] {
             return Some(only);
         }
         let most = if word.chars().count() <= 4 { 1 } else { 2 };
-        Command::ALL
-            .into_iter()
-            .map(|command| (strsim::osa_distance(&word, command.name()), command))
+        Command::every_name()
+            .map(|(name, command)| (strsim::osa_distance(&word, name), command))
             .filter(|(edits, _)| *edits <= most)
             .min_by_key(|(edits, _)| *edits)
             .map(|(_, command)| command)
@@ -173,7 +201,7 @@ pub(super) fn typed(text: &str) -> Typed<'_> {
             None => Typed::Prompt,
         };
     }
-    match Command::ALL.into_iter().find(|c| c.name() == word) {
+    match Command::named(word) {
         Some(command) => Typed::Command(command, argument.trim()),
         None => Typed::Unknown(word),
     }
@@ -378,6 +406,8 @@ mod tests {
         // Two commands start with it and neither is one edit away.
         assert_eq!(Command::nearest("co"), None);
         assert_eq!(Command::nearest("nope"), None);
+        assert_eq!(Command::nearest("exti"), Some(Command::Quit));
+        assert_eq!(Command::nearest("resum"), Some(Command::Sessions));
         assert_eq!(Command::nearest("xyzzy"), None);
         assert_eq!(
             unknown_command("stauts"),
@@ -394,11 +424,19 @@ mod tests {
     }
 
     #[test]
+    fn the_usual_other_names_run_their_commands() {
+        assert_eq!(typed("/clear"), Typed::Command(Command::New, ""));
+        assert_eq!(typed("/resume"), Typed::Command(Command::Sessions, ""));
+        assert_eq!(typed("/exit"), Typed::Command(Command::Quit, ""));
+    }
+
+    #[test]
     fn every_command_has_a_distinct_name_and_a_summary() {
-        let mut names: Vec<&str> = Command::ALL.iter().map(|c| c.name()).collect();
+        let mut names: Vec<&str> = Command::every_name().map(|(name, _)| name).collect();
+        let all = names.len();
         names.sort_unstable();
         names.dedup();
-        assert_eq!(names.len(), Command::ALL.len());
+        assert_eq!(names.len(), all);
         assert!(Command::ALL.iter().all(|c| !c.summary().is_empty()));
     }
 }

@@ -44,7 +44,13 @@ const KEYS: &[(&str, &str)] = &[
         "y / s / n / d",
         "answer an approval: allow once, for this session, deny, deny with a message",
     ),
+    (
+        "1 / 2 / 3, Enter",
+        "answer an approval by its number, or the highlighted answer (Left/Right move)",
+    ),
     ("Ctrl-O", "expand or collapse every tool card"),
+    ("Ctrl-G", "edit the prompt in $VISUAL or $EDITOR"),
+    ("Ctrl-Z", "suspend to the shell (fg comes back)"),
     (
         "Ctrl-C",
         "stop the turn, else clear the prompt; twice on an empty prompt quits",
@@ -64,8 +70,13 @@ fn heading(text: &str) -> Line<'static> {
 pub(super) fn help() -> TextPanel {
     let mut lines = vec![heading("Commands")];
     for command in Command::ALL {
+        let aliases: String = command
+            .aliases()
+            .iter()
+            .map(|alias| format!(" (or /{alias})"))
+            .collect();
         lines.push(Line::from(format!(
-            "  /{:<10} {}",
+            "  /{:<10} {}{aliases}",
             command.name(),
             command.summary()
         )));

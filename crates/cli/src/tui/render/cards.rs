@@ -134,6 +134,11 @@ fn header(card: &Card, live: Option<ActivityDisplay>, timing: Timing, look: Look
     if let Some(argument) = main_argument(card) {
         spans.push(Span::raw(format!(" {argument}")));
     }
+    // A call waiting for the person is not running: no time is shown for it.
+    let waiting = display == ActivityDisplay::Started
+        && look.approval_pending
+        && card.metadata.public_protection.decision == ProtectionDecision::ApprovalRequired;
+    let timing = if waiting { Timing::Unknown } else { timing };
     let status = status_with_time(status(card, display, look.approval_pending), timing);
     spans.push(Span::styled(format!("  {status}"), dim()));
     Line::from(spans)

@@ -192,6 +192,13 @@ impl Tmux {
         self.tmux(&["resize-window", "-t", "mc", "-x", &columns, "-y", &rows]);
     }
 
+    /// Copies everything the window's program writes to the terminal, escape sequences
+    /// and bells included, to `file` (tmux's `pipe-pane`).
+    pub fn record_output(&self, file: &std::path::Path) {
+        let command = format!("cat >> '{}'", file.display());
+        self.tmux(&["pipe-pane", "-o", "-t", "mc", &command]);
+    }
+
     /// Sends several keys in one `send-keys`: tmux writes them to the terminal
     /// together, as the mouse wheel in alternate-scroll mode sends its arrows.
     pub fn keys(&self, keys: &[&str]) {

@@ -1,7 +1,10 @@
 //! A card's body under its header: collapsed, the transcript projection's few lines of
 //! its result; expanded (Ctrl-O), every block it carries, omissions said in words.
 
-use magi_core::cards::{ROW_FAILURE_EXPLANATION, ROW_LINES_SHOWN, ROW_MATCHES, ROW_OUTPUT_LINES};
+use magi_core::cards::{
+    ROW_ANSWER, ROW_FAILURE_EXPLANATION, ROW_LINES_SHOWN, ROW_MATCHES, ROW_OUTPUT_LINES,
+    ROW_QUESTION,
+};
 use magi_protocol::cards::{Block, Card, CardState, DiffLine, DiffLineKind, ToolKind};
 use ratatui::style::{Color, Style};
 use ratatui::text::{Line, Span};
@@ -55,17 +58,21 @@ fn projected(card: &Card, summary: Option<&str>) -> (Vec<Line<'static>>, bool) {
         _ => None,
     }) {
         lines.push(children_summary(children));
+    } else if let Some(asked) = questions(card) {
+        lines.extend(asked);
     } else if let Some(failure) = row_value(card, ROW_FAILURE_EXPLANATION) {
         lines.push(Line::from(Span::styled(
             format!("{INDENT}{failure}"),
             Style::default().fg(Color::Red),
         )));
     }
-    // A failed call with nothing else to show says why, in the tool's own summary.
+    // A failed call with nothing else to show says why, in the tool's own summary
+    // (unless that is the refusal its header says already).
     if lines.is_empty()
         && card.state == CardState::Finished
         && card.outcome != Some(magi_protocol::cards::CardOutcome::Success)
         && let Some(summary) = summary.map(str::trim).filter(|s| !s.is_empty())
+        && card.metadata.public_protection.summary.as_deref() != Some(summary)
     {
         lines.push(Line::from(Span::styled(
             format!("{INDENT}{summary}"),
@@ -80,6 +87,28 @@ fn projected(card: &Card, summary: Option<&str>) -> (Vec<Line<'static>>, bool) {
         lines.push(note(&format!("{said}: {why}")));
     }
     (lines, more)
+}
+
+/// The model's questions and the person's answers (`ask_user`), one line each:
+/// `? question` then `→ answer`; `None` for a card without them.
+fn questions(card: &Card) -> Option<Vec<Line<'static>>> {
+    let rows = card.blocks.iter().find_map(|b| match b {
+        Block::Results(r) if r.rows.iter().any(|row| row.label == ROW_ANSWER) => Some(&r.rows),
+        _ => None,
+    })?;
+    let mut lines = Vec::new();
+    for row in rows {
+        let value = row.value.as_deref().unwrap_or("not reported");
+        if row.label == ROW_QUESTION {
+            lines.push(Line::from(format!("{INDENT}? {value}")));
+        } else if row.label == ROW_ANSWER {
+            lines.push(Line::from(Span::styled(
+                format!("{INDENT}→ {value}"),
+                Style::default().fg(Color::Cyan),
+            )));
+        }
+    }
+    Some(lines)
 }
 
 /// How many lines of result the card's rows report: a command's output lines, a read's

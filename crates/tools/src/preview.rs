@@ -228,7 +228,7 @@ mod tests {
             "{}",
             preview.diff
         );
-        assert!(preview.diff.contains("+echo [31mred\n"), "{}", preview.diff);
+        assert!(preview.diff.contains("+echo red\n"), "{}", preview.diff);
         assert!(!preview.truncated);
     }
 }

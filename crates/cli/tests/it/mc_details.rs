@@ -212,3 +212,35 @@ async fn the_denial_message_and_the_answer_are_on_their_cards() {
         tmux.key("C-c");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hostile_output_shows_its_text_and_moves_nothing() {
+    for columns in [80, 120] {
+        let mock = MockServer::start().await;
+        // Colour, a title, a screen clear and a cursor move, a hyperlink, a device
+        // control string: every sequence goes whole, its text stays.
+        let command = r"printf '\033[31mred\033[0m \033]0;owned\007\033[2J\033[Htext 日本 \033]8;;http://x\033\\link\033]8;;\033\\ \033P+q\033\\🎉 end\n'";
+        mock.enqueue(calls("bash", &[bash("b1", command)]));
+        mock.enqueue(Reply::stream().text(["Printed."]));
+        let env = TestEnv::new();
+        env.write_settings("[permissions]\nallow = [\"bash(printf*)\"]\n");
+        let tmux = Tmux::start_sized(&env, &vars(&mock), columns, 30);
+        tmux.wait_for("idle ·");
+        tmux.type_text("print");
+        tmux.key("Enter");
+        tmux.wait_for("Printed.");
+        let screen = tmux.wait_for("red text 日本 link 🎉 end");
+        // The output's line holds its text alone (the command above it shows the
+        // sequences as the model wrote them, escaped).
+        let output = inside(&screen)
+            .into_iter()
+            .find(|r| r.contains("red text"))
+            .unwrap();
+        assert_eq!(output.trim(), "red text 日本 link 🎉 end", "{screen}");
+        assert!(
+            screen.contains("magi-code"),
+            "the screen was cleared: {screen}"
+        );
+        tmux.key("C-c");
+    }
+}

@@ -40,6 +40,17 @@ impl Tmux {
         Tmux::launch(env, vars, command_line, (120, 40))
     }
 
+    /// Starts `command_line` in a window of `columns` by `rows`.
+    pub fn launch_sized(
+        env: &TestEnv,
+        vars: &[(&str, String)],
+        command_line: &[&str],
+        columns: u16,
+        rows: u16,
+    ) -> Tmux {
+        Tmux::launch(env, vars, command_line, (columns, rows))
+    }
+
     fn launch(
         env: &TestEnv,
         vars: &[(&str, String)],

@@ -43,6 +43,7 @@ mod initialize;
 mod instructions;
 mod launch;
 mod lifecycle;
+mod live_output;
 mod long_turns;
 mod magi_control;
 mod mc_cards;

@@ -167,3 +167,33 @@ async fn a_background_command_is_listed_as_running_now() {
     tmux.wait_for("✓ async_bash sleep 30  done · running in the background as job-1");
     tmux.key("C-c");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_running_commands_output_shows_in_its_card_as_it_comes() {
+    for columns in [80, 120] {
+        let mock = MockServer::start().await;
+        mock.enqueue(calls(
+            "bash",
+            &[bash(
+                "b1",
+                "for i in $(seq 1 40); do echo \"line $i 日本 🎉\"; sleep 0.1; done",
+            )],
+        ));
+        mock.enqueue(Reply::stream().text(["All printed."]));
+        let env = TestEnv::new();
+        env.write_settings("[permissions]\nallow = [\"bash\"]\n");
+        let tmux = Tmux::start_sized(&env, &vars(&mock), columns, 40);
+        tmux.wait_for("idle ·");
+        tmux.type_text("count");
+        tmux.key("Enter");
+        // While it runs, its card shows its newest lines, in place.
+        let running = tmux.wait_for("line 5 日本 🎉");
+        assert!(running.contains("running"), "{running}");
+        assert!(!running.contains("All printed."), "{running}");
+        tmux.wait_for("line 12 日本 🎉");
+        // Its end replaces them with what it printed last.
+        tmux.wait_for("All printed.");
+        tmux.wait_for("line 40 日本 🎉");
+        tmux.key("C-c");
+    }
+}

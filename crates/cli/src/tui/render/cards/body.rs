@@ -50,7 +50,12 @@ fn projected(card: &Card, summary: Option<&str>) -> (Vec<Line<'static>>, bool) {
         let all: Vec<&str> = text.lines().collect();
         // The tool's rows say how much there was beyond the six lines it kept.
         more |= all.len() > RESULT_LINES || reported_lines(card).is_some_and(|n| n > all.len());
-        for line in all.into_iter().take(RESULT_LINES) {
+        // A running command's lines are its newest output: the last of them show.
+        let skip = match card.state {
+            CardState::Running => all.len().saturating_sub(RESULT_LINES),
+            CardState::Finished => 0,
+        };
+        for line in all.into_iter().skip(skip).take(RESULT_LINES) {
             lines.push(Line::from(format!("{INDENT}{line}")));
         }
     } else if let Some(children) = card.blocks.iter().find_map(|b| match b {

@@ -225,6 +225,19 @@ pub fn execute_with(
     };
     let mut report = dispatch(tool, arguments, ctx, editor);
     report.transcript = transcript(tool, &report.output);
+    // A change's size is counted over the whole of it, which only its preview saw.
+    if let (
+        Some(preview),
+        Some(Facts::Change {
+            lines_added,
+            lines_removed,
+            ..
+        }),
+    ) = (&report.preview, &mut report.facts)
+    {
+        *lines_added = Some(preview.added);
+        *lines_removed = Some(preview.removed);
+    }
     report
 }
 

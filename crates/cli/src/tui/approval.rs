@@ -169,6 +169,15 @@ impl App {
             return None;
         }
         let offered = Choice::offered(has_rule);
+        // Everything the approval carries, in a view of its own.
+        if matches!(key.code, KeyCode::Char('v' | 'V')) {
+            let pending = self.pending_approval()?;
+            let lines = super::render::approval_view(pending);
+            self.panel = Some(super::commands::Panel::Text(
+                super::commands::TextPanel::new("Approval", lines),
+            ));
+            return Some(Action::Nothing);
+        }
         let chosen = match key.code {
             KeyCode::Char(c) => {
                 let letter = c.to_ascii_lowercase();

@@ -197,3 +197,58 @@ async fn a_running_commands_output_shows_in_its_card_as_it_comes() {
         tmux.key("C-c");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn changes_say_their_size_show_added_lines_first_and_an_approval_says_where_the_rest_is() {
+    for columns in [80, 120] {
+        let mock = MockServer::start().await;
+        // A 360-line write (past the 128 lines an approval carries), then an edit that
+        // replaces eight lines with eight others.
+        let content: String = (1..=360).map(|n| format!("line {n} 日本 🎉\n")).collect();
+        mock.enqueue(Reply::stream().tool_call(
+            "w1",
+            "write",
+            [serde_json::json!({"path": "big.txt", "content": content}).to_string()],
+        ));
+        let old: String = (1..=8).map(|n| format!("let old_{n} = {n};\n")).collect();
+        let new: String = (1..=8).map(|n| format!("let new_{n} = {n};\n")).collect();
+        mock.enqueue(
+            Reply::stream().tool_call(
+                "e1",
+                "edit",
+                [
+                    serde_json::json!({"path": "code.rs", "old_text": old, "new_text": new})
+                        .to_string(),
+                ],
+            ),
+        );
+        mock.enqueue(Reply::stream().text(["Both done."]));
+        let env = TestEnv::new();
+        std::fs::write(env.cwd().join("code.rs"), format!("fn main() {{}}\n{old}")).unwrap();
+        env.write_settings("[permissions]\nallow = [\"edit\"]\n");
+        let tmux = Tmux::start_sized(&env, &vars(&mock), columns, 50);
+        tmux.wait_for("idle ·");
+        tmux.type_text("write and edit");
+        tmux.key("Enter");
+        tmux.wait_for("? Allow write: big.txt");
+        // The approval says what it shows and that the change goes on past it.
+        tmux.wait_for("more lines here (v shows them)");
+        tmux.wait_for("approval carries");
+        tmux.type_text("v");
+        tmux.wait_for("┌ Approval");
+        // Everything the approval carries, to its end.
+        tmux.key("End");
+        tmux.wait_for("line 120 日本 🎉");
+        tmux.key("Escape");
+        tmux.wait_gone("┌ Approval");
+        tmux.type_text("y");
+        tmux.wait_for("Both done.");
+        // Counted over the whole change, not the preview.
+        tmux.wait_for("+360 −0");
+        let screen = tmux.wait_for("+8 −8");
+        // The edit's collapsed card leads with what it added.
+        assert!(screen.contains("+let new_1 = 1;"), "{screen}");
+        assert!(!screen.contains("-let old_1 = 1;"), "{screen}");
+        tmux.key("C-c");
+    }
+}

@@ -24,7 +24,7 @@ use std::pin::Pin;
 use ratatui::crossterm::event::KeyEvent;
 use ratatui::text::Line;
 
-pub(super) use panel::Panel;
+pub(super) use panel::{Panel, TextPanel};
 pub(super) use run::Done;
 pub(super) use words::refused;
 

@@ -188,7 +188,7 @@ pub(in crate::tui) struct TextPanel {
 }
 
 impl TextPanel {
-    pub(super) fn new(title: impl Into<String>, lines: Vec<Line<'static>>) -> TextPanel {
+    pub(in crate::tui) fn new(title: impl Into<String>, lines: Vec<Line<'static>>) -> TextPanel {
         TextPanel {
             title: title.into(),
             lines,

@@ -8,7 +8,7 @@ use magi_client::fold::{Approval, ApprovalState};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 
-use super::diff::{diff_lines, parse_unified};
+use super::diff::{diff_lines, language_of, parse_unified};
 use super::words;
 use crate::tui::approval::Choice;
 
@@ -57,14 +57,25 @@ pub(super) fn panel(approval: &Approval, asking: Asking<'_>) -> Vec<Line<'static
             .iter()
             .filter(|l| l.kind != magi_protocol::cards::DiffLineKind::FileHeader)
             .collect();
-        lines.extend(diff_lines(shown.iter().copied().take(PREVIEW_LINES)));
+        lines.extend(diff_lines(
+            shown.iter().copied().take(PREVIEW_LINES),
+            language_of(approval.subject.as_deref()),
+        ));
         let hidden = shown.len().saturating_sub(PREVIEW_LINES);
-        if hidden > 0 || change.truncated {
-            let more = if hidden > 0 {
-                format!("    … {hidden} more lines of the change")
-            } else {
-                "    … the change is longer than shown".to_owned()
-            };
+        // What the approval carries is itself bounded: say so rather than count only
+        // what it carries as if it were the whole change.
+        let more = match (hidden, change.truncated) {
+            (0, false) => None,
+            (0, true) => {
+                Some("    … the change is longer than the 128 lines an approval carries".to_owned())
+            }
+            (n, false) => Some(format!("    … {n} more lines of the change: v shows them")),
+            (n, true) => Some(format!(
+                "    … {n} more lines here (v shows them), and the change is longer than the \
+                 128 lines an approval carries"
+            )),
+        };
+        if let Some(more) = more {
             lines.push(Line::from(Span::styled(
                 more,
                 Style::default().fg(Color::DarkGray),
@@ -123,6 +134,35 @@ pub(super) fn panel(approval: &Approval, asking: Asking<'_>) -> Vec<Line<'static
 
 /// Time left under which the countdown is drawn in red.
 const URGENT: Duration = Duration::from_secs(10);
+
+/// Everything an approval shows, for its full view: the call, every line of the change
+/// it carries, and whether the change is longer than that.
+pub(in crate::tui) fn full_view(approval: &Approval) -> Vec<Line<'static>> {
+    let (tool, subject) = tool_and_subject(approval);
+    let mut lines = vec![Line::from(format!("{tool}: {subject}"))];
+    if let Some(rule) = &approval.suggested_rule {
+        lines.push(Line::from(format!(
+            "an answer for the session adds the rule {rule}"
+        )));
+    }
+    match &approval.proposed_change {
+        Some(change) => {
+            let parsed = parse_unified(&change.diff);
+            lines.extend(diff_lines(
+                parsed.iter(),
+                language_of(approval.subject.as_deref()),
+            ));
+            if change.truncated {
+                lines.push(Line::from(Span::styled(
+                    "… the change is longer than the 128 lines an approval carries",
+                    Style::default().fg(Color::DarkGray),
+                )));
+            }
+        }
+        None => lines.push(Line::from("no change to show")),
+    }
+    lines
+}
 
 /// The composer's title while an approval waits.
 pub(super) fn hint(approval: &Approval, message: Option<&str>) -> &'static str {

@@ -6,7 +6,9 @@
 use std::time::Duration;
 
 use magi_client::fold::{ActivityDisplay, ActivityItem, CardView};
-use magi_core::cards::{ROW_BACKGROUND_JOB, ROW_COMMAND_TIMEOUT, ROW_ENDED, ROW_HOOK, ROW_PATTERN};
+use magi_core::cards::{
+    ROW_BACKGROUND_JOB, ROW_COMMAND_TIMEOUT, ROW_ENDED, ROW_HOOK, ROW_LINES_CHANGED, ROW_PATTERN,
+};
 use magi_protocol::cards::{Block, Card, CardState, ProtectionDecision, ResourceKind, ToolKind};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
@@ -271,6 +273,10 @@ fn status(card: &Card, display: ActivityDisplay, approval_pending: bool) -> Stri
         && let Some(changes) = words::changes(card.changes)
     {
         parts.push(changes.to_owned());
+    }
+    // How big the change was, over all of it.
+    if let Some(counted) = row_value(card, ROW_LINES_CHANGED) {
+        parts.push(counted);
     }
     parts.dedup();
     parts.join(" · ")

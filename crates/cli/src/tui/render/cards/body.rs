@@ -10,7 +10,7 @@ use ratatui::style::{Color, Style};
 use ratatui::text::{Line, Span};
 
 use super::{INDENT, RESULT_LINES, note, row_value};
-use crate::tui::render::diff::diff_lines;
+use crate::tui::render::diff::{diff_lines, language_of};
 use crate::tui::render::words;
 
 /// The card's body: collapsed, at most [`RESULT_LINES`] lines of its result and a
@@ -39,13 +39,21 @@ fn projected(card: &Card, summary: Option<&str>) -> (Vec<Line<'static>>, bool) {
         _ => None,
     });
     if let Some(diff) = diff {
-        let shown: Vec<&DiffLine> = diff
-            .lines
-            .iter()
-            .filter(|l| l.kind != DiffLineKind::FileHeader)
+        // What the change added comes first, then what it removed: a collapsed card
+        // never hides every added line behind the removed ones.
+        let of = |kind| {
+            diff.lines
+                .iter()
+                .filter(move |l: &&DiffLine| l.kind == kind)
+        };
+        let changed = of(DiffLineKind::Added).count() + of(DiffLineKind::Removed).count();
+        let shown: Vec<&DiffLine> = of(DiffLineKind::Added)
+            .chain(of(DiffLineKind::Removed))
+            .take(RESULT_LINES)
             .collect();
-        more |= shown.len() > RESULT_LINES;
-        lines.extend(diff_lines(shown.into_iter().take(RESULT_LINES)));
+        more |= changed > shown.len() || diff.lines.iter().any(|l| l.kind == DiffLineKind::Context);
+        let language = language_of(diff.new_path.as_deref().or(diff.old_path.as_deref()));
+        lines.extend(diff_lines(shown.into_iter(), language));
     } else if let Some(text) = text {
         let all: Vec<&str> = text.lines().collect();
         // The tool's rows say how much there was beyond the six lines it kept.
@@ -116,6 +124,22 @@ fn questions(card: &Card) -> Option<Vec<Line<'static>>> {
     Some(lines)
 }
 
+/// Whether a row says only that nothing happened (`Binary: no`, `Command timeout: not
+/// timed out`, a value not reported). A row that carries a decision, a timeout or a
+/// truncation that happened is never one of them.
+fn uneventful(row: &magi_protocol::cards::ResultRow) -> bool {
+    match row.value.as_deref() {
+        None => true,
+        Some(value) => matches!(
+            value,
+            "no" | "none"
+                | "not timed out"
+                | "no limit"
+                | "stdout not truncated, stderr not truncated"
+        ),
+    }
+}
+
 /// How many lines of result the card's rows report: a command's output lines, a read's
 /// lines shown, a search's matches; `None` when no row says.
 fn reported_lines(card: &Card) -> Option<usize> {
@@ -183,7 +207,9 @@ fn full(card: &Card) -> Vec<Line<'static>> {
                 }
             }
             Block::Results(r) => {
-                for row in &r.rows {
+                // Rows that say nothing happened are left out here; the full view has
+                // them all.
+                for row in r.rows.iter().filter(|row| !uneventful(row)) {
                     let value = row.value.as_deref().unwrap_or("not reported");
                     lines.push(note(&format!("{}: {value}", row.label)));
                 }
@@ -221,6 +247,7 @@ fn full(card: &Card) -> Vec<Line<'static>> {
                     d.lines
                         .iter()
                         .filter(|l| l.kind != DiffLineKind::FileHeader),
+                    language_of(Some(path)),
                 ));
             }
             Block::Children(c) => {

@@ -221,6 +221,10 @@ struct App {
     notifications: bool,
     /// Where Mission Control runs (directory and branch), for the empty screen.
     place: render::Place,
+    /// The model last chosen with `/model`, which a session started with `/new` keeps.
+    chosen: Option<commands::Choice>,
+    /// The choice to apply before the next turn (a new session's first).
+    reselect: Option<commands::Choice>,
 }
 
 impl App {
@@ -258,6 +262,8 @@ impl App {
             alert: None,
             notifications: alert::notifications(),
             place: render::Place::here(),
+            chosen: None,
+            reselect: None,
         }
     }
 

@@ -24,6 +24,7 @@ use std::pin::Pin;
 use ratatui::crossterm::event::KeyEvent;
 use ratatui::text::Line;
 
+pub(super) use model::Choice;
 pub(super) use panel::{Panel, TextPanel};
 pub(super) use run::Done;
 pub(super) use words::refused;
@@ -268,6 +269,13 @@ pub(super) enum Request {
     },
     /// Switches the model.
     Select(model::Choice),
+    /// Enables a fetched model in the global settings (and, with `default`, makes it
+    /// the default selection), then switches to it in a fresh backend.
+    Enable {
+        provider: String,
+        model: String,
+        default: bool,
+    },
     /// Fetches these providers' model lists, then shows the catalog again.
     Refresh(Vec<String>),
 }

@@ -117,7 +117,7 @@ impl App {
         &mut self,
         backend: &mut Backend,
         terminal: &mut Screen,
-        inputs: &Inputs,
+        inputs: &mut Inputs,
         read_at: Instant,
         input: TermInput,
     ) -> anyhow::Result<Flow> {

@@ -16,6 +16,7 @@
 //! The reader can be paused (while `$EDITOR` has the terminal): it then stops reading
 //! before the editor starts, so no key meant for the editor is taken.
 
+use std::collections::VecDeque;
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -42,6 +43,9 @@ const LONG_BURST: usize = 64;
 const BURST_EVENTS: usize = 65_536;
 /// How often a reader with nothing to read looks whether it is asked to pause.
 const PAUSE_CHECK: Duration = Duration::from_millis(50);
+/// How often a pause waiting for the reader takes what it queued off the queue: a
+/// reader blocked on a full queue can only park once there is room.
+const PAUSE_DRAIN: Duration = Duration::from_millis(10);
 
 /// One thing the terminal said.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -63,32 +67,49 @@ pub(super) enum TermInput {
 /// The terminal's inputs, each with the instant it was read, and the reader's pause.
 pub(super) struct Inputs {
     received: mpsc::Receiver<(Instant, TermInput)>,
+    /// Inputs taken off the queue while a pause waited for the reader, handed out first.
+    held: VecDeque<(Instant, TermInput)>,
     pause: Arc<Pause>,
 }
 
 impl Inputs {
     /// The next input; `None` once the terminal can no longer be read.
     pub(super) async fn recv(&mut self) -> Option<(Instant, TermInput)> {
-        self.received.recv().await
+        match self.held.pop_front() {
+            Some(held) => Some(held),
+            None => self.received.recv().await,
+        }
     }
 
     /// An input already waiting, if any.
     pub(super) fn try_recv(&mut self) -> Option<(Instant, TermInput)> {
-        self.received.try_recv().ok()
+        self.held
+            .pop_front()
+            .or_else(|| self.received.try_recv().ok())
     }
 
     /// Stops the reader reading the terminal, and returns once it has stopped (within
     /// [`PAUSE_CHECK`], or once the burst it reads ends): another program may then read
-    /// the terminal alone.
-    pub(super) fn pause(&self) {
+    /// the terminal alone. What the reader queues meanwhile is taken off the queue
+    /// (and handed out later), so a reader waiting for room in a full queue parks too.
+    pub(super) fn pause(&mut self) {
         let mut state = self.pause.lock();
         state.asked = true;
         while !state.parked && !state.gone {
+            drop(state);
+            while let Ok(input) = self.received.try_recv() {
+                self.held.push_back(input);
+            }
+            state = self.pause.lock();
+            if state.parked || state.gone {
+                break;
+            }
             state = self
                 .pause
                 .changed
-                .wait(state)
-                .unwrap_or_else(PoisonError::into_inner);
+                .wait_timeout(state, PAUSE_DRAIN)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
         }
     }
 
@@ -157,7 +178,11 @@ pub(super) fn spawn_input_reader() -> Inputs {
         read_inputs(&inputs, &shared);
         shared.ended();
     });
-    Inputs { received, pause }
+    Inputs {
+        received,
+        held: VecDeque::new(),
+        pause,
+    }
 }
 
 /// The reader's loop: each burst read whole, then classified and queued.

@@ -50,7 +50,7 @@ fn editor_command() -> Vec<String> {
 impl App {
     /// Ctrl-G: the prompt goes to `$EDITOR` in a file; the terminal is handed over
     /// until the editor exits ([`App::edited`]).
-    pub(super) fn start_editor(&mut self, terminal: &mut Screen, inputs: &Inputs) {
+    pub(super) fn start_editor(&mut self, terminal: &mut Screen, inputs: &mut Inputs) {
         let text = self.composer.expanded();
         let file = tempfile::Builder::new()
             .prefix("magi-prompt-")
@@ -127,7 +127,11 @@ impl App {
     }
 
     /// Ctrl-Z: the terminal goes back to the shell until it continues this process.
-    pub(super) fn suspend(&mut self, terminal: &mut Screen, inputs: &Inputs) -> anyhow::Result<()> {
+    pub(super) fn suspend(
+        &mut self,
+        terminal: &mut Screen,
+        inputs: &mut Inputs,
+    ) -> anyhow::Result<()> {
         inputs.pause();
         let suspended = terminal::suspend(terminal);
         inputs.resume();

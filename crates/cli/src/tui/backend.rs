@@ -103,7 +103,7 @@ impl App {
         let wait = std::time::Duration::from_millis(magi_protocol::limits::CLEANUP_WAIT_MS);
         let end = backend.end_within(wait).await;
         let said = format!(
-            "{}. Press r to start a fresh backend on this session (a prompt sent starts              one too).",
+            "{}. Press r to start a fresh backend on this session (a prompt sent starts one too).",
             end.describe()
         );
         self.transcript.apply(FoldInput::BackendEnded { said });

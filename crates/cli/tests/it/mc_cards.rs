@@ -252,3 +252,50 @@ async fn changes_say_their_size_show_added_lines_first_and_an_approval_says_wher
         tmux.key("C-c");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cards_shows_every_card_in_full_with_every_row_and_where_the_rest_is() {
+    for columns in [80, 120] {
+        let mock = MockServer::start().await;
+        mock.enqueue(calls("bash", &[bash("b1", "printf '日本語 🎉\\n'")]));
+        // A write longer than a card carries.
+        let content: String = (1..=360).map(|n| format!("line {n} 日本 🎉\n")).collect();
+        mock.enqueue(Reply::stream().tool_call(
+            "w1",
+            "write",
+            [serde_json::json!({"path": "big.txt", "content": content}).to_string()],
+        ));
+        mock.enqueue(Reply::stream().text(["Both done."]));
+        let env = TestEnv::new();
+        env.write_settings("[permissions]\nallow = [\"bash\", \"write\"]\n");
+        let tmux = Tmux::start_sized(&env, &vars(&mock), columns, 40);
+        tmux.wait_for("idle ·");
+        tmux.type_text("print and write");
+        tmux.key("Enter");
+        tmux.wait_for("Both done.");
+        // Expanded, a card leaves out the rows that say nothing happened.
+        tmux.key("C-o");
+        tmux.key("Home");
+        let expanded = tmux.wait_for("$ printf '日本語 🎉\\n'");
+        assert!(!expanded.contains("Command timeout:"), "{expanded}");
+        tmux.key("End");
+        tmux.key("C-o");
+        tmux.type_text("/cards");
+        tmux.key("Enter");
+        tmux.wait_for("┌ Cards");
+        // Opened at the newest card; at its end it says it was cut and where the whole
+        // is.
+        tmux.wait_for("✓ write big.txt");
+        tmux.key("End");
+        tmux.wait_for("no more of it");
+        tmux.wait_for("whole change is in");
+        // The first card, every row with its label.
+        tmux.key("Home");
+        tmux.wait_for("✓ bash printf");
+        tmux.wait_for("Command timeout: not timed out");
+        tmux.wait_for("日本語 🎉");
+        tmux.key("Escape");
+        tmux.wait_gone("┌ Cards");
+        tmux.key("C-c");
+    }
+}

@@ -48,6 +48,8 @@ pub(super) enum Command {
     Copy,
     /// Shows the session's changes.
     Diff,
+    /// Shows every card of the transcript in full.
+    Cards,
     /// Shows model, provider, session, tokens and paths.
     Status,
     /// Quits.
@@ -56,7 +58,7 @@ pub(super) enum Command {
 
 impl Command {
     /// Every command, in the order `/help` lists them.
-    pub(super) const ALL: [Command; 9] = [
+    pub(super) const ALL: [Command; 10] = [
         Command::Help,
         Command::New,
         Command::Sessions,
@@ -64,6 +66,7 @@ impl Command {
         Command::Compact,
         Command::Copy,
         Command::Diff,
+        Command::Cards,
         Command::Status,
         Command::Quit,
     ];
@@ -78,6 +81,7 @@ impl Command {
             Command::Compact => "compact",
             Command::Copy => "copy",
             Command::Diff => "diff",
+            Command::Cards => "cards",
             Command::Status => "status",
             Command::Quit => "quit",
         }
@@ -120,6 +124,7 @@ impl Command {
             Command::Compact => "compact the session's context now",
             Command::Copy => "copy the last reply to the clipboard",
             Command::Diff => "show the session's changes",
+            Command::Cards => "every tool call's card in full, newest last",
             Command::Status => "model, provider, session, tokens and paths",
             Command::Quit => "quit Mission Control",
         }

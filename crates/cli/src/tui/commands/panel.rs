@@ -196,6 +196,12 @@ impl TextPanel {
         }
     }
 
+    /// The same panel opened with line `offset` at its top.
+    pub(in crate::tui) fn scrolled_to(mut self, offset: usize) -> TextPanel {
+        self.offset = offset.min(self.lines.len().saturating_sub(1));
+        self
+    }
+
     /// Its lines, for tests.
     #[cfg(test)]
     pub(super) fn lines(&self) -> &[Line<'static>] {

@@ -91,6 +91,18 @@ pub(super) fn saved_lines(
     lines
 }
 
+/// A card in full, for the full view: its header, then every block and row it carries
+/// and what it left out.
+pub(in crate::tui) fn full_view(card: &Card) -> Vec<Line<'static>> {
+    let look = Look {
+        expanded: true,
+        approval_pending: false,
+    };
+    let mut lines = vec![header(card, None, Timing::Unknown, look)];
+    lines.extend(body::complete(card));
+    lines
+}
+
 /// The mark and colour of where a call is.
 fn mark(state: ActivityDisplay) -> (&'static str, Color) {
     match state {

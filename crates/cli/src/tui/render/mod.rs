@@ -23,6 +23,7 @@ mod wrap;
 
 pub(super) use activity::Clock;
 pub(super) use approval::full_view as approval_view;
+pub(super) use cards::full_view as card_view;
 pub(super) use markdown::warm_up;
 pub(super) use status::{SPINNER_STEP, merged_usage, reduced_motion};
 pub(super) use view::View;

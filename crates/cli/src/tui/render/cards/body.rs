@@ -5,7 +5,10 @@ use magi_core::cards::{
     ROW_ANSWER, ROW_FAILURE_EXPLANATION, ROW_LINES_SHOWN, ROW_MATCHES, ROW_OUTPUT_LINES,
     ROW_QUESTION,
 };
-use magi_protocol::cards::{Block, Card, CardState, DiffLine, DiffLineKind, ToolKind};
+use magi_protocol::cards::{
+    Availability, Block, CARD_BYTES, Card, CardState, DIFF_LINES_PER_BLOCK, DiffLine, DiffLineKind,
+    ToolKind,
+};
 use ratatui::style::{Color, Style};
 use ratatui::text::{Line, Span};
 
@@ -17,7 +20,7 @@ use crate::tui::render::words;
 /// hint when more is there; expanded, everything it carries, omissions said in words.
 pub(super) fn body(card: &Card, expanded: bool, summary: Option<&str>) -> Vec<Line<'static>> {
     if expanded {
-        return full(card);
+        return full(card, false);
     }
     let (mut lines, more) = projected(card, summary);
     if more {
@@ -175,9 +178,40 @@ fn children_summary(children: &magi_protocol::cards::ChildrenBlock) -> Line<'sta
     note(&format!("subagent calls: {total} ({running} running)"))
 }
 
+/// Everything the card carries, every row included (a value not reported said so), then
+/// what it left out: for the full view of a card.
+pub(super) fn complete(card: &Card) -> Vec<Line<'static>> {
+    let mut lines = full(card, true);
+    if let Some(rest) = where_the_rest_is(card) {
+        lines.push(note(&rest));
+    }
+    lines
+}
+
+/// What a card cut at its bounds says of the rest: no client can fetch more of a card
+/// (`tool.cards` schema 1), so a change's whole is in its file.
+fn where_the_rest_is(card: &Card) -> Option<String> {
+    if card.omissions.is_empty() && card.detail.availability != Availability::Truncated {
+        return None;
+    }
+    let changed = card.blocks.iter().find_map(|block| match block {
+        Block::Diff(d) => d.new_path.as_deref().or(d.old_path.as_deref()),
+        _ => None,
+    });
+    let bounds = format!(
+        "a card carries at most {DIFF_LINES_PER_BLOCK} diff lines and {} KiB, and no more of it can be fetched",
+        CARD_BYTES / 1_024
+    );
+    Some(match changed {
+        Some(path) => format!("{bounds}: the whole change is in {path} (git diff shows it)"),
+        None => bounds,
+    })
+}
+
 /// Everything the card carries, then what it left out: the command and what it printed
 /// first, then the changes, the files and the rows, each kind in the card's order.
-fn full(card: &Card) -> Vec<Line<'static>> {
+/// Without `all_rows`, rows that say only that nothing happened are left out.
+fn full(card: &Card, all_rows: bool) -> Vec<Line<'static>> {
     let mut lines = Vec::new();
     let rank = |block: &Block| match block {
         Block::Command(_) => 0,
@@ -207,9 +241,9 @@ fn full(card: &Card) -> Vec<Line<'static>> {
                 }
             }
             Block::Results(r) => {
-                // Rows that say nothing happened are left out here; the full view has
-                // them all.
-                for row in r.rows.iter().filter(|row| !uneventful(row)) {
+                // Rows that say nothing happened are left out of an expanded card;
+                // the full view has them all.
+                for row in r.rows.iter().filter(|row| all_rows || !uneventful(row)) {
                     let value = row.value.as_deref().unwrap_or("not reported");
                     lines.push(note(&format!("{}: {value}", row.label)));
                 }

@@ -8,6 +8,8 @@
 //! 2. Memory: the peak resident set (`VmHWM`) of the Mission Control process (not its
 //!    backend) after a reply of 10,000 and of 100,000 lines, scrolled from the first
 //!    line to the last, against an empty transcript.
+//! 3. A command streaming 10,000 lines of output into its live card: frame times from
+//!    inside and the peak resident set of Mission Control, sampled while it streams.
 //!
 //! Run with `cargo bench -p magi-cli --bench mission_control`; it prints figures and
 //! asserts nothing about them. Needs tmux.
@@ -47,7 +49,14 @@ struct Mc {
 
 impl Mc {
     fn start(mock: &MockServer, name: &str) -> Mc {
+        Mc::start_with(mock, name, "")
+    }
+
+    /// Starts Mission Control with `settings` as its global settings file.
+    fn start_with(mock: &MockServer, name: &str, settings: &str) -> Mc {
         let root = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(root.path().join("home")).unwrap();
+        std::fs::write(root.path().join("home/settings.toml"), settings).unwrap();
         let work = root.path().join("work");
         std::fs::create_dir_all(&work).unwrap();
         let stats = root.path().join("stats.json");
@@ -280,8 +289,69 @@ fn show_memory(
     );
 }
 
+/// Lines the streaming command prints.
+const COMMAND_LINES: usize = 10_000;
+
+/// A command printing [`COMMAND_LINES`] lines over some seconds, its card updated in
+/// place as they come: Mission Control's frames and its memory meanwhile.
+async fn command_output() {
+    let mock = MockServer::start().await;
+    let command = format!(
+        "for i in $(seq 1 {COMMAND_LINES}); do echo \"output line $i of a long command\"; \
+         sleep 0.001; done"
+    );
+    mock.enqueue(Reply::stream().tool_call(
+        "b1",
+        "bash",
+        [serde_json::json!({ "command": command, "timeout_ms": 600_000 }).to_string()],
+    ));
+    mock.enqueue(Reply::stream().text(["The command is done."]));
+    let mc = Mc::start_with(&mock, "command", "[permissions]\nallow = [\"bash\"]\n");
+    let pid = mc.pid();
+    let started = Instant::now();
+    mc.type_text("run the long command");
+    mc.keys(&["Enter"]);
+    // Sampled while it streams: the peak so far, and the resident set now.
+    let mut samples = Vec::new();
+    let mut seen_live = 0;
+    let done = loop {
+        std::thread::sleep(Duration::from_millis(250));
+        samples.push(memory(pid).1);
+        let screen = mc.screen();
+        if screen.contains("output line") && screen.contains("running") {
+            seen_live += 1;
+        }
+        if screen.contains("The command is done.") {
+            break true;
+        }
+        if started.elapsed() > Duration::from_secs(300) {
+            break false;
+        }
+    };
+    let took = started.elapsed();
+    let (peak, now) = memory(pid);
+    let stats = mc.quit();
+    samples.sort_by(f64::total_cmp);
+    println!(
+        "A command printing {COMMAND_LINES} lines into its live card, {COLUMNS}x{ROWS}: {:.1} s{}",
+        took.as_secs_f64(),
+        if done { "" } else { " (its end never showed)" }
+    );
+    println!(
+        "  screens caught showing its live output while it ran: {seen_live} of {} samples",
+        samples.len()
+    );
+    println!(
+        "  Mission Control's memory: resident median {:.1} MiB, max {:.1} MiB while it ran; peak {peak:.1} MiB, {now:.1} MiB at the end",
+        samples.get(samples.len() / 2).copied().unwrap_or(0.0),
+        samples.last().copied().unwrap_or(0.0)
+    );
+    println!("  statistics from inside (frames; input read to end of its frame): {stats}");
+}
+
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
+    command_output().await;
     frames_and_keys().await;
     println!("Mission Control's memory (VmHWM of its process, backend excluded), {COLUMNS}x{ROWS}");
     show_memory("empty transcript", memory_with(0).await);

@@ -38,30 +38,72 @@ impl Target {
     }
 }
 
+/// Most `session.discover` batches read to find a resumed session's title (64 logs
+/// each): past that the title is left unknown rather than delay the start.
+const TITLE_BATCHES: usize = 64;
+
 /// Attaches the session `target` names.
 pub(crate) async fn attach(
     backend: &mut Backend,
     target: &Target,
 ) -> anyhow::Result<SessionResult> {
-    let id = match target {
+    Ok(attach_titled(backend, target, false).await?.0)
+}
+
+/// Attaches the session `target` names, with its title (found in discovery) when
+/// `want_title` and the session has one: a front end shows the title, not the ID.
+pub(crate) async fn attach_titled(
+    backend: &mut Backend,
+    target: &Target,
+    want_title: bool,
+) -> anyhow::Result<(SessionResult, Option<String>)> {
+    let (id, title) = match target {
         Target::New => {
-            return backend
+            let session = backend
                 .call::<methods::SessionCreate>(&EmptyParams {})
                 .await?
-                .map_err(|code| anyhow!("cannot create a session: {}", code.as_str()));
+                .map_err(|code| anyhow!("cannot create a session: {}", code.as_str()))?;
+            return Ok((session, None));
         }
-        Target::Resume(id) => id.clone(),
-        Target::Newest => newest(backend)
-            .await?
-            .context("there is no session in this directory to continue; run without --continue to start one")?,
+        Target::Resume(id) => (id.clone(), None),
+        Target::Newest => {
+            let entry = newest(backend)
+                .await?
+                .context("there is no session in this directory to continue; run without --continue to start one")?;
+            (entry.session_id, entry.title)
+        }
     };
     let params = SessionOpenParams {
         session_id: id.clone(),
     };
-    backend
+    let session = backend
         .call::<methods::SessionOpen>(&params)
         .await?
-        .map_err(|code| open_error(&id, code))
+        .map_err(|code| open_error(&id, code))?;
+    let title = match title {
+        Some(title) => Some(title),
+        None if want_title => title_of(backend, &id).await,
+        None => None,
+    };
+    Ok((session, title))
+}
+
+/// The title discovery lists for session `id`, searched in at most [`TITLE_BATCHES`]
+/// batches; `None` when it has none, or it was not found in them.
+async fn title_of(backend: &mut Backend, id: &str) -> Option<String> {
+    let mut params = SessionDiscoverParams::default();
+    for _ in 0..TITLE_BATCHES {
+        let batch = backend
+            .call::<methods::SessionDiscover>(&params)
+            .await
+            .ok()?
+            .ok()?;
+        if let Some(entry) = batch.sessions.into_iter().find(|e| e.session_id == id) {
+            return entry.title;
+        }
+        params.cursor = Some(batch.next_cursor?);
+    }
+    None
 }
 
 /// What a refused `session.open` means to the person who asked for it.
@@ -86,8 +128,8 @@ fn open_error(id: &str, code: ErrorCode) -> anyhow::Error {
     }
 }
 
-/// The ID of the session of this directory with the latest record, if there is one.
-async fn newest(backend: &mut Backend) -> anyhow::Result<Option<String>> {
+/// The session of this directory with the latest record, if there is one.
+async fn newest(backend: &mut Backend) -> anyhow::Result<Option<SessionListEntry>> {
     let mut params = SessionDiscoverParams::default();
     let mut newest: Option<SessionListEntry> = None;
     for _ in 0..DISCOVER_BATCHES {
@@ -107,7 +149,7 @@ async fn newest(backend: &mut Backend) -> anyhow::Result<Option<String>> {
         }
         match batch.next_cursor {
             Some(cursor) => params.cursor = Some(cursor),
-            None => return Ok(newest.map(|entry| entry.session_id)),
+            None => return Ok(newest),
         }
     }
     bail!(

@@ -22,6 +22,7 @@ mod provider_kind;
 mod sandbox;
 mod sessions;
 mod settings;
+pub mod settings_edit;
 mod skills;
 mod text_file;
 mod tools;

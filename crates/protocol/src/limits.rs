@@ -640,3 +640,15 @@ pub const FATAL_STDERR_WAIT_MS: u64 = 200;
 /// How much of a backend's newest stderr output the client library keeps, in bytes, to
 /// say why a backend ended; older output is dropped as newer arrives. Internal.
 pub const BACKEND_STDERR_TAIL_BYTES: usize = 16 * 1_024;
+
+// Live command output (`tool.cards` interim revisions of a running `bash` card,
+// docs/protocol/cards.md).
+
+/// Shortest time between two interim revisions of one running command's card, in
+/// milliseconds: its output is coalesced between them.
+pub const LIVE_OUTPUT_INTERVAL_MS: u64 = 250;
+/// Lines of a running command's newest output its interim revisions carry, at most.
+pub const LIVE_OUTPUT_LINES: usize = 16;
+/// Bytes of a running command's newest output the backend keeps for them: the lines
+/// are taken from these, so one long line never makes them large.
+pub const LIVE_OUTPUT_BYTES: usize = 8_192;

@@ -3,6 +3,10 @@
 
 use crate::limits::{PROMPT_BYTES, PROVIDER_MODEL_BYTES};
 
+mod escapes;
+
+pub use escapes::remove_escapes;
+
 /// Why `turn.start` refuses a prompt (the wire answer is `invalid_params`; a front end
 /// says which of these it was, before sending or after the refusal).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -240,7 +244,8 @@ pub fn signal_number(name: &str) -> Option<i32> {
 /// What a redacted value is replaced with.
 pub const REDACTED: &str = "[redacted]";
 
-/// Removes control characters except LF and TAB, which keep text readable.
+/// Removes control characters except LF and TAB, which keep text readable; a
+/// terminal escape sequence goes whole, its parameters with it ([`remove_escapes`]).
 pub fn strip_controls(text: &str) -> String {
     // Most text has nothing to strip: copy it whole.
     if !text
@@ -249,7 +254,8 @@ pub fn strip_controls(text: &str) -> String {
     {
         return text.to_owned();
     }
-    text.chars()
+    remove_escapes(text, false)
+        .chars()
         .filter(|&c| c == '\n' || c == '\t' || !c.is_control())
         .collect()
 }
@@ -374,7 +380,8 @@ mod tests {
 
     #[test]
     fn sanitize_strips_controls_and_redacts_tokens() {
-        assert_eq!(strip_controls("a\u{1b}[31mb\r\n\tc\u{7f}"), "a[31mb\n\tc");
+        // An escape sequence goes whole, never its parameters alone.
+        assert_eq!(strip_controls("a\u{1b}[31mb\r\n\tc\u{7f}"), "ab\n\tc");
         assert_eq!(
             sanitize("key: sk-abc123def456 and\n ghp_XYZ rest"),
             "key: [redacted] and\n [redacted] rest"

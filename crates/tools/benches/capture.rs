@@ -39,6 +39,7 @@ fn main() {
         cancelled: &|| false,
         hidden_env: &[],
         durable: &|| true,
+        live_output: None,
     };
     let arguments = serde_json::json!({"command": command, "timeout_ms": 120_000}).to_string();
 

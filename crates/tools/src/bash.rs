@@ -112,6 +112,18 @@ pub(crate) fn execute(arguments: &Value, ctx: &ToolContext) -> ToolReport {
     execute_command(&invocation, ctx, PROCESS_CAPTURE_BYTES as u64)
 }
 
+/// The facts of a `bash` call whose command runs: what runs, where and with what
+/// timeout, and the static reading of its command line (its end, captures and
+/// execution notices are not known yet). `None` for arguments it would refuse.
+pub fn running_facts(arguments: &str, cwd: &std::path::Path) -> Option<Facts> {
+    let value: Value = serde_json::from_str(arguments).ok()?;
+    let args = Arguments::deserialize(&value).ok()?;
+    let timeout_ms = args.timeout_ms.unwrap_or(BASH_TOOL_TIMEOUT_MS);
+    let facts =
+        crate::process::command_facts_in(&args.command, cwd, args.timeout_ms, Some(timeout_ms));
+    Some(Facts::Command(Box::new(facts)))
+}
+
 /// One foreground command, as asked for.
 pub(crate) struct Invocation<'a> {
     pub(crate) command: &'a str,

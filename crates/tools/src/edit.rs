@@ -65,6 +65,8 @@ pub(crate) fn run_with(
         operations: 1,
         applied: u64::from(written),
         changed,
+        lines_added: None,
+        lines_removed: None,
     };
     let unchanged = |output| ToolReport::with_facts(output, facts(false, false));
     if args.old_text.is_empty() {
@@ -186,6 +188,8 @@ mod tests {
                 operations: 1,
                 applied,
                 changed,
+                lines_added: None,
+                lines_removed: None,
             })
         };
         let report = edit("line 5\n", "five\n");

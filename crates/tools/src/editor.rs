@@ -121,6 +121,7 @@ pub(crate) mod tests {
                     cancelled: &|| false,
                     hidden_env: &[],
                     durable: &|| true,
+                    live_output: None,
                 },
                 editor,
             )

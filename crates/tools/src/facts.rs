@@ -86,6 +86,14 @@ pub enum Facts {
         applied: u64,
         /// Whether the file's content on disk was changed.
         changed: bool,
+        /// Lines the applied change added, counted over the whole change (not the
+        /// bounded preview); none when nothing was applied or it was not counted
+        /// (records of older builds).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        lines_added: Option<u64>,
+        /// Lines it removed, likewise.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        lines_removed: Option<u64>,
     },
     /// `web_fetch`.
     Web {
@@ -429,6 +437,10 @@ pub struct AppliedPreview {
     pub diff: String,
     /// Whether lines were left out to keep within the preview bounds.
     pub truncated: bool,
+    /// Lines the whole change adds, however many the diff kept.
+    pub added: u64,
+    /// Lines the whole change removes.
+    pub removed: u64,
 }
 
 /// `text` cut to at most `max` bytes on a character boundary.
@@ -448,6 +460,8 @@ mod tests {
             operations: 3,
             applied: 2,
             changed: true,
+            lines_added: Some(4),
+            lines_removed: None,
         };
         let json = serde_json::to_value(&facts).unwrap();
         assert_eq!(json["tool"], "change");

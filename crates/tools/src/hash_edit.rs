@@ -136,6 +136,8 @@ pub(crate) fn run_with(
         operations,
         applied,
         changed,
+        lines_added: None,
+        lines_removed: None,
     };
     let unchanged = |output| ToolReport::with_facts(output, facts(0, false));
     let target = Target::of(editor, cwd, &args.path);
@@ -342,6 +344,8 @@ mod tests {
                 operations,
                 applied,
                 changed,
+                lines_added: None,
+                lines_removed: None,
             })
         };
         let report = edit(json!([

@@ -282,6 +282,7 @@ mod tests {
             cancelled: &never,
             hidden_env: &[],
             durable: &|| true,
+            live_output: None,
         };
         // The job writes its lines, then signals through a file and keeps running.
         let out = run_start(
@@ -351,6 +352,7 @@ mod tests {
             cancelled: &never,
             hidden_env: &[],
             durable: &|| true,
+            live_output: None,
         };
         let command = "echo 'bash: /etc/x: Permission denied' >&2; exit 1";
         let id = job_id(&run_start(&json!({ "command": command }), &ctx).output);
@@ -382,6 +384,7 @@ mod tests {
             cancelled: &never,
             hidden_env: &[],
             durable: &|| true,
+            live_output: None,
         };
         let out = run_start(&json!({"command": "echo done; exit 3"}), &ctx);
         let id = job_id(&out.output);

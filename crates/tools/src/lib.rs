@@ -33,6 +33,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
+pub use bash::running_facts as running_command_facts;
 pub use builtin::{BuiltinTool, CardFamily, SubjectArgument, TranscriptLines};
 pub use control::{ControlRequest, cut_title, parse_control};
 pub use diagnostics::{Projection, process_diagnostics};
@@ -41,6 +42,7 @@ pub use facts::{AppliedPreview, CommandFacts, Facts};
 pub use jobs::{JobNotice, take_notices};
 pub use process::hook::{HookCommand, HookEnd, HookRun, run_hook};
 pub use process::launcher;
+pub use process::live::LiveOutput;
 pub use proposal::proposed_change;
 pub use scope::{outside_workspace, subject};
 pub use view_image::{IMAGE_ASSET_FILES, check_attachment, keep_attachment, kept_image};
@@ -173,6 +175,9 @@ pub struct ToolContext<'a> {
     /// claim could not be recorded (then the command must not start). The call service
     /// waits for it itself before it runs any other tool; elsewhere it is `&|| true`.
     pub durable: &'a (dyn Fn() -> bool + Sync),
+    /// Where a `bash` command's newest output goes while it runs, for its live card;
+    /// none when nobody shows it.
+    pub live_output: Option<std::sync::Arc<LiveOutput>>,
 }
 
 /// Runs tool `name` with the model's `arguments` (JSON text) in `cwd`, keeping no assets
@@ -187,6 +192,7 @@ pub fn run(name: &str, arguments: &str, cwd: &Path) -> ToolOutput {
             cancelled: &|| false,
             hidden_env: &[],
             durable: &|| true,
+            live_output: None,
         },
     )
 }
@@ -219,6 +225,19 @@ pub fn execute_with(
     };
     let mut report = dispatch(tool, arguments, ctx, editor);
     report.transcript = transcript(tool, &report.output);
+    // A change's size is counted over the whole of it, which only its preview saw.
+    if let (
+        Some(preview),
+        Some(Facts::Change {
+            lines_added,
+            lines_removed,
+            ..
+        }),
+    ) = (&report.preview, &mut report.facts)
+    {
+        *lines_added = Some(preview.added);
+        *lines_removed = Some(preview.removed);
+    }
     report
 }
 

@@ -52,6 +52,15 @@ pub(crate) fn applied(path: &str, old: &str, new: &str) -> AppliedPreview {
         .header(path, path)
         .to_string();
 
+    // The whole change's size, before anything is left out.
+    let (mut added, mut removed) = (0u64, 0u64);
+    for line in diff.split_terminator('\n') {
+        if line.starts_with('+') && !line.starts_with("+++ ") {
+            added += 1;
+        } else if line.starts_with('-') && !line.starts_with("--- ") {
+            removed += 1;
+        }
+    }
     let mut truncated = false;
     let mut lines: Vec<String> = Vec::new();
     // `similar` ends every line it writes with `\n`, so splitting on it gives the
@@ -100,6 +109,8 @@ pub(crate) fn applied(path: &str, old: &str, new: &str) -> AppliedPreview {
         path: cut(path, FACT_STRING_BYTES),
         diff,
         truncated,
+        added,
+        removed,
     }
 }
 
@@ -228,7 +239,7 @@ mod tests {
             "{}",
             preview.diff
         );
-        assert!(preview.diff.contains("+echo [31mred\n"), "{}", preview.diff);
+        assert!(preview.diff.contains("+echo red\n"), "{}", preview.diff);
         assert!(!preview.truncated);
     }
 }

@@ -28,6 +28,7 @@ mod capture;
 pub(crate) mod confine;
 pub mod hook;
 pub mod launcher;
+pub mod live;
 mod spawner;
 
 use capture::{Capture, Capturing, Files, Pipes, first_line};
@@ -45,9 +46,19 @@ pub(crate) fn command_facts(
     timeout_argument: Option<u64>,
     effective_timeout_ms: Option<u64>,
 ) -> CommandFacts {
+    command_facts_in(command, ctx.cwd, timeout_argument, effective_timeout_ms)
+}
+
+/// [`command_facts`] of a command run in `cwd`.
+pub(crate) fn command_facts_in(
+    command: &str,
+    cwd: &Path,
+    timeout_argument: Option<u64>,
+    effective_timeout_ms: Option<u64>,
+) -> CommandFacts {
     CommandFacts {
         command: cut(command, FACT_STRING_BYTES),
-        working_directory: cut(&ctx.cwd.to_string_lossy(), FACT_STRING_BYTES),
+        working_directory: cut(&cwd.to_string_lossy(), FACT_STRING_BYTES),
         timeout_ms: timeout_argument,
         effective_timeout_ms,
         tracking: Some(crate::tracking::track(command)),
@@ -250,6 +261,7 @@ pub(crate) fn start(
         hidden_env: ctx.hidden_env,
         policy,
         durable: ctx.durable,
+        live: ctx.live_output.clone(),
     };
     shell
         .spawn(command, files, capture_bytes, None)
@@ -274,6 +286,8 @@ pub(crate) struct Shell<'a> {
     /// Waited for just before the command starts: false stops it from starting
     /// ([`ToolContext::durable`]).
     pub(crate) durable: &'a (dyn Fn() -> bool + Sync),
+    /// Where its newest output goes while it runs, for a live card.
+    pub(crate) live: Option<std::sync::Arc<live::LiveOutput>>,
 }
 
 impl Shell<'_> {
@@ -320,7 +334,8 @@ impl Shell<'_> {
             stdout: streams.stdout,
             stderr: streams.stderr,
         };
-        let Capturing { output, finished } = Capturing::start(&paths, capture_bytes, pipes);
+        let Capturing { output, finished } =
+            Capturing::start(&paths, capture_bytes, pipes, self.live.clone());
         Ok(Started {
             child,
             paths,

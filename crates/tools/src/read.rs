@@ -273,6 +273,7 @@ mod tests {
                 cancelled: &|| false,
                 hidden_env: &[],
                 durable: &|| true,
+                live_output: None,
             },
         );
         assert_eq!(

@@ -67,6 +67,8 @@ pub(crate) fn run_with(
         operations: 1,
         applied: u64::from(written),
         changed,
+        lines_added: None,
+        lines_removed: None,
     };
     let unchanged = |output| ToolReport::with_facts(output, facts(false, false, false));
     if args.content.len() > WRITE_TOOL_BYTES {
@@ -179,6 +181,8 @@ mod tests {
             operations: 1,
             applied,
             changed,
+            lines_added: None,
+            lines_removed: None,
         })
     }
 

@@ -1,23 +1,65 @@
 //! Answering an approval with a key: `y` allow once, `s` allow for this session (only
 //! with a suggested rule), `n` deny, `d` deny with a message to the model (typed where
-//! the composer was; Enter sends it, Esc returns to the choice).
+//! the composer was; Enter sends it, Esc returns to the choice). The choices are also
+//! numbered (`1`, `2`, …) and one is highlighted: Left/Right move the highlight and
+//! Enter takes it.
 //!
 //! A key read before the prompt was first drawn never answers it: the person could
 //! not have seen what they were answering (a `y` typed while the reply streamed).
 //! Such a key goes where it would have gone without the prompt.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use magi_protocol::limits::APPROVAL_MESSAGE_BYTES;
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 use super::{Action, Answer, App};
 
+/// One answer the prompt offers, in the order they are numbered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Choice {
+    AllowOnce,
+    AllowForSession,
+    Deny,
+    DenyWithMessage,
+}
+
+impl Choice {
+    /// The answers offered: "for this session" only with a suggested rule (without
+    /// one it would cover this call only).
+    pub(super) fn offered(has_rule: bool) -> &'static [Choice] {
+        if has_rule {
+            &[
+                Choice::AllowOnce,
+                Choice::AllowForSession,
+                Choice::Deny,
+                Choice::DenyWithMessage,
+            ]
+        } else {
+            &[Choice::AllowOnce, Choice::Deny, Choice::DenyWithMessage]
+        }
+    }
+
+    /// Its letter key.
+    pub(super) fn letter(self) -> char {
+        match self {
+            Choice::AllowOnce => 'y',
+            Choice::AllowForSession => 's',
+            Choice::Deny => 'n',
+            Choice::DenyWithMessage => 'd',
+        }
+    }
+}
+
 /// The approval prompt's own state.
 #[derive(Debug, Default)]
 pub(super) struct ApprovalPrompt {
     /// The approval on screen and when it was first drawn.
     drawn: Option<(String, Instant)>,
+    /// The approval last requested and when it arrived: its expiry counts from then.
+    arrived: Option<(String, Instant)>,
+    /// The highlighted choice, an index into [`Choice::offered`].
+    highlighted: usize,
     /// The message to the model, while the person types one (`d`).
     message: Option<String>,
 }
@@ -26,6 +68,25 @@ impl ApprovalPrompt {
     /// The denial message being typed, if any.
     pub(super) fn message(&self) -> Option<&str> {
         self.message.as_deref()
+    }
+
+    /// The highlighted choice's place among those offered.
+    pub(super) fn highlighted(&self) -> usize {
+        self.highlighted
+    }
+
+    /// Approval `id` was requested at `at`.
+    pub(super) fn arrived(&mut self, id: &str, at: Instant) {
+        self.arrived = Some((id.to_owned(), at));
+    }
+
+    /// Time left to answer approval `id`, which gave `expires_in_ms` when it arrived;
+    /// `None` when it was not seen arriving.
+    pub(super) fn time_left(&self, id: &str, expires_in_ms: u64, now: Instant) -> Option<Duration> {
+        let (arrived, at) = self.arrived.as_ref()?;
+        (arrived == id).then(|| {
+            Duration::from_millis(expires_in_ms).saturating_sub(now.saturating_duration_since(*at))
+        })
     }
 }
 
@@ -39,6 +100,7 @@ impl App {
             Some(id) => {
                 prompt.drawn = Some((id, at));
                 prompt.message = None;
+                prompt.highlighted = 0;
             }
             None => {
                 prompt.drawn = None;
@@ -106,17 +168,43 @@ impl App {
         if ctrl || key.modifiers.contains(KeyModifiers::ALT) {
             return None;
         }
-        match key.code {
-            KeyCode::Char('y' | 'Y') => Some(Action::Answer(Answer::AllowOnce)),
-            // Without a suggested rule "for this session" would cover this call only,
-            // so it is not offered.
-            KeyCode::Char('s' | 'S') if has_rule => Some(Action::Answer(Answer::AllowForSession)),
-            KeyCode::Char('n' | 'N') => Some(Action::Answer(Answer::Deny)),
-            KeyCode::Char('d' | 'D') => {
+        let offered = Choice::offered(has_rule);
+        // Everything the approval carries, in a view of its own.
+        if matches!(key.code, KeyCode::Char('v' | 'V')) {
+            let pending = self.pending_approval()?;
+            let lines = super::render::approval_view(pending);
+            self.panel = Some(super::commands::Panel::Text(
+                super::commands::TextPanel::new("Approval", lines),
+            ));
+            return Some(Action::Nothing);
+        }
+        let chosen = match key.code {
+            KeyCode::Char(c) => {
+                let letter = c.to_ascii_lowercase();
+                c.to_digit(10)
+                    .and_then(|n| offered.get((n as usize).checked_sub(1)?))
+                    .or_else(|| offered.iter().find(|choice| choice.letter() == letter))
+                    .copied()
+            }
+            KeyCode::Enter => offered.get(self.approval.highlighted).copied(),
+            KeyCode::Left => {
+                self.approval.highlighted = self.approval.highlighted.saturating_sub(1);
+                return Some(Action::Nothing);
+            }
+            KeyCode::Right => {
+                self.approval.highlighted = (self.approval.highlighted + 1).min(offered.len() - 1);
+                return Some(Action::Nothing);
+            }
+            _ => None,
+        };
+        match chosen? {
+            Choice::AllowOnce => Some(Action::Answer(Answer::AllowOnce)),
+            Choice::AllowForSession => Some(Action::Answer(Answer::AllowForSession)),
+            Choice::Deny => Some(Action::Answer(Answer::Deny)),
+            Choice::DenyWithMessage => {
                 self.approval.message = Some(String::new());
                 Some(Action::Nothing)
             }
-            _ => None,
         }
     }
 }
@@ -221,5 +309,61 @@ mod tests {
             answer(app.approval_key(enter, now)),
             Some(Answer::DenyWithMessage("x".into()))
         );
+    }
+
+    #[test]
+    fn numbers_and_the_highlighted_choice_answer_too() {
+        let now = Instant::now();
+        let press = |app: &mut App, code| app.approval_key(KeyEvent::from(code), now);
+        // With a rule: 1 allow once, 2 for the session, 3 deny, 4 deny with a message.
+        let mut app = app_with_approval(Some("bash(touch*)"));
+        app.approval_drawn(now);
+        assert_eq!(
+            answer(press(&mut app, KeyCode::Char('2'))),
+            Some(Answer::AllowForSession)
+        );
+        assert_eq!(
+            answer(press(&mut app, KeyCode::Char('3'))),
+            Some(Answer::Deny)
+        );
+        assert!(press(&mut app, KeyCode::Char('5')).is_none());
+        // Enter takes the highlighted one: allow once at first, then where Right moved.
+        assert_eq!(
+            answer(press(&mut app, KeyCode::Enter)),
+            Some(Answer::AllowOnce)
+        );
+        press(&mut app, KeyCode::Right);
+        press(&mut app, KeyCode::Right);
+        assert_eq!(app.approval.highlighted(), 2);
+        assert_eq!(answer(press(&mut app, KeyCode::Enter)), Some(Answer::Deny));
+        // Without a rule the numbers close up: 2 is deny.
+        let mut app = app_with_approval(None);
+        app.approval_drawn(now);
+        assert_eq!(
+            answer(press(&mut app, KeyCode::Char('2'))),
+            Some(Answer::Deny)
+        );
+        assert!(matches!(
+            press(&mut app, KeyCode::Char('3')),
+            Some(Action::Nothing)
+        ));
+        assert_eq!(app.approval.message(), Some(""));
+    }
+
+    #[test]
+    fn the_time_left_counts_from_the_request() {
+        let mut prompt = ApprovalPrompt::default();
+        let at = Instant::now();
+        assert_eq!(prompt.time_left("a1", 60_000, at), None);
+        prompt.arrived("a1", at);
+        assert_eq!(
+            prompt.time_left("a1", 60_000, at + Duration::from_secs(15)),
+            Some(Duration::from_secs(45))
+        );
+        assert_eq!(
+            prompt.time_left("a1", 60_000, at + Duration::from_secs(90)),
+            Some(Duration::ZERO)
+        );
+        assert_eq!(prompt.time_left("a2", 60_000, at), None);
     }
 }

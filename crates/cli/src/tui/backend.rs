@@ -103,7 +103,7 @@ impl App {
         let wait = std::time::Duration::from_millis(magi_protocol::limits::CLEANUP_WAIT_MS);
         let end = backend.end_within(wait).await;
         let said = format!(
-            "{}. Press r to start a fresh backend on this session (a prompt sent starts              one too).",
+            "{}. Press r to start a fresh backend on this session (a prompt sent starts one too).",
             end.describe()
         );
         self.transcript.apply(FoldInput::BackendEnded { said });
@@ -119,9 +119,17 @@ impl App {
     /// calls a dead backend left open are settled by the recovery rules at the next
     /// turn. A fresh backend that cannot start is said, and `r` tries again.
     pub(super) async fn renew_backend(&mut self, backend: &mut Backend) -> anyhow::Result<()> {
+        let renewed = if self.backend_gone {
+            "a fresh backend reopened the session"
+        } else {
+            "backend renewed"
+        };
         if !self.backend_gone {
             let _ = backend.shutdown().await;
             let _ = backend.wait_within(EXIT_WAIT).await;
+            // Shut down, it is gone whether or not a fresh one starts: `r` then tries
+            // again, and nothing is asked of the old one.
+            self.backend_gone = true;
         }
         let started = match start_backend().await {
             Ok(Ok(started)) => started,
@@ -138,11 +146,6 @@ impl App {
             }
         };
         *backend = started;
-        let renewed = if self.backend_gone {
-            "a fresh backend reopened the session"
-        } else {
-            "backend renewed"
-        };
         self.backend_gone = false;
         self.clock.backend_renewed();
         match self.transcript.durable_session().map(str::to_owned) {
@@ -168,6 +171,11 @@ impl App {
         backend: &mut Backend,
         prompt: String,
     ) -> anyhow::Result<()> {
+        // A session started with /new takes the model chosen before it, now that its
+        // first turn makes it durable anyway.
+        if let Some(choice) = self.reselect.take() {
+            self.select(backend, choice).await?;
+        }
         let cwd = std::env::current_dir().unwrap_or_default();
         let attachments = match super::attachments::attachments(&prompt, &cwd) {
             Ok(attachments) => attachments,
@@ -279,6 +287,7 @@ impl App {
             approval_id,
             allow,
         });
+        self.clock.approval_answered(std::time::Instant::now());
         Ok(())
     }
 

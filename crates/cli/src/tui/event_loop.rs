@@ -7,13 +7,16 @@ use magi_client::{Backend, Incoming};
 use magi_protocol::messages::Event;
 use serde_json::json;
 
-use super::terminal::{Inputs, Screen, TermInput};
+use super::input::{Inputs, TermInput};
+use super::terminal::Screen;
 use super::{Action, App};
 
 /// The shortest time between two frames while events stream (about 60 per second).
 const FRAME: Duration = Duration::from_millis(16);
 /// How often the elapsed times of running calls are redrawn.
 const TICK: Duration = Duration::from_millis(500);
+/// Inputs handled before a frame is drawn, at most: a long burst still shows progress.
+const INPUT_BATCH: usize = 4_096;
 /// Frame times kept for the statistics, at most.
 const FRAME_SAMPLES: usize = 65_536;
 
@@ -90,7 +93,75 @@ impl FrameStats {
     }
 }
 
+/// Whether the loop goes on after an input.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Flow {
+    Continue,
+    Quit,
+}
+
+/// Waits for the editor to exit; never ends without one.
+async fn wait_editor(
+    editing: &mut Option<super::outside::Editing>,
+) -> std::io::Result<std::process::ExitStatus> {
+    match editing {
+        Some(editing) => editing.wait().await,
+        None => std::future::pending().await,
+    }
+}
+
 impl App {
+    /// Handles one input read at `read_at`: what it means given what is on screen,
+    /// then what that asks of the backend or the terminal.
+    async fn input(
+        &mut self,
+        backend: &mut Backend,
+        terminal: &mut Screen,
+        inputs: &mut Inputs,
+        read_at: Instant,
+        input: TermInput,
+    ) -> anyhow::Result<Flow> {
+        let action = match input {
+            TermInput::Key(key) => match self.approval_key(key, read_at) {
+                Some(action) => action,
+                None => self.key(key),
+            },
+            TermInput::Paste(text) => match self.approval_paste(&text) {
+                Some(action) => action,
+                None => self.paste(&text),
+            },
+            TermInput::Scroll(lines) => self.scroll(lines),
+            TermInput::Focus(focused) => {
+                self.focused = focused;
+                Action::Nothing
+            }
+            // The next draw fits the new size.
+            TermInput::Resize => Action::Nothing,
+        };
+        match action {
+            Action::Quit => return Ok(Flow::Quit),
+            Action::Nothing => {}
+            // With the backend gone there is no run to stop or answer.
+            Action::Stop | Action::Answer(_) | Action::AnswerQuestions(_) if self.backend_gone => {}
+            // A command asks a fresh backend.
+            Action::Commands(request) if self.backend_gone => {
+                self.renew_backend(backend).await?;
+                if !self.backend_gone {
+                    self.command(backend, request).await?;
+                }
+            }
+            Action::Send(prompt) => self.send_renewed(backend, prompt).await?,
+            Action::Stop => self.stop(backend).await?,
+            Action::Answer(answer) => self.answer(backend, answer).await?,
+            Action::Commands(request) => self.command(backend, request).await?,
+            Action::AnswerQuestions(answers) => self.answer_questions(backend, answers).await?,
+            Action::Renew => self.renew_backend(backend).await?,
+            Action::Editor => self.start_editor(terminal, inputs),
+            Action::Suspend => self.suspend(terminal, inputs)?,
+        }
+        Ok(Flow::Continue)
+    }
+
     /// Runs until the user quits or the keys end, then writes the frame statistics.
     pub(super) async fn run(
         &mut self,
@@ -118,7 +189,9 @@ impl App {
         let mut dirty = true;
         let mut last_draw = Instant::now() - FRAME;
         loop {
-            if dirty && last_draw.elapsed() >= FRAME {
+            // While the editor has the terminal nothing is drawn; the frame after it is
+            // whole.
+            if dirty && last_draw.elapsed() >= FRAME && self.editing.is_none() {
                 let started = Instant::now();
                 terminal.draw(|frame| self.draw(frame))?;
                 frames.record(started.elapsed());
@@ -127,6 +200,10 @@ impl App {
                 // someone who could see it, however late this thread gets here.
                 self.approval_drawn(started);
                 dirty = false;
+                // The bell rings once what it rings for is on screen.
+                if let Some(alert) = self.alert.take() {
+                    super::alert::ring(terminal.backend_mut(), &alert, self.notifications);
+                }
             }
             let wait = FRAME.saturating_sub(last_draw.elapsed());
             // While a turn runs the indicator moves (or, without motion, its seconds
@@ -143,7 +220,7 @@ impl App {
             };
             let working = !dirty && (self.transcript.run_active() || self.clock.has_jobs());
             tokio::select! {
-                () = tokio::time::sleep(wait), if dirty => continue,
+                () = tokio::time::sleep(wait), if dirty && self.editing.is_none() => continue,
                 // Running turns, calls and jobs show their elapsed time (and the working
                 // indicator moves): redraw on a tick while any runs.
                 () = tokio::time::sleep(tick), if working => {
@@ -151,45 +228,29 @@ impl App {
                 }
                 input = inputs.recv() => {
                     let Some((read_at, input)) = input else { return Ok(()) };
-                    frames.input(read_at);
                     dirty = true;
                     // Input is drawn at once, whatever streams.
                     last_draw = Instant::now() - FRAME;
-                    let action = match input {
-                        TermInput::Key(key) => match self.approval_key(key, read_at) {
-                            Some(action) => action,
-                            None => self.key(key),
-                        },
-                        TermInput::Paste(text) => match self.approval_paste(&text) {
-                            Some(action) => action,
-                            None => self.paste(&text),
-                        },
-                        TermInput::Scroll(lines) => self.scroll(lines),
-                        // The next draw fits the new size.
-                        TermInput::Resize => Action::Nothing,
-                    };
-                    match action {
-                        Action::Quit => return Ok(()),
-                        Action::Nothing => {}
-                        // With the backend gone there is no run to stop or answer.
-                        Action::Stop | Action::Answer(_) | Action::AnswerQuestions(_)
-                            if self.backend_gone => {}
-                        // A command asks a fresh backend.
-                        Action::Commands(request) if self.backend_gone => {
-                            self.renew_backend(backend).await?;
-                            if !self.backend_gone {
-                                self.command(backend, request).await?;
-                            }
+                    // Everything already read is handled before the next frame: a
+                    // burst of keys costs one frame, not one each.
+                    let mut next = Some((read_at, input));
+                    let mut handled = 0;
+                    while let Some((read_at, input)) = next.take() {
+                        frames.input(read_at);
+                        if self.input(backend, terminal, inputs, read_at, input).await?
+                            == Flow::Quit
+                        {
+                            return Ok(());
                         }
-                        Action::Send(prompt) => self.send_renewed(backend, prompt).await?,
-                        Action::Stop => self.stop(backend).await?,
-                        Action::Answer(answer) => self.answer(backend, answer).await?,
-                        Action::Commands(request) => self.command(backend, request).await?,
-                        Action::AnswerQuestions(answers) => {
-                            self.answer_questions(backend, answers).await?
+                        handled += 1;
+                        if handled < INPUT_BATCH && self.editing.is_none() {
+                            next = inputs.try_recv();
                         }
-                        Action::Renew => self.renew_backend(backend).await?,
                     }
+                }
+                status = wait_editor(&mut self.editing), if self.editing.is_some() => {
+                    dirty = true;
+                    self.edited(terminal, inputs, status)?;
                 }
                 done = super::commands::finished(&mut self.op), if self.op.is_some() => {
                     dirty = true;
@@ -211,18 +272,29 @@ impl App {
                             Event::QuestionAsked(asked) => {
                                 self.question =
                                     Some(super::question::QuestionPicker::new((**asked).clone()));
+                                self.alert = Some("the model asks you a question".to_owned());
                                 // What the run asks is answered before any panel is read.
                                 self.panel = None;
                             }
-                            Event::ApprovalRequested(_) => self.panel = None,
+                            Event::ApprovalRequested(requested) => {
+                                self.panel = None;
+                                self.approval.arrived(&requested.approval_id, Instant::now());
+                                self.alert = Some(format!("approval needed: {}", requested.summary));
+                            }
                             // Questions still open when the run ends were settled by it.
-                            Event::RunFinished(_) => {
+                            Event::RunFinished(finished) => {
                                 self.question = None;
                                 self.stopping = false;
                                 self.run_started = None;
+                                if !self.focused {
+                                    self.alert = Some(super::alert::turn_ended(finished.outcome));
+                                }
                             }
                             Event::UsageUpdated(usage) if usage.session_id == self.session_id => {
-                                self.usage = Some(usage.clone());
+                                self.usage = Some(super::render::merged_usage(
+                                    self.usage.take(),
+                                    usage,
+                                ));
                             }
                             Event::SessionTitled(titled) if titled.session_id == self.session_id => {
                                 self.title = Some(titled.title.clone());
@@ -237,7 +309,7 @@ impl App {
                             self.load_history(backend, &due.session_id, &revision).await?;
                         }
                         // A prompt queued during the turn goes now.
-                        if finished && let Some(prompt) = self.queued.take() {
+                        if finished && let Some(prompt) = self.take_queued() {
                             self.send_renewed(backend, prompt).await?;
                         }
                     }

@@ -42,6 +42,10 @@ impl App {
             return Action::Nothing;
         }
         match key.code {
+            // The terminal goes back to the shell until it continues this process.
+            KeyCode::Char('z') if ctrl => Action::Suspend,
+            // The prompt is edited in the person's own editor.
+            KeyCode::Char('g') if ctrl => Action::Editor,
             // Every tool card expands to all it carries, or collapses again.
             KeyCode::Char('o') if ctrl => {
                 self.expanded = !self.expanded;
@@ -58,9 +62,9 @@ impl App {
             KeyCode::Char('r') if self.backend_gone && !ctrl && self.composer.is_empty() => {
                 Action::Renew
             }
-            // The queued prompt comes back to the composer to be edited.
-            KeyCode::Up if self.composer.is_empty() && self.queued.is_some() => {
-                let queued = self.queued.take().unwrap_or_default();
+            // The queued prompts come back to the composer to be edited.
+            KeyCode::Up if self.composer.is_empty() && !self.queued.is_empty() => {
+                let queued = std::mem::take(&mut self.queued).join(QUEUED_JOIN);
                 self.composer.set_text(queued);
                 Action::Nothing
             }
@@ -179,9 +183,14 @@ impl App {
     /// until then Up on an empty composer brings it back to edit. Prompts queued one
     /// after another go as one, in order.
     fn queue(&mut self, prompt: String) {
-        self.queued = Some(match self.queued.take() {
-            Some(earlier) => format!("{earlier}\n\n{prompt}"),
-            None => prompt,
-        });
+        self.queued.push(prompt);
+    }
+
+    /// The prompts queued during the turn, as the one prompt they are sent as.
+    pub(super) fn take_queued(&mut self) -> Option<String> {
+        (!self.queued.is_empty()).then(|| std::mem::take(&mut self.queued).join(QUEUED_JOIN))
     }
 }
+
+/// Between prompts queued one after another, in the one prompt they are sent as.
+const QUEUED_JOIN: &str = "\n\n";

@@ -29,13 +29,16 @@
 //! [`composer`] is where a prompt is written, with its own keys (multi-line editing,
 //! history, mentions), and [`render`] draws the transcript and its cards.
 
+mod alert;
 mod approval;
 mod attachments;
 mod backend;
 mod commands;
 mod composer;
 mod event_loop;
+mod input;
 mod keys;
+mod outside;
 mod question;
 mod render;
 mod setup;
@@ -69,7 +72,7 @@ pub fn run(target: Target) -> ExitCode {
     let outcome = runtime.block_on(async {
         render::warm_up();
         let mut terminal = terminal::enter_terminal()?;
-        let mut inputs = terminal::spawn_input_reader();
+        let mut inputs = input::spawn_input_reader();
         let result = session(&target, &mut terminal, &mut inputs).await;
         terminal::leave_terminal(&mut terminal);
         result
@@ -95,7 +98,7 @@ pub fn run(target: Target) -> ExitCode {
 async fn session(
     target: &Target,
     terminal: &mut terminal::Screen,
-    inputs: &mut terminal::Inputs,
+    inputs: &mut input::Inputs,
 ) -> anyhow::Result<Option<String>> {
     let mut backend = loop {
         match backend::start_backend().await? {
@@ -108,11 +111,12 @@ async fn session(
             Err(code) => return Err(crate::explain::initialize_failed(code, &[])),
         }
     };
-    let attached = crate::attach::attach(&mut backend, target).await;
+    let attached = crate::attach::attach_titled(&mut backend, target, true).await;
     let result = match attached {
-        Ok(session) => {
+        Ok((session, title)) => {
             let revision = session.revision.clone();
             let mut app = App::new(session);
+            app.title = title;
             if app.status.is_empty() {
                 app.status = crate::hooks::unapproved_notice().unwrap_or_default();
             }
@@ -145,6 +149,10 @@ enum Action {
     AnswerQuestions(Option<Vec<magi_protocol::messages::QuestionReply>>),
     /// Starts a fresh backend on the session, the one before having ended.
     Renew,
+    /// Edits the prompt in `$EDITOR` (Ctrl-G).
+    Editor,
+    /// Gives the terminal back to the shell until it continues this process (Ctrl-Z).
+    Suspend,
 }
 
 /// An answer to the pending approval (`approval.scopes`).
@@ -184,7 +192,7 @@ struct App {
     /// Whether the running turn was asked to stop (until its `run.finished`).
     stopping: bool,
     /// A prompt typed while the turn ran, sent when it ends.
-    queued: Option<String>,
+    queued: Vec<String>,
     /// Whether Ctrl-C was just pressed on an empty composer (a second press quits).
     quit_armed: bool,
     /// Whether the person asked for no animation (`NO_MOTION`), read once at start.
@@ -202,6 +210,21 @@ struct App {
     /// Whether the backend ended (its crash or death is said in the transcript): `r`
     /// on an empty composer, or the next prompt, starts a fresh one on this session.
     backend_gone: bool,
+    /// Whether the terminal has the focus, as it last said (one that never says is
+    /// taken to have it).
+    focused: bool,
+    /// The editor editing the prompt, while it has the terminal.
+    editing: Option<outside::Editing>,
+    /// What the bell rings for next, once drawn (an approval, questions, a turn's end).
+    alert: Option<String>,
+    /// Whether the terminal shows OSC 9 notifications, read once at start.
+    notifications: bool,
+    /// Where Mission Control runs (directory and branch), for the empty screen.
+    place: render::Place,
+    /// The model last chosen with `/model`, which a session started with `/new` keeps.
+    chosen: Option<commands::Choice>,
+    /// The choice to apply before the next turn (a new session's first).
+    reselect: Option<commands::Choice>,
 }
 
 impl App {
@@ -225,7 +248,7 @@ impl App {
             selection: None,
             run_started: None,
             stopping: false,
-            queued: None,
+            queued: Vec::new(),
             quit_armed: false,
             reduced_motion: render::reduced_motion(),
             question: None,
@@ -234,6 +257,13 @@ impl App {
             approval: approval::ApprovalPrompt::default(),
             view: render::View::default(),
             backend_gone: false,
+            focused: true,
+            editing: None,
+            alert: None,
+            notifications: alert::notifications(),
+            place: render::Place::here(),
+            chosen: None,
+            reselect: None,
         }
     }
 

@@ -11,7 +11,39 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Wrap};
 
-use super::terminal::{Inputs, Screen, TermInput};
+use super::input::{Inputs, TermInput};
+use super::terminal::Screen;
+
+/// How to set each kind of provider up: one shell command a line, each short enough
+/// never to wrap at 80 columns (a wrapped line copied from the screen would break the
+/// command in two) and free of characters a shell reads as syntax (`<model>` would be
+/// a redirection).
+pub(super) const GUIDE: &[(&str, &[&str])] = &[
+    (
+        "OpenAI:",
+        &[
+            "export MAGI_PROVIDER=openai",
+            "export OPENAI_API_KEY=YOUR_KEY",
+            "export MAGI_MODEL=YOUR_MODEL",
+        ],
+    ),
+    (
+        "Anthropic:",
+        &[
+            "export MAGI_PROVIDER=anthropic",
+            "export ANTHROPIC_API_KEY=YOUR_KEY",
+            "export MAGI_MODEL=YOUR_MODEL",
+        ],
+    ),
+    (
+        "A local server (llama.cpp, vLLM, Ollama, LM Studio: OpenAI-compatible):",
+        &[
+            "export MAGI_PROVIDER=openai-chat",
+            "export OPENAI_BASE_URL=http://127.0.0.1:8080/v1",
+            "export MAGI_MODEL=YOUR_MODEL",
+        ],
+    ),
+];
 
 /// What the person chose on the first-run screen.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -74,7 +106,7 @@ pub(super) async fn guide(
                 top = scrolled(top, lines);
                 continue;
             }
-            TermInput::Paste(_) | TermInput::Resize => continue,
+            TermInput::Paste(_) | TermInput::Resize | TermInput::Focus(_) => continue,
         };
         let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
         match key.code {
@@ -110,25 +142,21 @@ fn screen_lines(code: ErrorCode, problem: &str, doctor: &str) -> Vec<Line<'stati
         Line::default(),
     ];
     if code == StartupError::ProviderUnavailable.code() {
-        lines.push(Line::from(Span::styled("Set up a model provider:", bold)));
-        for (who, how) in [
-            ("OpenAI:", "export OPENAI_API_KEY=… MAGI_MODEL=<model>"),
-            (
-                "Anthropic:",
-                "export MAGI_PROVIDER=anthropic ANTHROPIC_API_KEY=… MAGI_MODEL=<model>",
-            ),
-            (
-                "A local server (llama.cpp's server, vLLM, Ollama, LM Studio: any \
-                 OpenAI-compatible server):",
-                "export MAGI_PROVIDER=openai-chat OPENAI_BASE_URL=http://127.0.0.1:8080/v1 \
-                 MAGI_MODEL=<model>",
-            ),
-        ] {
+        lines.push(Line::from(Span::styled(
+            "Set up a model provider: paste the lines of one into a shell, with your key",
+            bold,
+        )));
+        lines.push(Line::from(
+            "and model in place of YOUR_KEY and YOUR_MODEL, then start magi-code there:",
+        ));
+        for (who, commands) in GUIDE {
             lines.push(Line::from(format!("  {who}")));
-            lines.push(Line::from(Span::styled(
-                format!("    {how}"),
-                Style::default().fg(Color::Cyan),
-            )));
+            for command in *commands {
+                lines.push(Line::from(Span::styled(
+                    format!("    {command}"),
+                    Style::default().fg(Color::Cyan),
+                )));
+            }
         }
         lines.push(Line::from(
             "  or write them in $MC_HOME/settings.toml (see docs/configuration.md)",
@@ -166,6 +194,20 @@ mod tests {
         let shown = text(&screen_lines(missing, "no key", "checks\n  error x"));
         assert!(shown.contains("OPENAI_API_KEY"), "{shown}");
         assert!(shown.contains("MAGI_PROVIDER=anthropic"), "{shown}");
+        assert!(
+            shown.contains("    export MAGI_PROVIDER=openai\n"),
+            "{shown}"
+        );
+        // Every command fits 80 columns with its indent, and holds no shell syntax.
+        for (_, commands) in GUIDE {
+            for command in *commands {
+                assert!(command.len() + 4 <= 80, "{command}");
+                assert!(
+                    !command.contains(['<', '>', '|', '&', ';', '…']),
+                    "{command}"
+                );
+            }
+        }
         assert!(shown.contains("    error x"), "{shown}");
         assert!(shown.ends_with("    error x"), "{shown}");
         assert_eq!(scrolled(0, -3), 0);

@@ -78,7 +78,7 @@ async fn allowed_for_the_session_the_same_command_runs_unasked_after_a_reopen() 
     tmux.key("Enter");
     tmux.wait_for("adds the rule bash(touch*)");
     tmux.wait_for("? Allow bash: touch one.txt");
-    tmux.wait_for("y allow once · s allow for this session (adds the rule bash(touch*))");
+    tmux.wait_for("1 y allow once · 2 s allow for this session (adds the rule bash(touch*))");
     tmux.type_text("s");
     tmux.wait_for("Made one.");
     tmux.wait_for("idle ·");
@@ -166,4 +166,136 @@ async fn a_background_command_is_listed_as_running_now() {
     tmux.wait_for("⏵ background job-1 sleep 30 · started");
     tmux.wait_for("✓ async_bash sleep 30  done · running in the background as job-1");
     tmux.key("C-c");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_running_commands_output_shows_in_its_card_as_it_comes() {
+    for columns in [80, 120] {
+        let mock = MockServer::start().await;
+        mock.enqueue(calls(
+            "bash",
+            &[bash(
+                "b1",
+                "for i in $(seq 1 40); do echo \"line $i 日本 🎉\"; sleep 0.1; done",
+            )],
+        ));
+        mock.enqueue(Reply::stream().text(["All printed."]));
+        let env = TestEnv::new();
+        env.write_settings("[permissions]\nallow = [\"bash\"]\n");
+        let tmux = Tmux::start_sized(&env, &vars(&mock), columns, 40);
+        tmux.wait_for("idle ·");
+        tmux.type_text("count");
+        tmux.key("Enter");
+        // While it runs, its card shows its newest lines, in place.
+        let running = tmux.wait_for("line 5 日本 🎉");
+        assert!(running.contains("running"), "{running}");
+        assert!(!running.contains("All printed."), "{running}");
+        tmux.wait_for("line 12 日本 🎉");
+        // Its end replaces them with what it printed last.
+        tmux.wait_for("All printed.");
+        tmux.wait_for("line 40 日本 🎉");
+        tmux.key("C-c");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn changes_say_their_size_show_added_lines_first_and_an_approval_says_where_the_rest_is() {
+    for columns in [80, 120] {
+        let mock = MockServer::start().await;
+        // A 360-line write (past the 128 lines an approval carries), then an edit that
+        // replaces eight lines with eight others.
+        let content: String = (1..=360).map(|n| format!("line {n} 日本 🎉\n")).collect();
+        mock.enqueue(Reply::stream().tool_call(
+            "w1",
+            "write",
+            [serde_json::json!({"path": "big.txt", "content": content}).to_string()],
+        ));
+        let old: String = (1..=8).map(|n| format!("let old_{n} = {n};\n")).collect();
+        let new: String = (1..=8).map(|n| format!("let new_{n} = {n};\n")).collect();
+        mock.enqueue(
+            Reply::stream().tool_call(
+                "e1",
+                "edit",
+                [
+                    serde_json::json!({"path": "code.rs", "old_text": old, "new_text": new})
+                        .to_string(),
+                ],
+            ),
+        );
+        mock.enqueue(Reply::stream().text(["Both done."]));
+        let env = TestEnv::new();
+        std::fs::write(env.cwd().join("code.rs"), format!("fn main() {{}}\n{old}")).unwrap();
+        env.write_settings("[permissions]\nallow = [\"edit\"]\n");
+        let tmux = Tmux::start_sized(&env, &vars(&mock), columns, 50);
+        tmux.wait_for("idle ·");
+        tmux.type_text("write and edit");
+        tmux.key("Enter");
+        tmux.wait_for("? Allow write: big.txt");
+        // The approval says what it shows and that the change goes on past it.
+        tmux.wait_for("more lines here (v shows them)");
+        tmux.wait_for("approval carries");
+        tmux.type_text("v");
+        tmux.wait_for("┌ Approval");
+        // Everything the approval carries, to its end.
+        tmux.key("End");
+        tmux.wait_for("line 120 日本 🎉");
+        tmux.key("Escape");
+        tmux.wait_gone("┌ Approval");
+        tmux.type_text("y");
+        tmux.wait_for("Both done.");
+        // Counted over the whole change, not the preview.
+        tmux.wait_for("+360 −0");
+        let screen = tmux.wait_for("+8 −8");
+        // The edit's collapsed card leads with what it added.
+        assert!(screen.contains("+let new_1 = 1;"), "{screen}");
+        assert!(!screen.contains("-let old_1 = 1;"), "{screen}");
+        tmux.key("C-c");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cards_shows_every_card_in_full_with_every_row_and_where_the_rest_is() {
+    for columns in [80, 120] {
+        let mock = MockServer::start().await;
+        mock.enqueue(calls("bash", &[bash("b1", "printf '日本語 🎉\\n'")]));
+        // A write longer than a card carries.
+        let content: String = (1..=360).map(|n| format!("line {n} 日本 🎉\n")).collect();
+        mock.enqueue(Reply::stream().tool_call(
+            "w1",
+            "write",
+            [serde_json::json!({"path": "big.txt", "content": content}).to_string()],
+        ));
+        mock.enqueue(Reply::stream().text(["Both done."]));
+        let env = TestEnv::new();
+        env.write_settings("[permissions]\nallow = [\"bash\", \"write\"]\n");
+        let tmux = Tmux::start_sized(&env, &vars(&mock), columns, 40);
+        tmux.wait_for("idle ·");
+        tmux.type_text("print and write");
+        tmux.key("Enter");
+        tmux.wait_for("Both done.");
+        // Expanded, a card leaves out the rows that say nothing happened.
+        tmux.key("C-o");
+        tmux.key("Home");
+        let expanded = tmux.wait_for("$ printf '日本語 🎉\\n'");
+        assert!(!expanded.contains("Command timeout:"), "{expanded}");
+        tmux.key("End");
+        tmux.key("C-o");
+        tmux.type_text("/cards");
+        tmux.key("Enter");
+        tmux.wait_for("┌ Cards");
+        // Opened at the newest card; at its end it says it was cut and where the whole
+        // is.
+        tmux.wait_for("✓ write big.txt");
+        tmux.key("End");
+        tmux.wait_for("no more of it");
+        tmux.wait_for("whole change is in");
+        // The first card, every row with its label.
+        tmux.key("Home");
+        tmux.wait_for("✓ bash printf");
+        tmux.wait_for("Command timeout: not timed out");
+        tmux.wait_for("日本語 🎉");
+        tmux.key("Escape");
+        tmux.wait_gone("┌ Cards");
+        tmux.key("C-c");
+    }
 }

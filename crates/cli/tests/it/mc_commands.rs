@@ -347,3 +347,70 @@ async fn status_shows_the_sandbox_mode_in_force() {
         tmux.key("C-c");
     }
 }
+
+/// The model each model request asked for, in order.
+fn models_asked(mock: &MockServer) -> Vec<String> {
+    mock.requests()
+        .iter()
+        .filter_map(|r| r.body["model"].as_str().map(str::to_owned))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fetched_model_is_enabled_by_picking_it_and_kept_by_new_sessions() {
+    for columns in [80, 120] {
+        let mock = MockServer::start().await;
+        mock.set_models([("mock-a", None), ("mock-b", Some("Mock B 日本"))]);
+        for n in ["First", "Second", "Third"] {
+            mock.enqueue(Reply::stream().text([format!("{n} answer.")]));
+        }
+        let env = TestEnv::new();
+        let tmux = Tmux::start_sized(&env, &vars(&mock), columns, 40);
+        tmux.wait_for("idle ·");
+        tmux.type_text("/model");
+        tmux.key("Enter");
+        tmux.wait_for("r fetches");
+        tmux.type_text("r");
+        // The fetched list is offered though nothing of it is enabled.
+        tmux.wait_for("Fetched, not enabled yet");
+        tmux.wait_for("  openai-chat/mock-b");
+        tmux.key("Down");
+        tmux.key("Down");
+        tmux.wait_for("▶ openai-chat/mock-b");
+        tmux.key("Enter");
+        // Enabled in the global settings, a fresh backend read them, the session
+        // switched.
+        tmux.wait_for("enabled openai-chat/mock-b in");
+        let settings = std::fs::read_to_string(env.mc_home().join("settings.toml")).unwrap();
+        assert!(
+            settings.contains("enabled = [\"openai-chat/mock-b\"]"),
+            "{settings}"
+        );
+        tmux.wait_for("idle · ");
+        tmux.type_text("which model");
+        tmux.key("Enter");
+        tmux.wait_for("First answer.");
+        tmux.wait_for("idle ·");
+        assert_eq!(models_asked(&mock), ["mock-b"]);
+        // A new session goes on with it.
+        tmux.type_text("/new");
+        tmux.key("Enter");
+        tmux.wait_for("new session");
+        tmux.type_text("again");
+        tmux.key("Enter");
+        tmux.wait_for("Second answer.");
+        tmux.wait_for("idle ·");
+        assert_eq!(models_asked(&mock), ["mock-b", "mock-b"]);
+        // A typed choice the fetched list holds goes the same way.
+        tmux.type_text("/model openai-chat/mock-a");
+        tmux.key("Enter");
+        tmux.wait_for("enabled openai-chat/mock-a in");
+        tmux.wait_for("idle · ");
+        tmux.type_text("third");
+        tmux.key("Enter");
+        tmux.wait_for("Third answer.");
+        tmux.wait_for("idle ·");
+        assert_eq!(models_asked(&mock), ["mock-b", "mock-b", "mock-a"]);
+        tmux.key("C-c");
+    }
+}

@@ -77,13 +77,14 @@ async fn a_prompt_typed_during_a_turn_is_queued_and_sent_when_it_ends() {
     tmux.wait_for("working");
     tmux.type_text("second, queued");
     tmux.key("Enter");
-    tmux.wait_for("queued, sent when the turn ends (Up edits): second, queued");
+    tmux.wait_for("queued, sent when the turn ends (Up edits):");
+    tmux.wait_for("  › second, queued");
     // Up brings it back to edit; Enter queues it again.
     tmux.key("Up");
     tmux.wait_for("› second, queued");
     tmux.type_text(" and edited");
     tmux.key("Enter");
-    tmux.wait_for("(Up edits): second, queued and edited");
+    tmux.wait_for("  › second, queued and edited");
     // The first prompt's request may still be on its way (the status line says
     // "working" as the turn starts); the queued one must not have followed it.
     assert!(
@@ -151,7 +152,7 @@ async fn a_first_run_without_a_provider_guides_and_a_fixed_settings_file_is_read
     // A provider without a model: the ways to set one up.
     std::fs::write(&settings, "provider = \"anthropic\"\n").unwrap();
     tmux.key("r");
-    tmux.wait_for("Set up a model provider:");
+    tmux.wait_for("Set up a model provider");
     tmux.wait_for("ANTHROPIC_API_KEY");
     // Fixed: the retry starts the backend and Mission Control opens.
     std::fs::write(
@@ -175,6 +176,68 @@ async fn a_first_run_without_a_provider_guides_and_a_fixed_settings_file_is_read
     tmux.wait_for("magi-code cannot start yet");
     tmux.key("q");
     tmux.wait_for("exit status 0");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_first_run_guides_commands_work_as_copied_from_the_screen() {
+    let mock = MockServer::start().await;
+    mock.enqueue(Reply::stream().text(["Hello from the local server."]));
+    let env = TestEnv::new();
+    std::fs::create_dir_all(env.mc_home()).unwrap();
+    std::fs::write(
+        env.mc_home().join("settings.toml"),
+        "provider = \"openai\"\n",
+    )
+    .unwrap();
+    // 80 columns: what a person copies is what the screen shows, rows and all.
+    let tmux = Tmux::launch_sized(&env, &[], &[bin()], 80, 60);
+    let screen = tmux.wait_for("Set up a model provider");
+    tmux.wait_for("doctor");
+    // Each section's commands, one a row, copied as they are on the screen.
+    let mut sections: Vec<Vec<String>> = Vec::new();
+    for row in screen.lines() {
+        let text = row.trim();
+        if text.ends_with(':') && !text.starts_with("export") && row.starts_with("  ") {
+            sections.push(Vec::new());
+        } else if text.starts_with("export ") {
+            sections.last_mut().unwrap().push(text.to_owned());
+        }
+    }
+    assert_eq!(sections.len(), 3, "{screen}");
+    for (n, section) in sections.iter().enumerate() {
+        assert_eq!(section.len(), 3, "{screen}");
+        // The person's key and model in place of the placeholders; the local server
+        // where the mock listens.
+        let script = section
+            .join("\n")
+            .replace("YOUR_KEY", "key-0123")
+            .replace("YOUR_MODEL", "mock-model")
+            .replace("http://127.0.0.1:8080/v1", &mock.base_url());
+        let check = if n == 2 {
+            format!("{} exec 'say hello'", bin())
+        } else {
+            format!("{} doctor", bin())
+        };
+        let output = std::process::Command::new("bash")
+            .arg("-c")
+            .arg(format!("unset MAGI_PROVIDER MAGI_MODEL OPENAI_API_KEY ANTHROPIC_API_KEY OPENAI_BASE_URL\n{script}\n{check}"))
+            .current_dir(env.cwd())
+            .env("MC_HOME", env.mc_home())
+            .output()
+            .unwrap();
+        let said = String::from_utf8_lossy(&output.stdout);
+        assert!(
+            output.status.success(),
+            "{script}\n{said}{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        if n == 2 {
+            assert!(said.contains("Hello from the local server."), "{said}");
+        } else {
+            assert!(said.contains("are selected and ready locally"), "{said}");
+        }
+    }
+    tmux.key("q");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -200,7 +200,13 @@ async fn cjk_and_emoji_wrap_by_width_without_cut_characters() {
         tmux.key("Enter");
         let screen = tmux.wait_for("THE-END");
         assert_wrapped_whole(&screen, usize::from(columns), &cjk.repeat(2));
-        assert_wrapped_whole(&screen, usize::from(columns), emoji);
+        // The family is drawn as its three people: terminals count a joined emoji's
+        // width differently, and a miscount leaves a stale cell.
+        assert_wrapped_whole(
+            &screen,
+            usize::from(columns),
+            &emoji.replace('\u{200D}', ""),
+        );
         // The text wraps where it must, and only at 40 columns.
         let rows = body(&screen);
         let cjk_rows = rows

@@ -76,7 +76,7 @@ async fn an_answer_for_the_session_spares_the_next_question() {
     // Each part is waited for: a capture may catch a frame half written.
     tmux.wait_for("s allow for this session (adds the rule bash(touch*))");
     tmux.wait_for("? Allow bash: touch one.txt");
-    tmux.wait_for("approval pending: y once · s this session · n deny");
+    tmux.wait_for("approval pending: y/1 once · s/2 this session · n/3 deny");
     tmux.type_text("s");
     tmux.wait_for("Made one.");
     // The reply shows before the run has ended; a prompt is taken only once it has.

@@ -125,13 +125,7 @@ impl Context<'_, '_> {
                 *complete,
                 paths,
             ),
-            Facts::Change {
-                path,
-                created,
-                operations,
-                applied,
-                changed,
-            } => self.change(path, *created, *operations, *applied, *changed, tail),
+            Facts::Change { .. } => self.change(facts, tail),
             Facts::Web {
                 url,
                 status,

@@ -5,24 +5,34 @@ use magi_protocol::cards::{
     Subject, strongest_reason,
 };
 use magi_tools::BuiltinTool;
+use magi_tools::facts::Facts;
 
 use super::blocks::Context;
 use super::diff::{diff_lines, preview_payload};
-use super::labels::{ROW_FILE_CHANGED, ROW_FILE_CREATED, ROW_OPERATIONS_APPLIED};
+use super::labels::{
+    ROW_FILE_CHANGED, ROW_FILE_CREATED, ROW_LINES_CHANGED, ROW_OPERATIONS_APPLIED,
+};
 use super::part::{Part, Role, row};
 use super::source::PreviewSource;
 use super::text::{Notes, yes_no};
 
 impl Context<'_, '_> {
-    pub(super) fn change(
-        &self,
-        path: &str,
-        created: bool,
-        operations: u64,
-        applied: u64,
-        changed: bool,
-        tail: &mut Notes,
-    ) -> Vec<Part> {
+    /// The blocks of `facts`, which are a change's (`Facts::Change`); none otherwise.
+    pub(super) fn change(&self, facts: &Facts, tail: &mut Notes) -> Vec<Part> {
+        let Facts::Change {
+            path,
+            created,
+            operations,
+            applied,
+            changed,
+            lines_added,
+            lines_removed,
+        } = facts
+        else {
+            return Vec::new();
+        };
+        let (created, operations, applied, changed) = (*created, *operations, *applied, *changed);
+        let counts = lines_added.zip(*lines_removed);
         let mut rows = vec![ResultRow {
             label: ROW_OPERATIONS_APPLIED.to_owned(),
             value: Some(format!("{applied} of {operations}")),
@@ -41,6 +51,10 @@ impl Context<'_, '_> {
             rows.push(row(ROW_FILE_CREATED, Some(yes_no(created))));
         }
         rows.push(row(ROW_FILE_CHANGED, Some(yes_no(changed))));
+        rows.push(row(
+            ROW_LINES_CHANGED,
+            counts.map(|(added, removed)| format!("+{added} \u{2212}{removed}")),
+        ));
         let mut parts = vec![Part::results(rows, Notes::default())];
         let effects = matches!(self.changes, Changes::Applied | Changes::Partial);
         let preview = match self.source.preview {

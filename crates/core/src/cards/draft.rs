@@ -127,6 +127,10 @@ impl Draft {
                 };
                 // A call a hook blocked, or one that runs with a hook's arguments.
                 parts.extend(source.hook.as_ref().map(hook_part));
+                // A refusal's own lines: what the person told the model with it.
+                if refused {
+                    parts.extend(transcript_part(source.transcript));
+                }
                 parts
             }
             Source::Unsupported => {

@@ -64,6 +64,8 @@ pub const ROW_OPERATIONS_APPLIED: &str = "Operations applied";
 pub const ROW_FILE_CREATED: &str = "File created";
 /// Label of the change row for a file whose content changed.
 pub const ROW_FILE_CHANGED: &str = "File changed";
+/// A change card's row: the lines the whole change added and removed (`+N −M`).
+pub const ROW_LINES_CHANGED: &str = "Lines changed";
 /// Label of the `web_fetch` row for the HTTP status.
 pub const ROW_HTTP_STATUS: &str = "HTTP status";
 /// Label of the `web_fetch` row for the content type.

@@ -56,6 +56,7 @@ mod code_mode;
 mod control;
 mod handled;
 mod hooked;
+mod live;
 mod progress;
 mod recovery;
 mod reports;
@@ -428,6 +429,11 @@ impl CallService<'_, '_> {
             cancel: self.output.cancel.clone(),
             hidden_env: self.agent.hidden_env.clone(),
             files: None,
+            // A command's card shows its newest output while it runs.
+            live: (self.output.cards_enabled()
+                && magi_tools::BuiltinTool::from_name(&call.name)
+                    == Some(magi_tools::BuiltinTool::Bash))
+            .then(std::sync::Arc::default),
         }
     }
 

@@ -108,6 +108,11 @@ impl Output {
         }
     }
 
+    /// Whether the client negotiated `tool.cards`: calls show live cards.
+    pub(super) fn cards_enabled(&self) -> bool {
+        self.cards.enabled
+    }
+
     /// The session the run belongs to.
     pub(super) fn session_id(&self) -> &str {
         &self.session_id

@@ -84,6 +84,8 @@ fn oversized_detail_is_reduced_in_order() {
         operations: 1,
         applied: 1,
         changed: true,
+        lines_added: None,
+        lines_removed: None,
     });
     let mut diff = "--- a.txt\n+++ a.txt\n@@ -1,125 +1,125 @@\n".to_owned();
     for _ in 0..125 {
@@ -161,6 +163,8 @@ fn a_long_preview_keeps_its_first_lines_and_counts_the_rest() {
         operations: 1,
         applied: 1,
         changed: true,
+        lines_added: None,
+        lines_removed: None,
     });
     let mut diff = "--- a.txt\n+++ a.txt\n@@ -1,10000 +1,10000 @@\n".to_owned();
     for i in 0..10_000 {

@@ -147,6 +147,8 @@ fn write_applied_with_preview() {
         operations: 1,
         applied: 1,
         changed: true,
+        lines_added: Some(3),
+        lines_removed: Some(0),
     });
     let diff = "--- notes/todo.md\n+++ notes/todo.md\n@@ -0,0 +1,3 @@\n+# Todo\n+\n+- ship cards\n";
     let payload = preview(diff, false);
@@ -179,6 +181,8 @@ fn hash_edit_partial_with_preview() {
         operations: 3,
         applied: 2,
         changed: true,
+        lines_added: Some(12),
+        lines_removed: Some(5),
     });
     let diff = "--- src/lib.rs\n+++ src/lib.rs\n@@ -2,4 +2,4 @@\n use std::fmt;\n-let count = 1;\n+let count = 2;\n \n fn main() {}\n@@ -40,2 +40,3 @@\n }\n-// end\n\\ No newline at end of file\n+// end\n+// more\n\\ No newline at end of file\n";
     let payload = preview(diff, true);
@@ -198,6 +202,8 @@ fn hash_edit_preview_not_recorded() {
         operations: 2,
         applied: 2,
         changed: true,
+        lines_added: Some(4),
+        lines_removed: Some(4),
     });
     let mut s = saved(source("m-hash-9", "hash_edit", "hash_edit src/lib.rs"));
     s.facts = Some(&facts);

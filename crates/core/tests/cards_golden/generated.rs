@@ -188,6 +188,8 @@ impl Rng {
                 operations: self.number(),
                 applied: self.number(),
                 changed: self.flag(),
+                lines_added: self.flag().then(|| self.number()),
+                lines_removed: self.flag().then(|| self.number()),
             },
             5 => Facts::Web {
                 url: self.string(),

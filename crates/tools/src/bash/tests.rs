@@ -18,6 +18,7 @@ fn ctx<'a>(cwd: &'a Path, cancelled: &'a (dyn Fn() -> bool + Sync)) -> ToolConte
         cancelled,
         hidden_env: &[],
         durable: &|| true,
+        live_output: None,
     }
 }
 

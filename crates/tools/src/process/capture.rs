@@ -222,7 +222,13 @@ pub(super) struct Capturing {
 impl Capturing {
     /// Starts the thread, which reads `pipes` into the files of `paths`, each made (with
     /// their directory, when missing) at its first byte.
-    pub(super) fn start(paths: &[PathBuf; 3], limit: u64, pipes: Pipes) -> Capturing {
+    /// What it reads also goes to `live`, when given.
+    pub(super) fn start(
+        paths: &[PathBuf; 3],
+        limit: u64,
+        pipes: Pipes,
+        live: Option<Arc<super::live::LiveOutput>>,
+    ) -> Capturing {
         let [stdout, stderr, output] = paths.clone().map(|path| Capture::new(path, limit));
         let output = Arc::new(Mutex::new(output));
         let (done, finished) = mpsc::channel();
@@ -230,7 +236,9 @@ impl Capturing {
         // A pump that panics drops its sender: the waits see the streams' ends as
         // unknown (not drained) rather than hang.
         std::thread::spawn(move || {
-            let _ = magi_crash::contain(|| pump(pipes, [stdout, stderr], &shared, &done));
+            let _ = magi_crash::contain(|| {
+                pump(pipes, [stdout, stderr], &shared, &done, live.as_deref())
+            });
         });
         Capturing { output, finished }
     }
@@ -244,6 +252,7 @@ fn pump(
     mut streams: [Capture; 2],
     output: &Mutex<Capture>,
     done: &mpsc::Sender<(usize, Kept)>,
+    live: Option<&super::live::LiveOutput>,
 ) {
     let mut open = [Some(pipes.stdout), Some(pipes.stderr)];
     let mut buffer = vec![0; READ_CHUNK];
@@ -258,6 +267,9 @@ fn pump(
                     streams[stream].write(&buffer[..n]);
                     // One lock per chunk keeps each chunk whole in the interleaved file.
                     lock(output).write(&buffer[..n]);
+                    if let Some(live) = live {
+                        live.push(&buffer[..n]);
+                    }
                     continue;
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,

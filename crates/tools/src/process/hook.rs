@@ -81,6 +81,7 @@ pub fn run_hook(hook: &HookCommand) -> HookRun {
         Err(e) => return HookRun::not_started(format!("cannot capture its output: {e}")),
     };
     let shell = Shell {
+        live: None,
         program: hook.shell.unwrap_or_else(|| bash_program()),
         cwd: hook.cwd,
         hidden_env: hook.hidden_env,

@@ -32,6 +32,7 @@ fn view_in(dir: &Path, name: &str) -> ToolReport {
             cancelled: &|| false,
             hidden_env: &[],
             durable: &|| true,
+            live_output: None,
         },
     )
 }

@@ -24,7 +24,8 @@ use std::pin::Pin;
 use ratatui::crossterm::event::KeyEvent;
 use ratatui::text::Line;
 
-pub(super) use panel::Panel;
+pub(super) use model::Choice;
+pub(super) use panel::{Panel, TextPanel};
 pub(super) use run::Done;
 pub(super) use words::refused;
 
@@ -47,6 +48,8 @@ pub(super) enum Command {
     Copy,
     /// Shows the session's changes.
     Diff,
+    /// Shows every card of the transcript in full.
+    Cards,
     /// Shows model, provider, session, tokens and paths.
     Status,
     /// Quits.
@@ -55,7 +58,7 @@ pub(super) enum Command {
 
 impl Command {
     /// Every command, in the order `/help` lists them.
-    pub(super) const ALL: [Command; 9] = [
+    pub(super) const ALL: [Command; 10] = [
         Command::Help,
         Command::New,
         Command::Sessions,
@@ -63,6 +66,7 @@ impl Command {
         Command::Compact,
         Command::Copy,
         Command::Diff,
+        Command::Cards,
         Command::Status,
         Command::Quit,
     ];
@@ -77,9 +81,37 @@ impl Command {
             Command::Compact => "compact",
             Command::Copy => "copy",
             Command::Diff => "diff",
+            Command::Cards => "cards",
             Command::Status => "status",
             Command::Quit => "quit",
         }
+    }
+
+    /// Other names it answers to, as other agents name the same command.
+    pub(super) fn aliases(self) -> &'static [&'static str] {
+        match self {
+            Command::New => &["clear"],
+            Command::Sessions => &["resume"],
+            Command::Quit => &["exit"],
+            _ => &[],
+        }
+    }
+
+    /// The command `word` names, by its name or an alias.
+    pub(super) fn named(word: &str) -> Option<Command> {
+        Command::ALL
+            .into_iter()
+            .find(|c| c.name() == word || c.aliases().contains(&word))
+    }
+
+    /// Every name typed after the slash, with the command it names: names first, then
+    /// aliases.
+    pub(super) fn every_name() -> impl Iterator<Item = (&'static str, Command)> {
+        let names = Command::ALL.into_iter().map(|c| (c.name(), c));
+        let aliases = Command::ALL
+            .into_iter()
+            .flat_map(|c| c.aliases().iter().map(move |a| (*a, c)));
+        names.chain(aliases)
     }
 
     /// One line saying what it does.
@@ -92,6 +124,7 @@ impl Command {
             Command::Compact => "compact the session's context now",
             Command::Copy => "copy the last reply to the clipboard",
             Command::Diff => "show the session's changes",
+            Command::Cards => "every tool call's card in full, newest last",
             Command::Status => "model, provider, session, tokens and paths",
             Command::Quit => "quit Mission Control",
         }
@@ -103,16 +136,17 @@ impl Command {
     /// longer one. `None` when nothing is that near.
     pub(super) fn nearest(word: &str) -> Option<Command> {
         let word = word.to_ascii_lowercase();
-        let mut starting = Command::ALL
-            .into_iter()
-            .filter(|command| command.name().starts_with(&word));
-        if let (Some(only), None) = (starting.next(), starting.next()) {
+        let mut starting: Vec<Command> = Command::every_name()
+            .filter(|(name, _)| name.starts_with(&word))
+            .map(|(_, command)| command)
+            .collect();
+        starting.dedup();
+        if let [only] = starting[..] {
             return Some(only);
         }
         let most = if word.chars().count() <= 4 { 1 } else { 2 };
-        Command::ALL
-            .into_iter()
-            .map(|command| (strsim::osa_distance(&word, command.name()), command))
+        Command::every_name()
+            .map(|(name, command)| (strsim::osa_distance(&word, name), command))
             .filter(|(edits, _)| *edits <= most)
             .min_by_key(|(edits, _)| *edits)
             .map(|(_, command)| command)
@@ -173,7 +207,7 @@ pub(super) fn typed(text: &str) -> Typed<'_> {
             None => Typed::Prompt,
         };
     }
-    match Command::ALL.into_iter().find(|c| c.name() == word) {
+    match Command::named(word) {
         Some(command) => Typed::Command(command, argument.trim()),
         None => Typed::Unknown(word),
     }
@@ -240,6 +274,13 @@ pub(super) enum Request {
     },
     /// Switches the model.
     Select(model::Choice),
+    /// Enables a fetched model in the global settings (and, with `default`, makes it
+    /// the default selection), then switches to it in a fresh backend.
+    Enable {
+        provider: String,
+        model: String,
+        default: bool,
+    },
     /// Fetches these providers' model lists, then shows the catalog again.
     Refresh(Vec<String>),
 }
@@ -378,6 +419,8 @@ mod tests {
         // Two commands start with it and neither is one edit away.
         assert_eq!(Command::nearest("co"), None);
         assert_eq!(Command::nearest("nope"), None);
+        assert_eq!(Command::nearest("exti"), Some(Command::Quit));
+        assert_eq!(Command::nearest("resum"), Some(Command::Sessions));
         assert_eq!(Command::nearest("xyzzy"), None);
         assert_eq!(
             unknown_command("stauts"),
@@ -394,11 +437,19 @@ mod tests {
     }
 
     #[test]
+    fn the_usual_other_names_run_their_commands() {
+        assert_eq!(typed("/clear"), Typed::Command(Command::New, ""));
+        assert_eq!(typed("/resume"), Typed::Command(Command::Sessions, ""));
+        assert_eq!(typed("/exit"), Typed::Command(Command::Quit, ""));
+    }
+
+    #[test]
     fn every_command_has_a_distinct_name_and_a_summary() {
-        let mut names: Vec<&str> = Command::ALL.iter().map(|c| c.name()).collect();
+        let mut names: Vec<&str> = Command::every_name().map(|(name, _)| name).collect();
+        let all = names.len();
         names.sort_unstable();
         names.dedup();
-        assert_eq!(names.len(), Command::ALL.len());
+        assert_eq!(names.len(), all);
         assert!(Command::ALL.iter().all(|c| !c.summary().is_empty()));
     }
 }

@@ -1,6 +1,10 @@
 //! The model picker: the choices of `model.catalog`, the current selection at the top,
 //! why choices are missing (from `model.catalog.status`) with `r` to fetch the model
-//! lists, and, for a model with effort levels, a second choice of its effort.
+//! lists, and, for a model with effort levels, a second choice of its effort. Under
+//! them, the models the fetched lists hold that are not enabled yet (read from this
+//! `MC_HOME`'s catalog caches: `model.catalog` lists enabled models only): Enter
+//! enables one in the global settings and switches to it, `d` also makes it the
+//! default.
 
 use magi_protocol::messages::{
     AuthenticationState, Availability, CacheState, CatalogChoice, Effort, EffortRequest,
@@ -35,9 +39,19 @@ pub(super) struct Catalog {
     pub(super) notes: Vec<String>,
 }
 
+/// A model a fetched list holds that the settings do not enable.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Fetched {
+    pub(super) provider: String,
+    pub(super) model: String,
+    pub(super) name: Option<String>,
+}
+
 /// The picker's state.
 pub(in crate::tui) struct ModelPicker {
     catalog: Catalog,
+    /// Fetched models not enabled, listed after the choices.
+    fetched: Vec<Fetched>,
     current: Option<SelectionStatus>,
     /// Why choices are missing or unavailable, in words.
     reasons: Vec<String>,
@@ -49,11 +63,29 @@ pub(in crate::tui) struct ModelPicker {
 }
 
 impl ModelPicker {
+    #[cfg(test)]
     pub(super) fn new(
         catalog: Catalog,
         current: Option<SelectionStatus>,
         providers: &[ProviderCatalogStatus],
     ) -> ModelPicker {
+        ModelPicker::with_fetched(catalog, current, providers, Vec::new())
+    }
+
+    /// The picker with `fetched`, the models fetched lists hold (those the catalog
+    /// already offers are left out).
+    pub(super) fn with_fetched(
+        catalog: Catalog,
+        current: Option<SelectionStatus>,
+        providers: &[ProviderCatalogStatus],
+        mut fetched: Vec<Fetched>,
+    ) -> ModelPicker {
+        fetched.retain(|f| {
+            !catalog
+                .choices
+                .iter()
+                .any(|c| c.provider == f.provider && c.model == f.model)
+        });
         let provider = current.as_ref().and_then(|s| s.provider.clone());
         let mut refreshable: Vec<String> = providers
             .iter()
@@ -97,6 +129,7 @@ impl ModelPicker {
             .unwrap_or(0);
         ModelPicker {
             catalog,
+            fetched,
             current,
             reasons,
             refreshable,
@@ -109,7 +142,7 @@ impl ModelPicker {
         if self.effort.is_some() {
             " effort: Up/Down choose · Enter switch · Esc back "
         } else {
-            " models: Up/Down choose · Enter switch · r fetch model lists · Esc close "
+            " models: Up/Down choose · Enter switch · d default · r fetch lists · Esc close "
         }
     }
 
@@ -130,7 +163,18 @@ impl ModelPicker {
             }
             return Step::Stay;
         }
-        let last = self.catalog.choices.len().saturating_sub(1);
+        let last = (self.catalog.choices.len() + self.fetched.len()).saturating_sub(1);
+        // Past the choices: a fetched model, enabled once picked.
+        if let Some(fetched) = self.selected.checked_sub(self.catalog.choices.len())
+            && let Some(fetched) = self.fetched.get(fetched)
+            && matches!(key.code, KeyCode::Enter | KeyCode::Char('d'))
+        {
+            return Step::Do(Request::Enable {
+                provider: fetched.provider.clone(),
+                model: fetched.model.clone(),
+                default: key.code == KeyCode::Char('d'),
+            });
+        }
         match key.code {
             KeyCode::Esc => return Step::Close,
             KeyCode::Up => self.selected = self.selected.saturating_sub(1),
@@ -141,6 +185,16 @@ impl ModelPicker {
             KeyCode::End => self.selected = last,
             KeyCode::Char('r') if !self.refreshable.is_empty() => {
                 return Step::Do(Request::Refresh(self.refreshable.clone()));
+            }
+            // An enabled model made the default selection too.
+            KeyCode::Char('d') => {
+                if let Some(choice) = self.catalog.choices.get(self.selected) {
+                    return Step::Do(Request::Enable {
+                        provider: choice.provider.clone(),
+                        model: choice.model.clone(),
+                        default: true,
+                    });
+                }
             }
             KeyCode::Enter => {
                 let Some(choice) = self.catalog.choices.get(self.selected) else {
@@ -241,21 +295,39 @@ impl ModelPicker {
                 anchor: Anchor::Focus(header + cursor),
             };
         }
-        if self.catalog.choices.is_empty() {
+        if self.catalog.choices.is_empty() && self.fetched.is_empty() {
             lines.push(Line::from(
-                "No model to choose from: the catalog lists the models enabled in settings \
-                 ([providers.catalog] enabled = [\"provider/model\"]) whose provider's list \
-                 was fetched.",
+                "No model to choose from yet: r fetches the provider's model list; a model \
+                 picked from it is enabled in settings ([providers.catalog] enabled).",
             ));
         }
         let header = lines.len();
+        let mut focus = header + self.selected;
         for (n, choice) in self.catalog.choices.iter().enumerate() {
             lines.push(row(self.describe(choice), n == self.selected));
+        }
+        if !self.fetched.is_empty() {
+            lines.push(Line::from(Span::styled(
+                "Fetched, not enabled yet (Enter enables one in your settings and switches \
+                 to it; d makes it the default too):",
+                cyan,
+            )));
+            if self.selected >= self.catalog.choices.len() {
+                focus += 1;
+            }
+            let first = self.catalog.choices.len();
+            for (n, fetched) in self.fetched.iter().enumerate() {
+                let mut text = format!("{}/{}", fetched.provider, fetched.model);
+                if let Some(name) = fetched.name.as_ref().filter(|n| **n != fetched.model) {
+                    text.push_str(&format!(" ({name})"));
+                }
+                lines.push(row(text, first + n == self.selected));
+            }
         }
         View {
             title: "Model".to_owned(),
             lines,
-            anchor: Anchor::Focus(header + self.selected),
+            anchor: Anchor::Focus(focus),
         }
     }
 
@@ -349,8 +421,8 @@ fn reason(provider: &str, code: &str, fetchable: bool) -> String {
         }
         "authentication_unavailable" => "its credential is missing".to_owned(),
         "no_enabled_models" => format!(
-            "none of its models is enabled (add \"{provider}/<model>\" to [providers.catalog] \
-             enabled in settings)"
+            "none of its models is enabled yet (pick one its fetched list holds, or add \
+             \"{provider}/<model>\" to [providers.catalog] enabled in settings)"
         ),
         "enabled_model_not_cached" => {
             format!("an enabled model is not in its saved model list{r}")
@@ -527,8 +599,8 @@ mod tests {
             [
                 "Current: openai/gpt-4.1",
                 "openai: its model list was never fetched",
-                "openai: none of its models is enabled (add \"openai/<model>\" to \
-                 [providers.catalog] enabled in settings)",
+                "openai: none of its models is enabled yet (pick one its fetched list \
+                 holds, or add \"openai/<model>\" to [providers.catalog] enabled in settings)",
                 "openai-chat: its model list was never fetched (r fetches it)",
                 "r fetches the model list of openai-chat",
             ]

@@ -188,12 +188,18 @@ pub(in crate::tui) struct TextPanel {
 }
 
 impl TextPanel {
-    pub(super) fn new(title: impl Into<String>, lines: Vec<Line<'static>>) -> TextPanel {
+    pub(in crate::tui) fn new(title: impl Into<String>, lines: Vec<Line<'static>>) -> TextPanel {
         TextPanel {
             title: title.into(),
             lines,
             offset: 0,
         }
+    }
+
+    /// The same panel opened with line `offset` at its top.
+    pub(in crate::tui) fn scrolled_to(mut self, offset: usize) -> TextPanel {
+        self.offset = offset.min(self.lines.len().saturating_sub(1));
+        self
     }
 
     /// Its lines, for tests.

@@ -11,7 +11,7 @@ use magi_protocol::messages::{
 };
 use magi_protocol::{ErrorCode, methods};
 
-use super::model::{Catalog, Choice, ModelPicker, notice as catalog_notice};
+use super::model::{Catalog, Choice, Fetched, ModelPicker, notice as catalog_notice};
 use super::panel::Panel;
 use super::sessions::{SessionPicker, notice as discovery_notice};
 use super::{Command, Op, Request, copy, show, words};
@@ -23,6 +23,12 @@ const DISCOVER_CALLS: usize = 256;
 /// Most `model.catalog` pages read for one picker (the catalog holds at most 2,048
 /// models, 100 a page).
 const CATALOG_PAGES: usize = 64;
+
+/// The `MC_HOME` this Mission Control and its backends use, found as the backend finds
+/// it.
+fn settings_home() -> Result<std::path::PathBuf, String> {
+    magi_core::home_path(&magi_config::Env::from_process())
+}
 
 /// How an operation left in flight ended.
 pub(in crate::tui) enum Done {
@@ -60,7 +66,12 @@ impl App {
                 }
                 Ok(())
             }
-            Request::Select(choice) => self.select(backend, choice).await,
+            Request::Select(choice) => self.select(backend, choice).await.map(drop),
+            Request::Enable {
+                provider,
+                model,
+                default,
+            } => self.enable(backend, &provider, &model, default).await,
             Request::Refresh(mut providers) => {
                 if providers.is_empty() {
                     return Ok(());
@@ -91,7 +102,16 @@ impl App {
                         model: model.to_owned(),
                         effort: EffortRequest::Keep,
                     };
-                    self.select(backend, choice).await?;
+                    // A model the provider's fetched list holds but the settings do not
+                    // enable is enabled, as picking it would.
+                    let fetched = settings_home().is_ok_and(|home| {
+                        magi_core::catalog::cached_models(&home, provider)
+                            .iter()
+                            .any(|(id, _)| id == model)
+                    });
+                    if !self.select(backend, choice).await? && fetched {
+                        self.enable(backend, provider, model, false).await?;
+                    }
                 }
                 _ => {
                     self.status = format!(
@@ -112,6 +132,7 @@ impl App {
             }
             Command::Copy => self.status = copy::copy_last_reply(&self.transcript),
             Command::Diff => self.panel = Some(Panel::Text(show::diff(&self.transcript))),
+            Command::Cards => self.panel = Some(Panel::Text(show::cards(&self.transcript))),
             Command::Status => {
                 let status = match backend.status().await? {
                     Ok(status) => Some(status),
@@ -154,6 +175,9 @@ impl App {
                 self.title = None;
                 self.usage = None;
                 self.status = "new session".to_owned();
+                // The model chosen before goes on in it, once its first turn starts
+                // (a switch now would make the empty session durable).
+                self.reselect = self.chosen.clone();
                 self.refresh_selection(backend).await?;
             }
             Err(code) => self.status = words::refused("/new", code),
@@ -278,29 +302,110 @@ impl App {
             // The choices are shown all the same; only the reasons are missing.
             Err(_) => Vec::new(),
         };
-        self.panel = Some(Panel::Model(ModelPicker::new(
+        // What the fetched lists hold, read from this MC_HOME's caches.
+        let fetched = match settings_home() {
+            Ok(home) => providers
+                .iter()
+                .filter(|p| p.cache == magi_protocol::messages::CacheState::Ready)
+                .flat_map(|p| {
+                    magi_core::catalog::cached_models(&home, &p.provider)
+                        .into_iter()
+                        .map(|(model, name)| Fetched {
+                            provider: p.provider.clone(),
+                            model,
+                            name,
+                        })
+                })
+                .collect(),
+            Err(_) => Vec::new(),
+        };
+        self.panel = Some(Panel::Model(ModelPicker::with_fetched(
             catalog,
             self.selection.clone(),
             &providers,
+            fetched,
         )));
         Ok(())
     }
 
+    /// Enables `provider/model` in the global settings (and with `default` makes it
+    /// the default selection), then starts a fresh backend, which reads them, reopens
+    /// the session and switches it to the model.
+    async fn enable(
+        &mut self,
+        backend: &mut Backend,
+        provider: &str,
+        model: &str,
+        default: bool,
+    ) -> anyhow::Result<()> {
+        let home = match settings_home() {
+            Ok(home) => home,
+            Err(why) => {
+                self.status = why;
+                return Ok(());
+            }
+        };
+        let edited = match magi_config::settings_edit::enable_model(
+            &home.join("settings.toml"),
+            provider,
+            model,
+            default,
+        ) {
+            Ok(edited) => edited,
+            Err(why) => {
+                self.status = why;
+                return Ok(());
+            }
+        };
+        self.renew_backend(backend).await?;
+        if self.backend_gone {
+            // The settings changed; the fresh backend that would read them is said
+            // not to have started, and `r` tries again.
+            let said = changed(&edited, provider, model);
+            if !said.is_empty() {
+                self.status = format!("{said} · {}", self.status);
+            }
+            return Ok(());
+        }
+        let choice = Choice {
+            catalog_revision: None,
+            provider: provider.to_owned(),
+            model: model.to_owned(),
+            effort: EffortRequest::Keep,
+        };
+        self.select(backend, choice).await?;
+        let said = changed(&edited, provider, model);
+        if !said.is_empty() {
+            let switched = std::mem::take(&mut self.status);
+            self.status = format!("{said} · {switched}");
+        }
+        Ok(())
+    }
+
     /// Switches the model with `selection.set`, against a fresh selection revision (and
-    /// a fresh catalog revision for a typed choice).
-    async fn select(&mut self, backend: &mut Backend, choice: Choice) -> anyhow::Result<()> {
+    /// a fresh catalog revision for a typed choice); whether it switched. The choice is
+    /// kept for a session `/new` starts.
+    pub(in crate::tui) async fn select(
+        &mut self,
+        backend: &mut Backend,
+        choice: Choice,
+    ) -> anyhow::Result<bool> {
+        let kept = Choice {
+            catalog_revision: None,
+            ..choice.clone()
+        };
         let name = format!("{}/{}", choice.provider, choice.model);
         let selection_revision = match backend.status().await? {
             Ok(status) => match status.selection {
                 Some(selection) => selection.revision,
                 None => {
                     self.status = "the backend reports no selection yet; try again".to_owned();
-                    return Ok(());
+                    return Ok(false);
                 }
             },
             Err(code) => {
                 self.status = words::refused("status", code);
-                return Ok(());
+                return Ok(false);
             }
         };
         let catalog_revision = match choice.catalog_revision {
@@ -314,7 +419,7 @@ impl App {
                     Ok(page) => page.revision,
                     Err(code) => {
                         self.status = words::refused("/model", code);
-                        return Ok(());
+                        return Ok(false);
                     }
                 }
             }
@@ -351,10 +456,14 @@ impl App {
                 );
                 self.selection = Some(result.selection);
                 self.panel = None;
+                self.chosen = Some(kept);
+                Ok(true)
             }
-            Err(code) => self.status = words::selection_refused(&name, code),
+            Err(code) => {
+                self.status = words::selection_refused(&name, code);
+                Ok(false)
+            }
         }
-        Ok(())
     }
 
     /// Sends `model.refresh` for one provider and leaves it in flight.
@@ -437,4 +546,19 @@ impl App {
         }
         Ok(())
     }
+}
+
+/// What an edit of the settings changed, for the status line (empty when nothing did).
+fn changed(edited: &magi_config::settings_edit::Edited, provider: &str, model: &str) -> String {
+    let mut said = Vec::new();
+    if edited.enabled {
+        said.push(format!("enabled {provider}/{model}"));
+    }
+    if edited.made_default {
+        said.push(format!("made {provider}/{model} the default"));
+    }
+    if said.is_empty() {
+        return String::new();
+    }
+    format!("{} in {}", said.join(" and "), edited.path.display())
 }

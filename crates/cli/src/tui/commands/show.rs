@@ -44,7 +44,13 @@ const KEYS: &[(&str, &str)] = &[
         "y / s / n / d",
         "answer an approval: allow once, for this session, deny, deny with a message",
     ),
+    (
+        "1 / 2 / 3, Enter",
+        "answer an approval by its number, or the highlighted answer (Left/Right move)",
+    ),
     ("Ctrl-O", "expand or collapse every tool card"),
+    ("Ctrl-G", "edit the prompt in $VISUAL or $EDITOR"),
+    ("Ctrl-Z", "suspend to the shell (fg comes back)"),
     (
         "Ctrl-C",
         "stop the turn, else clear the prompt; twice on an empty prompt quits",
@@ -64,8 +70,13 @@ fn heading(text: &str) -> Line<'static> {
 pub(super) fn help() -> TextPanel {
     let mut lines = vec![heading("Commands")];
     for command in Command::ALL {
+        let aliases: String = command
+            .aliases()
+            .iter()
+            .map(|alias| format!(" (or /{alias})"))
+            .collect();
         lines.push(Line::from(format!(
-            "  /{:<10} {}",
+            "  /{:<10} {}{aliases}",
             command.name(),
             command.summary()
         )));
@@ -190,18 +201,40 @@ fn thousands(n: u64) -> String {
     out
 }
 
-/// `/diff`: the diffs of every card in the transcript, live and saved, in order.
-pub(super) fn diff(transcript: &Transcript) -> TextPanel {
+/// `/cards`: every card of the transcript, live and saved, in order and in full (every
+/// row, a value not reported said so), opened at the newest.
+pub(super) fn cards(transcript: &Transcript) -> TextPanel {
     let mut lines = Vec::new();
-    let cards = transcript.items().iter().filter_map(|item| match item {
+    let mut newest = 0;
+    for card in transcript_cards(transcript) {
+        if !lines.is_empty() {
+            lines.push(Line::from(""));
+        }
+        newest = lines.len();
+        lines.extend(crate::tui::render::card_view(card));
+    }
+    if lines.is_empty() {
+        lines.push(Line::from("no tool calls in this session's transcript"));
+    }
+    TextPanel::new("Cards", lines).scrolled_to(newest)
+}
+
+/// The cards of the transcript's calls, live and saved, in order.
+fn transcript_cards(transcript: &Transcript) -> impl Iterator<Item = &Card> {
+    transcript.items().iter().filter_map(|item| match item {
         Item::Activity(a) => match &a.card {
             CardView::Card(card) => Some(card.as_ref()),
             _ => None,
         },
         Item::History(h) => h.card.as_deref(),
         _ => None,
-    });
-    for card in cards {
+    })
+}
+
+/// `/diff`: the diffs of every card in the transcript, live and saved, in order.
+pub(super) fn diff(transcript: &Transcript) -> TextPanel {
+    let mut lines = Vec::new();
+    for card in transcript_cards(transcript) {
         card_diffs(card, &mut lines);
     }
     if lines.is_empty() {

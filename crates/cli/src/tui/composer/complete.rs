@@ -80,12 +80,11 @@ pub(super) fn mentions(
 /// The commands whose name starts with `name`, all of them (the list scrolls past
 /// [`COMPLETION_CANDIDATES`]): `None` when there are none.
 pub(super) fn commands(start: usize, name: &str) -> Option<Completion> {
-    let candidates: Vec<Candidate> = Command::ALL
-        .into_iter()
-        .filter(|command| command.name().starts_with(name))
-        .map(|command| Candidate {
-            insert: format!("/{} ", command.name()),
-            label: format!("/{}", command.name()),
+    let candidates: Vec<Candidate> = Command::every_name()
+        .filter(|(word, _)| word.starts_with(name))
+        .map(|(word, command)| Candidate {
+            insert: format!("/{word} "),
+            label: format!("/{word}"),
             detail: command.summary(),
         })
         .collect();
@@ -113,7 +112,11 @@ mod tests {
     #[test]
     fn commands_complete_by_prefix_with_their_summaries() {
         let all = commands(0, "").unwrap();
-        assert_eq!(all.candidates.len(), Command::ALL.len(), "the list scrolls");
+        assert_eq!(
+            all.candidates.len(),
+            Command::every_name().count(),
+            "the list scrolls"
+        );
         let s = commands(0, "s").unwrap();
         assert_eq!(labels(&s), ["/sessions", "/status"]);
         assert_eq!(s.candidates[0].insert, "/sessions ");

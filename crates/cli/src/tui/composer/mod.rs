@@ -143,6 +143,11 @@ impl Composer {
         self.history.take_problem()
     }
 
+    /// The whole text, paste placeholders expanded: what an editor is given.
+    pub(super) fn expanded(&self) -> String {
+        self.pastes.expand(self.editor.text())
+    }
+
     /// Replaces the text (a prompt given back by a refused turn), cursor at the end.
     pub(super) fn set_text(&mut self, text: String) {
         self.editor.set(text);

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use magi_client::fold::{ActivityDisplay, CardView, Item, Role};
 use magi_core::cards::{ROW_BACKGROUND_JOB, ROW_JOB, ROW_STATE};
-use magi_protocol::cards::{Block, Card, CardOutcome, CardState, ToolKind};
+use magi_protocol::cards::{Block, Card, CardOutcome, CardState, ProtectionDecision, ToolKind};
 use magi_protocol::messages::{ActivityState, Event};
 use ratatui::style::{Color, Style};
 use ratatui::text::{Line, Span};
@@ -34,6 +34,37 @@ pub(in crate::tui) struct Clock {
 struct Seen {
     first: Instant,
     took: Option<Duration>,
+    /// Time spent waiting for the person's approval, which is not the call's own.
+    waited: Duration,
+    /// Since when it waits for an approval, while it does.
+    paused: Option<Instant>,
+}
+
+impl Seen {
+    fn new(first: Instant) -> Seen {
+        Seen {
+            first,
+            took: None,
+            waited: Duration::ZERO,
+            paused: None,
+        }
+    }
+
+    /// The wait for an approval ended at `now`.
+    fn resume(&mut self, now: Instant) {
+        if let Some(since) = self.paused.take() {
+            self.waited += now.saturating_duration_since(since);
+        }
+    }
+
+    /// Time it ran by `now`, approval waits left out.
+    fn ran(&self, now: Instant) -> Duration {
+        let paused = self
+            .paused
+            .map_or(Duration::ZERO, |since| now.saturating_duration_since(since));
+        now.saturating_duration_since(self.first)
+            .saturating_sub(self.waited + paused)
+    }
 }
 
 /// A command left running in the background (`async_bash`, or `bash` moved there).
@@ -54,21 +85,27 @@ impl Clock {
                 let seen = self
                     .seen
                     .entry((a.run_id.clone(), a.activity_id.clone()))
-                    .or_insert(Seen {
-                        first: now,
-                        took: None,
-                    });
+                    .or_insert(Seen::new(now));
                 if a.state != ActivityState::Started && seen.took.is_none() {
-                    seen.took = Some(now.saturating_duration_since(seen.first));
+                    seen.resume(now);
+                    seen.took = Some(seen.ran(now));
                 }
             }
             Event::ToolCard(e) => {
-                self.seen
+                let seen = self
+                    .seen
                     .entry((e.run_id.clone(), e.activity_id.clone()))
-                    .or_insert(Seen {
-                        first: now,
-                        took: None,
-                    });
+                    .or_insert(Seen::new(now));
+                // A call waiting for the person's approval is not running: its time
+                // stops until the approval is answered.
+                let waiting = e.card.state == CardState::Running
+                    && e.card.metadata.public_protection.decision
+                        == ProtectionDecision::ApprovalRequired;
+                if waiting {
+                    seen.paused.get_or_insert(now);
+                } else {
+                    seen.resume(now);
+                }
                 self.job_news(&e.card, now);
             }
             _ => {}
@@ -96,6 +133,13 @@ impl Clock {
             && let Some(job) = self.jobs.iter_mut().find(|j| j.id == id)
         {
             job.ended = true;
+        }
+    }
+
+    /// The pending approval was answered at `now`: the call it held runs again.
+    pub(in crate::tui) fn approval_answered(&mut self, now: Instant) {
+        for seen in self.seen.values_mut() {
+            seen.resume(now);
         }
     }
 
@@ -143,9 +187,7 @@ impl Clock {
             Some(Seen {
                 took: Some(took), ..
             }) => Timing::Took(*took),
-            Some(Seen { first, took: None }) => {
-                Timing::Running(now.saturating_duration_since(*first))
-            }
+            Some(seen) => Timing::Running(seen.ran(now)),
             None => Timing::Unknown,
         }
     }
@@ -332,5 +374,41 @@ mod tests {
             Timing::Took(Duration::from_secs(3))
         );
         assert_eq!(clock.timing("r", "tool-2", later), Timing::Unknown);
+    }
+
+    #[test]
+    fn the_wait_for_an_approval_is_not_the_calls_time() {
+        use magi_protocol::cards::ToolCardEvent;
+        let mut clock = Clock::default();
+        let start = Instant::now();
+        let at = |secs| start + Duration::from_secs(secs);
+        let card_event = |decision: &str| {
+            let mut card = job_card("bash", serde_json::json!([]));
+            card.state = CardState::Running;
+            card.outcome = None;
+            card.metadata.public_protection.decision =
+                serde_json::from_value(serde_json::json!(decision))
+                    .unwrap_or_else(|e| panic!("{e}"));
+            Event::ToolCard(Box::new(ToolCardEvent {
+                session_id: "s".into(),
+                run_id: "r".into(),
+                activity_id: "tool-1".into(),
+                part: 0,
+                last_part: true,
+                card,
+            }))
+        };
+        clock.observe(&card_event("not_reported"), start);
+        clock.observe(&card_event("approval_required"), at(2));
+        // Waiting: the time stands still.
+        assert_eq!(
+            clock.timing("r", "tool-1", at(30)),
+            Timing::Running(Duration::from_secs(2))
+        );
+        clock.approval_answered(at(40));
+        assert_eq!(
+            clock.timing("r", "tool-1", at(43)),
+            Timing::Running(Duration::from_secs(5))
+        );
     }
 }

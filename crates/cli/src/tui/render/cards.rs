@@ -6,7 +6,9 @@
 use std::time::Duration;
 
 use magi_client::fold::{ActivityDisplay, ActivityItem, CardView};
-use magi_core::cards::{ROW_BACKGROUND_JOB, ROW_COMMAND_TIMEOUT, ROW_ENDED, ROW_HOOK, ROW_PATTERN};
+use magi_core::cards::{
+    ROW_BACKGROUND_JOB, ROW_COMMAND_TIMEOUT, ROW_ENDED, ROW_HOOK, ROW_LINES_CHANGED, ROW_PATTERN,
+};
 use magi_protocol::cards::{Block, Card, CardState, ProtectionDecision, ResourceKind, ToolKind};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
@@ -89,6 +91,18 @@ pub(super) fn saved_lines(
     lines
 }
 
+/// A card in full, for the full view: its header, then every block and row it carries
+/// and what it left out.
+pub(in crate::tui) fn full_view(card: &Card) -> Vec<Line<'static>> {
+    let look = Look {
+        expanded: true,
+        approval_pending: false,
+    };
+    let mut lines = vec![header(card, None, Timing::Unknown, look)];
+    lines.extend(body::complete(card));
+    lines
+}
+
 /// The mark and colour of where a call is.
 fn mark(state: ActivityDisplay) -> (&'static str, Color) {
     match state {
@@ -134,6 +148,11 @@ fn header(card: &Card, live: Option<ActivityDisplay>, timing: Timing, look: Look
     if let Some(argument) = main_argument(card) {
         spans.push(Span::raw(format!(" {argument}")));
     }
+    // A call waiting for the person is not running: no time is shown for it.
+    let waiting = display == ActivityDisplay::Started
+        && look.approval_pending
+        && card.metadata.public_protection.decision == ProtectionDecision::ApprovalRequired;
+    let timing = if waiting { Timing::Unknown } else { timing };
     let status = status_with_time(status(card, display, look.approval_pending), timing);
     spans.push(Span::styled(format!("  {status}"), dim()));
     Line::from(spans)
@@ -266,6 +285,10 @@ fn status(card: &Card, display: ActivityDisplay, approval_pending: bool) -> Stri
         && let Some(changes) = words::changes(card.changes)
     {
         parts.push(changes.to_owned());
+    }
+    // How big the change was, over all of it.
+    if let Some(counted) = row_value(card, ROW_LINES_CHANGED) {
+        parts.push(counted);
     }
     parts.dedup();
     parts.join(" · ")

@@ -13,6 +13,7 @@ use ratatui::widgets::{Block, Borders, Clear, Paragraph};
 use unicode_segmentation::UnicodeSegmentation;
 use unicode_width::UnicodeWidthStr;
 
+use super::wrap::terminal_parts;
 use crate::tui::composer::{Completion, CompletionKind, Composer};
 
 /// Most rows of text the composer shows; a taller text scrolls.
@@ -34,7 +35,8 @@ struct Row {
     end: usize,
 }
 
-/// How a grapheme is drawn: a tab as spaces, a paste marker as its label.
+/// How a grapheme is drawn: a tab as spaces, a paste marker as its label, an emoji
+/// sequence terminals count differently as its parts ([`terminal_parts`]).
 fn shown(grapheme: &str, label: &dyn Fn(char) -> Option<String>) -> Option<String> {
     if grapheme == "\t" {
         return Some(TAB.to_owned());
@@ -42,7 +44,10 @@ fn shown(grapheme: &str, label: &dyn Fn(char) -> Option<String>) -> Option<Strin
     let mut chars = grapheme.chars();
     match (chars.next(), chars.next()) {
         (Some(c), None) => label(c),
-        _ => None,
+        _ => {
+            let parts: String = terminal_parts(grapheme).collect();
+            (parts != grapheme).then_some(parts)
+        }
     }
 }
 
@@ -136,6 +141,7 @@ fn row_line(
     for grapheme in text[row.start..row.end].graphemes(true) {
         match shown(grapheme, label) {
             Some(tab) if grapheme == "\t" => plain.push_str(&tab),
+            Some(parts) if grapheme.chars().nth(1).is_some() => plain.push_str(&parts),
             Some(placeholder) => {
                 spans.push(Span::raw(std::mem::take(&mut plain)));
                 spans.push(Span::styled(

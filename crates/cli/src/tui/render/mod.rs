@@ -17,13 +17,17 @@ mod saved_times;
 mod status;
 mod transcript;
 mod view;
+mod welcome;
 mod words;
 mod wrap;
 
 pub(super) use activity::Clock;
+pub(super) use approval::full_view as approval_view;
+pub(super) use cards::full_view as card_view;
 pub(super) use markdown::warm_up;
-pub(super) use status::{SPINNER_STEP, reduced_motion};
+pub(super) use status::{SPINNER_STEP, merged_usage, reduced_motion};
 pub(super) use view::View;
+pub(super) use welcome::Place;
 
 use super::App;
 use wrap::wrap_lines;
@@ -42,7 +46,16 @@ impl App {
         let running = self.activity_area(now);
         let width = usize::from(frame.area().width).max(10);
         let prompt = pending
-            .map(|a| wrap_lines(&approval::panel(a, self.approval.message()), width))
+            .map(|a| {
+                let asking = approval::Asking {
+                    message: self.approval.message(),
+                    highlighted: self.approval.highlighted(),
+                    time_left: self
+                        .approval
+                        .time_left(&a.approval_id, a.expires_in_ms, now),
+                };
+                wrap_lines(&approval::panel(a, asking), width)
+            })
             .unwrap_or_default();
         let above = |lines: &Vec<Line>| match lines.len() {
             0 => 0,
@@ -83,15 +96,11 @@ impl App {
                 lines.into_iter().skip(first).collect()
             }
             None => {
-                // A queued prompt stays in sight under the transcript.
-                let queued = self.queued.as_ref().map(|queued| {
-                    let line = styled(
-                        format!("⏳ queued, sent when the turn ends (Up edits): {queued}"),
-                        Color::DarkGray,
-                    );
-                    wrap_lines(&[line], width)
-                });
-                let below = queued.as_ref().map_or(0, Vec::len).min(height);
+                // Queued prompts stay in sight under the transcript, each on lines
+                // of its own.
+                let queued = (!self.queued.is_empty())
+                    .then(|| wrap_lines(&queued_lines(&self.queued), width));
+                let below = queued.as_ref().map_or(0, Vec::len).min(height / 2);
                 let drawing = transcript::Drawing {
                     look: cards::Look {
                         expanded: self.expanded,
@@ -106,7 +115,13 @@ impl App {
                     draw: &|item, width| transcript::entry_rows(item, width, &drawing),
                     look: drawing.look_key(),
                 };
-                let mut shown = self.view.rows(&entries, width, height - below);
+                let mut shown = if self.transcript.items().is_empty() {
+                    // Nothing said yet: where this is and what answers.
+                    let model = self.selection.as_ref().and_then(status::model_words);
+                    wrap_lines(&welcome::lines(&self.place, model.as_deref()), width)
+                } else {
+                    self.view.rows(&entries, width, height - below)
+                };
                 shown.extend(queued.into_iter().flatten().take(below));
                 shown
             }
@@ -148,11 +163,26 @@ impl App {
             }
         }
         frame.render_widget(
-            Paragraph::new(self.status_line(now))
+            Paragraph::new(self.status_line(now, usize::from(status.width)))
                 .style(Style::default().add_modifier(Modifier::DIM)),
             status,
         );
     }
+}
+
+/// The queued prompts: a heading, then each prompt's lines under a mark of its own.
+fn queued_lines(queued: &[String]) -> Vec<Line<'static>> {
+    let mut lines = vec![styled(
+        "⏳ queued, sent when the turn ends (Up edits):".to_owned(),
+        Color::DarkGray,
+    )];
+    for prompt in queued {
+        for (n, line) in prompt.lines().enumerate() {
+            let mark = if n == 0 { "  › " } else { "    " };
+            lines.push(styled(format!("{mark}{line}"), Color::DarkGray));
+        }
+    }
+    lines
 }
 
 pub(super) fn styled(text: String, color: Color) -> Line<'static> {

@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use magi_protocol::messages::{SelectionStatus, UsageUpdated};
 
+use super::wrap::{terminal_text, width_of};
 use crate::tui::App;
 
 /// The working indicator's frames, one per [`SPINNER_STEP`].
@@ -47,36 +48,86 @@ impl App {
         }
     }
 
-    /// The status line at `now`.
-    pub(in crate::tui) fn status_line(&self, now: Instant) -> String {
+    /// The status line at `now`, fitted to `width` cells.
+    pub(in crate::tui) fn status_line(&self, now: Instant, width: usize) -> String {
         let motion = !self.reduced_motion;
-        let mut parts = vec![activity_words(self.activity(), now, motion)];
-        // The latest notice comes right after the activity, so a narrow terminal cuts
-        // the standing facts rather than the news.
-        if self.quit_armed {
-            parts.push("press Ctrl-C again to quit".to_owned());
-        } else if !self.status.trim().is_empty() {
-            parts.push(self.status.trim().to_owned());
-        }
-        if let Some(model) = self.selection.as_ref().and_then(model_words) {
-            parts.push(model);
-        }
-        if let Some(context) = self.usage.as_ref().and_then(context_words) {
-            parts.push(context);
-        }
-        parts.push(match &self.title {
-            Some(title) => title.clone(),
-            None => format!("session {}", self.session_id),
-        });
-        parts.push(
-            match self.activity() {
-                Activity::Working(_) => "Esc stop · Enter queue · /help",
-                _ => "/help · Ctrl-C twice quits",
-            }
-            .to_owned(),
-        );
-        format!(" {}", parts.join(" · "))
+        let activity = activity_words(self.activity(), now, motion);
+        let notice = if self.quit_armed {
+            Some("press Ctrl-C again to quit".to_owned())
+        } else {
+            Some(self.status.trim().to_owned()).filter(|s| !s.is_empty())
+        };
+        let facts = [
+            self.selection.as_ref().and_then(model_words),
+            self.usage.as_ref().and_then(context_words),
+            Some(match &self.title {
+                Some(title) => title.clone(),
+                None => format!("session {}", self.session_id),
+            }),
+            Some(
+                match self.activity() {
+                    Activity::Working(_) => "Esc stop · Enter queue · /help",
+                    _ => "/help · Ctrl-C twice quits",
+                }
+                .to_owned(),
+            ),
+        ];
+        // Drawn without wrapping: emoji sequences as every terminal counts them.
+        terminal_text(&fit_status(&activity, notice.as_deref(), &facts, width))
     }
+}
+
+/// Between two parts of the status line.
+const SEPARATOR: &str = " · ";
+
+/// The status line in `width` cells: the activity, then the latest notice (cut at a
+/// word, with `…`, when it does not fit whole: a narrow terminal cuts the standing
+/// facts rather than the news), then each standing fact that still fits whole, in
+/// order. Nothing is cut mid-word.
+fn fit_status(
+    activity: &str,
+    notice: Option<&str>,
+    facts: &[Option<String>],
+    width: usize,
+) -> String {
+    let measure = |text: &str| width_of(text);
+    let mut line = format!(" {activity}");
+    if let Some(notice) = notice {
+        let room = width.saturating_sub(measure(&line) + measure(SEPARATOR));
+        if let Some(fitted) = cut_at_word(notice, room) {
+            line.push_str(SEPARATOR);
+            line.push_str(&fitted);
+        }
+    }
+    for fact in facts.iter().flatten() {
+        if measure(&line) + measure(SEPARATOR) + measure(fact) <= width {
+            line.push_str(SEPARATOR);
+            line.push_str(fact);
+        }
+    }
+    line
+}
+
+/// `text` in at most `room` cells: whole, or cut after its last whole word that fits
+/// with `…` after it; `None` when not even one word fits.
+fn cut_at_word(text: &str, room: usize) -> Option<String> {
+    if width_of(text) <= room {
+        return Some(text.to_owned());
+    }
+    let mut fitted = String::new();
+    for word in text.split(' ') {
+        let candidate = if fitted.is_empty() {
+            word.to_owned()
+        } else {
+            format!("{fitted} {word}")
+        };
+        if width_of(&candidate) + width_of("…") > room {
+            break;
+        }
+        fitted = candidate;
+    }
+    let fitted = fitted.trim_end_matches([' ', ',', ';', ':', '·']);
+    (!fitted.is_empty()).then(|| format!("{fitted}…"))
 }
 
 /// The activity in words: a spinner (unless motion is off) and the elapsed time while
@@ -106,7 +157,7 @@ pub(in crate::tui) fn elapsed_words(elapsed: Duration) -> String {
 }
 
 /// `provider/model`, with the effort when the model has one.
-fn model_words(selection: &SelectionStatus) -> Option<String> {
+pub(super) fn model_words(selection: &SelectionStatus) -> Option<String> {
     let model = selection.model.as_deref()?;
     let mut words = match selection.provider.as_deref() {
         Some(provider) => format!("{provider}/{model}"),
@@ -116,6 +167,23 @@ fn model_words(selection: &SelectionStatus) -> Option<String> {
         words.push_str(&format!(" ({})", effort.as_str()));
     }
     Some(words)
+}
+
+/// The session's usage after `latest`: a request that reported no tokens (one the
+/// person stopped) leaves the context figure what the last request that did said, not
+/// unknown.
+pub(in crate::tui) fn merged_usage(
+    earlier: Option<UsageUpdated>,
+    latest: &UsageUpdated,
+) -> UsageUpdated {
+    let mut usage = latest.clone();
+    if usage.context_used.is_none()
+        && let Some(earlier) = earlier
+    {
+        usage.context_used = earlier.context_used;
+        usage.context_window = usage.context_window.or(earlier.context_window);
+    }
+    usage
 }
 
 /// `context 12.3k/128k (10%)`: what the conversation fills of the model's window.
@@ -163,6 +231,40 @@ mod tests {
     }
 
     #[test]
+    fn the_status_line_fits_its_width_without_cutting_a_word() {
+        let facts = [
+            Some("openai-chat/mock-model".to_owned()),
+            Some("context 1.2k/32.8k (3%)".to_owned()),
+            Some("Fix the parser".to_owned()),
+            Some("/help · Ctrl-C twice quits".to_owned()),
+        ];
+        let notice = "unknown command /stauts — did you mean /status? /help lists them";
+        let line = fit_status("idle", Some(notice), &facts, 80);
+        assert_eq!(
+            line,
+            " idle · unknown command /stauts — did you mean /status? /help lists them"
+        );
+        let line = fit_status("idle", Some(notice), &facts, 40);
+        assert_eq!(line, " idle · unknown command /stauts — did…");
+        assert!(width_of(&line) <= 40);
+        // Without news the standing facts that fit whole are shown, in order.
+        let line = fit_status("idle", None, &facts, 60);
+        assert_eq!(
+            line,
+            " idle · openai-chat/mock-model · context 1.2k/32.8k (3%)"
+        );
+        let line = fit_status("idle", None, &facts, 200);
+        assert!(
+            line.ends_with("Fix the parser · /help · Ctrl-C twice quits"),
+            "{line}"
+        );
+        // CJK counts two cells a character.
+        let line = fit_status("idle", Some("検査 検査 検査 検査"), &[], 20);
+        assert_eq!(line, " idle · 検査 検査…");
+        assert!(width_of(&line) <= 20);
+    }
+
+    #[test]
     fn context_is_used_of_window_and_unknowns_say_so() {
         let mut usage: UsageUpdated = serde_json::from_value(serde_json::json!({
             "session_id": "s", "run_id": "r", "input_tokens": 12_300,
@@ -179,6 +281,16 @@ mod tests {
             context_words(&usage).as_deref(),
             Some("context 12.3k (window unknown)")
         );
+        // A stopped request tells no tokens: the figure stays what it was.
+        let mut stopped = usage.clone();
+        stopped.context_used = None;
+        stopped.input_tokens = None;
+        let kept = merged_usage(Some(usage.clone()), &stopped);
+        assert_eq!(
+            context_words(&kept).as_deref(),
+            Some("context 12.3k (window unknown)")
+        );
+        assert_eq!(kept.input_tokens, None);
         usage.context_used = None;
         assert_eq!(context_words(&usage), None);
         assert_eq!(tokens(950), "950");

@@ -40,6 +40,17 @@ impl Tmux {
         Tmux::launch(env, vars, command_line, (120, 40))
     }
 
+    /// Starts `command_line` in a window of `columns` by `rows`.
+    pub fn launch_sized(
+        env: &TestEnv,
+        vars: &[(&str, String)],
+        command_line: &[&str],
+        columns: u16,
+        rows: u16,
+    ) -> Tmux {
+        Tmux::launch(env, vars, command_line, (columns, rows))
+    }
+
     fn launch(
         env: &TestEnv,
         vars: &[(&str, String)],
@@ -190,6 +201,13 @@ impl Tmux {
     pub fn resize(&self, columns: u16, rows: u16) {
         let (columns, rows) = (columns.to_string(), rows.to_string());
         self.tmux(&["resize-window", "-t", "mc", "-x", &columns, "-y", &rows]);
+    }
+
+    /// Copies everything the window's program writes to the terminal, escape sequences
+    /// and bells included, to `file` (tmux's `pipe-pane`).
+    pub fn record_output(&self, file: &std::path::Path) {
+        let command = format!("cat >> '{}'", file.display());
+        self.tmux(&["pipe-pane", "-o", "-t", "mc", &command]);
     }
 
     /// Sends several keys in one `send-keys`: tmux writes them to the terminal

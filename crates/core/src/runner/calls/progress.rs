@@ -18,6 +18,8 @@ pub(super) struct InFlight {
     pub(super) protection: Option<&'static str>,
     pub(super) read_only: bool,
     pub(super) task: JoinHandle<ToolReport>,
+    /// A command's newest output, for its card's interim revisions.
+    pub(super) live: Option<std::sync::Arc<magi_tools::LiveOutput>>,
 }
 
 /// How a call settled, for the model's next request.
@@ -134,6 +136,9 @@ pub(super) struct Execution {
     /// The client's file system, for a file tool's call with `client.files`. Used
     /// only on a blocking thread, where its waits may block.
     pub(super) files: Option<crate::client_files::CallFiles>,
+    /// Where a `bash` command's newest output goes while it runs, when its card is
+    /// shown live.
+    pub(super) live: Option<std::sync::Arc<magi_tools::LiveOutput>>,
 }
 
 impl Execution {
@@ -161,6 +166,7 @@ impl Execution {
             cancelled: &cancelled,
             hidden_env: &self.hidden_env,
             durable: &durable,
+            live_output: self.live.clone(),
         };
         let editor = self
             .files
@@ -186,11 +192,21 @@ pub(super) fn refused(content: &str) -> ToolReport {
         .strip_prefix("The call was not run: ")
         .and_then(|s| s.lines().next())
         .map_or(content, |s| s.trim_end_matches('.'));
-    ToolReport::from(magi_tools::ToolOutput {
+    let mut report = ToolReport::from(magi_tools::ToolOutput {
         content: content.to_owned(),
         summary: summary.to_owned(),
         is_error: true,
-    })
+    });
+    // What the person told the model with a denial is the refusal's own result: its
+    // card shows it, live and saved.
+    report.transcript = content
+        .lines()
+        .skip(1)
+        .filter(|line| !line.trim().is_empty())
+        .take(magi_tools::TRANSCRIPT_LINES)
+        .map(str::to_owned)
+        .collect();
+    report
 }
 
 /// Whether the claims of one group are durable: open once their sync returned. The
@@ -266,6 +282,7 @@ mod tests {
             cancel: CancellationToken::new(),
             hidden_env: Vec::new(),
             files: None,
+            live: None,
         }
     }
 

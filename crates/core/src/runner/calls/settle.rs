@@ -54,11 +54,18 @@ impl CallService<'_, '_> {
             // Claimed calls start before anything waits for them.
             self.commit(role, calls, progress).await;
         }
-        for flight in std::mem::take(&mut progress.in_flight) {
-            if !flight.task.is_finished() {
+        let mut flights = std::mem::take(&mut progress.in_flight);
+        let mut shown = super::live::Shown::default();
+        for at in 0..flights.len() {
+            if !flights[at].task.is_finished() {
                 self.commit(role, calls, progress).await;
             }
-            let (report, outcome) = match flight.task.await {
+            // While it runs, the running commands' cards show their newest output.
+            let joined = self
+                .await_showing(role, calls, &mut flights[at..], &mut shown)
+                .await;
+            let flight = &flights[at];
+            let (report, outcome) = match joined {
                 Ok(report) => {
                     let outcome = outcome_of(&report);
                     (report, outcome)
@@ -106,6 +113,7 @@ impl CallService<'_, '_> {
             let sync = ClaimSync(Arc::clone(&claim));
             for claimed in claimed {
                 let execution = claimed.execution;
+                let live = execution.live.clone();
                 let claim = Arc::clone(&claim);
                 progress.in_flight.push(InFlight {
                     index: claimed.index,
@@ -113,6 +121,7 @@ impl CallService<'_, '_> {
                     protection: claimed.protection,
                     read_only: claimed.read_only,
                     task: tokio::task::spawn_blocking(move || execution.run(&claim)),
+                    live,
                 });
             }
             let recorded = records.is_empty() || self.journal.append_all(records);

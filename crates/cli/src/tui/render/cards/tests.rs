@@ -228,7 +228,7 @@ fn a_diff_is_numbered_from_its_hunk_headers() {
         ]
     );
     assert_eq!(
-        text(&diff_lines(lines[3..6].iter())),
+        text(&diff_lines(lines[3..6].iter(), None)),
         [
             "      10   10 │ a",
             "      11      │-b",

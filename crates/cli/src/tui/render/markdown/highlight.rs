@@ -31,7 +31,7 @@ pub(in crate::tui) fn warm_up() {
 /// The lines of `code` as styled spans, highlighted for the language the fence's info
 /// string names first (`rust`, `py`, `sh`, …); code in a language it does not know,
 /// or that fails to highlight, is plain.
-pub(super) fn code_lines(info: &str, code: &str) -> Vec<Vec<Span<'static>>> {
+pub(in crate::tui) fn code_lines(info: &str, code: &str) -> Vec<Vec<Span<'static>>> {
     let token = info
         .split(|c: char| c == ',' || c == '{' || c.is_whitespace())
         .next()

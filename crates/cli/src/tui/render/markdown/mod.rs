@@ -21,7 +21,7 @@ use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 
 use super::wrap::{spans_width, width_of, wrap};
-pub(in crate::tui) use highlight::warm_up;
+pub(in crate::tui) use highlight::{code_lines, warm_up};
 use style::{code_style, dim, heading_style, link_style, marker_style, quote_style};
 use table::Table;
 

@@ -1,0 +1,246 @@
+//! The small things a person notices in Mission Control, through the real binary in
+//! tmux at 80 and 120 columns: no stale cell after an emoji with a variation selector
+//! or a joined emoji, queued prompts each on lines of their own, the status line (the
+//! title after `--continue`, the context figure after Esc, notices cut at a word), a
+//! card's time without the wait for its approval, the denial message and the model's
+//! question with its answer on their cards, and the empty screen's orientation.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test code: a failed step is a failed test"
+)]
+
+use std::time::Duration;
+
+use crate::common::approval::{bash, calls};
+use crate::common::tmux::{Tmux, mock_vars as vars};
+use crate::common::*;
+use magi_testkit::{MockServer, Reply};
+use unicode_width::UnicodeWidthStr;
+
+/// The rows inside the transcript's frame, without its borders.
+fn inside(screen: &str) -> Vec<String> {
+    screen
+        .lines()
+        .filter_map(|l| l.strip_prefix('│'))
+        .map(|l| l.trim_end_matches('│').trim_end().to_owned())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn emoji_with_selectors_and_joins_leave_no_stale_cell() {
+    for columns in [80, 120] {
+        let mock = MockServer::start().await;
+        mock.enqueue(Reply::stream().text(["❤️❤️❤️ love", " 👨‍👩‍👧 family 日本 end"]));
+        let env = TestEnv::new();
+        let tmux = Tmux::start_sized(&env, &vars(&mock), columns, 30);
+        // The empty screen's text is where the reply will be drawn: a cell the
+        // terminal was not told to redraw would still show it.
+        let empty = tmux.wait_for("Type a prompt");
+        assert!(empty.contains("model openai-chat/mock-model"), "{empty}");
+        tmux.type_text("hi");
+        tmux.key("Enter");
+        let screen = tmux.wait_for("family 日本 end");
+        let row = inside(&screen)
+            .into_iter()
+            .find(|r| r.contains("love"))
+            .unwrap();
+        assert_eq!(row, "❤❤❤ love 👨👩👧 family 日本 end", "{screen}");
+        // The composer too: the text it held before is gone whole.
+        tmux.type_text("abcdefgh");
+        tmux.wait_for("› abcdefgh");
+        tmux.key("C-u");
+        tmux.type_text("❤️ zz");
+        let screen = tmux.wait_for("› ❤ zz");
+        assert!(!screen.contains("defgh"), "{screen}");
+        for line in screen.lines() {
+            assert!(line.width() <= usize::from(columns), "{line:?}");
+        }
+        tmux.key("C-c");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn queued_prompts_show_each_on_lines_of_their_own() {
+    let mock = MockServer::start().await;
+    mock.enqueue(Reply::stream().text(["First reply."]).held());
+    mock.enqueue(Reply::stream().text(["Both read."]));
+    let env = TestEnv::new();
+    let tmux = Tmux::start_sized(&env, &vars(&mock), 80, 30);
+    tmux.wait_for("idle ·");
+    tmux.type_text("first");
+    tmux.key("Enter");
+    tmux.wait_for("working");
+    tmux.type_text("second 日本");
+    tmux.key("Enter");
+    tmux.wait_for("› second 日本");
+    tmux.type_text("third 🎉");
+    tmux.key("Enter");
+    let screen = tmux.wait_for("  › third 🎉");
+    assert!(screen.contains("  › second 日本"), "{screen}");
+    assert!(!screen.contains("日本third"), "{screen}");
+    mock.release();
+    tmux.wait_for("Both read.");
+    tmux.key("C-c");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_status_line_keeps_title_and_context_and_cuts_notices_at_a_word() {
+    let mock = MockServer::start().await;
+    mock.enqueue(Reply::stream().text(["Counted."]).usage(1_200, 34));
+    mock.enqueue_title(Reply::stream().text(["Parser 日本 fixes"]));
+    mock.enqueue(
+        Reply::stream()
+            .text(["slow"])
+            .chunk_delay(Duration::from_millis(50))
+            .held(),
+    );
+    let env = TestEnv::new();
+    {
+        let tmux = Tmux::start_sized(&env, &vars(&mock), 120, 30);
+        tmux.wait_for("idle ·");
+        tmux.type_text("count");
+        tmux.key("Enter");
+        tmux.wait_for("Counted.");
+        tmux.wait_for("Parser 日本 fixes");
+        tmux.wait_for("context 1.2k");
+        // A request stopped before it reported tokens keeps the figure.
+        tmux.type_text("again");
+        tmux.key("Enter");
+        tmux.wait_for("working");
+        tmux.key("Escape");
+        tmux.wait_for("idle ·");
+        let screen = tmux.wait_for("context 1.2k");
+        assert!(screen.contains("Parser 日本 fixes"), "{screen}");
+        tmux.quit();
+    }
+    // Continued later: the title, not the ID.
+    let mut vars = vars(&mock);
+    vars.truncate(3);
+    let tmux = Tmux::start_command(&env, &vars, &[bin(), "--continue"]);
+    tmux.wait_for("Parser 日本 fixes");
+    tmux.resize(80, 30);
+    // At 80 columns a long notice is cut after a whole word.
+    tmux.type_text("/stauts");
+    tmux.key("Enter");
+    let screen = tmux.wait_for("unknown command /stauts");
+    let status = screen.lines().last().unwrap();
+    assert!(status.width() <= 80, "{status}");
+    let notice = status.split(" · ").nth(1).unwrap();
+    assert!(
+        notice.ends_with("them") || notice.ends_with('…'),
+        "cut mid-word: {status}"
+    );
+    tmux.key("C-u");
+    tmux.quit();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cards_time_leaves_out_the_wait_for_its_approval() {
+    let mock = MockServer::start().await;
+    mock.enqueue(calls("bash", &[bash("b1", "echo 日本 quick")]));
+    mock.enqueue(Reply::stream().text(["Done."]));
+    let env = TestEnv::new();
+    let tmux = Tmux::start_sized(&env, &vars(&mock), 80, 30);
+    tmux.wait_for("idle ·");
+    tmux.type_text("run");
+    tmux.key("Enter");
+    tmux.wait_for("1 y allow once");
+    // Waiting shows no time, however long the person takes.
+    let waiting = tmux.wait_for("waiting for your approval");
+    let header = waiting
+        .lines()
+        .find(|l| l.contains("waiting for your approval"))
+        .unwrap();
+    assert!(
+        header
+            .trim_end_matches('│')
+            .trim_end()
+            .ends_with("approval"),
+        "{header}"
+    );
+    std::thread::sleep(Duration::from_millis(2_200));
+    tmux.type_text("y");
+    let screen = tmux.wait_for("done · exit 0 ·");
+    let header = screen
+        .lines()
+        .find(|l| l.contains("done · exit 0"))
+        .unwrap();
+    // A quick command: well under the two seconds the person took.
+    let took = header.split("exit 0 · ").nth(1).unwrap();
+    assert!(took.contains("ms") || took.starts_with("0."), "{header}");
+    tmux.key("C-c");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_denial_message_and_the_answer_are_on_their_cards() {
+    for columns in [80, 120] {
+        let mock = MockServer::start().await;
+        mock.enqueue(calls("bash", &[bash("b1", "rm -rf build")]));
+        mock.enqueue(
+            Reply::stream().tool_call(
+                "q1",
+                "ask_user",
+                [
+                    serde_json::json!({"questions": [{"question": "Which one?", "header": "Pick",
+                "options": [{"label": "日本"}, {"label": "🎉 party"}]}]})
+                    .to_string(),
+                ],
+            ),
+        );
+        mock.enqueue(Reply::stream().text(["Understood."]));
+        let env = TestEnv::new();
+        let tmux = Tmux::start_sized(&env, &vars(&mock), columns, 40);
+        tmux.wait_for("idle ·");
+        tmux.type_text("clean up");
+        tmux.key("Enter");
+        tmux.wait_for("1 y allow once");
+        tmux.type_text("d");
+        tmux.wait_for("message to the model");
+        tmux.type_text("keep the 日本 build");
+        tmux.key("Enter");
+        tmux.wait_for("Which one?");
+        tmux.key("Down");
+        tmux.key("Enter");
+        tmux.wait_for("Understood.");
+        // After the run, the saved cards say it too.
+        tmux.wait_for("idle ·");
+        let screen = tmux.wait_for("The user said: keep the 日本 build");
+        assert!(screen.contains("→ 🎉 party"), "{screen}");
+        assert!(screen.contains("? Pick: Which one?"), "{screen}");
+        tmux.key("C-c");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hostile_output_shows_its_text_and_moves_nothing() {
+    for columns in [80, 120] {
+        let mock = MockServer::start().await;
+        // Colour, a title, a screen clear and a cursor move, a hyperlink, a device
+        // control string: every sequence goes whole, its text stays.
+        let command = r"printf '\033[31mred\033[0m \033]0;owned\007\033[2J\033[Htext 日本 \033]8;;http://x\033\\link\033]8;;\033\\ \033P+q\033\\🎉 end\n'";
+        mock.enqueue(calls("bash", &[bash("b1", command)]));
+        mock.enqueue(Reply::stream().text(["Printed."]));
+        let env = TestEnv::new();
+        env.write_settings("[permissions]\nallow = [\"bash(printf*)\"]\n");
+        let tmux = Tmux::start_sized(&env, &vars(&mock), columns, 30);
+        tmux.wait_for("idle ·");
+        tmux.type_text("print");
+        tmux.key("Enter");
+        tmux.wait_for("Printed.");
+        let screen = tmux.wait_for("red text 日本 link 🎉 end");
+        // The output's line holds its text alone (the command above it shows the
+        // sequences as the model wrote them, escaped).
+        let output = inside(&screen)
+            .into_iter()
+            .find(|r| r.contains("red text"))
+            .unwrap();
+        assert_eq!(output.trim(), "red text 日本 link 🎉 end", "{screen}");
+        assert!(
+            screen.contains("magi-code"),
+            "the screen was cleared: {screen}"
+        );
+        tmux.key("C-c");
+    }
+}

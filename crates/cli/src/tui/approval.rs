@@ -13,43 +13,8 @@ use std::time::{Duration, Instant};
 use magi_protocol::limits::APPROVAL_MESSAGE_BYTES;
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
+use super::choice::Choice;
 use super::{Action, Answer, App};
-
-/// One answer the prompt offers, in the order they are numbered.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Choice {
-    AllowOnce,
-    AllowForSession,
-    Deny,
-    DenyWithMessage,
-}
-
-impl Choice {
-    /// The answers offered: "for this session" only with a suggested rule (without
-    /// one it would cover this call only).
-    pub(super) fn offered(has_rule: bool) -> &'static [Choice] {
-        if has_rule {
-            &[
-                Choice::AllowOnce,
-                Choice::AllowForSession,
-                Choice::Deny,
-                Choice::DenyWithMessage,
-            ]
-        } else {
-            &[Choice::AllowOnce, Choice::Deny, Choice::DenyWithMessage]
-        }
-    }
-
-    /// Its letter key.
-    pub(super) fn letter(self) -> char {
-        match self {
-            Choice::AllowOnce => 'y',
-            Choice::AllowForSession => 's',
-            Choice::Deny => 'n',
-            Choice::DenyWithMessage => 'd',
-        }
-    }
-}
 
 /// The approval prompt's own state.
 #[derive(Debug, Default)]

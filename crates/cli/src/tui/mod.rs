@@ -33,6 +33,8 @@ mod alert;
 mod approval;
 mod attachments;
 mod backend;
+mod cards_panel;
+mod choice;
 mod commands;
 mod composer;
 mod event_loop;

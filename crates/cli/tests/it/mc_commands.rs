@@ -195,6 +195,9 @@ async fn sessions_lists_past_the_list_bound_with_titles_and_reopens_one() {
     tmux.type_text("parser");
     tmux.wait_for("1 of 300 sessions · filter: parser");
     tmux.key("Enter");
+    // As a person would, the next command once the session opened: keys that arrive
+    // together with the Enter read as one burst (a paste).
+    tmux.wait_gone("Sessions of this directory");
     command(&tmux, "/status");
     tmux.wait_for("session    s150 (Fix the parser)");
     tmux.key("C-c");

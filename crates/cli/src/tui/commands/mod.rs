@@ -27,6 +27,7 @@ use ratatui::text::Line;
 pub(super) use model::Choice;
 pub(super) use panel::{Panel, TextPanel};
 pub(super) use run::Done;
+pub(super) use show::transcript_cards;
 pub(super) use words::refused;
 
 use super::{Action, App};

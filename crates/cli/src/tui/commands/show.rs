@@ -201,26 +201,8 @@ fn thousands(n: u64) -> String {
     out
 }
 
-/// `/cards`: every card of the transcript, live and saved, in order and in full (every
-/// row, a value not reported said so), opened at the newest.
-pub(super) fn cards(transcript: &Transcript) -> TextPanel {
-    let mut lines = Vec::new();
-    let mut newest = 0;
-    for card in transcript_cards(transcript) {
-        if !lines.is_empty() {
-            lines.push(Line::from(""));
-        }
-        newest = lines.len();
-        lines.extend(crate::tui::render::card_view(card));
-    }
-    if lines.is_empty() {
-        lines.push(Line::from("no tool calls in this session's transcript"));
-    }
-    TextPanel::new("Cards", lines).scrolled_to(newest)
-}
-
 /// The cards of the transcript's calls, live and saved, in order.
-fn transcript_cards(transcript: &Transcript) -> impl Iterator<Item = &Card> {
+pub(in crate::tui) fn transcript_cards(transcript: &Transcript) -> impl Iterator<Item = &Card> {
     transcript.items().iter().filter_map(|item| match item {
         Item::Activity(a) => match &a.card {
             CardView::Card(card) => Some(card.as_ref()),

@@ -10,7 +10,7 @@ use ratatui::text::{Line, Span};
 
 use super::diff::{diff_lines, language_of, parse_unified};
 use super::words;
-use crate::tui::approval::Choice;
+use crate::tui::choice::Choice;
 
 /// Lines of a proposed change shown in the prompt at most.
 const PREVIEW_LINES: usize = 12;

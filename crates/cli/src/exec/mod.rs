@@ -35,7 +35,7 @@ use crate::attach::{self, Target};
 pub use args::{AFTER_HELP, ExecArgs, LONG_ABOUT};
 use output::{Mode, Output};
 use report::Failure;
-use signals::Signals;
+use signals::{Held, Signals};
 
 /// How long the backend gets to exit after `shutdown`.
 const EXIT_WAIT: Duration = Duration::from_secs(5);
@@ -82,6 +82,17 @@ pub fn run(args: &ExecArgs) -> ExitCode {
         eprintln!("magi-code exec: {why}");
         return Exit::Usage.into();
     }
+    // From here a signal is answered (exit 130), never the default death: it is held
+    // while the runtime the handlers need is built. (The prompt is read first, so that
+    // Ctrl-C still ends a prompt being typed on standard input.)
+    let held = match Held::now() {
+        Ok(held) => held,
+        Err(e) => {
+            let e = anyhow::Error::new(e).context("cannot hold signals back");
+            report::failure(&Failure::Setup(&e));
+            return Exit::Failed.into();
+        }
+    };
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -92,11 +103,11 @@ pub fn run(args: &ExecArgs) -> ExitCode {
             return Exit::Failed.into();
         }
     };
-    runtime.block_on(exec(args, prompt)).into()
+    runtime.block_on(exec(args, prompt, held)).into()
 }
 
-async fn exec(args: &ExecArgs, prompt: String) -> Exit {
-    let mut signals = match Signals::install() {
+async fn exec(args: &ExecArgs, prompt: String, held: Held) -> Exit {
+    let mut signals = match Signals::install(held) {
         Ok(signals) => signals,
         Err(e) => {
             let e = anyhow::Error::new(e).context("cannot handle signals");

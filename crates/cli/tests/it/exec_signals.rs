@@ -311,3 +311,41 @@ async fn ctrl_c_at_a_terminal_cancels_the_run_and_exits_130() {
     assert!(log.contains("Working on it."), "{log}");
     nothing_left(&env).await;
 }
+
+/// A signal that reaches `exec` before it can answer signals — here one already pending
+/// when the program starts, as when it comes in the first instants — is held, then
+/// answered like any other: exit 130, no model request, nothing left running. (Started
+/// through `perl`, which can leave a signal blocked and pending across `execve`; Rust's
+/// process spawning resets the mask.)
+#[tokio::test]
+async fn a_signal_in_the_first_instants_is_answered_not_fatal() {
+    let mock = MockServer::start().await;
+    mock.enqueue(slow_call());
+    let env = TestEnv::new();
+    let exec = exec_command(&env, &mock, &["--allow-all", "Do the slow thing"]);
+    let exec = exec.as_std();
+    let mut command = tokio::process::Command::new("perl");
+    command
+        .arg("-MPOSIX")
+        .arg("-e")
+        .arg(
+            "sigprocmask(SIG_BLOCK, POSIX::SigSet->new(SIGTERM)) or die 'sigprocmask'; \
+             kill 'TERM', $$; exec { $ARGV[0] } @ARGV or die \"exec: $!\"",
+        )
+        .arg(exec.get_program())
+        .args(exec.get_args())
+        .env_clear()
+        .envs(exec.get_envs().filter_map(|(k, v)| Some((k, v?))))
+        .current_dir(env.cwd())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    let output = tokio::time::timeout(WAIT, command.output())
+        .await
+        .expect("exec exits within the wait")
+        .unwrap();
+    assert_eq!(output.status.code(), Some(130), "{output:?}");
+    assert!(mock.requests().is_empty(), "the run never started");
+    nothing_left(&env).await;
+}

@@ -73,11 +73,15 @@ pub async fn run(seed: u64, tag: &str) -> Result<Stats, Failed> {
             }
             text
         });
+        // Whether exec already caught or held the signal when it was sent: before that
+        // (the first instants of the process) dying of it is the default, not a fault.
+        let mut answered = true;
         let status = match signal {
             Some(signal) => match tokio::time::timeout(after, child.wait()).await {
                 Ok(status) => status,
                 Err(_) => {
                     if let Some(pid) = child.id() {
+                        answered = answers(pid, signal);
                         let pid = nix::unistd::Pid::from_raw(pid as i32);
                         let _ = nix::sys::signal::kill(pid, signal);
                     }
@@ -97,8 +101,10 @@ pub async fn run(seed: u64, tag: &str) -> Result<Stats, Failed> {
         let stderr = read.await.unwrap_or_default();
         stats.turns += 1;
         use std::os::unix::process::ExitStatusExt;
-        let killed_by_us =
-            signal == Some(nix::sys::signal::Signal::SIGKILL) && status.signal() == Some(9);
+        let killed_by_us = signal.is_some_and(|signal| {
+            status.signal() == Some(signal as i32)
+                && (signal == nix::sys::signal::Signal::SIGKILL || !answered)
+        });
         let fine = status.code().is_some_and(|code| STATUSES.contains(&code)) || killed_by_us;
         if !fine {
             return Err(format!("exec ended {status:?}; stderr:\n{stderr}"));
@@ -118,4 +124,24 @@ pub async fn run(seed: u64, tag: &str) -> Result<Stats, Failed> {
         return Err(format!("a crash report was written:\n{report}"));
     }
     Ok(stats)
+}
+
+/// Whether process `pid` catches or blocks `signal` now, read from the `SigCgt` and
+/// `SigBlk` masks of `/proc/<pid>/status`. A process only ever goes from not answering
+/// to answering, so "yes" here holds when the signal arrives. Unknown counts as yes.
+fn answers(pid: u32, signal: nix::sys::signal::Signal) -> bool {
+    let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) else {
+        return true;
+    };
+    let bit = 1u64 << (signal as u32 - 1);
+    let mask = |name: &str| {
+        status
+            .lines()
+            .find_map(|line| line.strip_prefix(name))
+            .and_then(|hex| u64::from_str_radix(hex.trim(), 16).ok())
+    };
+    match (mask("SigCgt:"), mask("SigBlk:")) {
+        (Some(caught), Some(blocked)) => (caught | blocked) & bit != 0,
+        _ => true,
+    }
 }

@@ -29,6 +29,7 @@ mod mcp_mock;
 mod mcp_mock_binary;
 mod mcp_server;
 mod models;
+pub mod prefix;
 mod render;
 mod reply;
 mod scenario;

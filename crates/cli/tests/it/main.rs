@@ -57,6 +57,7 @@ mod panics;
 mod questions;
 mod reasoning;
 mod refusal;
+mod requests;
 mod sandbox;
 mod sandbox_calls;
 mod sandbox_git;

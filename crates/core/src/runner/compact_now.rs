@@ -53,8 +53,13 @@ pub fn compact_session(
         .enable_all()
         .build()
         .map_err(|_| ErrorCode::ExecutionFailed)?;
-    let (summary, usage) =
-        runtime.block_on(summarise(&exchange.agent, &instructions, &items, cancel));
+    let (summary, usage) = runtime.block_on(summarise(
+        &exchange.agent,
+        &instructions,
+        &items,
+        false,
+        cancel,
+    ));
     let mut records = Vec::new();
     let answer = match summary {
         Ok(summary) => {

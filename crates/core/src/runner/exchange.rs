@@ -5,8 +5,8 @@
 //! reconciled once recorded. A subagent's text is its report, not the run's reply, and
 //! is only recorded.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
 
 use magi_protocol::ErrorCode;
 use magi_protocol::limits::{LIVE_CHUNK_BYTES, RUN_CONTENT_BYTES, RUN_CONTENT_SEGMENTS};
@@ -43,6 +43,9 @@ pub(super) struct Exchange {
     /// How many conversation items its last request carried ([`NOT_SENT`] before the
     /// first): the ones after are the current round's, never pruned.
     sent: AtomicUsize,
+    /// The prompt the agent works on (its items: the text and the images given with
+    /// it), set once when the conversation gets it: what follows a compaction's summary.
+    prompt: OnceLock<Vec<Item>>,
 }
 
 /// [`Exchange::sent`] before the exchange's first request.
@@ -97,7 +100,18 @@ impl Exchange {
             tools,
             live,
             sent: AtomicUsize::new(NOT_SENT),
+            prompt: OnceLock::new(),
         }
+    }
+
+    /// Keeps the items of the prompt the agent works on; only the first call counts.
+    pub(super) fn set_prompt(&self, prompt: Vec<Item>) {
+        let _ = self.prompt.set(prompt);
+    }
+
+    /// The items of the prompt the agent works on (none before it has one).
+    pub(super) fn prompt(&self) -> &[Item] {
+        self.prompt.get().map_or(&[], Vec::as_slice)
     }
 
     /// Where the current round begins in a conversation of `len` items: the items after

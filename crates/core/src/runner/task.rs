@@ -231,6 +231,7 @@ impl Subagents {
         let mut items = vec![Item::User {
             text: task.to_owned(),
         }];
+        subagent.exchange.set_prompt(items.clone());
         let (ending, end) = subagent.converse(parent, &mut items).await;
         // What the subagent could not record degrades the run's persistence too.
         if subagent.journal.degraded() {

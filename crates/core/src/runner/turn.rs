@@ -287,9 +287,6 @@ impl Turn {
         };
         let folder = sessions.conversation_dir();
         let mut items = conversation(&records, folder.as_deref());
-        items.push(Item::User {
-            text: self.request.prompt.clone(),
-        });
         let message_id = format!("u-{}", self.request.run_id);
         let images = match self.keep_attachments(folder.as_deref(), &message_id) {
             Ok(images) => images,
@@ -298,7 +295,12 @@ impl Turn {
                 return Err(Ending::failed(ErrorCode::ExecutionFailed));
             }
         };
-        items.extend(input_images(&message_id, &images, folder.as_deref()));
+        let mut prompt = vec![Item::User {
+            text: self.request.prompt.clone(),
+        }];
+        prompt.extend(input_images(&message_id, &images, folder.as_deref()));
+        items.extend(prompt.iter().cloned());
+        self.exchange.set_prompt(prompt);
         let started = RecordBody::TurnStarted {
             turn_id: turn_id.clone(),
         };

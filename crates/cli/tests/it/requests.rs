@@ -1,0 +1,150 @@
+//! What the model is sent, read from the requests the mock model received, in each wire
+//! format: a response's parallel calls go back together, live and replayed from the log.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test code: a failed step is a failed test"
+)]
+
+use crate::common::*;
+use magi_protocol::messages::RunOutcome;
+use magi_testkit::{MockServer, Reply};
+use serde_json::Value;
+
+/// Runs a turn of `prompt` in `session` to its completed end.
+async fn completed_turn(backend: &mut magi_client::Backend, session: &str, prompt: &str) {
+    start_turn(backend, session, prompt).await;
+    let finished = until_finished(backend, &mut Vec::new()).await;
+    assert_eq!(finished.outcome, RunOutcome::Completed, "{finished:?}");
+}
+
+/// A Chat Completions conversation as `role` or `role:call,call` (an assistant message
+/// with its calls) or `tool:id`, from the first assistant message on.
+fn chat_shape(body: &Value) -> Vec<String> {
+    let messages = body["messages"].as_array().unwrap();
+    let first = messages
+        .iter()
+        .position(|m| m["role"] == "assistant")
+        .unwrap();
+    messages[first..]
+        .iter()
+        .map(|m| match m["role"].as_str().unwrap() {
+            "tool" => format!("tool:{}", m["tool_call_id"].as_str().unwrap()),
+            "assistant" => {
+                let calls: Vec<&str> = m["tool_calls"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .map(|c| c["id"].as_str().unwrap())
+                    .collect();
+                format!("assistant:{}", calls.join(","))
+            }
+            role => role.to_owned(),
+        })
+        .collect()
+}
+
+/// A Responses conversation as item types (`function_call:id`,
+/// `function_call_output:id`, `message:role`), from the first assistant item on.
+fn responses_shape(body: &Value) -> Vec<String> {
+    let input = body["input"].as_array().unwrap();
+    let first = input
+        .iter()
+        .position(|i| i["role"] == "assistant" || i["type"] == "function_call")
+        .unwrap();
+    input[first..]
+        .iter()
+        .map(|i| match i["type"].as_str().unwrap() {
+            "message" => format!("message:{}", i["role"].as_str().unwrap()),
+            kind => format!("{kind}:{}", i["call_id"].as_str().unwrap_or_default()),
+        })
+        .collect()
+}
+
+/// An Anthropic conversation as `role:block,block`, from the first assistant message on.
+fn anthropic_shape(body: &Value) -> Vec<String> {
+    let messages = body["messages"].as_array().unwrap();
+    let first = messages
+        .iter()
+        .position(|m| m["role"] == "assistant")
+        .unwrap();
+    messages[first..]
+        .iter()
+        .map(|m| {
+            let blocks: Vec<String> = m["content"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|b| match b["type"].as_str().unwrap() {
+                    "tool_use" => format!("tool_use:{}", b["id"].as_str().unwrap()),
+                    "tool_result" => format!("tool_result:{}", b["tool_use_id"].as_str().unwrap()),
+                    kind => kind.to_owned(),
+                })
+                .collect();
+            format!("{}:{}", m["role"].as_str().unwrap(), blocks.join(","))
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn parallel_calls_go_back_together_in_every_format_live_and_replayed() {
+    for wire in WIRES {
+        let mock = MockServer::start().await;
+        mock.enqueue(
+            Reply::stream()
+                .text(["Reading all three."])
+                .tool_call("ca", "read", [r#"{"path":"a.txt"}"#])
+                .tool_call("cb", "read", [r#"{"path":"b.txt"}"#])
+                .tool_call("cc", "list", [r#"{"path":"."}"#]),
+        );
+        mock.enqueue(Reply::stream().text(["All read."]));
+        mock.enqueue(Reply::stream().text(["You are welcome."]));
+        let env = env_for_wire(wire, &mock);
+        std::fs::write(env.cwd().join("a.txt"), "alpha\n").unwrap();
+        std::fs::write(env.cwd().join("b.txt"), "beta\n").unwrap();
+        let mut backend = env.spawn();
+        backend
+            .initialize(&["session.create", "turn.start", "shutdown"])
+            .await
+            .unwrap()
+            .unwrap();
+        let session = new_session(&mut backend).await;
+        completed_turn(
+            &mut backend,
+            &session,
+            "Read a.txt and b.txt, list the folder.",
+        )
+        .await;
+        // The next turn's request replays the first from the session log.
+        completed_turn(&mut backend, &session, "Thanks.").await;
+        shutdown_clean(&mut backend).await;
+        let requests = mock.requests();
+        assert_eq!(requests.len(), 3, "{wire:?}");
+        // Live (the turn's second request) and replayed (the next turn's), the same.
+        for body in [&requests[1].body, &requests[2].body] {
+            let shape = match wire {
+                Wire::Chat => chat_shape(body),
+                Wire::Responses => responses_shape(body),
+                Wire::Anthropic => anthropic_shape(body),
+            };
+            let expected: &[&str] = match wire {
+                Wire::Chat => &["assistant:ca,cb,cc", "tool:ca", "tool:cb", "tool:cc"],
+                Wire::Responses => &[
+                    "message:assistant",
+                    "function_call:ca",
+                    "function_call:cb",
+                    "function_call:cc",
+                    "function_call_output:ca",
+                    "function_call_output:cb",
+                    "function_call_output:cc",
+                ],
+                Wire::Anthropic => &[
+                    "assistant:text,tool_use:ca,tool_use:cb,tool_use:cc",
+                    "user:tool_result:ca,tool_result:cb,tool_result:cc",
+                ],
+            };
+            assert_eq!(&shape[..expected.len()], expected, "{wire:?}: {shape:?}");
+        }
+    }
+}

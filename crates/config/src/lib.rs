@@ -32,7 +32,9 @@ pub use code_mode::{
     CodeModeSettings, DEFAULT_CODE_MODE_MEMORY_MIB, DEFAULT_CODE_MODE_TIMEOUT_SECS,
     DEFAULT_CODE_MODE_TOOL_CALLS,
 };
-pub use effort::{Effort, EffortProfile, EffortSupport, profile as effort_profile};
+pub use effort::{
+    DefaultEfforts, Effort, EffortControl, EffortProfile, EffortSupport, profile as effort_profile,
+};
 pub use env::Env;
 pub use hooks::{
     HOOK_APPROVALS_FILE, Hook, HookEvent, HookSettings, HookSource, hook_approvals_path,
@@ -54,7 +56,7 @@ pub use profiles::{
     primary_profile, subagent_profiles,
 };
 pub use provider::{
-    Credential, ProviderDefinition, Selection, base_url_origin, credential_source,
+    Credential, EFFORT_ENV, ProviderDefinition, Selection, base_url_origin, credential_source,
     missing_credential, provider_definition, provider_names, read_credential, resolve_selection,
 };
 pub use provider_kind::ProviderKind;

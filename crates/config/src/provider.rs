@@ -6,6 +6,7 @@ use std::path::PathBuf;
 
 use magi_protocol::limits::CREDENTIAL_FILE_BYTES;
 
+use crate::effort::{DefaultEfforts, Effort};
 use crate::provider_kind::ProviderKind;
 use crate::settings::{ProviderSettings, Settings};
 use crate::{ConfigError, Env};
@@ -36,6 +37,11 @@ pub struct ProviderDefinition {
     pub credential: Credential,
     /// Whether to ask the model for reasoning summaries.
     pub reasoning_summaries: bool,
+    /// Whether a Chat Completions server takes `reasoning_effort`
+    /// (`[providers.<name>] reasoning_effort = true`).
+    pub reasoning_effort: bool,
+    /// The efforts its models get when a selection asks for none.
+    pub default_efforts: DefaultEfforts,
 }
 
 /// The effective provider and model of a child, locally ready.
@@ -191,6 +197,8 @@ fn definition(
                 base_url,
                 credential,
                 reasoning_summaries: overrides.reasoning_summaries.unwrap_or(false),
+                reasoning_effort: overrides.reasoning_effort.unwrap_or(false),
+                default_efforts: default_efforts(name, settings, env)?,
             })
         }
         (None, Some(p)) => {
@@ -211,9 +219,47 @@ fn definition(
                 base_url,
                 credential,
                 reasoning_summaries: p.reasoning_summaries.unwrap_or(false),
+                reasoning_effort: p.reasoning_effort.unwrap_or(false),
+                default_efforts: default_efforts(name, settings, env)?,
             })
         }
     }
+}
+
+/// The variable that sets the default effort of one backend (`exec --effort` sets it).
+pub const EFFORT_ENV: &str = "MAGI_EFFORT";
+
+/// The default efforts of provider `name`'s models: `MAGI_EFFORT`, each
+/// `[models."name/model"] effort`, the top-level `effort`. A `MAGI_EFFORT` that names
+/// no effort is an error naming the variable and the values it takes.
+fn default_efforts(
+    name: &str,
+    settings: &Settings,
+    env: &Env,
+) -> Result<DefaultEfforts, ConfigError> {
+    let from_env = match env.get(EFFORT_ENV) {
+        None => None,
+        Some(word) => Some(
+            serde_json::from_value::<Effort>(serde_json::Value::String(word.trim().to_owned()))
+                .map_err(|_| {
+                    ConfigError::Invalid(format!(
+                        "{EFFORT_ENV}={word:?} is not an effort: set it to default, low, \
+                         medium, high, xhigh or max, or unset it"
+                    ))
+                })?,
+        ),
+    };
+    let prefix = format!("{name}/");
+    let models = settings
+        .models
+        .iter()
+        .filter_map(|(key, model)| Some((key.strip_prefix(&prefix)?.to_owned(), model.effort?)))
+        .collect();
+    Ok(DefaultEfforts {
+        env: from_env,
+        models,
+        global: settings.effort,
+    })
 }
 
 /// The credential source a `[providers.<name>]` table states, if it states one.

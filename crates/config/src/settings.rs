@@ -17,6 +17,7 @@ use serde::Deserialize;
 use crate::ConfigError;
 use crate::acp::AcpSettings;
 use crate::code_mode::CodeModeSettings;
+use crate::effort::Effort;
 use crate::hooks::{HookSettings, merge_hooks};
 use crate::instructions::InstructionSettings;
 use crate::location::toml_error;
@@ -39,6 +40,9 @@ pub struct Settings {
     pub provider: Option<String>,
     /// The default model of the selection.
     pub model: Option<String>,
+    /// The effort of a selection that requests none, for every model that takes it
+    /// (`[models."provider/model"] effort` and `MAGI_EFFORT` win over it).
+    pub effort: Option<Effort>,
     /// Provider definitions and overrides of the built-in ones, by name.
     pub providers: BTreeMap<String, ProviderSettings>,
     /// `[providers.catalog]`.
@@ -106,6 +110,9 @@ pub struct ProviderSettings {
     pub keyless: Option<bool>,
     /// Ask the model for reasoning summaries (OpenAI Responses, reasoning models only).
     pub reasoning_summaries: Option<bool>,
+    /// The server takes Chat Completions' `reasoning_effort` (low, medium, high), so its
+    /// models' effort can be chosen.
+    pub reasoning_effort: Option<bool>,
 }
 
 /// `[providers.catalog]`: which choices the model catalog admits.
@@ -125,6 +132,7 @@ pub struct CatalogSettings {
 struct RawSettings {
     provider: Option<String>,
     model: Option<String>,
+    effort: Option<Effort>,
     providers: Option<Providers>,
     #[serde(default)]
     permissions: PermissionSettings,
@@ -284,6 +292,7 @@ fn parse_settings(table: toml::Table) -> Result<Settings, ConfigError> {
     Ok(Settings {
         provider: raw.provider,
         model: raw.model,
+        effort: raw.effort,
         providers: providers.defined,
         catalog: providers.catalog.unwrap_or_default(),
         permissions: raw.permissions,
@@ -531,6 +540,7 @@ base_url = "http://127.0.0.1:2/v1"
                 context_window: Some(8192),
                 max_output_tokens: Some(1024),
                 images: Some(false),
+                effort: None,
             }
         );
         let bad = write(dir.path(), "bad.toml", "[models.\"local/m\"]\nwindow = 1\n");

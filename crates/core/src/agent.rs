@@ -26,8 +26,10 @@ pub struct Agent {
     pub credential_source: Option<String>,
     /// Whether to ask for reasoning summaries.
     pub reasoning_summaries: bool,
-    /// The explicit reasoning effort the selection resolves to, if any.
-    pub reasoning_effort: Option<magi_protocol::messages::Effort>,
+    /// How the model is asked to reason: the effort the selection resolves to, in its
+    /// provider's terms (`ActiveSelection::reasoning`), fixed for the turn (a tool loop
+    /// is one assistant turn to a thinking model); none leaves the provider's default.
+    pub reasoning_effort: Option<magi_provider::Reasoning>,
     /// The admitted permission rules.
     pub permissions: PermissionSettings,
     /// Environment variables holding credentials, hidden from the processes tools start.
@@ -112,7 +114,7 @@ pub fn agent_for(runtime: &Runtime, selection: &ActiveSelection) -> Result<Agent
         provider: provider.name.clone(),
         credential_source: magi_config::credential_source(&provider.credential),
         reasoning_summaries: provider.reasoning_summaries,
-        reasoning_effort: selection.request_effort(),
+        reasoning_effort: selection.reasoning(),
         permissions: runtime.settings.permissions.clone(),
         hidden_env,
         secrets,

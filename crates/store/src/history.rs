@@ -250,6 +250,8 @@ impl Projector {
             | RecordBody::LoopNote { .. }
             // Context a hook added for the model.
             | RecordBody::HookNote { .. }
+            // Reasoning for the provider alone.
+            | RecordBody::ProviderReasoning { .. }
             | RecordBody::Diagnostic
             | RecordBody::Unknown => Shown::Nothing,
         };

@@ -143,6 +143,21 @@ pub enum RecordBody {
         #[serde(default)]
         provider_summary: Option<bool>,
     },
+    /// Reasoning a provider gave with a response and takes back in later requests of
+    /// the same model (an encrypted Responses `reasoning` item, an Anthropic `thinking`
+    /// or `redacted_thinking` block), before that response's reply and calls. For the
+    /// provider only: never redacted (its signature or encryption would no longer
+    /// verify), never shown by history, never sent to a client.
+    ProviderReasoning {
+        /// The turn.
+        turn_id: String,
+        /// The wire format that gave it: `responses` or `anthropic`.
+        format: String,
+        /// The model that gave it; no other is sent it.
+        model: String,
+        /// The item or block as JSON text, byte for byte as the provider sent it.
+        item: String,
+    },
     /// A tool call was made.
     ToolCall {
         /// The turn.

@@ -25,6 +25,7 @@
 //! # }
 //! ```
 
+mod checks;
 mod mcp_mock;
 mod mcp_mock_binary;
 mod mcp_server;

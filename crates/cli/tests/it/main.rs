@@ -56,6 +56,7 @@ mod mission_control;
 mod panics;
 mod questions;
 mod reasoning;
+mod reasoning_replay;
 mod refusal;
 mod requests;
 mod sandbox;

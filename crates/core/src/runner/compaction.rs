@@ -29,7 +29,6 @@ use super::output::Output;
 use super::text::bounded;
 use super::title::title_of;
 use super::usage::{self, Reported};
-use crate::agent::Agent;
 
 /// Percent of the context window the estimate may reach before compaction.
 pub(super) const TRIGGER_PERCENT: usize = 80;
@@ -66,12 +65,12 @@ pub(super) fn needs_compaction(exchange: &Exchange, instructions: &str, items: &
         })
 }
 
-/// Asks `agent`'s model, without tools, for a summary of `items`: the summary (bounded,
+/// Asks the model of `exchange`, without tools, for a summary of `items`: the summary (bounded,
 /// credentials redacted; none when the request failed, was cancelled or said nothing)
 /// and the request's usage. With `prompt_follows` (a compaction during a turn) the model
 /// is told the turn's prompt follows the summary, to be answered there, not in it.
 pub(super) async fn summarise(
-    agent: &Agent,
+    exchange: &Exchange,
     instructions: &str,
     items: &[Item],
     prompt_follows: bool,
@@ -84,6 +83,7 @@ pub(super) async fn summarise(
         COMPACT_PROMPT.to_owned()
     };
     request_items.push(Item::User { text: ask });
+    let agent = &exchange.agent;
     let max_output_tokens = agent.output_bound(estimate_tokens(instructions, &request_items));
     let request = ModelRequest {
         model: agent.model.clone(),
@@ -91,8 +91,9 @@ pub(super) async fn summarise(
         items: request_items,
         tools: Vec::new(),
         reasoning_summaries: false,
-        reasoning_effort: None,
+        reasoning: None,
         max_output_tokens,
+        cache_key: exchange.cache_key().map(str::to_owned),
     };
     let (events, mut received) = mpsc::channel(64);
     let client = Arc::clone(&agent.client);
@@ -167,7 +168,7 @@ pub(super) async fn compact(
     let cancel = output.cancel.clone();
     // The model summarises what it is shown, older tool output pruned, so the summary
     // request fits where the conversation itself no longer does.
-    let (summary, usage) = summarise(&exchange.agent, instructions, shown, true, &cancel).await;
+    let (summary, usage) = summarise(exchange, instructions, shown, true, &cancel).await;
     usage::record(
         output,
         journal,

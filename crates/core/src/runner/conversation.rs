@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use magi_provider::Item;
+use magi_provider::{Item, ReasoningItem};
 use magi_store::records::{Record, RecordBody, ToolOutcome};
 
 use crate::sessions::{call_assets_dir, input_assets_dir};
@@ -53,7 +53,8 @@ pub(super) fn input_images(
 }
 
 /// The conversation the model is given, from the durable records: prompts with the
-/// images given with them, replies, the calls of each response together followed by
+/// images given with them, the reasoning a response carried (for its provider to take
+/// back, as it came), replies, the calls of each response together followed by
 /// their results in the calls' order (and the image a `view_image` call kept), and what
 /// the backend told the model in between (background jobs' ends, loop notes), images
 /// read from the session's assets `folder`. A call whose result was never recorded (a
@@ -92,6 +93,23 @@ pub fn conversation(records: &[Record], folder: Option<&Path>) -> Vec<Item> {
                 items.extend(prompt.iter().cloned());
                 if let Some(kept) = &mut turn_prompt {
                     *kept = prompt;
+                }
+            }
+            RecordBody::ProviderReasoning {
+                format,
+                model,
+                item,
+                ..
+            } => {
+                calls.close(&mut items, &answered);
+                // A format this build does not know is left out, as the provider would
+                // refuse it.
+                if let Ok(format) = serde_json::from_value(serde_json::json!(format)) {
+                    items.push(Item::Reasoning(ReasoningItem {
+                        format,
+                        model: model.clone(),
+                        raw: item.clone(),
+                    }));
                 }
             }
             RecordBody::AssistantOutput { text, chunks, .. } => {

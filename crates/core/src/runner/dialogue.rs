@@ -100,6 +100,8 @@ pub(super) async fn round_trip(
     // The round's items begin here: nothing below replaces the conversation, it only
     // appends the response and its calls' results.
     let round_start = items.len();
+    // The response as it came: its reasoning, its text, then its calls.
+    items.extend(response.reasoning);
     if let Some(text) = &response.text {
         items.push(Item::Assistant { text: text.clone() });
     }

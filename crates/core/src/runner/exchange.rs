@@ -13,7 +13,9 @@ use magi_protocol::limits::{LIVE_CHUNK_BYTES, RUN_CONTENT_BYTES, RUN_CONTENT_SEG
 use magi_protocol::messages::{
     DIAGNOSTIC_PROVIDER_RETRYING, DIAGNOSTIC_REPLY_REFUSED, DIAGNOSTIC_REPLY_TRUNCATED,
 };
-use magi_provider::{Asked, Item, ModelEvent, ModelRequest, ProviderError, StopReason, ToolSpec};
+use magi_provider::{
+    Asked, Item, ModelEvent, ModelRequest, ProviderError, ReasoningItem, StopReason, ToolSpec,
+};
 use magi_store::records::RecordBody;
 use tokio::sync::mpsc;
 
@@ -46,6 +48,9 @@ pub(super) struct Exchange {
     /// The prompt the agent works on (its items: the text and the images given with
     /// it), set once when the conversation gets it: what follows a compaction's summary.
     prompt: OnceLock<Vec<Item>>,
+    /// What routes its requests to the provider's prompt cache: the ID of the history
+    /// the conversation is recorded in (the session's, or a subagent's own).
+    cache_key: Option<String>,
 }
 
 /// [`Exchange::sent`] before the exchange's first request.
@@ -53,6 +58,8 @@ const NOT_SENT: usize = usize::MAX;
 
 /// What one model response left for the loop.
 pub(super) struct Response {
+    /// The reasoning to send back with it in later requests, recorded.
+    pub(super) reasoning: Vec<Item>,
     /// The response's text, recorded.
     pub(super) text: Option<String>,
     /// The calls it asks for: (call ID, tool name, arguments).
@@ -101,12 +108,26 @@ impl Exchange {
             live,
             sent: AtomicUsize::new(NOT_SENT),
             prompt: OnceLock::new(),
+            cache_key: None,
+        }
+    }
+
+    /// The same exchange, its requests routed to the prompt cache by `key`.
+    pub(super) fn cached_as(self, key: &str) -> Exchange {
+        Exchange {
+            cache_key: Some(key.to_owned()),
+            ..self
         }
     }
 
     /// Keeps the items of the prompt the agent works on; only the first call counts.
     pub(super) fn set_prompt(&self, prompt: Vec<Item>) {
         let _ = self.prompt.set(prompt);
+    }
+
+    /// What routes the exchange's requests to the provider's prompt cache, if anything.
+    pub(super) fn cache_key(&self) -> Option<&str> {
+        self.cache_key.as_deref()
     }
 
     /// The items of the prompt the agent works on (none before it has one).
@@ -169,8 +190,9 @@ impl Exchange {
             items: sent,
             tools: self.tools.clone(),
             reasoning_summaries: self.agent.reasoning_summaries,
-            reasoning_effort: self.agent.reasoning_effort,
+            reasoning: self.agent.reasoning_effort,
             max_output_tokens,
+            cache_key: self.cache_key.clone(),
         }
     }
 
@@ -190,6 +212,7 @@ impl Exchange {
         let mut text = String::new();
         let mut part = 0u64;
         let mut calls = Vec::new();
+        let mut reasoning = Vec::new();
         let mut summaries: Vec<(Option<String>, String)> = Vec::new();
         // The summaries streamed: provider item, run-scoped ID, next delta part.
         let mut streamed: Vec<(Option<String>, String, u64)> = Vec::new();
@@ -247,6 +270,7 @@ impl Exchange {
                     Some(ModelEvent::ToolCall { call_id, name, arguments }) => {
                         calls.push((call_id, name, arguments));
                     }
+                    Some(ModelEvent::Reasoning(item)) => reasoning.push(item),
                     Some(ModelEvent::Completed(stop)) => {
                         cut = stop == StopReason::MaxTokens;
                         refused = stop == StopReason::Refusal;
@@ -322,8 +346,16 @@ impl Exchange {
             output.diagnostic(DIAGNOSTIC_REPLY_TRUNCATED, &said).await;
         }
         let partial = ending.is_some();
+        // The reasoning of a whole response goes back with it, kept as it came: first
+        // in the write that records the response.
+        let reasoning = if partial { Vec::new() } else { reasoning };
+        let mut records: Vec<RecordBody> = reasoning
+            .iter()
+            .map(|item| reasoning_record(turn_id, item))
+            .collect();
+        records.push(usage.clone());
         let text = if text.is_empty() {
-            journal.append(usage.clone());
+            journal.append_all(records);
             None
         } else {
             let text = output.without_credentials(&text);
@@ -331,22 +363,21 @@ impl Exchange {
             if output.segments > RUN_CONTENT_SEGMENTS {
                 journal.append(usage);
                 return Response {
+                    reasoning: Vec::new(),
                     text: None,
                     calls: Vec::new(),
                     ending: Some(Ending::failed(ErrorCode::ContentLimit)),
                 };
             }
             // The usage shares the reply's write: one sync, not two.
-            journal.append_all(vec![
-                usage.clone(),
-                RecordBody::AssistantOutput {
-                    turn_id: turn_id.to_owned(),
-                    message_id: message_id.clone(),
-                    text: Some(text.clone()),
-                    chunks: Vec::new(),
-                    partial,
-                },
-            ]);
+            records.push(RecordBody::AssistantOutput {
+                turn_id: turn_id.to_owned(),
+                message_id: message_id.clone(),
+                text: Some(text.clone()),
+                chunks: Vec::new(),
+                partial,
+            });
+            journal.append_all(records);
             if self.live {
                 output.reconcile(&message_id, &text, partial).await;
             }
@@ -354,11 +385,27 @@ impl Exchange {
         };
         usage::tell(output, journal, usage).await;
         Response {
+            reasoning: reasoning.into_iter().map(Item::Reasoning).collect(),
             text,
             // Calls of a response that did not complete are never run.
             calls: if partial { Vec::new() } else { calls },
             ending,
         }
+    }
+}
+
+/// The `provider_reasoning` record of `item`, a reasoning item of turn `turn_id`: the
+/// item as it came, never redacted.
+fn reasoning_record(turn_id: &str, item: &ReasoningItem) -> RecordBody {
+    let format = serde_json::to_value(item.format)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_default();
+    RecordBody::ProviderReasoning {
+        turn_id: turn_id.to_owned(),
+        format,
+        model: item.model.clone(),
+        item: item.raw.clone(),
     }
 }
 

@@ -223,7 +223,7 @@ impl Subagents {
         );
         agent.profile = Some(Arc::new((name.clone(), profile)));
         let mut subagent = Subagent {
-            exchange: Exchange::new(agent, offer, false),
+            exchange: Exchange::new(agent, offer, false).cached_as(&history),
             journal,
             turn_id: task_id.clone(),
             scope,

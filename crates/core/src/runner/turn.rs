@@ -102,9 +102,10 @@ impl Turn {
             Arc::clone(&request.client_tools),
         )
         .asking_user(request.user_questions);
+        let exchange = Exchange::new(agent, offer, true).cached_as(&request.session_id);
         Turn {
             request,
-            exchange: Exchange::new(agent, offer, true),
+            exchange,
             workspace: Workspace::of(sessions),
             gates,
             subagents: Subagents::default(),

@@ -27,6 +27,7 @@ impl Reported {
             output_tokens,
             cached_input_tokens,
             reasoning_tokens,
+            ..
         } = *event
         {
             *self = Reported {
@@ -124,6 +125,7 @@ mod tests {
                 input_tokens: input,
                 output_tokens: output,
                 cached_input_tokens: Some(100),
+                cache_write_tokens: None,
                 reasoning_tokens: None,
             });
         }

@@ -20,8 +20,6 @@
 //!
 //! `default` (no override) is always permitted.
 
-use std::collections::BTreeMap;
-
 pub use magi_protocol::messages::{Effort, EffortSupport};
 
 use crate::provider::ProviderDefinition;
@@ -69,29 +67,6 @@ impl EffortProfile {
             EffortSupport::Supported => Some(Effort::Default),
             EffortSupport::Unsupported | EffortSupport::Unknown => None,
         }
-    }
-}
-
-/// The efforts the settings and the environment give a selection that requests none
-/// (`default`), highest precedence first: `MAGI_EFFORT` (what `exec --effort` sets),
-/// the model's `[models."provider/model"] effort`, the top-level `effort`.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct DefaultEfforts {
-    /// `MAGI_EFFORT`.
-    pub env: Option<Effort>,
-    /// Each `[models."provider/model"] effort` of this provider, by model.
-    pub models: BTreeMap<String, Effort>,
-    /// The top-level `effort`.
-    pub global: Option<Effort>,
-}
-
-impl DefaultEfforts {
-    /// The default effort of `model`, if any is configured.
-    pub fn of(&self, model: &str) -> Option<Effort> {
-        self.env
-            .or_else(|| self.models.get(model).copied())
-            .or(self.global)
-            .filter(|effort| *effort != Effort::Default)
     }
 }
 
@@ -190,7 +165,10 @@ fn claude_thinking(model: &str) -> Option<Thinking> {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeMap;
+
     use super::*;
+    use crate::default_effort::DefaultEfforts;
     use crate::provider::Credential;
 
     fn provider(kind: ProviderKind, reasoning_effort: bool) -> ProviderDefinition {

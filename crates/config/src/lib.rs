@@ -7,6 +7,7 @@
 mod acp;
 mod client_mcp;
 mod code_mode;
+mod default_effort;
 mod effort;
 mod env;
 mod hooks;
@@ -32,9 +33,8 @@ pub use code_mode::{
     CodeModeSettings, DEFAULT_CODE_MODE_MEMORY_MIB, DEFAULT_CODE_MODE_TIMEOUT_SECS,
     DEFAULT_CODE_MODE_TOOL_CALLS,
 };
-pub use effort::{
-    DefaultEfforts, Effort, EffortControl, EffortProfile, EffortSupport, profile as effort_profile,
-};
+pub use default_effort::{DefaultEfforts, EFFORT_ENV};
+pub use effort::{Effort, EffortControl, EffortProfile, EffortSupport, profile as effort_profile};
 pub use env::Env;
 pub use hooks::{
     HOOK_APPROVALS_FILE, Hook, HookEvent, HookSettings, HookSource, hook_approvals_path,
@@ -56,7 +56,7 @@ pub use profiles::{
     primary_profile, subagent_profiles,
 };
 pub use provider::{
-    Credential, EFFORT_ENV, ProviderDefinition, Selection, base_url_origin, credential_source,
+    Credential, ProviderDefinition, Selection, base_url_origin, credential_source,
     missing_credential, provider_definition, provider_names, read_credential, resolve_selection,
 };
 pub use provider_kind::ProviderKind;

@@ -4,7 +4,7 @@
 
 use serde::Deserialize;
 
-use crate::effort::Effort;
+use magi_protocol::messages::Effort;
 
 /// One `[models."provider/model"]` table. Every key is optional: one left out falls back
 /// to the catalog's metadata, then to the shipped table, then to the default.

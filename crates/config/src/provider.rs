@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use magi_protocol::limits::CREDENTIAL_FILE_BYTES;
 
-use crate::effort::{DefaultEfforts, Effort};
+use crate::default_effort::{DefaultEfforts, default_efforts};
 use crate::provider_kind::ProviderKind;
 use crate::settings::{ProviderSettings, Settings};
 use crate::{ConfigError, Env};
@@ -224,42 +224,6 @@ fn definition(
             })
         }
     }
-}
-
-/// The variable that sets the default effort of one backend (`exec --effort` sets it).
-pub const EFFORT_ENV: &str = "MAGI_EFFORT";
-
-/// The default efforts of provider `name`'s models: `MAGI_EFFORT`, each
-/// `[models."name/model"] effort`, the top-level `effort`. A `MAGI_EFFORT` that names
-/// no effort is an error naming the variable and the values it takes.
-fn default_efforts(
-    name: &str,
-    settings: &Settings,
-    env: &Env,
-) -> Result<DefaultEfforts, ConfigError> {
-    let from_env = match env.get(EFFORT_ENV) {
-        None => None,
-        Some(word) => Some(
-            serde_json::from_value::<Effort>(serde_json::Value::String(word.trim().to_owned()))
-                .map_err(|_| {
-                    ConfigError::Invalid(format!(
-                        "{EFFORT_ENV}={word:?} is not an effort: set it to default, low, \
-                         medium, high, xhigh or max, or unset it"
-                    ))
-                })?,
-        ),
-    };
-    let prefix = format!("{name}/");
-    let models = settings
-        .models
-        .iter()
-        .filter_map(|(key, model)| Some((key.strip_prefix(&prefix)?.to_owned(), model.effort?)))
-        .collect();
-    Ok(DefaultEfforts {
-        env: from_env,
-        models,
-        global: settings.effort,
-    })
 }
 
 /// The credential source a `[providers.<name>]` table states, if it states one.

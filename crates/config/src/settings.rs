@@ -17,7 +17,6 @@ use serde::Deserialize;
 use crate::ConfigError;
 use crate::acp::AcpSettings;
 use crate::code_mode::CodeModeSettings;
-use crate::effort::Effort;
 use crate::hooks::{HookSettings, merge_hooks};
 use crate::instructions::InstructionSettings;
 use crate::location::toml_error;
@@ -32,6 +31,7 @@ use crate::sessions::SessionSettings;
 use crate::skills::SkillSettings;
 use crate::text_file::read_text_file;
 use crate::tools::{ToolSettings, merge_tools};
+use magi_protocol::messages::Effort;
 
 /// The admitted settings of one child: the merge of both files.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -385,6 +385,10 @@ pub enum RecordBody {
         input_tokens: Option<u64>,
         /// Of the input tokens, those read from the provider's prompt cache.
         cached_input_tokens: Option<u64>,
+        /// Of the input tokens, those written to the provider's prompt cache, when it
+        /// said (older logs lack it).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cache_write_tokens: Option<u64>,
         /// Output tokens, reasoning ones included.
         output_tokens: Option<u64>,
         /// Of the output tokens, those spent reasoning.

@@ -18,19 +18,10 @@
 //!   (400, `invalid_request_error`), as the API requires a thinking model's tool loop to
 //!   keep its thinking.
 
-use std::hash::{DefaultHasher, Hash, Hasher};
-
 use serde_json::{Value, json};
 
 use crate::render::Format;
-
-/// The seal of `content` given by `model`: what the mock puts in a Responses
-/// `encrypted_content` and an Anthropic `signature`.
-pub(crate) fn seal(model: &str, content: &str) -> String {
-    let mut hasher = DefaultHasher::new();
-    ("magi-mock-seal", model, content).hash(&mut hasher);
-    format!("mock-seal-{:016x}", hasher.finish())
-}
+use crate::seal::{responses_content, seal};
 
 /// The HTTP status and JSON body a real API answers `body` with when its reasoning
 /// does not pass its checks; none when it passes.
@@ -75,21 +66,6 @@ fn responses(model: &str, body: &Value) -> Option<(u16, String)> {
         }
     }
     None
-}
-
-/// What a Responses reasoning item's seal covers: its ID and summary texts.
-pub(crate) fn responses_content(item: &Value) -> String {
-    let summary: Vec<&str> = item["summary"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|part| part["text"].as_str())
-        .collect();
-    format!(
-        "{}\n{}",
-        item["id"].as_str().unwrap_or_default(),
-        summary.join("\n")
-    )
 }
 
 fn anthropic(model: &str, body: &Value) -> Option<(u16, String)> {

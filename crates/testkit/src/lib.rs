@@ -34,6 +34,7 @@ pub mod prefix;
 mod render;
 mod reply;
 mod scenario;
+mod seal;
 mod server;
 
 pub use mcp_mock::{MOCK_MCP_EXIT_STATUS, McpMock};

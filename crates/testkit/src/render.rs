@@ -140,9 +140,9 @@ fn responses(script: &Script, sealed_for: Option<&str>) -> Vec<Bytes> {
                     "summary": [{ "type": "summary_text", "text": text }],
                 });
                 if let Some(model) = sealed_for {
-                    item["encrypted_content"] = json!(crate::checks::seal(
+                    item["encrypted_content"] = json!(crate::seal::seal(
                         model,
-                        &crate::checks::responses_content(&item)
+                        &crate::seal::responses_content(&item)
                     ));
                 }
                 emit(
@@ -264,9 +264,15 @@ fn responses(script: &Script, sealed_for: Option<&str>) -> Vec<Bytes> {
         }
     }
     let usage = match script.usage {
-        Some((input, output)) => json!({
-            "input_tokens": input, "output_tokens": output, "total_tokens": input + output,
-        }),
+        Some((input, output)) => {
+            let mut usage = json!({
+                "input_tokens": input, "output_tokens": output, "total_tokens": input + output,
+            });
+            if let Some((read, _)) = script.cache {
+                usage["input_tokens_details"] = json!({ "cached_tokens": read });
+            }
+            usage
+        }
         None => Value::Null,
     };
     let incomplete = match script.stop() {
@@ -370,15 +376,19 @@ fn chat(script: &Script) -> Vec<Bytes> {
     };
     out.push(chunk(json!({}), json!(finish)));
     if let Some((input, output)) = script.usage {
+        let mut usage = json!({
+            "prompt_tokens": input, "completion_tokens": output,
+            "total_tokens": input + output,
+        });
+        if let Some((read, _)) = script.cache {
+            usage["prompt_tokens_details"] = json!({ "cached_tokens": read });
+        }
         out.push(sse(
             None,
             &json!({
                 "id": "chatcmpl-mock", "object": "chat.completion.chunk", "created": 0,
                 "model": "mock-model", "choices": [],
-                "usage": {
-                    "prompt_tokens": input, "completion_tokens": output,
-                    "total_tokens": input + output,
-                },
+                "usage": usage,
             }),
         ));
     }
@@ -402,6 +412,12 @@ fn anthropic(script: &Script, model: &str) -> Vec<Bytes> {
     });
     if let Some((input, _)) = script.usage {
         message["usage"] = json!({ "input_tokens": input, "output_tokens": 1 });
+        if let Some((read, written)) = script.cache {
+            // The API counts cache reads and writes apart from `input_tokens`.
+            message["usage"]["input_tokens"] = json!(input.saturating_sub(read + written));
+            message["usage"]["cache_read_input_tokens"] = json!(read);
+            message["usage"]["cache_creation_input_tokens"] = json!(written);
+        }
     }
     emit(&mut out, "message_start", json!({ "message": message }));
     emit(&mut out, "ping", json!({}));
@@ -412,7 +428,7 @@ fn anthropic(script: &Script, model: &str) -> Vec<Bytes> {
                     .iter()
                     .map(|c| json!({ "type": "thinking_delta", "thinking": c }))
                     .collect();
-                let signature = crate::checks::seal(model, &chunks.concat());
+                let signature = crate::seal::seal(model, &chunks.concat());
                 deltas.push(json!({ "type": "signature_delta", "signature": signature }));
                 (json!({ "type": "thinking", "thinking": "" }), deltas)
             }

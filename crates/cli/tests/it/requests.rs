@@ -148,3 +148,63 @@ async fn parallel_calls_go_back_together_in_every_format_live_and_replayed() {
         }
     }
 }
+
+/// The wire format's name in the mock.
+fn format_of(wire: Wire) -> magi_testkit::Format {
+    match wire {
+        Wire::Responses => magi_testkit::Format::Responses,
+        Wire::Chat => magi_testkit::Format::ChatCompletions,
+        Wire::Anthropic => magi_testkit::Format::AnthropicMessages,
+    }
+}
+
+#[tokio::test]
+async fn a_turns_second_request_repeats_the_first_byte_for_byte_for_the_prompt_cache() {
+    use magi_testkit::prefix::{breakpoints, cache_eligible_bytes, segment_bytes};
+    for wire in WIRES {
+        let mock = MockServer::start().await;
+        mock.enqueue(Reply::stream().tool_call("c1", "read", [r#"{"path":"a.txt"}"#]));
+        mock.enqueue(Reply::stream().text(["It says alpha."]));
+        mock.enqueue(Reply::stream().text(["Yes."]));
+        let env = env_for_wire(wire, &mock);
+        std::fs::write(env.cwd().join("a.txt"), "alpha\n").unwrap();
+        let mut backend = env.spawn();
+        backend
+            .initialize(&["session.create", "turn.start", "shutdown"])
+            .await
+            .unwrap()
+            .unwrap();
+        let session = new_session(&mut backend).await;
+        completed_turn(&mut backend, &session, "What does a.txt say?").await;
+        completed_turn(&mut backend, &session, "Sure?").await;
+        shutdown_clean(&mut backend).await;
+        let requests = mock.requests();
+        let format = format_of(wire);
+        // Each request begins with the whole of the one before (the next turn's too):
+        // all of it is there for the provider's prompt cache.
+        for pair in requests.windows(2) {
+            let (before, after) = (&pair[0].body, &pair[1].body);
+            assert_eq!(
+                cache_eligible_bytes(format, before, after),
+                segment_bytes(format, before),
+                "{wire:?}"
+            );
+        }
+        match wire {
+            // The system prompt and the newest user message mark the first request,
+            // and the one before it too from the second on: three of the four allowed.
+            Wire::Anthropic => {
+                assert_eq!(breakpoints(&requests[0].body), 2);
+                assert_eq!(breakpoints(&requests[1].body), 3);
+                assert_eq!(breakpoints(&requests[2].body), 3);
+            }
+            // Every request of the session is routed to one cache.
+            Wire::Responses => {
+                for request in &requests {
+                    assert_eq!(request.body["prompt_cache_key"], session.as_str());
+                }
+            }
+            Wire::Chat => assert!(requests[0].body.get("prompt_cache_key").is_none()),
+        }
+    }
+}

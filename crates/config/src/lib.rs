@@ -42,7 +42,7 @@ pub use hooks::{
 };
 pub use instructions::{
     INSTRUCTION_FILE_BYTES, INSTRUCTION_FILES, INSTRUCTIONS_BYTES, Instruction,
-    InstructionSettings, load_instructions,
+    InstructionSettings, Instructions, load_instructions,
 };
 pub use long_work::{ContextSettings, DEFAULT_PRUNE_PROTECT_TOKENS, TurnSettings};
 pub use mcp::{McpApprovals, McpServer, McpSource, McpTransport, is_valid_server_name};

@@ -37,8 +37,9 @@ pub struct Agent {
     /// The credential values themselves: redacted from everything the run sends, records
     /// or gives the model.
     pub secrets: Vec<String>,
-    /// The instruction files startup read, in order.
-    pub instructions: Arc<Vec<magi_config::Instruction>>,
+    /// The instructions startup read: the files in order, and what replaces or follows
+    /// the base instructions.
+    pub instructions: Arc<magi_config::Instructions>,
     /// The model's context window in tokens (`crate::model_limits`), which compaction
     /// keeps the conversation within; none until [`Agent::resolve_limits`], and for
     /// agents built by hand in tests.

@@ -252,6 +252,8 @@ impl Projector {
             | RecordBody::HookNote { .. }
             // Reasoning for the provider alone.
             | RecordBody::ProviderReasoning { .. }
+            // The turn's context, for the model alone.
+            | RecordBody::TurnContext { .. }
             | RecordBody::Diagnostic
             | RecordBody::Unknown => Shown::Nothing,
         };

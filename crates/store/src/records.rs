@@ -283,6 +283,15 @@ pub enum RecordBody {
         /// What the model was told, replayed on later turns; history never shows it.
         text: String,
     },
+    /// What changes during a session that the model is told with a turn's prompt,
+    /// before it (`docs/prompt.md`): the date, the git state, the approval mode. Replayed
+    /// on later turns, so their requests carry the same bytes; history never shows it.
+    TurnContext {
+        /// The turn whose prompt it goes with.
+        turn_id: String,
+        /// The note as the model is given it.
+        text: String,
+    },
     /// What a `user_prompt_submit` or `session_start` hook added to the model's context
     /// (`docs/hooks.md`), after the prompt of the turn whose requests carried it.
     HookNote {

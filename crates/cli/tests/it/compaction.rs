@@ -29,7 +29,8 @@ async fn turn(backend: &mut Backend, session: &str, prompt: &str) -> (Vec<Event>
 /// and a short prompt are far from, and a reply of 64 KiB (about 16,400 tokens) passes.
 const WINDOW_SETTINGS: &str = "[compaction]\ncontext_window_tokens = 20000\n";
 
-/// The messages' roles and texts of a Chat Completions request.
+/// The messages' roles and texts of a Chat Completions request, without the turns'
+/// context notes.
 fn messages(body: &serde_json::Value) -> Vec<(String, String)> {
     body["messages"]
         .as_array()
@@ -41,6 +42,7 @@ fn messages(body: &serde_json::Value) -> Vec<(String, String)> {
                 m["content"].as_str().unwrap_or_default().to_owned(),
             )
         })
+        .filter(|(_, text)| !is_turn_context(text))
         .collect()
 }
 

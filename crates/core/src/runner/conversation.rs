@@ -53,7 +53,7 @@ pub(super) fn input_images(
 }
 
 /// The conversation the model is given, from the durable records: prompts with the
-/// images given with them, the reasoning a response carried (for its provider to take
+/// images given with them (each turn's context note before its prompt), the reasoning a response carried (for its provider to take
 /// back, as it came), replies, the calls of each response together followed by
 /// their results in the calls' order (and the image a `view_image` call kept), and what
 /// the backend told the model in between (background jobs' ends, loop notes), images
@@ -81,6 +81,14 @@ pub fn conversation(records: &[Record], folder: Option<&Path>) -> Vec<Item> {
         match &record.body {
             RecordBody::TurnStarted { .. } => turn_prompt = Some(Vec::new()),
             RecordBody::TurnFinished { .. } => turn_prompt = None,
+            RecordBody::TurnContext { text, .. } => {
+                calls.close(&mut items, &answered);
+                let context = Item::User { text: text.clone() };
+                items.push(context.clone());
+                if let Some(kept) = &mut turn_prompt {
+                    kept.push(context);
+                }
+            }
             RecordBody::UserInput {
                 text,
                 message_id,
@@ -92,7 +100,7 @@ pub fn conversation(records: &[Record], folder: Option<&Path>) -> Vec<Item> {
                 prompt.extend(input_images(message_id, images, folder));
                 items.extend(prompt.iter().cloned());
                 if let Some(kept) = &mut turn_prompt {
-                    *kept = prompt;
+                    kept.extend(prompt);
                 }
             }
             RecordBody::ProviderReasoning {

@@ -42,7 +42,7 @@ pub(super) async fn round_trip(
     role: &mut Role<'_>,
     items: &mut Vec<Item>,
 ) -> Round {
-    let system = exchange.instructions(service.workspace.cwd());
+    let system = exchange.system().to_owned();
     let workspace = service.workspace;
     let prune = |items: &[Item]| {
         let current = exchange.current_round(items.len());

@@ -40,6 +40,8 @@ pub(super) struct Exchange {
     pub(super) offer: Offer,
     /// Their specs, as the model is given them.
     tools: Vec<ToolSpec>,
+    /// The system prompt, rendered once (`crate::prompt`).
+    system: String,
     /// Whether its text streams to the client.
     live: bool,
     /// How many conversation items its last request carried ([`NOT_SENT`] before the
@@ -69,8 +71,9 @@ pub(super) struct Response {
 }
 
 impl Exchange {
-    /// The exchange of `agent` offered `offer`; `live` when its text is the run's reply.
-    pub(super) fn new(agent: Agent, offer: Offer, live: bool) -> Exchange {
+    /// The exchange of `agent` working in `cwd`, offered `offer`; `live` when its text is
+    /// the run's reply. Its system prompt is rendered here, once.
+    pub(super) fn new(agent: Agent, offer: Offer, cwd: &std::path::Path, live: bool) -> Exchange {
         let code_mode = magi_tools::BuiltinTool::CodeMode.name();
         let mut tools: Vec<ToolSpec> = magi_tools::definitions()
             .into_iter()
@@ -101,10 +104,14 @@ impl Exchange {
             });
         }
         tools.extend(script_tools::external(&offer, &agent));
+        let system = crate::prompt::system(&agent, cwd, &|name| {
+            tools.iter().any(|tool| tool.name == name)
+        });
         Exchange {
             agent,
             offer,
             tools,
+            system,
             live,
             sent: AtomicUsize::new(NOT_SENT),
             prompt: OnceLock::new(),
@@ -158,18 +165,9 @@ impl Exchange {
         }
     }
 
-    /// The system instructions of the agent working in `cwd`.
-    pub(super) fn instructions(&self, cwd: &std::path::Path) -> String {
-        let mut system = instructions(cwd, &self.agent.instructions, &self.agent.skills);
-        if let Some((name, profile)) = self.agent.profile.as_deref()
-            && let Some(text) = &profile.instructions
-        {
-            system.push_str(&format!(
-                "\n\n# Instructions of the {name} profile\n\n{}",
-                text.trim_end()
-            ));
-        }
-        system
+    /// The system prompt, the same for every request of the exchange.
+    pub(super) fn system(&self) -> &str {
+        &self.system
     }
 
     /// The request for the next response to the conversation `items`, of which the
@@ -457,35 +455,4 @@ fn task_tool_spec(subagents: &[(String, magi_config::Profile)]) -> ToolSpec {
             "additionalProperties": false
         }),
     }
-}
-
-/// The system instructions of a turn.
-fn instructions(
-    cwd: &std::path::Path,
-    loaded: &[magi_config::Instruction],
-    skills: &[magi_config::Skill],
-) -> String {
-    let mut text = format!(
-        "You are magi-code, a coding agent working in the directory {}. Use the tools to \
-         inspect files before answering questions about them. Be concise.",
-        cwd.display()
-    );
-    // The instruction files follow, in their documented order, each under its source.
-    for instruction in loaded {
-        text.push_str(&format!(
-            "\n\n# Instructions from {}\n\n{}",
-            instruction.source,
-            instruction.text.trim_end()
-        ));
-    }
-    if !skills.is_empty() {
-        text.push_str(
-            "\n\n# Skills\n\nLoad a skill's instructions with the `skill` tool when a task \
-             needs it:",
-        );
-        for skill in skills {
-            text.push_str(&format!("\n- {}: {}", skill.name, skill.description));
-        }
-    }
-    text
 }

@@ -214,7 +214,10 @@ impl Subagents {
             agent.use_model(model);
             agent.reasoning_effort = None;
         }
-        let offer = parent.offer.subagent(profile.tools.clone());
+        let offer = parent
+            .offer
+            .subagent(profile.tools.clone())
+            .taking_images(agent.images);
         let scope = TaskScope::new(
             task_id.clone(),
             activity_id.to_owned(),
@@ -223,7 +226,8 @@ impl Subagents {
         );
         agent.profile = Some(Arc::new((name.clone(), profile)));
         let mut subagent = Subagent {
-            exchange: Exchange::new(agent, offer, false).cached_as(&history),
+            exchange: Exchange::new(agent, offer, parent.workspace.cwd(), false)
+                .cached_as(&history),
             journal,
             turn_id: task_id.clone(),
             scope,

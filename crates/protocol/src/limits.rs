@@ -417,6 +417,9 @@ pub const REASONING_SUMMARIES_NAME_ROOM: usize = 1;
 /// Names `client.terminals` adds to whichever bound of `required_capabilities` applies
 /// without it: its own.
 pub const CLIENT_TERMINALS_NAME_ROOM: usize = 1;
+/// Names `usage.cache_writes` adds to whichever bound of `required_capabilities`
+/// applies without it: its own.
+pub const USAGE_CACHE_WRITES_NAME_ROOM: usize = 1;
 /// Most bytes of a `client.terminal.result`'s `output`: the last bytes of a command's
 /// output that a client terminal keeps (docs/protocol/client-terminals.md). With its
 /// JSON escaping it stays inside an input frame.
@@ -640,3 +643,15 @@ pub const FATAL_STDERR_WAIT_MS: u64 = 200;
 /// How much of a backend's newest stderr output the client library keeps, in bytes, to
 /// say why a backend ended; older output is dropped as newer arrives. Internal.
 pub const BACKEND_STDERR_TAIL_BYTES: usize = 16 * 1_024;
+/// Most bytes of the environment the model is told of: the system prompt's
+/// `# Environment` block and a turn's context note together (docs/prompt.md).
+pub const ENVIRONMENT_BYTES: usize = 2_048;
+/// Of [`ENVIRONMENT_BYTES`], the most a turn's context note takes (the date, the git
+/// state, the approval mode); the system prompt's block has the rest.
+pub const TURN_CONTEXT_BYTES: usize = 640;
+/// How long the `git status` that tells a turn's git state may run before the state is
+/// said to be unknown.
+pub const TURN_GIT_STATUS_MS: u64 = 2_000;
+/// Most bytes of a built-in tool's description (`code_mode`'s has its own bound,
+/// [`CODE_MODE_DESCRIPTION_BYTES`]): every description is sent with every request.
+pub const TOOL_DESCRIPTION_BYTES: usize = 1_024;

@@ -68,6 +68,9 @@ struct Shared {
     /// Set once `initialize` admitted `reasoning.summaries`; the reader then accepts
     /// `reasoning.delta`.
     reasoning_summaries: std::sync::atomic::AtomicBool,
+    /// Set once `initialize` admitted `usage.cache_writes`; the reader then expects
+    /// `usage.updated` to carry `cache_write_tokens`.
+    usage_cache_writes: std::sync::atomic::AtomicBool,
 }
 
 /// The requests waiting for their responses, and whether any more can get one.

@@ -64,6 +64,9 @@ pub(crate) struct FrameChecker {
     /// Whether `reasoning.summaries` was negotiated: only then is `reasoning.delta`
     /// allowed.
     pub(crate) reasoning_summaries: bool,
+    /// Whether `usage.cache_writes` was negotiated: `usage.updated` then carries
+    /// `cache_write_tokens`, and never otherwise.
+    pub(crate) usage_cache_writes: bool,
 }
 
 impl FrameChecker {
@@ -155,6 +158,16 @@ impl FrameChecker {
                             "approval.requested fields do not match the approval.scopes negotiation",
                         ));
                     }
+                }
+                if let ServerFrame::Event {
+                    event: Event::UsageUpdated(usage),
+                    ..
+                } = &event
+                    && usage.cache_write_tokens.is_some() != self.usage_cache_writes
+                {
+                    return Err(violation(
+                        "usage.updated fields do not match the usage.cache_writes negotiation",
+                    ));
                 }
                 Ok(event)
             }
@@ -282,6 +295,28 @@ mod tests {
             .replace("\"seq\":1", "\"seq\":2");
         assert!(check_all(&[OK, &second])[1].is_err());
         assert!(check_all(&[OK, OK])[1].is_err());
+    }
+
+    #[test]
+    fn usage_updates_carry_cache_writes_exactly_when_negotiated() {
+        let frame = |extra: &str| {
+            format!(
+                r#"{{"protocol":"magi-code.local-agent","version":1,"type":"event","instance_id":"i","seq":1,"event":"usage.updated","data":{{"session_id":"s","run_id":"r","input_tokens":10,"cached_input_tokens":null,"output_tokens":2,"reasoning_tokens":null,"context_window":null,"context_used":12{extra}}}}}"#
+            )
+        };
+        let check = |negotiated: bool, line: &str| {
+            let mut checker = FrameChecker {
+                session_usage: true,
+                usage_cache_writes: negotiated,
+                ..FrameChecker::default()
+            };
+            checker.check(line.as_bytes()).is_ok()
+        };
+        assert!(check(false, &frame("")));
+        assert!(check(true, &frame(r#","cache_write_tokens":7"#)));
+        assert!(check(true, &frame(r#","cache_write_tokens":null"#)));
+        assert!(!check(false, &frame(r#","cache_write_tokens":7"#)));
+        assert!(!check(true, &frame("")));
     }
 
     #[test]

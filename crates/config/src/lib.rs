@@ -7,6 +7,7 @@
 mod acp;
 mod client_mcp;
 mod code_mode;
+mod default_effort;
 mod effort;
 mod env;
 mod hooks;
@@ -33,7 +34,8 @@ pub use code_mode::{
     CodeModeSettings, DEFAULT_CODE_MODE_MEMORY_MIB, DEFAULT_CODE_MODE_TIMEOUT_SECS,
     DEFAULT_CODE_MODE_TOOL_CALLS,
 };
-pub use effort::{Effort, EffortProfile, EffortSupport, profile as effort_profile};
+pub use default_effort::{DefaultEfforts, EFFORT_ENV};
+pub use effort::{Effort, EffortControl, EffortProfile, EffortSupport, profile as effort_profile};
 pub use env::Env;
 pub use hooks::{
     HOOK_APPROVALS_FILE, Hook, HookEvent, HookSettings, HookSource, hook_approvals_path,
@@ -41,7 +43,7 @@ pub use hooks::{
 };
 pub use instructions::{
     INSTRUCTION_FILE_BYTES, INSTRUCTION_FILES, INSTRUCTIONS_BYTES, Instruction,
-    InstructionSettings, load_instructions,
+    InstructionSettings, Instructions, load_instructions,
 };
 pub use long_work::{ContextSettings, DEFAULT_PRUNE_PROTECT_TOKENS, TurnSettings};
 pub use mcp::{McpApprovals, McpOAuth, McpServer, McpSource, McpTransport, is_valid_server_name};

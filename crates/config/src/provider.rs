@@ -6,6 +6,7 @@ use std::path::PathBuf;
 
 use magi_protocol::limits::CREDENTIAL_FILE_BYTES;
 
+use crate::default_effort::{DefaultEfforts, default_efforts};
 use crate::provider_kind::ProviderKind;
 use crate::settings::{ProviderSettings, Settings};
 use crate::{ConfigError, Env};
@@ -48,6 +49,11 @@ pub struct ProviderDefinition {
     pub credential: Credential,
     /// Whether to ask the model for reasoning summaries.
     pub reasoning_summaries: bool,
+    /// Whether a Chat Completions server takes `reasoning_effort`
+    /// (`[providers.<name>] reasoning_effort = true`).
+    pub reasoning_effort: bool,
+    /// The efforts its models get when a selection asks for none.
+    pub default_efforts: DefaultEfforts,
 }
 
 /// The effective provider and model of a child, locally ready.
@@ -232,6 +238,8 @@ fn definition(
                 base_url,
                 credential,
                 reasoning_summaries: overrides.reasoning_summaries.unwrap_or(false),
+                reasoning_effort: overrides.reasoning_effort.unwrap_or(false),
+                default_efforts: default_efforts(name, settings, env)?,
             })
         }
         (None, Some(p)) => {
@@ -258,6 +266,8 @@ fn definition(
                 base_url,
                 credential,
                 reasoning_summaries: p.reasoning_summaries.unwrap_or(false),
+                reasoning_effort: p.reasoning_effort.unwrap_or(false),
+                default_efforts: default_efforts(name, settings, env)?,
             })
         }
     }

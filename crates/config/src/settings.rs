@@ -31,6 +31,7 @@ use crate::sessions::SessionSettings;
 use crate::skills::SkillSettings;
 use crate::text_file::read_text_file;
 use crate::tools::{ToolSettings, merge_tools};
+use magi_protocol::messages::Effort;
 
 /// The admitted settings of one child: the merge of both files.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -39,6 +40,9 @@ pub struct Settings {
     pub provider: Option<String>,
     /// The default model of the selection.
     pub model: Option<String>,
+    /// The effort of a selection that requests none, for every model that takes it
+    /// (`[models."provider/model"] effort` and `MAGI_EFFORT` win over it).
+    pub effort: Option<Effort>,
     /// Provider definitions and overrides of the built-in ones, by name.
     pub providers: BTreeMap<String, ProviderSettings>,
     /// `[providers.catalog]`.
@@ -109,6 +113,9 @@ pub struct ProviderSettings {
     /// The ChatGPT sign-in's issuer, under which its sign-in, token and revocation URLs
     /// are (provider `codex` only).
     pub auth_url: Option<String>,
+    /// The server takes Chat Completions' `reasoning_effort` (low, medium, high), so its
+    /// models' effort can be chosen.
+    pub reasoning_effort: Option<bool>,
 }
 
 /// `[providers.catalog]`: which choices the model catalog admits.
@@ -128,6 +135,7 @@ pub struct CatalogSettings {
 struct RawSettings {
     provider: Option<String>,
     model: Option<String>,
+    effort: Option<Effort>,
     providers: Option<Providers>,
     #[serde(default)]
     permissions: PermissionSettings,
@@ -287,6 +295,7 @@ fn parse_settings(table: toml::Table) -> Result<Settings, ConfigError> {
     Ok(Settings {
         provider: raw.provider,
         model: raw.model,
+        effort: raw.effort,
         providers: providers.defined,
         catalog: providers.catalog.unwrap_or_default(),
         permissions: raw.permissions,
@@ -534,6 +543,7 @@ base_url = "http://127.0.0.1:2/v1"
                 context_window: Some(8192),
                 max_output_tokens: Some(1024),
                 images: Some(false),
+                effort: None,
             }
         );
         let bad = write(dir.path(), "bad.toml", "[models.\"local/m\"]\nwindow = 1\n");

@@ -26,8 +26,10 @@ pub struct Agent {
     pub credential_source: Option<String>,
     /// Whether to ask for reasoning summaries.
     pub reasoning_summaries: bool,
-    /// The explicit reasoning effort the selection resolves to, if any.
-    pub reasoning_effort: Option<magi_protocol::messages::Effort>,
+    /// How the model is asked to reason: the effort the selection resolves to, in its
+    /// provider's terms (`ActiveSelection::reasoning`), fixed for the turn (a tool loop
+    /// is one assistant turn to a thinking model); none leaves the provider's default.
+    pub reasoning_effort: Option<magi_provider::Reasoning>,
     /// The admitted permission rules.
     pub permissions: PermissionSettings,
     /// Environment variables holding credentials, hidden from the processes tools start.
@@ -38,8 +40,9 @@ pub struct Agent {
     /// The provider's sign-in, when it takes one (`codex`): its tokens join `secrets`
     /// once a turn's thread has made sure they are current ([`Agent::prepare_sign_in`]).
     pub sign_in: Option<Arc<magi_auth::SignIn>>,
-    /// The instruction files startup read, in order.
-    pub instructions: Arc<Vec<magi_config::Instruction>>,
+    /// The instructions startup read: the files in order, and what replaces or follows
+    /// the base instructions.
+    pub instructions: Arc<magi_config::Instructions>,
     /// The model's context window in tokens (`crate::model_limits`), which compaction
     /// keeps the conversation within; none until [`Agent::resolve_limits`], and for
     /// agents built by hand in tests.
@@ -133,7 +136,7 @@ pub fn agent_for(runtime: &Runtime, selection: &ActiveSelection) -> Result<Agent
         provider: provider.name.clone(),
         credential_source: magi_config::credential_source(&provider.credential),
         reasoning_summaries: provider.reasoning_summaries,
-        reasoning_effort: selection.request_effort(),
+        reasoning_effort: selection.reasoning(),
         permissions: runtime.settings.permissions.clone(),
         hidden_env,
         secrets,

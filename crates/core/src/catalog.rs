@@ -257,7 +257,7 @@ pub(crate) fn scan(inputs: &CatalogInputs) -> Result<Scan, ErrorCode> {
                 push_once(&mut notices, NOTICE_UNSAFE_OMITTED);
                 continue;
             }
-            let profile = effort_profile(definition.kind, model);
+            let profile = effort_profile(&definition, model);
             choices.push(CatalogChoice {
                 selection_id: selection_id(name, model),
                 provider: name.clone(),

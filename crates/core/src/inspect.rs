@@ -253,9 +253,10 @@ async fn minimal_request(
         }],
         tools: Vec::new(),
         reasoning_summaries: false,
-        reasoning_effort: None,
+        reasoning: None,
         // One word is asked for, and the request is cancelled once output begins.
         max_output_tokens: None,
+        cache_key: None,
     };
     let cancel = CancellationToken::new();
     let (tx, mut rx) = tokio::sync::mpsc::channel(16);

@@ -18,6 +18,7 @@ mod invocation;
 pub mod mcp;
 pub mod model_limits;
 mod paging;
+mod prompt;
 pub mod questions;
 mod revision;
 pub mod runner;

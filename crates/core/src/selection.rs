@@ -5,9 +5,10 @@
 //! so a client that read `status.selection` can tell its view went stale. The selection
 //! is memory only: reading it never touches the network, the catalog or a file.
 
-use magi_config::{EffortProfile, ProviderDefinition, effort_profile};
+use magi_config::{EffortControl, EffortProfile, ProviderDefinition, effort_profile};
 use magi_protocol::messages::{Effort, SelectionStatus};
 use magi_protocol::text::safe_display_name;
+use magi_provider::Reasoning;
 
 use crate::startup::Runtime;
 
@@ -37,15 +38,36 @@ impl ActiveSelection {
 
     /// The built-in effort profile of the selected model.
     pub fn profile(&self) -> EffortProfile {
-        effort_profile(self.provider.kind, &self.model)
+        effort_profile(&self.provider, &self.model)
     }
 
-    /// The explicit effort a request carries: only a supported, permitted, non-default
-    /// one.
-    pub fn request_effort(&self) -> Option<Effort> {
-        self.profile()
-            .effective(self.requested_effort)
-            .filter(|effort| *effort != Effort::Default)
+    /// The effort the selection resolves to: its requested one, or for `default` the
+    /// configured default effort (`MAGI_EFFORT`, the model's, the global one) where the
+    /// model takes it; none where effort is unsupported or unknown.
+    pub fn effective_effort(&self) -> Option<Effort> {
+        let fallback = self.provider.default_efforts.of(&self.model);
+        self.profile().effective(self.requested_effort, fallback)
+    }
+
+    /// How the selection's requests ask the model to reason: the effort in the terms of
+    /// its provider's format, and for an OpenAI reasoning model its encrypted reasoning
+    /// kept whatever the effort. None leaves the provider's default (an Anthropic model
+    /// given no effort does not think).
+    pub fn reasoning(&self) -> Option<Reasoning> {
+        let effort = self
+            .effective_effort()
+            .filter(|effort| *effort != Effort::Default);
+        match self.profile().control {
+            EffortControl::Responses => Some(Reasoning::Responses { effort }),
+            EffortControl::Chat => effort.map(|effort| Reasoning::Chat { effort }),
+            EffortControl::AnthropicBudget => {
+                effort.map(|effort| Reasoning::AnthropicBudget { effort })
+            }
+            EffortControl::AnthropicAdaptive => {
+                effort.map(|effort| Reasoning::AnthropicAdaptive { effort })
+            }
+            EffortControl::None => None,
+        }
     }
 
     /// `status.selection`.
@@ -56,7 +78,7 @@ impl ActiveSelection {
             provider: safe_display_name(&self.provider.name).map(str::to_owned),
             model: safe_display_name(&self.model).map(str::to_owned),
             requested_effort: self.requested_effort,
-            effective_effort: profile.effective(self.requested_effort),
+            effective_effort: self.effective_effort(),
             effort_support: profile.support,
             permitted_efforts: profile.permitted,
         }

@@ -31,8 +31,9 @@ pub struct Runtime {
     /// The environment snapshot startup admitted (credentials are read from it at
     /// each turn, never stored elsewhere).
     pub env: Env,
-    /// The instruction files, read once, in their documented order.
-    pub instructions: Vec<magi_config::Instruction>,
+    /// The instructions, read once: the files in their documented order, and what
+    /// replaces or follows the base instructions.
+    pub instructions: magi_config::Instructions,
     /// The skills offered, read once, by name.
     pub skills: Vec<magi_config::Skill>,
     /// The primary agent's profile, when `[agent] profile` names one.

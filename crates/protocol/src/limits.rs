@@ -417,6 +417,9 @@ pub const REASONING_SUMMARIES_NAME_ROOM: usize = 1;
 /// Names `client.terminals` adds to whichever bound of `required_capabilities` applies
 /// without it: its own.
 pub const CLIENT_TERMINALS_NAME_ROOM: usize = 1;
+/// Names `usage.cache_writes` adds to whichever bound of `required_capabilities`
+/// applies without it: its own.
+pub const USAGE_CACHE_WRITES_NAME_ROOM: usize = 1;
 /// Most bytes of a `client.terminal.result`'s `output`: the last bytes of a command's
 /// output that a client terminal keeps (docs/protocol/client-terminals.md). With its
 /// JSON escaping it stays inside an input frame.
@@ -652,3 +655,18 @@ pub const LIVE_OUTPUT_LINES: usize = 16;
 /// Bytes of a running command's newest output the backend keeps for them: the lines
 /// are taken from these, so one long line never makes them large.
 pub const LIVE_OUTPUT_BYTES: usize = 8_192;
+
+// What the model is told of its environment (docs/prompt.md).
+
+/// Most bytes of the environment the model is told of: the system prompt's
+/// `# Environment` block and a turn's context note together (docs/prompt.md).
+pub const ENVIRONMENT_BYTES: usize = 2_048;
+/// Of [`ENVIRONMENT_BYTES`], the most a turn's context note takes (the date, the git
+/// state, the approval mode); the system prompt's block has the rest.
+pub const TURN_CONTEXT_BYTES: usize = 640;
+/// How long the `git status` that tells a turn's git state may run before the state is
+/// said to be unknown.
+pub const TURN_GIT_STATUS_MS: u64 = 2_000;
+/// Most bytes of a built-in tool's description (`code_mode`'s has its own bound,
+/// [`CODE_MODE_DESCRIPTION_BYTES`]): every description is sent with every request.
+pub const TOOL_DESCRIPTION_BYTES: usize = 1_024;

@@ -176,6 +176,9 @@ pub const REASONING_SUMMARIES: &str = "reasoning.summaries";
 /// The `client.terminals` extension's capability name.
 pub const CLIENT_TERMINALS: &str = "client.terminals";
 
+/// The `usage.cache_writes` extension's capability name.
+pub const USAGE_CACHE_WRITES: &str = "usage.cache_writes";
+
 /// The capabilities advertised by `initialize`, in the protocol's order.
 ///
 /// The base capabilities are the sixteen method names; negotiated extensions are

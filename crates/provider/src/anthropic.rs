@@ -1,13 +1,28 @@
-//! The Anthropic Messages API (`POST {base}/v1/messages`): the request body, its
-//! headers and the decoder of its content-block SSE events.
+//! The Anthropic Messages API (`POST {base}/v1/messages`): the request body and its
+//! headers (its stream is read in `stream`).
+//!
+//! The body marks what the prompt cache may serve with `cache_control` breakpoints: the
+//! system prompt (so the tools and instructions before it, the prefix that never
+//! changes), and the last block of the two newest user messages (the newest is where
+//! this request's cache entry is written; the one before is where the previous
+//! request's was, so it is read even when a round added more blocks than the cache
+//! looks back over). Three of the API's four.
+//!
+//! A thinking model is given its effort as `thinking` (a budget of tokens, or adaptive
+//! thinking with `output_config.effort`), and its `thinking` and `redacted_thinking`
+//! blocks go back unmodified, first in their assistant message, while the model and
+//! the thinking stay the same.
+
+mod stream;
+
+pub(crate) use stream::Decoder;
 
 use reqwest::header::{HeaderMap, HeaderValue};
-use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use crate::codec::{Decode, EventType, arguments, parse, secret};
-use crate::sse::SseEvent;
-use crate::{Item, ModelEvent, ModelRequest, ProviderError, StopReason};
+use crate::codec::secret;
+use crate::{Item, ModelRequest, ProviderError, Reasoning, WireFormat, effort_value};
+use magi_protocol::messages::Effort;
 
 /// The API version sent as `anthropic-version`.
 pub const ANTHROPIC_VERSION: &str = "2023-06-01";
@@ -15,6 +30,26 @@ pub const ANTHROPIC_VERSION: &str = "2023-06-01";
 /// `max_tokens`, which the API requires, for a request that names no bound (a model
 /// nothing is known of): room for a long reply or a large file in one tool call.
 pub const DEFAULT_MAX_TOKENS: u64 = 32_000;
+
+/// The beta that lets a model given a thinking budget think between its tool calls
+/// (adaptive thinking does so without it).
+pub const INTERLEAVED_THINKING_BETA: &str = "interleaved-thinking-2025-05-14";
+
+/// The smallest thinking budget the API takes.
+pub const MIN_THINKING_BUDGET: u64 = 1_024;
+
+/// The thinking budget of each effort a budget model takes (the budget stays below
+/// `max_tokens`, as the API requires).
+pub const THINKING_BUDGETS: [(Effort, u64); 3] = [
+    (Effort::Low, 4_096),
+    (Effort::Medium, 12_288),
+    (Effort::High, 32_000),
+];
+
+/// The breakpoint every `cache_control` marker sets.
+fn breakpoint() -> Value {
+    json!({ "type": "ephemeral" })
+}
 
 /// The request URL. A base URL already ending in `/v1` is taken as versioned, so the
 /// same `http://host/v1` base serves all three formats.
@@ -39,9 +74,21 @@ pub(crate) fn headers(key: Option<&str>) -> Result<HeaderMap, ProviderError> {
     Ok(headers)
 }
 
+/// What `request` adds to the headers: the interleaved-thinking beta when it gives the
+/// model a thinking budget.
+pub(crate) fn request_headers(request: &ModelRequest, headers: &mut HeaderMap) {
+    if let Some(Reasoning::AnthropicBudget { .. }) = request.reasoning {
+        headers.insert(
+            "anthropic-beta",
+            HeaderValue::from_static(INTERLEAVED_THINKING_BETA),
+        );
+    }
+}
+
 /// The streamed request: items folded into alternating user and assistant messages
-/// of content blocks (`text`, `tool_use`, `tool_result`, a tool's `image` inside its
-/// `tool_result`), instructions as `system`.
+/// of content blocks (`thinking`, `text`, `tool_use`, `tool_result`, a tool's `image`
+/// inside its `tool_result`), instructions as `system`, with the cache breakpoints and
+/// the thinking configuration.
 pub(crate) fn body(request: &ModelRequest) -> Value {
     let mut messages: Vec<(&str, Vec<Value>)> = Vec::new();
     for item in &request.items {
@@ -50,6 +97,12 @@ pub(crate) fn body(request: &ModelRequest) -> Value {
             // The API refuses empty text blocks; an empty segment says nothing anyway.
             Item::Assistant { text } if text.is_empty() => continue,
             Item::Assistant { text } => ("assistant", json!({ "type": "text", "text": text })),
+            Item::Reasoning(reasoning) => {
+                match reasoning.for_request(WireFormat::AnthropicMessages, request) {
+                    Some(block) => ("assistant", block),
+                    None => continue,
+                }
+            }
             Item::ToolCall {
                 call_id,
                 name,
@@ -117,18 +170,57 @@ pub(crate) fn body(request: &ModelRequest) -> Value {
             _ => messages.push((role, vec![block])),
         }
     }
+    // The two newest user messages end with a breakpoint each.
+    for (_, blocks) in messages
+        .iter_mut()
+        .rev()
+        .filter(|(role, _)| *role == "user")
+        .take(2)
+    {
+        if let Some(last) = blocks.last_mut() {
+            last["cache_control"] = breakpoint();
+        }
+    }
     let messages: Vec<Value> = messages
         .into_iter()
         .map(|(role, content)| json!({ "role": role, "content": content }))
         .collect();
+    let mut max_tokens = request.max_output_tokens.unwrap_or(DEFAULT_MAX_TOKENS);
+    let thinking = match request.reasoning {
+        Some(Reasoning::AnthropicBudget { effort }) => {
+            let wanted = THINKING_BUDGETS
+                .iter()
+                .find(|(level, _)| *level == effort)
+                .map(|(_, budget)| *budget);
+            wanted.map(|wanted| {
+                // At least the API's minimum, and below `max_tokens`.
+                let budget = wanted
+                    .min(max_tokens.saturating_sub(1))
+                    .max(MIN_THINKING_BUDGET);
+                max_tokens = max_tokens.max(budget + 1);
+                json!({ "type": "enabled", "budget_tokens": budget })
+            })
+        }
+        Some(Reasoning::AnthropicAdaptive { .. }) => Some(json!({ "type": "adaptive" })),
+        Some(Reasoning::Responses { .. } | Reasoning::Chat { .. }) | None => None,
+    };
     let mut body = json!({
         "model": request.model,
-        "max_tokens": request.max_output_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
+        "max_tokens": max_tokens,
         "messages": messages,
         "stream": true,
     });
+    if let Some(thinking) = thinking {
+        body["thinking"] = thinking;
+    }
+    if let Some(Reasoning::AnthropicAdaptive { effort }) = request.reasoning
+        && let Some(effort) = effort_value(Some(effort))
+    {
+        body["output_config"] = json!({ "effort": effort });
+    }
     if let Some(instructions) = &request.instructions {
-        body["system"] = json!(instructions);
+        body["system"] =
+            json!([{ "type": "text", "text": instructions, "cache_control": breakpoint() }]);
     }
     if !request.tools.is_empty() {
         let tools: Vec<Value> = request
@@ -141,253 +233,10 @@ pub(crate) fn body(request: &ModelRequest) -> Value {
     body
 }
 
-#[derive(Deserialize)]
-struct MessageStart {
-    message: Message,
-}
-
-#[derive(Deserialize)]
-struct Message {
-    #[serde(default)]
-    usage: Option<Usage>,
-}
-
-#[derive(Deserialize, Default)]
-struct Usage {
-    #[serde(default)]
-    input_tokens: Option<u64>,
-    #[serde(default)]
-    cache_creation_input_tokens: Option<u64>,
-    #[serde(default)]
-    cache_read_input_tokens: Option<u64>,
-    #[serde(default)]
-    output_tokens: Option<u64>,
-}
-
-impl Usage {
-    /// All input tokens: the uncached ones plus those written to or read from cache.
-    fn input(&self) -> Option<u64> {
-        let parts = [
-            self.input_tokens,
-            self.cache_creation_input_tokens,
-            self.cache_read_input_tokens,
-        ];
-        parts
-            .iter()
-            .any(Option::is_some)
-            .then(|| parts.iter().flatten().sum())
-    }
-}
-
-#[derive(Deserialize)]
-struct BlockStart {
-    index: u64,
-    content_block: ContentBlock,
-}
-
-#[derive(Deserialize)]
-struct ContentBlock {
-    #[serde(rename = "type")]
-    kind: String,
-    #[serde(default)]
-    id: Option<String>,
-    #[serde(default)]
-    name: Option<String>,
-}
-
-#[derive(Deserialize)]
-struct BlockDelta {
-    index: u64,
-    delta: DeltaBody,
-}
-
-/// A block's delta; `thinking_delta` and `signature_delta` are read as neither text
-/// nor JSON, so thinking never leaves the decoder.
-#[derive(Deserialize)]
-struct DeltaBody {
-    #[serde(rename = "type")]
-    kind: String,
-    #[serde(default)]
-    text: Option<String>,
-    #[serde(default)]
-    partial_json: Option<String>,
-}
-
-#[derive(Deserialize)]
-struct BlockStop {
-    index: u64,
-}
-
-#[derive(Deserialize)]
-struct MessageDelta {
-    #[serde(default)]
-    delta: Option<StopDelta>,
-    #[serde(default)]
-    usage: Option<Usage>,
-}
-
-#[derive(Deserialize)]
-struct StopDelta {
-    #[serde(default)]
-    stop_reason: Option<String>,
-}
-
-#[derive(Deserialize)]
-struct ErrorEvent {
-    #[serde(default)]
-    error: Option<ErrorBody>,
-}
-
-#[derive(Deserialize)]
-struct ErrorBody {
-    #[serde(rename = "type", default)]
-    kind: String,
-}
-
-/// A tool-use block being streamed.
-struct PendingTool {
-    index: u64,
-    id: String,
-    name: String,
-    json: String,
-}
-
-/// Decoder state for one response.
-#[derive(Default)]
-pub(crate) struct Decoder {
-    /// Indexes of open text blocks.
-    text_blocks: Vec<u64>,
-    tools: Vec<PendingTool>,
-    input_tokens: Option<u64>,
-    cached_input_tokens: Option<u64>,
-    output_tokens: Option<u64>,
-    stop: Option<String>,
-}
-
-impl Decoder {
-    fn usage(&mut self, usage: Option<Usage>) {
-        if let Some(usage) = usage {
-            if let Some(input) = usage.input() {
-                self.input_tokens = Some(input);
-            }
-            if let Some(cached) = usage.cache_read_input_tokens {
-                self.cached_input_tokens = Some(cached);
-            }
-            if let Some(output) = usage.output_tokens {
-                self.output_tokens = Some(output);
-            }
-        }
-    }
-}
-
-impl Decode for Decoder {
-    fn event(
-        &mut self,
-        event: &SseEvent,
-        out: &mut Vec<ModelEvent>,
-    ) -> Result<bool, ProviderError> {
-        let head: EventType<'_> = parse(&event.data)?;
-        match head.kind.as_ref() {
-            "message_start" => {
-                let start: MessageStart = parse(&event.data)?;
-                self.usage(start.message.usage);
-            }
-            "content_block_start" => {
-                let start: BlockStart = parse(&event.data)?;
-                match start.content_block.kind.as_str() {
-                    "text" => self.text_blocks.push(start.index),
-                    "tool_use" => self.tools.push(PendingTool {
-                        index: start.index,
-                        id: start.content_block.id.unwrap_or_default(),
-                        name: start.content_block.name.unwrap_or_default(),
-                        json: String::new(),
-                    }),
-                    // Thinking, redacted thinking, server tools: nothing to report.
-                    _ => {}
-                }
-            }
-            "content_block_delta" => {
-                let delta: BlockDelta = parse(&event.data)?;
-                match delta.delta.kind.as_str() {
-                    "text_delta" if self.text_blocks.contains(&delta.index) => {
-                        if let Some(text) = delta.delta.text.filter(|t| !t.is_empty()) {
-                            out.push(ModelEvent::TextDelta(text));
-                        }
-                    }
-                    "input_json_delta" => {
-                        if let (Some(tool), Some(json)) = (
-                            self.tools.iter_mut().find(|t| t.index == delta.index),
-                            delta.delta.partial_json,
-                        ) {
-                            tool.json.push_str(&json);
-                        }
-                    }
-                    _ => {}
-                }
-            }
-            "content_block_stop" => {
-                let stop: BlockStop = parse(&event.data)?;
-                self.text_blocks.retain(|&i| i != stop.index);
-                if let Some(at) = self.tools.iter().position(|t| t.index == stop.index) {
-                    let tool = self.tools.remove(at);
-                    out.push(ModelEvent::ToolCall {
-                        call_id: tool.id,
-                        name: tool.name,
-                        arguments: arguments(tool.json),
-                    });
-                }
-            }
-            "message_delta" => {
-                let delta: MessageDelta = parse(&event.data)?;
-                if let Some(reason) = delta.delta.and_then(|d| d.stop_reason) {
-                    self.stop = Some(reason);
-                }
-                self.usage(delta.usage);
-            }
-            "message_stop" => {
-                if self.input_tokens.is_some() || self.output_tokens.is_some() {
-                    out.push(ModelEvent::Usage {
-                        input_tokens: self.input_tokens.unwrap_or(0),
-                        output_tokens: self.output_tokens.unwrap_or(0),
-                        cached_input_tokens: self.cached_input_tokens,
-                        // Thinking tokens are counted in the output, not apart.
-                        reasoning_tokens: None,
-                    });
-                }
-                let stop = match self.stop.as_deref() {
-                    Some("end_turn") => StopReason::EndTurn,
-                    Some("tool_use") => StopReason::ToolCalls,
-                    Some("max_tokens") => StopReason::MaxTokens,
-                    Some("refusal") => StopReason::Refusal,
-                    _ => StopReason::Other,
-                };
-                out.push(ModelEvent::Completed(stop));
-                return Ok(true);
-            }
-            "error" => {
-                let error: ErrorEvent = parse(&event.data)?;
-                let kind = error.error.map(|e| e.kind).unwrap_or_default();
-                return Err(match kind.as_str() {
-                    "rate_limit_error" => ProviderError::RateLimited,
-                    "authentication_error" | "permission_error" => {
-                        ProviderError::AuthenticationFailed
-                    }
-                    "invalid_request_error" | "not_found_error" | "request_too_large" => {
-                        ProviderError::Rejected
-                    }
-                    _ => ProviderError::ServerError,
-                });
-            }
-            // `ping` and future event types carry nothing this client reports.
-            _ => {}
-        }
-        Ok(false)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ModelRequest;
 
     #[test]
     fn an_image_joins_its_calls_tool_result_as_a_base64_image_block() {
@@ -419,54 +268,149 @@ mod tests {
         );
     }
 
-    #[test]
-    fn cached_input_counts_as_input() {
-        let usage: Usage = serde_json::from_str(
-            r#"{"input_tokens":3,"cache_read_input_tokens":100,"cache_creation_input_tokens":7}"#,
-        )
-        .unwrap();
-        assert_eq!(usage.input(), Some(110));
-        assert_eq!(Usage::default().input(), None);
-    }
-
-    #[test]
-    fn a_refusal_stop_reason_ends_the_response_as_a_refusal() {
-        // As the API streams a refusal: the text so far, then `stop_reason: "refusal"`.
-        let events = [
-            r#"{"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","content":[],"model":"claude-sonnet-4-5","stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":10,"output_tokens":1}}}"#,
-            r#"{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}"#,
-            r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"I can't"}}"#,
-            r#"{"type":"content_block_stop","index":0}"#,
-            r#"{"type":"message_delta","delta":{"stop_reason":"refusal","stop_sequence":null},"usage":{"output_tokens":3}}"#,
-            r#"{"type":"message_stop"}"#,
-        ];
-        let mut decoder = Decoder::default();
-        let mut out = Vec::new();
-        for data in events {
-            let event = SseEvent {
-                event: String::new(),
-                data: data.to_owned(),
-            };
-            decoder.event(&event, &mut out).unwrap();
+    fn thinking_request(model: &str, reasoning: Option<Reasoning>, max: u64) -> ModelRequest {
+        let block = r#"{"type":"thinking","thinking":"Let me see.","signature":"sig=="}"#;
+        ModelRequest {
+            model: model.into(),
+            instructions: Some("Be brief.".into()),
+            items: vec![
+                Item::User { text: "go".into() },
+                Item::Reasoning(crate::ReasoningItem {
+                    format: WireFormat::AnthropicMessages,
+                    model: "claude-sonnet-4-5".into(),
+                    raw: block.into(),
+                }),
+                Item::ToolCall {
+                    call_id: "c1".into(),
+                    name: "read".into(),
+                    arguments: "{}".into(),
+                },
+                Item::ToolResult {
+                    call_id: "c1".into(),
+                    output: "text".into(),
+                    is_error: false,
+                },
+            ],
+            tools: Vec::new(),
+            reasoning_summaries: false,
+            reasoning,
+            max_output_tokens: Some(max),
+            cache_key: None,
         }
-        assert_eq!(out[0], ModelEvent::TextDelta("I can't".into()));
+    }
+
+    #[test]
+    fn a_budget_thinks_below_max_tokens_and_its_blocks_lead_their_message() {
+        let request = thinking_request(
+            "claude-sonnet-4-5",
+            Some(Reasoning::AnthropicBudget {
+                effort: Effort::Medium,
+            }),
+            64_000,
+        );
+        let body = body(&request);
         assert_eq!(
-            out.last(),
-            Some(&ModelEvent::Completed(StopReason::Refusal))
+            body["thinking"],
+            json!({"type": "enabled", "budget_tokens": 12_288})
+        );
+        let assistant = &body["messages"][1]["content"];
+        assert_eq!(assistant[0]["type"], "thinking");
+        assert_eq!(assistant[0]["signature"], "sig==");
+        assert_eq!(assistant[1]["type"], "tool_use");
+        let mut headers = HeaderMap::new();
+        request_headers(&request, &mut headers);
+        assert_eq!(headers["anthropic-beta"], INTERLEAVED_THINKING_BETA);
+        // A small bound: the budget stays below it, never under the minimum.
+        let small = body_of(thinking_request(
+            "claude-sonnet-4-5",
+            Some(Reasoning::AnthropicBudget {
+                effort: Effort::High,
+            }),
+            600,
+        ));
+        assert_eq!(small["thinking"]["budget_tokens"], MIN_THINKING_BUDGET);
+        assert_eq!(small["max_tokens"], MIN_THINKING_BUDGET + 1);
+    }
+
+    fn body_of(request: ModelRequest) -> Value {
+        body(&request)
+    }
+
+    #[test]
+    fn adaptive_thinking_sends_the_effort_and_other_models_or_no_thinking_get_no_blocks() {
+        let adaptive = body_of(thinking_request(
+            "claude-sonnet-4-5",
+            Some(Reasoning::AnthropicAdaptive {
+                effort: Effort::Max,
+            }),
+            64_000,
+        ));
+        assert_eq!(adaptive["thinking"], json!({"type": "adaptive"}));
+        assert_eq!(adaptive["output_config"], json!({"effort": "max"}));
+        let mut headers = HeaderMap::new();
+        request_headers(
+            &thinking_request(
+                "m",
+                Some(Reasoning::AnthropicAdaptive {
+                    effort: Effort::Low,
+                }),
+                1,
+            ),
+            &mut headers,
+        );
+        assert!(headers.get("anthropic-beta").is_none());
+        // Another model's blocks, or a request without thinking: none go back.
+        for request in [
+            thinking_request(
+                "claude-opus-4-5",
+                Some(Reasoning::AnthropicBudget {
+                    effort: Effort::Low,
+                }),
+                64_000,
+            ),
+            thinking_request("claude-sonnet-4-5", None, 64_000),
+        ] {
+            let body = body(&request);
+            assert_eq!(body["messages"][1]["content"][0]["type"], "tool_use");
+        }
+        assert!(
+            body_of(thinking_request("claude-sonnet-4-5", None, 64_000))
+                .get("thinking")
+                .is_none()
         );
     }
 
     #[test]
-    fn stream_errors_map_to_codes() {
-        let mut decoder = Decoder::default();
-        let event = SseEvent {
-            event: "error".to_owned(),
-            data: r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#
-                .to_owned(),
-        };
+    fn breakpoints_mark_the_system_prompt_and_the_two_newest_user_messages() {
+        let mut request = thinking_request("m", None, 1_000);
+        request.items.push(Item::Assistant {
+            text: "done".into(),
+        });
+        request.items.push(Item::User {
+            text: "next".into(),
+        });
+        let body = body(&request);
         assert_eq!(
-            decoder.event(&event, &mut Vec::new()),
-            Err(ProviderError::ServerError)
+            body["system"][0]["cache_control"],
+            json!({"type": "ephemeral"})
         );
+        let marked: Vec<(usize, usize)> = body["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .enumerate()
+            .flat_map(|(m, message)| {
+                message["content"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, block)| block.get("cache_control").is_some())
+                    .map(move |(b, _)| (m, b))
+            })
+            .collect();
+        // The tool result (the newest but one user message) and the new prompt.
+        assert_eq!(marked, [(2, 0), (4, 0)]);
+        assert_eq!(magi_testkit::prefix::breakpoints(&body), 3);
     }
 }

@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 
 use crate::codec::{Decode, arguments, parse};
 use crate::sse::SseEvent;
-use crate::{Item, ModelEvent, ModelRequest, ProviderError, StopReason};
+use crate::{Item, ModelEvent, ModelRequest, ProviderError, Reasoning, StopReason, effort_value};
 
 /// The request URL for a base URL without its trailing slash.
 pub(crate) fn url(base: &str) -> String {
@@ -34,6 +34,8 @@ pub(crate) fn body(request: &ModelRequest) -> Value {
             Item::Assistant { text } => {
                 messages.push(json!({ "role": "assistant", "content": text }))
             }
+            // Chat Completions takes no reasoning back.
+            Item::Reasoning(_) => {}
             Item::ToolCall {
                 call_id,
                 name,
@@ -98,6 +100,11 @@ pub(crate) fn body(request: &ModelRequest) -> Value {
     // server (llama.cpp, vLLM, Ollama, LM Studio, OpenRouter) takes it.
     if let Some(tokens) = request.max_output_tokens {
         body["max_tokens"] = json!(tokens);
+    }
+    if let Some(Reasoning::Chat { effort }) = request.reasoning
+        && let Some(effort) = effort_value(Some(effort))
+    {
+        body["reasoning_effort"] = json!(effort);
     }
     // Some servers refuse an empty tools array, so none is sent without tools.
     if !request.tools.is_empty() {
@@ -312,6 +319,7 @@ impl Decode for Decoder {
                 input_tokens: usage.prompt_tokens,
                 output_tokens: usage.completion_tokens,
                 cached_input_tokens: usage.prompt_tokens_details.and_then(|d| d.cached_tokens),
+                cache_write_tokens: None,
                 reasoning_tokens: usage
                     .completion_tokens_details
                     .and_then(|d| d.reasoning_tokens),
@@ -520,6 +528,7 @@ mod tests {
                 input_tokens: 100,
                 output_tokens: 20,
                 cached_input_tokens: Some(64),
+                cache_write_tokens: None,
                 reasoning_tokens: Some(12),
             }
         );

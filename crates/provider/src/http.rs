@@ -122,13 +122,14 @@ impl HttpClient {
         }
     }
 
-    fn decoder(&self) -> Box<dyn Decode + Send> {
+    /// The decoder of a response of `model`.
+    fn decoder(&self, model: &str) -> Box<dyn Decode + Send> {
         match self.format {
             WireFormat::OpenAiResponses | WireFormat::CodexResponses => {
-                Box::new(responses::Decoder::default())
+                Box::new(responses::Decoder::new(model))
             }
             WireFormat::ChatCompletions => Box::new(chat::Decoder::default()),
-            WireFormat::AnthropicMessages => Box::new(anthropic::Decoder::default()),
+            WireFormat::AnthropicMessages => Box::new(anthropic::Decoder::new(model)),
         }
     }
 
@@ -159,13 +160,16 @@ impl HttpClient {
                 None,
             ),
         };
+        if self.format == WireFormat::AnthropicMessages {
+            anthropic::request_headers(request, &mut headers);
+        }
         // Serializing plain values cannot fail; were it to, the request is unusable.
         let body = bytes_of(&self.body(request))?;
         let mut attempt = 1;
         let mut waited = Duration::ZERO;
         loop {
             let failed = match self
-                .attempt(http, url, &headers, body.clone(), events)
+                .attempt(http, url, &headers, body.clone(), &request.model, events)
                 .await
             {
                 Ok(()) => return Ok(()),
@@ -219,10 +223,11 @@ impl HttpClient {
         url: &Url,
         headers: &HeaderMap,
         body: Bytes,
+        model: &str,
         events: &mpsc::Sender<ModelEvent>,
     ) -> Result<(), Attempt> {
         let response = send(http, url, headers, body).await?;
-        read(response, self.decoder(), events, url).await
+        read(response, self.decoder(model), events, url).await
     }
 
     /// The model IDs the provider lists, within a short deadline; none when the list

@@ -37,13 +37,16 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 /// The wire format a provider speaks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum WireFormat {
     /// OpenAI Responses API (`POST {base}/responses`).
+    #[serde(rename = "responses")]
     OpenAiResponses,
     /// OpenAI-compatible Chat Completions (`POST {base}/chat/completions`).
+    #[serde(rename = "chat")]
     ChatCompletions,
     /// Anthropic Messages API (`POST {base}/v1/messages`).
+    #[serde(rename = "anthropic")]
     AnthropicMessages,
     /// The Responses API of ChatGPT's Codex backend (`POST {base}/responses`) with a
     /// ChatGPT sign-in (see [`codex`]).
@@ -111,6 +114,11 @@ pub enum Item {
         /// The image file's bytes in standard base64.
         data: String,
     },
+    /// Reasoning a response carried that its provider takes back unmodified in later
+    /// requests (an encrypted Responses `reasoning` item, an Anthropic `thinking` or
+    /// `redacted_thinking` block), before that response's text and calls. Only the
+    /// format and the model that made it are sent it; every other request leaves it out.
+    Reasoning(ReasoningItem),
     /// An image a tool call gave the model (`view_image`), right after that call's
     /// result. Each wire format sends it as its own image input: Anthropic inside the
     /// call's `tool_result`; the OpenAI formats, whose tool outputs are text, in a user
@@ -122,6 +130,65 @@ pub enum Item {
         media_type: String,
         /// The image file's bytes in standard base64.
         data: String,
+    },
+}
+
+/// Reasoning a provider gave with a response and takes back, exactly as it gave it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReasoningItem {
+    /// The wire format that gave it.
+    pub format: WireFormat,
+    /// The model that gave it.
+    pub model: String,
+    /// The item or block as JSON text, byte for byte as received (its signature or
+    /// encrypted content would not verify otherwise).
+    pub raw: String,
+}
+
+impl ReasoningItem {
+    /// The item as JSON when `request` may take it back: made by the same format and
+    /// model, and `request` reasons in that format. None for anything else, or text
+    /// that no longer parses.
+    pub(crate) fn for_request(&self, format: WireFormat, request: &ModelRequest) -> Option<Value> {
+        let reasons = match request.reasoning {
+            Some(Reasoning::Responses { .. }) => format == WireFormat::OpenAiResponses,
+            Some(Reasoning::AnthropicBudget { .. } | Reasoning::AnthropicAdaptive { .. }) => {
+                format == WireFormat::AnthropicMessages
+            }
+            Some(Reasoning::Chat { .. }) | None => false,
+        };
+        if !reasons || self.format != format || self.model != request.model {
+            return None;
+        }
+        serde_json::from_str(&self.raw).ok()
+    }
+}
+
+/// How a request asks the model to reason, in the terms of the format that carries it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reasoning {
+    /// An OpenAI Responses reasoning model: its encrypted reasoning is asked for
+    /// (`include: ["reasoning.encrypted_content"]`) and sent back, and `reasoning.effort`
+    /// is sent when there is an effort.
+    Responses {
+        /// The explicit effort, if any.
+        effort: Option<Effort>,
+    },
+    /// Chat Completions `reasoning_effort`.
+    Chat {
+        /// The effort.
+        effort: Effort,
+    },
+    /// Anthropic `thinking: {type: "enabled", budget_tokens}` with a budget the effort
+    /// chooses, and the interleaved-thinking beta, so the model thinks between calls.
+    AnthropicBudget {
+        /// The effort.
+        effort: Effort,
+    },
+    /// Anthropic `thinking: {type: "adaptive"}` with `output_config.effort`.
+    AnthropicAdaptive {
+        /// The effort.
+        effort: Effort,
     },
 }
 
@@ -185,8 +252,9 @@ pub(crate) fn image_request() -> ModelRequest {
         ],
         tools: Vec::new(),
         reasoning_summaries: false,
-        reasoning_effort: None,
+        reasoning: None,
         max_output_tokens: None,
+        cache_key: None,
     }
 }
 
@@ -215,25 +283,26 @@ pub struct ModelRequest {
     /// Ask for reasoning summaries (the Responses API sends them only when asked, and
     /// only reasoning models accept the request; the other formats ignore it).
     pub reasoning_summaries: bool,
-    /// An explicit reasoning effort, sent only by the Responses format and only when the
-    /// selection's profile supports it; none (or `default`) leaves the provider's own
-    /// behaviour.
-    pub reasoning_effort: Option<Effort>,
+    /// How the model is asked to reason; none leaves the provider's own behaviour and
+    /// sends no reasoning back.
+    pub reasoning: Option<Reasoning>,
     /// The most tokens the response may take, sent as the format's output bound
     /// (Anthropic's `max_tokens`, Chat Completions' `max_tokens`, the Responses API's
     /// `max_output_tokens`); none sends no bound, except to Anthropic, which requires one
     /// and gets [`DEFAULT_MAX_TOKENS`].
     pub max_output_tokens: Option<u64>,
+    /// What routes the request to the provider's prompt cache of earlier requests of the
+    /// same conversation (the Responses API's `prompt_cache_key`); the other formats do
+    /// not send it.
+    pub cache_key: Option<String>,
 }
 
-impl ModelRequest {
-    /// The effort as the provider's wire spells it: none when the request leaves the
-    /// provider's own behaviour. The one place an effort becomes a string.
-    pub(crate) fn effort_value(&self) -> Option<&'static str> {
-        self.reasoning_effort
-            .filter(|effort| *effort != Effort::Default)
-            .map(Effort::as_str)
-    }
+/// An effort as the provider's wire spells it: none for `default`, which leaves the
+/// provider's own behaviour. The one place an effort becomes a string.
+pub(crate) fn effort_value(effort: Option<Effort>) -> Option<&'static str> {
+    effort
+        .filter(|effort| *effort != Effort::Default)
+        .map(Effort::as_str)
 }
 
 /// Why the model stopped.
@@ -278,6 +347,9 @@ pub enum ModelEvent {
         /// The text to append.
         text: String,
     },
+    /// Reasoning to send back in later requests of the same model (never shown: it is
+    /// raw or encrypted reasoning), made whole when its item or block ended.
+    Reasoning(ReasoningItem),
     /// A complete tool call.
     ToolCall {
         /// The provider's call ID.
@@ -296,6 +368,9 @@ pub enum ModelEvent {
         /// Of the input tokens, those read from the provider's prompt cache, when it
         /// says.
         cached_input_tokens: Option<u64>,
+        /// Of the input tokens, those written to the provider's prompt cache, when it
+        /// says (Anthropic's `cache_creation_input_tokens`).
+        cache_write_tokens: Option<u64>,
         /// Of the output tokens, those spent reasoning, when the provider says.
         reasoning_tokens: Option<u64>,
     },

@@ -6,7 +6,10 @@ use serde_json::{Value, json};
 
 use crate::codec::{Decode, EventType, arguments, parse};
 use crate::sse::SseEvent;
-use crate::{Item, ModelEvent, ModelRequest, ProviderError, StopReason};
+use crate::{
+    Item, ModelEvent, ModelRequest, ProviderError, Reasoning, ReasoningItem, StopReason,
+    WireFormat, effort_value,
+};
 
 /// The request URL for a base URL without its trailing slash.
 pub(crate) fn url(base: &str) -> String {
@@ -14,7 +17,8 @@ pub(crate) fn url(base: &str) -> String {
 }
 
 /// The streamed request: conversation items as `input`, tools as function tools, and
-/// `store: false`, since every request carries the whole conversation.
+/// `store: false`, since every request carries the whole conversation: a reasoning
+/// model's reasoning is asked for encrypted and goes back with it.
 pub(crate) fn body(request: &ModelRequest) -> Value {
     let mut input: Vec<Value> = Vec::new();
     // Images wait for the end of the response's tool outputs, in one user message.
@@ -29,6 +33,9 @@ pub(crate) fn body(request: &ModelRequest) -> Value {
             }
             Item::Assistant { text } => input
                 .push(json!({ "type": "message", "role": "assistant", "content": text })),
+            Item::Reasoning(reasoning) => {
+                input.extend(reasoning.for_request(WireFormat::OpenAiResponses, request))
+            }
             Item::ToolCall {
                 call_id,
                 name,
@@ -80,8 +87,15 @@ pub(crate) fn body(request: &ModelRequest) -> Value {
     if request.reasoning_summaries {
         body["reasoning"] = json!({ "summary": "auto" });
     }
-    if let Some(effort) = request.effort_value() {
-        body["reasoning"]["effort"] = json!(effort);
+    if let Some(Reasoning::Responses { effort }) = request.reasoning {
+        // Nothing is stored: the reasoning comes back encrypted, to be sent again.
+        body["include"] = json!(["reasoning.encrypted_content"]);
+        if let Some(effort) = effort_value(effort) {
+            body["reasoning"]["effort"] = json!(effort);
+        }
+    }
+    if let Some(key) = &request.cache_key {
+        body["prompt_cache_key"] = json!(key);
     }
     if !request.tools.is_empty() {
         let tools: Vec<Value> = request
@@ -137,6 +151,13 @@ struct ItemEvent {
     item: OutputItem,
 }
 
+/// An item event whose item is kept as the JSON text it came as.
+#[derive(Deserialize)]
+struct RawItemEvent<'a> {
+    #[serde(borrow)]
+    item: &'a serde_json::value::RawValue,
+}
+
 #[derive(Deserialize)]
 struct OutputItem {
     #[serde(rename = "type")]
@@ -149,6 +170,9 @@ struct OutputItem {
     name: Option<String>,
     #[serde(default)]
     arguments: Option<String>,
+    /// A reasoning item's encrypted reasoning (asked for with `include`).
+    #[serde(default)]
+    encrypted_content: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -217,6 +241,8 @@ struct Summary {
 /// Decoder state for one response.
 #[derive(Default)]
 pub(crate) struct Decoder {
+    /// The model asked, whose reasoning items these are.
+    model: String,
     calls: Vec<PendingCall>,
     summaries: Vec<Summary>,
     saw_tool_call: bool,
@@ -228,6 +254,14 @@ pub(crate) struct Decoder {
 }
 
 impl Decoder {
+    /// The decoder of a response of `model`.
+    pub(crate) fn new(model: &str) -> Decoder {
+        Decoder {
+            model: model.to_owned(),
+            ..Decoder::default()
+        }
+    }
+
     fn summary_part(&mut self, item_id: Option<String>, index: u64) -> &mut String {
         let at = match self.summaries.iter().position(|s| s.item_id == item_id) {
             Some(at) => at,
@@ -348,6 +382,15 @@ impl Decode for Decoder {
             }
             "response.output_item.done" => {
                 let ItemEvent { item } = parse(&event.data)?;
+                if item.kind == "reasoning" && item.encrypted_content.is_some() {
+                    // The item goes back as it came: its encrypted content is opaque.
+                    let done: RawItemEvent<'_> = parse(&event.data)?;
+                    out.push(ModelEvent::Reasoning(ReasoningItem {
+                        format: WireFormat::OpenAiResponses,
+                        model: self.model.clone(),
+                        raw: done.item.get().to_owned(),
+                    }));
+                }
                 if item.kind == "function_call" {
                     let item_id = item.id.unwrap_or_default();
                     let pending = self
@@ -387,6 +430,7 @@ impl Decode for Decoder {
                         cached_input_tokens: usage
                             .input_tokens_details
                             .and_then(|d| d.cached_tokens),
+                        cache_write_tokens: None,
                         reasoning_tokens: usage
                             .output_tokens_details
                             .and_then(|d| d.reasoning_tokens),
@@ -476,23 +520,66 @@ mod tests {
             items: Vec::new(),
             tools: Vec::new(),
             reasoning_summaries: false,
-            reasoning_effort: effort,
+            reasoning: Some(Reasoning::Responses { effort }),
             max_output_tokens: None,
+            cache_key: Some("session-1".into()),
         };
+        let high = body(&request(Some(Effort::High)));
+        assert_eq!(high["reasoning"]["effort"], "high");
+        assert_eq!(high["include"], json!(["reasoning.encrypted_content"]));
+        assert_eq!(high["prompt_cache_key"], "session-1");
+        let default = body(&request(Some(Effort::Default)));
+        assert!(default.get("reasoning").is_none());
+        // A reasoning model's reasoning is kept whatever the effort.
+        assert_eq!(default["include"], json!(["reasoning.encrypted_content"]));
+        let plain = ModelRequest {
+            reasoning: None,
+            ..request(None)
+        };
+        assert!(body(&plain).get("reasoning").is_none());
+        assert!(body(&plain).get("include").is_none());
+    }
+
+    #[test]
+    fn an_encrypted_reasoning_item_goes_back_as_it_came_to_its_own_model_only() {
+        let raw = r#"{"type":"reasoning","id":"rs_1","summary":[],"encrypted_content":"gAAA=="}"#;
+        let (out, _) = feed(&[
+            json!({"type":"response.output_item.done","output_index":0,"item": serde_json::from_str::<Value>(raw).unwrap()}),
+            // Without encrypted content an item cannot go back (nothing is stored).
+            json!({"type":"response.output_item.done","output_index":1,"item":{"type":"reasoning","id":"rs_2","summary":[]}}),
+        ]);
+        let item = match &out[..] {
+            [ModelEvent::Reasoning(item)] => item.clone(),
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(item.model, "o3");
         assert_eq!(
-            body(&request(Some(Effort::High)))["reasoning"]["effort"],
-            "high"
+            serde_json::from_str::<Value>(&item.raw).unwrap(),
+            serde_json::from_str::<Value>(raw).unwrap()
         );
-        assert!(
-            body(&request(Some(Effort::Default)))
-                .get("reasoning")
-                .is_none()
-        );
-        assert!(body(&request(None)).get("reasoning").is_none());
+        let request = |model: &str, reasoning| ModelRequest {
+            model: model.into(),
+            instructions: None,
+            items: vec![Item::Reasoning(item.clone())],
+            tools: Vec::new(),
+            reasoning_summaries: false,
+            reasoning,
+            max_output_tokens: None,
+            cache_key: None,
+        };
+        let same = body(&request("o3", Some(Reasoning::Responses { effort: None })));
+        assert_eq!(same["input"][0]["encrypted_content"], "gAAA==");
+        // Another model, or a request that does not reason, leaves it out.
+        let other = body(&request(
+            "o4-mini",
+            Some(Reasoning::Responses { effort: None }),
+        ));
+        assert_eq!(other["input"], json!([]));
+        assert_eq!(body(&request("o3", None))["input"], json!([]));
     }
 
     fn feed(lines: &[Value]) -> (Vec<ModelEvent>, Result<bool, ProviderError>) {
-        let mut decoder = Decoder::default();
+        let mut decoder = Decoder::new("o3");
         let mut out = Vec::new();
         let mut last = Ok(false);
         for line in lines {
@@ -667,6 +754,7 @@ mod tests {
                 input_tokens: 100,
                 output_tokens: 20,
                 cached_input_tokens: Some(64),
+                cache_write_tokens: None,
                 reasoning_tokens: Some(12),
             }
         );

@@ -121,6 +121,8 @@ pub(crate) struct Connection {
     client_files: bool,
     /// Whether the client required `reasoning.summaries`.
     reasoning_summaries: bool,
+    /// Whether the client required `usage.cache_writes`.
+    usage_cache_writes: bool,
     /// Whether the client required `client.tools`, and the tools it registered.
     client_tools_negotiated: bool,
     client_tools: Arc<Vec<ClientTool>>,
@@ -159,6 +161,7 @@ impl Connection {
             client_terminals: false,
             client_files: false,
             reasoning_summaries: false,
+            usage_cache_writes: false,
             client_tools_negotiated: false,
             client_tools: Arc::default(),
             selection: None,

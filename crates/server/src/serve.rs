@@ -157,7 +157,9 @@ async fn serve(mut input: pipe::Receiver, output: Arc<Output>, request: StartupR
                     connection.finish_run(join_run(&mut run_done).await);
                     run_done = None;
                 }
-                output.event(event).map(|()| Flow::Continue)
+                output
+                    .event(connection.outgoing(event))
+                    .map(|()| Flow::Continue)
             }
             Wake::OutputRoom => Ok(Flow::Continue),
             Wake::Title(title) => {

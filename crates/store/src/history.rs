@@ -250,6 +250,10 @@ impl Projector {
             | RecordBody::LoopNote { .. }
             // Context a hook added for the model.
             | RecordBody::HookNote { .. }
+            // Reasoning for the provider alone.
+            | RecordBody::ProviderReasoning { .. }
+            // The turn's context, for the model alone.
+            | RecordBody::TurnContext { .. }
             | RecordBody::Diagnostic
             | RecordBody::Unknown => Shown::Nothing,
         };

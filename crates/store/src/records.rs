@@ -143,6 +143,21 @@ pub enum RecordBody {
         #[serde(default)]
         provider_summary: Option<bool>,
     },
+    /// Reasoning a provider gave with a response and takes back in later requests of
+    /// the same model (an encrypted Responses `reasoning` item, an Anthropic `thinking`
+    /// or `redacted_thinking` block), before that response's reply and calls. For the
+    /// provider only: never redacted (its signature or encryption would no longer
+    /// verify), never shown by history, never sent to a client.
+    ProviderReasoning {
+        /// The turn.
+        turn_id: String,
+        /// The wire format that gave it: `responses` or `anthropic`.
+        format: String,
+        /// The model that gave it; no other is sent it.
+        model: String,
+        /// The item or block as JSON text, byte for byte as the provider sent it.
+        item: String,
+    },
     /// A tool call was made.
     ToolCall {
         /// The turn.
@@ -268,6 +283,15 @@ pub enum RecordBody {
         /// What the model was told, replayed on later turns; history never shows it.
         text: String,
     },
+    /// What changes during a session that the model is told with a turn's prompt,
+    /// before it (`docs/prompt.md`): the date, the git state, the approval mode. Replayed
+    /// on later turns, so their requests carry the same bytes; history never shows it.
+    TurnContext {
+        /// The turn whose prompt it goes with.
+        turn_id: String,
+        /// The note as the model is given it.
+        text: String,
+    },
     /// What a `user_prompt_submit` or `session_start` hook added to the model's context
     /// (`docs/hooks.md`), after the prompt of the turn whose requests carried it.
     HookNote {
@@ -370,6 +394,10 @@ pub enum RecordBody {
         input_tokens: Option<u64>,
         /// Of the input tokens, those read from the provider's prompt cache.
         cached_input_tokens: Option<u64>,
+        /// Of the input tokens, those written to the provider's prompt cache, when it
+        /// said (older logs lack it).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cache_write_tokens: Option<u64>,
         /// Output tokens, reasoning ones included.
         output_tokens: Option<u64>,
         /// Of the output tokens, those spent reasoning.

@@ -29,15 +29,18 @@
 //! # }
 //! ```
 
+mod checks;
 mod mcp_mock;
 mod mcp_mock_binary;
 pub mod mcp_oauth_gate;
 mod mcp_server;
 mod models;
 mod oauth_mock;
+pub mod prefix;
 mod render;
 mod reply;
 mod scenario;
+mod seal;
 mod server;
 
 pub use mcp_mock::{MOCK_MCP_EXIT_STATUS, McpMock};

@@ -49,14 +49,22 @@ fn sse(event: Option<&str>, data: &Value) -> Bytes {
     Bytes::from(out)
 }
 
-/// The events of `script` in `format`, with the scripted garbage event inserted and
-/// the list cut where the scripted disconnect happens. The second value says whether
-/// the connection must then be broken instead of ended.
-pub(crate) fn render(format: Format, script: &Script) -> (Vec<Bytes>, bool) {
+/// The events of `script` in `format` answering the request `body`, with the scripted
+/// garbage event inserted and the list cut where the scripted disconnect happens. The
+/// second value says whether the connection must then be broken instead of ended. The
+/// reasoning given is sealed for the request's model (see `checks`): a Responses
+/// reasoning item carries `encrypted_content` when the request asked for it.
+pub(crate) fn render(format: Format, script: &Script, body: &Value) -> (Vec<Bytes>, bool) {
+    let model = body["model"].as_str().unwrap_or("mock-model");
     let mut events = match format {
-        Format::Responses => responses(script),
+        Format::Responses => {
+            let encrypted = body["include"]
+                .as_array()
+                .is_some_and(|asked| asked.iter().any(|i| i == "reasoning.encrypted_content"));
+            responses(script, encrypted.then_some(model))
+        }
         Format::ChatCompletions => chat(script),
-        Format::AnthropicMessages => anthropic(script),
+        Format::AnthropicMessages => anthropic(script, model),
     };
     if let Some(at) = script.malformed_after {
         events.insert(
@@ -74,8 +82,9 @@ pub(crate) fn render(format: Format, script: &Script) -> (Vec<Bytes>, bool) {
 }
 
 /// Responses API: `response.created`, then per output item its `added`, deltas,
-/// `done` events, then `response.completed` (or `response.incomplete`).
-fn responses(script: &Script) -> Vec<Bytes> {
+/// `done` events, then `response.completed` (or `response.incomplete`). With `sealed_for`
+/// a model, reasoning items carry their encrypted content, sealed for it.
+fn responses(script: &Script, sealed_for: Option<&str>) -> Vec<Bytes> {
     let mut out = Vec::new();
     let mut seq = 0u64;
     let mut emit = |out: &mut Vec<Bytes>, kind: &str, mut data: Value| {
@@ -126,10 +135,16 @@ fn responses(script: &Script) -> Vec<Bytes> {
                 let mut part_done = at;
                 part_done["part"] = json!({ "type": "summary_text", "text": text });
                 emit(&mut out, "response.reasoning_summary_part.done", part_done);
-                let item = json!({
+                let mut item = json!({
                     "type": "reasoning", "id": id,
                     "summary": [{ "type": "summary_text", "text": text }],
                 });
+                if let Some(model) = sealed_for {
+                    item["encrypted_content"] = json!(crate::seal::seal(
+                        model,
+                        &crate::seal::responses_content(&item)
+                    ));
+                }
                 emit(
                     &mut out,
                     "response.output_item.done",
@@ -249,9 +264,15 @@ fn responses(script: &Script) -> Vec<Bytes> {
         }
     }
     let usage = match script.usage {
-        Some((input, output)) => json!({
-            "input_tokens": input, "output_tokens": output, "total_tokens": input + output,
-        }),
+        Some((input, output)) => {
+            let mut usage = json!({
+                "input_tokens": input, "output_tokens": output, "total_tokens": input + output,
+            });
+            if let Some((read, _)) = script.cache {
+                usage["input_tokens_details"] = json!({ "cached_tokens": read });
+            }
+            usage
+        }
         None => Value::Null,
     };
     let incomplete = match script.stop() {
@@ -355,15 +376,19 @@ fn chat(script: &Script) -> Vec<Bytes> {
     };
     out.push(chunk(json!({}), json!(finish)));
     if let Some((input, output)) = script.usage {
+        let mut usage = json!({
+            "prompt_tokens": input, "completion_tokens": output,
+            "total_tokens": input + output,
+        });
+        if let Some((read, _)) = script.cache {
+            usage["prompt_tokens_details"] = json!({ "cached_tokens": read });
+        }
         out.push(sse(
             None,
             &json!({
                 "id": "chatcmpl-mock", "object": "chat.completion.chunk", "created": 0,
                 "model": "mock-model", "choices": [],
-                "usage": {
-                    "prompt_tokens": input, "completion_tokens": output,
-                    "total_tokens": input + output,
-                },
+                "usage": usage,
             }),
         ));
     }
@@ -373,8 +398,9 @@ fn chat(script: &Script) -> Vec<Bytes> {
 
 /// Anthropic Messages: `message_start`, a `ping`, per content block its
 /// `content_block_start`, deltas and `content_block_stop`, then `message_delta` with
-/// the stop reason and output usage, then `message_stop`.
-fn anthropic(script: &Script) -> Vec<Bytes> {
+/// the stop reason and output usage, then `message_stop`. A thinking block's signature
+/// is sealed for `model`.
+fn anthropic(script: &Script, model: &str) -> Vec<Bytes> {
     let mut out = Vec::new();
     let emit = |out: &mut Vec<Bytes>, kind: &str, mut data: Value| {
         data["type"] = json!(kind);
@@ -386,6 +412,12 @@ fn anthropic(script: &Script) -> Vec<Bytes> {
     });
     if let Some((input, _)) = script.usage {
         message["usage"] = json!({ "input_tokens": input, "output_tokens": 1 });
+        if let Some((read, written)) = script.cache {
+            // The API counts cache reads and writes apart from `input_tokens`.
+            message["usage"]["input_tokens"] = json!(input.saturating_sub(read + written));
+            message["usage"]["cache_read_input_tokens"] = json!(read);
+            message["usage"]["cache_creation_input_tokens"] = json!(written);
+        }
     }
     emit(&mut out, "message_start", json!({ "message": message }));
     emit(&mut out, "ping", json!({}));
@@ -396,7 +428,8 @@ fn anthropic(script: &Script) -> Vec<Bytes> {
                     .iter()
                     .map(|c| json!({ "type": "thinking_delta", "thinking": c }))
                     .collect();
-                deltas.push(json!({ "type": "signature_delta", "signature": "mock-signature" }));
+                let signature = crate::seal::seal(model, &chunks.concat());
+                deltas.push(json!({ "type": "signature_delta", "signature": signature }));
                 (json!({ "type": "thinking", "thinking": "" }), deltas)
             }
             Part::Text(chunks) | Part::Refusal(chunks) => (

@@ -57,6 +57,8 @@ pub(crate) enum Part {
 pub(crate) struct Script {
     pub(crate) parts: Vec<Part>,
     pub(crate) usage: Option<(u64, u64)>,
+    /// Of the input tokens, those read from and written to the prompt cache.
+    pub(crate) cache: Option<(u64, u64)>,
     pub(crate) stop: Option<Stop>,
     pub(crate) chunk_delay: Duration,
     pub(crate) disconnect_after: Option<usize>,
@@ -197,6 +199,14 @@ impl Reply {
     /// Reports this usage (input, output tokens) with the terminal events.
     pub fn usage(self, input_tokens: u64, output_tokens: u64) -> Reply {
         self.script(|s| s.usage = Some((input_tokens, output_tokens)))
+    }
+
+    /// Reports these input tokens as read from and written to the provider's prompt
+    /// cache, with the usage: Anthropic's `cache_read_input_tokens` and
+    /// `cache_creation_input_tokens` (apart from `input_tokens`, as the API counts
+    /// them), the OpenAI formats' `cached_tokens` (they tell no writes).
+    pub fn cached(self, read: u64, written: u64) -> Reply {
+        self.script(|s| s.cache = Some((read, written)))
     }
 
     /// Sets the stop reason (the default is [`Stop::ToolCalls`] when the reply has

@@ -130,7 +130,7 @@ impl Player {
 
 fn rendered(format: Format, reply: &Reply) -> Vec<Bytes> {
     match &reply.kind {
-        Kind::Stream(script) => render(format, script).0,
+        Kind::Stream(script) => render(format, script, &Value::Null).0,
         Kind::Error { .. } => Vec::new(),
     }
 }

@@ -403,6 +403,24 @@ mod tests {
     use super::*;
 
     #[test]
+    fn every_description_is_within_its_byte_budget() {
+        // Every description goes with every request: docs/prompt.md's budget holds.
+        for tool in definitions() {
+            let bound = if tool.name == BuiltinTool::CodeMode.name() {
+                limits::CODE_MODE_DESCRIPTION_BYTES
+            } else {
+                limits::TOOL_DESCRIPTION_BYTES
+            };
+            assert!(
+                tool.description.len() <= bound,
+                "{}: {} bytes",
+                tool.name,
+                tool.description.len()
+            );
+        }
+    }
+
+    #[test]
     fn labels_name_the_tool_and_its_target() {
         assert_eq!(describe("read", r#"{"path": "src/a.rs"}"#), "read src/a.rs");
         assert_eq!(

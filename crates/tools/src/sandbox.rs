@@ -348,6 +348,12 @@ pub fn confined_command_line(
         .unwrap_or_else(|| launcher::command_line(program)))
 }
 
+/// The sandbox settings this process's commands run in (what the model is told of
+/// them); none before [`configure`].
+pub fn configured() -> Option<SandboxSettings> {
+    config().map(|config| config.settings)
+}
+
 /// The mode this process's commands run in; none without sandbox settings.
 pub fn configured_mode() -> Option<SandboxMode> {
     config().map(|config| config.settings.mode)

@@ -83,6 +83,11 @@ pub struct ExecArgs {
     /// is --model, else MAGI_MODEL, else the one the settings give this provider.
     #[arg(long, value_name = "NAME", value_parser = NonEmptyStringValueParser::new())]
     pub provider: Option<String>,
+    /// The reasoning effort for this run, where the model takes one (over MAGI_EFFORT
+    /// and the settings' default efforts; an effort the session's selection chose still
+    /// wins).
+    #[arg(long, value_name = "EFFORT", value_parser = ["default", "low", "medium", "high", "xhigh", "max"])]
+    pub effort: Option<String>,
     /// An image given with the prompt: a PNG, JPEG, GIF or WebP file inside this
     /// directory. Repeat it for more (at most 8).
     #[arg(long = "image", value_name = "PATH", value_parser = NonEmptyStringValueParser::new())]

@@ -221,6 +221,9 @@ fn spawn(args: &ExecArgs) -> anyhow::Result<Backend> {
     if let Some(model) = &args.model {
         command = command.env("MAGI_MODEL", model);
     }
+    if let Some(effort) = &args.effort {
+        command = command.env(magi_config::EFFORT_ENV, effort);
+    }
     Ok(command.spawn()?)
 }
 

@@ -79,7 +79,8 @@ pub(crate) fn session_of(output: &Output) -> String {
         .to_owned()
 }
 
-/// The user messages of a Chat Completions request body, in order.
+/// The user messages of a Chat Completions request body, in order, without the turns'
+/// context notes.
 pub(crate) fn user_messages(body: &serde_json::Value) -> Vec<String> {
     body["messages"]
         .as_array()
@@ -87,6 +88,7 @@ pub(crate) fn user_messages(body: &serde_json::Value) -> Vec<String> {
         .iter()
         .filter(|m| m["role"] == "user")
         .map(|m| m["content"].as_str().unwrap_or_default().to_owned())
+        .filter(|text| !is_turn_context(text))
         .collect()
 }
 

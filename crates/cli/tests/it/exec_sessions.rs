@@ -13,7 +13,8 @@ use crate::common::*;
 use crate::exec::{exec, session_of, user_messages};
 use magi_testkit::{MockServer, Reply};
 
-/// The texts of a Chat Completions request's messages, role by role.
+/// The texts of a Chat Completions request's messages, role by role, without the
+/// turns' context notes.
 fn conversation(body: &serde_json::Value) -> Vec<(String, String)> {
     body["messages"]
         .as_array()
@@ -26,6 +27,7 @@ fn conversation(body: &serde_json::Value) -> Vec<(String, String)> {
                 m["content"].as_str().unwrap_or_default().to_owned(),
             )
         })
+        .filter(|(_, text)| !is_turn_context(text))
         .collect()
 }
 

@@ -1,6 +1,9 @@
 //! Instruction files through the real binary: the global and project `AGENTS.md`,
 //! `MAGI.md` and the files settings list reach the model in their documented order, and
-//! a listed file that is missing, binary or too large fails startup cleanly.
+//! a listed file that is missing, binary or too large fails startup cleanly; the
+//! built-in instructions and the environment block open the system prompt (or the
+//! person's own base file replaces them), and each turn's prompt follows its context
+//! note, recorded in the session log.
 
 #![allow(
     clippy::unwrap_used,
@@ -188,4 +191,129 @@ async fn the_primary_profile_shapes_the_agent_and_bad_ones_fail_startup() {
         assert_eq!(got, Err(ErrorCode::ProfileInvalid), "{settings}");
         shutdown_clean(&mut backend).await;
     }
+}
+
+/// The system prompt and the user messages of a Chat Completions request body.
+fn system_and_users(body: &serde_json::Value) -> (String, Vec<String>) {
+    let messages = body["messages"].as_array().unwrap();
+    let system = messages[0]["content"].as_str().unwrap().to_owned();
+    let users = messages
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .map(|m| m["content"].as_str().unwrap().to_owned())
+        .collect();
+    (system, users)
+}
+
+#[tokio::test]
+async fn the_model_is_told_how_to_work_where_it_is_and_the_state_of_each_turn() {
+    let mock = MockServer::start().await;
+    mock.enqueue(Reply::stream().text(["One."]));
+    mock.enqueue(Reply::stream().text(["Two."]));
+    let env = env_for(&mock).var("PATH", &std::env::var("PATH").unwrap());
+    let git = |args: &[&str]| {
+        std::process::Command::new("git")
+            .args(args)
+            .current_dir(env.cwd())
+            .output()
+            .unwrap()
+    };
+    assert!(git(&["init", "-q", "-b", "work"]).status.success());
+    std::fs::write(env.cwd().join("a.txt"), "a").unwrap();
+    let mut backend = env.spawn();
+    backend
+        .initialize(&["session.create", "turn.start", "shutdown"])
+        .await
+        .unwrap()
+        .unwrap();
+    let session = session_with_turn(&mut backend, "first").await;
+    until_finished(&mut backend, &mut Vec::new()).await;
+    std::fs::write(env.cwd().join("b.txt"), "b").unwrap();
+    start_turn(&mut backend, &session, "second").await;
+    until_finished(&mut backend, &mut Vec::new()).await;
+    let requests = mock.requests();
+    let (system, users) = system_and_users(&requests[0].body);
+    for part in [
+        "You are magi-code",
+        "# How to work",
+        "# Choosing tools",
+        "`hash_edit`",
+        "# Editing",
+        "# Verifying",
+        "# Sandbox and approvals",
+        "# Git",
+        "# Environment",
+        &format!("- Working directory: {}", env.cwd().display()),
+        "- Sandbox",
+        "- Context window: ",
+    ] {
+        assert!(system.contains(part), "{part} missing: {system}");
+    }
+    // Only offered tools are named: this model takes no images.
+    assert!(!system.contains("view_image"), "{system}");
+    // The turn's state goes before its prompt, not into the system prompt.
+    assert!(!system.contains("- Git:"), "{system}");
+    assert_eq!(users.len(), 2, "{users:?}");
+    assert!(is_turn_context(&users[0]), "{users:?}");
+    let cwd = env.cwd().display().to_string();
+    for part in [
+        "- Date: ",
+        &format!("- Git: repository at {cwd}, branch `work`, 1 changed file"),
+        "- Approval mode: ask",
+    ] {
+        assert!(users[0].contains(part), "{part} missing: {}", users[0]);
+    }
+    assert_eq!(users[1], "first");
+    // The second turn's request repeats the first turn as it was sent, its note and all,
+    // then its own note (two files changed now) and prompt.
+    let (second_system, second_users) = system_and_users(&requests[1].body);
+    assert_eq!(second_system, system);
+    assert_eq!(second_users.len(), 4, "{second_users:?}");
+    assert_eq!(second_users[..2], users[..]);
+    assert!(
+        second_users[2].contains("2 changed files"),
+        "{second_users:?}"
+    );
+    assert_eq!(second_users[3], "second");
+    // The notes are in the session log, for later requests to replay.
+    let log = std::fs::read_to_string(log_path(&env, &session)).unwrap();
+    assert_eq!(log.matches("\"kind\":\"turn_context\"").count(), 2, "{log}");
+    shutdown_clean(&mut backend).await;
+}
+
+#[tokio::test]
+async fn the_persons_own_base_instructions_replace_the_built_in_ones_and_an_append_follows() {
+    let mock = MockServer::start().await;
+    mock.enqueue(Reply::stream().text(["Understood."]));
+    let env = env_for(&mock);
+    env.write_settings("[instructions]\nbase = \"mine.md\"\nappend = \"more.md\"\n");
+    std::fs::write(env.cwd().join("mine.md"), "MY-BASE: work my way.\n").unwrap();
+    std::fs::write(env.cwd().join("more.md"), "MORE-RULE: and this.\n").unwrap();
+    std::fs::write(
+        env.cwd().join("AGENTS.md"),
+        "PROJECT-RULE: run the tests.\n",
+    )
+    .unwrap();
+    let mut backend = env.spawn();
+    backend
+        .initialize(&["session.create", "turn.start", "shutdown"])
+        .await
+        .unwrap()
+        .unwrap();
+    session_with_turn(&mut backend, "hi").await;
+    until_finished(&mut backend, &mut Vec::new()).await;
+    let (system, _) = system_and_users(&mock.requests()[0].body);
+    assert!(
+        system.starts_with("MY-BASE: work my way.\n\nMORE-RULE: and this."),
+        "{system}"
+    );
+    assert!(!system.contains("# How to work"), "{system}");
+    let at = |part: &str| {
+        system
+            .find(part)
+            .unwrap_or_else(|| panic!("{part}: {system}"))
+    };
+    assert!(at("MORE-RULE") < at("# Environment"));
+    assert!(at("# Environment") < at("PROJECT-RULE"));
+    shutdown_clean(&mut backend).await;
 }

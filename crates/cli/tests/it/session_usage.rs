@@ -87,6 +87,7 @@ async fn negotiated_it_is_advertised_last_and_each_request_is_told() {
         reasoning_tokens: None,
         context_window: Some(32_768),
         context_used: Some(input + output),
+        cache_write_tokens: None,
     };
     assert_eq!(updates(&seen), [told(40, 6), told(55, 3)]);
     // Each update follows its request's response: the first comes before the call runs.
@@ -294,5 +295,60 @@ async fn a_title_recorded_after_the_turn_is_told_and_never_without_the_extension
             .map(|r| r["title"].clone())
             .collect();
         assert_eq!(titles, ["Greeting the user"], "negotiated: {negotiated}");
+    }
+}
+
+#[tokio::test]
+async fn cache_writes_are_told_only_with_usage_cache_writes_and_recorded_either_way() {
+    for negotiated in [true, false] {
+        let mock = MockServer::start().await;
+        mock.enqueue(
+            Reply::stream()
+                .text(["Cached."])
+                .usage(12_000, 4)
+                .cached(9_000, 2_500),
+        );
+        let env = env_for_wire(Wire::Anthropic, &mock);
+        let mut names = WITH_USAGE.to_vec();
+        if negotiated {
+            names.push("usage.cache_writes");
+        }
+        let mut backend = env.spawn();
+        let result = backend.initialize(&names).await.unwrap().unwrap();
+        let descriptor = result.extensions.unwrap().usage_cache_writes;
+        assert_eq!(
+            descriptor,
+            negotiated.then(magi_protocol::messages::UsageCacheWritesDescriptor::schema_1)
+        );
+        assert_eq!(
+            result.capabilities.last().map(String::as_str),
+            Some(if negotiated {
+                "usage.cache_writes"
+            } else {
+                "session.usage"
+            })
+        );
+        let session = new_session(&mut backend).await;
+        start_turn(&mut backend, &session, "hello").await;
+        let mut seen = Vec::new();
+        let finished = until_finished(&mut backend, &mut seen).await;
+        assert_eq!(finished.outcome, RunOutcome::Completed);
+        let told = updates(&seen);
+        assert_eq!(told.len(), 1);
+        assert_eq!(told[0].input_tokens, Some(12_000));
+        assert_eq!(told[0].cached_input_tokens, Some(9_000));
+        // The field set is `session.usage`'s exactly unless the writes were asked for.
+        assert_eq!(
+            told[0].cache_write_tokens,
+            negotiated.then_some(Some(2_500))
+        );
+        shutdown_clean(&mut backend).await;
+        let log = std::fs::read_to_string(log_path(&env, &session)).unwrap();
+        let usage: serde_json::Value = log
+            .lines()
+            .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap())
+            .find(|record| record["kind"] == "usage")
+            .unwrap();
+        assert_eq!(usage["cache_write_tokens"], 2_500);
     }
 }

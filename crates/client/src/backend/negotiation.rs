@@ -7,11 +7,11 @@ use magi_protocol::messages::ClientTerminalsDescriptor;
 use magi_protocol::messages::{
     ApprovalScopesDescriptor, ClientFilesDescriptor, InitializeParams, InitializeResult,
     InputAttachmentsDescriptor, ReasoningSummariesDescriptor, SessionUsageDescriptor,
-    UserQuestionsDescriptor,
+    UsageCacheWritesDescriptor, UserQuestionsDescriptor,
 };
 use magi_protocol::names::{
     APPROVAL_SCOPES, CLIENT_FILES, CLIENT_TERMINALS, INPUT_ATTACHMENTS, REASONING_SUMMARIES,
-    SESSION_USAGE, USER_QUESTIONS,
+    SESSION_USAGE, USAGE_CACHE_WRITES, USER_QUESTIONS,
 };
 use serde_json::Value;
 
@@ -31,6 +31,7 @@ pub(super) struct Negotiation {
     client_terminals: bool,
     client_files: bool,
     reasoning_summaries: bool,
+    usage_cache_writes: bool,
     shared: Arc<Shared>,
 }
 
@@ -53,6 +54,7 @@ impl Negotiation {
             client_terminals: requires(CLIENT_TERMINALS),
             client_files: requires(CLIENT_FILES),
             reasoning_summaries: requires(REASONING_SUMMARIES),
+            usage_cache_writes: requires(USAGE_CACHE_WRITES),
             shared,
         })
     }
@@ -71,6 +73,7 @@ impl Negotiation {
             client_terminals: self.client_terminals,
             client_files: self.client_files,
             reasoning_summaries: self.reasoning_summaries,
+            usage_cache_writes: self.usage_cache_writes,
         };
         check_advertisement(&result, &required).map_err(ClientError::Violation)?;
         self.shared
@@ -98,6 +101,9 @@ impl Negotiation {
             self.reasoning_summaries,
             std::sync::atomic::Ordering::SeqCst,
         );
+        self.shared
+            .usage_cache_writes
+            .store(self.usage_cache_writes, std::sync::atomic::Ordering::SeqCst);
         Ok(())
     }
 }
@@ -116,13 +122,15 @@ struct Required {
     client_terminals: bool,
     client_files: bool,
     reasoning_summaries: bool,
+    usage_cache_writes: bool,
 }
 
 /// Checks what an admitted `initialize` advertises: the sixteen base capabilities in
 /// order, then `tool.cards` with exactly schema 1's descriptor, `client.tools` with
 /// its descriptor, `approval.scopes`, `user.questions`, `session.usage`,
-/// `input.attachments`, `client.files`, `reasoning.summaries` and `client.terminals`
-/// with schema 1's, each exactly when it was required, and nothing of them otherwise.
+/// `input.attachments`, `client.files`, `reasoning.summaries`, `client.terminals` and
+/// `usage.cache_writes` with schema 1's, each exactly when it was required, and nothing
+/// of them otherwise.
 fn check_advertisement(result: &InitializeResult, required: &Required) -> Result<(), Violation> {
     let mut expected = magi_protocol::names::base_capabilities();
     if required.tool_cards {
@@ -151,6 +159,9 @@ fn check_advertisement(result: &InitializeResult, required: &Required) -> Result
     }
     if required.client_terminals {
         expected.push(CLIENT_TERMINALS.to_owned());
+    }
+    if required.usage_cache_writes {
+        expected.push(USAGE_CACHE_WRITES.to_owned());
     }
     if result.capabilities != expected {
         return Err(Violation("initialize advertised other capabilities".into()));
@@ -228,6 +239,14 @@ fn check_advertisement(result: &InitializeResult, required: &Required) -> Result
         (true, Some(d)) => *d == ReasoningSummariesDescriptor::schema_1(),
         _ => false,
     };
+    let cache_writes_ok = match (
+        required.usage_cache_writes,
+        extensions.and_then(|e| e.usage_cache_writes.as_ref()),
+    ) {
+        (false, None) => true,
+        (true, Some(d)) => *d == UsageCacheWritesDescriptor::schema_1(),
+        _ => false,
+    };
     let any = required.tool_cards
         || required.client_tools
         || required.approval_scopes
@@ -236,7 +255,8 @@ fn check_advertisement(result: &InitializeResult, required: &Required) -> Result
         || required.input_attachments
         || required.client_files
         || required.reasoning_summaries
-        || required.client_terminals;
+        || required.client_terminals
+        || required.usage_cache_writes;
     let all_ok = cards_ok
         && tools_ok
         && scopes_ok
@@ -245,7 +265,8 @@ fn check_advertisement(result: &InitializeResult, required: &Required) -> Result
         && attachments_ok
         && files_ok
         && reasoning_ok
-        && terminals_ok;
+        && terminals_ok
+        && cache_writes_ok;
     if all_ok && extensions.is_some() == any {
         Ok(())
     } else {

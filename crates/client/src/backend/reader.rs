@@ -79,6 +79,9 @@ pub(super) async fn read_output(
             checker.client_terminals = shared
                 .client_terminals
                 .load(std::sync::atomic::Ordering::SeqCst);
+            checker.usage_cache_writes = shared
+                .usage_cache_writes
+                .load(std::sync::atomic::Ordering::SeqCst);
             let checked = match unit {
                 Decoded::Frame(line) => checker.check(&line),
                 Decoded::TooLarge => Err(Violation("output frame over the bound".into())),

@@ -46,15 +46,15 @@ pub fn compact_session(
     };
     let window = agent.context_window_tokens;
     let offer = Offer::session(Arc::clone(&agent.disabled_tools), None, Arc::default());
-    let exchange = Exchange::new(agent, offer, false);
-    let instructions = exchange.instructions(Workspace::of(sessions).cwd());
+    let exchange = Exchange::new(agent, offer, &cwd, false).cached_as(session_id);
+    let instructions = exchange.system();
     // The session worker is a plain thread: the request gets its own small runtime.
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|_| ErrorCode::ExecutionFailed)?;
     let (summary, usage) =
-        runtime.block_on(summarise(&exchange.agent, &instructions, &items, cancel));
+        runtime.block_on(summarise(&exchange, instructions, &items, false, cancel));
     let mut records = Vec::new();
     let answer = match summary {
         Ok(summary) => {

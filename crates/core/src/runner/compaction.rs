@@ -29,7 +29,6 @@ use super::output::Output;
 use super::text::bounded;
 use super::title::title_of;
 use super::usage::{self, Reported};
-use crate::agent::Agent;
 
 /// Percent of the context window the estimate may reach before compaction.
 pub(super) const TRIGGER_PERCENT: usize = 80;
@@ -40,10 +39,15 @@ pub(super) const SUMMARY_HEADING: &str = "Summary of the earlier conversation:";
 
 /// What the model is asked to do to compact.
 const COMPACT_PROMPT: &str = "Summarise the conversation so far for your own later use: the \
-    user's requests (the latest one in full), what was done, which files were read or \
-    changed and how, results of commands, decisions, and what remains to do. Be complete \
-    and concise; do not call tools. End with one line `Title: ` followed by a title of \
-    at most 50 characters naming the work.";
+    user's requests, what was done, which files were read or changed and how, results of \
+    commands, decisions, and what remains to do. Be complete and concise; do not call \
+    tools. End with one line `Title: ` followed by a title of at most 50 characters naming \
+    the work.";
+
+/// What the model is told besides during a turn, whose prompt follows the summary.
+const PROMPT_FOLLOWS: &str = "The user's latest request, which this turn is working on, \
+    will be given again word for word right after your summary: say in the summary how \
+    far the work on it got, but do not answer it or carry it out here.";
 
 /// The conversation that follows a compaction: the summary alone.
 pub(super) fn summary_item(summary: &str) -> Item {
@@ -61,19 +65,25 @@ pub(super) fn needs_compaction(exchange: &Exchange, instructions: &str, items: &
         })
 }
 
-/// Asks `agent`'s model, without tools, for a summary of `items`: the summary (bounded,
+/// Asks the model of `exchange`, without tools, for a summary of `items`: the summary (bounded,
 /// credentials redacted; none when the request failed, was cancelled or said nothing)
-/// and the request's usage.
+/// and the request's usage. With `prompt_follows` (a compaction during a turn) the model
+/// is told the turn's prompt follows the summary, to be answered there, not in it.
 pub(super) async fn summarise(
-    agent: &Agent,
+    exchange: &Exchange,
     instructions: &str,
     items: &[Item],
+    prompt_follows: bool,
     cancel: &CancellationToken,
 ) -> (Result<String, Option<Failure>>, Reported) {
     let mut request_items = items.to_vec();
-    request_items.push(Item::User {
-        text: COMPACT_PROMPT.to_owned(),
-    });
+    let ask = if prompt_follows {
+        format!("{COMPACT_PROMPT} {PROMPT_FOLLOWS}")
+    } else {
+        COMPACT_PROMPT.to_owned()
+    };
+    request_items.push(Item::User { text: ask });
+    let agent = &exchange.agent;
     let max_output_tokens = agent.output_bound(estimate_tokens(instructions, &request_items));
     let request = ModelRequest {
         model: agent.model.clone(),
@@ -81,8 +91,9 @@ pub(super) async fn summarise(
         items: request_items,
         tools: Vec::new(),
         reasoning_summaries: false,
-        reasoning_effort: None,
+        reasoning: None,
         max_output_tokens,
+        cache_key: exchange.cache_key().map(str::to_owned),
     };
     let (events, mut received) = mpsc::channel(64);
     let client = Arc::clone(&agent.client);
@@ -109,10 +120,16 @@ pub(super) async fn summarise(
     (summary, usage)
 }
 
-/// Whether `items` are worth compacting: something beyond a summary alone.
+/// Whether `items` are worth compacting: something beyond a summary and the prompts
+/// after it (a reply, a call or its result). A summary followed by the turn's prompt
+/// cannot shrink further.
 pub(super) fn compactable(items: &[Item]) -> bool {
-    !items.is_empty()
-        && !matches!(items, [Item::User { text }] if text.starts_with(SUMMARY_HEADING))
+    items.iter().any(|item| {
+        matches!(
+            item,
+            Item::Assistant { .. } | Item::ToolCall { .. } | Item::ToolResult { .. }
+        )
+    })
 }
 
 /// The estimated tokens of the next request of `exchange` when they pass its context
@@ -128,8 +145,9 @@ pub(super) fn overflow(exchange: &Exchange, instructions: &str, items: &[Item]) 
 
 /// Has the model of `exchange` summarise the conversation, given `shown` (the
 /// conversation as requests carry it, older tool output pruned), records the summary
-/// and replaces `items` by it. On failure (the provider, cancellation) `items` stay as
-/// they were and the request goes on uncompacted.
+/// and replaces `items` by it followed by the turn's prompt, word for word. On failure
+/// (the provider, cancellation) `items` stay as they were and the request goes on
+/// uncompacted.
 pub(super) async fn compact(
     exchange: &Exchange,
     output: &mut Output,
@@ -150,7 +168,7 @@ pub(super) async fn compact(
     let cancel = output.cancel.clone();
     // The model summarises what it is shown, older tool output pruned, so the summary
     // request fits where the conversation itself no longer does.
-    let (summary, usage) = summarise(&exchange.agent, instructions, shown, &cancel).await;
+    let (summary, usage) = summarise(exchange, instructions, shown, true, &cancel).await;
     usage::record(
         output,
         journal,
@@ -180,6 +198,7 @@ pub(super) async fn compact(
         title,
     });
     *items = vec![summary_item(&summary)];
+    items.extend(exchange.prompt().iter().cloned());
     exchange.conversation_replaced();
     compaction_activity(
         output,

@@ -42,7 +42,7 @@ pub(super) async fn round_trip(
     role: &mut Role<'_>,
     items: &mut Vec<Item>,
 ) -> Round {
-    let system = exchange.instructions(service.workspace.cwd());
+    let system = exchange.system().to_owned();
     let workspace = service.workspace;
     let prune = |items: &[Item]| {
         let current = exchange.current_round(items.len());
@@ -100,6 +100,8 @@ pub(super) async fn round_trip(
     // The round's items begin here: nothing below replaces the conversation, it only
     // appends the response and its calls' results.
     let round_start = items.len();
+    // The response as it came: its reasoning, its text, then its calls.
+    items.extend(response.reasoning);
     if let Some(text) = &response.text {
         items.push(Item::Assistant { text: text.clone() });
     }

@@ -24,6 +24,8 @@ pub(super) fn estimate_tokens(instructions: &str, items: &[Item]) -> usize {
                     name, arguments, ..
                 } => name.len() + arguments.len(),
                 Item::ToolResult { output, .. } => output.len(),
+                // Counted whole, though a provider may count less of another turn's.
+                Item::Reasoning(reasoning) => reasoning.raw.len(),
                 Item::Image { .. } | Item::UserImage { .. } => IMAGE_TOKENS * BYTES_PER_TOKEN,
             })
             .sum::<usize>();

@@ -5,15 +5,17 @@
 //! reconciled once recorded. A subagent's text is its report, not the run's reply, and
 //! is only recorded.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
 
 use magi_protocol::ErrorCode;
 use magi_protocol::limits::{LIVE_CHUNK_BYTES, RUN_CONTENT_BYTES, RUN_CONTENT_SEGMENTS};
 use magi_protocol::messages::{
     DIAGNOSTIC_PROVIDER_RETRYING, DIAGNOSTIC_REPLY_REFUSED, DIAGNOSTIC_REPLY_TRUNCATED,
 };
-use magi_provider::{Asked, Item, ModelEvent, ModelRequest, ProviderError, StopReason, ToolSpec};
+use magi_provider::{
+    Asked, Item, ModelEvent, ModelRequest, ProviderError, ReasoningItem, StopReason, ToolSpec,
+};
 use magi_store::records::RecordBody;
 use tokio::sync::mpsc;
 
@@ -38,11 +40,19 @@ pub(super) struct Exchange {
     pub(super) offer: Offer,
     /// Their specs, as the model is given them.
     tools: Vec<ToolSpec>,
+    /// The system prompt, rendered once (`crate::prompt`).
+    system: String,
     /// Whether its text streams to the client.
     live: bool,
     /// How many conversation items its last request carried ([`NOT_SENT`] before the
     /// first): the ones after are the current round's, never pruned.
     sent: AtomicUsize,
+    /// The prompt the agent works on (its items: the text and the images given with
+    /// it), set once when the conversation gets it: what follows a compaction's summary.
+    prompt: OnceLock<Vec<Item>>,
+    /// What routes its requests to the provider's prompt cache: the ID of the history
+    /// the conversation is recorded in (the session's, or a subagent's own).
+    cache_key: Option<String>,
 }
 
 /// [`Exchange::sent`] before the exchange's first request.
@@ -50,6 +60,8 @@ const NOT_SENT: usize = usize::MAX;
 
 /// What one model response left for the loop.
 pub(super) struct Response {
+    /// The reasoning to send back with it in later requests, recorded.
+    pub(super) reasoning: Vec<Item>,
     /// The response's text, recorded.
     pub(super) text: Option<String>,
     /// The calls it asks for: (call ID, tool name, arguments).
@@ -59,8 +71,9 @@ pub(super) struct Response {
 }
 
 impl Exchange {
-    /// The exchange of `agent` offered `offer`; `live` when its text is the run's reply.
-    pub(super) fn new(agent: Agent, offer: Offer, live: bool) -> Exchange {
+    /// The exchange of `agent` working in `cwd`, offered `offer`; `live` when its text is
+    /// the run's reply. Its system prompt is rendered here, once.
+    pub(super) fn new(agent: Agent, offer: Offer, cwd: &std::path::Path, live: bool) -> Exchange {
         let code_mode = magi_tools::BuiltinTool::CodeMode.name();
         let mut tools: Vec<ToolSpec> = magi_tools::definitions()
             .into_iter()
@@ -91,13 +104,42 @@ impl Exchange {
             });
         }
         tools.extend(script_tools::external(&offer, &agent));
+        let system = crate::prompt::system(&agent, cwd, &|name| {
+            tools.iter().any(|tool| tool.name == name)
+        });
         Exchange {
             agent,
             offer,
             tools,
+            system,
             live,
             sent: AtomicUsize::new(NOT_SENT),
+            prompt: OnceLock::new(),
+            cache_key: None,
         }
+    }
+
+    /// The same exchange, its requests routed to the prompt cache by `key`.
+    pub(super) fn cached_as(self, key: &str) -> Exchange {
+        Exchange {
+            cache_key: Some(key.to_owned()),
+            ..self
+        }
+    }
+
+    /// Keeps the items of the prompt the agent works on; only the first call counts.
+    pub(super) fn set_prompt(&self, prompt: Vec<Item>) {
+        let _ = self.prompt.set(prompt);
+    }
+
+    /// What routes the exchange's requests to the provider's prompt cache, if anything.
+    pub(super) fn cache_key(&self) -> Option<&str> {
+        self.cache_key.as_deref()
+    }
+
+    /// The items of the prompt the agent works on (none before it has one).
+    pub(super) fn prompt(&self) -> &[Item] {
+        self.prompt.get().map_or(&[], Vec::as_slice)
     }
 
     /// Where the current round begins in a conversation of `len` items: the items after
@@ -123,18 +165,9 @@ impl Exchange {
         }
     }
 
-    /// The system instructions of the agent working in `cwd`.
-    pub(super) fn instructions(&self, cwd: &std::path::Path) -> String {
-        let mut system = instructions(cwd, &self.agent.instructions, &self.agent.skills);
-        if let Some((name, profile)) = self.agent.profile.as_deref()
-            && let Some(text) = &profile.instructions
-        {
-            system.push_str(&format!(
-                "\n\n# Instructions of the {name} profile\n\n{}",
-                text.trim_end()
-            ));
-        }
-        system
+    /// The system prompt, the same for every request of the exchange.
+    pub(super) fn system(&self) -> &str {
+        &self.system
     }
 
     /// The request for the next response to the conversation `items`, of which the
@@ -155,8 +188,9 @@ impl Exchange {
             items: sent,
             tools: self.tools.clone(),
             reasoning_summaries: self.agent.reasoning_summaries,
-            reasoning_effort: self.agent.reasoning_effort,
+            reasoning: self.agent.reasoning_effort,
             max_output_tokens,
+            cache_key: self.cache_key.clone(),
         }
     }
 
@@ -176,6 +210,7 @@ impl Exchange {
         let mut text = String::new();
         let mut part = 0u64;
         let mut calls = Vec::new();
+        let mut reasoning = Vec::new();
         let mut summaries: Vec<(Option<String>, String)> = Vec::new();
         // The summaries streamed: provider item, run-scoped ID, next delta part.
         let mut streamed: Vec<(Option<String>, String, u64)> = Vec::new();
@@ -233,6 +268,7 @@ impl Exchange {
                     Some(ModelEvent::ToolCall { call_id, name, arguments }) => {
                         calls.push((call_id, name, arguments));
                     }
+                    Some(ModelEvent::Reasoning(item)) => reasoning.push(item),
                     Some(ModelEvent::Completed(stop)) => {
                         cut = stop == StopReason::MaxTokens;
                         refused = stop == StopReason::Refusal;
@@ -308,8 +344,16 @@ impl Exchange {
             output.diagnostic(DIAGNOSTIC_REPLY_TRUNCATED, &said).await;
         }
         let partial = ending.is_some();
+        // The reasoning of a whole response goes back with it, kept as it came: first
+        // in the write that records the response.
+        let reasoning = if partial { Vec::new() } else { reasoning };
+        let mut records: Vec<RecordBody> = reasoning
+            .iter()
+            .map(|item| reasoning_record(turn_id, item))
+            .collect();
+        records.push(usage.clone());
         let text = if text.is_empty() {
-            journal.append(usage.clone());
+            journal.append_all(records);
             None
         } else {
             let text = output.without_credentials(&text);
@@ -317,22 +361,21 @@ impl Exchange {
             if output.segments > RUN_CONTENT_SEGMENTS {
                 journal.append(usage);
                 return Response {
+                    reasoning: Vec::new(),
                     text: None,
                     calls: Vec::new(),
                     ending: Some(Ending::failed(ErrorCode::ContentLimit)),
                 };
             }
             // The usage shares the reply's write: one sync, not two.
-            journal.append_all(vec![
-                usage.clone(),
-                RecordBody::AssistantOutput {
-                    turn_id: turn_id.to_owned(),
-                    message_id: message_id.clone(),
-                    text: Some(text.clone()),
-                    chunks: Vec::new(),
-                    partial,
-                },
-            ]);
+            records.push(RecordBody::AssistantOutput {
+                turn_id: turn_id.to_owned(),
+                message_id: message_id.clone(),
+                text: Some(text.clone()),
+                chunks: Vec::new(),
+                partial,
+            });
+            journal.append_all(records);
             if self.live {
                 output.reconcile(&message_id, &text, partial).await;
             }
@@ -340,11 +383,27 @@ impl Exchange {
         };
         usage::tell(output, journal, usage).await;
         Response {
+            reasoning: reasoning.into_iter().map(Item::Reasoning).collect(),
             text,
             // Calls of a response that did not complete are never run.
             calls: if partial { Vec::new() } else { calls },
             ending,
         }
+    }
+}
+
+/// The `provider_reasoning` record of `item`, a reasoning item of turn `turn_id`: the
+/// item as it came, never redacted.
+fn reasoning_record(turn_id: &str, item: &ReasoningItem) -> RecordBody {
+    let format = serde_json::to_value(item.format)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_default();
+    RecordBody::ProviderReasoning {
+        turn_id: turn_id.to_owned(),
+        format,
+        model: item.model.clone(),
+        item: item.raw.clone(),
     }
 }
 
@@ -396,35 +455,4 @@ fn task_tool_spec(subagents: &[(String, magi_config::Profile)]) -> ToolSpec {
             "additionalProperties": false
         }),
     }
-}
-
-/// The system instructions of a turn.
-fn instructions(
-    cwd: &std::path::Path,
-    loaded: &[magi_config::Instruction],
-    skills: &[magi_config::Skill],
-) -> String {
-    let mut text = format!(
-        "You are magi-code, a coding agent working in the directory {}. Use the tools to \
-         inspect files before answering questions about them. Be concise.",
-        cwd.display()
-    );
-    // The instruction files follow, in their documented order, each under its source.
-    for instruction in loaded {
-        text.push_str(&format!(
-            "\n\n# Instructions from {}\n\n{}",
-            instruction.source,
-            instruction.text.trim_end()
-        ));
-    }
-    if !skills.is_empty() {
-        text.push_str(
-            "\n\n# Skills\n\nLoad a skill's instructions with the `skill` tool when a task \
-             needs it:",
-        );
-        for skill in skills {
-            text.push_str(&format!("\n- {}: {}", skill.name, skill.description));
-        }
-    }
-    text
 }

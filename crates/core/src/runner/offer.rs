@@ -5,7 +5,8 @@
 //! client's own tools serve the session's agent (offered whatever its profile lists),
 //! never a subagent; only the session's agent may delegate with `task`, and only it
 //! may control the session with `magi_control` (its usage, compaction and title are
-//! the session's, not a subagent's).
+//! the session's, not a subagent's). A model that takes no images is not offered
+//! `view_image`.
 
 use std::sync::Arc;
 
@@ -28,6 +29,8 @@ pub(super) struct Offer {
     asks_user: bool,
     /// Whether the agent is the session's own, which alone is offered `magi_control`.
     controls_session: bool,
+    /// Whether the agent's model takes images, and so may be offered `view_image`.
+    images: bool,
 }
 
 impl Offer {
@@ -46,6 +49,7 @@ impl Offer {
             delegates: true,
             asks_user: false,
             controls_session: true,
+            images: true,
         }
     }
 
@@ -63,12 +67,24 @@ impl Offer {
             // Only the session's agent talks to the person.
             asks_user: false,
             controls_session: false,
+            images: self.images,
         }
     }
 
     /// The same offer, with `ask_user` when the client negotiated `user.questions`.
     pub(super) fn asking_user(self, asks_user: bool) -> Offer {
         Offer { asks_user, ..self }
+    }
+
+    /// The same offer for an agent whose model takes images or not: without them no
+    /// `view_image`, whose image the model could not see.
+    pub(super) fn taking_images(self, images: bool) -> Offer {
+        Offer { images, ..self }
+    }
+
+    /// Whether `name` is held back because the model takes no images (`view_image`).
+    pub(super) fn held_from_blind_model(&self, name: &str) -> bool {
+        name == magi_tools::BuiltinTool::ViewImage.name() && !self.images
     }
 
     /// Whether `ask_user` is offered: negotiated, and neither disabled nor left off
@@ -83,6 +99,9 @@ impl Offer {
             return false;
         }
         if name == magi_tools::BuiltinTool::MagiControl.name() && !self.controls_session {
+            return false;
+        }
+        if name == magi_tools::BuiltinTool::ViewImage.name() && !self.images {
             return false;
         }
         match &self.listed {
@@ -158,5 +177,22 @@ mod tests {
         assert!(!unlisted.offers("magi_control"));
         let listing = session.subagent(Some(vec!["magi_control".into()]));
         assert!(!listing.offers("magi_control"));
+    }
+
+    #[test]
+    fn a_model_that_takes_no_images_is_not_offered_view_image() {
+        let session = Offer::session(Arc::default(), None, Arc::default());
+        assert!(session.offers("view_image"));
+        let blind = session.taking_images(false);
+        assert!(!blind.offers("view_image"));
+        assert!(blind.offers("read"));
+        // A subagent keeps it off until its own model says otherwise.
+        assert!(!blind.subagent(None).offers("view_image"));
+        assert!(
+            blind
+                .subagent(None)
+                .taking_images(true)
+                .offers("view_image")
+        );
     }
 }

@@ -1,26 +1,33 @@
 //! Auto-pruning: what a model request carries of older tool output.
 //!
-//! Before each model request the tool results are walked newest first, counting their
+//! Before each model request the tool results (and images) are counted at their
 //! estimated tokens (one per [`BYTES_PER_TOKEN`] bytes, the estimate compaction uses:
-//! providers give no count before the request). The results within the protected
-//! budget (`[context] prune_protect_tokens`, 40,000 by default) are sent whole; every
-//! older one is sent as a one-line stub naming the tool, the bytes and lines pruned and
-//! where its whole text is kept. The results of the current round (the ones the model
-//! has not seen yet) are always sent whole, though they count toward the budget.
+//! providers give no count before the request), in the order they came. The newest
+//! ones within the protected budget (`[context] prune_protect_tokens`, 40,000 by
+//! default) are always sent whole. Older ones are pruned in blocks of half the budget:
+//! everything up to the last whole block that lies wholly outside the budget is sent
+//! as a one-line stub naming the tool, the bytes and lines pruned and where its whole
+//! text is kept. So at least the budget, and at most about half a budget more, of the
+//! newest output is sent whole, and the line where pruning stops moves only once a
+//! block's worth of
+//! output came after it: the request's beginning, which a provider's prompt cache
+//! serves, changes once every so many rounds rather than at every round. The results
+//! of the current round (the ones the model has not seen yet) are always sent whole,
+//! though they count.
 //!
 //! An image a tool gave (`view_image`) or a prompt brought (`input.attachments`) counts
-//! as the estimate compaction gives it, and one outside the budget is left out of the
-//! request; its call's text result, or its prompt's text, stays. The images of the
-//! latest prompt are always sent.
+//! as the estimate compaction gives it, and one pruned is left out of the request; its
+//! call's text result, or its prompt's text, stays. The images of the latest prompt are
+//! always sent.
 //!
 //! Only the request is pruned: the conversation the runner keeps, the session log and
 //! `history.page` keep every result whole. A pruned result keeps its call and its
 //! result item, so no wire format ever sees a call without its result.
 //!
-//! Pruning is stable, so a provider's prompt cache keeps matching the request prefix:
-//! whether a result is pruned depends only on the tokens of the results after it, which
-//! only grow as the conversation does, so a result once pruned stays pruned — within a
-//! turn and on later turns, whose conversation is replayed from the same records.
+//! Pruning is stable: whether a result is pruned depends only on the tokens of the
+//! output before it and of all the output, which only grows as the conversation does,
+//! so a result once pruned stays pruned — within a turn and on later turns, whose
+//! conversation is replayed from the same records.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -35,10 +42,11 @@ pub(super) const PRUNED_RESULT_FILE: &str = "pruned-result.txt";
 /// The capture `bash` keeps of a command's combined output, in its call's assets.
 const COMMAND_OUTPUT_FILE: &str = "output.txt";
 
-/// The items a model request carries: `items` with every tool result outside the
-/// protected budget of `protect_tokens` replaced by a stub. Results at `current` and
-/// after (the current round) are never pruned; `0` protects everything. `assets` gives
-/// a call's assets folder, where a pruned result's text is kept.
+/// The items a model request carries: `items` with every tool result pruned (see the
+/// module's rule for `protect_tokens`) replaced by a stub and every image pruned left
+/// out. Results at `current` and after (the current round) are never pruned; `0`
+/// protects everything. `assets` gives a call's assets folder, where a pruned result's
+/// text is kept.
 pub(super) fn pruned(
     items: &[Item],
     protect_tokens: usize,
@@ -62,53 +70,59 @@ pub(super) fn pruned(
         .iter()
         .rposition(|item| matches!(item, Item::User { .. }))
         .unwrap_or(0);
-    let mut newer_tokens = 0usize;
+    let tokens = |item: &Item| match item {
+        Item::Image { .. } | Item::UserImage { .. } => IMAGE_TOKENS,
+        Item::ToolResult { output, .. } => output.len() / BYTES_PER_TOKEN,
+        _ => 0,
+    };
+    let total: usize = items.iter().map(tokens).sum();
+    // Output up to here, counted from the conversation's start, is pruned: whole blocks
+    // that end before the protected budget begins.
+    let block = (protect_tokens / PRUNE_BLOCK_DIVISOR).max(1);
+    let pruned_up_to = total.saturating_sub(protect_tokens) / block * block;
+    let mut position = 0usize;
     let mut dropped_images = Vec::new();
-    for index in (0..items.len()).rev() {
-        // An image counts like its estimate; outside the budget it is left out (its
-        // call's text result or its prompt's text stays and says what it was), by the
-        // same stable rule.
-        let protected = match &items[index] {
-            Item::Image { .. } => index >= current,
-            Item::UserImage { .. } => index >= current || index > latest_prompt,
-            _ => true,
-        };
-        if matches!(&items[index], Item::Image { .. } | Item::UserImage { .. }) {
-            newer_tokens = newer_tokens.saturating_add(IMAGE_TOKENS);
-            if !protected && newer_tokens > protect_tokens {
-                dropped_images.push(index);
+    for (index, item) in items.iter().enumerate() {
+        position = position.saturating_add(tokens(item));
+        if position > pruned_up_to {
+            break;
+        }
+        let protected =
+            index >= current || matches!(item, Item::UserImage { .. }) && index > latest_prompt;
+        if protected {
+            continue;
+        }
+        match item {
+            Item::Image { .. } | Item::UserImage { .. } => dropped_images.push(index),
+            Item::ToolResult {
+                call_id,
+                output,
+                is_error,
+            } => {
+                let name = names.get(call_id.as_str()).copied().unwrap_or("tool");
+                let stub = stub(name, output, assets(call_id).as_deref());
+                // A result shorter than its stub is sent as it is: nothing would be
+                // saved.
+                if stub.len() < output.len() {
+                    sent[index] = Item::ToolResult {
+                        call_id: call_id.clone(),
+                        output: stub,
+                        is_error: *is_error,
+                    };
+                }
             }
-            continue;
-        }
-        let Item::ToolResult {
-            call_id,
-            output,
-            is_error,
-        } = &items[index]
-        else {
-            continue;
-        };
-        newer_tokens = newer_tokens.saturating_add(output.len() / BYTES_PER_TOKEN);
-        if index >= current || newer_tokens <= protect_tokens {
-            continue;
-        }
-        let name = names.get(call_id.as_str()).copied().unwrap_or("tool");
-        let stub = stub(name, output, assets(call_id).as_deref());
-        // A result shorter than its stub is sent as it is: nothing would be saved.
-        if stub.len() < output.len() {
-            sent[index] = Item::ToolResult {
-                call_id: call_id.clone(),
-                output: stub,
-                is_error: *is_error,
-            };
+            _ => {}
         }
     }
-    for index in dropped_images {
+    for index in dropped_images.into_iter().rev() {
         // Highest first, so each index still names its item.
         sent.remove(index);
     }
     sent
 }
+
+/// The protected budget over this is the block older output is pruned in.
+const PRUNE_BLOCK_DIVISOR: usize = 2;
 
 /// The one-line stub of a pruned result of tool `name`.
 fn stub(name: &str, output: &str, assets: Option<&Path>) -> String {
@@ -192,8 +206,12 @@ mod tests {
             assert_eq!(sent.len(), items.len(), "no item is dropped");
             seen.push(stubs(&sent));
         }
-        // 48 KiB is ~12k tokens: three results fit in 40k, older ones are stubs.
-        assert_eq!(seen[7], [true, true, true, true, true, false, false, false]);
+        // 48 KiB is ~12k tokens: of eight, ~98k tokens, the first 40k (two blocks of
+        // 20k, wholly outside the newest 40k) hold three whole results, now stubs.
+        assert_eq!(
+            seen[7],
+            [true, true, true, false, false, false, false, false]
+        );
         // Once pruned, a result stays pruned.
         for pair in seen.windows(2) {
             for (before, after) in pair[0].iter().zip(&pair[1]) {
@@ -225,7 +243,7 @@ mod tests {
         let current = items.len();
         let assets = |_: &str| None;
         // Room for one image: the newer one stays, the older one goes, its result not.
-        let sent = pruned(&items, IMAGE_TOKENS + 10, current, &assets);
+        let sent = pruned(&items, 1_000, current, &assets);
         let images: Vec<&Item> = sent
             .iter()
             .filter(|i| matches!(i, Item::Image { .. }))
@@ -260,6 +278,29 @@ mod tests {
         // With room for both, both go.
         let sent = pruned(&items, 2 * IMAGE_TOKENS + 100, items.len(), &assets);
         assert_eq!(sent, items);
+    }
+
+    #[test]
+    fn pruning_moves_in_blocks_so_the_request_beginning_changes_rarely() {
+        let none = |_: &str| None;
+        let mut items = vec![Item::User { text: "go".into() }];
+        let mut before: Vec<bool> = Vec::new();
+        let mut changes = 0;
+        // 200 rounds of about 1,000 tokens each, with the default budget of 40,000.
+        for n in 0..200 {
+            round(&mut items, n, 4_000);
+            let now = stubs(&pruned(&items, 40_000, items.len() - 2, &none));
+            if now[..before.len()] != before[..] {
+                changes += 1;
+            }
+            before = now;
+        }
+        // A block is 20,000 tokens, about 20 rounds: the stubs change about once every
+        // 20 rounds (pruning one result a round would change them 160 times).
+        assert!((7..=9).contains(&changes), "{changes}");
+        // The newest 40,000 tokens stay whole, and no more than a block besides.
+        let whole = before.iter().filter(|pruned| !**pruned).count();
+        assert!((40..=61).contains(&whole), "{whole}");
     }
 
     #[test]

@@ -214,7 +214,10 @@ impl Subagents {
             agent.use_model(model);
             agent.reasoning_effort = None;
         }
-        let offer = parent.offer.subagent(profile.tools.clone());
+        let offer = parent
+            .offer
+            .subagent(profile.tools.clone())
+            .taking_images(agent.images);
         let scope = TaskScope::new(
             task_id.clone(),
             activity_id.to_owned(),
@@ -223,7 +226,8 @@ impl Subagents {
         );
         agent.profile = Some(Arc::new((name.clone(), profile)));
         let mut subagent = Subagent {
-            exchange: Exchange::new(agent, offer, false),
+            exchange: Exchange::new(agent, offer, parent.workspace.cwd(), false)
+                .cached_as(&history),
             journal,
             turn_id: task_id.clone(),
             scope,
@@ -231,6 +235,7 @@ impl Subagents {
         let mut items = vec![Item::User {
             text: task.to_owned(),
         }];
+        subagent.exchange.set_prompt(items.clone());
         let (ending, end) = subagent.converse(parent, &mut items).await;
         // What the subagent could not record degrades the run's persistence too.
         if subagent.journal.degraded() {

@@ -118,8 +118,9 @@ impl TitleJob {
             }],
             tools: Vec::new(),
             reasoning_summaries: false,
-            reasoning_effort: None,
+            reasoning: None,
             max_output_tokens: self.max_output_tokens,
+            cache_key: None,
         };
         let (events, mut received) = mpsc::channel(64);
         let cancel = CancellationToken::new();

@@ -101,11 +101,15 @@ impl Turn {
                 .and_then(|(_, profile)| profile.tools.clone()),
             Arc::clone(&request.client_tools),
         )
-        .asking_user(request.user_questions);
+        .asking_user(request.user_questions)
+        .taking_images(agent.images);
+        let workspace = Workspace::of(sessions);
+        let exchange =
+            Exchange::new(agent, offer, workspace.cwd(), true).cached_as(&request.session_id);
         Turn {
             request,
-            exchange: Exchange::new(agent, offer, true),
-            workspace: Workspace::of(sessions),
+            exchange,
+            workspace,
             gates,
             subagents: Subagents::default(),
             input_durable: false,
@@ -255,7 +259,20 @@ impl Turn {
         Ok(images)
     }
 
-    /// Appends the turn's start and the prompt, then acknowledges them.
+    /// The turn's context note (`crate::prompt::environment`), worked out off the run's
+    /// thread since it waits for `git status`; cancelling the run stops it.
+    async fn turn_context(&self, output: &Output) -> String {
+        let agent = self.exchange.agent.clone();
+        let cwd = self.workspace.cwd().to_owned();
+        let cancel = output.cancel.clone();
+        tokio::task::spawn_blocking(move || {
+            crate::prompt::environment::turn_note(&agent, &cwd, &move || cancel.is_cancelled())
+        })
+        .await
+        .unwrap_or_else(|_| crate::prompt::environment::TURN_NOTE_HEADING.to_owned())
+    }
+
+    /// Appends the turn's start, its context and the prompt, then acknowledges them.
     async fn persist_input(
         &mut self,
         sessions: &mut Sessions,
@@ -287,9 +304,6 @@ impl Turn {
         };
         let folder = sessions.conversation_dir();
         let mut items = conversation(&records, folder.as_deref());
-        items.push(Item::User {
-            text: self.request.prompt.clone(),
-        });
         let message_id = format!("u-{}", self.request.run_id);
         let images = match self.keep_attachments(folder.as_deref(), &message_id) {
             Ok(images) => images,
@@ -298,9 +312,25 @@ impl Turn {
                 return Err(Ending::failed(ErrorCode::ExecutionFailed));
             }
         };
-        items.extend(input_images(&message_id, &images, folder.as_deref()));
+        // What changes during a session goes with the prompt, before it.
+        let context = self.turn_context(output).await;
+        let mut prompt = vec![
+            Item::User {
+                text: context.clone(),
+            },
+            Item::User {
+                text: self.request.prompt.clone(),
+            },
+        ];
+        prompt.extend(input_images(&message_id, &images, folder.as_deref()));
+        items.extend(prompt.iter().cloned());
+        self.exchange.set_prompt(prompt);
         let started = RecordBody::TurnStarted {
             turn_id: turn_id.clone(),
+        };
+        let context = RecordBody::TurnContext {
+            turn_id: turn_id.clone(),
+            text: context,
         };
         let input = RecordBody::UserInput {
             turn_id: turn_id.clone(),
@@ -318,7 +348,7 @@ impl Turn {
                 text,
             }
         });
-        let bodies: Vec<RecordBody> = [started, input].into_iter().chain(notes).collect();
+        let bodies: Vec<RecordBody> = [started, context, input].into_iter().chain(notes).collect();
         for body in bodies {
             if sessions.append(body).is_err() {
                 return Err(Ending::failed(ErrorCode::PersistenceFailed));

@@ -15,6 +15,7 @@ use super::output::Output;
 pub(super) struct Reported {
     input_tokens: Option<u64>,
     cached_input_tokens: Option<u64>,
+    cache_write_tokens: Option<u64>,
     output_tokens: Option<u64>,
     reasoning_tokens: Option<u64>,
 }
@@ -26,12 +27,14 @@ impl Reported {
             input_tokens,
             output_tokens,
             cached_input_tokens,
+            cache_write_tokens,
             reasoning_tokens,
         } = *event
         {
             *self = Reported {
                 input_tokens: Some(input_tokens),
                 cached_input_tokens,
+                cache_write_tokens,
                 output_tokens: Some(output_tokens),
                 reasoning_tokens,
             };
@@ -45,6 +48,7 @@ impl Reported {
             turn_id: turn_id.map(str::to_owned),
             input_tokens: self.input_tokens,
             cached_input_tokens: self.cached_input_tokens,
+            cache_write_tokens: self.cache_write_tokens,
             output_tokens: self.output_tokens,
             reasoning_tokens: self.reasoning_tokens,
             context_window: window.map(|w| w as u64),
@@ -78,6 +82,7 @@ pub(super) async fn tell(output: &mut Output, journal: &Journal<'_>, record: Rec
     if let RecordBody::Usage {
         input_tokens,
         cached_input_tokens,
+        cache_write_tokens,
         output_tokens,
         reasoning_tokens,
         context_window,
@@ -94,6 +99,8 @@ pub(super) async fn tell(output: &mut Output, journal: &Journal<'_>, record: Rec
             reasoning_tokens,
             context_window,
             context_used,
+            // The server leaves it out unless `usage.cache_writes` was negotiated.
+            cache_write_tokens: Some(cache_write_tokens),
         });
         output.critical(event).await;
     }
@@ -112,6 +119,7 @@ mod tests {
                 turn_id: Some("t".into()),
                 input_tokens: None,
                 cached_input_tokens: None,
+                cache_write_tokens: None,
                 output_tokens: None,
                 reasoning_tokens: None,
                 context_window: None,
@@ -124,6 +132,7 @@ mod tests {
                 input_tokens: input,
                 output_tokens: output,
                 cached_input_tokens: Some(100),
+                cache_write_tokens: None,
                 reasoning_tokens: None,
             });
         }
@@ -133,6 +142,7 @@ mod tests {
                 turn_id: Some("t".into()),
                 input_tokens: Some(120),
                 cached_input_tokens: Some(100),
+                cache_write_tokens: None,
                 output_tokens: Some(30),
                 reasoning_tokens: None,
                 context_window: Some(1_000),

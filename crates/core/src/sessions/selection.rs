@@ -84,7 +84,7 @@ impl Sessions {
             EffortRequest::Default => Effort::Default,
             EffortRequest::Set { value } => value,
         };
-        if !effort_profile(definition.kind, &params.model)
+        if !effort_profile(&definition, &params.model)
             .permitted
             .contains(&requested)
         {

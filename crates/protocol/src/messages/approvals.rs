@@ -4,7 +4,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::present;
+use super::{nullable, present};
 
 /// A tool the client executes itself, registered at `initialize`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -267,12 +267,4 @@ pub struct ApprovalRequested {
         skip_serializing_if = "Option::is_none"
     )]
     pub proposed_change: Option<Option<ProposedChange>>,
-}
-
-/// A field that a negotiated extension makes present, possibly null: present `null`
-/// is `Some(None)`, absence (the default) is `None`.
-fn nullable<'de, D: serde::Deserializer<'de>, T: Deserialize<'de>>(
-    deserializer: D,
-) -> Result<Option<Option<T>>, D::Error> {
-    Option::<T>::deserialize(deserializer).map(Some)
 }

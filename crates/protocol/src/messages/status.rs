@@ -120,6 +120,13 @@ pub struct Extensions {
         skip_serializing_if = "Option::is_none"
     )]
     pub reasoning_summaries: Option<super::ReasoningSummariesDescriptor>,
+    /// The `usage.cache_writes` descriptor, schema 1, when negotiated.
+    #[serde(
+        rename = "usage.cache_writes",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub usage_cache_writes: Option<super::UsageCacheWritesDescriptor>,
 }
 
 /// The lifecycle state reported by `status`.

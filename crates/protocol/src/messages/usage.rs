@@ -1,9 +1,12 @@
 //! The `session.usage` extension: the `usage.updated` event after each model request of
 //! a run, the `session.titled` event when a session's title is recorded, and
-//! `session.compact` (docs/protocol/extensions.md).
+//! `session.compact`; and `usage.cache_writes`, which adds the tokens written to the
+//! provider's prompt cache to `usage.updated` (docs/protocol/extensions.md).
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+
+use super::nullable;
 
 /// Data of `usage.updated`: the tokens of one model request of the run, as the provider
 /// reported them, and the context window it was held to. Every count is `null` when
@@ -26,6 +29,15 @@ pub struct UsageUpdated {
     pub context_window: Option<u64>,
     /// The tokens of the window the conversation fills after the request.
     pub context_used: Option<u64>,
+    /// Of the input tokens, those written to the provider's prompt cache: present
+    /// exactly when `usage.cache_writes` was negotiated, `null` when the provider did
+    /// not say.
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub cache_write_tokens: Option<Option<u64>>,
 }
 
 /// Data of `session.titled`: the attached session's title was recorded (after a
@@ -58,6 +70,20 @@ pub struct SessionCompactResult {
     /// the compaction went on. Absent when there were none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub hook_errors: Vec<String>,
+}
+
+/// The `extensions["usage.cache_writes"]` descriptor.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct UsageCacheWritesDescriptor {
+    /// Always 1.
+    pub schema_version: u64,
+}
+
+impl UsageCacheWritesDescriptor {
+    /// The descriptor of schema 1.
+    pub fn schema_1() -> UsageCacheWritesDescriptor {
+        UsageCacheWritesDescriptor { schema_version: 1 }
+    }
 }
 
 /// The `extensions["session.usage"]` descriptor.

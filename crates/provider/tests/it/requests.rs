@@ -124,11 +124,19 @@ async fn anthropic_request_shape() {
     assert_eq!(request.header("anthropic-version"), Some("2023-06-01"));
     assert_eq!(request.header("authorization"), None);
     assert_eq!(request.body["max_tokens"], DEFAULT_MAX_TOKENS);
-    assert_eq!(request.body["system"], "Be brief.");
+    // The system prompt, and the two newest user messages' last blocks, are cache
+    // breakpoints.
+    let breakpoint = json!({ "type": "ephemeral" });
+    assert_eq!(
+        request.body["system"],
+        json!([{ "type": "text", "text": "Be brief.", "cache_control": breakpoint }])
+    );
     assert_eq!(
         request.body["messages"],
         json!([
-            { "role": "user", "content": [{ "type": "text", "text": "hi" }] },
+            { "role": "user", "content": [
+                { "type": "text", "text": "hi", "cache_control": breakpoint },
+            ] },
             { "role": "assistant", "content": [
                 { "type": "text", "text": "ok" },
                 { "type": "tool_use", "id": "c1", "name": "read_file", "input": { "path": "a" } },
@@ -136,7 +144,8 @@ async fn anthropic_request_shape() {
             ] },
             { "role": "user", "content": [
                 { "type": "tool_result", "tool_use_id": "c1", "content": "A" },
-                { "type": "tool_result", "tool_use_id": "c2", "content": "no such dir", "is_error": true },
+                { "type": "tool_result", "tool_use_id": "c2", "content": "no such dir",
+                  "is_error": true, "cache_control": breakpoint },
             ] },
         ])
     );

@@ -11,11 +11,11 @@ use magi_protocol::messages::UserQuestionsDescriptor;
 use magi_protocol::messages::{
     ApprovalScopesDescriptor, ClientFilesDescriptor, ClientToolsDescriptor, Extensions,
     InitializeResult, InputAttachmentsDescriptor, ReasoningSummariesDescriptor, ResultBody,
-    SessionUsageDescriptor,
+    SessionUsageDescriptor, UsageCacheWritesDescriptor,
 };
 use magi_protocol::names::{
     APPROVAL_SCOPES, CLIENT_FILES, CLIENT_TERMINALS, INPUT_ATTACHMENTS, REASONING_SUMMARIES,
-    SESSION_USAGE, USER_QUESTIONS, base_capabilities,
+    SESSION_USAGE, USAGE_CACHE_WRITES, USER_QUESTIONS, base_capabilities,
 };
 use magi_protocol::{ErrorCode, StartupError};
 use serde_json::value::RawValue;
@@ -50,6 +50,7 @@ impl Connection {
         self.client_terminals = required.client_terminals;
         self.client_files = required.client_files;
         self.reasoning_summaries = required.reasoning_summaries;
+        self.usage_cache_writes = required.usage_cache_writes;
         self.client_tools_negotiated = required.client_tools.is_some();
         self.client_tools = Arc::new(required.client_tools.unwrap_or_default());
         self.negotiated = required
@@ -100,6 +101,7 @@ impl Connection {
                     || self.client_terminals
                     || self.client_files
                     || self.reasoning_summaries
+                    || self.usage_cache_writes
                 {
                     let mut negotiated = Extensions {
                         tool_cards: None,
@@ -111,6 +113,7 @@ impl Connection {
                         client_terminals: None,
                         client_files: None,
                         reasoning_summaries: None,
+                        usage_cache_writes: None,
                     };
                     if self.tool_cards {
                         capabilities.push(cards::CAPABILITY.to_owned());
@@ -154,6 +157,11 @@ impl Connection {
                         capabilities.push(CLIENT_TERMINALS.to_owned());
                         negotiated.client_terminals =
                             Some(magi_protocol::messages::ClientTerminalsDescriptor::schema_1());
+                    }
+                    if self.usage_cache_writes {
+                        capabilities.push(USAGE_CACHE_WRITES.to_owned());
+                        negotiated.usage_cache_writes =
+                            Some(UsageCacheWritesDescriptor::schema_1());
                     }
                     extensions = Some(negotiated);
                 }

@@ -9,12 +9,12 @@ use magi_protocol::limits::{
     INPUT_ATTACHMENTS_NAME_ROOM, REASONING_SUMMARIES_NAME_ROOM, REQUIRED_CAPABILITY_NAMES,
     REQUIRED_CAPABILITY_NAMES_WITH_APPROVAL_SCOPES, REQUIRED_CAPABILITY_NAMES_WITH_CLIENT_TOOLS,
     REQUIRED_CAPABILITY_NAMES_WITH_CLIENT_TOOLS_AND_APPROVAL_SCOPES, SESSION_USAGE_NAME_ROOM,
-    USER_QUESTIONS_CAPABILITY_NAMES,
+    USAGE_CACHE_WRITES_NAME_ROOM, USER_QUESTIONS_CAPABILITY_NAMES,
 };
 use magi_protocol::messages::{ClientToolDefinition, InitializeParams};
 use magi_protocol::names::{
     APPROVAL_SCOPES, CLIENT_FILES, CLIENT_TERMINALS, INPUT_ATTACHMENTS, REASONING_SUMMARIES,
-    SESSION_USAGE, USER_QUESTIONS, is_valid_name,
+    SESSION_USAGE, USAGE_CACHE_WRITES, USER_QUESTIONS, is_valid_name,
 };
 use magi_protocol::{ErrorCode, Method};
 use serde_json::value::RawValue;
@@ -44,6 +44,8 @@ pub(super) struct Negotiation {
     pub(super) client_files: bool,
     /// Whether `reasoning.summaries` was required.
     pub(super) reasoning_summaries: bool,
+    /// Whether `usage.cache_writes` was required.
+    pub(super) usage_cache_writes: bool,
 }
 
 /// The method a client answers its tools' calls with.
@@ -63,6 +65,7 @@ fn is_known_capability(name: &str) -> bool {
         || name == CLIENT_TERMINALS
         || name == CLIENT_FILES
         || name == REASONING_SUMMARIES
+        || name == USAGE_CACHE_WRITES
 }
 
 /// Checks the tools a client registers: 1 to 16 of them, names `[a-z][a-z0-9_]*` of at
@@ -147,6 +150,9 @@ pub(super) fn preflight_capabilities(params: &RawValue) -> Result<Negotiation, E
     // And `reasoning.summaries`.
     let wants_reasoning = names.iter().any(|n| n == REASONING_SUMMARIES);
     let most = most + usize::from(wants_reasoning) * REASONING_SUMMARIES_NAME_ROOM;
+    // And `usage.cache_writes`.
+    let wants_cache_writes = names.iter().any(|n| n == USAGE_CACHE_WRITES);
+    let most = most + usize::from(wants_cache_writes) * USAGE_CACHE_WRITES_NAME_ROOM;
     if names.len() > most || !names.iter().all(|n| is_valid_name(n)) {
         return Err(ErrorCode::InvalidParams);
     }
@@ -167,6 +173,7 @@ pub(super) fn preflight_capabilities(params: &RawValue) -> Result<Negotiation, E
         client_terminals: wants_terminals,
         client_files: wants_files,
         reasoning_summaries: wants_reasoning,
+        usage_cache_writes: wants_cache_writes,
     })
 }
 
@@ -207,6 +214,7 @@ mod tests {
                 client_terminals: false,
                 client_files: false,
                 reasoning_summaries: false,
+                usage_cache_writes: false,
             })
         );
         // `approval.scopes` adds one name to the bound, and only its own.

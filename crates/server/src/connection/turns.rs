@@ -217,6 +217,21 @@ impl Connection {
             .filter(|run| run.session_id == session_id && run.run_id == run_id))
     }
 
+    /// A run's event as this client negotiated it: `usage.updated` carries the tokens
+    /// written to the prompt cache only with `usage.cache_writes`, its field set
+    /// otherwise exactly `session.usage`'s.
+    pub(crate) fn outgoing(&self, event: Event) -> Event {
+        match event {
+            Event::UsageUpdated(mut usage) => {
+                if !self.usage_cache_writes {
+                    usage.cache_write_tokens = None;
+                }
+                Event::UsageUpdated(usage)
+            }
+            other => other,
+        }
+    }
+
     /// Takes the sessions back from a run whose thread ended and whose events drained.
     pub(crate) fn finish_run(&mut self, sessions: Option<Box<Sessions>>) {
         if let Some(sessions) = sessions {

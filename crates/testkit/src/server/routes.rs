@@ -139,6 +139,11 @@ async fn handle(
     let Some(format) = format else {
         return Ok(plain(404, error_body("mock: no such route"), Some(&state)));
     };
+    // Reasoning sent back missing or altered is refused as the provider refuses it,
+    // before any reply is taken.
+    if let Some((status, error)) = crate::checks::rejection(format, &body) {
+        return Ok(plain(status, error, Some(&state)));
+    }
 
     let (events, break_at_end, delay, held, reply_headers) = match &state.source {
         Source::Scenario(player) => (
@@ -171,7 +176,7 @@ async fn handle(
                     return Ok(response);
                 }
                 Kind::Stream(script) => {
-                    let (events, break_at_end) = render(format, &script);
+                    let (events, break_at_end) = render(format, &script, &body);
                     let held = script.held;
                     (
                         events,
@@ -233,6 +238,7 @@ fn answer_title(
         Source::Responder(respond) => Some(respond(&recorded.body)),
         _ => None,
     };
+    let body = recorded.body.clone();
     if state.record {
         state.log().title_requests.push(recorded);
     }
@@ -255,7 +261,7 @@ fn answer_title(
             response
         }
         Kind::Stream(script) => {
-            let (events, break_at_end) = render(format, &script);
+            let (events, break_at_end) = render(format, &script, &body);
             let mut body = EventBody::new(events, script.chunk_delay, break_at_end, None);
             if script.held {
                 let mut released = state.released.subscribe();

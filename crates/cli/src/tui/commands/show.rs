@@ -320,6 +320,7 @@ mod tests {
             reasoning_tokens: None,
             context_window: Some(32768),
             context_used: Some(1280),
+            cache_write_tokens: None,
         };
         assert_eq!(
             usage(Some(&u)),

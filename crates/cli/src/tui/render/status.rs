@@ -186,10 +186,12 @@ pub(in crate::tui) fn merged_usage(
     usage
 }
 
-/// `context 12.3k/128k (10%)`: what the conversation fills of the model's window.
+/// `context 12.3k/128k (10%)`: what the conversation fills of the model's window, and
+/// `, 94% cached` when the provider said how much of the last request's input its
+/// prompt cache served.
 fn context_words(usage: &UsageUpdated) -> Option<String> {
     let used = usage.context_used?;
-    Some(match usage.context_window {
+    let mut words = match usage.context_window {
         Some(window) if window > 0 => format!(
             "context {}/{} ({}%)",
             tokens(used),
@@ -197,7 +199,16 @@ fn context_words(usage: &UsageUpdated) -> Option<String> {
             used.saturating_mul(100) / window
         ),
         _ => format!("context {} (window unknown)", tokens(used)),
-    })
+    };
+    if let (Some(input), Some(cached)) = (usage.input_tokens, usage.cached_input_tokens)
+        && input > 0
+    {
+        words.push_str(&format!(
+            ", {}% cached",
+            cached.min(input).saturating_mul(100) / input
+        ));
+    }
+    Some(words)
 }
 
 /// A token count for a glance: `950`, `12.3k`, `128k`, `1.2M`.
@@ -262,6 +273,20 @@ mod tests {
         let line = fit_status("idle", Some("検査 検査 検査 検査"), &[], 20);
         assert_eq!(line, " idle · 検査 検査…");
         assert!(width_of(&line) <= 20);
+    }
+
+    #[test]
+    fn the_cached_share_of_the_input_follows_the_context() {
+        let usage: UsageUpdated = serde_json::from_value(serde_json::json!({
+            "session_id": "s", "run_id": "r", "input_tokens": 20_000,
+            "cached_input_tokens": 18_900, "output_tokens": 40, "reasoning_tokens": null,
+            "context_window": 200_000, "context_used": 20_040
+        }))
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            context_words(&usage).as_deref(),
+            Some("context 20.0k/200k (10%), 94% cached")
+        );
     }
 
     #[test]

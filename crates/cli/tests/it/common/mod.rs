@@ -352,6 +352,15 @@ pub async fn start_turn(backend: &mut Backend, session: &str, prompt: &str) -> S
         .run_id
 }
 
+/// How the context note the backend sends before each turn's prompt begins
+/// (docs/prompt.md): the date, the git state, the approval mode.
+pub const TURN_CONTEXT_HEADING: &str = "[Context of this turn, added by magi-code]";
+
+/// Whether a user message's text is a turn's context note rather than the person's words.
+pub fn is_turn_context(text: &str) -> bool {
+    text.starts_with(TURN_CONTEXT_HEADING)
+}
+
 /// The names of the tools a Chat Completions request body offered.
 pub fn offered_tool_names(body: &Value) -> Vec<String> {
     body["tools"]

@@ -214,6 +214,7 @@ mod tests {
                 turn_id: Some("t".into()),
                 input_tokens: input,
                 cached_input_tokens: cached,
+                cache_write_tokens: None,
                 output_tokens: input.map(|_| 5),
                 reasoning_tokens: None,
                 context_window: Some(1_000),

@@ -114,6 +114,8 @@ impl CallService<'_, '_> {
             // is told.
             let why = if self.offer.disabled(&call.name) {
                 "is disabled in this backend's settings"
+            } else if self.offer.held_from_blind_model(&call.name) {
+                "is not offered: this model takes no images"
             } else {
                 "is not offered to this agent"
             };

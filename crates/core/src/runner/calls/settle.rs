@@ -374,9 +374,11 @@ pub(super) fn settlements(progress: Progress) -> Vec<Settled> {
         .collect()
 }
 
-/// Appends each call, as the model made it, with its result (and the image it gives
-/// the model, if any) to `items`.
+/// Appends the calls of one response to `items` as the model made them, together (one
+/// assistant message in every wire format), then their results in the same order, each
+/// followed by the image it gives the model, if any: the conversation as it happened.
 pub(super) fn hand_over(calls: Vec<Call>, settled: Vec<Settled>, items: &mut Vec<Item>) {
+    let mut results = Vec::with_capacity(2 * settled.len());
     for (call, settled) in calls.into_iter().zip(settled) {
         let Settled {
             content,
@@ -391,11 +393,12 @@ pub(super) fn hand_over(calls: Vec<Call>, settled: Vec<Settled>, items: &mut Vec
             name: call.name,
             arguments: call.model_arguments.unwrap_or(call.arguments),
         });
-        items.push(Item::ToolResult {
+        results.push(Item::ToolResult {
             call_id: call.call_id,
             output: content,
             is_error,
         });
-        items.extend(image);
+        results.extend(image);
     }
+    items.extend(results);
 }

@@ -49,8 +49,9 @@ pub fn prompt(text: &str) -> ModelRequest {
         }],
         tools: Vec::new(),
         reasoning_summaries: false,
-        reasoning_effort: None,
+        reasoning: None,
         max_output_tokens: None,
+        cache_key: None,
     }
 }
 
@@ -100,8 +101,9 @@ pub fn conversation() -> ModelRequest {
             },
         ],
         reasoning_summaries: true,
-        reasoning_effort: None,
+        reasoning: None,
         max_output_tokens: None,
+        cache_key: None,
     }
 }
 

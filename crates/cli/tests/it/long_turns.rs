@@ -294,10 +294,26 @@ async fn eight_large_reads_send_the_newest_whole_and_stubs_before_them_in_every_
                 );
             }
         }
+        // Older output is pruned in whole blocks of half the budget (20,000 tokens),
+        // counted from the conversation's start: at least the budget's worth of the
+        // newest results is whole, and at most a block more.
+        let total: usize = whole.iter().map(|c| c.len() / 4).sum();
+        let pruned_up_to = total.saturating_sub(40_000) / 20_000 * 20_000;
+        let mut position = 0;
+        let expected_pruned = whole
+            .iter()
+            .take_while(|c| {
+                position += c.len() / 4;
+                position <= pruned_up_to
+            })
+            .count();
         let last = paired_results(&requests[8].body);
         assert_eq!(
-            8 - pruned_before,
-            kept,
+            pruned_before, expected_pruned,
+            "{wire:?}: the older results are pruned in whole blocks"
+        );
+        assert!(
+            8 - pruned_before >= kept,
             "{wire:?}: the newest results are whole"
         );
         let (_, stub) = &last[0];

@@ -104,26 +104,63 @@ async fn a_well_known_model_has_its_window_from_the_table() {
     shutdown_clean(&mut backend).await;
 }
 
+/// The estimated tokens (one per four bytes, as the runner counts) of the text a
+/// one-turn session of `env` sends with the prompt `prompt`: the instructions, the
+/// environment and the turn's context note with it. The windows below are derived from
+/// it, so they hold whatever the instructions' length.
+async fn first_request_tokens(env: &TestEnv, mock: &MockServer, prompt: &str) -> u64 {
+    let before = mock.requests().len();
+    mock.enqueue(Reply::stream().text(["Hi."]));
+    let mut backend = started(env, &[]).await;
+    let session = new_session(&mut backend).await;
+    let (_, finished) = turn(&mut backend, &session, prompt).await;
+    assert_eq!(finished.outcome, RunOutcome::Completed);
+    shutdown_clean(&mut backend).await;
+    let body = &mock.requests()[before].body;
+    let bytes: usize = body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|message| message["content"].as_str())
+        .map(str::len)
+        .sum();
+    bytes as u64 / 4
+}
+
+/// The settings that give `openai-chat/mock-model` a window of `tokens`.
+fn window_setting(tokens: u64) -> String {
+    format!("[models.\"openai-chat/mock-model\"]\ncontext_window = {tokens}\n")
+}
+
 #[tokio::test]
 async fn the_settings_window_of_a_model_drives_compaction() {
     let mock = MockServer::start().await;
+    let env = env_for(&mock);
+    let base = first_request_tokens(&env, &mock, "first question").await;
+    // A second prompt of a third of that; compaction's trigger (80% of the window) half
+    // way through it, so the first turn fits, the second does not until compacted, and
+    // the summary with the prompt after it fits the window again.
+    let long_tokens = base / 3;
+    let long = format!(
+        "LONG-PROMPT {}",
+        "words ".repeat(long_tokens as usize * 4 / 6)
+    );
+    let window = (base + long_tokens / 2) * 100 / 80;
+    env.write_settings(&window_setting(window));
     mock.enqueue(Reply::stream().text(["FIRST-ANSWER"]));
     mock.enqueue(Reply::stream().text(["SUMMARY-TEXT"]).usage(90, 4));
     mock.enqueue(Reply::stream().text(["Done."]));
-    let env = env_for(&mock);
-    env.write_settings("[models.\"openai-chat/mock-model\"]\ncontext_window = 200\n");
     let mut backend = started(&env, &[]).await;
     let session = new_session(&mut backend).await;
     let (first, _) = turn(&mut backend, &session, "first question").await;
     assert!(!compacted(&first));
-    let long = format!("LONG-PROMPT {}", "words ".repeat(120));
     let (second, finished) = turn(&mut backend, &session, &long).await;
-    assert_eq!(finished.outcome, RunOutcome::Completed);
+    assert_eq!(finished.outcome, RunOutcome::Completed, "{second:?}");
     assert!(compacted(&second));
     let usage = usage_records(&env, &session);
     // The first turn's request, the compaction's and the second turn's.
     assert_eq!(usage.len(), 3);
-    assert!(usage.iter().all(|r| r["context_window"] == 200));
+    assert!(usage.iter().all(|r| r["context_window"] == window));
     assert_eq!(usage[1]["input_tokens"], 90);
     shutdown_clean(&mut backend).await;
 }
@@ -132,8 +169,8 @@ async fn the_settings_window_of_a_model_drives_compaction() {
 async fn the_catalog_metadata_gives_the_window_after_a_refresh() {
     let mock = MockServer::start().await;
     mock.set_models_body(Some(
-        json!({"data": [{"id": "mock-model", "context_length": 300,
-                         "top_provider": {"max_completion_tokens": 100}}]})
+        json!({"data": [{"id": "mock-model", "context_length": 123_456,
+                         "top_provider": {"max_completion_tokens": 1_000}}]})
         .to_string(),
     ));
     mock.enqueue(Reply::stream().text(["Hi."]));
@@ -151,7 +188,7 @@ async fn the_catalog_metadata_gives_the_window_after_a_refresh() {
     let session = new_session(&mut backend).await;
     let (_, finished) = turn(&mut backend, &session, "hello").await;
     assert_eq!(finished.outcome, RunOutcome::Completed);
-    assert_eq!(usage_records(&env, &session)[0]["context_window"], 300);
+    assert_eq!(usage_records(&env, &session)[0]["context_window"], 123_456);
     shutdown_clean(&mut backend).await;
 }
 
@@ -186,13 +223,21 @@ async fn the_default_window_compacts_without_any_setting() {
 #[tokio::test]
 async fn a_conversation_that_cannot_fit_ends_the_turn_with_a_diagnostic() {
     let mock = MockServer::start().await;
+    let env = env_for(&mock);
+    let base = first_request_tokens(&env, &mock, "first question").await;
+    // A window the first turn fits, and that a second prompt as long as everything else
+    // overflows by itself: compaction is tried, fails, and cannot have helped anyway.
+    let window = base + base / 2;
+    env.write_settings(&window_setting(window));
+    mock.enqueue(Reply::stream().text(["FIRST-ANSWER"]));
     // The compaction request fails: the conversation stays over the whole window.
     mock.enqueue(Reply::error(400, r#"{"error":{"message":"no"}}"#));
-    let env = env_for(&mock);
-    env.write_settings("[models.\"openai-chat/mock-model\"]\ncontext_window = 200\n");
     let mut backend = started(&env, &[]).await;
     let session = new_session(&mut backend).await;
-    let long = format!("LONG-PROMPT {}", "words ".repeat(300));
+    let (_, finished) = turn(&mut backend, &session, "first question").await;
+    assert_eq!(finished.outcome, RunOutcome::Completed);
+    let before = mock.requests().len();
+    let long = format!("LONG-PROMPT {}", "words ".repeat(base as usize * 4 / 6));
     let (events, finished) = turn(&mut backend, &session, &long).await;
     assert_eq!(finished.outcome, RunOutcome::Failed);
     assert_eq!(finished.error_code, Some(ErrorCode::ExecutionFailed));
@@ -203,13 +248,18 @@ async fn a_conversation_that_cannot_fit_ends_the_turn_with_a_diagnostic() {
             _ => None,
         })
         .unwrap_or_else(|| panic!("no context_exceeded diagnostic: {events:?}"));
-    assert!(said.contains("200 tokens"), "{said}");
+    assert!(said.contains(&format!("{window} tokens")), "{said}");
     assert!(
         said.contains("[models.\"openai-chat/mock-model\"]"),
         "{said}"
     );
     // Only the compaction was asked: no request the model cannot take.
-    assert_eq!(mock.requests().len(), 1);
+    assert_eq!(mock.requests().len(), before + 1);
+    // A first turn's prompt alone holds nothing to compact: no request at all.
+    let fresh = new_session(&mut backend).await;
+    let (events, finished) = turn(&mut backend, &fresh, &long).await;
+    assert_eq!(finished.outcome, RunOutcome::Failed, "{events:?}");
+    assert_eq!(mock.requests().len(), before + 1);
     shutdown_clean(&mut backend).await;
 }
 

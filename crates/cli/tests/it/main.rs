@@ -58,6 +58,7 @@ mod mcp_oauth;
 mod mid_turn_compaction;
 mod mission_control;
 mod panics;
+mod prompt_golden;
 mod questions;
 mod reasoning;
 mod reasoning_replay;

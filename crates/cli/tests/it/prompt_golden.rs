@@ -6,7 +6,7 @@
 //! replaced by a `<name>` placeholder first.
 //!
 //! A change to what the model is sent shows here as a diff to read as the model would:
-//! `MAGI_BLESS=1 cargo test -p magi-cli --test it prompt_golden` rewrites the files in
+//! `MAGI_UPDATE_GOLDEN=1 cargo test -p magi-cli --test it prompt_golden` rewrites the files in
 //! `tests/it/golden/`.
 
 use std::path::PathBuf;
@@ -97,18 +97,18 @@ async fn first_request(wire: Wire, model: &str, effort: Option<&str>) -> String 
 
 #[tokio::test]
 async fn the_first_request_of_a_turn_is_as_recorded_in_every_format() {
-    let bless = std::env::var_os("MAGI_BLESS").is_some_and(|v| !v.is_empty() && v != "0");
+    let update = std::env::var_os("MAGI_UPDATE_GOLDEN").is_some_and(|v| v == "1");
     let mut differ = Vec::new();
     for (file, wire, model, effort) in SNAPSHOTS {
         let got = first_request(wire, model, effort).await;
         let path = golden_dir().join(file);
-        if bless {
+        if update {
             std::fs::create_dir_all(golden_dir()).unwrap();
             std::fs::write(&path, &got).unwrap();
             continue;
         }
         let want = std::fs::read_to_string(&path)
-            .unwrap_or_else(|e| panic!("{}: {e} (MAGI_BLESS=1 writes it)", path.display()));
+            .unwrap_or_else(|e| panic!("{}: {e} (MAGI_UPDATE_GOLDEN=1 writes it)", path.display()));
         if got != want {
             let line = got
                 .lines()
@@ -126,7 +126,7 @@ async fn the_first_request_of_a_turn_is_as_recorded_in_every_format() {
     }
     assert!(
         differ.is_empty(),
-        "what the model is sent changed (read the change, then MAGI_BLESS=1 to record \
+        "what the model is sent changed (read the change, then MAGI_UPDATE_GOLDEN=1 to record \
          it):\n{}",
         differ.join("\n")
     );

@@ -71,6 +71,9 @@ struct Shared {
     /// Set once `initialize` admitted `usage.cache_writes`; the reader then expects
     /// `usage.updated` to carry `cache_write_tokens`.
     usage_cache_writes: std::sync::atomic::AtomicBool,
+    /// Set once `initialize` admitted `approval.change_counts`; the reader then expects
+    /// an approval's proposed change to carry its line counts.
+    approval_change_counts: std::sync::atomic::AtomicBool,
 }
 
 /// The requests waiting for their responses, and whether any more can get one.

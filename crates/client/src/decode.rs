@@ -67,6 +67,9 @@ pub(crate) struct FrameChecker {
     /// Whether `usage.cache_writes` was negotiated: `usage.updated` then carries
     /// `cache_write_tokens`, and never otherwise.
     pub(crate) usage_cache_writes: bool,
+    /// Whether `approval.change_counts` was negotiated: an approval's proposed change
+    /// then carries `added` and `removed`, and never otherwise.
+    pub(crate) approval_change_counts: bool,
 }
 
 impl FrameChecker {
@@ -156,6 +159,14 @@ impl FrameChecker {
                     if fields != [self.approval_scopes; 3] {
                         return Err(violation(
                             "approval.requested fields do not match the approval.scopes negotiation",
+                        ));
+                    }
+                    if let Some(Some(change)) = &request.proposed_change
+                        && [change.added.is_some(), change.removed.is_some()]
+                            != [self.approval_change_counts; 2]
+                    {
+                        return Err(violation(
+                            "proposed_change fields do not match the approval.change_counts negotiation",
                         ));
                     }
                 }
@@ -342,5 +353,32 @@ mod tests {
             !check(true, &frame(r#","subject":null"#)),
             "some fields only"
         );
+    }
+
+    #[test]
+    fn proposed_changes_carry_their_counts_exactly_when_negotiated() {
+        let frame = |change: &str| {
+            format!(
+                r#"{{"protocol":"magi-code.local-agent","version":1,"type":"event","instance_id":"i","seq":1,"event":"approval.requested","data":{{"session_id":"s","run_id":"r","approval_id":"a","summary":"write","expires_in_ms":60000,"subject":"a.txt","suggested_rule":null,"proposed_change":{change}}}}}"#
+            )
+        };
+        let check = |negotiated: bool, line: &str| {
+            let mut checker = FrameChecker {
+                approval_scopes: true,
+                approval_change_counts: negotiated,
+                ..FrameChecker::default()
+            };
+            checker.check(line.as_bytes()).is_ok()
+        };
+        let plain = frame(r#"{"diff":"+a\n","truncated":false}"#);
+        let counted = frame(r#"{"diff":"+a\n","truncated":false,"added":1,"removed":0}"#);
+        let half = frame(r#"{"diff":"+a\n","truncated":false,"added":1}"#);
+        assert!(check(false, &plain));
+        assert!(check(true, &counted));
+        assert!(!check(false, &counted), "counts without the extension");
+        assert!(!check(true, &plain), "the extension without its counts");
+        assert!(!check(true, &half), "one count only");
+        // A call without a change to show has none, counted or not.
+        assert!(check(true, &frame("null")));
     }
 }

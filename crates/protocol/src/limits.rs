@@ -420,6 +420,9 @@ pub const CLIENT_TERMINALS_NAME_ROOM: usize = 1;
 /// Names `usage.cache_writes` adds to whichever bound of `required_capabilities`
 /// applies without it: its own.
 pub const USAGE_CACHE_WRITES_NAME_ROOM: usize = 1;
+/// Names `approval.change_counts` adds to whichever bound of `required_capabilities`
+/// applies without it: its own.
+pub const APPROVAL_CHANGE_COUNTS_NAME_ROOM: usize = 1;
 /// Most bytes of a `client.terminal.result`'s `output`: the last bytes of a command's
 /// output that a client terminal keeps (docs/protocol/client-terminals.md). With its
 /// JSON escaping it stays inside an input frame.

@@ -179,6 +179,9 @@ pub const CLIENT_TERMINALS: &str = "client.terminals";
 /// The `usage.cache_writes` extension's capability name.
 pub const USAGE_CACHE_WRITES: &str = "usage.cache_writes";
 
+/// The `approval.change_counts` extension's capability name.
+pub const APPROVAL_CHANGE_COUNTS: &str = "approval.change_counts";
+
 /// The capabilities advertised by `initialize`, in the protocol's order.
 ///
 /// The base capabilities are the sixteen method names; negotiated extensions are

@@ -123,6 +123,8 @@ pub(crate) struct Connection {
     reasoning_summaries: bool,
     /// Whether the client required `usage.cache_writes`.
     usage_cache_writes: bool,
+    /// Whether the client required `approval.change_counts`.
+    approval_change_counts: bool,
     /// Whether the client required `client.tools`, and the tools it registered.
     client_tools_negotiated: bool,
     client_tools: Arc<Vec<ClientTool>>,
@@ -162,6 +164,7 @@ impl Connection {
             client_files: false,
             reasoning_summaries: false,
             usage_cache_writes: false,
+            approval_change_counts: false,
             client_tools_negotiated: false,
             client_tools: Arc::default(),
             selection: None,

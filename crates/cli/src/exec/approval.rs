@@ -74,6 +74,9 @@ async fn ask(request: &ApprovalRequested, rule: Option<&str>, deadline: Instant)
     let mut err = std::io::stderr().lock();
     let _ = writeln!(err, "\nmagi-code exec asks to run {}", what(request));
     if let Some(Some(change)) = &request.proposed_change {
+        if let Some(counts) = change.counts_words() {
+            let _ = writeln!(err, "  the change: {counts} lines");
+        }
         let lines: Vec<&str> = change.diff.lines().collect();
         for line in lines.iter().take(DIFF_LINES_SHOWN) {
             let _ = writeln!(err, "  {line}");

@@ -253,6 +253,7 @@ async fn start(
         "approval.answer",
         "shutdown",
         magi_protocol::names::APPROVAL_SCOPES,
+        magi_protocol::names::APPROVAL_CHANGE_COUNTS,
         magi_protocol::names::USER_QUESTIONS,
     ];
     capabilities.extend_from_slice(target.capabilities());
@@ -330,9 +331,10 @@ enum Ended {
     Lost(anyhow::Error),
 }
 
-/// What woke the follower up.
+/// What woke the follower up (an incoming frame boxed: an event is large beside the
+/// other two).
 enum Step {
-    Incoming(Option<Incoming>),
+    Incoming(Option<Box<Incoming>>),
     Signal,
     CancelTimedOut,
 }
@@ -350,16 +352,18 @@ async fn follow(
     let mut cancel_deadline: Option<Instant> = None;
     loop {
         let step = tokio::select! {
-            incoming = backend.next_incoming() => Step::Incoming(incoming),
+            incoming = backend.next_incoming() => Step::Incoming(incoming.map(Box::new)),
             () = signals.next() => Step::Signal,
             () = sleep_until(cancel_deadline), if cancel_deadline.is_some() => Step::CancelTimedOut,
         };
         let (seq, event) = match step {
-            Step::Incoming(Some(Incoming::Event { seq, event })) => (seq, event),
-            Step::Incoming(Some(Incoming::Response(_))) => continue,
-            Step::Incoming(Some(Incoming::Violation(v))) => {
-                return Ended::Lost(anyhow!("protocol violation: {v}"));
-            }
+            Step::Incoming(Some(incoming)) => match *incoming {
+                Incoming::Event { seq, event } => (seq, event),
+                Incoming::Response(_) => continue,
+                Incoming::Violation(v) => {
+                    return Ended::Lost(anyhow!("protocol violation: {v}"));
+                }
+            },
             Step::Incoming(None) if cancel_deadline.is_some() => {
                 return Ended::Interrupted { killed: false };
             }

@@ -37,8 +37,10 @@ pub(super) async fn start_backend() -> anyhow::Result<Result<Backend, ErrorCode>
             "status",
             "shutdown",
             "tool.cards",
-            // Approvals show their subject and can be answered for the session.
+            // Approvals show their subject and can be answered for the session, and a
+            // change's whole size.
             magi_protocol::names::APPROVAL_SCOPES,
+            magi_protocol::names::APPROVAL_CHANGE_COUNTS,
             // The model may ask the person to choose.
             magi_protocol::names::USER_QUESTIONS,
             // The slash commands: sessions past the 256 of `session.list`, the model

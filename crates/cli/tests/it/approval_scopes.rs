@@ -13,12 +13,13 @@ use crate::common::approval::*;
 use crate::common::*;
 use magi_client::Backend;
 use magi_protocol::ErrorCode;
+use magi_protocol::messages::ApprovalChangeCountsDescriptor;
 use magi_protocol::messages::{
     ActivityState, ApprovalAnswerParams, ApprovalScope, ApprovalScopesDescriptor, EmptyParams,
     Event, RunOutcome,
 };
 use magi_protocol::methods;
-use magi_protocol::names::{APPROVAL_SCOPES, base_capabilities};
+use magi_protocol::names::{APPROVAL_CHANGE_COUNTS, APPROVAL_SCOPES, base_capabilities};
 use magi_testkit::{MockServer, Reply};
 use serde_json::{Value, json};
 
@@ -159,6 +160,8 @@ async fn a_denial_message_reaches_the_model_and_unavailable_is_labelled() {
     let change = first.proposed_change.clone().flatten().unwrap();
     assert!(change.diff.contains("-old\n+new\n"), "{}", change.diff);
     assert!(!change.truncated);
+    // The counts come only with `approval.change_counts`.
+    assert_eq!((change.added, change.removed), (None, None));
     let mut deny = ApprovalAnswerParams::once(&session, &first.run_id, &first.approval_id, false);
     deny.message = Some("use notes.txt instead".into());
     assert!(reply(&mut backend, &deny).await.is_ok());
@@ -383,5 +386,46 @@ async fn a_subagents_session_answer_is_the_sessions_rule() {
         "the session's log keeps the subagent's answer"
     );
     assert_eq!(rules[0]["call_id"], "s1");
+    shutdown_clean(&mut backend).await;
+}
+
+#[tokio::test]
+async fn the_change_counts_are_the_whole_changes_when_negotiated() {
+    let mock = MockServer::start().await;
+    // 400 lines where there was one: the diff an approval carries stops at 128 lines,
+    // the counts do not.
+    let content: String = (1..=400).map(|n| format!("line {n}\n")).collect();
+    mock.enqueue(Reply::stream().tool_call(
+        "w1",
+        "write",
+        [json!({"path": "a.txt", "content": content}).to_string()],
+    ));
+    mock.enqueue(Reply::stream().text(["Understood."]));
+    let env = env_for(&mock);
+    std::fs::write(env.cwd().join("a.txt"), "old\n").unwrap();
+    let capabilities = [&CAPABILITIES[..], &[APPROVAL_CHANGE_COUNTS]].concat();
+    let mut backend = env.spawn();
+    let result = backend.initialize(&capabilities).await.unwrap().unwrap();
+    assert_eq!(
+        result.capabilities.last().map(String::as_str),
+        Some(APPROVAL_CHANGE_COUNTS)
+    );
+    let descriptor = result.extensions.and_then(|e| e.approval_change_counts);
+    assert_eq!(descriptor, Some(ApprovalChangeCountsDescriptor::schema_1()));
+    let session = session_with_turn(&mut backend, "Write it").await;
+    let mut events = Vec::new();
+    let request = until_approval(&mut backend, &mut events).await;
+    let change = request.proposed_change.clone().flatten().unwrap();
+    assert!(change.truncated, "{}", change.diff);
+    assert_eq!((change.added, change.removed), (Some(400), Some(1)));
+    assert_eq!(change.counts_words().as_deref(), Some("+400 \u{2212}1"));
+    let deny = ApprovalAnswerParams::once(&session, &request.run_id, &request.approval_id, false);
+    assert!(reply(&mut backend, &deny).await.is_ok());
+    let finished = until_finished(&mut backend, &mut events).await;
+    assert_eq!(finished.outcome, RunOutcome::Completed);
+    assert_eq!(
+        std::fs::read_to_string(env.cwd().join("a.txt")).unwrap(),
+        "old\n"
+    );
     shutdown_clean(&mut backend).await;
 }

@@ -85,6 +85,7 @@ async fn exec_at_a_terminal_offers_once_session_and_a_message() {
     // The second command runs under the session rule; the write asks, with its diff.
     let screen = tmux.wait_for("asks to run write notes.txt");
     assert!(screen.contains("+remember"), "{screen}");
+    assert!(screen.contains("the change: +1 −0 lines"), "{screen}");
     assert!(
         screen.contains("[s] allow for this session (write(notes.txt))"),
         "{screen}"

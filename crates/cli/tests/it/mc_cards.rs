@@ -230,7 +230,8 @@ async fn changes_say_their_size_show_added_lines_first_and_an_approval_says_wher
         tmux.wait_for("idle ·");
         tmux.type_text("write and edit");
         tmux.key("Enter");
-        tmux.wait_for("? Allow write: big.txt");
+        // The approval counts the whole change, past the 128 lines it carries.
+        tmux.wait_for("? Allow write: big.txt (+360 −0)");
         // The approval says what it shows and that the change goes on past it.
         tmux.wait_for("more lines here (v shows them)");
         tmux.wait_for("approval carries");

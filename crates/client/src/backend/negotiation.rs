@@ -5,13 +5,13 @@ use std::sync::Arc;
 
 use magi_protocol::messages::ClientTerminalsDescriptor;
 use magi_protocol::messages::{
-    ApprovalScopesDescriptor, ClientFilesDescriptor, InitializeParams, InitializeResult,
-    InputAttachmentsDescriptor, ReasoningSummariesDescriptor, SessionUsageDescriptor,
-    UsageCacheWritesDescriptor, UserQuestionsDescriptor,
+    ApprovalChangeCountsDescriptor, ApprovalScopesDescriptor, ClientFilesDescriptor,
+    InitializeParams, InitializeResult, InputAttachmentsDescriptor, ReasoningSummariesDescriptor,
+    SessionUsageDescriptor, UsageCacheWritesDescriptor, UserQuestionsDescriptor,
 };
 use magi_protocol::names::{
-    APPROVAL_SCOPES, CLIENT_FILES, CLIENT_TERMINALS, INPUT_ATTACHMENTS, REASONING_SUMMARIES,
-    SESSION_USAGE, USAGE_CACHE_WRITES, USER_QUESTIONS,
+    APPROVAL_CHANGE_COUNTS, APPROVAL_SCOPES, CLIENT_FILES, CLIENT_TERMINALS, INPUT_ATTACHMENTS,
+    REASONING_SUMMARIES, SESSION_USAGE, USAGE_CACHE_WRITES, USER_QUESTIONS,
 };
 use serde_json::Value;
 
@@ -32,6 +32,7 @@ pub(super) struct Negotiation {
     client_files: bool,
     reasoning_summaries: bool,
     usage_cache_writes: bool,
+    approval_change_counts: bool,
     shared: Arc<Shared>,
 }
 
@@ -55,6 +56,7 @@ impl Negotiation {
             client_files: requires(CLIENT_FILES),
             reasoning_summaries: requires(REASONING_SUMMARIES),
             usage_cache_writes: requires(USAGE_CACHE_WRITES),
+            approval_change_counts: requires(APPROVAL_CHANGE_COUNTS),
             shared,
         })
     }
@@ -74,6 +76,7 @@ impl Negotiation {
             client_files: self.client_files,
             reasoning_summaries: self.reasoning_summaries,
             usage_cache_writes: self.usage_cache_writes,
+            approval_change_counts: self.approval_change_counts,
         };
         check_advertisement(&result, &required).map_err(ClientError::Violation)?;
         self.shared
@@ -104,6 +107,10 @@ impl Negotiation {
         self.shared
             .usage_cache_writes
             .store(self.usage_cache_writes, std::sync::atomic::Ordering::SeqCst);
+        self.shared.approval_change_counts.store(
+            self.approval_change_counts,
+            std::sync::atomic::Ordering::SeqCst,
+        );
         Ok(())
     }
 }
@@ -123,13 +130,14 @@ struct Required {
     client_files: bool,
     reasoning_summaries: bool,
     usage_cache_writes: bool,
+    approval_change_counts: bool,
 }
 
 /// Checks what an admitted `initialize` advertises: the sixteen base capabilities in
 /// order, then `tool.cards` with exactly schema 1's descriptor, `client.tools` with
 /// its descriptor, `approval.scopes`, `user.questions`, `session.usage`,
-/// `input.attachments`, `client.files`, `reasoning.summaries`, `client.terminals` and
-/// `usage.cache_writes` with schema 1's, each exactly when it was required, and nothing
+/// `input.attachments`, `client.files`, `reasoning.summaries`, `client.terminals`,
+/// `usage.cache_writes` and `approval.change_counts` with schema 1's, each exactly when it was required, and nothing
 /// of them otherwise.
 fn check_advertisement(result: &InitializeResult, required: &Required) -> Result<(), Violation> {
     let mut expected = magi_protocol::names::base_capabilities();
@@ -162,6 +170,9 @@ fn check_advertisement(result: &InitializeResult, required: &Required) -> Result
     }
     if required.usage_cache_writes {
         expected.push(USAGE_CACHE_WRITES.to_owned());
+    }
+    if required.approval_change_counts {
+        expected.push(APPROVAL_CHANGE_COUNTS.to_owned());
     }
     if result.capabilities != expected {
         return Err(Violation("initialize advertised other capabilities".into()));
@@ -247,6 +258,14 @@ fn check_advertisement(result: &InitializeResult, required: &Required) -> Result
         (true, Some(d)) => *d == UsageCacheWritesDescriptor::schema_1(),
         _ => false,
     };
+    let change_counts_ok = match (
+        required.approval_change_counts,
+        extensions.and_then(|e| e.approval_change_counts.as_ref()),
+    ) {
+        (false, None) => true,
+        (true, Some(d)) => *d == ApprovalChangeCountsDescriptor::schema_1(),
+        _ => false,
+    };
     let any = required.tool_cards
         || required.client_tools
         || required.approval_scopes
@@ -256,7 +275,8 @@ fn check_advertisement(result: &InitializeResult, required: &Required) -> Result
         || required.client_files
         || required.reasoning_summaries
         || required.client_terminals
-        || required.usage_cache_writes;
+        || required.usage_cache_writes
+        || required.approval_change_counts;
     let all_ok = cards_ok
         && tools_ok
         && scopes_ok
@@ -266,7 +286,8 @@ fn check_advertisement(result: &InitializeResult, required: &Required) -> Result
         && files_ok
         && reasoning_ok
         && terminals_ok
-        && cache_writes_ok;
+        && cache_writes_ok
+        && change_counts_ok;
     if all_ok && extensions.is_some() == any {
         Ok(())
     } else {

@@ -82,6 +82,9 @@ pub(super) async fn read_output(
             checker.usage_cache_writes = shared
                 .usage_cache_writes
                 .load(std::sync::atomic::Ordering::SeqCst);
+            checker.approval_change_counts = shared
+                .approval_change_counts
+                .load(std::sync::atomic::Ordering::SeqCst);
             let checked = match unit {
                 Decoded::Frame(line) => checker.check(&line),
                 Decoded::TooLarge => Err(Violation("output frame over the bound".into())),

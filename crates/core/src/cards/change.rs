@@ -53,7 +53,9 @@ impl Context<'_, '_> {
         rows.push(row(ROW_FILE_CHANGED, Some(yes_no(changed))));
         rows.push(row(
             ROW_LINES_CHANGED,
-            counts.map(|(added, removed)| format!("+{added} \u{2212}{removed}")),
+            counts.map(|(added, removed)| {
+                magi_protocol::messages::change_counts_words(added, removed)
+            }),
         ));
         let mut parts = vec![Part::results(rows, Notes::default())];
         let effects = matches!(self.changes, Changes::Applied | Changes::Partial);

@@ -252,6 +252,10 @@ impl Output {
                 let change = details.proposed_change.map(|preview| ProposedChange {
                     diff: redact_values(&preview.diff, &self.secrets),
                     truncated: preview.truncated,
+                    // Left out by the connection unless `approval.change_counts` was
+                    // negotiated.
+                    added: Some(preview.added),
+                    removed: Some(preview.removed),
                 });
                 (Some(subject), Some(rule), Some(change))
             }

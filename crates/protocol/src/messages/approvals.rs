@@ -217,6 +217,50 @@ pub struct ProposedChange {
     pub diff: String,
     /// Whether lines were cut or left out.
     pub truncated: bool,
+    /// Lines the whole change adds, however many the diff kept: present exactly when
+    /// `approval.change_counts` was negotiated.
+    #[serde(
+        default,
+        deserialize_with = "present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub added: Option<u64>,
+    /// Lines the whole change removes: present exactly when `approval.change_counts`
+    /// was negotiated.
+    #[serde(
+        default,
+        deserialize_with = "present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub removed: Option<u64>,
+}
+
+impl ProposedChange {
+    /// `+N −M`: the lines the whole change adds and removes, when the counts came
+    /// (`approval.change_counts`).
+    pub fn counts_words(&self) -> Option<String> {
+        Some(change_counts_words(self.added?, self.removed?))
+    }
+}
+
+/// `+N −M` (a minus sign, U+2212): how a change's added and removed line counts are
+/// written, on change cards and approvals alike.
+pub fn change_counts_words(added: u64, removed: u64) -> String {
+    format!("+{added} \u{2212}{removed}")
+}
+
+/// The `extensions["approval.change_counts"]` descriptor.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ApprovalChangeCountsDescriptor {
+    /// Always 1.
+    pub schema_version: u64,
+}
+
+impl ApprovalChangeCountsDescriptor {
+    /// The descriptor of schema 1.
+    pub fn schema_1() -> ApprovalChangeCountsDescriptor {
+        ApprovalChangeCountsDescriptor { schema_version: 1 }
+    }
 }
 
 /// The result of `approval.answer`: the one winning reply was recorded.

@@ -127,6 +127,13 @@ pub struct Extensions {
         skip_serializing_if = "Option::is_none"
     )]
     pub usage_cache_writes: Option<super::UsageCacheWritesDescriptor>,
+    /// The `approval.change_counts` descriptor, schema 1, when negotiated.
+    #[serde(
+        rename = "approval.change_counts",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub approval_change_counts: Option<super::ApprovalChangeCountsDescriptor>,
 }
 
 /// The lifecycle state reported by `status`.

@@ -9,13 +9,13 @@ use magi_protocol::cards;
 use magi_protocol::limits::{CLIENT_TOOL_ARGUMENTS_BYTES, CLIENT_TOOL_RESULT_BYTES, Limits};
 use magi_protocol::messages::UserQuestionsDescriptor;
 use magi_protocol::messages::{
-    ApprovalScopesDescriptor, ClientFilesDescriptor, ClientToolsDescriptor, Extensions,
-    InitializeResult, InputAttachmentsDescriptor, ReasoningSummariesDescriptor, ResultBody,
-    SessionUsageDescriptor, UsageCacheWritesDescriptor,
+    ApprovalChangeCountsDescriptor, ApprovalScopesDescriptor, ClientFilesDescriptor,
+    ClientToolsDescriptor, Extensions, InitializeResult, InputAttachmentsDescriptor,
+    ReasoningSummariesDescriptor, ResultBody, SessionUsageDescriptor, UsageCacheWritesDescriptor,
 };
 use magi_protocol::names::{
-    APPROVAL_SCOPES, CLIENT_FILES, CLIENT_TERMINALS, INPUT_ATTACHMENTS, REASONING_SUMMARIES,
-    SESSION_USAGE, USAGE_CACHE_WRITES, USER_QUESTIONS, base_capabilities,
+    APPROVAL_CHANGE_COUNTS, APPROVAL_SCOPES, CLIENT_FILES, CLIENT_TERMINALS, INPUT_ATTACHMENTS,
+    REASONING_SUMMARIES, SESSION_USAGE, USAGE_CACHE_WRITES, USER_QUESTIONS, base_capabilities,
 };
 use magi_protocol::{ErrorCode, StartupError};
 use serde_json::value::RawValue;
@@ -51,6 +51,7 @@ impl Connection {
         self.client_files = required.client_files;
         self.reasoning_summaries = required.reasoning_summaries;
         self.usage_cache_writes = required.usage_cache_writes;
+        self.approval_change_counts = required.approval_change_counts;
         self.client_tools_negotiated = required.client_tools.is_some();
         self.client_tools = Arc::new(required.client_tools.unwrap_or_default());
         self.negotiated = required
@@ -102,6 +103,7 @@ impl Connection {
                     || self.client_files
                     || self.reasoning_summaries
                     || self.usage_cache_writes
+                    || self.approval_change_counts
                 {
                     let mut negotiated = Extensions {
                         tool_cards: None,
@@ -114,6 +116,7 @@ impl Connection {
                         client_files: None,
                         reasoning_summaries: None,
                         usage_cache_writes: None,
+                        approval_change_counts: None,
                     };
                     if self.tool_cards {
                         capabilities.push(cards::CAPABILITY.to_owned());
@@ -162,6 +165,11 @@ impl Connection {
                         capabilities.push(USAGE_CACHE_WRITES.to_owned());
                         negotiated.usage_cache_writes =
                             Some(UsageCacheWritesDescriptor::schema_1());
+                    }
+                    if self.approval_change_counts {
+                        capabilities.push(APPROVAL_CHANGE_COUNTS.to_owned());
+                        negotiated.approval_change_counts =
+                            Some(ApprovalChangeCountsDescriptor::schema_1());
                     }
                     extensions = Some(negotiated);
                 }

@@ -4,17 +4,18 @@
 use magi_core::client_tools::ClientTool;
 use magi_protocol::cards;
 use magi_protocol::limits::{
-    CLIENT_FILES_NAME_ROOM, CLIENT_TERMINALS_NAME_ROOM, CLIENT_TOOL_DESCRIPTION_BYTES,
-    CLIENT_TOOL_MAX_TIMEOUT_MS, CLIENT_TOOL_SCHEMA_BYTES, CLIENT_TOOLS,
-    INPUT_ATTACHMENTS_NAME_ROOM, REASONING_SUMMARIES_NAME_ROOM, REQUIRED_CAPABILITY_NAMES,
-    REQUIRED_CAPABILITY_NAMES_WITH_APPROVAL_SCOPES, REQUIRED_CAPABILITY_NAMES_WITH_CLIENT_TOOLS,
+    APPROVAL_CHANGE_COUNTS_NAME_ROOM, CLIENT_FILES_NAME_ROOM, CLIENT_TERMINALS_NAME_ROOM,
+    CLIENT_TOOL_DESCRIPTION_BYTES, CLIENT_TOOL_MAX_TIMEOUT_MS, CLIENT_TOOL_SCHEMA_BYTES,
+    CLIENT_TOOLS, INPUT_ATTACHMENTS_NAME_ROOM, REASONING_SUMMARIES_NAME_ROOM,
+    REQUIRED_CAPABILITY_NAMES, REQUIRED_CAPABILITY_NAMES_WITH_APPROVAL_SCOPES,
+    REQUIRED_CAPABILITY_NAMES_WITH_CLIENT_TOOLS,
     REQUIRED_CAPABILITY_NAMES_WITH_CLIENT_TOOLS_AND_APPROVAL_SCOPES, SESSION_USAGE_NAME_ROOM,
     USAGE_CACHE_WRITES_NAME_ROOM, USER_QUESTIONS_CAPABILITY_NAMES,
 };
 use magi_protocol::messages::{ClientToolDefinition, InitializeParams};
 use magi_protocol::names::{
-    APPROVAL_SCOPES, CLIENT_FILES, CLIENT_TERMINALS, INPUT_ATTACHMENTS, REASONING_SUMMARIES,
-    SESSION_USAGE, USAGE_CACHE_WRITES, USER_QUESTIONS, is_valid_name,
+    APPROVAL_CHANGE_COUNTS, APPROVAL_SCOPES, CLIENT_FILES, CLIENT_TERMINALS, INPUT_ATTACHMENTS,
+    REASONING_SUMMARIES, SESSION_USAGE, USAGE_CACHE_WRITES, USER_QUESTIONS, is_valid_name,
 };
 use magi_protocol::{ErrorCode, Method};
 use serde_json::value::RawValue;
@@ -46,6 +47,8 @@ pub(super) struct Negotiation {
     pub(super) reasoning_summaries: bool,
     /// Whether `usage.cache_writes` was required.
     pub(super) usage_cache_writes: bool,
+    /// Whether `approval.change_counts` was required.
+    pub(super) approval_change_counts: bool,
 }
 
 /// The method a client answers its tools' calls with.
@@ -66,6 +69,7 @@ fn is_known_capability(name: &str) -> bool {
         || name == CLIENT_FILES
         || name == REASONING_SUMMARIES
         || name == USAGE_CACHE_WRITES
+        || name == APPROVAL_CHANGE_COUNTS
 }
 
 /// Checks the tools a client registers: 1 to 16 of them, names `[a-z][a-z0-9_]*` of at
@@ -153,6 +157,9 @@ pub(super) fn preflight_capabilities(params: &RawValue) -> Result<Negotiation, E
     // And `usage.cache_writes`.
     let wants_cache_writes = names.iter().any(|n| n == USAGE_CACHE_WRITES);
     let most = most + usize::from(wants_cache_writes) * USAGE_CACHE_WRITES_NAME_ROOM;
+    // And `approval.change_counts`.
+    let wants_change_counts = names.iter().any(|n| n == APPROVAL_CHANGE_COUNTS);
+    let most = most + usize::from(wants_change_counts) * APPROVAL_CHANGE_COUNTS_NAME_ROOM;
     if names.len() > most || !names.iter().all(|n| is_valid_name(n)) {
         return Err(ErrorCode::InvalidParams);
     }
@@ -174,6 +181,7 @@ pub(super) fn preflight_capabilities(params: &RawValue) -> Result<Negotiation, E
         client_files: wants_files,
         reasoning_summaries: wants_reasoning,
         usage_cache_writes: wants_cache_writes,
+        approval_change_counts: wants_change_counts,
     })
 }
 
@@ -215,6 +223,7 @@ mod tests {
                 client_files: false,
                 reasoning_summaries: false,
                 usage_cache_writes: false,
+                approval_change_counts: false,
             })
         );
         // `approval.scopes` adds one name to the bound, and only its own.

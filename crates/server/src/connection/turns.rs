@@ -219,7 +219,8 @@ impl Connection {
 
     /// A run's event as this client negotiated it: `usage.updated` carries the tokens
     /// written to the prompt cache only with `usage.cache_writes`, its field set
-    /// otherwise exactly `session.usage`'s.
+    /// otherwise exactly `session.usage`'s; an approval's proposed change carries its
+    /// line counts only with `approval.change_counts`.
     pub(crate) fn outgoing(&self, event: Event) -> Event {
         match event {
             Event::UsageUpdated(mut usage) => {
@@ -227,6 +228,15 @@ impl Connection {
                     usage.cache_write_tokens = None;
                 }
                 Event::UsageUpdated(usage)
+            }
+            Event::ApprovalRequested(mut request) => {
+                if !self.approval_change_counts
+                    && let Some(Some(change)) = request.proposed_change.as_mut()
+                {
+                    change.added = None;
+                    change.removed = None;
+                }
+                Event::ApprovalRequested(request)
             }
             other => other,
         }

@@ -5,6 +5,7 @@
 use std::time::Duration;
 
 use magi_client::fold::{Approval, ApprovalState};
+use magi_protocol::messages::ProposedChange;
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 
@@ -46,11 +47,23 @@ pub(super) fn panel(approval: &Approval, asking: Asking<'_>) -> Vec<Line<'static
     let ask = Style::default()
         .fg(Color::Yellow)
         .add_modifier(Modifier::BOLD);
-    let mut lines = vec![Line::from(vec![
+    let mut first = vec![
         Span::styled(format!("? Allow {tool}"), ask),
         Span::styled(if subject.is_empty() { "?" } else { ": " }, ask),
         Span::raw(subject.clone()),
-    ])];
+    ];
+    if let Some(counts) = approval
+        .proposed_change
+        .as_ref()
+        .and_then(ProposedChange::counts_words)
+    {
+        // Counted by the backend from the whole change, not from the lines shown.
+        first.push(Span::styled(
+            format!(" ({counts})"),
+            Style::default().fg(Color::DarkGray),
+        ));
+    }
+    let mut lines = vec![Line::from(first)];
     if let Some(change) = &approval.proposed_change {
         let parsed = parse_unified(&change.diff);
         let shown: Vec<_> = parsed
@@ -139,7 +152,13 @@ const URGENT: Duration = Duration::from_secs(10);
 /// it carries, and whether the change is longer than that.
 pub(in crate::tui) fn full_view(approval: &Approval) -> Vec<Line<'static>> {
     let (tool, subject) = tool_and_subject(approval);
-    let mut lines = vec![Line::from(format!("{tool}: {subject}"))];
+    let counts = approval
+        .proposed_change
+        .as_ref()
+        .and_then(ProposedChange::counts_words)
+        .map(|counts| format!(" ({counts})"))
+        .unwrap_or_default();
+    let mut lines = vec![Line::from(format!("{tool}: {subject}{counts}"))];
     if let Some(rule) = &approval.suggested_rule {
         lines.push(Line::from(format!(
             "an answer for the session adds the rule {rule}"
@@ -218,6 +237,8 @@ mod tests {
             proposed_change: change.map(|diff| ProposedChange {
                 diff: diff.to_owned(),
                 truncated: false,
+                added: None,
+                removed: None,
             }),
             expires_in_ms: 60_000,
             state: ApprovalState::Pending,
@@ -271,10 +292,13 @@ mod tests {
         );
         edit.summary = "edit a.rs".into();
         edit.subject = Some("a.rs".into());
+        if let Some(change) = edit.proposed_change.as_mut() {
+            (change.added, change.removed) = (Some(1), Some(1));
+        }
         assert_eq!(
             text(&panel(&edit, Asking::default()))[..5],
             [
-                "? Allow edit: a.rs",
+                "? Allow edit: a.rs (+1 \u{2212}1)",
                 "    @@ -3,2 +3,2 @@",
                 "       3    3 │ keep",
                 "       4      │-old",

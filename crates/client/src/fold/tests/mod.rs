@@ -398,6 +398,8 @@ fn an_approval_keeps_its_subject_and_suggested_rule() {
     let change = ProposedChange {
         diff: "--- a\n+++ a\n@@ -1 +1 @@\n-x\n+y\n".into(),
         truncated: false,
+        added: Some(1),
+        removed: Some(1),
     };
     let scoped = |subject: Option<Option<&str>>, rule: Option<Option<&str>>| {
         let t = fold(vec![FoldInput::Event(Event::ApprovalRequested(

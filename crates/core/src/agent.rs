@@ -107,13 +107,10 @@ pub fn agent_for(runtime: &Runtime, selection: &ActiveSelection) -> Result<Agent
     let format = wire_format(provider.kind);
     let hidden_env = credential_variables(runtime);
     // The values of every credential this backend can see, whatever they look like.
-    let mut secrets: Vec<String> = hidden_env
-        .iter()
-        .filter_map(|name| runtime.env.get(name))
-        .map(str::to_owned)
+    let mut secrets: Vec<String> = credential_values(runtime)
+        .into_iter()
         .chain(api_key.clone())
         .chain(sign_in.iter().flat_map(|(found, _)| found.tokens.secrets()))
-        .chain(runtime.mcp.secrets())
         .collect();
     secrets.sort();
     secrets.dedup();
@@ -243,6 +240,18 @@ fn wire_bound(format: WireFormat, limit: Option<OutputLimit>) -> Option<u64> {
 /// Every environment variable that may hold a credential: the built-in providers', each
 /// configured `api_key_env` and each MCP server's `bearer_token_env`. Tools' processes
 /// never see them.
+/// The values of the credentials this backend holds whatever the selection (those of
+/// its credential variables, and its MCP servers'): what text leaving the process is
+/// redacted of where no agent is at hand.
+pub fn credential_values(runtime: &Runtime) -> Vec<String> {
+    credential_variables(runtime)
+        .iter()
+        .filter_map(|name| runtime.env.get(name))
+        .map(str::to_owned)
+        .chain(runtime.mcp.secrets())
+        .collect()
+}
+
 fn credential_variables(runtime: &Runtime) -> Vec<String> {
     let mut names: Vec<String> = ["OPENAI_API_KEY", "ANTHROPIC_API_KEY"]
         .into_iter()

@@ -29,7 +29,7 @@ pub mod sign_in;
 mod startup;
 mod workspace;
 
-pub use agent::agent_for;
+pub use agent::{agent_for, credential_values};
 pub use explain::{explain_configuration, explain_startup};
 pub use invocation::{INVOCATION_ENV, Invocation};
 /// How every command the backend starts dies with it: see [`magi_tools::launcher`].

@@ -423,6 +423,15 @@ pub const USAGE_CACHE_WRITES_NAME_ROOM: usize = 1;
 /// Names `approval.change_counts` adds to whichever bound of `required_capabilities`
 /// applies without it: its own.
 pub const APPROVAL_CHANGE_COUNTS_NAME_ROOM: usize = 1;
+/// Names `jobs.control` adds to whichever bound of `required_capabilities` applies
+/// without it: its own.
+pub const JOBS_CONTROL_NAME_ROOM: usize = 1;
+/// Most lines of a background command's output one `job.output` result carries (its
+/// newest).
+pub const JOB_OUTPUT_LINES: usize = 200;
+/// Most bytes of a `job.output` result's `output`: whole lines from the newest back, so
+/// a result stays far inside an output frame whatever its escaping.
+pub const JOB_OUTPUT_BYTES: usize = 16_384;
 /// Most bytes of a `client.terminal.result`'s `output`: the last bytes of a command's
 /// output that a client terminal keeps (docs/protocol/client-terminals.md). With its
 /// JSON escaping it stays inside an input frame.

@@ -4,6 +4,7 @@
 mod approvals;
 mod catalog;
 mod files;
+mod jobs;
 mod questions;
 mod reasoning;
 mod sessions;
@@ -19,6 +20,7 @@ mod tests;
 pub use approvals::*;
 pub use catalog::*;
 pub use files::*;
+pub use jobs::*;
 pub use questions::*;
 pub use reasoning::*;
 pub use sessions::*;
@@ -129,4 +131,8 @@ pub enum ResultBody {
     SessionCompact(SessionCompactResult),
     /// `client.file.result`.
     ClientFileResult(ClientFileResultResult),
+    /// `job.output`.
+    JobOutput(JobOutputResult),
+    /// `job.stop`.
+    JobStop(JobStopResult),
 }

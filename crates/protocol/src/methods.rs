@@ -13,12 +13,13 @@ use crate::messages::{
     ApprovalAnswerParams, ApprovalAnswerResult, CatalogStatusParams, CatalogStatusResult,
     ClientFileResultParams, ClientFileResultResult, ClientTerminalResultParams,
     ClientToolResultParams, ClientToolResultResult, EmptyParams, HistoryPageParams,
-    HistoryPageResult, InitializeParams, InitializeResult, ModelCatalogParams, ModelCatalogResult,
-    ModelRefreshParams, ModelRefreshResult, OperationCancelParams, OperationCancelResult,
-    QuestionAnswerParams, QuestionAnswerResult, SelectionSetParams, SelectionSetResult,
-    SessionCompactParams, SessionCompactResult, SessionDiscoverParams, SessionDiscoverResult,
-    SessionListParams, SessionListResult, SessionOpenParams, SessionResult, ShutdownResult,
-    StatusResult, TurnCancelParams, TurnCancelResult, TurnStartParams, TurnStartResult,
+    HistoryPageResult, InitializeParams, InitializeResult, JobOutputResult, JobParams,
+    JobStopResult, ModelCatalogParams, ModelCatalogResult, ModelRefreshParams, ModelRefreshResult,
+    OperationCancelParams, OperationCancelResult, QuestionAnswerParams, QuestionAnswerResult,
+    SelectionSetParams, SelectionSetResult, SessionCompactParams, SessionCompactResult,
+    SessionDiscoverParams, SessionDiscoverResult, SessionListParams, SessionListResult,
+    SessionOpenParams, SessionResult, ShutdownResult, StatusResult, TurnCancelParams,
+    TurnCancelResult, TurnStartParams, TurnStartResult,
 };
 use crate::names::{ExtensionMethod, Method, MethodName};
 
@@ -110,6 +111,10 @@ requests! {
     /// `client.file.result` (with `client.files`).
     ClientFileResult = MethodName::Extension(ExtensionMethod::ClientFileResult),
         ClientFileResultParams => ClientFileResultResult;
+    /// `job.output` (with `jobs.control`).
+    JobOutput = MethodName::Extension(ExtensionMethod::JobOutput), JobParams => JobOutputResult;
+    /// `job.stop` (with `jobs.control`).
+    JobStop = MethodName::Extension(ExtensionMethod::JobStop), JobParams => JobStopResult;
 }
 
 #[cfg(test)]

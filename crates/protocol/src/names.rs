@@ -128,6 +128,10 @@ closed_name_set! {
         ClientTerminalResult => "client.terminal.result",
         /// A part of a file's text, or the end of a write (`client.files`).
         ClientFileResult => "client.file.result",
+        /// A background command's newest output (`jobs.control`).
+        JobOutput => "job.output",
+        /// Stops a background command (`jobs.control`).
+        JobStop => "job.stop",
     }
 }
 
@@ -181,6 +185,9 @@ pub const USAGE_CACHE_WRITES: &str = "usage.cache_writes";
 
 /// The `approval.change_counts` extension's capability name.
 pub const APPROVAL_CHANGE_COUNTS: &str = "approval.change_counts";
+
+/// The `jobs.control` extension's capability name.
+pub const JOBS_CONTROL: &str = "jobs.control";
 
 /// The capabilities advertised by `initialize`, in the protocol's order.
 ///

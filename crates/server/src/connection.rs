@@ -28,6 +28,7 @@ use crate::output::{Output, OutputFailure};
 mod compact;
 mod files;
 mod initialize;
+mod jobs;
 mod negotiation;
 mod questions;
 mod session_job;
@@ -125,6 +126,8 @@ pub(crate) struct Connection {
     usage_cache_writes: bool,
     /// Whether the client required `approval.change_counts`.
     approval_change_counts: bool,
+    /// Whether the client required `jobs.control`.
+    jobs_control: bool,
     /// Whether the client required `client.tools`, and the tools it registered.
     client_tools_negotiated: bool,
     client_tools: Arc<Vec<ClientTool>>,
@@ -165,6 +168,7 @@ impl Connection {
             reasoning_summaries: false,
             usage_cache_writes: false,
             approval_change_counts: false,
+            jobs_control: false,
             client_tools_negotiated: false,
             client_tools: Arc::default(),
             selection: None,
@@ -241,6 +245,13 @@ impl Connection {
         }
         if envelope.method == SESSION_COMPACT_METHOD {
             return self.session_compact(id, envelope.params);
+        }
+        if let Some(answer) = self.job_control(&envelope.method, envelope.params) {
+            match answer {
+                Ok(result) => self.output.result(id, result)?,
+                Err(code) => self.output.error(Some(id), code)?,
+            }
+            return Ok(Flow::Continue);
         }
         let Some(method) = Method::from_wire(&envelope.method) else {
             self.output.error(Some(id), ErrorCode::UnsupportedMethod)?;

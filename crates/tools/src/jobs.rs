@@ -25,9 +25,11 @@ use crate::ToolContext;
 use crate::facts::CommandFacts;
 use crate::process::{End, Kept, Started, command_facts, record_end, wait_until_exited};
 
+mod control;
 mod notices;
 mod tools;
 
+pub use control::{JobLookup, JobTail, job_tail, stop_job};
 pub use notices::{JobNotice, take_notices};
 pub(crate) use tools::{
     kill_definition, log_definition, run_kill, run_log, run_start, start_definition,
@@ -104,11 +106,24 @@ impl Jobs {
     }
 }
 
-fn jobs() -> MutexGuard<'static, Jobs> {
+fn static_jobs() -> &'static Mutex<Jobs> {
     static JOBS: OnceLock<Mutex<Jobs>> = OnceLock::new();
     JOBS.get_or_init(Mutex::default)
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
+}
+
+fn jobs() -> MutexGuard<'static, Jobs> {
+    static_jobs().lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The registry when nobody holds it, else none: what the protocol loop may wait for.
+fn try_jobs() -> Option<MutexGuard<'static, Jobs>> {
+    static_jobs().try_lock().map_or_else(
+        |e| match e {
+            std::sync::TryLockError::Poisoned(poisoned) => Some(poisoned.into_inner()),
+            std::sync::TryLockError::WouldBlock => None,
+        },
+        Some,
+    )
 }
 
 /// Stops every background job's process group, the backend is ending: `SIGTERM` to

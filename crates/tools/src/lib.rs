@@ -39,7 +39,7 @@ pub use control::{ControlRequest, cut_title, parse_control};
 pub use diagnostics::{Projection, process_diagnostics};
 pub use editor::{EditorFiles, EditorText};
 pub use facts::{AppliedPreview, CommandFacts, Facts};
-pub use jobs::{JobNotice, take_notices};
+pub use jobs::{JobLookup, JobNotice, JobTail, job_tail, stop_job, take_notices};
 pub use process::hook::{HookCommand, HookEnd, HookRun, run_hook};
 pub use process::launcher;
 pub use process::live::LiveOutput;

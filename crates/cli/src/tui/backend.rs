@@ -41,6 +41,8 @@ pub(super) async fn start_backend() -> anyhow::Result<Result<Backend, ErrorCode>
             // change's whole size.
             magi_protocol::names::APPROVAL_SCOPES,
             magi_protocol::names::APPROVAL_CHANGE_COUNTS,
+            // `/jobs`: background commands' output, and stopping them.
+            magi_protocol::names::JOBS_CONTROL,
             // The model may ask the person to choose.
             magi_protocol::names::USER_QUESTIONS,
             // The slash commands: sessions past the 256 of `session.list`, the model

@@ -41,6 +41,7 @@ mod hooks_decisions;
 mod hooks_protocol;
 mod initialize;
 mod instructions;
+mod jobs_control;
 mod launch;
 mod lifecycle;
 mod live_output;

@@ -169,6 +169,60 @@ async fn a_background_command_is_listed_as_running_now() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn jobs_shows_a_background_commands_newest_output_and_stops_it() {
+    for columns in [80, 120] {
+        let mock = MockServer::start().await;
+        let command = "for i in $(seq 1 30); do echo \"out $i 日本 🎉\"; done; sleep 30";
+        mock.enqueue(calls("async_bash", &[bash("j1", command)]));
+        mock.enqueue(Reply::stream().text(["Started it."]));
+        let env = TestEnv::new();
+        env.write_settings("[permissions]\nallow = [\"async_bash\"]\n");
+        let tmux = Tmux::start_sized(&env, &vars(&mock), columns, 40);
+        tmux.wait_for("idle ·");
+        tmux.type_text("start it");
+        tmux.key("Enter");
+        tmux.wait_for("Started it.");
+        tmux.wait_for("idle ·");
+        // The job's newest lines, read from the backend while it runs. Asked again
+        // until the job has printed them all (it prints on its own clock).
+        let mut screen = String::new();
+        for _ in 0..50 {
+            tmux.type_text("/jobs");
+            tmux.key("Enter");
+            screen = tmux.wait_for("Background commands");
+            tmux.key("Escape");
+            tmux.wait_gone("Background commands");
+            if screen.contains("out 30 日本 🎉") {
+                break;
+            }
+        }
+        assert!(screen.contains("job-1 · running"), "{screen}");
+        assert!(screen.contains("out 30 日本 🎉"), "{screen}");
+        assert!(screen.contains("… 10 earlier lines"), "{screen}");
+        assert!(!screen.contains("out 10 日本"), "{screen}");
+        tmux.type_text("/jobs stop 1");
+        tmux.key("Enter");
+        tmux.wait_for("job-1: stopping");
+        // Stopped: the next look says so.
+        for _ in 0..50 {
+            tmux.type_text("/jobs");
+            tmux.key("Enter");
+            screen = tmux.wait_for("Background commands");
+            tmux.key("Escape");
+            tmux.wait_gone("Background commands");
+            if screen.contains("job-1 · killed") {
+                break;
+            }
+        }
+        assert!(screen.contains("job-1 · killed"), "{screen}");
+        tmux.type_text("/jobs stop 7");
+        tmux.key("Enter");
+        tmux.wait_for("no background command job-7 in this backend");
+        tmux.key("C-c");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_running_commands_output_shows_in_its_card_as_it_comes() {
     for columns in [80, 120] {
         let mock = MockServer::start().await;

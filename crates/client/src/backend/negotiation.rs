@@ -3,15 +3,15 @@
 
 use std::sync::Arc;
 
-use magi_protocol::messages::ClientTerminalsDescriptor;
 use magi_protocol::messages::{
     ApprovalChangeCountsDescriptor, ApprovalScopesDescriptor, ClientFilesDescriptor,
     InitializeParams, InitializeResult, InputAttachmentsDescriptor, ReasoningSummariesDescriptor,
     SessionUsageDescriptor, UsageCacheWritesDescriptor, UserQuestionsDescriptor,
 };
+use magi_protocol::messages::{ClientTerminalsDescriptor, JobsControlDescriptor};
 use magi_protocol::names::{
     APPROVAL_CHANGE_COUNTS, APPROVAL_SCOPES, CLIENT_FILES, CLIENT_TERMINALS, INPUT_ATTACHMENTS,
-    REASONING_SUMMARIES, SESSION_USAGE, USAGE_CACHE_WRITES, USER_QUESTIONS,
+    JOBS_CONTROL, REASONING_SUMMARIES, SESSION_USAGE, USAGE_CACHE_WRITES, USER_QUESTIONS,
 };
 use serde_json::Value;
 
@@ -33,6 +33,7 @@ pub(super) struct Negotiation {
     reasoning_summaries: bool,
     usage_cache_writes: bool,
     approval_change_counts: bool,
+    jobs_control: bool,
     shared: Arc<Shared>,
 }
 
@@ -57,6 +58,7 @@ impl Negotiation {
             reasoning_summaries: requires(REASONING_SUMMARIES),
             usage_cache_writes: requires(USAGE_CACHE_WRITES),
             approval_change_counts: requires(APPROVAL_CHANGE_COUNTS),
+            jobs_control: requires(JOBS_CONTROL),
             shared,
         })
     }
@@ -77,6 +79,7 @@ impl Negotiation {
             reasoning_summaries: self.reasoning_summaries,
             usage_cache_writes: self.usage_cache_writes,
             approval_change_counts: self.approval_change_counts,
+            jobs_control: self.jobs_control,
         };
         check_advertisement(&result, &required).map_err(ClientError::Violation)?;
         self.shared
@@ -131,13 +134,14 @@ struct Required {
     reasoning_summaries: bool,
     usage_cache_writes: bool,
     approval_change_counts: bool,
+    jobs_control: bool,
 }
 
 /// Checks what an admitted `initialize` advertises: the sixteen base capabilities in
 /// order, then `tool.cards` with exactly schema 1's descriptor, `client.tools` with
 /// its descriptor, `approval.scopes`, `user.questions`, `session.usage`,
 /// `input.attachments`, `client.files`, `reasoning.summaries`, `client.terminals`,
-/// `usage.cache_writes` and `approval.change_counts` with schema 1's, each exactly when it was required, and nothing
+/// `usage.cache_writes`, `approval.change_counts` and `jobs.control` with schema 1's, each exactly when it was required, and nothing
 /// of them otherwise.
 fn check_advertisement(result: &InitializeResult, required: &Required) -> Result<(), Violation> {
     let mut expected = magi_protocol::names::base_capabilities();
@@ -173,6 +177,9 @@ fn check_advertisement(result: &InitializeResult, required: &Required) -> Result
     }
     if required.approval_change_counts {
         expected.push(APPROVAL_CHANGE_COUNTS.to_owned());
+    }
+    if required.jobs_control {
+        expected.push(JOBS_CONTROL.to_owned());
     }
     if result.capabilities != expected {
         return Err(Violation("initialize advertised other capabilities".into()));
@@ -266,6 +273,14 @@ fn check_advertisement(result: &InitializeResult, required: &Required) -> Result
         (true, Some(d)) => *d == ApprovalChangeCountsDescriptor::schema_1(),
         _ => false,
     };
+    let jobs_ok = match (
+        required.jobs_control,
+        extensions.and_then(|e| e.jobs_control.as_ref()),
+    ) {
+        (false, None) => true,
+        (true, Some(d)) => *d == JobsControlDescriptor::schema_1(),
+        _ => false,
+    };
     let any = required.tool_cards
         || required.client_tools
         || required.approval_scopes
@@ -276,7 +291,8 @@ fn check_advertisement(result: &InitializeResult, required: &Required) -> Result
         || required.reasoning_summaries
         || required.client_terminals
         || required.usage_cache_writes
-        || required.approval_change_counts;
+        || required.approval_change_counts
+        || required.jobs_control;
     let all_ok = cards_ok
         && tools_ok
         && scopes_ok
@@ -287,7 +303,8 @@ fn check_advertisement(result: &InitializeResult, required: &Required) -> Result
         && reasoning_ok
         && terminals_ok
         && cache_writes_ok
-        && change_counts_ok;
+        && change_counts_ok
+        && jobs_ok;
     if all_ok && extensions.is_some() == any {
         Ok(())
     } else {

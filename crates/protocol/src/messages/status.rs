@@ -134,6 +134,13 @@ pub struct Extensions {
         skip_serializing_if = "Option::is_none"
     )]
     pub approval_change_counts: Option<super::ApprovalChangeCountsDescriptor>,
+    /// The `jobs.control` descriptor, schema 1, when negotiated.
+    #[serde(
+        rename = "jobs.control",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub jobs_control: Option<super::JobsControlDescriptor>,
 }
 
 /// The lifecycle state reported by `status`.

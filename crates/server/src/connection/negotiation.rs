@@ -6,16 +6,17 @@ use magi_protocol::cards;
 use magi_protocol::limits::{
     APPROVAL_CHANGE_COUNTS_NAME_ROOM, CLIENT_FILES_NAME_ROOM, CLIENT_TERMINALS_NAME_ROOM,
     CLIENT_TOOL_DESCRIPTION_BYTES, CLIENT_TOOL_MAX_TIMEOUT_MS, CLIENT_TOOL_SCHEMA_BYTES,
-    CLIENT_TOOLS, INPUT_ATTACHMENTS_NAME_ROOM, REASONING_SUMMARIES_NAME_ROOM,
-    REQUIRED_CAPABILITY_NAMES, REQUIRED_CAPABILITY_NAMES_WITH_APPROVAL_SCOPES,
-    REQUIRED_CAPABILITY_NAMES_WITH_CLIENT_TOOLS,
+    CLIENT_TOOLS, INPUT_ATTACHMENTS_NAME_ROOM, JOBS_CONTROL_NAME_ROOM,
+    REASONING_SUMMARIES_NAME_ROOM, REQUIRED_CAPABILITY_NAMES,
+    REQUIRED_CAPABILITY_NAMES_WITH_APPROVAL_SCOPES, REQUIRED_CAPABILITY_NAMES_WITH_CLIENT_TOOLS,
     REQUIRED_CAPABILITY_NAMES_WITH_CLIENT_TOOLS_AND_APPROVAL_SCOPES, SESSION_USAGE_NAME_ROOM,
     USAGE_CACHE_WRITES_NAME_ROOM, USER_QUESTIONS_CAPABILITY_NAMES,
 };
 use magi_protocol::messages::{ClientToolDefinition, InitializeParams};
 use magi_protocol::names::{
     APPROVAL_CHANGE_COUNTS, APPROVAL_SCOPES, CLIENT_FILES, CLIENT_TERMINALS, INPUT_ATTACHMENTS,
-    REASONING_SUMMARIES, SESSION_USAGE, USAGE_CACHE_WRITES, USER_QUESTIONS, is_valid_name,
+    JOBS_CONTROL, REASONING_SUMMARIES, SESSION_USAGE, USAGE_CACHE_WRITES, USER_QUESTIONS,
+    is_valid_name,
 };
 use magi_protocol::{ErrorCode, Method};
 use serde_json::value::RawValue;
@@ -49,6 +50,8 @@ pub(super) struct Negotiation {
     pub(super) usage_cache_writes: bool,
     /// Whether `approval.change_counts` was required.
     pub(super) approval_change_counts: bool,
+    /// Whether `jobs.control` was required.
+    pub(super) jobs_control: bool,
 }
 
 /// The method a client answers its tools' calls with.
@@ -70,6 +73,7 @@ fn is_known_capability(name: &str) -> bool {
         || name == REASONING_SUMMARIES
         || name == USAGE_CACHE_WRITES
         || name == APPROVAL_CHANGE_COUNTS
+        || name == JOBS_CONTROL
 }
 
 /// Checks the tools a client registers: 1 to 16 of them, names `[a-z][a-z0-9_]*` of at
@@ -160,6 +164,9 @@ pub(super) fn preflight_capabilities(params: &RawValue) -> Result<Negotiation, E
     // And `approval.change_counts`.
     let wants_change_counts = names.iter().any(|n| n == APPROVAL_CHANGE_COUNTS);
     let most = most + usize::from(wants_change_counts) * APPROVAL_CHANGE_COUNTS_NAME_ROOM;
+    // And `jobs.control`.
+    let wants_jobs = names.iter().any(|n| n == JOBS_CONTROL);
+    let most = most + usize::from(wants_jobs) * JOBS_CONTROL_NAME_ROOM;
     if names.len() > most || !names.iter().all(|n| is_valid_name(n)) {
         return Err(ErrorCode::InvalidParams);
     }
@@ -182,6 +189,7 @@ pub(super) fn preflight_capabilities(params: &RawValue) -> Result<Negotiation, E
         reasoning_summaries: wants_reasoning,
         usage_cache_writes: wants_cache_writes,
         approval_change_counts: wants_change_counts,
+        jobs_control: wants_jobs,
     })
 }
 
@@ -224,6 +232,7 @@ mod tests {
                 reasoning_summaries: false,
                 usage_cache_writes: false,
                 approval_change_counts: false,
+                jobs_control: false,
             })
         );
         // `approval.scopes` adds one name to the bound, and only its own.

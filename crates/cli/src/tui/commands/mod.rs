@@ -10,6 +10,7 @@
 //! command makes, and [`words`] what a refusal means.
 
 mod copy;
+mod jobs;
 mod model;
 mod panel;
 mod run;
@@ -51,6 +52,8 @@ pub(super) enum Command {
     Diff,
     /// Shows every card of the transcript in full.
     Cards,
+    /// Shows the background commands' newest output, or stops one.
+    Jobs,
     /// Shows model, provider, session, tokens and paths.
     Status,
     /// Quits.
@@ -59,7 +62,7 @@ pub(super) enum Command {
 
 impl Command {
     /// Every command, in the order `/help` lists them.
-    pub(super) const ALL: [Command; 10] = [
+    pub(super) const ALL: [Command; 11] = [
         Command::Help,
         Command::New,
         Command::Sessions,
@@ -68,6 +71,7 @@ impl Command {
         Command::Copy,
         Command::Diff,
         Command::Cards,
+        Command::Jobs,
         Command::Status,
         Command::Quit,
     ];
@@ -83,6 +87,7 @@ impl Command {
             Command::Copy => "copy",
             Command::Diff => "diff",
             Command::Cards => "cards",
+            Command::Jobs => "jobs",
             Command::Status => "status",
             Command::Quit => "quit",
         }
@@ -126,6 +131,7 @@ impl Command {
             Command::Copy => "copy the last reply to the clipboard",
             Command::Diff => "show the session's changes",
             Command::Cards => "every tool call's card in full, newest last",
+            Command::Jobs => "background commands' newest output (/jobs stop N stops one)",
             Command::Status => "model, provider, session, tokens and paths",
             Command::Quit => "quit Mission Control",
         }

@@ -133,6 +133,7 @@ impl App {
             Command::Copy => self.status = copy::copy_last_reply(&self.transcript),
             Command::Diff => self.panel = Some(Panel::Text(show::diff(&self.transcript))),
             Command::Cards => self.panel = Some(Panel::Text(self.cards_panel())),
+            Command::Jobs => self.jobs_command(backend, argument).await?,
             Command::Status => {
                 let status = match backend.status().await? {
                     Ok(status) => Some(status),

@@ -143,6 +143,14 @@ impl Clock {
         }
     }
 
+    /// The background jobs started in this backend, oldest first: their IDs, commands
+    /// and whether a later call saw them end.
+    pub(in crate::tui) fn jobs(&self) -> impl Iterator<Item = (&str, &str, bool)> {
+        self.jobs
+            .iter()
+            .map(|j| (j.id.as_str(), j.command.as_str(), j.ended))
+    }
+
     /// Whether a background job started here has no known end.
     pub(in crate::tui) fn has_jobs(&self) -> bool {
         self.jobs.iter().any(|j| !j.ended)

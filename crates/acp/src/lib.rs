@@ -22,8 +22,28 @@ mod transport;
 
 use std::process::ExitCode;
 
-/// Serves ACP on this process's stdin and stdout until stdin ends.
-pub fn run() -> ExitCode {
+/// Says why a backend refused `initialize` with `code` in `cwd`, started with the
+/// variables `env` beyond this process's: what happened and what to do, from the
+/// configuration (the command line's explanations; this crate sees only the client).
+pub type Explain =
+    fn(code: magi_protocol::ErrorCode, cwd: &std::path::Path, env: &[(String, String)]) -> String;
+
+/// How backend refusals are explained, set once by [`run`].
+static EXPLAIN: std::sync::OnceLock<Explain> = std::sync::OnceLock::new();
+
+/// The explanation of a refused `initialize`, when [`run`] was given a way to make one.
+pub(crate) fn explain(
+    code: magi_protocol::ErrorCode,
+    cwd: &std::path::Path,
+    env: &[(String, String)],
+) -> Option<String> {
+    EXPLAIN.get().map(|explain| explain(code, cwd, env))
+}
+
+/// Serves ACP on this process's stdin and stdout until stdin ends; a backend that
+/// refuses to start is explained with `explain`.
+pub fn run(explain: Explain) -> ExitCode {
+    let _ = EXPLAIN.set(explain);
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -17,10 +17,9 @@ fn here() -> StartupRequest {
     }
 }
 
-/// An `initialize` refusal, said in full: the configuration's own account of the code
-/// when it is a startup code.
-pub fn initialize_failed(code: ErrorCode, client_tools: &[String]) -> anyhow::Error {
-    let startup = [
+/// The startup error `code` stands for, when it is one.
+fn startup_error(code: ErrorCode) -> Option<StartupError> {
+    [
         StartupError::ConfigurationInvalid,
         StartupError::ProviderUnavailable,
         StartupError::ProfileInvalid,
@@ -29,14 +28,39 @@ pub fn initialize_failed(code: ErrorCode, client_tools: &[String]) -> anyhow::Er
         StartupError::StartupFailed,
     ]
     .into_iter()
-    .find(|startup| startup.code() == code);
-    match startup {
+    .find(|startup| startup.code() == code)
+}
+
+/// An `initialize` refusal, said in full: the configuration's own account of the code
+/// when it is a startup code.
+pub fn initialize_failed(code: ErrorCode, client_tools: &[String]) -> anyhow::Error {
+    match startup_error(code) {
         Some(startup) => anyhow!(
             "{} [{}]",
             magi_core::explain_startup(&here(), client_tools, startup),
             code.as_str()
         ),
         None => anyhow!("the backend refused to initialize [{}]", code.as_str()),
+    }
+}
+
+/// An `initialize` refusal of a backend `magi-code acp` started in `cwd` with the
+/// variables `env` beyond its own (the client's MCP servers): the configuration's
+/// account of a startup code, as exec gives it.
+pub fn acp_initialize_failed(
+    code: ErrorCode,
+    cwd: &std::path::Path,
+    env: &[(String, String)],
+) -> String {
+    let mut vars: Vec<(std::ffi::OsString, std::ffi::OsString)> = std::env::vars_os().collect();
+    vars.extend(env.iter().map(|(k, v)| (k.into(), v.into())));
+    let request = StartupRequest {
+        cwd: cwd.to_owned(),
+        env: magi_config::Env::from_pairs(vars),
+    };
+    match startup_error(code) {
+        Some(startup) => magi_core::explain_startup(&request, &[], startup),
+        None => format!("the backend refused to initialize ({})", code.as_str()),
     }
 }
 

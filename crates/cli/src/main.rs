@@ -203,7 +203,7 @@ fn main() -> ExitCode {
         Some(Command::Logout(command)) => login::logout(command),
         Some(Command::Hooks(command)) => hooks::run(command),
         Some(Command::Exec(args)) => exec::run(&args),
-        Some(Command::Acp) => magi_acp::run(),
+        Some(Command::Acp) => magi_acp::run(explain::acp_initialize_failed),
     }
 }
 

@@ -119,16 +119,20 @@ async fn backend_with(
         Ok(Ok(_)) => Ok(backend),
         Ok(Err(code)) => {
             backend.kill().await;
-            let hint = if env.is_empty() {
-                "run `magi-code doctor` there to see why"
-            } else {
-                "an MCP server the client passed may not have started; run `magi-code \
-                 doctor` there for the rest"
+            let why = match crate::explain(code, cwd, env) {
+                Some(why) => format!("{why} [{}]", code.as_str()),
+                None if env.is_empty() => {
+                    format!("{}; run `magi-code doctor` there to see why", code.as_str())
+                }
+                None => format!(
+                    "{}; an MCP server the client passed may not have started; run \
+                     `magi-code doctor` there for the rest",
+                    code.as_str()
+                ),
             };
             Err(Error::internal_error().data(json!(format!(
-                "magi-code could not start in {}: {}; {hint}",
-                cwd.display(),
-                code.as_str()
+                "magi-code could not start in {}: {why}",
+                cwd.display()
             ))))
         }
         Err(e) => {

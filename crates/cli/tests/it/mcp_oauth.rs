@@ -221,6 +221,19 @@ async fn a_server_needing_a_sign_in_it_lacks_fails_startup_and_front_ends_name_t
         said.contains("the MCP server `remote` needs a sign-in"),
         "{said}"
     );
+    // An editor over `magi-code acp` is told the same, where it asked for a session.
+    let mut acp = crate::common::acp::Acp::spawn(&env);
+    let init = serde_json::json!({"protocolVersion": 1});
+    acp.call("initialize", init).await.unwrap();
+    let new = serde_json::json!({"cwd": env.cwd(), "mcpServers": []});
+    let refused = acp.call("session/new", new).await.unwrap_err();
+    let said = refused["data"].as_str().unwrap_or_default().to_owned();
+    assert!(
+        said.contains("the MCP server `remote` needs a sign-in")
+            && said.contains("magi-code mcp login remote")
+            && said.contains("[mcp_unavailable]"),
+        "{refused}"
+    );
     // Without `oauth`, the server's refusal is explained with what to add.
     let env = env_with(&model, &url, "");
     mcp_command(&env, &["approve", "remote"]);

@@ -160,17 +160,36 @@ async fn a_cards_time_leaves_out_the_wait_for_its_approval() {
             .ends_with("approval"),
         "{header}"
     );
+    // The person takes their time: at least as long as this, measured.
+    let asked = std::time::Instant::now();
     std::thread::sleep(Duration::from_millis(2_200));
     tmux.type_text("y");
+    let waited = asked.elapsed();
     let screen = tmux.wait_for("done · exit 0 ·");
     let header = screen
         .lines()
         .find(|l| l.contains("done · exit 0"))
         .unwrap();
-    // A quick command: well under the two seconds the person took.
+    // Had the wait been counted, the time shown would be at least the wait.
     let took = header.split("exit 0 · ").nth(1).unwrap();
-    assert!(took.contains("ms") || took.starts_with("0."), "{header}");
+    let shown = shown_duration(took).unwrap_or_else(|| panic!("no time in {header}"));
+    assert!(
+        shown < waited,
+        "{header}: {shown:?} shown after a wait of {waited:?}"
+    );
     tmux.key("C-c");
+}
+
+/// The duration a card's header writes at the start of `text` (`34ms`, `0.4s`, `12s`).
+fn shown_duration(text: &str) -> Option<Duration> {
+    let word = text.split_whitespace().next()?.trim_end_matches('│');
+    if let Some(ms) = word.strip_suffix("ms") {
+        return ms.parse().ok().map(Duration::from_millis);
+    }
+    word.strip_suffix('s')?
+        .parse::<f64>()
+        .ok()
+        .map(Duration::from_secs_f64)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -5,6 +5,7 @@
 //! child: a fresh request scans and replaces it, a continuation scans again and pages
 //! the snapshot only if nothing a client could notice changed (the caches' bytes, the
 //! credentials' presence); otherwise the snapshot is stale for good (`stale_catalog`).
+//! Its part `cached` pages one provider's whole cached list (`model.cached`).
 
 use std::time::{Duration, Instant};
 
@@ -25,6 +26,10 @@ use magi_store::catalog::{CacheRead, read_cache};
 use sha2::Digest;
 
 use crate::paging::{PageRequest, Snapshot, check_request, page_end, serialized_len};
+
+mod cached;
+
+pub use cached::{CachedListing, check_cached_params};
 
 /// Notice: a relevant provider's cache is missing, invalid or empty.
 pub const NOTICE_PROVIDER_CATALOG_UNAVAILABLE: &str = "provider_catalog_unavailable";

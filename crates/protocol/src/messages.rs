@@ -129,4 +129,6 @@ pub enum ResultBody {
     SessionCompact(SessionCompactResult),
     /// `client.file.result`.
     ClientFileResult(ClientFileResultResult),
+    /// `model.cached`.
+    ModelCached(ModelCachedResult),
 }

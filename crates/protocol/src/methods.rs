@@ -13,12 +13,13 @@ use crate::messages::{
     ApprovalAnswerParams, ApprovalAnswerResult, CatalogStatusParams, CatalogStatusResult,
     ClientFileResultParams, ClientFileResultResult, ClientTerminalResultParams,
     ClientToolResultParams, ClientToolResultResult, EmptyParams, HistoryPageParams,
-    HistoryPageResult, InitializeParams, InitializeResult, ModelCatalogParams, ModelCatalogResult,
-    ModelRefreshParams, ModelRefreshResult, OperationCancelParams, OperationCancelResult,
-    QuestionAnswerParams, QuestionAnswerResult, SelectionSetParams, SelectionSetResult,
-    SessionCompactParams, SessionCompactResult, SessionDiscoverParams, SessionDiscoverResult,
-    SessionListParams, SessionListResult, SessionOpenParams, SessionResult, ShutdownResult,
-    StatusResult, TurnCancelParams, TurnCancelResult, TurnStartParams, TurnStartResult,
+    HistoryPageResult, InitializeParams, InitializeResult, ModelCachedParams, ModelCachedResult,
+    ModelCatalogParams, ModelCatalogResult, ModelRefreshParams, ModelRefreshResult,
+    OperationCancelParams, OperationCancelResult, QuestionAnswerParams, QuestionAnswerResult,
+    SelectionSetParams, SelectionSetResult, SessionCompactParams, SessionCompactResult,
+    SessionDiscoverParams, SessionDiscoverResult, SessionListParams, SessionListResult,
+    SessionOpenParams, SessionResult, ShutdownResult, StatusResult, TurnCancelParams,
+    TurnCancelResult, TurnStartParams, TurnStartResult,
 };
 use crate::names::{ExtensionMethod, Method, MethodName};
 
@@ -110,6 +111,9 @@ requests! {
     /// `client.file.result` (with `client.files`).
     ClientFileResult = MethodName::Extension(ExtensionMethod::ClientFileResult),
         ClientFileResultParams => ClientFileResultResult;
+    /// `model.cached` (with `model.cached`).
+    ModelCached = MethodName::Extension(ExtensionMethod::ModelCached),
+        ModelCachedParams => ModelCachedResult;
 }
 
 #[cfg(test)]

@@ -128,6 +128,8 @@ closed_name_set! {
         ClientTerminalResult => "client.terminal.result",
         /// A part of a file's text, or the end of a write (`client.files`).
         ClientFileResult => "client.file.result",
+        /// A page of one provider's cached model list (`model.cached`).
+        ModelCached => "model.cached",
     }
 }
 
@@ -181,6 +183,10 @@ pub const USAGE_CACHE_WRITES: &str = "usage.cache_writes";
 
 /// The `approval.change_counts` extension's capability name.
 pub const APPROVAL_CHANGE_COUNTS: &str = "approval.change_counts";
+
+/// The `model.cached` extension's capability name: the same as the one method it adds
+/// ([`ExtensionMethod::ModelCached`]).
+pub const MODEL_CACHED: &str = ExtensionMethod::ModelCached.as_str();
 
 /// The capabilities advertised by `initialize`, in the protocol's order.
 ///

@@ -15,6 +15,7 @@ use magi_protocol::messages::{
     ApprovalAnswerParams, EmptyParams, Event, OperationCancelParams, Readiness, ReadinessPhase,
     ResultBody, RuntimeState, ShutdownResult, StatusResult, StoppingState, TurnCancelParams,
 };
+use magi_protocol::names::ExtensionMethod;
 use magi_protocol::request::{Envelope, parse_envelope};
 use magi_protocol::{ErrorCode, Method};
 use serde::de::DeserializeOwned;
@@ -25,6 +26,7 @@ use tokio_util::sync::CancellationToken;
 use crate::admission::{IdAdmission, IdRegistry};
 use crate::output::{Output, OutputFailure};
 
+mod cached;
 mod compact;
 mod files;
 mod initialize;
@@ -125,6 +127,8 @@ pub(crate) struct Connection {
     usage_cache_writes: bool,
     /// Whether the client required `approval.change_counts`.
     approval_change_counts: bool,
+    /// Whether the client required `model.cached`.
+    model_cached: bool,
     /// Whether the client required `client.tools`, and the tools it registered.
     client_tools_negotiated: bool,
     client_tools: Arc<Vec<ClientTool>>,
@@ -165,6 +169,7 @@ impl Connection {
             reasoning_summaries: false,
             usage_cache_writes: false,
             approval_change_counts: false,
+            model_cached: false,
             client_tools_negotiated: false,
             client_tools: Arc::default(),
             selection: None,
@@ -241,6 +246,9 @@ impl Connection {
         }
         if envelope.method == SESSION_COMPACT_METHOD {
             return self.session_compact(id, envelope.params);
+        }
+        if envelope.method == ExtensionMethod::ModelCached.as_str() {
+            return self.list_cached_models(id, envelope.params);
         }
         let Some(method) = Method::from_wire(&envelope.method) else {
             self.output.error(Some(id), ErrorCode::UnsupportedMethod)?;

@@ -6,12 +6,13 @@ use std::sync::Arc;
 use magi_protocol::messages::ClientTerminalsDescriptor;
 use magi_protocol::messages::{
     ApprovalChangeCountsDescriptor, ApprovalScopesDescriptor, ClientFilesDescriptor,
-    InitializeParams, InitializeResult, InputAttachmentsDescriptor, ReasoningSummariesDescriptor,
-    SessionUsageDescriptor, UsageCacheWritesDescriptor, UserQuestionsDescriptor,
+    InitializeParams, InitializeResult, InputAttachmentsDescriptor, ModelCachedDescriptor,
+    ReasoningSummariesDescriptor, SessionUsageDescriptor, UsageCacheWritesDescriptor,
+    UserQuestionsDescriptor,
 };
 use magi_protocol::names::{
     APPROVAL_CHANGE_COUNTS, APPROVAL_SCOPES, CLIENT_FILES, CLIENT_TERMINALS, INPUT_ATTACHMENTS,
-    REASONING_SUMMARIES, SESSION_USAGE, USAGE_CACHE_WRITES, USER_QUESTIONS,
+    MODEL_CACHED, REASONING_SUMMARIES, SESSION_USAGE, USAGE_CACHE_WRITES, USER_QUESTIONS,
 };
 use serde_json::Value;
 
@@ -33,6 +34,7 @@ pub(super) struct Negotiation {
     reasoning_summaries: bool,
     usage_cache_writes: bool,
     approval_change_counts: bool,
+    model_cached: bool,
     shared: Arc<Shared>,
 }
 
@@ -57,6 +59,7 @@ impl Negotiation {
             reasoning_summaries: requires(REASONING_SUMMARIES),
             usage_cache_writes: requires(USAGE_CACHE_WRITES),
             approval_change_counts: requires(APPROVAL_CHANGE_COUNTS),
+            model_cached: requires(MODEL_CACHED),
             shared,
         })
     }
@@ -77,6 +80,7 @@ impl Negotiation {
             reasoning_summaries: self.reasoning_summaries,
             usage_cache_writes: self.usage_cache_writes,
             approval_change_counts: self.approval_change_counts,
+            model_cached: self.model_cached,
         };
         check_advertisement(&result, &required).map_err(ClientError::Violation)?;
         self.shared
@@ -131,14 +135,15 @@ struct Required {
     reasoning_summaries: bool,
     usage_cache_writes: bool,
     approval_change_counts: bool,
+    model_cached: bool,
 }
 
 /// Checks what an admitted `initialize` advertises: the sixteen base capabilities in
 /// order, then `tool.cards` with exactly schema 1's descriptor, `client.tools` with
 /// its descriptor, `approval.scopes`, `user.questions`, `session.usage`,
 /// `input.attachments`, `client.files`, `reasoning.summaries`, `client.terminals`,
-/// `usage.cache_writes` and `approval.change_counts` with schema 1's, each exactly when it was required, and nothing
-/// of them otherwise.
+/// `usage.cache_writes`, `approval.change_counts` and `model.cached` with schema 1's,
+/// each exactly when it was required, and nothing of them otherwise.
 fn check_advertisement(result: &InitializeResult, required: &Required) -> Result<(), Violation> {
     let mut expected = magi_protocol::names::base_capabilities();
     if required.tool_cards {
@@ -173,6 +178,9 @@ fn check_advertisement(result: &InitializeResult, required: &Required) -> Result
     }
     if required.approval_change_counts {
         expected.push(APPROVAL_CHANGE_COUNTS.to_owned());
+    }
+    if required.model_cached {
+        expected.push(MODEL_CACHED.to_owned());
     }
     if result.capabilities != expected {
         return Err(Violation("initialize advertised other capabilities".into()));
@@ -266,6 +274,14 @@ fn check_advertisement(result: &InitializeResult, required: &Required) -> Result
         (true, Some(d)) => *d == ApprovalChangeCountsDescriptor::schema_1(),
         _ => false,
     };
+    let cached_ok = match (
+        required.model_cached,
+        extensions.and_then(|e| e.model_cached.as_ref()),
+    ) {
+        (false, None) => true,
+        (true, Some(d)) => *d == ModelCachedDescriptor::schema_1(),
+        _ => false,
+    };
     let any = required.tool_cards
         || required.client_tools
         || required.approval_scopes
@@ -276,7 +292,8 @@ fn check_advertisement(result: &InitializeResult, required: &Required) -> Result
         || required.reasoning_summaries
         || required.client_terminals
         || required.usage_cache_writes
-        || required.approval_change_counts;
+        || required.approval_change_counts
+        || required.model_cached;
     let all_ok = cards_ok
         && tools_ok
         && scopes_ok
@@ -287,12 +304,110 @@ fn check_advertisement(result: &InitializeResult, required: &Required) -> Result
         && reasoning_ok
         && terminals_ok
         && cache_writes_ok
-        && change_counts_ok;
+        && change_counts_ok
+        && cached_ok;
     if all_ok && extensions.is_some() == any {
         Ok(())
     } else {
         Err(Violation(
             "initialize advertised extension descriptors other than the ones negotiated".into(),
         ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use magi_protocol::limits::Limits;
+    use magi_protocol::messages::{Extensions, Readiness, ReadinessPhase, RuntimeState};
+    use magi_protocol::messages::{ModelCachedDescriptor, StatusResult};
+
+    use super::*;
+
+    /// Nothing required but `model.cached`, when `cached` says so.
+    fn required(cached: bool) -> Required {
+        Required {
+            tool_cards: false,
+            client_tools: false,
+            approval_scopes: false,
+            user_questions: false,
+            session_usage: false,
+            input_attachments: false,
+            client_terminals: false,
+            client_files: false,
+            reasoning_summaries: false,
+            usage_cache_writes: false,
+            approval_change_counts: false,
+            model_cached: cached,
+        }
+    }
+
+    /// An admitted result advertising `extra` after the base capabilities, with the
+    /// `model.cached` descriptor `descriptor` (no `extensions` object when `None`).
+    fn advertised(extra: &[&str], descriptor: Option<ModelCachedDescriptor>) -> InitializeResult {
+        let mut capabilities = magi_protocol::names::base_capabilities();
+        capabilities.extend(extra.iter().map(|c| (*c).to_owned()));
+        InitializeResult {
+            capabilities,
+            limits: Limits::V1,
+            status: StatusResult {
+                state: RuntimeState::Idle,
+                readiness: Readiness::Phase(ReadinessPhase::Ready),
+                provider: None,
+                model: None,
+                context_id: None,
+                session_id: None,
+                run_id: None,
+                selection: None,
+            },
+            extensions: descriptor.map(|d| Extensions {
+                tool_cards: None,
+                client_tools: None,
+                approval_scopes: None,
+                user_questions: None,
+                session_usage: None,
+                input_attachments: None,
+                client_terminals: None,
+                client_files: None,
+                reasoning_summaries: None,
+                usage_cache_writes: None,
+                approval_change_counts: None,
+                model_cached: Some(d),
+            }),
+        }
+    }
+
+    #[test]
+    fn model_cached_is_advertised_with_its_descriptor_exactly_when_required() {
+        let schema_1 = || Some(ModelCachedDescriptor::schema_1());
+        let check = |cached: bool, result: &InitializeResult| {
+            check_advertisement(result, &required(cached)).is_ok()
+        };
+        assert!(check(true, &advertised(&[MODEL_CACHED], schema_1())));
+        assert!(check(false, &advertised(&[], None)));
+        assert!(
+            !check(false, &advertised(&[MODEL_CACHED], schema_1())),
+            "advertised without being required"
+        );
+        assert!(
+            !check(true, &advertised(&[], None)),
+            "required, not advertised"
+        );
+        assert!(
+            !check(true, &advertised(&[MODEL_CACHED], None)),
+            "advertised without its descriptor"
+        );
+        assert!(
+            !check(true, &advertised(&[], schema_1())),
+            "a descriptor without the capability"
+        );
+        let schema_2 = Some(ModelCachedDescriptor { schema_version: 2 });
+        assert!(
+            !check(true, &advertised(&[MODEL_CACHED], schema_2)),
+            "another schema"
+        );
+        assert!(
+            !check(true, &advertised(&[MODEL_CACHED, MODEL_CACHED], schema_1())),
+            "advertised twice"
+        );
     }
 }

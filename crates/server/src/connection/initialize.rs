@@ -11,11 +11,13 @@ use magi_protocol::messages::UserQuestionsDescriptor;
 use magi_protocol::messages::{
     ApprovalChangeCountsDescriptor, ApprovalScopesDescriptor, ClientFilesDescriptor,
     ClientToolsDescriptor, Extensions, InitializeResult, InputAttachmentsDescriptor,
-    ReasoningSummariesDescriptor, ResultBody, SessionUsageDescriptor, UsageCacheWritesDescriptor,
+    ModelCachedDescriptor, ReasoningSummariesDescriptor, ResultBody, SessionUsageDescriptor,
+    UsageCacheWritesDescriptor,
 };
 use magi_protocol::names::{
     APPROVAL_CHANGE_COUNTS, APPROVAL_SCOPES, CLIENT_FILES, CLIENT_TERMINALS, INPUT_ATTACHMENTS,
-    REASONING_SUMMARIES, SESSION_USAGE, USAGE_CACHE_WRITES, USER_QUESTIONS, base_capabilities,
+    MODEL_CACHED, REASONING_SUMMARIES, SESSION_USAGE, USAGE_CACHE_WRITES, USER_QUESTIONS,
+    base_capabilities,
 };
 use magi_protocol::{ErrorCode, StartupError};
 use serde_json::value::RawValue;
@@ -52,6 +54,7 @@ impl Connection {
         self.reasoning_summaries = required.reasoning_summaries;
         self.usage_cache_writes = required.usage_cache_writes;
         self.approval_change_counts = required.approval_change_counts;
+        self.model_cached = required.model_cached;
         self.client_tools_negotiated = required.client_tools.is_some();
         self.client_tools = Arc::new(required.client_tools.unwrap_or_default());
         self.negotiated = required
@@ -104,6 +107,7 @@ impl Connection {
                     || self.reasoning_summaries
                     || self.usage_cache_writes
                     || self.approval_change_counts
+                    || self.model_cached
                 {
                     let mut negotiated = Extensions {
                         tool_cards: None,
@@ -117,6 +121,7 @@ impl Connection {
                         reasoning_summaries: None,
                         usage_cache_writes: None,
                         approval_change_counts: None,
+                        model_cached: None,
                     };
                     if self.tool_cards {
                         capabilities.push(cards::CAPABILITY.to_owned());
@@ -170,6 +175,10 @@ impl Connection {
                         capabilities.push(APPROVAL_CHANGE_COUNTS.to_owned());
                         negotiated.approval_change_counts =
                             Some(ApprovalChangeCountsDescriptor::schema_1());
+                    }
+                    if self.model_cached {
+                        capabilities.push(MODEL_CACHED.to_owned());
+                        negotiated.model_cached = Some(ModelCachedDescriptor::schema_1());
                     }
                     extensions = Some(negotiated);
                 }

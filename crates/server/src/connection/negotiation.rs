@@ -6,16 +6,17 @@ use magi_protocol::cards;
 use magi_protocol::limits::{
     APPROVAL_CHANGE_COUNTS_NAME_ROOM, CLIENT_FILES_NAME_ROOM, CLIENT_TERMINALS_NAME_ROOM,
     CLIENT_TOOL_DESCRIPTION_BYTES, CLIENT_TOOL_MAX_TIMEOUT_MS, CLIENT_TOOL_SCHEMA_BYTES,
-    CLIENT_TOOLS, INPUT_ATTACHMENTS_NAME_ROOM, REASONING_SUMMARIES_NAME_ROOM,
-    REQUIRED_CAPABILITY_NAMES, REQUIRED_CAPABILITY_NAMES_WITH_APPROVAL_SCOPES,
-    REQUIRED_CAPABILITY_NAMES_WITH_CLIENT_TOOLS,
+    CLIENT_TOOLS, INPUT_ATTACHMENTS_NAME_ROOM, MODEL_CACHED_NAME_ROOM,
+    REASONING_SUMMARIES_NAME_ROOM, REQUIRED_CAPABILITY_NAMES,
+    REQUIRED_CAPABILITY_NAMES_WITH_APPROVAL_SCOPES, REQUIRED_CAPABILITY_NAMES_WITH_CLIENT_TOOLS,
     REQUIRED_CAPABILITY_NAMES_WITH_CLIENT_TOOLS_AND_APPROVAL_SCOPES, SESSION_USAGE_NAME_ROOM,
     USAGE_CACHE_WRITES_NAME_ROOM, USER_QUESTIONS_CAPABILITY_NAMES,
 };
 use magi_protocol::messages::{ClientToolDefinition, InitializeParams};
 use magi_protocol::names::{
     APPROVAL_CHANGE_COUNTS, APPROVAL_SCOPES, CLIENT_FILES, CLIENT_TERMINALS, INPUT_ATTACHMENTS,
-    REASONING_SUMMARIES, SESSION_USAGE, USAGE_CACHE_WRITES, USER_QUESTIONS, is_valid_name,
+    MODEL_CACHED, REASONING_SUMMARIES, SESSION_USAGE, USAGE_CACHE_WRITES, USER_QUESTIONS,
+    is_valid_name,
 };
 use magi_protocol::{ErrorCode, Method};
 use serde_json::value::RawValue;
@@ -49,6 +50,8 @@ pub(super) struct Negotiation {
     pub(super) usage_cache_writes: bool,
     /// Whether `approval.change_counts` was required.
     pub(super) approval_change_counts: bool,
+    /// Whether `model.cached` was required.
+    pub(super) model_cached: bool,
 }
 
 /// The method a client answers its tools' calls with.
@@ -70,6 +73,7 @@ fn is_known_capability(name: &str) -> bool {
         || name == REASONING_SUMMARIES
         || name == USAGE_CACHE_WRITES
         || name == APPROVAL_CHANGE_COUNTS
+        || name == MODEL_CACHED
 }
 
 /// Checks the tools a client registers: 1 to 16 of them, names `[a-z][a-z0-9_]*` of at
@@ -160,6 +164,9 @@ pub(super) fn preflight_capabilities(params: &RawValue) -> Result<Negotiation, E
     // And `approval.change_counts`.
     let wants_change_counts = names.iter().any(|n| n == APPROVAL_CHANGE_COUNTS);
     let most = most + usize::from(wants_change_counts) * APPROVAL_CHANGE_COUNTS_NAME_ROOM;
+    // And `model.cached`.
+    let wants_cached = names.iter().any(|n| n == MODEL_CACHED);
+    let most = most + usize::from(wants_cached) * MODEL_CACHED_NAME_ROOM;
     if names.len() > most || !names.iter().all(|n| is_valid_name(n)) {
         return Err(ErrorCode::InvalidParams);
     }
@@ -182,6 +189,7 @@ pub(super) fn preflight_capabilities(params: &RawValue) -> Result<Negotiation, E
         reasoning_summaries: wants_reasoning,
         usage_cache_writes: wants_cache_writes,
         approval_change_counts: wants_change_counts,
+        model_cached: wants_cached,
     })
 }
 
@@ -224,6 +232,7 @@ mod tests {
                 reasoning_summaries: false,
                 usage_cache_writes: false,
                 approval_change_counts: false,
+                model_cached: false,
             })
         );
         // `approval.scopes` adds one name to the bound, and only its own.
@@ -247,6 +256,14 @@ mod tests {
         let raw: Box<RawValue> = serde_json::from_str(&params(&with_attachments)).unwrap();
         assert!(preflight_capabilities(&raw).is_ok_and(|n| n.input_attachments && n.session_usage));
         let too_many = [&with_attachments[..], &["status"]].concat();
+        assert_eq!(preflight(&params(&too_many)), Err(InvalidParams));
+        // And `model.cached`, the one name both of its capability and of its method.
+        let with_cached = [&with_attachments[..], &["model.cached"]].concat();
+        let raw: Box<RawValue> = serde_json::from_str(&params(&with_cached)).unwrap();
+        assert!(
+            preflight_capabilities(&raw).is_ok_and(|n| n.model_cached && n.methods.len() == 16)
+        );
+        let too_many = [&with_cached[..], &["status"]].concat();
         assert_eq!(preflight(&params(&too_many)), Err(InvalidParams));
         // `client.tools` needs its tools, and tools need the capability.
         assert_eq!(preflight(&params(&["client.tools"])), Err(InvalidParams));

@@ -322,26 +322,6 @@ fn cache_state(cache: &CacheRead) -> &'static str {
     }
 }
 
-/// The models `provider`'s cached list holds that may be shown (IDs neither
-/// control-bearing nor secret-like), each with its safe display name, in the list's
-/// order: what a front end offers a person to enable after a refresh. Read from the
-/// front end's own `MC_HOME`, not over the protocol: `model.catalog` lists only enabled
-/// models. Empty when there is no valid cache.
-pub fn cached_models(home: &std::path::Path, provider: &str) -> Vec<(String, Option<String>)> {
-    let Ok(home) = magi_store::Home::prepare(home) else {
-        return Vec::new();
-    };
-    match read_cache(&home, provider) {
-        CacheRead::Ready { cache, .. } => cache
-            .models
-            .into_iter()
-            .filter(|m| !m.unsafe_id)
-            .map(|m| (m.id, m.name))
-            .collect(),
-        CacheRead::Missing | CacheRead::Invalid => Vec::new(),
-    }
-}
-
 fn push_once(notices: &mut Vec<String>, notice: &str) {
     if !notices.iter().any(|n| n == notice) {
         notices.push(notice.to_owned());

@@ -5,6 +5,7 @@
 //! child: a fresh request scans and replaces it, a continuation scans again and pages
 //! the snapshot only if nothing a client could notice changed (the caches' bytes, the
 //! credentials' presence); otherwise the snapshot is stale for good (`stale_catalog`).
+//! Its part `cached` pages one provider's whole cached list (`model.cached`).
 
 use std::time::{Duration, Instant};
 
@@ -25,6 +26,10 @@ use magi_store::catalog::{CacheRead, read_cache};
 use sha2::Digest;
 
 use crate::paging::{PageRequest, Snapshot, check_request, page_end, serialized_len};
+
+mod cached;
+
+pub use cached::{CachedListing, check_cached_params};
 
 /// Notice: a relevant provider's cache is missing, invalid or empty.
 pub const NOTICE_PROVIDER_CATALOG_UNAVAILABLE: &str = "provider_catalog_unavailable";
@@ -314,26 +319,6 @@ fn cache_state(cache: &CacheRead) -> &'static str {
         CacheRead::Missing => "missing",
         CacheRead::Invalid => "invalid",
         CacheRead::Ready { .. } => "ready",
-    }
-}
-
-/// The models `provider`'s cached list holds that may be shown (IDs neither
-/// control-bearing nor secret-like), each with its safe display name, in the list's
-/// order: what a front end offers a person to enable after a refresh. Read from the
-/// front end's own `MC_HOME`, not over the protocol: `model.catalog` lists only enabled
-/// models. Empty when there is no valid cache.
-pub fn cached_models(home: &std::path::Path, provider: &str) -> Vec<(String, Option<String>)> {
-    let Ok(home) = magi_store::Home::prepare(home) else {
-        return Vec::new();
-    };
-    match read_cache(&home, provider) {
-        CacheRead::Ready { cache, .. } => cache
-            .models
-            .into_iter()
-            .filter(|m| !m.unsafe_id)
-            .map(|m| (m.id, m.name))
-            .collect(),
-        CacheRead::Missing | CacheRead::Invalid => Vec::new(),
     }
 }
 

@@ -6,8 +6,8 @@
 //! previous attachment as it was.
 //!
 //! The parts: `attachment` (create, open, load, page and list, and reading the
-//! attached log again), `selection` (the model selection, its saved preferences and the
-//! catalog), `append` (records appended to the attached log), `assets` (where a
+//! attached log again), `selection` (the model selection, its saved preferences, the
+//! catalog and the cached model lists), `append` (records appended to the attached log), `assets` (where a
 //! session's bulky tool output lives) and `title` (the session's recorded title).
 
 use std::path::{Path, PathBuf};
@@ -19,7 +19,7 @@ use magi_store::history::Projection;
 use magi_store::lease::Lease;
 use magi_store::log::{Appender, LogFingerprint};
 
-use crate::catalog::Catalog;
+use crate::catalog::{CachedListing, Catalog};
 use crate::discovery::Discovery;
 use crate::revision::Revision;
 
@@ -47,6 +47,9 @@ pub struct Sessions {
     tool_cards: bool,
     /// The one catalog snapshot of this child (`model.catalog`).
     catalog: Catalog,
+    /// The one listing of a provider's cached models (`model.cached`), apart from the
+    /// catalog snapshot.
+    cached: CachedListing,
     /// What the catalog reads: the admitted settings and environment.
     admitted: Option<(Settings, Env)>,
     /// The last `session_preferences` of the session the last open attached.
@@ -117,6 +120,7 @@ impl Sessions {
             discovery: Discovery::default(),
             tool_cards: false,
             catalog: Catalog::default(),
+            cached: CachedListing::default(),
             admitted: None,
             saved_preferences: None,
         }

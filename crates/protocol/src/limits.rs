@@ -82,9 +82,9 @@ pub const DISCOVERY_SCAN_LINES: usize = 100_000;
 pub const DISCOVERY_SCAN_MS: u64 = 2_000;
 /// Most input bytes of a stored title considered by discovery.
 pub const DISCOVERY_TITLE_BYTES: usize = 256;
-/// Largest serialized `model.catalog` result, in bytes.
+/// Largest serialized `model.catalog` (and `model.cached`) result, in bytes.
 pub const CATALOG_PAGE_BYTES: usize = 32_768;
-/// Most choices on one `model.catalog` page.
+/// Most choices on one `model.catalog` page (and models on one `model.cached` page).
 pub const CATALOG_PAGE_ENTRIES: usize = 100;
 /// Most providers in the catalog, the three built-ins included.
 pub const CATALOG_PROVIDERS: usize = 32;
@@ -94,7 +94,7 @@ pub const CATALOG_MODELS: usize = 2_048;
 pub const CATALOG_FILE_BYTES: usize = 1_048_576;
 /// Most cache bytes read by one catalog scan.
 pub const CATALOG_SCAN_BYTES: usize = 8_388_608;
-/// Largest serialized catalog snapshot, in bytes.
+/// Largest serialized catalog snapshot (and `model.cached` listing), in bytes.
 pub const CATALOG_SNAPSHOT_BYTES: usize = 1_048_576;
 /// Longest catalog string, in bytes.
 pub const CATALOG_STRING_BYTES: usize = 256;
@@ -432,6 +432,9 @@ pub const JOB_OUTPUT_LINES: usize = 200;
 /// Most bytes of a `job.output` result's `output`: whole lines from the newest back, so
 /// a result stays far inside an output frame whatever its escaping.
 pub const JOB_OUTPUT_BYTES: usize = 16_384;
+/// Names `model.cached` adds to whichever bound of `required_capabilities` applies
+/// without it: its own.
+pub const MODEL_CACHED_NAME_ROOM: usize = 1;
 /// Most bytes of a `client.terminal.result`'s `output`: the last bytes of a command's
 /// output that a client terminal keeps (docs/protocol/client-terminals.md). With its
 /// JSON escaping it stays inside an input frame.

@@ -135,4 +135,6 @@ pub enum ResultBody {
     JobOutput(JobOutputResult),
     /// `job.stop`.
     JobStop(JobStopResult),
+    /// `model.cached`.
+    ModelCached(ModelCachedResult),
 }

@@ -14,12 +14,12 @@ use crate::messages::{
     ClientFileResultParams, ClientFileResultResult, ClientTerminalResultParams,
     ClientToolResultParams, ClientToolResultResult, EmptyParams, HistoryPageParams,
     HistoryPageResult, InitializeParams, InitializeResult, JobOutputResult, JobParams,
-    JobStopResult, ModelCatalogParams, ModelCatalogResult, ModelRefreshParams, ModelRefreshResult,
-    OperationCancelParams, OperationCancelResult, QuestionAnswerParams, QuestionAnswerResult,
-    SelectionSetParams, SelectionSetResult, SessionCompactParams, SessionCompactResult,
-    SessionDiscoverParams, SessionDiscoverResult, SessionListParams, SessionListResult,
-    SessionOpenParams, SessionResult, ShutdownResult, StatusResult, TurnCancelParams,
-    TurnCancelResult, TurnStartParams, TurnStartResult,
+    JobStopResult, ModelCachedParams, ModelCachedResult, ModelCatalogParams, ModelCatalogResult,
+    ModelRefreshParams, ModelRefreshResult, OperationCancelParams, OperationCancelResult,
+    QuestionAnswerParams, QuestionAnswerResult, SelectionSetParams, SelectionSetResult,
+    SessionCompactParams, SessionCompactResult, SessionDiscoverParams, SessionDiscoverResult,
+    SessionListParams, SessionListResult, SessionOpenParams, SessionResult, ShutdownResult,
+    StatusResult, TurnCancelParams, TurnCancelResult, TurnStartParams, TurnStartResult,
 };
 use crate::names::{ExtensionMethod, Method, MethodName};
 
@@ -115,6 +115,9 @@ requests! {
     JobOutput = MethodName::Extension(ExtensionMethod::JobOutput), JobParams => JobOutputResult;
     /// `job.stop` (with `jobs.control`).
     JobStop = MethodName::Extension(ExtensionMethod::JobStop), JobParams => JobStopResult;
+    /// `model.cached` (with `model.cached`).
+    ModelCached = MethodName::Extension(ExtensionMethod::ModelCached),
+        ModelCachedParams => ModelCachedResult;
 }
 
 #[cfg(test)]

@@ -132,6 +132,8 @@ closed_name_set! {
         JobOutput => "job.output",
         /// Stops a background command (`jobs.control`).
         JobStop => "job.stop",
+        /// A page of one provider's cached model list (`model.cached`).
+        ModelCached => "model.cached",
     }
 }
 
@@ -188,6 +190,9 @@ pub const APPROVAL_CHANGE_COUNTS: &str = "approval.change_counts";
 
 /// The `jobs.control` extension's capability name.
 pub const JOBS_CONTROL: &str = "jobs.control";
+/// The `model.cached` extension's capability name: the same as the one method it adds
+/// ([`ExtensionMethod::ModelCached`]).
+pub const MODEL_CACHED: &str = ExtensionMethod::ModelCached.as_str();
 
 /// The capabilities advertised by `initialize`, in the protocol's order.
 ///

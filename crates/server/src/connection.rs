@@ -15,6 +15,7 @@ use magi_protocol::messages::{
     ApprovalAnswerParams, EmptyParams, Event, OperationCancelParams, Readiness, ReadinessPhase,
     ResultBody, RuntimeState, ShutdownResult, StatusResult, StoppingState, TurnCancelParams,
 };
+use magi_protocol::names::ExtensionMethod;
 use magi_protocol::request::{Envelope, parse_envelope};
 use magi_protocol::{ErrorCode, Method};
 use serde::de::DeserializeOwned;
@@ -25,6 +26,7 @@ use tokio_util::sync::CancellationToken;
 use crate::admission::{IdAdmission, IdRegistry};
 use crate::output::{Output, OutputFailure};
 
+mod cached;
 mod compact;
 mod files;
 mod initialize;
@@ -128,6 +130,8 @@ pub(crate) struct Connection {
     approval_change_counts: bool,
     /// Whether the client required `jobs.control`.
     jobs_control: bool,
+    /// Whether the client required `model.cached`.
+    model_cached: bool,
     /// Whether the client required `client.tools`, and the tools it registered.
     client_tools_negotiated: bool,
     client_tools: Arc<Vec<ClientTool>>,
@@ -169,6 +173,7 @@ impl Connection {
             usage_cache_writes: false,
             approval_change_counts: false,
             jobs_control: false,
+            model_cached: false,
             client_tools_negotiated: false,
             client_tools: Arc::default(),
             selection: None,
@@ -252,6 +257,9 @@ impl Connection {
                 Err(code) => self.output.error(Some(id), code)?,
             }
             return Ok(Flow::Continue);
+        }
+        if envelope.method == ExtensionMethod::ModelCached.as_str() {
+            return self.list_cached_models(id, envelope.params);
         }
         let Some(method) = Method::from_wire(&envelope.method) else {
             self.output.error(Some(id), ErrorCode::UnsupportedMethod)?;

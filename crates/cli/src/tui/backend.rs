@@ -46,13 +46,14 @@ pub(super) async fn start_backend() -> anyhow::Result<Result<Backend, ErrorCode>
             // The model may ask the person to choose.
             magi_protocol::names::USER_QUESTIONS,
             // The slash commands: sessions past the 256 of `session.list`, the model
-            // catalog with its reasons and refresh, the switch, token usage and
-            // compaction on demand.
+            // catalog with its reasons and refresh, the models fetched lists hold, the
+            // switch, token usage and compaction on demand.
             "session.discover",
             "model.catalog",
             "model.catalog.status",
             "model.refresh",
             "selection.set",
+            magi_protocol::names::MODEL_CACHED,
             magi_protocol::names::SESSION_USAGE,
             // Images a prompt mentions with `@` go with it.
             magi_protocol::names::INPUT_ATTACHMENTS,

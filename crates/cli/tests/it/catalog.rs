@@ -22,23 +22,6 @@ use serde_json::{Value, json};
 
 const CAPABILITIES: [&str; 4] = ["model.catalog", "selection.set", "status", "shutdown"];
 
-/// Writes a provider's catalog cache as `docs/catalog.md` describes it.
-fn write_cache(env: &TestEnv, provider: &str, models: &[(&str, Option<&str>)]) {
-    let dir = env.mc_home().join("data/catalog");
-    std::fs::create_dir_all(&dir).unwrap();
-    let models: Vec<Value> = models
-        .iter()
-        .map(|(id, name)| json!({"id": id, "name": name}))
-        .collect();
-    let cache = json!({
-        "format": 1,
-        "provider": provider,
-        "fetched_at": "2026-11-29T00:00:00.000Z",
-        "models": models,
-    });
-    std::fs::write(dir.join(format!("{provider}.json")), cache.to_string()).unwrap();
-}
-
 fn env() -> TestEnv {
     TestEnv::new()
         .var("MAGI_PROVIDER", "openai")

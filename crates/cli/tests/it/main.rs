@@ -58,6 +58,7 @@ mod mcp;
 mod mcp_oauth;
 mod mid_turn_compaction;
 mod mission_control;
+mod model_cached;
 mod panics;
 mod prompt_golden;
 mod questions;

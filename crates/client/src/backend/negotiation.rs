@@ -5,13 +5,15 @@ use std::sync::Arc;
 
 use magi_protocol::messages::{
     ApprovalChangeCountsDescriptor, ApprovalScopesDescriptor, ClientFilesDescriptor,
-    InitializeParams, InitializeResult, InputAttachmentsDescriptor, ReasoningSummariesDescriptor,
-    SessionUsageDescriptor, UsageCacheWritesDescriptor, UserQuestionsDescriptor,
+    InitializeParams, InitializeResult, InputAttachmentsDescriptor, ModelCachedDescriptor,
+    ReasoningSummariesDescriptor, SessionUsageDescriptor, UsageCacheWritesDescriptor,
+    UserQuestionsDescriptor,
 };
 use magi_protocol::messages::{ClientTerminalsDescriptor, JobsControlDescriptor};
 use magi_protocol::names::{
     APPROVAL_CHANGE_COUNTS, APPROVAL_SCOPES, CLIENT_FILES, CLIENT_TERMINALS, INPUT_ATTACHMENTS,
-    JOBS_CONTROL, REASONING_SUMMARIES, SESSION_USAGE, USAGE_CACHE_WRITES, USER_QUESTIONS,
+    JOBS_CONTROL, MODEL_CACHED, REASONING_SUMMARIES, SESSION_USAGE, USAGE_CACHE_WRITES,
+    USER_QUESTIONS,
 };
 use serde_json::Value;
 
@@ -34,6 +36,7 @@ pub(super) struct Negotiation {
     usage_cache_writes: bool,
     approval_change_counts: bool,
     jobs_control: bool,
+    model_cached: bool,
     shared: Arc<Shared>,
 }
 
@@ -59,6 +62,7 @@ impl Negotiation {
             usage_cache_writes: requires(USAGE_CACHE_WRITES),
             approval_change_counts: requires(APPROVAL_CHANGE_COUNTS),
             jobs_control: requires(JOBS_CONTROL),
+            model_cached: requires(MODEL_CACHED),
             shared,
         })
     }
@@ -80,6 +84,7 @@ impl Negotiation {
             usage_cache_writes: self.usage_cache_writes,
             approval_change_counts: self.approval_change_counts,
             jobs_control: self.jobs_control,
+            model_cached: self.model_cached,
         };
         check_advertisement(&result, &required).map_err(ClientError::Violation)?;
         self.shared
@@ -135,6 +140,7 @@ struct Required {
     usage_cache_writes: bool,
     approval_change_counts: bool,
     jobs_control: bool,
+    model_cached: bool,
 }
 
 /// Checks what an admitted `initialize` advertises: the sixteen base capabilities in
@@ -143,6 +149,8 @@ struct Required {
 /// `input.attachments`, `client.files`, `reasoning.summaries`, `client.terminals`,
 /// `usage.cache_writes`, `approval.change_counts` and `jobs.control` with schema 1's, each exactly when it was required, and nothing
 /// of them otherwise.
+/// `usage.cache_writes`, `approval.change_counts` and `model.cached` with schema 1's,
+/// each exactly when it was required, and nothing of them otherwise.
 fn check_advertisement(result: &InitializeResult, required: &Required) -> Result<(), Violation> {
     let mut expected = magi_protocol::names::base_capabilities();
     if required.tool_cards {
@@ -180,6 +188,9 @@ fn check_advertisement(result: &InitializeResult, required: &Required) -> Result
     }
     if required.jobs_control {
         expected.push(JOBS_CONTROL.to_owned());
+    }
+    if required.model_cached {
+        expected.push(MODEL_CACHED.to_owned());
     }
     if result.capabilities != expected {
         return Err(Violation("initialize advertised other capabilities".into()));
@@ -281,6 +292,14 @@ fn check_advertisement(result: &InitializeResult, required: &Required) -> Result
         (true, Some(d)) => *d == JobsControlDescriptor::schema_1(),
         _ => false,
     };
+    let cached_ok = match (
+        required.model_cached,
+        extensions.and_then(|e| e.model_cached.as_ref()),
+    ) {
+        (false, None) => true,
+        (true, Some(d)) => *d == ModelCachedDescriptor::schema_1(),
+        _ => false,
+    };
     let any = required.tool_cards
         || required.client_tools
         || required.approval_scopes
@@ -292,7 +311,8 @@ fn check_advertisement(result: &InitializeResult, required: &Required) -> Result
         || required.client_terminals
         || required.usage_cache_writes
         || required.approval_change_counts
-        || required.jobs_control;
+        || required.jobs_control
+        || required.model_cached;
     let all_ok = cards_ok
         && tools_ok
         && scopes_ok
@@ -304,12 +324,112 @@ fn check_advertisement(result: &InitializeResult, required: &Required) -> Result
         && terminals_ok
         && cache_writes_ok
         && change_counts_ok
-        && jobs_ok;
+        && jobs_ok
+        && cached_ok;
     if all_ok && extensions.is_some() == any {
         Ok(())
     } else {
         Err(Violation(
             "initialize advertised extension descriptors other than the ones negotiated".into(),
         ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use magi_protocol::limits::Limits;
+    use magi_protocol::messages::{Extensions, Readiness, ReadinessPhase, RuntimeState};
+    use magi_protocol::messages::{ModelCachedDescriptor, StatusResult};
+
+    use super::*;
+
+    /// Nothing required but `model.cached`, when `cached` says so.
+    fn required(cached: bool) -> Required {
+        Required {
+            tool_cards: false,
+            client_tools: false,
+            approval_scopes: false,
+            user_questions: false,
+            session_usage: false,
+            input_attachments: false,
+            client_terminals: false,
+            client_files: false,
+            reasoning_summaries: false,
+            usage_cache_writes: false,
+            approval_change_counts: false,
+            jobs_control: false,
+            model_cached: cached,
+        }
+    }
+
+    /// An admitted result advertising `extra` after the base capabilities, with the
+    /// `model.cached` descriptor `descriptor` (no `extensions` object when `None`).
+    fn advertised(extra: &[&str], descriptor: Option<ModelCachedDescriptor>) -> InitializeResult {
+        let mut capabilities = magi_protocol::names::base_capabilities();
+        capabilities.extend(extra.iter().map(|c| (*c).to_owned()));
+        InitializeResult {
+            capabilities,
+            limits: Limits::V1,
+            status: StatusResult {
+                state: RuntimeState::Idle,
+                readiness: Readiness::Phase(ReadinessPhase::Ready),
+                provider: None,
+                model: None,
+                context_id: None,
+                session_id: None,
+                run_id: None,
+                selection: None,
+            },
+            extensions: descriptor.map(|d| Extensions {
+                tool_cards: None,
+                client_tools: None,
+                approval_scopes: None,
+                user_questions: None,
+                session_usage: None,
+                input_attachments: None,
+                client_terminals: None,
+                client_files: None,
+                reasoning_summaries: None,
+                usage_cache_writes: None,
+                approval_change_counts: None,
+                jobs_control: None,
+                model_cached: Some(d),
+            }),
+        }
+    }
+
+    #[test]
+    fn model_cached_is_advertised_with_its_descriptor_exactly_when_required() {
+        let schema_1 = || Some(ModelCachedDescriptor::schema_1());
+        let check = |cached: bool, result: &InitializeResult| {
+            check_advertisement(result, &required(cached)).is_ok()
+        };
+        assert!(check(true, &advertised(&[MODEL_CACHED], schema_1())));
+        assert!(check(false, &advertised(&[], None)));
+        assert!(
+            !check(false, &advertised(&[MODEL_CACHED], schema_1())),
+            "advertised without being required"
+        );
+        assert!(
+            !check(true, &advertised(&[], None)),
+            "required, not advertised"
+        );
+        assert!(
+            !check(true, &advertised(&[MODEL_CACHED], None)),
+            "advertised without its descriptor"
+        );
+        assert!(
+            !check(true, &advertised(&[], schema_1())),
+            "a descriptor without the capability"
+        );
+        let schema_2 = Some(ModelCachedDescriptor { schema_version: 2 });
+        assert!(
+            !check(true, &advertised(&[MODEL_CACHED], schema_2)),
+            "another schema"
+        );
+        assert!(
+            !check(true, &advertised(&[MODEL_CACHED, MODEL_CACHED], schema_1())),
+            "advertised twice"
+        );
     }
 }

@@ -1,6 +1,7 @@
 //! The model selection of the attached session (`selection.set`, and the saved one
 //! restored after an open) and the model catalog it chooses from (`model.refresh`,
-//! `model.catalog`, `model.catalog.status`).
+//! `model.catalog`, `model.catalog.status`, and `model.cached` for a provider's whole
+//! cached list).
 
 use magi_config::{
     Credential, Env, Settings, effort_profile, provider_definition, provider_names, read_credential,
@@ -8,8 +9,8 @@ use magi_config::{
 use magi_protocol::ErrorCode;
 use magi_protocol::messages::{
     Availability, CatalogStatusParams, CatalogStatusResult, Effort, EffortRequest,
-    ModelCatalogParams, ModelCatalogResult, ModelRefreshParams, ModelRefreshResult, SelectionScope,
-    SelectionSetParams, SelectionSetResult,
+    ModelCachedParams, ModelCachedResult, ModelCatalogParams, ModelCatalogResult,
+    ModelRefreshParams, ModelRefreshResult, SelectionScope, SelectionSetParams, SelectionSetResult,
 };
 use magi_protocol::names::{is_valid_name, is_valid_session_id};
 use magi_store::Home;
@@ -260,6 +261,18 @@ impl Sessions {
     ) -> Result<ModelCatalogResult, ErrorCode> {
         let inputs = catalog_inputs(&self.home, self.admitted.as_ref(), selected_provider)?;
         self.catalog.page(&inputs, params)
+    }
+
+    /// `model.cached`: a page of one provider's cached model list.
+    pub fn cached_models(
+        &mut self,
+        params: &ModelCachedParams,
+    ) -> Result<ModelCachedResult, ErrorCode> {
+        let (settings, _) = self
+            .admitted
+            .as_ref()
+            .ok_or(ErrorCode::CatalogUnavailable)?;
+        self.cached.page(&self.home, settings, params)
     }
 }
 

@@ -1,5 +1,6 @@
 //! The model catalog and the selection: `model.catalog`, `model.refresh`,
-//! `model.catalog.status` and `selection.set`.
+//! `model.catalog.status` and `selection.set`; and `model.cached`, which pages a
+//! provider's cached model list (docs/protocol/extensions.md).
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -331,4 +332,56 @@ pub struct CatalogStatusResult {
     pub providers: Vec<ProviderCatalogStatus>,
     /// Fixed notice codes.
     pub notices: Vec<String>,
+}
+
+/// Params of `model.cached`: a fresh listing of `provider`'s cache (cursor null or
+/// omitted) or the page after a cursor the listing issued.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ModelCachedParams {
+    /// The provider whose cached model list is paged (1–256 bytes).
+    pub provider: String,
+    /// The previous page's `next_cursor`; null (or omitted) for a fresh listing.
+    #[serde(default)]
+    pub cursor: Option<String>,
+}
+
+/// One model of a provider's cached list, as `model.cached` shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct CachedModelEntry {
+    /// The model ID exactly as the provider listed it.
+    pub model: String,
+    /// Its display name, when the list gave one that is safe to show.
+    pub display_name: Option<String>,
+    /// Whether `provider/model` is in `providers.catalog.enabled`.
+    pub enabled: bool,
+}
+
+/// The result of `model.cached`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ModelCachedResult {
+    /// The provider listed.
+    pub provider: String,
+    /// Its cache: the models are there only when it is `ready`.
+    pub cache: CacheState,
+    /// This page's models, in the cached list's order.
+    pub models: Vec<CachedModelEntry>,
+    /// The next page's cursor; null on the last page.
+    pub next_cursor: Option<String>,
+    /// Fixed notice codes.
+    pub notices: Vec<String>,
+}
+
+/// The `extensions["model.cached"]` descriptor.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ModelCachedDescriptor {
+    /// Always 1.
+    pub schema_version: u64,
+}
+
+impl ModelCachedDescriptor {
+    /// The descriptor of schema 1.
+    pub fn schema_1() -> ModelCachedDescriptor {
+        ModelCachedDescriptor { schema_version: 1 }
+    }
 }

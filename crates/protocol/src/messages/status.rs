@@ -141,6 +141,13 @@ pub struct Extensions {
         skip_serializing_if = "Option::is_none"
     )]
     pub jobs_control: Option<super::JobsControlDescriptor>,
+    /// The `model.cached` descriptor, schema 1, when negotiated.
+    #[serde(
+        rename = "model.cached",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub model_cached: Option<super::ModelCachedDescriptor>,
 }
 
 /// The lifecycle state reported by `status`.

@@ -146,3 +146,53 @@ fn approval_frames_carry_the_extension_fields_only_when_given() {
         r#"{"session_id":"s","run_id":"r","approval_id":"a","allow":true}"#
     );
 }
+
+#[test]
+fn model_cached_params_are_exact_and_its_result_reads_every_field() {
+    let parse = serde_json::from_str::<ModelCachedParams>;
+    let fresh = parse(r#"{"provider":"openai"}"#).unwrap();
+    assert_eq!(
+        (fresh.provider.as_str(), fresh.cursor.as_deref()),
+        ("openai", None)
+    );
+    assert_eq!(
+        parse(r#"{"provider":"openai","cursor":null}"#).unwrap(),
+        fresh
+    );
+    let next = parse(r#"{"provider":"openai","cursor":"m1.100"}"#).unwrap();
+    assert_eq!(next.cursor.as_deref(), Some("m1.100"));
+    for bad in [
+        r#"{}"#,
+        r#"{"cursor":null}"#,
+        r#"{"provider":null}"#,
+        r#"{"provider":1}"#,
+        r#"{"provider":"openai","cursor":1}"#,
+        r#"{"provider":"openai","limit":5}"#,
+        r#"{"provider":"a","provider":"b"}"#,
+    ] {
+        assert!(parse(bad).is_err(), "{bad}");
+    }
+    let result: ModelCachedResult = serde_json::from_str(
+        r#"{"provider":"openai","cache":"ready","models":[{"model":"gpt-5","display_name":null,"enabled":true}],"next_cursor":null,"notices":[]}"#,
+    )
+    .unwrap();
+    assert_eq!(
+        result.models,
+        [CachedModelEntry {
+            model: "gpt-5".into(),
+            display_name: None,
+            enabled: true,
+        }]
+    );
+    // Every field of an entry is required: a client cannot take a missing flag for false.
+    assert!(
+        serde_json::from_str::<CachedModelEntry>(r#"{"model":"gpt-5","display_name":null}"#)
+            .is_err()
+    );
+    assert!(
+        serde_json::from_str::<ModelCachedResult>(
+            r#"{"provider":"openai","cache":"stale","models":[],"next_cursor":null,"notices":[]}"#
+        )
+        .is_err()
+    );
+}

@@ -11,13 +11,13 @@ use magi_protocol::messages::UserQuestionsDescriptor;
 use magi_protocol::messages::{
     ApprovalChangeCountsDescriptor, ApprovalScopesDescriptor, ClientFilesDescriptor,
     ClientToolsDescriptor, Extensions, InitializeResult, InputAttachmentsDescriptor,
-    JobsControlDescriptor, ReasoningSummariesDescriptor, ResultBody, SessionUsageDescriptor,
-    UsageCacheWritesDescriptor,
+    JobsControlDescriptor, ModelCachedDescriptor, ReasoningSummariesDescriptor, ResultBody,
+    SessionUsageDescriptor, UsageCacheWritesDescriptor,
 };
 use magi_protocol::names::{
     APPROVAL_CHANGE_COUNTS, APPROVAL_SCOPES, CLIENT_FILES, CLIENT_TERMINALS, INPUT_ATTACHMENTS,
-    JOBS_CONTROL, REASONING_SUMMARIES, SESSION_USAGE, USAGE_CACHE_WRITES, USER_QUESTIONS,
-    base_capabilities,
+    JOBS_CONTROL, MODEL_CACHED, REASONING_SUMMARIES, SESSION_USAGE, USAGE_CACHE_WRITES,
+    USER_QUESTIONS, base_capabilities,
 };
 use magi_protocol::{ErrorCode, StartupError};
 use serde_json::value::RawValue;
@@ -55,6 +55,7 @@ impl Connection {
         self.usage_cache_writes = required.usage_cache_writes;
         self.approval_change_counts = required.approval_change_counts;
         self.jobs_control = required.jobs_control;
+        self.model_cached = required.model_cached;
         self.client_tools_negotiated = required.client_tools.is_some();
         self.client_tools = Arc::new(required.client_tools.unwrap_or_default());
         self.negotiated = required
@@ -108,6 +109,7 @@ impl Connection {
                     || self.usage_cache_writes
                     || self.approval_change_counts
                     || self.jobs_control
+                    || self.model_cached
                 {
                     let mut negotiated = Extensions {
                         tool_cards: None,
@@ -122,6 +124,7 @@ impl Connection {
                         usage_cache_writes: None,
                         approval_change_counts: None,
                         jobs_control: None,
+                        model_cached: None,
                     };
                     if self.tool_cards {
                         capabilities.push(cards::CAPABILITY.to_owned());
@@ -179,6 +182,10 @@ impl Connection {
                     if self.jobs_control {
                         capabilities.push(JOBS_CONTROL.to_owned());
                         negotiated.jobs_control = Some(JobsControlDescriptor::schema_1());
+                    }
+                    if self.model_cached {
+                        capabilities.push(MODEL_CACHED.to_owned());
+                        negotiated.model_cached = Some(ModelCachedDescriptor::schema_1());
                     }
                     extensions = Some(negotiated);
                 }

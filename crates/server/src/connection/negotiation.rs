@@ -6,7 +6,7 @@ use magi_protocol::cards;
 use magi_protocol::limits::{
     APPROVAL_CHANGE_COUNTS_NAME_ROOM, CLIENT_FILES_NAME_ROOM, CLIENT_TERMINALS_NAME_ROOM,
     CLIENT_TOOL_DESCRIPTION_BYTES, CLIENT_TOOL_MAX_TIMEOUT_MS, CLIENT_TOOL_SCHEMA_BYTES,
-    CLIENT_TOOLS, INPUT_ATTACHMENTS_NAME_ROOM, JOBS_CONTROL_NAME_ROOM,
+    CLIENT_TOOLS, INPUT_ATTACHMENTS_NAME_ROOM, JOBS_CONTROL_NAME_ROOM, MODEL_CACHED_NAME_ROOM,
     REASONING_SUMMARIES_NAME_ROOM, REQUIRED_CAPABILITY_NAMES,
     REQUIRED_CAPABILITY_NAMES_WITH_APPROVAL_SCOPES, REQUIRED_CAPABILITY_NAMES_WITH_CLIENT_TOOLS,
     REQUIRED_CAPABILITY_NAMES_WITH_CLIENT_TOOLS_AND_APPROVAL_SCOPES, SESSION_USAGE_NAME_ROOM,
@@ -15,8 +15,8 @@ use magi_protocol::limits::{
 use magi_protocol::messages::{ClientToolDefinition, InitializeParams};
 use magi_protocol::names::{
     APPROVAL_CHANGE_COUNTS, APPROVAL_SCOPES, CLIENT_FILES, CLIENT_TERMINALS, INPUT_ATTACHMENTS,
-    JOBS_CONTROL, REASONING_SUMMARIES, SESSION_USAGE, USAGE_CACHE_WRITES, USER_QUESTIONS,
-    is_valid_name,
+    JOBS_CONTROL, MODEL_CACHED, REASONING_SUMMARIES, SESSION_USAGE, USAGE_CACHE_WRITES,
+    USER_QUESTIONS, is_valid_name,
 };
 use magi_protocol::{ErrorCode, Method};
 use serde_json::value::RawValue;
@@ -52,6 +52,8 @@ pub(super) struct Negotiation {
     pub(super) approval_change_counts: bool,
     /// Whether `jobs.control` was required.
     pub(super) jobs_control: bool,
+    /// Whether `model.cached` was required.
+    pub(super) model_cached: bool,
 }
 
 /// The method a client answers its tools' calls with.
@@ -74,6 +76,7 @@ fn is_known_capability(name: &str) -> bool {
         || name == USAGE_CACHE_WRITES
         || name == APPROVAL_CHANGE_COUNTS
         || name == JOBS_CONTROL
+        || name == MODEL_CACHED
 }
 
 /// Checks the tools a client registers: 1 to 16 of them, names `[a-z][a-z0-9_]*` of at
@@ -167,6 +170,9 @@ pub(super) fn preflight_capabilities(params: &RawValue) -> Result<Negotiation, E
     // And `jobs.control`.
     let wants_jobs = names.iter().any(|n| n == JOBS_CONTROL);
     let most = most + usize::from(wants_jobs) * JOBS_CONTROL_NAME_ROOM;
+    // And `model.cached`.
+    let wants_cached = names.iter().any(|n| n == MODEL_CACHED);
+    let most = most + usize::from(wants_cached) * MODEL_CACHED_NAME_ROOM;
     if names.len() > most || !names.iter().all(|n| is_valid_name(n)) {
         return Err(ErrorCode::InvalidParams);
     }
@@ -190,6 +196,7 @@ pub(super) fn preflight_capabilities(params: &RawValue) -> Result<Negotiation, E
         usage_cache_writes: wants_cache_writes,
         approval_change_counts: wants_change_counts,
         jobs_control: wants_jobs,
+        model_cached: wants_cached,
     })
 }
 
@@ -233,6 +240,7 @@ mod tests {
                 usage_cache_writes: false,
                 approval_change_counts: false,
                 jobs_control: false,
+                model_cached: false,
             })
         );
         // `approval.scopes` adds one name to the bound, and only its own.
@@ -256,6 +264,14 @@ mod tests {
         let raw: Box<RawValue> = serde_json::from_str(&params(&with_attachments)).unwrap();
         assert!(preflight_capabilities(&raw).is_ok_and(|n| n.input_attachments && n.session_usage));
         let too_many = [&with_attachments[..], &["status"]].concat();
+        assert_eq!(preflight(&params(&too_many)), Err(InvalidParams));
+        // And `model.cached`, the one name both of its capability and of its method.
+        let with_cached = [&with_attachments[..], &["model.cached"]].concat();
+        let raw: Box<RawValue> = serde_json::from_str(&params(&with_cached)).unwrap();
+        assert!(
+            preflight_capabilities(&raw).is_ok_and(|n| n.model_cached && n.methods.len() == 16)
+        );
+        let too_many = [&with_cached[..], &["status"]].concat();
         assert_eq!(preflight(&params(&too_many)), Err(InvalidParams));
         // `client.tools` needs its tools, and tools need the capability.
         assert_eq!(preflight(&params(&["client.tools"])), Err(InvalidParams));

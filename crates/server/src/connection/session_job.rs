@@ -6,8 +6,9 @@ use magi_core::selection::ActiveSelection;
 use magi_protocol::ErrorCode;
 use magi_protocol::messages::SessionCompactParams;
 use magi_protocol::messages::{
-    CatalogStatusParams, HistoryPageParams, ModelCatalogParams, ModelRefreshParams, ResultBody,
-    SelectionSetParams, SessionDiscoverParams, SessionListParams, SessionOpenParams,
+    CatalogStatusParams, HistoryPageParams, ModelCachedParams, ModelCatalogParams,
+    ModelRefreshParams, ResultBody, SelectionSetParams, SessionDiscoverParams, SessionListParams,
+    SessionOpenParams,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -34,6 +35,8 @@ pub(super) enum SessionOperation {
     List(SessionListParams),
     /// `model.catalog`, with the current selection's provider.
     Catalog(ModelCatalogParams, String),
+    /// `model.cached`.
+    Cached(ModelCachedParams),
     /// `session.compact`, with the agent of the current selection.
     Compact(Box<CompactJob>),
 }
@@ -118,6 +121,9 @@ fn answer(
         SessionOperation::Catalog(params, provider) => sessions
             .catalog_page(params, provider)
             .map(|result| ResultBody::ModelCatalog(Box::new(result))),
+        SessionOperation::Cached(params) => {
+            sessions.cached_models(params).map(ResultBody::ModelCached)
+        }
         SessionOperation::Compact(job) => magi_core::runner::compact_session(
             sessions,
             job.agent.clone(),

@@ -1,10 +1,9 @@
 //! The model picker: the choices of `model.catalog`, the current selection at the top,
 //! why choices are missing (from `model.catalog.status`) with `r` to fetch the model
 //! lists, and, for a model with effort levels, a second choice of its effort. Under
-//! them, the models the fetched lists hold that are not enabled yet (read from this
-//! `MC_HOME`'s catalog caches: `model.catalog` lists enabled models only): Enter
-//! enables one in the global settings and switches to it, `d` also makes it the
-//! default.
+//! them, the models the fetched lists hold that are not enabled yet (listed by
+//! `model.cached`: `model.catalog` lists enabled models only): Enter enables one in the
+//! global settings and switches to it, `d` also makes it the default.
 
 use magi_protocol::messages::{
     AuthenticationState, Availability, CacheState, CatalogChoice, Effort, EffortRequest,

@@ -5,9 +5,9 @@
 use magi_client::fold::FoldInput;
 use magi_client::{Backend, ClientError};
 use magi_protocol::messages::{
-    CatalogStatusParams, EffortRequest, EmptyParams, ModelCatalogParams, ModelRefreshParams,
-    ModelRefreshResult, SelectionSetParams, SessionCompactParams, SessionCompactResult,
-    SessionDiscoverParams,
+    CacheState, CachedModelEntry, CatalogStatusParams, EffortRequest, EmptyParams,
+    ModelCachedParams, ModelCatalogParams, ModelRefreshParams, ModelRefreshResult,
+    SelectionSetParams, SessionCompactParams, SessionCompactResult, SessionDiscoverParams,
 };
 use magi_protocol::{ErrorCode, methods};
 
@@ -23,11 +23,45 @@ const DISCOVER_CALLS: usize = 256;
 /// Most `model.catalog` pages read for one picker (the catalog holds at most 2,048
 /// models, 100 a page).
 const CATALOG_PAGES: usize = 64;
+/// Most `model.cached` pages read for one picker, every provider's together (a cache
+/// holds at most 2,048 models, up to 100 a page): each page spends one of the child's
+/// 4,096 request IDs.
+const CACHED_PAGES: usize = 64;
 
 /// The `MC_HOME` this Mission Control and its backends use, found as the backend finds
 /// it.
 fn settings_home() -> Result<std::path::PathBuf, String> {
     magi_core::home_path(&magi_config::Env::from_process())
+}
+
+/// Every page of `provider`'s cached model list (`model.cached`), reading at most
+/// `pages` pages, counted off a budget the caller may share between providers; with
+/// whether the list was read to its end. A refused page is its code, the models read
+/// before it dropped: a later page refused means the list changed meanwhile.
+async fn cached(
+    backend: &mut Backend,
+    provider: &str,
+    pages: &mut usize,
+) -> Result<Result<(Vec<CachedModelEntry>, bool), ErrorCode>, ClientError> {
+    let mut models = Vec::new();
+    let mut cursor = None;
+    while *pages > 0 {
+        *pages -= 1;
+        let params = ModelCachedParams {
+            provider: provider.to_owned(),
+            cursor: cursor.take(),
+        };
+        let page = match backend.call::<methods::ModelCached>(&params).await? {
+            Ok(page) => page,
+            Err(code) => return Ok(Err(code)),
+        };
+        models.extend(page.models);
+        match page.next_cursor {
+            Some(next) => cursor = Some(next),
+            None => return Ok(Ok((models, true))),
+        }
+    }
+    Ok(Ok((models, false)))
 }
 
 /// How an operation left in flight ended.
@@ -104,11 +138,11 @@ impl App {
                     };
                     // A model the provider's fetched list holds but the settings do not
                     // enable is enabled, as picking it would.
-                    let fetched = settings_home().is_ok_and(|home| {
-                        magi_core::catalog::cached_models(&home, provider)
-                            .iter()
-                            .any(|(id, _)| id == model)
-                    });
+                    let mut pages = CACHED_PAGES;
+                    let fetched = matches!(
+                        cached(backend, provider, &mut pages).await?,
+                        Ok((models, _)) if models.iter().any(|m| m.model == model)
+                    );
                     if !self.select(backend, choice).await? && fetched {
                         self.enable(backend, provider, model, false).await?;
                     }
@@ -303,23 +337,35 @@ impl App {
             // The choices are shown all the same; only the reasons are missing.
             Err(_) => Vec::new(),
         };
-        // What the fetched lists hold, read from this MC_HOME's caches.
-        let fetched = match settings_home() {
-            Ok(home) => providers
-                .iter()
-                .filter(|p| p.cache == magi_protocol::messages::CacheState::Ready)
-                .flat_map(|p| {
-                    magi_core::catalog::cached_models(&home, &p.provider)
-                        .into_iter()
-                        .map(|(model, name)| Fetched {
-                            provider: p.provider.clone(),
-                            model,
-                            name,
-                        })
-                })
-                .collect(),
-            Err(_) => Vec::new(),
-        };
+        // What the fetched lists hold that is not enabled yet, as the backend lists it.
+        let mut catalog = catalog;
+        let mut fetched = Vec::new();
+        let mut pages = CACHED_PAGES;
+        for provider in providers.iter().filter(|p| p.cache == CacheState::Ready) {
+            let provider = &provider.provider;
+            let models = match cached(backend, provider, &mut pages).await? {
+                Ok((models, complete)) => {
+                    if !complete {
+                        catalog.notes.push(format!(
+                            "{provider}: its fetched list is shown in part (the first {} models)",
+                            models.len()
+                        ));
+                    }
+                    models
+                }
+                Err(code) => {
+                    catalog
+                        .notes
+                        .push(words::refused(&format!("{provider}'s fetched list"), code));
+                    continue;
+                }
+            };
+            fetched.extend(models.into_iter().filter(|m| !m.enabled).map(|m| Fetched {
+                provider: provider.clone(),
+                model: m.model,
+                name: m.display_name,
+            }));
+        }
         self.panel = Some(Panel::Model(ModelPicker::with_fetched(
             catalog,
             self.selection.clone(),

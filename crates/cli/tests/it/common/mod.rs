@@ -297,6 +297,23 @@ pub fn write_log(env: &TestEnv, id: &str, text: &str) -> PathBuf {
     write_file(env, &format!("{id}.jsonl"), text)
 }
 
+/// Writes a provider's catalog cache as `docs/catalog.md` describes it.
+pub fn write_cache(env: &TestEnv, provider: &str, models: &[(&str, Option<&str>)]) {
+    let dir = env.mc_home().join("data/catalog");
+    std::fs::create_dir_all(&dir).unwrap();
+    let models: Vec<Value> = models
+        .iter()
+        .map(|(id, name)| json!({"id": id, "name": name}))
+        .collect();
+    let cache = json!({
+        "format": 1,
+        "provider": provider,
+        "fetched_at": "2026-11-29T00:00:00.000Z",
+        "models": models,
+    });
+    std::fs::write(dir.join(format!("{provider}.json")), cache.to_string()).unwrap();
+}
+
 /// Writes a file named `name` in the test's session folder.
 pub fn write_file(env: &TestEnv, name: &str, text: &str) -> PathBuf {
     let path = workspace_dir(env).join(name);

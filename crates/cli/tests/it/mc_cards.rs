@@ -183,19 +183,24 @@ async fn jobs_shows_a_background_commands_newest_output_and_stops_it() {
         tmux.key("Enter");
         tmux.wait_for("Started it.");
         tmux.wait_for("idle ·");
-        // The job's newest lines, read from the backend while it runs. Asked again
-        // until the job has printed them all (it prints on its own clock).
-        let mut screen = String::new();
-        for _ in 0..50 {
-            tmux.type_text("/jobs");
-            tmux.key("Enter");
-            screen = tmux.wait_for("Background commands");
-            tmux.key("Escape");
-            tmux.wait_gone("Background commands");
-            if screen.contains("out 30 日本 🎉") {
-                break;
+        // `/jobs` opened and closed until its panel shows `wanted` (the job prints and
+        // ends on its own clock), at most 50 times; the last panel seen.
+        let jobs_until = |wanted: &str| {
+            let mut screen = String::new();
+            for _ in 0..50 {
+                tmux.type_text("/jobs");
+                tmux.key("Enter");
+                screen = tmux.wait_for("Background commands");
+                tmux.key("Escape");
+                tmux.wait_gone("Background commands");
+                if screen.contains(wanted) {
+                    break;
+                }
             }
-        }
+            screen
+        };
+        // The job's newest lines, read from the backend while it runs.
+        let screen = jobs_until("out 30 日本 🎉");
         assert!(screen.contains("job-1 · running"), "{screen}");
         assert!(screen.contains("out 30 日本 🎉"), "{screen}");
         assert!(screen.contains("… 10 earlier lines"), "{screen}");
@@ -203,17 +208,8 @@ async fn jobs_shows_a_background_commands_newest_output_and_stops_it() {
         tmux.type_text("/jobs stop 1");
         tmux.key("Enter");
         tmux.wait_for("job-1: stopping");
-        // Stopped: the next look says so.
-        for _ in 0..50 {
-            tmux.type_text("/jobs");
-            tmux.key("Enter");
-            screen = tmux.wait_for("Background commands");
-            tmux.key("Escape");
-            tmux.wait_gone("Background commands");
-            if screen.contains("job-1 · killed") {
-                break;
-            }
-        }
+        // Stopped: a later look says so.
+        let screen = jobs_until("job-1 · killed");
         assert!(screen.contains("job-1 · killed"), "{screen}");
         tmux.type_text("/jobs stop 7");
         tmux.key("Enter");

@@ -79,18 +79,12 @@ impl Group {
             },
             Err(_) => {
                 let status = match stop {
-                    Stop::Kill => {
-                        self.signal(Signal::SIGKILL);
-                        self.child.wait().await.ok()
-                    }
+                    Stop::Kill => self.kill().await,
                     Stop::Terminate(grace) => {
                         self.signal(Signal::SIGTERM);
                         match tokio::time::timeout(grace, self.child.wait()).await {
                             Ok(status) => status.ok(),
-                            Err(_) => {
-                                self.signal(Signal::SIGKILL);
-                                self.child.wait().await.ok()
-                            }
+                            Err(_) => self.kill().await,
                         }
                     }
                 };
@@ -102,6 +96,15 @@ impl Group {
         };
         self.signal(Signal::SIGKILL);
         ended
+    }
+
+    /// Kills the group and reaps the leader, waiting for that at most [`EVAL_DRAIN_MS`]
+    /// (a process stuck in the kernel may not die at once): its status, if it came.
+    async fn kill(&mut self) -> Option<ExitStatus> {
+        self.signal(Signal::SIGKILL);
+        let reaped =
+            tokio::time::timeout(Duration::from_millis(EVAL_DRAIN_MS), self.child.wait()).await;
+        reaped.ok().and_then(Result::ok)
     }
 
     /// Sends `signal` to the whole group. After the leader was reaped its ID may name no

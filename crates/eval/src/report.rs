@@ -206,6 +206,7 @@ mod tests {
             outcome: None,
             exit_code: Some(0),
             timed_out: false,
+            session_id: None,
             usage,
             wall_ms: 1_234,
             replies_left: None,

@@ -60,6 +60,9 @@ pub struct TaskReport {
     pub exit_code: Option<i32>,
     /// Whether the run outlived its bound and was stopped.
     pub timed_out: bool,
+    /// The session the run was saved in (under `<scratch>/<task>/mc-home`, which
+    /// `--keep` keeps); `null` when `exec` said none.
+    pub session_id: Option<String>,
     /// The model requests and tokens; `null` when they could not be read.
     pub usage: Option<Usage>,
     /// The run's wall time, from the start of `exec` to its end, in milliseconds.
@@ -130,6 +133,7 @@ pub async fn run_task(task: &Task, config: &Config, scratch: &Path) -> TaskRepor
         outcome: None,
         exit_code: None,
         timed_out: false,
+        session_id: None,
         usage: None,
         wall_ms: 0,
         replies_left: None,
@@ -204,18 +208,15 @@ async fn attempt(
     if let Some(problem) = describe_run(&run) {
         report.problems.push(problem);
     }
-    report.usage = match &run.session_id {
-        // No input was persisted: no model request was made.
-        None => Some(Usage::default()),
-        Some(session) => match usage::read(&mc_home, &repo, session) {
-            Ok(usage) => Some(usage),
-            Err(error) => {
-                report
-                    .problems
-                    .push(format!("the usage is unknown: {error:#}"));
-                None
-            }
-        },
+    report.session_id = run.session_id.clone();
+    report.usage = match usage::read(&mc_home, &repo) {
+        Ok(usage) => Some(usage),
+        Err(error) => {
+            report
+                .problems
+                .push(format!("the usage is unknown: {error:#}"));
+            None
+        }
     };
 
     let answer = place.join("answer.txt");

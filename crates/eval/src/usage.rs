@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use magi_protocol::limits::{DISCOVERY_DIRECTORY_ENTRIES, OUTPUT_FRAME_BYTES};
+use magi_protocol::names::is_valid_session_id;
 use magi_store::records::RecordBody;
 use magi_store::{Home, ReadLimits};
 use serde::Serialize;
@@ -84,24 +85,41 @@ impl Usage {
     }
 }
 
-/// The usage of session `session_id` of working directory `repo` under `mc_home`: its
-/// log's records and those of every subagent log in its conversation data.
-pub fn read(mc_home: &Path, repo: &Path, session_id: &str) -> anyhow::Result<Usage> {
+/// The usage of every session of working directory `repo` under `mc_home` (a run's
+/// throwaway `MC_HOME` holds its one session): each log's records and those of every
+/// subagent log in its conversation data. No log, no request: a session's log is
+/// created before its first model request.
+pub fn read(mc_home: &Path, repo: &Path) -> anyhow::Result<Usage> {
     let home = Home::prepare(mc_home)
         .with_context(|| format!("cannot open MC_HOME {}", mc_home.display()))?;
     let cwd = repo
         .canonicalize()
         .with_context(|| format!("cannot resolve {}", repo.display()))?;
     let mut usage = Usage::default();
-    scan(&home.session_path(&cwd, session_id), session_id, &mut usage)?;
-    let calls = home
-        .root()
-        .join("data/conversations")
-        .join(session_id)
-        .join("tool-calls");
-    for log in subagent_logs(&calls)? {
-        let id = first_session_id(&log)?;
-        scan(&log, &id, &mut usage)?;
+    for log in logs_in(&home.workspace_dir(&cwd), |path| {
+        path.extension().is_some_and(|e| e == "jsonl")
+    })? {
+        // Only `<session ID>.jsonl` is a session's log.
+        let Some(session_id) = log
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .filter(|id| is_valid_session_id(id))
+        else {
+            continue;
+        };
+        scan(&log, session_id, &mut usage)?;
+        let calls = home
+            .root()
+            .join("data/conversations")
+            .join(session_id)
+            .join("tool-calls");
+        let tasks = logs_in(&calls, |path| path.is_dir())?;
+        for task in tasks.iter().map(|call| call.join("task.jsonl")) {
+            if task.is_file() {
+                let id = first_session_id(&task)?;
+                scan(&task, &id, &mut usage)?;
+            }
+        }
     }
     Ok(usage)
 }
@@ -114,32 +132,32 @@ fn scan(log: &Path, session_id: &str, usage: &mut Usage) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The `task.jsonl` of each of the session's tool calls that has one.
-fn subagent_logs(calls: &Path) -> anyhow::Result<Vec<PathBuf>> {
-    let entries = match std::fs::read_dir(calls) {
+/// The entries of `dir` that `keep` takes, in name order; none when `dir` does not
+/// exist.
+fn logs_in(dir: &Path, keep: impl Fn(&Path) -> bool) -> anyhow::Result<Vec<PathBuf>> {
+    let entries = match std::fs::read_dir(dir) {
         Ok(entries) => entries,
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
         Err(error) => {
-            return Err(error).with_context(|| format!("cannot list {}", calls.display()));
+            return Err(error).with_context(|| format!("cannot list {}", dir.display()));
         }
     };
-    let mut logs = Vec::new();
+    let mut kept = Vec::new();
     for (seen, entry) in entries.enumerate() {
         anyhow::ensure!(
             seen < DISCOVERY_DIRECTORY_ENTRIES,
             "{} holds more than {DISCOVERY_DIRECTORY_ENTRIES} entries",
-            calls.display()
+            dir.display()
         );
-        let log = entry
-            .with_context(|| format!("cannot list {}", calls.display()))?
-            .path()
-            .join("task.jsonl");
-        if log.is_file() {
-            logs.push(log);
+        let path = entry
+            .with_context(|| format!("cannot list {}", dir.display()))?
+            .path();
+        if keep(&path) {
+            kept.push(path);
         }
     }
-    logs.sort();
-    Ok(logs)
+    kept.sort();
+    Ok(kept)
 }
 
 /// The session ID of a subagent log, from its first record.
@@ -159,8 +177,88 @@ fn first_session_id(log: &Path) -> anyhow::Result<String> {
 }
 
 #[cfg(test)]
+#[allow(
+    clippy::unwrap_used,
+    reason = "test code: a failed step is a failed test"
+)]
 mod tests {
+    use magi_store::Appender;
+    use magi_store::records::Record;
+
     use super::*;
+
+    fn usage(input: Option<u64>) -> RecordBody {
+        RecordBody::Usage {
+            turn_id: Some("t".into()),
+            input_tokens: input,
+            cached_input_tokens: input.map(|i| i / 2),
+            cache_write_tokens: None,
+            output_tokens: Some(10),
+            reasoning_tokens: None,
+            context_window: None,
+            context_used: None,
+        }
+    }
+
+    fn append(path: &Path, session_id: &str, bodies: Vec<RecordBody>) {
+        let mut log = Appender::open(path, session_id).unwrap();
+        let records: Vec<Record> = bodies
+            .into_iter()
+            .map(|body| Record {
+                v: 1,
+                session_id: session_id.into(),
+                ts: "2025-01-01T12:00:00.000Z".into(),
+                body,
+            })
+            .collect();
+        log.append_all(&records).unwrap();
+    }
+
+    #[test]
+    fn the_session_and_its_subagents_are_read_and_no_log_is_no_request() {
+        let root = tempfile::tempdir().unwrap();
+        let (mc_home, repo) = (root.path().join("home"), root.path().join("repo"));
+        std::fs::create_dir(&repo).unwrap();
+        assert_eq!(read(&mc_home, &repo).unwrap(), Usage::default());
+
+        let home = Home::prepare(&mc_home).unwrap();
+        let folder = home.workspace_dir(&repo.canonicalize().unwrap());
+        append(
+            &folder.join("s-1.jsonl"),
+            "s-1",
+            vec![usage(Some(100)), usage(None)],
+        );
+        // Not a session's log: skipped.
+        std::fs::write(folder.join("s-1.jsonl.tmp"), "not a log\n").unwrap();
+        let task = home
+            .root()
+            .join("data/conversations/s-1/tool-calls/call_1/task.jsonl");
+        append(
+            &task,
+            "h-1",
+            vec![
+                RecordBody::TaskLink {
+                    task_id: "task-1".into(),
+                    parent_session_id: "s-1".into(),
+                    parent_call_id: "call_1".into(),
+                    profile: "general".into(),
+                },
+                usage(Some(40)),
+            ],
+        );
+        let read = read(&mc_home, &repo).unwrap();
+        assert_eq!(read.requests, 3);
+        assert_eq!(
+            read.input_tokens,
+            Tokens {
+                reported: 140,
+                unreported_requests: 1
+            }
+        );
+        assert_eq!(read.cached_input_tokens.reported, 70);
+        assert_eq!(read.output_tokens.reported, 30);
+        assert!(read.output_tokens.complete());
+    }
 
     #[test]
     fn unreported_counts_are_counted_apart_never_as_zero() {

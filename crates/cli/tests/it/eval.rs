@@ -8,6 +8,7 @@ use magi_eval::runner::{Config, Model};
 use magi_eval::task::{Round, answer, bash, calls};
 use magi_eval::{report, tasks};
 use magi_protocol::limits::EVAL_TASK_MS;
+use magi_testkit::{MockServer, Reply};
 
 use crate::common::bin;
 
@@ -113,4 +114,52 @@ async fn a_wrong_answer_a_script_run_out_and_a_run_past_its_bound_each_fail() {
         "{:?}",
         report.problems
     );
+}
+
+#[tokio::test]
+async fn a_configured_provider_comes_from_the_settings_file_given_to_every_run() {
+    // A provider of the settings' own, so no variable of the environment redirects it.
+    let mock = MockServer::start().await;
+    mock.enqueue(Reply::stream().tool_call(
+        "c1",
+        "bash",
+        [r#"{"command":"awk '$9 == 404 { print $1 }' logs/access.log | sort | uniq -c"}"#],
+    ));
+    mock.enqueue(
+        Reply::stream()
+            .text(["203.0.113.7, with 12 of them."])
+            .usage(900, 12),
+    );
+    let scratch = tempfile::tempdir().unwrap();
+    let settings = scratch.path().join("settings.toml");
+    std::fs::write(
+        &settings,
+        format!(
+            "[providers.local]\nkind = \"openai-chat\"\nbase_url = \"{}\"\nkeyless = true\n",
+            mock.base_url()
+        ),
+    )
+    .unwrap();
+    let config = Config {
+        magi_code: bin().into(),
+        model: Model::Configured(
+            ["--provider", "local", "--model", "local-model"]
+                .map(String::from)
+                .to_vec(),
+        ),
+        bound: Duration::from_millis(EVAL_TASK_MS),
+        settings: Some(settings),
+    };
+    let task = tasks::select("shell-answer-logs")[0];
+    let report = magi_eval::run_task(&task, &config, scratch.path()).await;
+    assert!(report.passed, "{:?}", report.problems);
+    assert_eq!(report.replies_left, None);
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 2);
+    assert_eq!(requests[0].body["model"], "local-model");
+    // The first response reported no usage, the second did.
+    let usage = report.usage.unwrap();
+    assert_eq!(usage.requests, 2);
+    assert_eq!(usage.input_tokens.reported, 900);
+    assert_eq!(usage.input_tokens.unreported_requests, 1);
 }

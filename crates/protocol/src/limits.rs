@@ -685,3 +685,23 @@ pub const TURN_GIT_STATUS_MS: u64 = 2_000;
 /// Most bytes of a built-in tool's description (`code_mode`'s has its own bound,
 /// [`CODE_MODE_DESCRIPTION_BYTES`]): every description is sent with every request.
 pub const TOOL_DESCRIPTION_BYTES: usize = 1_024;
+
+// ---- The eval suite (`magi-eval`, docs/eval.md) ----
+// How long a task may take and how much of what its processes print is kept. Internal.
+
+/// Longest one task's `magi-code exec` may run by default, in milliseconds
+/// (`magi-eval --timeout` chooses another); past it the run is stopped.
+pub const EVAL_TASK_MS: u64 = 900_000;
+/// Longest a task's check (and the repository's generation) may run, in milliseconds.
+pub const EVAL_CHECK_MS: u64 = 300_000;
+/// How long a stopped `magi-code exec` has to cancel its run and end, after its
+/// SIGTERM, before its process group is killed, in milliseconds: its own cancellation
+/// wait (5 s) and its backend's shutdown.
+pub const EVAL_STOP_GRACE_MS: u64 = 10_000;
+/// How long the output of a process that ended is still read, in milliseconds: a
+/// descendant that kept its pipe open is killed with its group, and past this its
+/// output is given up.
+pub const EVAL_DRAIN_MS: u64 = 2_000;
+/// Most bytes of the newest output of a failed check, or of `magi-code exec`'s stderr,
+/// a report keeps.
+pub const EVAL_OUTPUT_TAIL_BYTES: usize = 4_096;

@@ -29,6 +29,7 @@ mod crash;
 mod discovery;
 mod doctor;
 mod errors;
+mod eval;
 mod exec;
 mod exec_approvals;
 mod exec_questions;

@@ -332,12 +332,8 @@ impl Driver {
 
     /// Whether the session log's last `turn_started` has its `turn_finished`.
     fn last_turn_ended(&self) -> bool {
-        let log = std::fs::read_to_string(log_path(&self.env, &self.session)).unwrap_or_default();
         let mut ended = true;
-        for record in log
-            .lines()
-            .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
-        {
+        for record in self.log_records() {
             match record["kind"].as_str() {
                 Some("turn_started") => ended = false,
                 Some("turn_finished") => ended = true,
@@ -347,12 +343,21 @@ impl Driver {
         ended
     }
 
+    /// The session log's whole records, in order. Read as bytes: a backend killed in
+    /// the middle of a write leaves a torn last line, which may end inside a UTF-8
+    /// character, and that must not hide the records before it.
+    fn log_records(&self) -> Vec<serde_json::Value> {
+        let log = std::fs::read(log_path(&self.env, &self.session)).unwrap_or_default();
+        log.split(|byte| *byte == b'\n')
+            .filter_map(|line| serde_json::from_slice(line).ok())
+            .collect()
+    }
+
     /// The kinds of the session log's records, in order (`kind` or `kind:state`).
     fn log_kinds(&self) -> String {
-        let log = std::fs::read_to_string(log_path(&self.env, &self.session)).unwrap_or_default();
-        let kinds: Vec<String> = log
-            .lines()
-            .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        let kinds: Vec<String> = self
+            .log_records()
+            .into_iter()
             .map(|record| {
                 let kind = record["kind"].as_str().unwrap_or("?").to_owned();
                 match record["state"].as_str().or(record["outcome"].as_str()) {

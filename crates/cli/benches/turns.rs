@@ -14,7 +14,7 @@
 //!
 //! Scenario A runs twice: with session titles (the default: every `serve --stdio` turn
 //! here is a new session's first, so each is followed by a title request the mock
-//! answers at once; `exec` asks for none) and with `[sessions] titles = "off"`; the
+//! answers at once; `exec`, on a loopback server, asks for none) and with `[sessions] titles = "off"`; the
 //! turn's terminal should come no later with titles than without.
 //!
 //! `hooks` runs (B) again with an empty `pre_tool_use` hook (`command = ":"`,

@@ -182,6 +182,7 @@ mod tests {
             reasoning_summaries: false,
             reasoning_effort,
             default_efforts: DefaultEfforts::default(),
+            concurrent_requests: false,
         }
     }
 

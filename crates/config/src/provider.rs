@@ -54,6 +54,10 @@ pub struct ProviderDefinition {
     pub reasoning_effort: bool,
     /// The efforts its models get when a selection asks for none.
     pub default_efforts: DefaultEfforts,
+    /// Whether the server answers requests side by side
+    /// (`[providers.<name>] concurrent_requests`; by default, unless `base_url` is on
+    /// loopback).
+    pub concurrent_requests: bool,
 }
 
 /// The effective provider and model of a child, locally ready.
@@ -232,6 +236,9 @@ fn definition(
                      ({CHATGPT_LOGIN_COMMAND}), not api_key_env, api_key_file or keyless"
                 )));
             }
+            let concurrent_requests = overrides
+                .concurrent_requests
+                .unwrap_or_else(|| !on_loopback(&base_url));
             Ok(ProviderDefinition {
                 name: name.to_owned(),
                 kind: b.kind,
@@ -240,6 +247,7 @@ fn definition(
                 reasoning_summaries: overrides.reasoning_summaries.unwrap_or(false),
                 reasoning_effort: overrides.reasoning_effort.unwrap_or(false),
                 default_efforts: default_efforts(name, settings, env)?,
+                concurrent_requests,
             })
         }
         (None, Some(p)) => {
@@ -260,6 +268,9 @@ fn definition(
                     "providers.{name} needs api_key_env, api_key_file or keyless = true"
                 ))
             })?;
+            let concurrent_requests = p
+                .concurrent_requests
+                .unwrap_or_else(|| !on_loopback(&base_url));
             Ok(ProviderDefinition {
                 name: name.to_owned(),
                 kind,
@@ -268,8 +279,28 @@ fn definition(
                 reasoning_summaries: p.reasoning_summaries.unwrap_or(false),
                 reasoning_effort: p.reasoning_effort.unwrap_or(false),
                 default_efforts: default_efforts(name, settings, env)?,
+                concurrent_requests,
             })
         }
+    }
+}
+
+/// Whether `base_url` names this machine (`localhost` or a loopback address): a local
+/// server, which may serve one request at a time. A URL that does not parse is taken
+/// for a local one, the cautious answer.
+pub fn on_loopback(base_url: &str) -> bool {
+    match url::Url::parse(base_url)
+        .ok()
+        .and_then(|u| u.host().map(|h| h.to_owned()))
+    {
+        Some(url::Host::Domain(name)) => {
+            let name = name.trim_end_matches('.');
+            name.eq_ignore_ascii_case("localhost")
+                || name.to_ascii_lowercase().ends_with(".localhost")
+        }
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        None => true,
     }
 }
 
@@ -406,6 +437,37 @@ mod tests {
         assert_eq!(s.provider.kind, ProviderKind::OpenAiChat);
         assert_eq!(s.provider.base_url, "http://127.0.0.1:9/v1");
         assert_eq!(s.model, "qwen");
+    }
+
+    #[test]
+    fn requests_run_side_by_side_by_default_except_on_loopback() {
+        for (url, local) in [
+            ("http://127.0.0.1:8080/v1", true),
+            ("http://127.9.0.1/v1", true),
+            ("http://[::1]:8080/v1", true),
+            ("http://localhost:11434/v1", true),
+            ("http://LocalHost./v1", true),
+            ("http://box.localhost/v1", true),
+            ("not a url", true),
+            ("https://api.openai.com/v1", false),
+            ("http://10.0.0.5:8000/v1", false),
+            ("http://localhost.example/v1", false),
+        ] {
+            assert_eq!(on_loopback(url), local, "{url}");
+        }
+        let hosted = env(&[
+            ("MAGI_PROVIDER", "anthropic"),
+            ("MAGI_MODEL", "m"),
+            ("ANTHROPIC_API_KEY", "k"),
+        ]);
+        let s = resolve_selection(&Settings::default(), &hosted).unwrap();
+        assert!(s.provider.concurrent_requests);
+        let local = env(&[("MAGI_PROVIDER", "openai-chat"), ("MAGI_MODEL", "m")]);
+        let s = resolve_selection(&Settings::default(), &local).unwrap();
+        assert!(!s.provider.concurrent_requests);
+        let said = settings("[providers.openai-chat]\nconcurrent_requests = true\n");
+        let s = resolve_selection(&said, &local).unwrap();
+        assert!(s.provider.concurrent_requests);
     }
 
     #[test]

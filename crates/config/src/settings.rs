@@ -116,6 +116,10 @@ pub struct ProviderSettings {
     /// The server takes Chat Completions' `reasoning_effort` (low, medium, high), so its
     /// models' effort can be chosen.
     pub reasoning_effort: Option<bool>,
+    /// The server answers requests side by side, so a second request (an `exec`
+    /// session's title) may run beside a turn's without queueing it. Unset: true unless
+    /// the base URL is on loopback (a local server often has one slot).
+    pub concurrent_requests: Option<bool>,
 }
 
 /// `[providers.catalog]`: which choices the model catalog admits.

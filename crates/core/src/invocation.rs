@@ -1,7 +1,7 @@
 //! Which front end started this backend, as it says in the environment: hooks name it
-//! as their input's `invocation`, and a backend that `exec` started asks for no session
-//! titles (its front end ends with the run, and would otherwise wait at exit for the
-//! title's answer).
+//! as their input's `invocation`, and a backend that `exec` started asks for a session's
+//! title beside the turn rather than after it (its front end ends with the run, and
+//! must never wait at exit for the title's answer).
 
 use magi_config::Env;
 
@@ -41,11 +41,29 @@ impl Invocation {
         }
     }
 
-    /// Whether the model is asked for session titles in this backend: not when `exec`
-    /// started it.
-    pub fn asks_titles(self) -> bool {
-        self != Invocation::Exec
+    /// When this backend asks for a session's title, given whether its provider
+    /// serves requests side by side (`ProviderDefinition::concurrent_requests`).
+    pub fn title_timing(self, concurrent_requests: bool) -> TitleTiming {
+        match self {
+            // Only beside the turn; on a server with one slot it would hold the
+            // turn's own request back, so not at all.
+            Invocation::Exec if concurrent_requests => TitleTiming::BesideTurn,
+            Invocation::Exec => TitleTiming::Never,
+            Invocation::LocalAgent | Invocation::MissionControl => TitleTiming::AfterTurn,
+        }
     }
+}
+
+/// When a backend asks the model for an untitled session's title.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TitleTiming {
+    /// After a completed turn's terminal event, from its prompt and reply.
+    AfterTurn,
+    /// Beside the turn's first model request, from its prompt, kept only if answered
+    /// by the turn's end.
+    BesideTurn,
+    /// Not at all.
+    Never,
 }
 
 #[cfg(test)]
@@ -53,7 +71,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_front_end_is_read_from_the_environment_and_exec_asks_no_titles() {
+    fn the_front_end_is_read_from_the_environment_and_exec_asks_titles_beside_the_turn() {
         let with = |value: &str| Invocation::from_env(&Env::from_pairs([(INVOCATION_ENV, value)]));
         assert_eq!(with("exec"), Invocation::Exec);
         assert_eq!(with("mission_control"), Invocation::MissionControl);
@@ -63,8 +81,12 @@ mod tests {
             Invocation::LocalAgent
         );
         assert_eq!(with("exec").name(), "exec");
-        assert!(!Invocation::Exec.asks_titles());
-        assert!(Invocation::MissionControl.asks_titles());
-        assert!(Invocation::LocalAgent.asks_titles());
+        assert_eq!(Invocation::Exec.title_timing(true), TitleTiming::BesideTurn);
+        assert_eq!(Invocation::Exec.title_timing(false), TitleTiming::Never);
+        for front_end in [Invocation::MissionControl, Invocation::LocalAgent] {
+            for concurrent in [true, false] {
+                assert_eq!(front_end.title_timing(concurrent), TitleTiming::AfterTurn);
+            }
+        }
     }
 }

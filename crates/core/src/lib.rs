@@ -31,7 +31,7 @@ mod workspace;
 
 pub use agent::{agent_for, credential_values};
 pub use explain::{explain_configuration, explain_startup};
-pub use invocation::{INVOCATION_ENV, Invocation};
+pub use invocation::{INVOCATION_ENV, Invocation, TitleTiming};
 /// How every command the backend starts dies with it: see [`magi_tools::launcher`].
 pub use magi_tools::launcher;
 /// The workspace walk the search tools use, for a front end that lists the same files

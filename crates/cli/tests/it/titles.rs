@@ -1,7 +1,8 @@
 //! Session titles through the real binary against the mock model: asked for after the
 //! first turn's terminal event, recorded in the log, listed by `session.list`, asked
 //! for once while under way; a failed request leaves the session untitled, listing asks
-//! for nothing, `[sessions] titles = "off"` turns them off, and `exec` asks for none.
+//! for nothing, `[sessions] titles = "off"` turns them off, and `exec` asks beside its
+//! turn where the provider serves requests side by side (none on a local server).
 
 #![allow(
     clippy::unwrap_used,
@@ -222,8 +223,76 @@ async fn titles_off_asks_for_none() {
     assert_eq!(titles_in_log(&env, &session), Vec::<String>::new());
 }
 
+/// Waits (bounded) until `mock` has received its first title request.
+async fn first_title_request(mock: &MockServer) {
+    let waited = tokio::time::timeout(WAIT, async {
+        while mock.title_requests().is_empty() {
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+    });
+    waited.await.expect("a title request within the wait");
+}
+
 #[tokio::test]
-async fn exec_asks_for_none_and_does_not_wait_for_one_at_exit() {
+async fn exec_asks_beside_the_turn_where_requests_run_side_by_side() {
+    let mock = MockServer::start().await;
+    // The turn's reply waits until the title request has arrived: the two are under
+    // way at once, and the title is answered before the turn ends.
+    mock.enqueue(Reply::stream().text(["The notes are tidy."]).held());
+    mock.enqueue_title(Reply::stream().text(["Tidy the notes"]));
+    let env = env_for_wire(Wire::Chat, &mock);
+    env.write_settings("[providers.openai-chat]\nconcurrent_requests = true\n");
+    let release = async {
+        first_title_request(&mock).await;
+        mock.release();
+    };
+    let (output, ()) = tokio::join!(crate::exec::exec(&env, &mock, &["tidy the notes"]), release);
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let session = crate::exec::session_of(&output);
+    assert_eq!(titles_in_log(&env, &session), ["Tidy the notes"]);
+    // One title request, from the prompt alone: there is no reply yet.
+    let titles = mock.title_requests();
+    assert_eq!(titles.len(), 1);
+    let text = texts(&titles[0].body);
+    assert!(text.contains("tidy the notes"), "{text}");
+    assert!(!text.contains("Reply:"), "{text}");
+    assert!(!text.contains("The notes are tidy."), "{text}");
+    // Listed with it.
+    assert_eq!(
+        listed_title(&env, &session).await.as_deref(),
+        Some("Tidy the notes")
+    );
+}
+
+#[tokio::test]
+async fn exec_never_waits_for_a_title_still_asked_for_when_the_turn_ends() {
+    let mock = MockServer::start().await;
+    mock.enqueue(Reply::stream().text(["done"]));
+    // Held past the end of exec: a title not answered by the turn's end is dropped.
+    mock.enqueue_title(Reply::stream().text(["Too late"]).held());
+    let env = env_for_wire(Wire::Chat, &mock);
+    env.write_settings("[providers.openai-chat]\nconcurrent_requests = true\n");
+    let output = crate::exec::exec(&env, &mock, &["do it"]).await;
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let session = crate::exec::session_of(&output);
+    assert_eq!(mock.title_requests().len(), 1);
+    assert_eq!(titles_in_log(&env, &session), Vec::<String>::new());
+    // The session is asked again after its next turn in another front end.
+    mock.enqueue(Reply::stream().text(["again"]));
+    mock.enqueue_title(Reply::stream().text(["In time"]));
+    let mut backend = ready(&env).await;
+    open_session(&mut backend, &session).await.unwrap();
+    start_turn(&mut backend, &session, "and again").await;
+    let finished = until_finished(&mut backend, &mut Vec::new()).await;
+    assert_eq!(finished.outcome, RunOutcome::Completed);
+    shutdown_clean(&mut backend).await;
+    assert_eq!(titles_in_log(&env, &session), ["In time"]);
+}
+
+/// On a local server (loopback, where one request may hold the other back) `exec`
+/// asks for no title unless the provider's settings say it serves side by side.
+#[tokio::test]
+async fn exec_on_a_local_server_asks_for_none_and_does_not_wait_for_one_at_exit() {
     let mock = MockServer::start().await;
     mock.enqueue(Reply::stream().text(["done"]));
     // Held: an `exec` that asked would wait at exit for its cleanup bound.

@@ -305,6 +305,7 @@ mod tests {
             client_tools: Arc::default(),
             approval_scopes: false,
             titles: None,
+            titles_beside: false,
             user_questions: false,
             session_usage: false,
             reasoning_summaries: false,

@@ -104,17 +104,24 @@ pub(super) struct TitleJob {
 }
 
 impl TitleJob {
+    /// What the model is asked: the prompt, and the reply when there is one (a request
+    /// made beside the turn has only the prompt).
+    fn question(&self) -> String {
+        let request = bounded(&self.prompt, SOURCE_BYTES);
+        if self.reply.is_empty() {
+            return format!("{TITLE_PROMPT}\n\nRequest:\n{request}");
+        }
+        let reply = bounded(&self.reply, SOURCE_BYTES);
+        format!("{TITLE_PROMPT}\n\nRequest:\n{request}\n\nReply:\n{reply}")
+    }
+
     /// Asks the model, within [`TITLE_WAIT`], and hands a usable title to the sink.
     pub(super) async fn run(self) {
         let request = ModelRequest {
             model: self.model.clone(),
             instructions: None,
             items: vec![Item::User {
-                text: format!(
-                    "{TITLE_PROMPT}\n\nRequest:\n{}\n\nReply:\n{}",
-                    bounded(&self.prompt, SOURCE_BYTES),
-                    bounded(&self.reply, SOURCE_BYTES)
-                ),
+                text: self.question(),
             }],
             tools: Vec::new(),
             reasoning_summaries: false,

@@ -47,6 +47,11 @@ pub struct TurnRequest {
     /// Where a title for an untitled session goes (`[sessions] titles = "model"`);
     /// `None` asks for none.
     pub titles: Option<TitleSink>,
+    /// Whether the title request starts beside the turn's first model request, from
+    /// the prompt alone, and counts only if it is done when the turn ends (a backend
+    /// `exec` started, which exits with its run); otherwise it follows a completed
+    /// turn's terminal event, from the prompt and the reply.
+    pub titles_beside: bool,
     /// Whether the client negotiated `user.questions`: the session's agent is then
     /// offered `ask_user`.
     pub user_questions: bool,
@@ -83,6 +88,8 @@ pub(super) struct Turn {
     recorded_title: Option<String>,
     /// The title request to make once the run's terminal event is out.
     title: Option<TitleJob>,
+    /// The title request running beside the turn (`TurnRequest::titles_beside`).
+    beside_title: Option<tokio::task::JoinHandle<()>>,
 }
 
 impl Turn {
@@ -117,6 +124,7 @@ impl Turn {
             untitled: false,
             recorded_title: None,
             title: None,
+            beside_title: None,
         }
     }
 
@@ -135,8 +143,13 @@ impl Turn {
         let ending = match hooked {
             Ok(notes) => match self.persist_input(sessions, output, notes).await {
                 Ok(mut items) => {
+                    self.start_title_beside();
                     let ending = self.converse(sessions, output, &mut items).await;
-                    self.plan_title(&ending, &items);
+                    if self.request.titles_beside {
+                        self.end_title_beside();
+                    } else {
+                        self.plan_title(&ending, &items);
+                    }
                     ending
                 }
                 Err(ending) => ending,
@@ -195,31 +208,72 @@ impl Turn {
     /// titles are asked for and no earlier request for the session is under way, from
     /// the prompt and the turn's last reply.
     fn plan_title(&mut self, ending: &Ending, items: &[Item]) {
-        let Some(sink) = &self.request.titles else {
-            return;
-        };
-        if !self.untitled || ending.outcome != RunOutcome::Completed {
-            return;
-        }
-        // An earlier turn's request, still unanswered, may yet title the session.
-        if !sink.claim(&self.request.session_id) {
+        if self.request.titles.is_none()
+            || !self.untitled
+            || ending.outcome != RunOutcome::Completed
+        {
             return;
         }
         let reply = items.iter().rev().find_map(|item| match item {
             Item::Assistant { text } if !text.trim().is_empty() => Some(text.clone()),
             _ => None,
         });
+        self.title = self.title_job(reply.unwrap_or_default());
+    }
+
+    /// The title request for the turn's prompt and `reply`, once it claimed the
+    /// session's request; none without a sink or while an earlier turn's request,
+    /// still unanswered, may yet title the session.
+    fn title_job(&self, reply: String) -> Option<TitleJob> {
+        let sink = self.request.titles.as_ref()?;
+        if !sink.claim(&self.request.session_id) {
+            return None;
+        }
         let agent = &self.exchange.agent;
-        self.title = Some(TitleJob {
+        Some(TitleJob {
             client: Arc::clone(&agent.client),
             model: agent.model.clone(),
             secrets: agent.secrets.clone(),
             session_id: self.request.session_id.clone(),
             prompt: self.request.prompt.clone(),
-            reply: reply.unwrap_or_default(),
+            reply,
             max_output_tokens: agent.output_bound(super::title::REQUEST_TOKENS),
             sink: sink.clone(),
-        });
+        })
+    }
+
+    /// Starts the title request beside the turn (`TurnRequest::titles_beside`) for an
+    /// untitled session whose request is not already under way: from the prompt alone,
+    /// on the run's own runtime, so it needs no thread and ends with the run.
+    fn start_title_beside(&mut self) {
+        if !self.request.titles_beside || !self.untitled {
+            return;
+        }
+        let Some(job) = self.title_job(String::new()) else {
+            return;
+        };
+        let (sink, session_id) = (job.sink.clone(), job.session_id.clone());
+        self.beside_title = Some(tokio::spawn(async move {
+            // A title request that panics asks for none.
+            if magi_crash::contained(job.run()).await.is_err() {
+                sink.release(&session_id);
+            }
+        }));
+    }
+
+    /// Ends the title request that ran beside the turn: a title it already handed over
+    /// is recorded; one still being asked for is abandoned, so the run, and an `exec`
+    /// waiting on it, never waits for a title.
+    fn end_title_beside(&mut self) {
+        let Some(running) = self.beside_title.take() else {
+            return;
+        };
+        if !running.is_finished() {
+            running.abort();
+            if let Some(sink) = &self.request.titles {
+                sink.release(&self.request.session_id);
+            }
+        }
     }
 
     /// The turn's ID: the run's.

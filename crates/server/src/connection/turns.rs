@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use magi_core::approvals::Answer;
 use magi_core::runner::{TurnRequest, start_turn};
-use magi_core::{Sessions, agent_for};
+use magi_core::{Sessions, TitleTiming, agent_for};
 use magi_protocol::ErrorCode;
 use magi_protocol::limits::{
     APPROVAL_MESSAGE_BYTES, CLIENT_TOOL_RESULT_BYTES, TURN_ATTACHMENT_PATH_BYTES, TURN_ATTACHMENTS,
@@ -115,6 +115,9 @@ impl Connection {
         // `bash` goes to the client's terminal only when both the client offers one
         // and the folder's settings opt in.
         agent.client_terminals = self.client_terminals && runtime.settings.acp.client_terminals;
+        let timing = runtime
+            .invocation
+            .title_timing(selection.provider.concurrent_requests);
         let sessions = self.sessions.take().ok_or(ErrorCode::Busy)?;
         let request = TurnRequest {
             session_id: params.session_id,
@@ -124,8 +127,9 @@ impl Connection {
             client_tools: Arc::clone(&self.client_tools),
             approval_scopes: self.approval_scopes,
             titles: self.turn_title_sink(
-                runtime.settings.sessions.titles.asks_model() && runtime.invocation.asks_titles(),
+                runtime.settings.sessions.titles.asks_model() && timing != TitleTiming::Never,
             ),
+            titles_beside: timing == TitleTiming::BesideTurn,
             user_questions: self.user_questions,
             session_usage: self.session_usage,
             reasoning_summaries: self.reasoning_summaries,

@@ -26,8 +26,12 @@ pub async fn run(seed: u64, tag: &str) -> Result<Stats, Failed> {
         .map_err(|e| format!("the mock model could not start: {e}"))?;
     let env = env_for_wire(Wire::Chat, &mock).var(super::TAG, tag);
     let window = random.between(4_000, 32_000);
+    // Half the sessions take their title beside the turn. Read off the seed, not
+    // drawn, so that the plans of earlier seeds stay as they were.
+    let beside = (seed >> 7) & 1 == 1;
     env.write_settings(&format!(
-        "[models.\"openai-chat/mock-model\"]\ncontext_window = {window}\n"
+        "[models.\"openai-chat/mock-model\"]\ncontext_window = {window}\n\n\
+         [providers.openai-chat]\nconcurrent_requests = {beside}\n"
     ));
     workspace::populate(&env.cwd(), env.root(), &mut random);
     let mut stats = Stats::default();

@@ -332,25 +332,11 @@ impl Driver {
 
     /// Whether the session log's last `turn_started` has its `turn_finished`.
     fn last_turn_ended(&self) -> bool {
-        let mut ended = true;
-        for record in self.log_records() {
-            match record["kind"].as_str() {
-                Some("turn_started") => ended = false,
-                Some("turn_finished") => ended = true,
-                _ => {}
-            }
-        }
-        ended
+        last_turn_ended(&self.log_records())
     }
 
-    /// The session log's whole records, in order. Read as bytes: a backend killed in
-    /// the middle of a write leaves a torn last line, which may end inside a UTF-8
-    /// character, and that must not hide the records before it.
     fn log_records(&self) -> Vec<serde_json::Value> {
-        let log = std::fs::read(log_path(&self.env, &self.session)).unwrap_or_default();
-        log.split(|byte| *byte == b'\n')
-            .filter_map(|line| serde_json::from_slice(line).ok())
-            .collect()
+        log_records(&std::fs::read(log_path(&self.env, &self.session)).unwrap_or_default())
     }
 
     /// The kinds of the session log's records, in order (`kind` or `kind:state`).
@@ -389,4 +375,44 @@ pub fn crash_reports(env: &TestEnv) -> Vec<String> {
         .filter_map(Result::ok)
         .filter_map(|entry| std::fs::read_to_string(entry.path()).ok())
         .collect()
+}
+
+/// Whether the last `turn_started` of `records` has its `turn_finished`.
+fn last_turn_ended(records: &[serde_json::Value]) -> bool {
+    let mut ended = true;
+    for record in records {
+        match record["kind"].as_str() {
+            Some("turn_started") => ended = false,
+            Some("turn_finished") => ended = true,
+            _ => {}
+        }
+    }
+    ended
+}
+
+/// A session log's whole records, in order. Read as bytes: a backend killed in the
+/// middle of a write leaves a torn last line, which may end inside a UTF-8 character,
+/// and that must not hide the records before it.
+fn log_records(log: &[u8]) -> Vec<serde_json::Value> {
+    log.split(|byte| *byte == b'\n')
+        .filter_map(|line| serde_json::from_slice(line).ok())
+        .collect()
+}
+
+/// What a CI run's soak found: the soak read a killed backend's log as text, and a tail
+/// torn inside a character hid the whole log from it, so the turn the kill interrupted
+/// looked finished.
+#[test]
+fn a_log_torn_inside_a_character_still_shows_its_unfinished_turn() {
+    let mut log = b"{\"kind\":\"turn_started\"}\n{\"kind\":\"tool_result\",\"content\":\"".to_vec();
+    log.extend_from_slice(&"é".as_bytes()[..1]);
+    assert!(
+        std::str::from_utf8(&log).is_err(),
+        "the tail is torn inside a character"
+    );
+    let records = log_records(&log);
+    assert_eq!(records.len(), 1);
+    assert!(!last_turn_ended(&records));
+    let finished = b"{\"kind\":\"turn_started\"}\n{\"kind\":\"turn_finished\"}\n";
+    assert!(last_turn_ended(&log_records(finished)));
 }

@@ -61,6 +61,7 @@ mod mid_turn_compaction;
 mod mission_control;
 mod model_cached;
 mod panics;
+mod plan;
 mod prompt_golden;
 mod questions;
 mod reasoning;

@@ -306,6 +306,7 @@ mod tests {
             approval_scopes: false,
             titles: None,
             user_questions: false,
+            plan_todo: false,
             session_usage: false,
             reasoning_summaries: false,
             attachments: Vec::new(),

@@ -127,6 +127,7 @@ impl Connection {
                 runtime.settings.sessions.titles.asks_model() && runtime.invocation.asks_titles(),
             ),
             user_questions: self.user_questions,
+            plan_todo: self.plan_todo,
             session_usage: self.session_usage,
             reasoning_summaries: self.reasoning_summaries,
             attachments: params.attachments.unwrap_or_default(),

@@ -279,3 +279,28 @@ async fn without_plan_todo_the_tool_is_neither_offered_nor_run() {
     assert_eq!(plan_of(&live[0]), None);
     shutdown_clean(&mut backend).await;
 }
+
+#[tokio::test]
+async fn exec_offers_the_plan_and_names_its_step_in_progress() {
+    let mock = MockServer::start().await;
+    mock.enqueue(todo(
+        "t1",
+        json!([
+            {"text": "Read the parser", "status": "done"},
+            {"text": "Fix the off-by-one", "status": "in_progress"},
+        ]),
+    ));
+    mock.enqueue(Reply::stream().text(["Fixed."]));
+    let env = TestEnv::new();
+    let output = crate::exec::exec(&env, &mock, &["fix the parser"]).await;
+    assert!(output.status.success(), "{output:?}");
+    assert_eq!(String::from_utf8_lossy(&output.stdout), "Fixed.\n");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("✓ todo 1 of 2 done \"Fix the off-by-one\": plan: 1 of 2 done ("),
+        "{stderr}"
+    );
+    let requests = mock.requests();
+    assert!(offered_tool_names(&requests[0].body).contains(&"todo".to_owned()));
+    assert!(instructions(&requests[0].body).contains(GUIDANCE));
+}

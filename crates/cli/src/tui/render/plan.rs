@@ -198,6 +198,63 @@ mod tests {
         assert_eq!(text(&end[PLAN_ROWS - 1]), "  … 13 more before");
     }
 
+    /// A finished `todo` call's live activity whose card holds `rows` of `total`
+    /// items, with `outcome`.
+    fn todo_call(id: &str, rows: serde_json::Value, total: u64, outcome: &str) -> Item {
+        let card: Card = serde_json::from_value(serde_json::json!({
+            "schema_version": 1, "card_id": id, "activity_id": id,
+            "parent_activity_id": null, "parent_state": "root", "task_id": null,
+            "tool_kind": "other", "state": "finished", "outcome": outcome,
+            "changes": "not_applicable", "revision": 1, "origin": "live",
+            "detail": {"availability": "complete", "reason": null}, "title": "todo",
+            "metadata": {"tool_name": "todo", "resource_path": null, "working_directory": null,
+                         "public_protection": {"decision": "not_reported", "summary": null}},
+            "blocks": [
+                {"type": "progress", "label": "Items done", "completed": 0, "total": total,
+                 "unit": "items"},
+                {"type": "results", "rows": rows},
+            ],
+            "omissions": []
+        }))
+        .unwrap_or_else(|e| panic!("{e}"));
+        Item::Activity(magi_client::fold::ActivityItem {
+            run_id: "run".into(),
+            activity_id: id.into(),
+            kind: magi_protocol::messages::ActivityKind::Tool,
+            name: "todo".into(),
+            summary: "plan".into(),
+            state: magi_client::fold::ActivityDisplay::Completed,
+            card: CardView::Card(Box::new(card)),
+        })
+    }
+
+    #[test]
+    fn the_current_plan_is_the_newest_whole_one_and_a_cleared_plan_unpins() {
+        let one = serde_json::json!([{"label": "Pending", "value": "one", "outcome": "unknown"}]);
+        let two =
+            serde_json::json!([{"label": "In progress", "value": "two", "outcome": "unknown"}]);
+        let first = todo_call("a1", one, 1, "success");
+        assert_eq!(current(&[]), None);
+        assert_eq!(
+            current(std::slice::from_ref(&first)),
+            Some(vec![item("one", PlanStatus::Pending)])
+        );
+        // A refused list's card, and one that lost rows, leave the plan before them.
+        let refused = todo_call("a2", two.clone(), 1, "failure");
+        let short = todo_call("a3", two.clone(), 2, "success");
+        assert_eq!(
+            current(&[first.clone(), refused, short]),
+            Some(vec![item("one", PlanStatus::Pending)])
+        );
+        let second = todo_call("a4", two, 1, "success");
+        assert_eq!(
+            current(&[first.clone(), second.clone()]),
+            Some(vec![item("two", PlanStatus::InProgress)])
+        );
+        let cleared = todo_call("a5", serde_json::json!([]), 0, "success");
+        assert_eq!(current(&[first, second, cleared]), None);
+    }
+
     #[test]
     fn a_long_step_is_cut_to_the_width_and_never_splits_a_wide_character() {
         let wide = item(&"検査する手順".repeat(10), PlanStatus::InProgress);

@@ -9,11 +9,13 @@
 //!
 //! The parts: `transport` (bounded lines in, one writer out), `rpc` (JSON-RPC envelopes
 //! and the agent's own requests), `agent` (the methods), `session` (one session's task
-//! and backend), `prompt` (ACP content as the runtime's input) `tool_calls` (cards
-//! as ACP tool calls) and `mcp` (the editor's MCP servers for a session's backend).
+//! and backend), `prompt` (ACP content as the runtime's input), `tool_calls` (cards
+//! as ACP tool calls), `plan` (the model's plan as ACP `plan` updates) and `mcp` (the
+//! editor's MCP servers for a session's backend).
 
 mod agent;
 mod mcp;
+mod plan;
 mod prompt;
 mod rpc;
 mod session;

@@ -25,6 +25,7 @@ mod labels;
 mod mcp;
 mod metadata;
 mod part;
+mod plan;
 mod project;
 mod questions;
 mod read;

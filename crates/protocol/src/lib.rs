@@ -17,6 +17,7 @@ pub mod methods;
 #[cfg(test)]
 mod module_cycles;
 pub mod names;
+pub mod plan;
 pub mod request;
 pub mod schema;
 pub mod text;

@@ -435,6 +435,14 @@ pub const JOB_OUTPUT_BYTES: usize = 16_384;
 /// Names `model.cached` adds to whichever bound of `required_capabilities` applies
 /// without it: its own.
 pub const MODEL_CACHED_NAME_ROOM: usize = 1;
+/// Names `plan.todo` adds to whichever bound of `required_capabilities` applies
+/// without it: its own.
+pub const PLAN_TODO_NAME_ROOM: usize = 1;
+/// Most items of the plan one `todo` call gives (`plan.todo`): its card has a row for
+/// each, within a results block's 32 rows and, escaped at worst, the card's 16 KiB.
+pub const TODO_ITEMS: usize = 20;
+/// Longest text of one `todo` item, in UTF-8 bytes: one line saying a step.
+pub const TODO_ITEM_BYTES: usize = 256;
 /// Most bytes of a `client.terminal.result`'s `output`: the last bytes of a command's
 /// output that a client terminal keeps (docs/protocol/client-terminals.md). With its
 /// JSON escaping it stays inside an input frame.

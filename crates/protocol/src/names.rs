@@ -194,6 +194,9 @@ pub const JOBS_CONTROL: &str = "jobs.control";
 /// ([`ExtensionMethod::ModelCached`]).
 pub const MODEL_CACHED: &str = ExtensionMethod::ModelCached.as_str();
 
+/// The `plan.todo` extension's capability name.
+pub const PLAN_TODO: &str = "plan.todo";
+
 /// The capabilities advertised by `initialize`, in the protocol's order.
 ///
 /// The base capabilities are the sixteen method names; negotiated extensions are

@@ -132,6 +132,8 @@ pub(crate) struct Connection {
     jobs_control: bool,
     /// Whether the client required `model.cached`.
     model_cached: bool,
+    /// Whether the client required `plan.todo`.
+    plan_todo: bool,
     /// Whether the client required `client.tools`, and the tools it registered.
     client_tools_negotiated: bool,
     client_tools: Arc<Vec<ClientTool>>,
@@ -174,6 +176,7 @@ impl Connection {
             approval_change_counts: false,
             jobs_control: false,
             model_cached: false,
+            plan_todo: false,
             client_tools_negotiated: false,
             client_tools: Arc::default(),
             selection: None,

@@ -14,9 +14,10 @@ use magi_protocol::cards::ToolKind;
 use crate::ToolDefinition;
 use crate::facts::Facts;
 
-/// Declares [`BuiltinTool`] from rows `Variant => "wire_name"`.
+/// Declares [`BuiltinTool`] from rows `Variant => "wire_name"` (or a constant naming
+/// it, where the protocol's clients need the name too).
 macro_rules! builtin_tools {
-    ($($(#[doc = $doc:literal])+ $variant:ident => $name:literal,)+) => {
+    ($($(#[doc = $doc:literal])+ $variant:ident => $name:expr,)+) => {
         /// A tool this build runs itself. MCP tools (`mcp__<server>__<tool>`), the
         /// client's tools, `skill` and `task` are not built-ins of this crate.
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -73,6 +74,9 @@ builtin_tools! {
     /// `code_mode`: a JavaScript script, which may call the other tools. The backend's
     /// turn runs it, since its nested calls are calls of the turn.
     CodeMode => "code_mode",
+    /// `todo`: the plan the person sees, a checklist replaced whole by each call
+    /// (`plan.todo`); its clients read it from its card, so its name is the protocol's.
+    Todo => magi_protocol::plan::TODO_TOOL,
 }
 
 /// Which facts a tool's calls record, and so which card body shows them.
@@ -98,6 +102,8 @@ pub enum CardFamily {
     Image,
     /// [`Facts::CodeMode`].
     CodeMode,
+    /// [`Facts::Plan`].
+    Plan,
 }
 
 impl CardFamily {
@@ -115,6 +121,7 @@ impl CardFamily {
                 | (CardFamily::Control, Facts::Control { .. })
                 | (CardFamily::Image, Facts::Image { .. })
                 | (CardFamily::CodeMode, Facts::CodeMode { .. })
+                | (CardFamily::Plan, Facts::Plan { .. })
         )
     }
 }
@@ -168,7 +175,7 @@ impl BuiltinTool {
             | BuiltinTool::BashKill => ToolKind::Command,
             BuiltinTool::WebFetch => ToolKind::Web,
             // The specification's kinds have none for a session's own controls.
-            BuiltinTool::MagiControl => ToolKind::Other,
+            BuiltinTool::MagiControl | BuiltinTool::Todo => ToolKind::Other,
             BuiltinTool::CodeMode => ToolKind::CodeMode,
         }
     }
@@ -186,12 +193,15 @@ impl BuiltinTool {
             BuiltinTool::MagiControl => CardFamily::Control,
             BuiltinTool::ViewImage => CardFamily::Image,
             BuiltinTool::CodeMode => CardFamily::CodeMode,
+            BuiltinTool::Todo => CardFamily::Plan,
         }
     }
 
     /// Whether its calls only read: they never need an approval and may run side by
     /// side. `magi_control` is not read-only: its title and compaction change the
-    /// session (never a file), and the turn runs it between the other calls.
+    /// session (never a file), and the turn runs it between the other calls. Nor is
+    /// `todo`: two plans of one response stand in the model's order, the last one
+    /// current.
     pub fn is_read_only(self) -> bool {
         match self {
             BuiltinTool::Read
@@ -209,7 +219,8 @@ impl BuiltinTool {
             | BuiltinTool::AsyncBash
             | BuiltinTool::BashKill
             | BuiltinTool::MagiControl
-            | BuiltinTool::CodeMode => false,
+            | BuiltinTool::CodeMode
+            | BuiltinTool::Todo => false,
         }
     }
 
@@ -219,12 +230,15 @@ impl BuiltinTool {
     /// bookkeeping (its title, when it compacts) and reads its usage: nobody would
     /// want to be asked before the model looks at its token count. Nor does `code_mode`:
     /// its script reaches nothing but through its nested calls, each supervised by the
-    /// Code Mode permissions.
+    /// Code Mode permissions. Nor does `todo`, which only shows the person a list.
     pub fn needs_approval(self) -> bool {
         !self.is_read_only()
             && !matches!(
                 self,
-                BuiltinTool::BashKill | BuiltinTool::MagiControl | BuiltinTool::CodeMode
+                BuiltinTool::BashKill
+                    | BuiltinTool::MagiControl
+                    | BuiltinTool::CodeMode
+                    | BuiltinTool::Todo
             )
     }
 
@@ -254,6 +268,7 @@ impl BuiltinTool {
             | BuiltinTool::BashLog
             | BuiltinTool::MagiControl
             | BuiltinTool::ViewImage
+            | BuiltinTool::Todo
             // What its nested calls change, their own cards say.
             | BuiltinTool::CodeMode => false,
         }
@@ -275,7 +290,8 @@ impl BuiltinTool {
             BuiltinTool::BashLog
             | BuiltinTool::BashKill
             | BuiltinTool::MagiControl
-            | BuiltinTool::CodeMode => SubjectArgument::Nothing,
+            | BuiltinTool::CodeMode
+            | BuiltinTool::Todo => SubjectArgument::Nothing,
         }
     }
 
@@ -304,7 +320,9 @@ impl BuiltinTool {
             // public of it.
             | BuiltinTool::MagiControl
             // The card's rows say what the image is; its pixels are never text.
-            | BuiltinTool::ViewImage => TranscriptLines::Nothing,
+            | BuiltinTool::ViewImage
+            // The card's rows are the plan.
+            | BuiltinTool::Todo => TranscriptLines::Nothing,
         }
     }
 
@@ -327,6 +345,7 @@ impl BuiltinTool {
             BuiltinTool::MagiControl => crate::control::definition(),
             BuiltinTool::ViewImage => crate::view_image::definition(),
             BuiltinTool::CodeMode => crate::code_mode::definition(),
+            BuiltinTool::Todo => crate::todo::definition(),
         }
     }
 }
@@ -360,7 +379,10 @@ mod tests {
             );
             assert!(!definition.description.is_empty(), "{tool:?}");
             // Only the session's controls have no kind of their own.
-            if !matches!(tool, BuiltinTool::MagiControl | BuiltinTool::CodeMode) {
+            if !matches!(
+                tool,
+                BuiltinTool::MagiControl | BuiltinTool::CodeMode | BuiltinTool::Todo
+            ) {
                 assert_ne!(tool.kind(), ToolKind::Other, "{tool:?}");
             }
             assert_ne!(tool.kind(), ToolKind::Mcp, "{tool:?}");
@@ -374,6 +396,7 @@ mod tests {
                 CardFamily::Control => &[ToolKind::Other],
                 CardFamily::Image => &[ToolKind::Read],
                 CardFamily::CodeMode => &[ToolKind::CodeMode],
+                CardFamily::Plan => &[ToolKind::Other],
             };
             assert!(family_kinds.contains(&tool.kind()), "{tool:?}");
             let quoted = format!("`{}`", tool.name());

@@ -198,6 +198,11 @@ pub enum Facts {
         /// Characters cut off the title given to keep it within `title_chars`.
         title_cut: Option<u64>,
     },
+    /// `todo` (`plan.todo`): the whole plan the call gave, checked.
+    Plan {
+        /// The items, in order.
+        items: Vec<magi_protocol::plan::PlanItem>,
+    },
     /// `code_mode`: how the script ran, from the backend's own counts (never from the
     /// nested calls' cards, which a card budget may leave out).
     CodeMode {

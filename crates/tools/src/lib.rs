@@ -23,6 +23,7 @@ mod proposal;
 mod read;
 pub mod sandbox;
 mod scope;
+mod todo;
 pub mod tracking;
 mod view_image;
 mod walk;
@@ -301,6 +302,7 @@ fn dispatch(
         BuiltinTool::Bash => bash::execute(&arguments, ctx),
         BuiltinTool::MagiControl => control::run_elsewhere(),
         BuiltinTool::ViewImage => view_image::run(&arguments, ctx),
+        BuiltinTool::Todo => todo::run(&arguments),
         BuiltinTool::CodeMode => ToolOutput::failed(
             "not run",
             "code_mode runs only inside a session's turn, which runs its nested calls.".into(),
@@ -336,6 +338,9 @@ pub fn describe(name: &str, arguments: &str) -> String {
             Some(operation) => format!("{name} {}", short(operation, LABEL_PATTERN_CHARS)),
             None => name.to_owned(),
         };
+    }
+    if BuiltinTool::from_name(name) == Some(BuiltinTool::Todo) {
+        return todo::describe(arguments.as_ref());
     }
     if BuiltinTool::from_name(name) == Some(BuiltinTool::CodeMode) {
         // The script's first line says what it is about; the card has no room for more.
@@ -491,6 +496,7 @@ mod tests {
                 BuiltinTool::Read => limits::READ_TOOL_LINES.to_string(),
                 BuiltinTool::MagiControl => limits::TITLE_CHARS.to_string(),
                 BuiltinTool::ViewImage => limits::VIEW_IMAGE_SIDE_PIXELS.to_string(),
+                BuiltinTool::Todo => limits::TODO_ITEMS.to_string(),
                 // Nothing bounded to spell out; Code Mode's limits are the settings'.
                 BuiltinTool::AsyncBash | BuiltinTool::BashKill | BuiltinTool::CodeMode => {
                     continue;

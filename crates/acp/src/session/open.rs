@@ -37,6 +37,8 @@ const CAPABILITIES: &[&str] = &[
     names::INPUT_ATTACHMENTS,
     names::REASONING_SUMMARIES,
     magi_protocol::cards::CAPABILITY,
+    // The model's plan, sent as `plan` updates.
+    names::PLAN_TODO,
 ];
 /// Most history pages one replay reads (each at most 100 entries).
 const REPLAY_PAGES: usize = 10_000;
@@ -242,7 +244,7 @@ fn open_error(code: ErrorCode, id: Option<&str>, cwd: &Path) -> Error {
 impl Session {
     /// `session/load`'s replay: every saved entry as the update that shows it — the
     /// user's prompts, the replies, the provider's reasoning summaries and each tool call
-    /// with its final status and content.
+    /// with its final status and content, a plan's call followed by its `plan`.
     async fn replay(&mut self, revision: &str) -> Result<(), Error> {
         let mut params = HistoryPageParams {
             session_id: self.backend_id.clone(),
@@ -282,6 +284,11 @@ impl Session {
                     continue;
                 }
                 self.update(update).await;
+                if let SavedCard::Card(card) = &entry.tool_card
+                    && let Some(plan) = crate::plan::plan_update(card)
+                {
+                    self.update(plan).await;
+                }
             }
             match page.next_cursor {
                 Some(cursor) if !page.complete => params.cursor = Some(cursor),

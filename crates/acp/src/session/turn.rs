@@ -4,7 +4,8 @@
 //! Text streams as `agent_message_chunk` from the deltas; when a delta was dropped the
 //! rest of the reconciled text follows once, so nothing is sent twice. A provider's
 //! reasoning summaries stream as `agent_thought_chunk` from `reasoning.delta`. Tool cards are
-//! `tool_call` (the first snapshot) and `tool_call_update` (each later one).
+//! `tool_call` (the first snapshot) and `tool_call_update` (each later one); a finished
+//! plan's card (`todo`) is followed by the `plan` it holds.
 
 use std::collections::{HashMap, HashSet};
 
@@ -261,6 +262,7 @@ impl Session {
                 let call = self
                     .terminals
                     .embed(tool_calls::tool_call(&event.card, &self.cwd));
+                let plan = crate::plan::plan_update(&event.card);
                 let update = if turn.announced.insert(event.activity_id) {
                     SessionUpdate::ToolCall(call)
                 } else {
@@ -275,6 +277,9 @@ impl Session {
                     ))
                 };
                 self.update(update).await;
+                if let Some(plan) = plan {
+                    self.update(plan).await;
+                }
             }
             Event::ApprovalRequested(request) if request.run_id == turn.run_id => {
                 self.ask_permission(request);

@@ -255,6 +255,8 @@ async fn start(
         magi_protocol::names::APPROVAL_SCOPES,
         magi_protocol::names::APPROVAL_CHANGE_COUNTS,
         magi_protocol::names::USER_QUESTIONS,
+        // The model may keep a plan: its step in progress names the call's line.
+        magi_protocol::names::PLAN_TODO,
     ];
     capabilities.extend_from_slice(target.capabilities());
     if !args.images.is_empty() {

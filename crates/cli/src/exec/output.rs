@@ -5,7 +5,8 @@
 //! A call's line names its main argument. An activity's summary never holds raw
 //! parameters, so the argument comes from the call's `tool.card` (negotiated for the
 //! progress lines alone; see [`Mode::cards`]): the command of `bash` and `async_bash`
-//! (redacted by the backend), the URL of `web_fetch`. A call's final card follows its
+//! (redacted by the backend), the URL of `web_fetch`, the step in progress of the
+//! model's plan (`todo`, with `plan.todo`). A call's final card follows its
 //! ending activity, so the line waits for it, linked by the activity ID.
 
 use std::collections::HashMap;
@@ -357,9 +358,15 @@ fn sandbox_notice(card: &Card) -> Option<String> {
 }
 
 /// What a call acts on, as its card shows it: the first line of a command, quoted,
-/// or a URL; none for other tools, or when the card carries none (redacted, reduced
-/// to its core, or a call refused before it ran).
+/// a URL, or the step a plan has in progress, quoted; none for other tools, or when the
+/// card carries none (redacted, reduced to its core, or a call refused before it ran).
 fn main_argument(card: &Card) -> Option<String> {
+    if let Some(plan) = magi_protocol::plan::plan_of(card) {
+        return plan
+            .into_iter()
+            .find(|item| item.status == magi_protocol::plan::PlanStatus::InProgress)
+            .map(|item| quoted(&bounded(&item.text, false)));
+    }
     match card.tool_kind {
         ToolKind::Command => card.blocks.iter().find_map(|block| match block {
             Block::Command(command) => command.command.as_deref().map(first_line),
@@ -508,6 +515,35 @@ mod tests {
         );
         assert_eq!(main_argument(&card("read", url)), None);
         assert_eq!(main_argument(&card("command", serde_json::json!([]))), None);
+    }
+
+    #[test]
+    fn a_plan_is_its_step_in_progress() {
+        let mut plan = card(
+            "other",
+            serde_json::json!([
+                {"type": "progress", "label": "Items done", "completed": 1, "total": 2,
+                 "unit": "items"},
+                {"type": "results", "rows": [
+                    {"label": "Done", "value": "Read it", "outcome": "unknown"},
+                    {"label": "In progress", "value": "Fix \"it\"", "outcome": "unknown"},
+                ]},
+            ]),
+        );
+        plan.metadata.tool_name = Some("todo".to_owned());
+        assert_eq!(main_argument(&plan).as_deref(), Some("'Fix \"it\"'"));
+        let ended = Ended {
+            activity_id: "a".into(),
+            mark: '✓',
+            tool: "todo".into(),
+            label: "todo 1 of 2 done".into(),
+            summary: "plan: 1 of 2 done".into(),
+            took: Some(Duration::from_millis(2)),
+        };
+        assert_eq!(
+            ended.line(main_argument(&plan).as_deref()),
+            "✓ todo 1 of 2 done 'Fix \"it\"': plan: 1 of 2 done (2 ms)"
+        );
     }
 
     #[test]

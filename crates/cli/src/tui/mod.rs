@@ -13,8 +13,8 @@
 //! or `d` (deny with a message to the model); Esc stops the running turn; the model's
 //! questions (`user.questions`) replace the transcript with a picker (Up/Down move,
 //! Space picks in a multi-select, Enter answers, words typed answer in the person's
-//! own words, Esc declines); Ctrl-O expands every tool card to all it carries, or
-//! collapses them again; `/sessions` picks a session of this directory to reopen
+//! own words, Esc declines); Ctrl-O expands every tool card to all it carries, and the
+//! model's pinned plan (`plan.todo`) to every step, or collapses them again; `/sessions` picks a session of this directory to reopen
 //! (`session.discover`, `session.open`); Ctrl-C stops a turn, clears the composer, and
 //! twice on an empty one quits. Slash commands (`/help` lists them) open panels over
 //! the transcript or switch the session or the model.

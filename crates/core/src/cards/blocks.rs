@@ -191,6 +191,7 @@ impl Context<'_, '_> {
                 sent.as_ref(),
             ),
             Facts::CodeMode { .. } => self.code_mode(facts),
+            Facts::Plan { items } => self.plan(items),
             Facts::Control {
                 operation,
                 status,

@@ -307,6 +307,7 @@ mod tests {
             titles: None,
             titles_beside: false,
             user_questions: false,
+            plan_todo: false,
             session_usage: false,
             reasoning_summaries: false,
             attachments: Vec::new(),

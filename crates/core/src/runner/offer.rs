@@ -5,8 +5,9 @@
 //! client's own tools serve the session's agent (offered whatever its profile lists),
 //! never a subagent; only the session's agent may delegate with `task`, and only it
 //! may control the session with `magi_control` (its usage, compaction and title are
-//! the session's, not a subagent's). A model that takes no images is not offered
-//! `view_image`.
+//! the session's, not a subagent's), and only it keeps the plan the person sees with
+//! `todo`, when the client negotiated `plan.todo`. A model that takes no images is not
+//! offered `view_image`.
 
 use std::sync::Arc;
 
@@ -27,6 +28,8 @@ pub(super) struct Offer {
     delegates: bool,
     /// Whether the agent may ask the user (`ask_user`, with `user.questions`).
     asks_user: bool,
+    /// Whether the agent keeps the session's plan (`todo`, with `plan.todo`).
+    plans: bool,
     /// Whether the agent is the session's own, which alone is offered `magi_control`.
     controls_session: bool,
     /// Whether the agent's model takes images, and so may be offered `view_image`.
@@ -48,6 +51,7 @@ impl Offer {
             withheld: Arc::default(),
             delegates: true,
             asks_user: false,
+            plans: false,
             controls_session: true,
             images: true,
         }
@@ -66,6 +70,8 @@ impl Offer {
             delegates: false,
             // Only the session's agent talks to the person.
             asks_user: false,
+            // The plan is the session's: a subagent's steps are its own business.
+            plans: false,
             controls_session: false,
             images: self.images,
         }
@@ -74,6 +80,11 @@ impl Offer {
     /// The same offer, with `ask_user` when the client negotiated `user.questions`.
     pub(super) fn asking_user(self, asks_user: bool) -> Offer {
         Offer { asks_user, ..self }
+    }
+
+    /// The same offer, with `todo` when the client negotiated `plan.todo`.
+    pub(super) fn planning(self, plans: bool) -> Offer {
+        Offer { plans, ..self }
     }
 
     /// The same offer for an agent whose model takes images or not: without them no
@@ -102,6 +113,11 @@ impl Offer {
             return false;
         }
         if name == magi_tools::BuiltinTool::ViewImage.name() && !self.images {
+            return false;
+        }
+        // Without `plan.todo` the client would not know the tool: the model never
+        // hears of it.
+        if name == magi_tools::BuiltinTool::Todo.name() && !self.plans {
             return false;
         }
         match &self.listed {
@@ -177,6 +193,18 @@ mod tests {
         assert!(!unlisted.offers("magi_control"));
         let listing = session.subagent(Some(vec!["magi_control".into()]));
         assert!(!listing.offers("magi_control"));
+    }
+
+    #[test]
+    fn todo_is_offered_only_to_the_session_agent_of_a_client_that_negotiated_it() {
+        let session = Offer::session(Arc::default(), None, Arc::default());
+        assert!(!session.offers("todo"));
+        let planning = session.planning(true);
+        assert!(planning.offers("todo"));
+        assert!(!planning.subagent(None).offers("todo"));
+        assert!(!planning.subagent(Some(vec!["todo".into()])).offers("todo"));
+        let disabled = Offer::session(Arc::new(vec!["todo".into()]), None, Arc::default());
+        assert!(!disabled.planning(true).offers("todo"));
     }
 
     #[test]

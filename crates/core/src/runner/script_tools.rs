@@ -1,7 +1,7 @@
 //! The tools a Code Mode script may call: those its agent may call at the top level
-//! (the built-in tools, the client's and the MCP servers'), but not `code_mode` itself,
-//! and not the backend's own `task`, `skill` and `ask_user`, which are no tools of a
-//! script.
+//! (the built-in tools, the client's and the MCP servers'), but not `code_mode` itself
+//! or `todo` (the plan is the agent's own account to the person), and not the
+//! backend's own `task`, `skill` and `ask_user`, which are no tools of a script.
 
 use magi_provider::ToolSpec;
 
@@ -12,9 +12,10 @@ use crate::agent::Agent;
 /// model is given them.
 pub(super) fn callable(offer: &Offer, agent: &Agent) -> Vec<ToolSpec> {
     let code_mode = magi_tools::BuiltinTool::CodeMode.name();
+    let todo = magi_tools::BuiltinTool::Todo.name();
     let mut tools: Vec<ToolSpec> = magi_tools::definitions()
         .into_iter()
-        .filter(|d| d.name != code_mode && offer.offers(d.name))
+        .filter(|d| d.name != code_mode && d.name != todo && offer.offers(d.name))
         .map(|d| ToolSpec {
             name: d.name.to_owned(),
             description: d.description.to_owned(),

@@ -55,6 +55,9 @@ pub struct TurnRequest {
     /// Whether the client negotiated `user.questions`: the session's agent is then
     /// offered `ask_user`.
     pub user_questions: bool,
+    /// Whether the client negotiated `plan.todo`: the session's agent is then offered
+    /// `todo`.
+    pub plan_todo: bool,
     /// Whether the client negotiated `session.usage`: each model request is told as
     /// `usage.updated`.
     pub session_usage: bool,
@@ -109,6 +112,7 @@ impl Turn {
             Arc::clone(&request.client_tools),
         )
         .asking_user(request.user_questions)
+        .planning(request.plan_todo)
         .taking_images(agent.images);
         let workspace = Workspace::of(sessions);
         let exchange =

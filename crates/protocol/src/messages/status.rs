@@ -148,6 +148,23 @@ pub struct Extensions {
         skip_serializing_if = "Option::is_none"
     )]
     pub model_cached: Option<super::ModelCachedDescriptor>,
+    /// The `plan.todo` descriptor, schema 1, when negotiated.
+    #[serde(rename = "plan.todo", default, skip_serializing_if = "Option::is_none")]
+    pub plan_todo: Option<PlanTodoDescriptor>,
+}
+
+/// The `extensions["plan.todo"]` descriptor.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct PlanTodoDescriptor {
+    /// Always 1.
+    pub schema_version: u64,
+}
+
+impl PlanTodoDescriptor {
+    /// The descriptor of schema 1.
+    pub fn schema_1() -> PlanTodoDescriptor {
+        PlanTodoDescriptor { schema_version: 1 }
+    }
 }
 
 /// The lifecycle state reported by `status`.

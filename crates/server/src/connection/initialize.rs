@@ -11,12 +11,12 @@ use magi_protocol::messages::UserQuestionsDescriptor;
 use magi_protocol::messages::{
     ApprovalChangeCountsDescriptor, ApprovalScopesDescriptor, ClientFilesDescriptor,
     ClientToolsDescriptor, Extensions, InitializeResult, InputAttachmentsDescriptor,
-    JobsControlDescriptor, ModelCachedDescriptor, ReasoningSummariesDescriptor, ResultBody,
-    SessionUsageDescriptor, UsageCacheWritesDescriptor,
+    JobsControlDescriptor, ModelCachedDescriptor, PlanTodoDescriptor, ReasoningSummariesDescriptor,
+    ResultBody, SessionUsageDescriptor, UsageCacheWritesDescriptor,
 };
 use magi_protocol::names::{
     APPROVAL_CHANGE_COUNTS, APPROVAL_SCOPES, CLIENT_FILES, CLIENT_TERMINALS, INPUT_ATTACHMENTS,
-    JOBS_CONTROL, MODEL_CACHED, REASONING_SUMMARIES, SESSION_USAGE, USAGE_CACHE_WRITES,
+    JOBS_CONTROL, MODEL_CACHED, PLAN_TODO, REASONING_SUMMARIES, SESSION_USAGE, USAGE_CACHE_WRITES,
     USER_QUESTIONS, base_capabilities,
 };
 use magi_protocol::{ErrorCode, StartupError};
@@ -56,6 +56,7 @@ impl Connection {
         self.approval_change_counts = required.approval_change_counts;
         self.jobs_control = required.jobs_control;
         self.model_cached = required.model_cached;
+        self.plan_todo = required.plan_todo;
         self.client_tools_negotiated = required.client_tools.is_some();
         self.client_tools = Arc::new(required.client_tools.unwrap_or_default());
         self.negotiated = required
@@ -110,6 +111,7 @@ impl Connection {
                     || self.approval_change_counts
                     || self.jobs_control
                     || self.model_cached
+                    || self.plan_todo
                 {
                     let mut negotiated = Extensions {
                         tool_cards: None,
@@ -125,6 +127,7 @@ impl Connection {
                         approval_change_counts: None,
                         jobs_control: None,
                         model_cached: None,
+                        plan_todo: None,
                     };
                     if self.tool_cards {
                         capabilities.push(cards::CAPABILITY.to_owned());
@@ -186,6 +189,10 @@ impl Connection {
                     if self.model_cached {
                         capabilities.push(MODEL_CACHED.to_owned());
                         negotiated.model_cached = Some(ModelCachedDescriptor::schema_1());
+                    }
+                    if self.plan_todo {
+                        capabilities.push(PLAN_TODO.to_owned());
+                        negotiated.plan_todo = Some(PlanTodoDescriptor::schema_1());
                     }
                     extensions = Some(negotiated);
                 }

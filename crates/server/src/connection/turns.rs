@@ -131,6 +131,7 @@ impl Connection {
             ),
             titles_beside: timing == TitleTiming::BesideTurn,
             user_questions: self.user_questions,
+            plan_todo: self.plan_todo,
             session_usage: self.session_usage,
             reasoning_summaries: self.reasoning_summaries,
             attachments: params.attachments.unwrap_or_default(),

@@ -48,7 +48,7 @@ const KEYS: &[(&str, &str)] = &[
         "1 / 2 / 3, Enter",
         "answer an approval by its number, or the highlighted answer (Left/Right move)",
     ),
-    ("Ctrl-O", "expand or collapse every tool card"),
+    ("Ctrl-O", "expand or collapse every tool card and the plan"),
     ("Ctrl-G", "edit the prompt in $VISUAL or $EDITOR"),
     ("Ctrl-Z", "suspend to the shell (fg comes back)"),
     (

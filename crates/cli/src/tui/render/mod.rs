@@ -1,5 +1,5 @@
-//! Drawing Mission Control: the transcript with its cards, the picker, the composer and
-//! the status line.
+//! Drawing Mission Control: the transcript with its cards, the picker, what runs now,
+//! the plan, the approval, the composer and the status line.
 
 use magi_protocol::messages::{DIAGNOSTIC_PROVIDER_RETRYING, DIAGNOSTIC_REPLY_TRUNCATED};
 use ratatui::layout::{Constraint, Layout};
@@ -13,6 +13,7 @@ mod cards;
 mod composer;
 mod diff;
 mod markdown;
+mod plan;
 mod saved_times;
 mod status;
 mod transcript;
@@ -61,10 +62,24 @@ impl App {
             0 => 0,
             n => u16::try_from(n + 1).unwrap_or(u16::MAX),
         };
+        // The model's plan (`plan.todo`) stays pinned while there is one.
+        let plan = plan::current(self.transcript.items());
+        let plan_lines = plan
+            .as_deref()
+            .map(|p| plan::lines(p, self.expanded, width))
+            .unwrap_or_default();
         let composer_height = composer::height(&self.composer, frame.area().width);
-        let [body, activity_area, approval_area, composer, status] = Layout::vertical([
+        let [
+            body,
+            activity_area,
+            plan_area,
+            approval_area,
+            composer,
+            status,
+        ] = Layout::vertical([
             Constraint::Min(3),
             Constraint::Length(above(&running)),
+            Constraint::Length(above(&plan_lines)),
             Constraint::Length(above(&prompt)),
             Constraint::Length(composer_height),
             Constraint::Length(1),
@@ -78,6 +93,16 @@ impl App {
                         .title(" running now "),
                 ),
                 activity_area,
+            );
+        }
+        if let Some(plan) = plan.as_deref().filter(|_| !plan_lines.is_empty()) {
+            frame.render_widget(
+                Paragraph::new(plan_lines).block(
+                    Frame::default()
+                        .borders(Borders::TOP)
+                        .title(plan::title(plan, self.expanded)),
+                ),
+                plan_area,
             );
         }
         if !prompt.is_empty() {

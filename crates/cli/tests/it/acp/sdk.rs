@@ -52,6 +52,14 @@ async fn acp_the_typescript_sdk_client_drives_a_whole_scenario() {
     let write = json!({"path": "notes.txt", "content": "remember\n"}).to_string();
     mock.enqueue(Reply::stream().tool_call("w1", "write", [write.as_str()]));
     mock.enqueue(Reply::stream().text(["Written."]));
+    // The model's plan, which the SDK's schema checks as a `plan` update.
+    let plan = json!({"items": [
+        {"text": "Read the notes", "status": "done"},
+        {"text": "Plan the 変更", "status": "in_progress"},
+        {"text": "Say what changed", "status": "pending"},
+    ]});
+    mock.enqueue(Reply::stream().tool_call("p1", "todo", [plan.to_string().as_str()]));
+    mock.enqueue(Reply::stream().text(["Planned."]));
     mock.enqueue(Reply::stream().text(["Thinking", " long"]).held());
     mock.enqueue(Reply::stream().text(["Same."]));
     mock.enqueue(Reply::stream().text(["Same."]));
@@ -162,6 +170,26 @@ async fn acp_the_typescript_sdk_client_drives_a_whole_scenario() {
     assert_eq!(diff["newText"], "remember\n");
     assert_eq!(diff["path"], json!(env.cwd().join("notes.txt")));
 
+    assert_eq!(steps["plan"]["stopReason"], "end_turn");
+    // The turn's own plan updates, up to the next turn measured (the load replays
+    // the plan again later).
+    let from = steps["plan"]["from"].as_u64().unwrap() as usize;
+    let until = steps["mcp"]["from"].as_u64().unwrap() as usize;
+    let live: Vec<&Value> = report["updates"].as_array().unwrap()[from..until]
+        .iter()
+        .map(|u| &u["update"])
+        .filter(|u| u["sessionUpdate"] == "plan")
+        .collect();
+    assert_eq!(live.len(), 1, "{live:?}");
+    assert_eq!(
+        live[0]["entries"],
+        json!([
+            {"content": "Read the notes", "priority": "medium", "status": "completed"},
+            {"content": "Plan the 変更", "priority": "medium", "status": "in_progress"},
+            {"content": "Say what changed", "priority": "medium", "status": "pending"},
+        ])
+    );
+
     assert_eq!(steps["cancel"]["stopReason"], "cancelled");
     assert!(steps["setModel"]["configOptions"].is_array());
     let id = &steps["new"]["sessionId"];
@@ -233,7 +261,12 @@ async fn acp_the_typescript_sdk_client_drives_a_whole_scenario() {
         .any(|u| u["content"][0]["type"] == "terminal");
     assert!(embedded, "the terminal is embedded in the tool call");
     let kinds = steps["load"]["kinds"].as_array().unwrap();
-    for kind in ["user_message_chunk", "agent_message_chunk", "tool_call"] {
+    for kind in [
+        "user_message_chunk",
+        "agent_message_chunk",
+        "tool_call",
+        "plan",
+    ] {
         assert!(kinds.iter().any(|k| k == kind), "{kind} in {kinds:?}");
     }
 }

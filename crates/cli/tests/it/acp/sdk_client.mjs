@@ -123,6 +123,7 @@ async function firstConnection(ctx) {
   await turn("rejected", "Try this");
   await turn("always", "Touch both");
   await turn("write", "Write notes");
+  await turn("plan", "Plan it");
   // Cancel mid-turn: the reply is held by the mock until the test releases it.
   {
     const from = report.updates.length;

@@ -7,6 +7,11 @@
 //! Deny rules win over ask rules, which win over allow rules, which win over the mode
 //! and the defaults (read-only tools run, every other tool asks).
 //!
+//! The mode ([`PermissionMode`]) decides what no rule names: `plan` changes no file,
+//! `ask` asks before every change, `auto` (the default) runs file changes inside the
+//! workspace and commands the sandbox confines, `allow-all` runs everything. Deny and
+//! ask rules hold in every mode.
+//!
 //! A session adds its own rules (`approval.scopes`: a person's answer "for this
 //! session"): its deny rules come right after the settings' deny rules, its allow rules
 //! right after the settings' ask rules, so a session never overrides what the settings
@@ -15,16 +20,60 @@
 use globset::{GlobBuilder, GlobMatcher};
 use serde::Deserialize;
 
-/// Whether tools that change things run without asking.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+/// Which calls run without asking when no rule decides: the session's approval mode.
+/// Settings choose the default (`[permissions] mode`); a session may switch it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Deserialize)]
 pub enum PermissionMode {
+    /// No file changes: the file tools that change files are refused and commands run
+    /// confined read-only (a command the sandbox cannot confine asks).
+    #[serde(rename = "plan")]
+    Plan,
     /// Ask the client before each call that is not read-only and not allowed by a rule.
-    #[default]
     #[serde(rename = "ask")]
     Ask,
+    /// File changes inside the workspace and commands the sandbox confines run without
+    /// asking; everything else asks as in `ask`.
+    #[default]
+    #[serde(rename = "auto")]
+    Auto,
     /// Run every tool without asking (deny and ask rules still apply).
     #[serde(rename = "allow-all")]
     AllowAll,
+}
+
+impl PermissionMode {
+    /// Every mode, in the order a front end cycles through them (least to most
+    /// autonomy).
+    pub const ALL: [PermissionMode; 4] = [
+        PermissionMode::Plan,
+        PermissionMode::Ask,
+        PermissionMode::Auto,
+        PermissionMode::AllowAll,
+    ];
+
+    /// The mode's name, as settings and the wire spell it.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            PermissionMode::Plan => "plan",
+            PermissionMode::Ask => "ask",
+            PermissionMode::Auto => "auto",
+            PermissionMode::AllowAll => "allow-all",
+        }
+    }
+
+    /// The mode named `name`, as settings and the wire spell it.
+    pub fn from_name(name: &str) -> Option<PermissionMode> {
+        PermissionMode::ALL.into_iter().find(|m| m.as_str() == name)
+    }
+
+    /// The mode after this one in [`PermissionMode::ALL`], wrapping round.
+    pub fn next(self) -> PermissionMode {
+        let at = PermissionMode::ALL
+            .iter()
+            .position(|m| *m == self)
+            .unwrap_or(0);
+        PermissionMode::ALL[(at + 1) % PermissionMode::ALL.len()]
+    }
 }
 
 /// One rule: a tool, and optionally a glob its subject must match.
@@ -195,6 +244,20 @@ pub enum Verdict {
     AllowedForSession,
     /// A rule of the session refuses it (a person's earlier answer).
     DeniedForSession,
+    /// The mode refuses it: a file change in the `plan` mode.
+    DeniedByMode,
+}
+
+/// What the policy knows of a command call's confinement.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Confinement {
+    /// Not a command.
+    NotACommand,
+    /// A command the sandbox confines (its files at least).
+    Confined,
+    /// A command that would run unconfined: the sandbox is off, the kernel offers
+    /// none, or the call asked to run outside it.
+    Unconfined,
 }
 
 /// A call, as the policy sees it.
@@ -209,14 +272,19 @@ pub struct CallSubject<'a> {
     /// Whether the call reaches outside the working directory (a path that resolves,
     /// symbolic links followed, outside it).
     pub outside_workspace: bool,
+    /// Whether the tool changes files by itself (`write`, `edit`, `hash_edit`).
+    pub changes_files: bool,
+    /// Whether a command call would run confined.
+    pub confinement: Confinement,
 }
 
 impl PermissionSettings {
-    /// The policy of the calls Code Mode scripts make: `[permissions.code_mode]`'s
-    /// rules alone, under its mode or else `[permissions]`'s.
-    pub fn for_code_mode(&self) -> PermissionSettings {
+    /// The policy of the calls Code Mode scripts make in a session whose mode is
+    /// `session_mode`: `[permissions.code_mode]`'s rules alone, under its mode or else
+    /// the session's.
+    pub fn for_code_mode(&self, session_mode: PermissionMode) -> PermissionSettings {
         PermissionSettings {
-            mode: self.code_mode.mode.unwrap_or(self.mode),
+            mode: self.code_mode.mode.unwrap_or(session_mode),
             allow: self.code_mode.allow.clone(),
             ask: self.code_mode.ask.clone(),
             deny: self.code_mode.deny.clone(),
@@ -229,14 +297,20 @@ impl PermissionSettings {
     /// names it; otherwise an allow rule or the allow-all mode allows, a read-only call
     /// runs, and anything else asks.
     pub fn verdict(&self, call: &CallSubject<'_>) -> Verdict {
-        self.verdict_in_session(call, &SessionRules::default())
+        self.verdict_in_session(self.mode, call, &SessionRules::default())
     }
 
-    /// The verdict on `call` in a session holding `session`'s rules: the settings' deny
-    /// rules, then the session's deny rules, then the settings' ask rules, then the
-    /// session's allow rules (for a call outside the workspace only those with a
-    /// pattern) where the settings alone would ask.
-    pub fn verdict_in_session(&self, call: &CallSubject<'_>, session: &SessionRules) -> Verdict {
+    /// The verdict on `call` in a session in `mode` holding `session`'s rules: the
+    /// settings' deny rules, then the session's deny rules, then the settings' ask
+    /// rules; then the `plan` mode refuses file changes; then the session's allow rules
+    /// (for a call outside the workspace only those with a pattern) where the settings
+    /// alone would ask; then the mode.
+    pub fn verdict_in_session(
+        &self,
+        mode: PermissionMode,
+        call: &CallSubject<'_>,
+        session: &SessionRules,
+    ) -> Verdict {
         let covered = |rules: &[Rule]| rules.iter().any(|r| r.covers(call.tool, call.subject));
         let by_pattern = |rules: &[Rule]| {
             rules
@@ -252,13 +326,17 @@ impl PermissionSettings {
         if covered(&self.ask) {
             return Verdict::Ask;
         }
+        // The plan mode's promise holds whatever an allow rule says.
+        if mode == PermissionMode::Plan && call.changes_files {
+            return Verdict::DeniedByMode;
+        }
         let session_allows = if call.outside_workspace {
             by_pattern(&session.allow)
         } else {
             covered(&session.allow)
         };
         if call.outside_workspace {
-            return if self.mode == PermissionMode::AllowAll || by_pattern(&self.allow) {
+            return if mode == PermissionMode::AllowAll || by_pattern(&self.allow) {
                 Verdict::Allowed
             } else if session_allows {
                 Verdict::AllowedForSession
@@ -269,13 +347,19 @@ impl PermissionSettings {
         if call.read_only {
             return Verdict::Run;
         }
-        if self.mode == PermissionMode::AllowAll || covered(&self.allow) {
+        if mode == PermissionMode::AllowAll || covered(&self.allow) {
             return Verdict::Allowed;
         }
         if session_allows {
             return Verdict::AllowedForSession;
         }
-        Verdict::Ask
+        let confined = call.confinement == Confinement::Confined;
+        match mode {
+            PermissionMode::Auto if call.changes_files || confined => Verdict::Allowed,
+            // Confined read-only by the mode: it cannot change a file.
+            PermissionMode::Plan if confined => Verdict::Allowed,
+            _ => Verdict::Ask,
+        }
     }
 
     /// Whether an ask rule of the settings covers `call`: then no session rule can
@@ -295,6 +379,12 @@ mod tests {
             subject,
             read_only: matches!(tool, "read" | "grep"),
             outside_workspace: false,
+            changes_files: matches!(tool, "write" | "edit"),
+            confinement: if tool == "bash" {
+                Confinement::Unconfined
+            } else {
+                Confinement::NotACommand
+            },
         }
     }
 
@@ -318,17 +408,20 @@ mod tests {
             subject: Some(subject),
             read_only: false,
             outside_workspace: false,
+            changes_files: false,
+            confinement: Confinement::Unconfined,
         };
         assert_eq!(s.verdict(&call("touch a")), Verdict::Allowed);
         assert_eq!(s.verdict(&call("ls")), Verdict::Ask);
-        let nested = s.for_code_mode();
+        let nested = s.for_code_mode(PermissionMode::Ask);
         assert_eq!(nested.verdict(&call("touch a")), Verdict::Ask);
         assert_eq!(nested.verdict(&call("ls")), Verdict::Allowed);
         // The mode carries over unless the section sets its own.
-        s.mode = PermissionMode::AllowAll;
-        assert_eq!(s.for_code_mode().verdict(&call("rm x")), Verdict::Allowed);
+        let nested = s.for_code_mode(PermissionMode::AllowAll);
+        assert_eq!(nested.verdict(&call("rm x")), Verdict::Allowed);
         s.code_mode.mode = Some(PermissionMode::Ask);
-        assert_eq!(s.for_code_mode().verdict(&call("rm x")), Verdict::Ask);
+        let nested = s.for_code_mode(PermissionMode::AllowAll);
+        assert_eq!(nested.verdict(&call("rm x")), Verdict::Ask);
     }
 
     #[test]
@@ -377,7 +470,7 @@ mod tests {
             allow: rules(&["bash(cargo *)", "bash(rm *)", "write"]),
             deny: rules(&["bash(curl *)"]),
         };
-        let verdict = |call| s.verdict_in_session(&call, &session);
+        let verdict = |call| s.verdict_in_session(PermissionMode::Ask, &call, &session);
         assert_eq!(
             verdict(call("bash", Some("cargo test"))),
             Verdict::AllowedForSession
@@ -400,7 +493,7 @@ mod tests {
             deny: Vec::new(),
         };
         assert_eq!(
-            s.verdict_in_session(&outside, &session),
+            s.verdict_in_session(PermissionMode::Ask, &outside, &session),
             Verdict::AllowedForSession
         );
         assert!(s.always_asks(&call("bash", Some("cargo publish --dry-run"))));
@@ -429,5 +522,96 @@ mod tests {
             ..PermissionSettings::default()
         };
         assert_eq!(all.verdict(&outside("write")), Verdict::Allowed);
+    }
+
+    #[test]
+    fn each_mode_decides_what_no_rule_names() {
+        use PermissionMode::*;
+        let s = settings(&[], &["bash(git push*)"], &["bash(rm *)"]);
+        let confined = CallSubject {
+            confinement: Confinement::Confined,
+            ..call("bash", Some("ls"))
+        };
+        let unconfined = call("bash", Some("ls"));
+        let edit = call("edit", Some("src/a.rs"));
+        let outside = CallSubject {
+            outside_workspace: true,
+            ..call("edit", Some("/etc/hosts"))
+        };
+        let fetch = call("web_fetch", Some("https://example.com/"));
+        let read = call("read", Some("a.txt"));
+        let pushed = CallSubject {
+            confinement: Confinement::Confined,
+            ..call("bash", Some("git push"))
+        };
+        let removed = CallSubject {
+            confinement: Confinement::Confined,
+            ..call("bash", Some("rm -rf x"))
+        };
+        let none = SessionRules::default();
+        let cases = [
+            (
+                Plan,
+                [
+                    Verdict::Run,
+                    Verdict::DeniedByMode,
+                    Verdict::Allowed,
+                    Verdict::Ask,
+                    Verdict::DeniedByMode,
+                    Verdict::Ask,
+                ],
+            ),
+            (
+                Ask,
+                [
+                    Verdict::Run,
+                    Verdict::Ask,
+                    Verdict::Ask,
+                    Verdict::Ask,
+                    Verdict::Ask,
+                    Verdict::Ask,
+                ],
+            ),
+            (
+                Auto,
+                [
+                    Verdict::Run,
+                    Verdict::Allowed,
+                    Verdict::Allowed,
+                    Verdict::Ask,
+                    Verdict::Ask,
+                    Verdict::Ask,
+                ],
+            ),
+            (
+                AllowAll,
+                [
+                    Verdict::Run,
+                    Verdict::Allowed,
+                    Verdict::Allowed,
+                    Verdict::Allowed,
+                    Verdict::Allowed,
+                    Verdict::Allowed,
+                ],
+            ),
+        ];
+        for (mode, expected) in cases {
+            let got = [&read, &edit, &confined, &unconfined, &outside, &fetch]
+                .map(|c| s.verdict_in_session(mode, c, &none));
+            assert_eq!(got, expected, "{mode:?}");
+            // Deny and ask rules hold in every mode.
+            assert_eq!(s.verdict_in_session(mode, &pushed, &none), Verdict::Ask);
+            assert_eq!(s.verdict_in_session(mode, &removed, &none), Verdict::Denied);
+        }
+        // No allow rule lets the plan mode change a file.
+        let allows = settings(&["edit"], &[], &[]);
+        assert_eq!(
+            allows.verdict_in_session(Plan, &edit, &none),
+            Verdict::DeniedByMode
+        );
+        assert_eq!(PermissionMode::default(), Auto);
+        assert_eq!(AllowAll.next(), Plan);
+        assert_eq!(PermissionMode::from_name("allow-all"), Some(AllowAll));
+        assert_eq!(PermissionMode::from_name("read-only"), None);
     }
 }

@@ -123,6 +123,17 @@ pub fn start(
     if env.get(ALLOW_ALL_ENV) == Some("1") {
         settings.permissions.mode = magi_config::PermissionMode::AllowAll;
     }
+    // And `magi-code exec --mode <mode>`; a name no mode has is the configuration's
+    // error, as it would be in a settings file.
+    if let Some(name) = env.get(PERMISSION_MODE_ENV) {
+        match magi_config::PermissionMode::from_name(name) {
+            Some(mode) => settings.permissions.mode = mode,
+            None => {
+                failure.error = StartupError::ConfigurationInvalid;
+                return Err(failure);
+            }
+        }
+    }
     settings.sandbox.apply_env(env).map_err(|e| {
         failure.error = config_error_code(&e);
         failure.clone()
@@ -257,6 +268,11 @@ pub(crate) fn check_disabled_tools(
 /// The environment variable that, set to `1`, makes every tool call of this backend run
 /// without asking (deny and ask rules still apply).
 pub const ALLOW_ALL_ENV: &str = "MAGI_ALLOW_ALL";
+
+/// The environment variable naming the approval mode this backend's sessions start in
+/// (`plan`, `ask`, `auto`, `allow-all`), over `[permissions] mode`: one run's choice
+/// (`magi-code exec --mode`).
+pub const PERMISSION_MODE_ENV: &str = "MAGI_PERMISSION_MODE";
 
 fn config_error_code(error: &ConfigError) -> StartupError {
     match error {

@@ -12,8 +12,8 @@ use magi_protocol::messages::{
 use magi_protocol::messages::{ClientTerminalsDescriptor, JobsControlDescriptor};
 use magi_protocol::names::{
     APPROVAL_CHANGE_COUNTS, APPROVAL_SCOPES, CLIENT_FILES, CLIENT_TERMINALS, INPUT_ATTACHMENTS,
-    JOBS_CONTROL, MODEL_CACHED, REASONING_SUMMARIES, SESSION_USAGE, USAGE_CACHE_WRITES,
-    USER_QUESTIONS,
+    JOBS_CONTROL, MODEL_CACHED, PERMISSION_MODES, REASONING_SUMMARIES, SESSION_USAGE,
+    USAGE_CACHE_WRITES, USER_QUESTIONS,
 };
 use serde_json::Value;
 
@@ -37,6 +37,7 @@ pub(super) struct Negotiation {
     approval_change_counts: bool,
     jobs_control: bool,
     model_cached: bool,
+    permission_modes: bool,
     shared: Arc<Shared>,
 }
 
@@ -63,6 +64,7 @@ impl Negotiation {
             approval_change_counts: requires(APPROVAL_CHANGE_COUNTS),
             jobs_control: requires(JOBS_CONTROL),
             model_cached: requires(MODEL_CACHED),
+            permission_modes: requires(PERMISSION_MODES),
             shared,
         })
     }
@@ -85,6 +87,7 @@ impl Negotiation {
             approval_change_counts: self.approval_change_counts,
             jobs_control: self.jobs_control,
             model_cached: self.model_cached,
+            permission_modes: self.permission_modes,
         };
         check_advertisement(&result, &required).map_err(ClientError::Violation)?;
         self.shared
@@ -141,16 +144,16 @@ struct Required {
     approval_change_counts: bool,
     jobs_control: bool,
     model_cached: bool,
+    permission_modes: bool,
 }
 
 /// Checks what an admitted `initialize` advertises: the sixteen base capabilities in
 /// order, then `tool.cards` with exactly schema 1's descriptor, `client.tools` with
 /// its descriptor, `approval.scopes`, `user.questions`, `session.usage`,
 /// `input.attachments`, `client.files`, `reasoning.summaries`, `client.terminals`,
-/// `usage.cache_writes`, `approval.change_counts` and `jobs.control` with schema 1's, each exactly when it was required, and nothing
+/// `usage.cache_writes`, `approval.change_counts`, `jobs.control`, `model.cached` and
+/// `permissions.modes` with schema 1's, each exactly when it was required, and nothing
 /// of them otherwise.
-/// `usage.cache_writes`, `approval.change_counts` and `model.cached` with schema 1's,
-/// each exactly when it was required, and nothing of them otherwise.
 fn check_advertisement(result: &InitializeResult, required: &Required) -> Result<(), Violation> {
     let mut expected = magi_protocol::names::base_capabilities();
     if required.tool_cards {
@@ -191,6 +194,9 @@ fn check_advertisement(result: &InitializeResult, required: &Required) -> Result
     }
     if required.model_cached {
         expected.push(MODEL_CACHED.to_owned());
+    }
+    if required.permission_modes {
+        expected.push(PERMISSION_MODES.to_owned());
     }
     if result.capabilities != expected {
         return Err(Violation("initialize advertised other capabilities".into()));
@@ -300,6 +306,14 @@ fn check_advertisement(result: &InitializeResult, required: &Required) -> Result
         (true, Some(d)) => *d == ModelCachedDescriptor::schema_1(),
         _ => false,
     };
+    let modes_ok = match (
+        required.permission_modes,
+        extensions.and_then(|e| e.permission_modes.as_ref()),
+    ) {
+        (false, None) => true,
+        (true, Some(d)) => *d == magi_protocol::messages::PermissionModesDescriptor::schema_1(),
+        _ => false,
+    };
     let any = required.tool_cards
         || required.client_tools
         || required.approval_scopes
@@ -312,7 +326,8 @@ fn check_advertisement(result: &InitializeResult, required: &Required) -> Result
         || required.usage_cache_writes
         || required.approval_change_counts
         || required.jobs_control
-        || required.model_cached;
+        || required.model_cached
+        || required.permission_modes;
     let all_ok = cards_ok
         && tools_ok
         && scopes_ok
@@ -325,7 +340,8 @@ fn check_advertisement(result: &InitializeResult, required: &Required) -> Result
         && cache_writes_ok
         && change_counts_ok
         && jobs_ok
-        && cached_ok;
+        && cached_ok
+        && modes_ok;
     if all_ok && extensions.is_some() == any {
         Ok(())
     } else {
@@ -359,6 +375,7 @@ mod tests {
             approval_change_counts: false,
             jobs_control: false,
             model_cached: cached,
+            permission_modes: false,
         }
     }
 
@@ -394,6 +411,7 @@ mod tests {
                 approval_change_counts: None,
                 jobs_control: None,
                 model_cached: Some(d),
+                permission_modes: None,
             }),
         }
     }

@@ -118,13 +118,9 @@ pub fn start(
             failure.error = config_error_code(&e);
             failure.clone()
         })?;
-    // `magi-code exec --allow-all` reaches the backend it starts this way: one run's
-    // choice, not a setting that outlives it.
-    if env.get(ALLOW_ALL_ENV) == Some("1") {
-        settings.permissions.mode = magi_config::PermissionMode::AllowAll;
-    }
-    // And `magi-code exec --mode <mode>`; a name no mode has is the configuration's
-    // error, as it would be in a settings file.
+    // `magi-code exec --mode <mode>` reaches the backend it starts this way: one run's
+    // choice, not a setting that outlives it. A name no mode has is the
+    // configuration's error, as it would be in a settings file.
     if let Some(name) = env.get(PERMISSION_MODE_ENV) {
         match magi_config::PermissionMode::from_name(name) {
             Some(mode) => settings.permissions.mode = mode,
@@ -133,6 +129,10 @@ pub fn start(
                 return Err(failure);
             }
         }
+    }
+    // And `--allow-all`, its alias, which wins over it.
+    if env.get(ALLOW_ALL_ENV) == Some("1") {
+        settings.permissions.mode = magi_config::PermissionMode::AllowAll;
     }
     settings.sandbox.apply_env(env).map_err(|e| {
         failure.error = config_error_code(&e);

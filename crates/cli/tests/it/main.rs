@@ -11,6 +11,7 @@
 mod common;
 
 mod acp;
+mod approval_modes;
 mod approval_scopes;
 mod approvals;
 mod ast_grep;

@@ -54,6 +54,7 @@ mod mc_commands;
 mod mc_composer;
 mod mc_details;
 mod mc_input;
+mod mc_permissions;
 mod mc_session;
 mod mc_transcript;
 mod mcp;

@@ -94,19 +94,18 @@ pub(crate) fn turn_note(
 pub(crate) fn approval_mode(mode: PermissionMode) -> &'static str {
     match mode {
         PermissionMode::Plan => {
-            "plan: no file may be changed; the file tools that change files are refused \
-             and commands run confined read-only. Read, investigate and propose a plan; \
-             the person switches the mode to carry it out"
+            "plan: change no file (the tools that change files are refused, commands run \
+             confined read-only); investigate and propose a plan until the person switches \
+             the mode"
         }
         PermissionMode::Ask => {
             "ask: calls that change files, run commands or reach the web wait for the \
              person's approval, unless a rule of theirs allows them"
         }
         PermissionMode::Auto => {
-            "auto: file changes inside the working directory and commands the sandbox \
-             confines run without asking; a command outside the sandbox, a path outside \
-             the working directory, the web and MCP tools wait for the person's approval, \
-             unless a rule of theirs allows them"
+            "auto: file changes in the working directory and commands the sandbox confines \
+             run; commands outside the sandbox, paths outside it, the web and MCP tools wait \
+             for the person's approval"
         }
         PermissionMode::AllowAll => {
             "allow-all: calls run without asking, except those the person's rules still ask \
@@ -272,6 +271,7 @@ mod tests {
         for mode in PermissionMode::ALL {
             assert!(approval_mode(mode).starts_with(&format!("{}:", mode.as_str())));
             assert!(mode_note(mode).len() < TURN_CONTEXT_BYTES);
+            assert!(approval_mode(mode).len() <= 200, "{mode:?}");
         }
     }
 }

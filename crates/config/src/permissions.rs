@@ -20,6 +20,18 @@
 use globset::{GlobBuilder, GlobMatcher};
 use serde::Deserialize;
 
+use crate::{ConfigError, Env};
+
+/// The environment variable naming the approval mode a backend's sessions start in
+/// (`plan`, `ask`, `auto`, `allow-all`), over `[permissions] mode`: one run's choice
+/// (`magi-code exec --mode`).
+pub const PERMISSION_MODE_ENV: &str = "MAGI_PERMISSION_MODE";
+
+/// The environment variable that, set to `1`, starts a backend's sessions in the
+/// `allow-all` mode (`magi-code exec --allow-all`); it wins over
+/// [`PERMISSION_MODE_ENV`].
+pub const ALLOW_ALL_ENV: &str = "MAGI_ALLOW_ALL";
+
 /// Which calls run without asking when no rule decides: the session's approval mode.
 /// Settings choose the default (`[permissions] mode`); a session may switch it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Deserialize)]
@@ -279,6 +291,26 @@ pub struct CallSubject<'a> {
 }
 
 impl PermissionSettings {
+    /// Applies [`PERMISSION_MODE_ENV`], then [`ALLOW_ALL_ENV`], when set: one run's
+    /// mode over the settings'. A name no mode has is an error naming the variable and
+    /// the names it takes.
+    pub fn apply_env(&mut self, env: &Env) -> Result<(), ConfigError> {
+        if let Some(raw) = env.get_os(PERMISSION_MODE_ENV) {
+            let name = raw.to_str().map(str::trim).unwrap_or_default();
+            self.mode = PermissionMode::from_name(name).ok_or_else(|| {
+                ConfigError::Invalid(format!(
+                    "{PERMISSION_MODE_ENV}={:?} is not an approval mode: set it to plan, ask, \
+                     auto or allow-all, or unset it",
+                    raw.to_string_lossy()
+                ))
+            })?;
+        }
+        if env.get(ALLOW_ALL_ENV) == Some("1") {
+            self.mode = PermissionMode::AllowAll;
+        }
+        Ok(())
+    }
+
     /// The policy of the calls Code Mode scripts make in a session whose mode is
     /// `session_mode`: `[permissions.code_mode]`'s rules alone, under its mode or else
     /// the session's.
@@ -522,6 +554,23 @@ mod tests {
             ..PermissionSettings::default()
         };
         assert_eq!(all.verdict(&outside("write")), Verdict::Allowed);
+    }
+
+    #[test]
+    fn the_environment_chooses_one_runs_mode_and_allow_all_wins() {
+        let mut s = PermissionSettings::default();
+        s.apply_env(&Env::from_pairs([(PERMISSION_MODE_ENV, "plan")]))
+            .unwrap();
+        assert_eq!(s.mode, PermissionMode::Plan);
+        let both = Env::from_pairs([(PERMISSION_MODE_ENV, "ask"), (ALLOW_ALL_ENV, "1")]);
+        s.apply_env(&both).unwrap();
+        assert_eq!(s.mode, PermissionMode::AllowAll);
+        let Err(ConfigError::Invalid(why)) =
+            s.apply_env(&Env::from_pairs([(PERMISSION_MODE_ENV, "read-only")]))
+        else {
+            panic!("a name no mode has is refused");
+        };
+        assert!(why.contains("MAGI_PERMISSION_MODE=\"read-only\""), "{why}");
     }
 
     #[test]

@@ -498,4 +498,9 @@ async fn without_the_extension_its_methods_are_unsupported_and_v1_is_unchanged()
         .unwrap();
     assert_eq!(stale, Err(ErrorCode::StaleSession));
     shutdown_clean(&mut backend).await;
+    // A mode the environment names that no one has fails startup as a bad setting.
+    let bad_env = env_for(&mock).var(MODE_ENV, "read-only");
+    let mut backend = bad_env.spawn();
+    let refused = backend.initialize(&["shutdown"]).await.unwrap();
+    assert_eq!(refused.unwrap_err(), ErrorCode::ConfigurationInvalid);
 }

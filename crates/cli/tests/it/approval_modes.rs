@@ -2,7 +2,7 @@
 //! an edit, a command in and out of the sandbox, `"sandbox": "off"` and a path outside
 //! the workspace, with and without a kernel sandbox, from `serve` and `exec`; and the
 //! `permissions.modes` extension: the mode set during a run, the rules listed, a
-//! session rule revoked.
+//! session rule revoked; and a Code Mode script's calls under the session's mode.
 
 #![allow(
     clippy::unwrap_used,
@@ -503,4 +503,73 @@ async fn without_the_extension_its_methods_are_unsupported_and_v1_is_unchanged()
     let mut backend = bad_env.spawn();
     let refused = backend.initialize(&["shutdown"]).await.unwrap();
     assert_eq!(refused.unwrap_err(), ErrorCode::ConfigurationInvalid);
+}
+
+#[tokio::test]
+async fn a_code_mode_scripts_calls_follow_the_sessions_mode_unless_code_mode_sets_one() {
+    let nested_write = || {
+        crate::code_mode::script(
+            "s1",
+            "try { await tools.write({path: 'nested.txt', content: 'x\\n'}); return 'wrote'; }\n\
+             catch (e) { return 'refused: ' + e.message; }",
+        )
+    };
+    for (settings, switched, asks) in [
+        // The session switched to `plan`: the script's write is refused without asking.
+        ("", ApprovalMode::Plan, false),
+        // `[permissions.code_mode] mode` holds whatever the session's mode.
+        (
+            "[permissions.code_mode]\nmode = \"ask\"\n",
+            ApprovalMode::AllowAll,
+            true,
+        ),
+    ] {
+        let mock = MockServer::start().await;
+        mock.enqueue(nested_write());
+        mock.enqueue(Reply::stream().text(["Noted."]));
+        let env = env_for(&mock);
+        env.write_settings(settings);
+        let mut backend = negotiated(&env).await;
+        let session = new_session(&mut backend).await;
+        let set = PermissionModeSetParams {
+            session_id: session.clone(),
+            mode: switched,
+        };
+        backend
+            .call::<methods::PermissionModeSet>(&set)
+            .await
+            .unwrap()
+            .unwrap();
+        let run = start_turn(&mut backend, &session, "Script it").await;
+        let mut events = Vec::new();
+        if asks {
+            let request = until_approval(&mut backend, &mut events).await;
+            assert!(
+                request.summary.starts_with("Code Mode script: "),
+                "{request:?}"
+            );
+            let deny = ApprovalAnswerParams::once(&session, &run, &request.approval_id, false);
+            backend
+                .call::<methods::ApprovalAnswer>(&deny)
+                .await
+                .unwrap()
+                .unwrap();
+        }
+        let finished = until_finished(&mut backend, &mut events).await;
+        assert_eq!(finished.outcome, RunOutcome::Completed);
+        assert!(
+            !events
+                .iter()
+                .any(|e| matches!(e, Event::ApprovalRequested(_)))
+                || asks,
+            "{events:?}"
+        );
+        shutdown_clean(&mut backend).await;
+        assert!(!env.cwd().join("nested.txt").exists());
+        let nested = records(&env, &session)
+            .into_iter()
+            .find(|r| r["kind"] == "code_mode_tool_result")
+            .unwrap();
+        assert_eq!(nested["protection"], "denied by user", "{nested}");
+    }
 }

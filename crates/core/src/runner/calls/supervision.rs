@@ -295,7 +295,7 @@ impl CallService<'_, '_> {
         let label = if escalation {
             format!("run outside the sandbox: {}", call.label)
         } else if let Some(why) = unconfined_reason {
-            format!("{} (asked: {why})", call.label)
+            bounded(&format!("{} (asked: {why})", call.label), SUMMARY_BYTES)
         } else {
             call.label.clone()
         };

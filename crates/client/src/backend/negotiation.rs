@@ -450,4 +450,34 @@ mod tests {
             "advertised twice"
         );
     }
+
+    #[test]
+    fn permissions_modes_is_advertised_last_with_its_descriptor_exactly_when_required() {
+        use magi_protocol::messages::PermissionModesDescriptor;
+        let wanted = Required {
+            permission_modes: true,
+            ..required(false)
+        };
+        let mut result = advertised(&[PERMISSION_MODES], None);
+        let ok = |result: &InitializeResult| check_advertisement(result, &wanted).is_ok();
+        assert!(!ok(&result), "advertised without its descriptor");
+        result.extensions = Some(Extensions {
+            permission_modes: Some(PermissionModesDescriptor::schema_1()),
+            ..advertised(&[], Some(ModelCachedDescriptor::schema_1()))
+                .extensions
+                .unwrap()
+        });
+        result.extensions.as_mut().unwrap().model_cached = None;
+        assert!(ok(&result));
+        let mut other = result.clone();
+        other.extensions.as_mut().unwrap().permission_modes = Some(PermissionModesDescriptor {
+            rules_listed: 1,
+            ..PermissionModesDescriptor::schema_1()
+        });
+        assert!(!ok(&other), "other bounds");
+        assert!(
+            check_advertisement(&result, &required(false)).is_err(),
+            "advertised without being required"
+        );
+    }
 }

@@ -281,6 +281,12 @@ mod tests {
         );
         let too_many = [&with_cached[..], &["status"]].concat();
         assert_eq!(preflight(&params(&too_many)), Err(InvalidParams));
+        // And `permissions.modes`, one name of its own.
+        let with_modes = [&with_cached[..], &["permissions.modes"]].concat();
+        let raw: Box<RawValue> = serde_json::from_str(&params(&with_modes)).unwrap();
+        assert!(preflight_capabilities(&raw).is_ok_and(|n| n.permission_modes));
+        let too_many = [&with_modes[..], &["status"]].concat();
+        assert_eq!(preflight(&params(&too_many)), Err(InvalidParams));
         // `client.tools` needs its tools, and tools need the capability.
         assert_eq!(preflight(&params(&["client.tools"])), Err(InvalidParams));
         assert_eq!(

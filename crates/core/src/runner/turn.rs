@@ -292,6 +292,9 @@ impl Turn {
                 return Err(Ending::failed(ErrorCode::PersistenceFailed));
             }
         }
+        // This turn's context note says the mode: a switch after the last turn's last
+        // request needs no note of its own.
+        let _ = self.gates.rules.take_untold();
         let records = sessions.records().map_err(Ending::failed)?;
         self.untitled = !has_title(&records);
         // The session's rules hold from its first call on, in whatever child runs it.

@@ -102,6 +102,8 @@ pub(crate) struct Session {
     terminal_notes: mpsc::UnboundedReceiver<terminal::Note>,
     /// The reads and writes the backend asked of the editor (`client.files`).
     files: files::Files,
+    /// The approval mode the client chose, set again on a fresh backend.
+    mode: Option<String>,
 }
 
 impl Session {
@@ -122,6 +124,7 @@ impl Session {
             terminals: terminal::Terminals::new(note_sender),
             terminal_notes,
             files: files::Files::new(),
+            mode: None,
         }
     }
 
@@ -226,6 +229,10 @@ impl Session {
         self.backend = backend;
         self.backend_id = backend_id;
         self.gone = None;
+        // The client's mode goes on in the fresh backend.
+        if let Some(mode) = self.mode.clone() {
+            config::set_mode(&mut self.backend, &self.backend_id, &mode).await?;
+        }
         Ok(())
     }
 
@@ -254,7 +261,14 @@ impl Session {
                 value,
                 reply,
             } => {
-                let result = if self.turn.is_some() {
+                let result = if option == config::MODE {
+                    // A mode switched during a turn applies to its next call that asks.
+                    let set = config::set_mode(&mut self.backend, &self.backend_id, &value).await;
+                    if set.is_ok() {
+                        self.mode = Some(value);
+                    }
+                    set
+                } else if self.turn.is_some() {
                     Err(Error::invalid_request()
                         .data(json!("a turn is running; change the model once it ends")))
                 } else {

@@ -325,7 +325,7 @@ mod tests {
 
     /// A backend that records each request line and answers it with the next of
     /// `answers` (results as JSON text), then waits for EOF.
-    fn scripted(dir: &std::path::Path, answers: &[&str]) -> BackendCommand {
+    fn scripted(dir: &std::path::Path, answers: &[&str]) -> Scripted {
         let mut script = String::from("#!/bin/sh\n");
         for (n, result) in answers.iter().enumerate() {
             let seq = n + 1;
@@ -341,7 +341,30 @@ mod tests {
         let path = dir.join("backend.sh");
         std::fs::write(&path, script).unwrap();
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
-        BackendCommand::new(path)
+        Scripted(BackendCommand::new(path))
+    }
+
+    /// A scripted backend's command.
+    struct Scripted(BackendCommand);
+
+    impl Scripted {
+        /// Starts it. A test on another thread that forks while this one still has the
+        /// script open for writing holds a copy of that descriptor until its child
+        /// execs, and meanwhile the kernel refuses to run the script (`ETXTBSY`): that
+        /// passes in moments, so it is tried again, a bounded number of times.
+        fn spawn(&self) -> Result<Backend, ClientError> {
+            for _ in 0..200 {
+                match self.0.spawn() {
+                    Err(ClientError::Spawn(e))
+                        if e.kind() == std::io::ErrorKind::ExecutableFileBusy =>
+                    {
+                        std::thread::sleep(Duration::from_millis(10));
+                    }
+                    other => return other,
+                }
+            }
+            self.0.spawn()
+        }
     }
 
     #[tokio::test]

@@ -49,8 +49,8 @@ pub use long_work::{ContextSettings, DEFAULT_PRUNE_PROTECT_TOKENS, TurnSettings}
 pub use mcp::{McpApprovals, McpOAuth, McpServer, McpSource, McpTransport, is_valid_server_name};
 pub use models::ModelSettings;
 pub use permissions::{
-    CallSubject, CodeModePermissions, PermissionMode, PermissionSettings, Rule, SessionRules,
-    Verdict, glob_literal,
+    ALLOW_ALL_ENV, CallSubject, CodeModePermissions, Confinement, PERMISSION_MODE_ENV,
+    PermissionMode, PermissionSettings, Rule, SessionRules, Verdict, glob_literal,
 };
 pub use profiles::{
     AgentSettings, PROFILE_DESCRIPTION_BYTES, PROFILE_INSTRUCTIONS_BYTES, Profile, TASK_TOOL,

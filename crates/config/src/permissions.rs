@@ -7,6 +7,11 @@
 //! Deny rules win over ask rules, which win over allow rules, which win over the mode
 //! and the defaults (read-only tools run, every other tool asks).
 //!
+//! The mode ([`PermissionMode`]) decides what no rule names: `plan` changes no file,
+//! `ask` asks before every change, `auto` (the default) runs file changes inside the
+//! workspace and commands the sandbox confines, `allow-all` runs everything. Deny and
+//! ask rules hold in every mode.
+//!
 //! A session adds its own rules (`approval.scopes`: a person's answer "for this
 //! session"): its deny rules come right after the settings' deny rules, its allow rules
 //! right after the settings' ask rules, so a session never overrides what the settings
@@ -15,16 +20,72 @@
 use globset::{GlobBuilder, GlobMatcher};
 use serde::Deserialize;
 
-/// Whether tools that change things run without asking.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+use crate::{ConfigError, Env};
+
+/// The environment variable naming the approval mode a backend's sessions start in
+/// (`plan`, `ask`, `auto`, `allow-all`), over `[permissions] mode`: one run's choice
+/// (`magi-code exec --mode`).
+pub const PERMISSION_MODE_ENV: &str = "MAGI_PERMISSION_MODE";
+
+/// The environment variable that, set to `1`, starts a backend's sessions in the
+/// `allow-all` mode (`magi-code exec --allow-all`); it wins over
+/// [`PERMISSION_MODE_ENV`].
+pub const ALLOW_ALL_ENV: &str = "MAGI_ALLOW_ALL";
+
+/// Which calls run without asking when no rule decides: the session's approval mode.
+/// Settings choose the default (`[permissions] mode`); a session may switch it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Deserialize)]
 pub enum PermissionMode {
+    /// No file changes: the file tools that change files are refused and commands run
+    /// confined read-only (a command the sandbox cannot confine asks).
+    #[serde(rename = "plan")]
+    Plan,
     /// Ask the client before each call that is not read-only and not allowed by a rule.
-    #[default]
     #[serde(rename = "ask")]
     Ask,
+    /// File changes inside the workspace and commands the sandbox confines run without
+    /// asking; everything else asks as in `ask`.
+    #[default]
+    #[serde(rename = "auto")]
+    Auto,
     /// Run every tool without asking (deny and ask rules still apply).
     #[serde(rename = "allow-all")]
     AllowAll,
+}
+
+impl PermissionMode {
+    /// Every mode, in the order a front end cycles through them (least to most
+    /// autonomy).
+    pub const ALL: [PermissionMode; 4] = [
+        PermissionMode::Plan,
+        PermissionMode::Ask,
+        PermissionMode::Auto,
+        PermissionMode::AllowAll,
+    ];
+
+    /// The mode's name, as settings and the wire spell it.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            PermissionMode::Plan => "plan",
+            PermissionMode::Ask => "ask",
+            PermissionMode::Auto => "auto",
+            PermissionMode::AllowAll => "allow-all",
+        }
+    }
+
+    /// The mode named `name`, as settings and the wire spell it.
+    pub fn from_name(name: &str) -> Option<PermissionMode> {
+        PermissionMode::ALL.into_iter().find(|m| m.as_str() == name)
+    }
+
+    /// The mode after this one in [`PermissionMode::ALL`], wrapping round.
+    pub fn next(self) -> PermissionMode {
+        let at = PermissionMode::ALL
+            .iter()
+            .position(|m| *m == self)
+            .unwrap_or(0);
+        PermissionMode::ALL[(at + 1) % PermissionMode::ALL.len()]
+    }
 }
 
 /// One rule: a tool, and optionally a glob its subject must match.
@@ -195,6 +256,20 @@ pub enum Verdict {
     AllowedForSession,
     /// A rule of the session refuses it (a person's earlier answer).
     DeniedForSession,
+    /// The mode refuses it: a file change in the `plan` mode.
+    DeniedByMode,
+}
+
+/// What the policy knows of a command call's confinement.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Confinement {
+    /// Not a command.
+    NotACommand,
+    /// A command the sandbox confines (its files at least).
+    Confined,
+    /// A command that would run unconfined: the sandbox is off, the kernel offers
+    /// none, or the call asked to run outside it.
+    Unconfined,
 }
 
 /// A call, as the policy sees it.
@@ -209,14 +284,39 @@ pub struct CallSubject<'a> {
     /// Whether the call reaches outside the working directory (a path that resolves,
     /// symbolic links followed, outside it).
     pub outside_workspace: bool,
+    /// Whether the tool changes files by itself (`write`, `edit`, `hash_edit`).
+    pub changes_files: bool,
+    /// Whether a command call would run confined.
+    pub confinement: Confinement,
 }
 
 impl PermissionSettings {
-    /// The policy of the calls Code Mode scripts make: `[permissions.code_mode]`'s
-    /// rules alone, under its mode or else `[permissions]`'s.
-    pub fn for_code_mode(&self) -> PermissionSettings {
+    /// Applies [`PERMISSION_MODE_ENV`], then [`ALLOW_ALL_ENV`], when set: one run's
+    /// mode over the settings'. A name no mode has is an error naming the variable and
+    /// the names it takes.
+    pub fn apply_env(&mut self, env: &Env) -> Result<(), ConfigError> {
+        if let Some(raw) = env.get_os(PERMISSION_MODE_ENV) {
+            let name = raw.to_str().map(str::trim).unwrap_or_default();
+            self.mode = PermissionMode::from_name(name).ok_or_else(|| {
+                ConfigError::Invalid(format!(
+                    "{PERMISSION_MODE_ENV}={:?} is not an approval mode: set it to plan, ask, \
+                     auto or allow-all, or unset it",
+                    raw.to_string_lossy()
+                ))
+            })?;
+        }
+        if env.get(ALLOW_ALL_ENV) == Some("1") {
+            self.mode = PermissionMode::AllowAll;
+        }
+        Ok(())
+    }
+
+    /// The policy of the calls Code Mode scripts make in a session whose mode is
+    /// `session_mode`: `[permissions.code_mode]`'s rules alone, under its mode or else
+    /// the session's.
+    pub fn for_code_mode(&self, session_mode: PermissionMode) -> PermissionSettings {
         PermissionSettings {
-            mode: self.code_mode.mode.unwrap_or(self.mode),
+            mode: self.code_mode.mode.unwrap_or(session_mode),
             allow: self.code_mode.allow.clone(),
             ask: self.code_mode.ask.clone(),
             deny: self.code_mode.deny.clone(),
@@ -229,14 +329,20 @@ impl PermissionSettings {
     /// names it; otherwise an allow rule or the allow-all mode allows, a read-only call
     /// runs, and anything else asks.
     pub fn verdict(&self, call: &CallSubject<'_>) -> Verdict {
-        self.verdict_in_session(call, &SessionRules::default())
+        self.verdict_in_session(self.mode, call, &SessionRules::default())
     }
 
-    /// The verdict on `call` in a session holding `session`'s rules: the settings' deny
-    /// rules, then the session's deny rules, then the settings' ask rules, then the
-    /// session's allow rules (for a call outside the workspace only those with a
-    /// pattern) where the settings alone would ask.
-    pub fn verdict_in_session(&self, call: &CallSubject<'_>, session: &SessionRules) -> Verdict {
+    /// The verdict on `call` in a session in `mode` holding `session`'s rules: the
+    /// settings' deny rules, then the session's deny rules, then the settings' ask
+    /// rules; then the `plan` mode refuses file changes; then the session's allow rules
+    /// (for a call outside the workspace only those with a pattern) where the settings
+    /// alone would ask; then the mode.
+    pub fn verdict_in_session(
+        &self,
+        mode: PermissionMode,
+        call: &CallSubject<'_>,
+        session: &SessionRules,
+    ) -> Verdict {
         let covered = |rules: &[Rule]| rules.iter().any(|r| r.covers(call.tool, call.subject));
         let by_pattern = |rules: &[Rule]| {
             rules
@@ -252,13 +358,17 @@ impl PermissionSettings {
         if covered(&self.ask) {
             return Verdict::Ask;
         }
+        // The plan mode's promise holds whatever an allow rule says.
+        if mode == PermissionMode::Plan && call.changes_files {
+            return Verdict::DeniedByMode;
+        }
         let session_allows = if call.outside_workspace {
             by_pattern(&session.allow)
         } else {
             covered(&session.allow)
         };
         if call.outside_workspace {
-            return if self.mode == PermissionMode::AllowAll || by_pattern(&self.allow) {
+            return if mode == PermissionMode::AllowAll || by_pattern(&self.allow) {
                 Verdict::Allowed
             } else if session_allows {
                 Verdict::AllowedForSession
@@ -269,13 +379,19 @@ impl PermissionSettings {
         if call.read_only {
             return Verdict::Run;
         }
-        if self.mode == PermissionMode::AllowAll || covered(&self.allow) {
+        if mode == PermissionMode::AllowAll || covered(&self.allow) {
             return Verdict::Allowed;
         }
         if session_allows {
             return Verdict::AllowedForSession;
         }
-        Verdict::Ask
+        let confined = call.confinement == Confinement::Confined;
+        match mode {
+            PermissionMode::Auto if call.changes_files || confined => Verdict::Allowed,
+            // Confined read-only by the mode: it cannot change a file.
+            PermissionMode::Plan if confined => Verdict::Allowed,
+            _ => Verdict::Ask,
+        }
     }
 
     /// Whether an ask rule of the settings covers `call`: then no session rule can
@@ -295,6 +411,12 @@ mod tests {
             subject,
             read_only: matches!(tool, "read" | "grep"),
             outside_workspace: false,
+            changes_files: matches!(tool, "write" | "edit"),
+            confinement: if tool == "bash" {
+                Confinement::Unconfined
+            } else {
+                Confinement::NotACommand
+            },
         }
     }
 
@@ -318,17 +440,20 @@ mod tests {
             subject: Some(subject),
             read_only: false,
             outside_workspace: false,
+            changes_files: false,
+            confinement: Confinement::Unconfined,
         };
         assert_eq!(s.verdict(&call("touch a")), Verdict::Allowed);
         assert_eq!(s.verdict(&call("ls")), Verdict::Ask);
-        let nested = s.for_code_mode();
+        let nested = s.for_code_mode(PermissionMode::Ask);
         assert_eq!(nested.verdict(&call("touch a")), Verdict::Ask);
         assert_eq!(nested.verdict(&call("ls")), Verdict::Allowed);
         // The mode carries over unless the section sets its own.
-        s.mode = PermissionMode::AllowAll;
-        assert_eq!(s.for_code_mode().verdict(&call("rm x")), Verdict::Allowed);
+        let nested = s.for_code_mode(PermissionMode::AllowAll);
+        assert_eq!(nested.verdict(&call("rm x")), Verdict::Allowed);
         s.code_mode.mode = Some(PermissionMode::Ask);
-        assert_eq!(s.for_code_mode().verdict(&call("rm x")), Verdict::Ask);
+        let nested = s.for_code_mode(PermissionMode::AllowAll);
+        assert_eq!(nested.verdict(&call("rm x")), Verdict::Ask);
     }
 
     #[test]
@@ -377,7 +502,7 @@ mod tests {
             allow: rules(&["bash(cargo *)", "bash(rm *)", "write"]),
             deny: rules(&["bash(curl *)"]),
         };
-        let verdict = |call| s.verdict_in_session(&call, &session);
+        let verdict = |call| s.verdict_in_session(PermissionMode::Ask, &call, &session);
         assert_eq!(
             verdict(call("bash", Some("cargo test"))),
             Verdict::AllowedForSession
@@ -400,7 +525,7 @@ mod tests {
             deny: Vec::new(),
         };
         assert_eq!(
-            s.verdict_in_session(&outside, &session),
+            s.verdict_in_session(PermissionMode::Ask, &outside, &session),
             Verdict::AllowedForSession
         );
         assert!(s.always_asks(&call("bash", Some("cargo publish --dry-run"))));
@@ -429,5 +554,113 @@ mod tests {
             ..PermissionSettings::default()
         };
         assert_eq!(all.verdict(&outside("write")), Verdict::Allowed);
+    }
+
+    #[test]
+    fn the_environment_chooses_one_runs_mode_and_allow_all_wins() {
+        let mut s = PermissionSettings::default();
+        s.apply_env(&Env::from_pairs([(PERMISSION_MODE_ENV, "plan")]))
+            .unwrap();
+        assert_eq!(s.mode, PermissionMode::Plan);
+        let both = Env::from_pairs([(PERMISSION_MODE_ENV, "ask"), (ALLOW_ALL_ENV, "1")]);
+        s.apply_env(&both).unwrap();
+        assert_eq!(s.mode, PermissionMode::AllowAll);
+        let Err(ConfigError::Invalid(why)) =
+            s.apply_env(&Env::from_pairs([(PERMISSION_MODE_ENV, "read-only")]))
+        else {
+            panic!("a name no mode has is refused");
+        };
+        assert!(why.contains("MAGI_PERMISSION_MODE=\"read-only\""), "{why}");
+    }
+
+    #[test]
+    fn each_mode_decides_what_no_rule_names() {
+        use PermissionMode::*;
+        let s = settings(&[], &["bash(git push*)"], &["bash(rm *)"]);
+        let confined = CallSubject {
+            confinement: Confinement::Confined,
+            ..call("bash", Some("ls"))
+        };
+        let unconfined = call("bash", Some("ls"));
+        let edit = call("edit", Some("src/a.rs"));
+        let outside = CallSubject {
+            outside_workspace: true,
+            ..call("edit", Some("/etc/hosts"))
+        };
+        let fetch = call("web_fetch", Some("https://example.com/"));
+        let read = call("read", Some("a.txt"));
+        let pushed = CallSubject {
+            confinement: Confinement::Confined,
+            ..call("bash", Some("git push"))
+        };
+        let removed = CallSubject {
+            confinement: Confinement::Confined,
+            ..call("bash", Some("rm -rf x"))
+        };
+        let none = SessionRules::default();
+        let cases = [
+            (
+                Plan,
+                [
+                    Verdict::Run,
+                    Verdict::DeniedByMode,
+                    Verdict::Allowed,
+                    Verdict::Ask,
+                    Verdict::DeniedByMode,
+                    Verdict::Ask,
+                ],
+            ),
+            (
+                Ask,
+                [
+                    Verdict::Run,
+                    Verdict::Ask,
+                    Verdict::Ask,
+                    Verdict::Ask,
+                    Verdict::Ask,
+                    Verdict::Ask,
+                ],
+            ),
+            (
+                Auto,
+                [
+                    Verdict::Run,
+                    Verdict::Allowed,
+                    Verdict::Allowed,
+                    Verdict::Ask,
+                    Verdict::Ask,
+                    Verdict::Ask,
+                ],
+            ),
+            (
+                AllowAll,
+                [
+                    Verdict::Run,
+                    Verdict::Allowed,
+                    Verdict::Allowed,
+                    Verdict::Allowed,
+                    Verdict::Allowed,
+                    Verdict::Allowed,
+                ],
+            ),
+        ];
+        for (mode, expected) in cases {
+            let got = [&read, &edit, &confined, &unconfined, &outside, &fetch]
+                .map(|c| s.verdict_in_session(mode, c, &none));
+            assert_eq!(got, expected, "{mode:?}");
+            // Deny and ask rules hold in every mode.
+            assert_eq!(s.verdict_in_session(mode, &pushed, &none), Verdict::Ask);
+            assert_eq!(s.verdict_in_session(mode, &removed, &none), Verdict::Denied);
+        }
+        // No allow rule lets the plan mode change a file.
+        let allows = settings(&["edit"], &[], &[]);
+        assert_eq!(
+            allows.verdict_in_session(Plan, &edit, &none),
+            Verdict::DeniedByMode
+        );
+        assert_eq!(PermissionMode::default(), Auto);
+        assert_eq!(AllowAll.next(), Plan);
+        assert_eq!(PermissionMode::from_name("allow-all"), Some(AllowAll));
+        assert_eq!(PermissionMode::from_name("read-only"), None);
     }
 }

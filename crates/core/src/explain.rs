@@ -31,6 +31,9 @@ pub fn explain_configuration(request: &StartupRequest, client_tools: &[String]) 
     if let Err(e) = settings.sandbox.apply_env(&request.env) {
         return Some(said(&e));
     }
+    if let Err(e) = settings.permissions.apply_env(&request.env) {
+        return Some(said(&e));
+    }
     if let Err(e) = check_disabled_tools(&settings, client_tools, None) {
         return Some(said(&e));
     }

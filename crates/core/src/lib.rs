@@ -18,6 +18,7 @@ mod invocation;
 pub mod mcp;
 pub mod model_limits;
 mod paging;
+pub mod permission_modes;
 mod prompt;
 pub mod questions;
 mod revision;
@@ -45,7 +46,7 @@ pub fn stop_background_jobs() {
 }
 pub use magi_store::CRASH_REPORTS_DIR;
 pub use sessions::Sessions;
-pub use startup::{ALLOW_ALL_ENV, Runtime, StartupFailure, start};
+pub use startup::{ALLOW_ALL_ENV, PERMISSION_MODE_ENV, Runtime, StartupFailure, start};
 pub use workspace::{CancelFlag, StartupRequest, home_path};
 
 /// Whether this build has a built-in tool of that name, or reserves it for MCP tools

@@ -118,11 +118,12 @@ pub fn start(
             failure.error = config_error_code(&e);
             failure.clone()
         })?;
-    // `magi-code exec --allow-all` reaches the backend it starts this way: one run's
-    // choice, not a setting that outlives it.
-    if env.get(ALLOW_ALL_ENV) == Some("1") {
-        settings.permissions.mode = magi_config::PermissionMode::AllowAll;
-    }
+    // `magi-code exec --mode <mode>` (or `--allow-all`) reaches the backend it starts
+    // this way: one run's choice, not a setting that outlives it.
+    settings.permissions.apply_env(env).map_err(|e| {
+        failure.error = config_error_code(&e);
+        failure.clone()
+    })?;
     settings.sandbox.apply_env(env).map_err(|e| {
         failure.error = config_error_code(&e);
         failure.clone()
@@ -256,7 +257,11 @@ pub(crate) fn check_disabled_tools(
 
 /// The environment variable that, set to `1`, makes every tool call of this backend run
 /// without asking (deny and ask rules still apply).
-pub const ALLOW_ALL_ENV: &str = "MAGI_ALLOW_ALL";
+pub const ALLOW_ALL_ENV: &str = magi_config::ALLOW_ALL_ENV;
+
+/// The environment variable naming the approval mode this backend's sessions start in
+/// (`magi-code exec --mode`).
+pub const PERMISSION_MODE_ENV: &str = magi_config::PERMISSION_MODE_ENV;
 
 fn config_error_code(error: &ConfigError) -> StartupError {
     match error {

@@ -435,6 +435,15 @@ pub const JOB_OUTPUT_BYTES: usize = 16_384;
 /// Names `model.cached` adds to whichever bound of `required_capabilities` applies
 /// without it: its own.
 pub const MODEL_CACHED_NAME_ROOM: usize = 1;
+/// Names `permissions.modes` adds to whichever bound of `required_capabilities`
+/// applies without it: its own.
+pub const PERMISSION_MODES_NAME_ROOM: usize = 1;
+/// Most rules one `permissions.list` result carries.
+pub const PERMISSION_RULES_LISTED: usize = 128;
+/// Most bytes of one rule `permissions.list` shows (an approval's subject bound).
+pub const PERMISSION_RULE_BYTES: usize = APPROVAL_SUBJECT_BYTES;
+/// Largest serialized `permissions.list` result, in bytes: well inside an output frame.
+pub const PERMISSIONS_LIST_BYTES: usize = 32_768;
 /// Names `plan.todo` adds to whichever bound of `required_capabilities` applies
 /// without it: its own.
 pub const PLAN_TODO_NAME_ROOM: usize = 1;

@@ -5,6 +5,7 @@ mod approvals;
 mod catalog;
 mod files;
 mod jobs;
+mod permissions;
 mod questions;
 mod reasoning;
 mod sessions;
@@ -21,6 +22,7 @@ pub use approvals::*;
 pub use catalog::*;
 pub use files::*;
 pub use jobs::*;
+pub use permissions::*;
 pub use questions::*;
 pub use reasoning::*;
 pub use sessions::*;
@@ -137,4 +139,10 @@ pub enum ResultBody {
     JobStop(JobStopResult),
     /// `model.cached`.
     ModelCached(ModelCachedResult),
+    /// `permissions.list`.
+    PermissionsList(PermissionsListResult),
+    /// `permissions.mode.set`.
+    PermissionModeSet(PermissionModeSetResult),
+    /// `permissions.rule.revoke`.
+    PermissionRuleRevoke(PermissionRuleRevokeResult),
 }

@@ -16,10 +16,12 @@ use crate::messages::{
     HistoryPageResult, InitializeParams, InitializeResult, JobOutputResult, JobParams,
     JobStopResult, ModelCachedParams, ModelCachedResult, ModelCatalogParams, ModelCatalogResult,
     ModelRefreshParams, ModelRefreshResult, OperationCancelParams, OperationCancelResult,
-    QuestionAnswerParams, QuestionAnswerResult, SelectionSetParams, SelectionSetResult,
-    SessionCompactParams, SessionCompactResult, SessionDiscoverParams, SessionDiscoverResult,
-    SessionListParams, SessionListResult, SessionOpenParams, SessionResult, ShutdownResult,
-    StatusResult, TurnCancelParams, TurnCancelResult, TurnStartParams, TurnStartResult,
+    PermissionModeSetParams, PermissionModeSetResult, PermissionRuleRevokeParams,
+    PermissionRuleRevokeResult, PermissionsListParams, PermissionsListResult, QuestionAnswerParams,
+    QuestionAnswerResult, SelectionSetParams, SelectionSetResult, SessionCompactParams,
+    SessionCompactResult, SessionDiscoverParams, SessionDiscoverResult, SessionListParams,
+    SessionListResult, SessionOpenParams, SessionResult, ShutdownResult, StatusResult,
+    TurnCancelParams, TurnCancelResult, TurnStartParams, TurnStartResult,
 };
 use crate::names::{ExtensionMethod, Method, MethodName};
 
@@ -118,6 +120,15 @@ requests! {
     /// `model.cached` (with `model.cached`).
     ModelCached = MethodName::Extension(ExtensionMethod::ModelCached),
         ModelCachedParams => ModelCachedResult;
+    /// `permissions.list` (with `permissions.modes`).
+    PermissionsList = MethodName::Extension(ExtensionMethod::PermissionsList),
+        PermissionsListParams => PermissionsListResult;
+    /// `permissions.mode.set` (with `permissions.modes`).
+    PermissionModeSet = MethodName::Extension(ExtensionMethod::PermissionModeSet),
+        PermissionModeSetParams => PermissionModeSetResult;
+    /// `permissions.rule.revoke` (with `permissions.modes`).
+    PermissionRuleRevoke = MethodName::Extension(ExtensionMethod::PermissionRuleRevoke),
+        PermissionRuleRevokeParams => PermissionRuleRevokeResult;
 }
 
 #[cfg(test)]

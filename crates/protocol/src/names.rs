@@ -134,6 +134,12 @@ closed_name_set! {
         JobStop => "job.stop",
         /// A page of one provider's cached model list (`model.cached`).
         ModelCached => "model.cached",
+        /// The session's approval mode and the rules in force (`permissions.modes`).
+        PermissionsList => "permissions.list",
+        /// Switches the session's approval mode (`permissions.modes`).
+        PermissionModeSet => "permissions.mode.set",
+        /// Revokes a session rule (`permissions.modes`).
+        PermissionRuleRevoke => "permissions.rule.revoke",
     }
 }
 
@@ -194,6 +200,8 @@ pub const JOBS_CONTROL: &str = "jobs.control";
 /// ([`ExtensionMethod::ModelCached`]).
 pub const MODEL_CACHED: &str = ExtensionMethod::ModelCached.as_str();
 
+/// The `permissions.modes` extension's capability name.
+pub const PERMISSION_MODES: &str = "permissions.modes";
 /// The `plan.todo` extension's capability name.
 pub const PLAN_TODO: &str = "plan.todo";
 

@@ -32,6 +32,7 @@ mod files;
 mod initialize;
 mod jobs;
 mod negotiation;
+mod permissions;
 mod questions;
 mod session_job;
 mod session_work;
@@ -132,6 +133,10 @@ pub(crate) struct Connection {
     jobs_control: bool,
     /// Whether the client required `model.cached`.
     model_cached: bool,
+    /// Whether the client required `permissions.modes`.
+    permission_modes: bool,
+    /// The attached session's approval mode and rules, shared with its runs.
+    permissions: magi_core::runner::RuleBook,
     /// Whether the client required `plan.todo`.
     plan_todo: bool,
     /// Whether the client required `client.tools`, and the tools it registered.
@@ -176,6 +181,8 @@ impl Connection {
             approval_change_counts: false,
             jobs_control: false,
             model_cached: false,
+            permission_modes: false,
+            permissions: magi_core::runner::RuleBook::default(),
             plan_todo: false,
             client_tools_negotiated: false,
             client_tools: Arc::default(),
@@ -263,6 +270,9 @@ impl Connection {
         }
         if envelope.method == ExtensionMethod::ModelCached.as_str() {
             return self.list_cached_models(id, envelope.params);
+        }
+        if let Some(flow) = self.permissions(id, &envelope.method, envelope.params) {
+            return flow;
         }
         let Some(method) = Method::from_wire(&envelope.method) else {
             self.output.error(Some(id), ErrorCode::UnsupportedMethod)?;

@@ -240,6 +240,10 @@ impl Projector {
             RecordBody::SessionMeta { .. }
             | RecordBody::SessionPreferences { .. }
             | RecordBody::SessionRule { .. }
+            | RecordBody::SessionRuleRevoked { .. }
+            | RecordBody::PermissionMode { .. }
+            // The mode's change as the model was told it.
+            | RecordBody::ModeNote { .. }
             | RecordBody::Title { .. }
             | RecordBody::Usage { .. }
             | RecordBody::TaskLink { .. }

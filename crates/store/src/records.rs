@@ -363,6 +363,31 @@ pub enum RecordBody {
         /// The rule, in the settings' permission rule syntax.
         rule: String,
     },
+    /// A rule the session held no longer holds: its `session_rule` records are revoked,
+    /// in this child and any that reopens the session (`permissions.modes`).
+    SessionRuleRevoked {
+        /// The turn under way when it was revoked; none between turns.
+        turn_id: Option<String>,
+        /// The rule, as its `session_rule` record wrote it.
+        rule: String,
+    },
+    /// The session's approval mode changed (`permissions.modes`).
+    PermissionMode {
+        /// The turn under way when it changed; none between turns.
+        turn_id: Option<String>,
+        /// The mode before.
+        previous: String,
+        /// The mode now: `plan`, `ask`, `auto` or `allow-all`.
+        mode: String,
+    },
+    /// The model was told, before the request this record precedes, that the approval
+    /// mode changed during its turn. Replayed on later turns; history never shows it.
+    ModeNote {
+        /// The turn whose model request carried the note.
+        turn_id: String,
+        /// What the model was told.
+        text: String,
+    },
     /// Older turns were summarised.
     Compaction {
         /// The summary shown in history.

@@ -40,6 +40,7 @@ fn main() {
         hidden_env: &[],
         durable: &|| true,
         live_output: None,
+        sandbox_read_only: false,
     };
     let arguments = serde_json::json!({"command": command, "timeout_ms": 120_000}).to_string();
 

@@ -178,7 +178,12 @@ pub(crate) fn execute_command(
         invocation.timeout_argument,
         Some(invocation.timeout_ms),
     );
-    let policy = match crate::sandbox::prepare(ctx.cwd, invocation.unconfined, &mut facts) {
+    let policy = match crate::sandbox::prepare(
+        ctx.cwd,
+        invocation.unconfined,
+        ctx.sandbox_read_only,
+        &mut facts,
+    ) {
         Ok(policy) => policy,
         Err(refused) => return ToolReport::with_facts(refused, Facts::Command(Box::new(facts))),
     };

@@ -122,6 +122,7 @@ pub(crate) mod tests {
                     hidden_env: &[],
                     durable: &|| true,
                     live_output: None,
+                    sandbox_read_only: false,
                 },
                 editor,
             )

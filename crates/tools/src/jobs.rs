@@ -298,6 +298,7 @@ mod tests {
             hidden_env: &[],
             durable: &|| true,
             live_output: None,
+            sandbox_read_only: false,
         };
         // The job writes its lines, then signals through a file and keeps running.
         let out = run_start(
@@ -368,6 +369,7 @@ mod tests {
             hidden_env: &[],
             durable: &|| true,
             live_output: None,
+            sandbox_read_only: false,
         };
         let command = "echo 'bash: /etc/x: Permission denied' >&2; exit 1";
         let id = job_id(&run_start(&json!({ "command": command }), &ctx).output);
@@ -400,6 +402,7 @@ mod tests {
             hidden_env: &[],
             durable: &|| true,
             live_output: None,
+            sandbox_read_only: false,
         };
         let out = run_start(&json!({"command": "echo done; exit 3"}), &ctx);
         let id = job_id(&out.output);

@@ -179,6 +179,9 @@ pub struct ToolContext<'a> {
     /// Where a `bash` command's newest output goes while it runs, for its live card;
     /// none when nobody shows it.
     pub live_output: Option<std::sync::Arc<LiveOutput>>,
+    /// Whether a command runs confined read-only whatever the sandbox's mode (the
+    /// session's approval mode is `plan`).
+    pub sandbox_read_only: bool,
 }
 
 /// Runs tool `name` with the model's `arguments` (JSON text) in `cwd`, keeping no assets
@@ -194,6 +197,7 @@ pub fn run(name: &str, arguments: &str, cwd: &Path) -> ToolOutput {
             hidden_env: &[],
             durable: &|| true,
             live_output: None,
+            sandbox_read_only: false,
         },
     )
 }

@@ -274,6 +274,7 @@ mod tests {
                 hidden_env: &[],
                 durable: &|| true,
                 live_output: None,
+                sandbox_read_only: false,
             },
         );
         assert_eq!(

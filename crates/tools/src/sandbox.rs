@@ -189,9 +189,10 @@ pub(crate) struct Decision {
 pub(crate) fn prepare(
     cwd: &Path,
     unconfined: bool,
+    read_only: bool,
     facts: &mut crate::facts::CommandFacts,
 ) -> Result<Option<Policy>, crate::ToolOutput> {
-    match decide(cwd, unconfined) {
+    match decide(cwd, unconfined, read_only) {
         None => Ok(None),
         Some(Err(why)) => Err(crate::ToolOutput::failed("sandbox unavailable", why)),
         Some(Ok(decision)) => {
@@ -203,10 +204,15 @@ pub(crate) fn prepare(
 }
 
 /// How a command started in `cwd` runs; `unconfined` when the call asked to run outside
-/// the sandbox (its approval said so). None when this process has no sandbox settings.
-/// An error refuses the command: the sandbox is required and cannot be had.
-fn decide(cwd: &Path, unconfined: bool) -> Option<Result<Decision, String>> {
-    let config = config()?;
+/// the sandbox (its approval said so); `read_only` when the session's approval mode
+/// (`plan`) wants it confined read-only whatever the settings' mode. None when this
+/// process has no sandbox settings. An error refuses the command: the sandbox is
+/// required and cannot be had.
+fn decide(cwd: &Path, unconfined: bool, read_only: bool) -> Option<Result<Decision, String>> {
+    let mut config = config()?;
+    if read_only && config.settings.mode == SandboxMode::WorkspaceWrite {
+        config.settings.mode = SandboxMode::ReadOnly;
+    }
     if config.settings.mode == SandboxMode::Off || unconfined {
         return Some(decide_with(
             &config,
@@ -338,7 +344,7 @@ pub fn confined_command_line(
     program: &std::ffi::OsStr,
     cwd: &Path,
 ) -> Result<(std::ffi::OsString, Vec<std::ffi::OsString>), String> {
-    let policy = match decide(cwd, false) {
+    let policy = match decide(cwd, false, false) {
         Some(Ok(decision)) => decision.policy,
         Some(Err(why)) => return Err(why),
         None => None,
@@ -346,6 +352,28 @@ pub fn confined_command_line(
     Ok(policy
         .and_then(|policy| launcher::confined_command_line(program, &policy))
         .unwrap_or_else(|| launcher::command_line(program)))
+}
+
+/// Whether a command started now in `cwd` would run confined (its files at least), for
+/// the approval modes that let confined commands run without asking. The error says
+/// why not, in words an approval can show: no sandbox settings, the mode `off`, or a
+/// kernel that offers none (the cards' `off (unavailable)`).
+pub fn confines_commands(cwd: &Path) -> Result<(), String> {
+    let Some(config) = config() else {
+        return Err("no sandbox is configured for this process".to_owned());
+    };
+    if config.settings.mode == SandboxMode::Off {
+        return Err("the sandbox is off ([sandbox] mode = \"off\")".to_owned());
+    }
+    let support = support(&config);
+    match decide_with(&config, &support, cwd, false) {
+        Ok(decision) if decision.policy.is_some() => Ok(()),
+        Ok(_) => Err(match &support.seccomp {
+            Err(why) if !why.is_empty() => format!("the sandbox is off (unavailable): {why}"),
+            _ => "the sandbox is off (unavailable): this kernel offers no Landlock".to_owned(),
+        }),
+        Err(why) => Err(why),
+    }
 }
 
 /// The sandbox settings this process's commands run in (what the model is told of

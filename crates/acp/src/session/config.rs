@@ -1,13 +1,16 @@
-//! The model and the reasoning effort as session config options, from the backend's
-//! catalog and selection; `session/set_config_option` is `selection.set`.
+//! The model, the reasoning effort and the approval mode as session config options,
+//! from the backend's catalog, selection and `permissions.list`;
+//! `session/set_config_option` is `selection.set`, or `permissions.mode.set` for the
+//! mode (which may change while a turn runs: it applies to the next call that asks).
 
 use agent_client_protocol_schema::v1::{
     Error, SessionConfigOption, SessionConfigOptionCategory, SessionConfigSelectOption,
 };
 use magi_client::Backend;
 use magi_protocol::messages::{
-    Availability, CatalogChoice, Effort, EffortRequest, EffortSupport, ModelCatalogParams,
-    SelectionSetParams, SelectionStatus,
+    ApprovalMode, Availability, CatalogChoice, Effort, EffortRequest, EffortSupport,
+    ModelCatalogParams, PermissionModeSetParams, PermissionsListParams, SelectionSetParams,
+    SelectionStatus,
 };
 use magi_protocol::{ErrorCode, methods};
 use serde_json::json;
@@ -16,6 +19,8 @@ use serde_json::json;
 pub(crate) const MODEL: &str = "model";
 /// The option ID of the reasoning effort.
 pub(crate) const EFFORT: &str = "effort";
+/// The option ID of the approval mode.
+pub(crate) const MODE: &str = "mode";
 /// Most catalog pages read for the options.
 const CATALOG_PAGES: usize = 32;
 
@@ -26,14 +31,94 @@ struct Catalog {
 }
 
 /// The session's config options as they are now.
-pub(crate) async fn options(backend: &mut Backend) -> Result<Vec<SessionConfigOption>, Error> {
+pub(crate) async fn options(
+    backend: &mut Backend,
+    session_id: &str,
+) -> Result<Vec<SessionConfigOption>, Error> {
     let selection = selection(backend).await?;
-    // Without a catalog the options still show the model in use.
+    // Without a catalog (a turn holds the session worker) the options still show the
+    // model in use.
     let choices = catalog(backend)
         .await
         .map(|c| c.choices)
         .unwrap_or_default();
-    Ok(build(&selection, &choices))
+    let mut options = build(&selection, &choices);
+    options.extend(mode_option(backend, session_id).await?);
+    Ok(options)
+}
+
+/// The approval mode as a config option of category `mode`.
+async fn mode_option(
+    backend: &mut Backend,
+    session_id: &str,
+) -> Result<Option<SessionConfigOption>, Error> {
+    let params = PermissionsListParams {
+        session_id: session_id.to_owned(),
+    };
+    let listed = match backend.call::<methods::PermissionsList>(&params).await {
+        Ok(Ok(listed)) => listed,
+        // Not attached yet, or refused: no mode option rather than no session.
+        Ok(Err(_)) => return Ok(None),
+        Err(e) => return Err(gone(&e)),
+    };
+    let modes = ApprovalMode::ALL
+        .into_iter()
+        .map(|mode| {
+            SessionConfigSelectOption::new(mode.as_str(), mode_name(mode))
+                .description(mode_description(mode))
+        })
+        .collect::<Vec<_>>();
+    Ok(Some(
+        SessionConfigOption::select(MODE, "Approval mode", listed.mode.as_str(), modes)
+            .category(SessionConfigOptionCategory::Mode),
+    ))
+}
+
+/// A mode's display name.
+fn mode_name(mode: ApprovalMode) -> &'static str {
+    match mode {
+        ApprovalMode::Plan => "Plan (read-only)",
+        ApprovalMode::Ask => "Ask",
+        ApprovalMode::Auto => "Auto",
+        ApprovalMode::AllowAll => "Allow all",
+    }
+}
+
+/// What a mode runs without asking.
+fn mode_description(mode: ApprovalMode) -> &'static str {
+    match mode {
+        ApprovalMode::Plan => "No file changes; commands run confined read-only",
+        ApprovalMode::Ask => "Asks before every edit, command and web request",
+        ApprovalMode::Auto => {
+            "Edits in the workspace and sandboxed commands run without asking; the rest asks"
+        }
+        ApprovalMode::AllowAll => "Everything runs without asking; deny and ask rules hold",
+    }
+}
+
+/// `session/set_config_option` for the mode: switched at once, even while a turn runs.
+pub(crate) async fn set_mode(
+    backend: &mut Backend,
+    session_id: &str,
+    value: &str,
+) -> Result<Vec<SessionConfigOption>, Error> {
+    let mode = ApprovalMode::from_name(value).ok_or_else(|| {
+        Error::invalid_params().data(json!(format!(
+            "`{value}` is not an approval mode; the `mode` option lists them"
+        )))
+    })?;
+    let params = PermissionModeSetParams {
+        session_id: session_id.to_owned(),
+        mode,
+    };
+    match backend.call::<methods::PermissionModeSet>(&params).await {
+        Ok(Ok(_)) => options(backend, session_id).await,
+        Ok(Err(code)) => Err(Error::internal_error().data(json!(format!(
+            "the backend refused the approval mode: {}",
+            code.as_str()
+        )))),
+        Err(e) => Err(gone(&e)),
+    }
 }
 
 /// The options for a selection and the catalog's choices: every available model (and
@@ -110,7 +195,7 @@ pub(crate) async fn set(
     let current = current_value(&selection);
     if option == MODEL && value == current {
         // Already selected (perhaps a model the catalog does not list): nothing to set.
-        return Ok(build(&selection, &catalog.choices));
+        return options(backend, session_id).await;
     }
     let (provider, model, effort) = match option {
         MODEL => {
@@ -144,7 +229,8 @@ pub(crate) async fn set(
         }
         other => {
             return Err(Error::invalid_params().data(json!(format!(
-                "no config option `{other}`; the options are `{MODEL}` and `{EFFORT}`"
+                "no config option `{other}`; the options are `{MODEL}`, `{EFFORT}` and \
+                 `{MODE}`"
             ))));
         }
     };
@@ -157,7 +243,11 @@ pub(crate) async fn set(
         effort: Some(effort),
     };
     match backend.call::<methods::SelectionSet>(&params).await {
-        Ok(Ok(set)) => Ok(build(&set.selection, &catalog.choices)),
+        Ok(Ok(set)) => {
+            let mut options = build(&set.selection, &catalog.choices);
+            options.extend(mode_option(backend, session_id).await?);
+            Ok(options)
+        }
         Ok(Err(ErrorCode::EffortUnsupported)) => Err(Error::invalid_params().data(json!(
             "the model does not take that effort; the `effort` option lists the ones it does"
         ))),

@@ -37,6 +37,7 @@ const CAPABILITIES: &[&str] = &[
     names::INPUT_ATTACHMENTS,
     names::REASONING_SUMMARIES,
     magi_protocol::cards::CAPABILITY,
+    names::PERMISSION_MODES,
     // The model's plan, sent as `plan` updates.
     names::PLAN_TODO,
 ];
@@ -174,7 +175,7 @@ pub(crate) async fn open(
         if let Target::Load(_) = target {
             session.replay(&attached.revision).await?;
         }
-        config::options(&mut session.backend).await
+        config::options(&mut session.backend, &session.backend_id).await
     };
     match ready.await {
         Ok(options) => {

@@ -26,8 +26,11 @@ The prompt is the argument; `-`, or no argument with stdin not a terminal, reads
 from stdin. An empty prompt, or one over 16,384 bytes, is refused before anything is \
 sent: put long text in a file in this directory and ask the model to read it.
 
-A tool call the permission policy asks about is put to the person at the terminal; \
-with no terminal on stdin it is denied (use --allow-all or a permission rule).
+The approval mode (--mode, else [permissions] mode, else auto) decides which tool \
+calls run without asking: auto runs file changes inside this directory and commands \
+the sandbox confines. A tool call the permission policy asks about is put to the \
+person at the terminal; with no terminal on stdin it is denied (use --mode allow-all, \
+or a permission rule).
 
 Ctrl-C (or SIGTERM, SIGHUP) cancels the run: exec waits up to 5 s for it to stop, \
 prints the partial reply, which is also saved in the session, and exits 130. A second \
@@ -66,9 +69,15 @@ pub struct ExecArgs {
     #[arg(short, long)]
     pub quiet: bool,
     /// Run every tool call without asking, for this run only (deny and ask rules in
-    /// settings still apply).
-    #[arg(long)]
+    /// settings still apply): `--mode allow-all`.
+    #[arg(long, conflicts_with = "mode")]
     pub allow_all: bool,
+    /// The approval mode for this run, over `[permissions] mode`: `plan` changes no
+    /// file, `ask` asks before every change, `auto` runs file changes in this
+    /// directory and commands the sandbox confines, `allow-all` runs everything (deny
+    /// and ask rules still apply in every mode).
+    #[arg(long, value_name = "MODE", value_parser = ["plan", "ask", "auto", "allow-all"])]
+    pub mode: Option<String>,
     /// Carry on session ID of this directory (printed as `session ID` by an earlier run)
     /// instead of starting a new one.
     #[arg(long, value_name = "ID", value_parser = NonEmptyStringValueParser::new())]

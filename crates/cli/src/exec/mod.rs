@@ -214,6 +214,9 @@ fn spawn(args: &ExecArgs) -> anyhow::Result<Backend> {
     if args.allow_all {
         command = command.env(magi_core::ALLOW_ALL_ENV, "1");
     }
+    if let Some(mode) = &args.mode {
+        command = command.env(magi_core::PERMISSION_MODE_ENV, mode);
+    }
     // The selection is read from the environment at startup, over the settings.
     if let Some(provider) = &args.provider {
         command = command.env("MAGI_PROVIDER", provider);

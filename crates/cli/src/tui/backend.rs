@@ -57,6 +57,8 @@ pub(super) async fn start_backend() -> anyhow::Result<Result<Backend, ErrorCode>
             magi_protocol::names::SESSION_USAGE,
             // Images a prompt mentions with `@` go with it.
             magi_protocol::names::INPUT_ATTACHMENTS,
+            // Shift+Tab switches the approval mode; `/permissions` lists the rules.
+            magi_protocol::names::PERMISSION_MODES,
             // The model's plan, pinned above the composer.
             magi_protocol::names::PLAN_TODO,
         ])
@@ -166,6 +168,7 @@ impl App {
                 self.transcript.apply(FoldInput::SessionAttached(session));
             }
         }
+        self.sync_mode(backend).await?;
         self.status = renewed.into();
         Ok(())
     }
@@ -341,6 +344,7 @@ impl App {
                 self.transcript.apply(FoldInput::SessionAttached(result));
                 self.load_history(backend, &id, &revision).await?;
                 self.status = String::new();
+                self.sync_mode(backend).await?;
             }
             Err(code) => self.status = super::commands::refused("session.open", code),
         }

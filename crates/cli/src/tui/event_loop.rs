@@ -156,6 +156,7 @@ impl App {
             Action::Commands(request) => self.command(backend, request).await?,
             Action::AnswerQuestions(answers) => self.answer_questions(backend, answers).await?,
             Action::Renew => self.renew_backend(backend).await?,
+            Action::CycleMode => self.cycle_mode(backend).await?,
             Action::Editor => self.start_editor(terminal, inputs),
             Action::Suspend => self.suspend(terminal, inputs)?,
         }

@@ -58,6 +58,8 @@ impl App {
                 Action::Quit
             }
             KeyCode::Esc => Action::Stop,
+            // Shift+Tab: the next approval mode, even while a turn runs.
+            KeyCode::BackTab => Action::CycleMode,
             // After the backend ended, `r` on an empty composer starts a fresh one.
             KeyCode::Char('r') if self.backend_gone && !ctrl && self.composer.is_empty() => {
                 Action::Renew

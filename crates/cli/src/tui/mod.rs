@@ -127,6 +127,7 @@ async fn session(
                 app.load_history(&mut backend, &id, &revision).await?;
             }
             app.refresh_selection(&mut backend).await?;
+            app.sync_mode(&mut backend).await?;
             app.run(&mut backend, terminal, inputs)
                 .await
                 .map(|()| Some(app.farewell()))
@@ -155,6 +156,8 @@ enum Action {
     Editor,
     /// Gives the terminal back to the shell until it continues this process (Ctrl-Z).
     Suspend,
+    /// Switches to the next approval mode (Shift+Tab).
+    CycleMode,
 }
 
 /// An answer to the pending approval (`approval.scopes`).
@@ -227,6 +230,9 @@ struct App {
     chosen: Option<commands::Choice>,
     /// The choice to apply before the next turn (a new session's first).
     reselect: Option<commands::Choice>,
+    /// The session's approval mode, once known (`permissions.modes`); the person's
+    /// choice goes on in every session and fresh backend of this Mission Control.
+    mode: Option<magi_protocol::messages::ApprovalMode>,
 }
 
 impl App {
@@ -266,6 +272,7 @@ impl App {
             place: render::Place::here(),
             chosen: None,
             reselect: None,
+            mode: None,
         }
     }
 

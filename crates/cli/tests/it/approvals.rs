@@ -210,7 +210,7 @@ async fn settings_rules_decide_without_asking() {
         let mock = MockServer::start().await;
         write_call(&mock);
         mock.enqueue(Reply::stream().text(["Done."]));
-        let env = env_for(&mock);
+        let env = env_for(&mock).without(MODE_ENV);
         env.write_settings(rules);
         let (mut backend, _, _) = turn(&env).await;
         let mut events = Vec::new();

@@ -30,6 +30,8 @@ pub(crate) fn exec_command(
         .env("MAGI_PROVIDER", "openai-chat")
         .env("MAGI_MODEL", "mock-model")
         .env("OPENAI_BASE_URL", mock.base_url())
+        // The suite's approval mode, when the test's environment has one.
+        .envs(env.vars().filter(|(key, _)| *key == MODE_ENV))
         .current_dir(env.cwd())
         .kill_on_drop(true);
     command

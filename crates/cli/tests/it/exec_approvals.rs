@@ -25,6 +25,7 @@ async fn exec_without_a_terminal_answers_unavailable() {
         .args(["exec", "Make it"])
         .env_clear()
         .env("MC_HOME", env.mc_home())
+        .env(MODE_ENV, "ask")
         .env("MAGI_PROVIDER", "openai-chat")
         .env("MAGI_MODEL", "mock-model")
         .env("OPENAI_BASE_URL", mock.base_url())

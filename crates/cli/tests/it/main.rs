@@ -11,6 +11,7 @@
 mod common;
 
 mod acp;
+mod approval_modes;
 mod approval_scopes;
 mod approvals;
 mod ast_grep;
@@ -53,6 +54,7 @@ mod mc_commands;
 mod mc_composer;
 mod mc_details;
 mod mc_input;
+mod mc_permissions;
 mod mc_plan;
 mod mc_session;
 mod mc_transcript;

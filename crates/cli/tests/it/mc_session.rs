@@ -165,7 +165,7 @@ async fn a_first_run_without_a_provider_guides_and_a_fixed_settings_file_is_read
     )
     .unwrap();
     tmux.key("r");
-    tmux.wait_for("idle · local/mock-model");
+    tmux.wait_for("idle · ask mode · local/mock-model");
     tmux.type_text("go");
     tmux.key("Enter");
     tmux.wait_for("Ready now.");

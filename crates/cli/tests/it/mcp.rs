@@ -416,7 +416,7 @@ async fn a_slow_call_times_out_or_is_cancelled_and_the_server_stays_usable() {
     ));
     mock.enqueue(Reply::stream().text(["Timed out, then echoed."]));
     mock.enqueue(Reply::stream().tool_call("slow2", "mcp__mock__wait", [slow]));
-    let env = env_for(&mock);
+    let env = env_for(&mock).without(MODE_ENV);
     approve_mock(
         &env,
         // Long enough that the echo after the timeout answers well within it.
@@ -483,7 +483,7 @@ async fn a_server_that_dies_mid_call_fails_the_call_truthfully_and_the_turn_goes
         ["{\"message\":\"anyone there\"}"],
     ));
     mock.enqueue(Reply::stream().text(["The server is gone."]));
-    let env = env_for(&mock);
+    let env = env_for(&mock).without(MODE_ENV);
     approve_mock(&env, "\n[permissions]\nmode = \"allow-all\"\n");
     let mut backend = env.spawn();
     backend.initialize(&METHODS).await.unwrap().unwrap();
@@ -603,7 +603,7 @@ async fn a_tool_error_reaches_the_model_as_the_servers_message() {
     let mock = MockServer::start().await;
     mock.enqueue(Reply::stream().tool_call("f", "mcp__mock__fail", ["{}"]));
     mock.enqueue(Reply::stream().text(["It failed."]));
-    let env = env_for(&mock);
+    let env = env_for(&mock).without(MODE_ENV);
     approve_mock(&env, "\n[permissions]\nmode = \"allow-all\"\n");
     let mut backend = env.spawn();
     backend.initialize(&METHODS).await.unwrap().unwrap();

@@ -641,6 +641,7 @@ async fn model_refresh_reads_the_backends_list_with_the_sign_in() {
 async fn sign_in_tokens_reach_neither_the_client_nor_the_history_nor_the_model() {
     let (model, oauth) = (MockServer::start().await, MockOAuth::start().await);
     let (env, codex_file) = codex_env(&model, &oauth);
+    let env = env.without(MODE_ENV);
     write_codex(&codex_file, &oauth.tokens(3_600));
     let tokens = token_values(&codex_file);
     env.write_settings(&format!(

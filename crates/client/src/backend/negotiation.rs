@@ -12,8 +12,8 @@ use magi_protocol::messages::{
 use magi_protocol::messages::{ClientTerminalsDescriptor, JobsControlDescriptor};
 use magi_protocol::names::{
     APPROVAL_CHANGE_COUNTS, APPROVAL_SCOPES, CLIENT_FILES, CLIENT_TERMINALS, INPUT_ATTACHMENTS,
-    JOBS_CONTROL, MODEL_CACHED, PLAN_TODO, REASONING_SUMMARIES, SESSION_USAGE, USAGE_CACHE_WRITES,
-    USER_QUESTIONS,
+    JOBS_CONTROL, MODEL_CACHED, PERMISSION_MODES, PLAN_TODO, REASONING_SUMMARIES, SESSION_USAGE,
+    USAGE_CACHE_WRITES, USER_QUESTIONS,
 };
 use serde_json::Value;
 
@@ -37,6 +37,7 @@ pub(super) struct Negotiation {
     approval_change_counts: bool,
     jobs_control: bool,
     model_cached: bool,
+    permission_modes: bool,
     plan_todo: bool,
     shared: Arc<Shared>,
 }
@@ -64,6 +65,7 @@ impl Negotiation {
             approval_change_counts: requires(APPROVAL_CHANGE_COUNTS),
             jobs_control: requires(JOBS_CONTROL),
             model_cached: requires(MODEL_CACHED),
+            permission_modes: requires(PERMISSION_MODES),
             plan_todo: requires(PLAN_TODO),
             shared,
         })
@@ -87,6 +89,7 @@ impl Negotiation {
             approval_change_counts: self.approval_change_counts,
             jobs_control: self.jobs_control,
             model_cached: self.model_cached,
+            permission_modes: self.permission_modes,
             plan_todo: self.plan_todo,
         };
         check_advertisement(&result, &required).map_err(ClientError::Violation)?;
@@ -144,6 +147,7 @@ struct Required {
     approval_change_counts: bool,
     jobs_control: bool,
     model_cached: bool,
+    permission_modes: bool,
     plan_todo: bool,
 }
 
@@ -152,8 +156,8 @@ struct Required {
 /// its descriptor, `approval.scopes`, `user.questions`, `session.usage`,
 /// `input.attachments`, `client.files`, `reasoning.summaries`, `client.terminals`,
 /// `usage.cache_writes`, `approval.change_counts`, `jobs.control`, `model.cached` and
-/// `plan.todo` with schema 1's, each exactly when it was required, and nothing of them
-/// otherwise.
+/// `permissions.modes` and `plan.todo` with schema 1's, each exactly when it was
+/// required, and nothing of them otherwise.
 fn check_advertisement(result: &InitializeResult, required: &Required) -> Result<(), Violation> {
     let mut expected = magi_protocol::names::base_capabilities();
     if required.tool_cards {
@@ -194,6 +198,9 @@ fn check_advertisement(result: &InitializeResult, required: &Required) -> Result
     }
     if required.model_cached {
         expected.push(MODEL_CACHED.to_owned());
+    }
+    if required.permission_modes {
+        expected.push(PERMISSION_MODES.to_owned());
     }
     if required.plan_todo {
         expected.push(PLAN_TODO.to_owned());
@@ -306,6 +313,14 @@ fn check_advertisement(result: &InitializeResult, required: &Required) -> Result
         (true, Some(d)) => *d == ModelCachedDescriptor::schema_1(),
         _ => false,
     };
+    let modes_ok = match (
+        required.permission_modes,
+        extensions.and_then(|e| e.permission_modes.as_ref()),
+    ) {
+        (false, None) => true,
+        (true, Some(d)) => *d == magi_protocol::messages::PermissionModesDescriptor::schema_1(),
+        _ => false,
+    };
     let plan_ok = match (
         required.plan_todo,
         extensions.and_then(|e| e.plan_todo.as_ref()),
@@ -327,6 +342,7 @@ fn check_advertisement(result: &InitializeResult, required: &Required) -> Result
         || required.approval_change_counts
         || required.jobs_control
         || required.model_cached
+        || required.permission_modes
         || required.plan_todo;
     let all_ok = cards_ok
         && tools_ok
@@ -341,6 +357,7 @@ fn check_advertisement(result: &InitializeResult, required: &Required) -> Result
         && change_counts_ok
         && jobs_ok
         && cached_ok
+        && modes_ok
         && plan_ok;
     if all_ok && extensions.is_some() == any {
         Ok(())
@@ -375,6 +392,7 @@ mod tests {
             approval_change_counts: false,
             jobs_control: false,
             model_cached: cached,
+            permission_modes: false,
             plan_todo: false,
         }
     }
@@ -411,6 +429,7 @@ mod tests {
                 approval_change_counts: None,
                 jobs_control: None,
                 model_cached: Some(d),
+                permission_modes: None,
                 plan_todo: None,
             }),
         }
@@ -448,6 +467,36 @@ mod tests {
         assert!(
             !check(true, &advertised(&[MODEL_CACHED, MODEL_CACHED], schema_1())),
             "advertised twice"
+        );
+    }
+
+    #[test]
+    fn permissions_modes_is_advertised_last_with_its_descriptor_exactly_when_required() {
+        use magi_protocol::messages::PermissionModesDescriptor;
+        let wanted = Required {
+            permission_modes: true,
+            ..required(false)
+        };
+        let mut result = advertised(&[PERMISSION_MODES], None);
+        let ok = |result: &InitializeResult| check_advertisement(result, &wanted).is_ok();
+        assert!(!ok(&result), "advertised without its descriptor");
+        result.extensions = Some(Extensions {
+            permission_modes: Some(PermissionModesDescriptor::schema_1()),
+            ..advertised(&[], Some(ModelCachedDescriptor::schema_1()))
+                .extensions
+                .unwrap()
+        });
+        result.extensions.as_mut().unwrap().model_cached = None;
+        assert!(ok(&result));
+        let mut other = result.clone();
+        other.extensions.as_mut().unwrap().permission_modes = Some(PermissionModesDescriptor {
+            rules_listed: 1,
+            ..PermissionModesDescriptor::schema_1()
+        });
+        assert!(!ok(&other), "other bounds");
+        assert!(
+            check_advertisement(&result, &required(false)).is_err(),
+            "advertised without being required"
         );
     }
 }

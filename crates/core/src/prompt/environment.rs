@@ -10,7 +10,7 @@
 use std::io::Read;
 use std::path::Path;
 
-use magi_config::{PermissionMode, PermissionSettings, SandboxMode, SandboxNetwork};
+use magi_config::{PermissionMode, SandboxMode, SandboxNetwork};
 use magi_protocol::limits::{ENVIRONMENT_BYTES, TURN_CONTEXT_BYTES};
 use magi_protocol::text::grouped;
 
@@ -48,10 +48,11 @@ pub(crate) fn stable(agent: &Agent, cwd: &Path) -> String {
 }
 
 /// The context note of a turn of `agent` in `cwd`, which goes before its prompt: the
-/// date, the git state (`git status` stopped once `cancelled`) and the approval mode.
-/// At most [`TURN_CONTEXT_BYTES`].
+/// date, the git state (`git status` stopped once `cancelled`) and the session's
+/// approval `mode`. At most [`TURN_CONTEXT_BYTES`].
 pub(crate) fn turn_note(
     agent: &Agent,
+    mode: PermissionMode,
     cwd: &Path,
     cancelled: &(dyn Fn() -> bool + Sync),
 ) -> String {
@@ -83,24 +84,44 @@ pub(crate) fn turn_note(
         TURN_NOTE_HEADING.to_owned(),
         format!("- Date: {date} (UTC)"),
         format!("- Git: {git}"),
-        format!("- Approval mode: {}", approval_mode(&agent.permissions)),
+        format!("- Approval mode: {}", approval_mode(mode)),
     ];
     within(lines.join("\n"), TURN_CONTEXT_BYTES)
 }
 
 /// The approval mode in force, in words: the one place the model is told which calls
 /// wait for the person.
-pub(crate) fn approval_mode(permissions: &PermissionSettings) -> &'static str {
-    match permissions.mode {
+pub(crate) fn approval_mode(mode: PermissionMode) -> &'static str {
+    match mode {
+        PermissionMode::Plan => {
+            "plan: change no file (the tools that change files are refused, commands run \
+             confined read-only); investigate and propose a plan until the person switches \
+             the mode"
+        }
         PermissionMode::Ask => {
             "ask: calls that change files, run commands or reach the web wait for the \
              person's approval, unless a rule of theirs allows them"
+        }
+        PermissionMode::Auto => {
+            "auto: file changes in the working directory and commands the sandbox confines \
+             run; commands outside the sandbox, paths outside it, the web and MCP tools wait \
+             for the person's approval"
         }
         PermissionMode::AllowAll => {
             "allow-all: calls run without asking, except those the person's rules still ask \
              about or deny"
         }
     }
+}
+
+/// What the model is told when the person switched the approval mode to `mode` while
+/// its turn worked, before its next request.
+pub(crate) fn mode_note(mode: PermissionMode) -> String {
+    format!(
+        "[The person changed the approval mode during this turn, added by magi-code]\n\
+         - Approval mode: {}",
+        approval_mode(mode)
+    )
 }
 
 /// The sandbox lines: the mode with what commands may write, and their network.
@@ -247,9 +268,10 @@ mod tests {
 
     #[test]
     fn the_approval_mode_names_the_mode() {
-        let mut permissions = PermissionSettings::default();
-        assert!(approval_mode(&permissions).starts_with("ask:"));
-        permissions.mode = PermissionMode::AllowAll;
-        assert!(approval_mode(&permissions).starts_with("allow-all:"));
+        for mode in PermissionMode::ALL {
+            assert!(approval_mode(mode).starts_with(&format!("{}:", mode.as_str())));
+            assert!(mode_note(mode).len() < TURN_CONTEXT_BYTES);
+            assert!(approval_mode(mode).len() <= 200, "{mode:?}");
+        }
     }
 }

@@ -61,7 +61,7 @@ mod progress;
 mod recovery;
 mod reports;
 mod role;
-mod rules;
+pub(super) mod rules;
 mod settle;
 mod supervision;
 mod terminal;
@@ -434,6 +434,7 @@ impl CallService<'_, '_> {
                 && magi_tools::BuiltinTool::from_name(&call.name)
                     == Some(magi_tools::BuiltinTool::Bash))
             .then(std::sync::Arc::default),
+            sandbox_read_only: self.mode_of(call) == magi_config::PermissionMode::Plan,
         }
     }
 

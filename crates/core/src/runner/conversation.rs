@@ -146,6 +146,7 @@ pub fn conversation(records: &[Record], folder: Option<&Path>) -> Vec<Item> {
             }
             RecordBody::AsyncBashEvent { text, .. }
             | RecordBody::LoopNote { text, .. }
+            | RecordBody::ModeNote { text, .. }
             | RecordBody::HookNote { text, .. } => {
                 calls.close(&mut items, &answered);
                 items.push(Item::User { text: text.clone() });

@@ -39,6 +39,7 @@ mod turn;
 mod usage;
 
 pub use crate::agent::Agent;
+pub use calls::rules::RuleBook;
 pub use compact_now::compact_session;
 pub use conversation::conversation;
 pub(crate) use exchange::SKILL_TOOL;
@@ -95,7 +96,10 @@ pub fn start_turn(
     let run_cancel = cancel.clone();
     let closing = CancellationToken::new();
     let run_closing = closing.clone();
-    let gates = calls::Gates::default();
+    let gates = calls::Gates {
+        rules: request.permissions.clone(),
+        ..calls::Gates::default()
+    };
     let (approvals, client_calls) = (gates.approvals.clone(), gates.client_calls.clone());
     let questions = gates.questions.clone();
     let terminals = gates.terminals.clone();
@@ -312,6 +316,7 @@ mod tests {
             reasoning_summaries: false,
             attachments: Vec::new(),
             client_files: false,
+            permissions: RuleBook::default(),
         };
         let Ok(mut handle) = start_turn(sessions, agent, request) else {
             panic!("the run's thread starts");

@@ -70,6 +70,9 @@ pub struct TurnRequest {
     /// Whether the client negotiated `client.files`: the file tools then read and
     /// write the workspace's files through it.
     pub client_files: bool,
+    /// The session's approval mode and rules, shared with the connection, which may
+    /// change them while the run works (`permissions.modes`).
+    pub permissions: super::RuleBook,
 }
 
 /// The session's turn.
@@ -321,10 +324,13 @@ impl Turn {
     /// thread since it waits for `git status`; cancelling the run stops it.
     async fn turn_context(&self, output: &Output) -> String {
         let agent = self.exchange.agent.clone();
+        let mode = self.gates.rules.mode();
         let cwd = self.workspace.cwd().to_owned();
         let cancel = output.cancel.clone();
         tokio::task::spawn_blocking(move || {
-            crate::prompt::environment::turn_note(&agent, &cwd, &move || cancel.is_cancelled())
+            crate::prompt::environment::turn_note(&agent, mode, &cwd, &move || {
+                cancel.is_cancelled()
+            })
         })
         .await
         .unwrap_or_else(|_| crate::prompt::environment::TURN_NOTE_HEADING.to_owned())
@@ -337,6 +343,16 @@ impl Turn {
         output: &mut Output,
         notes: Vec<(magi_config::HookEvent, String)>,
     ) -> Result<Vec<Item>, Ending> {
+        // A mode set or a rule revoked after the last run took its records goes first,
+        // or the load below would undo the revocation.
+        for body in self.gates.rules.take_unrecorded() {
+            if sessions.append(body).is_err() {
+                return Err(Ending::failed(ErrorCode::PersistenceFailed));
+            }
+        }
+        // This turn's context note says the mode: a switch after the last turn's last
+        // request needs no note of its own.
+        let _ = self.gates.rules.take_untold();
         let records = sessions.records().map_err(Ending::failed)?;
         self.untitled = !has_title(&records);
         // The session's rules hold from its first call on, in whatever child runs it.
@@ -462,6 +478,7 @@ impl Turn {
             }
             // Job notices belong to the session's own conversation.
             deliver_job_notices(&mut service, items);
+            deliver_mode_note(&mut service, items);
             let calls = match round_trip(&self.exchange, &mut service, &mut role, items).await {
                 Round::Ended(ending) => break ending,
                 Round::Called(calls) => calls,
@@ -512,6 +529,8 @@ impl Turn {
                 RunOutcome::Failed => TurnOutcome::Failed,
             };
             let mut journal = Journal::session(sessions);
+            // A mode set or a rule revoked after the last call is recorded in its turn.
+            journal.append_all(self.gates.rules.take_unrecorded());
             journal.append(RecordBody::TurnFinished {
                 turn_id: self.turn_id(),
                 outcome,
@@ -537,6 +556,21 @@ impl Turn {
             error_code: ending.error_code,
         })
     }
+}
+
+/// Tells the model, before the request this goes with, the approval mode a client set
+/// while the turn worked, recorded first with the change itself.
+fn deliver_mode_note(service: &mut CallService<'_, '_>, items: &mut Vec<Item>) {
+    let Some(mode) = service.gates.rules.take_untold() else {
+        return;
+    };
+    service.record_session_rules();
+    let text = crate::prompt::environment::mode_note(mode);
+    service.journal.append(RecordBody::ModeNote {
+        turn_id: service.turn_id.to_owned(),
+        text: text.clone(),
+    });
+    items.push(Item::User { text });
 }
 
 /// Gives the model the ends of this session's background jobs that it was not told of

@@ -29,6 +29,12 @@ impl Sessions {
         })
     }
 
+    /// Whether the attached session has a durable log (not a lazy handle nothing was
+    /// appended to yet).
+    pub fn is_durable(&self) -> bool {
+        self.attachment.as_ref().is_some_and(|a| a.lease.is_some())
+    }
+
     /// Appends one record to the attached session and syncs it. A lazy handle becomes
     /// durable first: its writer lease is taken and its log starts with the session
     /// metadata (the absolute working directory).

@@ -148,6 +148,13 @@ pub struct Extensions {
         skip_serializing_if = "Option::is_none"
     )]
     pub model_cached: Option<super::ModelCachedDescriptor>,
+    /// The `permissions.modes` descriptor, schema 1, when negotiated.
+    #[serde(
+        rename = "permissions.modes",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub permission_modes: Option<super::PermissionModesDescriptor>,
     /// The `plan.todo` descriptor, schema 1, when negotiated.
     #[serde(rename = "plan.todo", default, skip_serializing_if = "Option::is_none")]
     pub plan_todo: Option<PlanTodoDescriptor>,

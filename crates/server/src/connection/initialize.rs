@@ -16,8 +16,8 @@ use magi_protocol::messages::{
 };
 use magi_protocol::names::{
     APPROVAL_CHANGE_COUNTS, APPROVAL_SCOPES, CLIENT_FILES, CLIENT_TERMINALS, INPUT_ATTACHMENTS,
-    JOBS_CONTROL, MODEL_CACHED, PLAN_TODO, REASONING_SUMMARIES, SESSION_USAGE, USAGE_CACHE_WRITES,
-    USER_QUESTIONS, base_capabilities,
+    JOBS_CONTROL, MODEL_CACHED, PERMISSION_MODES, PLAN_TODO, REASONING_SUMMARIES, SESSION_USAGE,
+    USAGE_CACHE_WRITES, USER_QUESTIONS, base_capabilities,
 };
 use magi_protocol::{ErrorCode, StartupError};
 use serde_json::value::RawValue;
@@ -56,6 +56,7 @@ impl Connection {
         self.approval_change_counts = required.approval_change_counts;
         self.jobs_control = required.jobs_control;
         self.model_cached = required.model_cached;
+        self.permission_modes = required.permission_modes;
         self.plan_todo = required.plan_todo;
         self.client_tools_negotiated = required.client_tools.is_some();
         self.client_tools = Arc::new(required.client_tools.unwrap_or_default());
@@ -94,6 +95,8 @@ impl Connection {
                         .with_admitted(runtime.settings.clone(), runtime.env.clone()),
                 ));
                 self.selection = Some(ActiveSelection::from_runtime(&runtime));
+                self.permissions =
+                    magi_core::runner::RuleBook::new(runtime.settings.permissions.mode);
                 self.init = Init::Ready(runtime);
                 let mut capabilities = base_capabilities();
                 // Extensions follow the base capabilities in one fixed order.
@@ -111,6 +114,7 @@ impl Connection {
                     || self.approval_change_counts
                     || self.jobs_control
                     || self.model_cached
+                    || self.permission_modes
                     || self.plan_todo
                 {
                     let mut negotiated = Extensions {
@@ -127,6 +131,7 @@ impl Connection {
                         approval_change_counts: None,
                         jobs_control: None,
                         model_cached: None,
+                        permission_modes: None,
                         plan_todo: None,
                     };
                     if self.tool_cards {
@@ -189,6 +194,11 @@ impl Connection {
                     if self.model_cached {
                         capabilities.push(MODEL_CACHED.to_owned());
                         negotiated.model_cached = Some(ModelCachedDescriptor::schema_1());
+                    }
+                    if self.permission_modes {
+                        capabilities.push(PERMISSION_MODES.to_owned());
+                        negotiated.permission_modes =
+                            Some(magi_protocol::messages::PermissionModesDescriptor::schema_1());
                     }
                     if self.plan_todo {
                         capabilities.push(PLAN_TODO.to_owned());

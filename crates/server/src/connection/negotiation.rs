@@ -7,16 +7,17 @@ use magi_protocol::limits::{
     APPROVAL_CHANGE_COUNTS_NAME_ROOM, CLIENT_FILES_NAME_ROOM, CLIENT_TERMINALS_NAME_ROOM,
     CLIENT_TOOL_DESCRIPTION_BYTES, CLIENT_TOOL_MAX_TIMEOUT_MS, CLIENT_TOOL_SCHEMA_BYTES,
     CLIENT_TOOLS, INPUT_ATTACHMENTS_NAME_ROOM, JOBS_CONTROL_NAME_ROOM, MODEL_CACHED_NAME_ROOM,
-    PLAN_TODO_NAME_ROOM, REASONING_SUMMARIES_NAME_ROOM, REQUIRED_CAPABILITY_NAMES,
-    REQUIRED_CAPABILITY_NAMES_WITH_APPROVAL_SCOPES, REQUIRED_CAPABILITY_NAMES_WITH_CLIENT_TOOLS,
+    PERMISSION_MODES_NAME_ROOM, PLAN_TODO_NAME_ROOM, REASONING_SUMMARIES_NAME_ROOM,
+    REQUIRED_CAPABILITY_NAMES, REQUIRED_CAPABILITY_NAMES_WITH_APPROVAL_SCOPES,
+    REQUIRED_CAPABILITY_NAMES_WITH_CLIENT_TOOLS,
     REQUIRED_CAPABILITY_NAMES_WITH_CLIENT_TOOLS_AND_APPROVAL_SCOPES, SESSION_USAGE_NAME_ROOM,
     USAGE_CACHE_WRITES_NAME_ROOM, USER_QUESTIONS_CAPABILITY_NAMES,
 };
 use magi_protocol::messages::{ClientToolDefinition, InitializeParams};
 use magi_protocol::names::{
     APPROVAL_CHANGE_COUNTS, APPROVAL_SCOPES, CLIENT_FILES, CLIENT_TERMINALS, INPUT_ATTACHMENTS,
-    JOBS_CONTROL, MODEL_CACHED, PLAN_TODO, REASONING_SUMMARIES, SESSION_USAGE, USAGE_CACHE_WRITES,
-    USER_QUESTIONS, is_valid_name,
+    JOBS_CONTROL, MODEL_CACHED, PERMISSION_MODES, PLAN_TODO, REASONING_SUMMARIES, SESSION_USAGE,
+    USAGE_CACHE_WRITES, USER_QUESTIONS, is_valid_name,
 };
 use magi_protocol::{ErrorCode, Method};
 use serde_json::value::RawValue;
@@ -54,6 +55,8 @@ pub(super) struct Negotiation {
     pub(super) jobs_control: bool,
     /// Whether `model.cached` was required.
     pub(super) model_cached: bool,
+    /// Whether `permissions.modes` was required.
+    pub(super) permission_modes: bool,
     /// Whether `plan.todo` was required.
     pub(super) plan_todo: bool,
 }
@@ -79,6 +82,7 @@ fn is_known_capability(name: &str) -> bool {
         || name == APPROVAL_CHANGE_COUNTS
         || name == JOBS_CONTROL
         || name == MODEL_CACHED
+        || name == PERMISSION_MODES
         || name == PLAN_TODO
 }
 
@@ -176,6 +180,9 @@ pub(super) fn preflight_capabilities(params: &RawValue) -> Result<Negotiation, E
     // And `model.cached`.
     let wants_cached = names.iter().any(|n| n == MODEL_CACHED);
     let most = most + usize::from(wants_cached) * MODEL_CACHED_NAME_ROOM;
+    // And `permissions.modes`.
+    let wants_modes = names.iter().any(|n| n == PERMISSION_MODES);
+    let most = most + usize::from(wants_modes) * PERMISSION_MODES_NAME_ROOM;
     // And `plan.todo`.
     let wants_plan = names.iter().any(|n| n == PLAN_TODO);
     let most = most + usize::from(wants_plan) * PLAN_TODO_NAME_ROOM;
@@ -203,6 +210,7 @@ pub(super) fn preflight_capabilities(params: &RawValue) -> Result<Negotiation, E
         approval_change_counts: wants_change_counts,
         jobs_control: wants_jobs,
         model_cached: wants_cached,
+        permission_modes: wants_modes,
         plan_todo: wants_plan,
     })
 }
@@ -248,6 +256,7 @@ mod tests {
                 approval_change_counts: false,
                 jobs_control: false,
                 model_cached: false,
+                permission_modes: false,
                 plan_todo: false,
             })
         );
@@ -281,10 +290,16 @@ mod tests {
         );
         let too_many = [&with_cached[..], &["status"]].concat();
         assert_eq!(preflight(&params(&too_many)), Err(InvalidParams));
+        // And `permissions.modes`, one name of its own.
+        let with_modes = [&with_cached[..], &["permissions.modes"]].concat();
+        let raw: Box<RawValue> = serde_json::from_str(&params(&with_modes)).unwrap();
+        assert!(preflight_capabilities(&raw).is_ok_and(|n| n.permission_modes));
+        let too_many = [&with_modes[..], &["status"]].concat();
+        assert_eq!(preflight(&params(&too_many)), Err(InvalidParams));
         // And `plan.todo`.
-        let with_plan = [&with_cached[..], &["plan.todo"]].concat();
+        let with_plan = [&with_modes[..], &["plan.todo"]].concat();
         let raw: Box<RawValue> = serde_json::from_str(&params(&with_plan)).unwrap();
-        assert!(preflight_capabilities(&raw).is_ok_and(|n| n.plan_todo && n.model_cached));
+        assert!(preflight_capabilities(&raw).is_ok_and(|n| n.plan_todo && n.permission_modes));
         let too_many = [&with_plan[..], &["status"]].concat();
         assert_eq!(preflight(&params(&too_many)), Err(InvalidParams));
         // `client.tools` needs its tools, and tools need the capability.

@@ -39,6 +39,17 @@ pub(super) enum SessionOperation {
     Cached(ModelCachedParams),
     /// `session.compact`, with the agent of the current selection.
     Compact(Box<CompactJob>),
+    /// A method of `permissions.modes` between turns.
+    Permissions(Box<PermissionsJob>),
+}
+
+/// A change of `permissions.modes` between turns, with the state it changes.
+#[derive(Debug)]
+pub(crate) struct PermissionsJob {
+    pub(super) session_id: String,
+    pub(super) change: magi_core::permission_modes::PermissionChange,
+    pub(super) settings: magi_core::permission_modes::PermissionSettings,
+    pub(super) book: magi_core::runner::RuleBook,
 }
 
 /// What the worker needs to compact: the agent of the current selection.
@@ -131,5 +142,12 @@ fn answer(
             &job.cancel,
         )
         .map(ResultBody::SessionCompact),
+        SessionOperation::Permissions(job) => magi_core::permission_modes::change_between_turns(
+            sessions,
+            &job.book,
+            &job.settings,
+            &job.session_id,
+            job.change.clone(),
+        ),
     }
 }

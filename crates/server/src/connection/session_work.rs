@@ -95,6 +95,7 @@ impl Connection {
             // `session.create` touches no file: it is answered at once.
             let result = sessions.create();
             self.attached = Some(result.session_id.clone());
+            self.permissions.attached(self.attached.as_deref());
             // A new attachment starts from the startup selection, with a fresh revision.
             if let Some(startup) = self.startup_selection() {
                 self.selection = Some(startup);
@@ -114,6 +115,8 @@ impl Connection {
     /// Takes the session worker's result back and answers its request.
     pub(crate) fn finish_session_work(&mut self, done: SessionDone) -> Result<(), OutputFailure> {
         self.attached = done.sessions.attached().map(str::to_owned);
+        // Another session starts in the default mode with its own rules.
+        self.permissions.attached(self.attached.as_deref());
         self.sessions = Some(done.sessions);
         if let Some(selection) = done.selection {
             self.selection = Some(selection);

@@ -136,6 +136,7 @@ impl Connection {
             reasoning_summaries: self.reasoning_summaries,
             attachments: params.attachments.unwrap_or_default(),
             client_files: self.client_files,
+            permissions: self.permissions.clone(),
         };
         Ok((sessions, agent, request))
     }
@@ -251,6 +252,7 @@ impl Connection {
     pub(crate) fn finish_run(&mut self, sessions: Option<Box<Sessions>>) {
         if let Some(sessions) = sessions {
             self.attached = sessions.attached().map(str::to_owned);
+            self.permissions.attached(self.attached.as_deref());
             self.sessions = Some(sessions);
         }
         self.run = None;

@@ -19,6 +19,7 @@ fn ctx<'a>(cwd: &'a Path, cancelled: &'a (dyn Fn() -> bool + Sync)) -> ToolConte
         hidden_env: &[],
         durable: &|| true,
         live_output: None,
+        sandbox_read_only: false,
     }
 }
 

@@ -104,7 +104,12 @@ pub(crate) fn run_start(arguments: &Value, ctx: &ToolContext) -> ToolReport {
         );
         return ToolReport::with_facts(refused, Facts::Command(Box::new(facts)));
     }
-    let policy = match crate::sandbox::prepare(ctx.cwd, args.sandbox.is_some(), &mut facts) {
+    let policy = match crate::sandbox::prepare(
+        ctx.cwd,
+        args.sandbox.is_some(),
+        ctx.sandbox_read_only,
+        &mut facts,
+    ) {
         Ok(policy) => policy,
         Err(refused) => {
             return ToolReport::with_facts(refused, Facts::Command(Box::new(facts)));

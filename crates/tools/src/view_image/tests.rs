@@ -33,6 +33,7 @@ fn view_in(dir: &Path, name: &str) -> ToolReport {
             hidden_env: &[],
             durable: &|| true,
             live_output: None,
+            sandbox_read_only: false,
         },
     )
 }

@@ -13,6 +13,7 @@ mod copy;
 mod jobs;
 mod model;
 mod panel;
+mod permissions;
 mod run;
 mod sessions;
 mod show;
@@ -54,6 +55,8 @@ pub(super) enum Command {
     Cards,
     /// Shows the background commands' newest output, or stops one.
     Jobs,
+    /// Lists the approval mode and the rules in force, or removes a session rule.
+    Permissions,
     /// Shows model, provider, session, tokens and paths.
     Status,
     /// Quits.
@@ -62,7 +65,7 @@ pub(super) enum Command {
 
 impl Command {
     /// Every command, in the order `/help` lists them.
-    pub(super) const ALL: [Command; 11] = [
+    pub(super) const ALL: [Command; 12] = [
         Command::Help,
         Command::New,
         Command::Sessions,
@@ -72,6 +75,7 @@ impl Command {
         Command::Diff,
         Command::Cards,
         Command::Jobs,
+        Command::Permissions,
         Command::Status,
         Command::Quit,
     ];
@@ -88,6 +92,7 @@ impl Command {
             Command::Diff => "diff",
             Command::Cards => "cards",
             Command::Jobs => "jobs",
+            Command::Permissions => "permissions",
             Command::Status => "status",
             Command::Quit => "quit",
         }
@@ -132,6 +137,9 @@ impl Command {
             Command::Diff => "show the session's changes",
             Command::Cards => "every tool call's card in full, newest last",
             Command::Jobs => "background commands' newest output (/jobs stop N stops one)",
+            Command::Permissions => {
+                "approval mode and rules in force (/permissions remove N removes one)"
+            }
             Command::Status => "model, provider, session, tokens and paths",
             Command::Quit => "quit Mission Control",
         }

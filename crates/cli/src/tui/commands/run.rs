@@ -168,6 +168,7 @@ impl App {
             Command::Diff => self.panel = Some(Panel::Text(show::diff(&self.transcript))),
             Command::Cards => self.panel = Some(Panel::Text(self.cards_panel())),
             Command::Jobs => self.jobs_command(backend, argument).await?,
+            Command::Permissions => self.permissions_command(backend, argument).await?,
             Command::Status => {
                 let status = match backend.status().await? {
                     Ok(status) => Some(status),
@@ -207,6 +208,7 @@ impl App {
             Ok(session) => {
                 self.session_id = session.session_id.clone();
                 self.transcript.apply(FoldInput::SessionAttached(session));
+                self.sync_mode(backend).await?;
                 self.title = None;
                 self.usage = None;
                 self.status = "new session".to_owned();

@@ -48,6 +48,10 @@ const KEYS: &[(&str, &str)] = &[
         "1 / 2 / 3, Enter",
         "answer an approval by its number, or the highlighted answer (Left/Right move)",
     ),
+    (
+        "Shift+Tab",
+        "switch the approval mode: plan, ask, auto, allow-all (the status line shows it)",
+    ),
     ("Ctrl-O", "expand or collapse every tool card and the plan"),
     ("Ctrl-G", "edit the prompt in $VISUAL or $EDITOR"),
     ("Ctrl-Z", "suspend to the shell (fg comes back)"),

@@ -58,6 +58,8 @@ impl App {
             Some(self.status.trim().to_owned()).filter(|s| !s.is_empty())
         };
         let facts = [
+            // The approval mode first: it says what runs without asking.
+            self.mode.map(|mode| format!("{} mode", mode.as_str())),
             self.selection.as_ref().and_then(model_words),
             self.usage.as_ref().and_then(context_words),
             Some(match &self.title {

@@ -25,6 +25,7 @@ mod crash;
 mod files;
 mod mcp;
 mod models;
+mod modes;
 mod plan;
 mod refusal;
 mod sdk;

@@ -192,6 +192,14 @@ async fn acp_the_typescript_sdk_client_drives_a_whole_scenario() {
 
     assert_eq!(steps["cancel"]["stopReason"], "cancelled");
     assert!(steps["setModel"]["configOptions"].is_array());
+    let mode = steps["setMode"]["configOptions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["id"] == "mode")
+        .expect("the mode option");
+    assert_eq!(mode["category"], "mode", "{mode}");
+    assert_eq!(mode["currentValue"], "ask", "{mode}");
     let id = &steps["new"]["sessionId"];
     let listed = steps["list"]["sessions"].as_array().unwrap();
     assert!(listed.iter().any(|s| s["sessionId"] == *id), "{listed:?}");

@@ -145,6 +145,12 @@ async function firstConnection(ctx) {
     configId: "model",
     value: model.currentValue,
   });
+  // The approval mode is a config option of category `mode`, switched the same way.
+  report.steps.setMode = await ctx.request(methods.agent.session.setConfigOption, {
+    sessionId: id,
+    configId: "mode",
+    value: "ask",
+  });
   report.steps.list = await ctx.request(methods.agent.session.list, { cwd: workspace });
   // Two sessions in two folders at once.
   const b = await ctx.request(methods.agent.session.new, { cwd: other, mcpServers: [] });

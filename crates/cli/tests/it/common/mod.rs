@@ -67,6 +67,9 @@ pub fn outside_dir() -> tempfile::TempDir {
     )
 }
 
+/// The variable naming the approval mode a backend's sessions start in.
+pub const MODE_ENV: &str = "MAGI_PERMISSION_MODE";
+
 /// The binary under test.
 pub fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_magi-code")
@@ -85,9 +88,13 @@ impl TestEnv {
         std::fs::create_dir(root.path().join("work")).unwrap();
         TestEnv {
             root,
+            // The suite's tests were written for the `ask` mode: each test that
+            // exercises another mode, or sets one in its settings (the environment
+            // wins over them), removes this.
             vars: vec![
                 ("MAGI_PROVIDER".into(), "openai-chat".into()),
                 ("MAGI_MODEL".into(), "test-model".into()),
+                (MODE_ENV.into(), "ask".into()),
             ],
         }
     }

@@ -80,6 +80,13 @@ impl Tmux {
         command
             .arg("-e")
             .arg(format!("MC_HOME={}", env.mc_home().display()));
+        // The suite's approval mode (`env`'s), unless the test gives its own.
+        let mode = env.vars().find(|(key, _)| *key == super::MODE_ENV);
+        if let Some((key, value)) = mode
+            && !vars.iter().any(|(k, _)| *k == key)
+        {
+            command.arg("-e").arg(format!("{key}={value}"));
+        }
         for (key, value) in vars {
             command.arg("-e").arg(format!("{key}={value}"));
         }

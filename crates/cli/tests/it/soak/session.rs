@@ -76,9 +76,16 @@ pub async fn run(seed: u64, tag: &str) -> Result<Stats, Failed> {
     let env = env_for_wire(wire, &mock).var(super::TAG, tag);
     let window = random.between(4_000, 32_000);
     let mut settings = format!("[models.\"{provider}/mock-model\"]\ncontext_window = {window}\n");
-    if random.chance(0.5) {
+    let allow_all = random.chance(0.5);
+    if allow_all {
         settings.push_str("\n[permissions]\nmode = \"allow-all\"\n");
     }
+    // The settings' mode holds only without the suite's `ask` in the environment.
+    let env = if allow_all {
+        env.without(crate::common::MODE_ENV)
+    } else {
+        env
+    };
     env.write_settings(&settings);
     workspace::populate(&env.cwd(), env.root(), &mut random);
     let scopes = random.chance(0.7);

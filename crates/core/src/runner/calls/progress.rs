@@ -139,6 +139,8 @@ pub(super) struct Execution {
     /// Where a `bash` command's newest output goes while it runs, when its card is
     /// shown live.
     pub(super) live: Option<std::sync::Arc<magi_tools::LiveOutput>>,
+    /// Whether a command runs confined read-only (the call's approval mode is `plan`).
+    pub(super) sandbox_read_only: bool,
 }
 
 impl Execution {
@@ -167,6 +169,7 @@ impl Execution {
             hidden_env: &self.hidden_env,
             durable: &durable,
             live_output: self.live.clone(),
+            sandbox_read_only: self.sandbox_read_only,
         };
         let editor = self
             .files
@@ -283,6 +286,7 @@ mod tests {
             hidden_env: Vec::new(),
             files: None,
             live: None,
+            sandbox_read_only: false,
         }
     }
 

@@ -1,53 +1,169 @@
-//! Session rules (`approval.scopes`): the rule an answer "for this session" would add,
-//! the rules a session holds, and their records.
+//! The session's permission state: its approval mode (`permissions.modes`) and its
+//! rules (`approval.scopes`: the rule an answer "for this session" would add, the rules
+//! a session holds, their records and their revocation).
 //!
-//! The session log is their truth: each rule is a `session_rule` record, and a turn
-//! starts from the rules its session's records hold, so a session reopened in another
-//! child keeps them. While a turn runs, a new rule takes effect at once for the calls
-//! after it, and its record waits in the book until the session's journal takes it
-//! (a subagent's answer is given while the subagent's own journal is in use).
+//! The session log is the rules' truth: each rule is a `session_rule` record, revoked
+//! by a later `session_rule_revoked`, and a turn starts from the rules its session's
+//! records hold, so a session reopened in another child keeps them. While a turn runs,
+//! a new or revoked rule and a new mode take effect at once for the calls after them,
+//! and their records wait in the book until the session's journal takes them (a
+//! subagent's answer is given while the subagent's own journal is in use; a client's
+//! change while the run holds the journal).
+//!
+//! The mode is the child's for the attached session: a session (re)attached starts in
+//! the default mode, whatever an earlier attachment switched it to, since a mode is a
+//! person's choice for the work at hand; its changes are recorded for the model and
+//! for the record, never replayed.
 
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use magi_config::{CallSubject, PermissionSettings, Rule, SessionRules, Verdict, glob_literal};
+use magi_config::{
+    CallSubject, PermissionMode, PermissionSettings, Rule, SessionRules, Verdict, glob_literal,
+};
 use magi_protocol::limits::{APPROVAL_SUBJECT_BYTES, SESSION_RULES};
 use magi_store::records::{Record, RecordBody, RuleEffect};
 use magi_tools::{BuiltinTool, SubjectArgument};
 
-/// The rules of the session a run works in, shared by its agents. Cloning shares it.
+/// The permission state of the session a child serves: its approval mode and rules,
+/// shared by the connection and the run's agents. Cloning shares it.
 #[derive(Debug, Clone, Default)]
-pub(in crate::runner) struct RuleBook {
+pub struct RuleBook {
     inner: Arc<Mutex<Book>>,
 }
 
 #[derive(Debug, Default)]
 struct Book {
     rules: SessionRules,
-    /// Records of rules added during the run, not yet appended to the session log.
+    /// Records of rules added or revoked and of modes set, not yet appended to the
+    /// session log.
     unrecorded: Vec<RecordBody>,
+    /// The session's approval mode.
+    mode: PermissionMode,
+    /// The mode a session starts in.
+    default_mode: PermissionMode,
+    /// The mode changed during a run and the model was not told yet.
+    untold: bool,
+    /// The session the state is of.
+    session_id: Option<String>,
 }
 
 impl RuleBook {
+    /// The state of a child whose sessions start in `mode`.
+    pub fn new(mode: PermissionMode) -> RuleBook {
+        let book = RuleBook::default();
+        {
+            let mut inner = book.lock();
+            inner.mode = mode;
+            inner.default_mode = mode;
+        }
+        book
+    }
+
     fn lock(&self) -> MutexGuard<'_, Book> {
         self.inner.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Takes the rules the session's records hold. A record whose rule does not parse
-    /// (not written by this build) is left out: the calls it named ask again.
-    pub(in crate::runner) fn load(&self, records: &[Record]) {
+    /// Notes the session attached now: another session than before starts over, in
+    /// the default mode with no rules (its records give them at its first turn or
+    /// listing).
+    pub fn attached(&self, session_id: Option<&str>) {
         let mut book = self.lock();
+        if book.session_id.as_deref() != session_id {
+            book.session_id = session_id.map(str::to_owned);
+            book.mode = book.default_mode;
+            book.rules = SessionRules::default();
+            book.unrecorded.clear();
+            book.untold = false;
+        }
+    }
+
+    /// The session's approval mode.
+    pub fn mode(&self) -> PermissionMode {
+        self.lock().mode
+    }
+
+    /// The mode a session starts in.
+    pub fn default_mode(&self) -> PermissionMode {
+        self.lock().default_mode
+    }
+
+    /// Sets the session's approval mode, effective for the next call that asks, with
+    /// the record that keeps the change (`turn_id` when a run is under way). Returns
+    /// the mode before.
+    pub fn set_mode(&self, mode: PermissionMode, turn_id: Option<&str>) -> PermissionMode {
+        let mut book = self.lock();
+        let previous = book.mode;
+        if previous != mode {
+            book.mode = mode;
+            book.untold = turn_id.is_some();
+            book.unrecorded.push(RecordBody::PermissionMode {
+                turn_id: turn_id.map(str::to_owned),
+                previous: previous.as_str().to_owned(),
+                mode: mode.as_str().to_owned(),
+            });
+        }
+        previous
+    }
+
+    /// The mode, when it changed during a run and the model was not told yet; told
+    /// from now on.
+    pub(in crate::runner) fn take_untold(&self) -> Option<PermissionMode> {
+        let mut book = self.lock();
+        std::mem::take(&mut book.untold).then_some(book.mode)
+    }
+
+    /// The session's rules, in the order they were added: allow rules, then deny rules.
+    pub fn rules(&self) -> (Vec<String>, Vec<String>) {
+        let book = self.lock();
+        let texts = |rules: &[Rule]| rules.iter().map(|r| r.text().to_owned()).collect();
+        (texts(&book.rules.allow), texts(&book.rules.deny))
+    }
+
+    /// Revokes the session's rule whose text is `rule`, with the record that keeps the
+    /// revocation (`turn_id` when a run is under way); false when the session holds no
+    /// such rule.
+    pub fn revoke(&self, rule: &str, turn_id: Option<&str>) -> bool {
+        let mut book = self.lock();
+        let before = book.rules.len();
+        book.rules.allow.retain(|r| r.text() != rule);
+        book.rules.deny.retain(|r| r.text() != rule);
+        if book.rules.len() == before {
+            return false;
+        }
+        book.unrecorded.push(RecordBody::SessionRuleRevoked {
+            turn_id: turn_id.map(str::to_owned),
+            rule: rule.to_owned(),
+        });
+        true
+    }
+
+    /// Takes the rules the session's records hold, in their order: each
+    /// `session_rule` adds its rule, each `session_rule_revoked` removes it. A record
+    /// whose rule does not parse (not written by this build) is left out: the calls it
+    /// named ask again. Records still waiting for the log are appended first by the
+    /// caller, or they would be undone here.
+    pub fn load(&self, records: &[Record]) {
+        let mut book = self.lock();
+        book.rules = SessionRules::default();
         for record in records {
-            if let RecordBody::SessionRule { effect, rule, .. } = &record.body
-                && let Ok(rule) = Rule::parse(rule)
-            {
-                add(&mut book.rules, *effect, rule);
+            match &record.body {
+                RecordBody::SessionRule { effect, rule, .. } => {
+                    if let Ok(rule) = Rule::parse(rule) {
+                        add(&mut book.rules, *effect, rule);
+                    }
+                }
+                RecordBody::SessionRuleRevoked { rule, .. } => {
+                    book.rules.allow.retain(|r| r.text() != rule);
+                    book.rules.deny.retain(|r| r.text() != rule);
+                }
+                _ => {}
             }
         }
     }
 
-    /// The verdict of `permissions` on `call` with the session's rules. The session's
-    /// allow rules spare the question only for a command line without shell syntax
-    /// that could chain another command onto the one a person allowed.
+    /// The verdict of `permissions` on `call` with the session's mode and rules. The
+    /// session's allow rules spare the question only for a command line without shell
+    /// syntax that could chain another command onto the one a person allowed.
     pub(in crate::runner) fn verdict(
         &self,
         permissions: &PermissionSettings,
@@ -60,9 +176,9 @@ impl RuleBook {
                 allow: Vec::new(),
                 deny: book.rules.deny.clone(),
             };
-            return permissions.verdict_in_session(call, &deny_only);
+            return permissions.verdict_in_session(book.mode, call, &deny_only);
         }
-        permissions.verdict_in_session(call, &book.rules)
+        permissions.verdict_in_session(book.mode, call, &book.rules)
     }
 
     /// Adds `rule` for the rest of the session, with the record that keeps it. Returns
@@ -98,8 +214,9 @@ impl RuleBook {
         true
     }
 
-    /// The records of rules added since the last call, for the session's journal.
-    pub(in crate::runner) fn take_unrecorded(&self) -> Vec<RecordBody> {
+    /// The records of rules added or revoked and modes set since the last call, for
+    /// the session's journal.
+    pub fn take_unrecorded(&self) -> Vec<RecordBody> {
         std::mem::take(&mut self.lock().unrecorded)
     }
 }
@@ -210,6 +327,8 @@ mod tests {
             subject,
             read_only: false,
             outside_workspace: outside,
+            changes_files: false,
+            confinement: magi_config::Confinement::NotACommand,
         };
         suggested_rule(&PermissionSettings::default(), &call)
     }
@@ -252,13 +371,15 @@ mod tests {
             subject: Some("cargo publish"),
             read_only: false,
             outside_workspace: false,
+            changes_files: false,
+            confinement: magi_config::Confinement::Unconfined,
         };
         assert_eq!(suggested_rule(&asks, &call), None);
     }
 
     #[test]
     fn the_book_keeps_rules_once_and_spares_only_plain_commands() {
-        let book = RuleBook::default();
+        let book = RuleBook::new(PermissionMode::Ask);
         assert!(book.add(RuleEffect::Allow, "bash(cargo test*)", "t", "c1"));
         assert!(!book.add(RuleEffect::Allow, "bash(cargo test*)", "t", "c2"));
         assert_eq!(book.take_unrecorded().len(), 1);
@@ -272,6 +393,8 @@ mod tests {
                     subject: Some(command),
                     read_only: false,
                     outside_workspace: false,
+                    changes_files: false,
+                    confinement: magi_config::Confinement::Unconfined,
                 },
             )
         };
@@ -288,17 +411,51 @@ mod tests {
                 rule: "write".into(),
             },
         );
-        let reopened = RuleBook::default();
-        reopened.load(&[record]);
+        let reopened = RuleBook::new(PermissionMode::Ask);
+        reopened.load(std::slice::from_ref(&record));
         let write = CallSubject {
             tool: "write",
             subject: Some("a.txt"),
             read_only: false,
             outside_workspace: false,
+            changes_files: true,
+            confinement: magi_config::Confinement::NotACommand,
         };
         assert_eq!(
             reopened.verdict(&permissions, &write),
             Verdict::DeniedForSession
         );
+        // A revocation, live or recorded, takes the rule away.
+        assert!(reopened.revoke("write", None));
+        assert!(!reopened.revoke("write", None));
+        assert_eq!(reopened.verdict(&permissions, &write), Verdict::Ask);
+        let revoked = reopened.take_unrecorded();
+        assert!(
+            matches!(&revoked[..], [RecordBody::SessionRuleRevoked { rule, .. }] if rule == "write")
+        );
+        let revoked = Record::now("s", revoked.into_iter().next().unwrap());
+        let again = RuleBook::new(PermissionMode::Ask);
+        again.load(&[record, revoked]);
+        assert_eq!(again.rules(), (Vec::new(), Vec::new()));
+    }
+
+    #[test]
+    fn a_mode_set_during_a_run_is_recorded_and_told_once() {
+        let book = RuleBook::new(PermissionMode::Auto);
+        book.attached(Some("s1"));
+        assert_eq!(
+            book.set_mode(PermissionMode::Plan, Some("t")),
+            PermissionMode::Auto
+        );
+        assert_eq!(book.take_untold(), Some(PermissionMode::Plan));
+        assert_eq!(book.take_untold(), None);
+        assert_eq!(
+            book.set_mode(PermissionMode::Plan, None),
+            PermissionMode::Plan
+        );
+        assert_eq!(book.take_unrecorded().len(), 1);
+        // Another session starts in the default mode.
+        book.attached(Some("s2"));
+        assert_eq!(book.mode(), PermissionMode::Auto);
     }
 }

@@ -2,7 +2,7 @@
 //! session's rules, and the client's approval when the policy asks, each decision with
 //! its protection label; an answer "for this session" adds the suggested rule.
 
-use magi_config::{CallSubject, Verdict};
+use magi_config::{CallSubject, Confinement, PermissionMode, Verdict};
 use magi_protocol::limits::APPROVAL_EXPIRY_MS;
 use magi_store::records::{RecordBody, RuleEffect, ToolCallPhase};
 
@@ -32,6 +32,8 @@ pub(super) const LABEL_APPROVAL_UNAVAILABLE: &str = "denied; approval unavailabl
 pub(super) struct Denial {
     pub(super) label: &'static str,
     pub(super) message: Option<String>,
+    /// The approval mode that refused the call, when it was the mode.
+    pub(super) mode: Option<PermissionMode>,
 }
 
 impl Denial {
@@ -39,11 +41,20 @@ impl Denial {
         Denial {
             label,
             message: None,
+            mode: None,
         }
     }
 
     /// What the model is told.
     pub(super) fn content(&self) -> String {
+        if let Some(mode) = self.mode {
+            return format!(
+                "The call was not run: {}. The approval mode is {}: no file is changed \
+                 until the person switches to another mode.",
+                self.label,
+                mode.as_str()
+            );
+        }
         match &self.message {
             Some(message) => format!(
                 "The call was not run: {}.\nThe user said: {message}",
@@ -59,6 +70,9 @@ struct Judged {
     subject: Option<String>,
     read_only: bool,
     outside_workspace: bool,
+    changes_files: bool,
+    /// For a command: whether it would run confined, and why not.
+    confinement: Result<Confinement, String>,
 }
 
 impl Judged {
@@ -68,6 +82,8 @@ impl Judged {
             subject: self.subject.as_deref(),
             read_only: self.read_only,
             outside_workspace: self.outside_workspace,
+            changes_files: self.changes_files,
+            confinement: self.confinement.clone().unwrap_or(Confinement::Unconfined),
         }
     }
 }
@@ -85,18 +101,48 @@ impl CallService<'_, '_> {
                 subject: None,
                 read_only: false,
                 outside_workspace: false,
+                changes_files: false,
+                confinement: Ok(Confinement::NotACommand),
             });
         }
         if !magi_tools::exists(&call.name) {
             return None;
         }
+        use magi_tools::BuiltinTool;
+        let tool = BuiltinTool::from_name(&call.name);
+        let changes_files = matches!(
+            tool,
+            Some(BuiltinTool::Write | BuiltinTool::Edit | BuiltinTool::HashEdit)
+        );
+        let command = matches!(tool, Some(BuiltinTool::Bash | BuiltinTool::AsyncBash));
+        // A command the client's terminal runs is not confined by this sandbox.
+        let confinement = if !command {
+            Ok(Confinement::NotACommand)
+        } else if escalates(call) {
+            Err("it asks to run outside the sandbox".to_owned())
+        } else if self.agent.client_terminals && tool == Some(BuiltinTool::Bash) {
+            Err("the editor's terminal runs it, outside the sandbox".to_owned())
+        } else {
+            magi_tools::sandbox::confines_commands(cwd).map(|()| Confinement::Confined)
+        };
         Some(Judged {
             subject: magi_tools::subject(&call.name, &call.arguments, cwd),
             // Stopping one's own job needs no more approval than starting it had.
-            read_only: magi_tools::BuiltinTool::from_name(&call.name)
-                .is_some_and(|tool| !tool.needs_approval()),
+            read_only: tool.is_some_and(|tool| !tool.needs_approval()),
             outside_workspace: magi_tools::outside_workspace(&call.name, &call.arguments, cwd),
+            changes_files,
+            confinement,
         })
+    }
+
+    /// The approval mode `call` is judged in: the session's, or for a Code Mode
+    /// script's call `[permissions.code_mode] mode` when it sets one.
+    pub(super) fn mode_of(&self, call: &Call) -> PermissionMode {
+        let session = self.gates.rules.mode();
+        match &call.nested {
+            Some(_) => self.agent.permissions.code_mode.mode.unwrap_or(session),
+            None => session,
+        }
     }
 
     /// What the policy says of a call, from its arguments and the session's rules; a
@@ -117,8 +163,7 @@ impl CallService<'_, '_> {
             verdict,
             Verdict::Run | Verdict::Allowed | Verdict::AllowedForSession
         );
-        let everything_allowed = self.agent.permissions.mode
-            == magi_config::PermissionMode::AllowAll
+        let everything_allowed = self.mode_of(call) == PermissionMode::AllowAll
             && magi_tools::sandbox::configured_mode() == Some(magi_config::SandboxMode::Off);
         if allowed && escalates(call) && !everything_allowed {
             Verdict::Ask
@@ -167,7 +212,11 @@ impl CallService<'_, '_> {
     /// session's (answers given for direct calls) decide it.
     fn policy_verdict(&self, call: &Call, subject: &CallSubject<'_>) -> Verdict {
         match &call.nested {
-            Some(_) => self.agent.permissions.for_code_mode().verdict(subject),
+            Some(_) => self
+                .agent
+                .permissions
+                .for_code_mode(self.gates.rules.mode())
+                .verdict(subject),
             None => self.gates.rules.verdict(&self.agent.permissions, subject),
         }
     }
@@ -193,6 +242,15 @@ impl CallService<'_, '_> {
             Verdict::AllowedForSession => return Ok(Some(LABEL_ALLOWED_BY_USER)),
             Verdict::Denied | Verdict::DeniedForSession => {
                 return Err(Denial::by(LABEL_DENIED_BY_USER));
+            }
+            // The person chose the mode: its refusal is theirs, and the model is told
+            // which mode refused.
+            Verdict::DeniedByMode => {
+                return Err(Denial {
+                    label: LABEL_DENIED_BY_USER,
+                    message: None,
+                    mode: Some(PermissionMode::Plan),
+                });
             }
             Verdict::Ask => {}
         }
@@ -224,8 +282,20 @@ impl CallService<'_, '_> {
         let expiry = std::time::Duration::from_millis(APPROVAL_EXPIRY_MS);
         // Opened before it is announced, so an answer racing the event is not lost.
         let wait = self.gates.approvals.open(&approval_id, expiry);
+        // A mode that runs confined commands without asking says why it asks for this
+        // one (the sandbox is off or unavailable).
+        let unconfined_reason = match (&judged.confinement, self.mode_of(call)) {
+            (Err(why), PermissionMode::Auto | PermissionMode::Plan)
+                if !escalation && !self.agent.permissions.always_asks(&subject) =>
+            {
+                Some(why.clone())
+            }
+            _ => None,
+        };
         let label = if escalation {
             format!("run outside the sandbox: {}", call.label)
+        } else if let Some(why) = unconfined_reason {
+            bounded(&format!("{} (asked: {why})", call.label), SUMMARY_BYTES)
         } else {
             call.label.clone()
         };
@@ -284,6 +354,7 @@ impl CallService<'_, '_> {
             Err(Denial {
                 label: LABEL_DENIED_BY_USER,
                 message: answer.message,
+                mode: None,
             })
         }
     }

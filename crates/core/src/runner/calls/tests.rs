@@ -85,6 +85,7 @@ impl Fixture {
         std::fs::write(cwd.join("a.txt"), "alpha\n").unwrap();
         let mut sessions = Sessions::new(home.clone(), cwd.clone());
         let session_id = sessions.create().session_id;
+        let mode = permissions.mode;
         let agent = Agent {
             client: Arc::new(Unused),
             model: "m".into(),
@@ -120,7 +121,10 @@ impl Fixture {
             sessions,
             agent,
             offer: Offer::session(Arc::default(), None, Arc::default()),
-            gates: Gates::default(),
+            gates: Gates {
+                rules: crate::runner::RuleBook::new(mode),
+                ..Gates::default()
+            },
         }
     }
 

@@ -38,6 +38,7 @@ pub struct Stats {
     approvals: usize,
     compactions: usize,
     interrupts: usize,
+    mode_switches: usize,
     outcomes: Vec<String>,
 }
 
@@ -49,6 +50,7 @@ impl Stats {
         self.approvals += other.approvals;
         self.compactions += other.compactions;
         self.interrupts += other.interrupts;
+        self.mode_switches += other.mode_switches;
         self.outcomes.extend(other.outcomes);
     }
 }
@@ -129,7 +131,7 @@ async fn whole_sessions_survive_a_seeded_random_plan() {
         .count();
     eprintln!(
         "soak: {sessions} sessions, {} turns ({} runs failed, as planned or not), {} backends \
-         killed, {} cancels, {} exec interrupts, {} approvals, {} compactions in {:.1} s \
+         killed, {} cancels, {} exec interrupts, {} approvals, {} compactions, {} mode switches in {:.1} s \
          ({:.0} sessions an hour); {} failures",
         total.turns,
         failed,
@@ -138,6 +140,7 @@ async fn whole_sessions_survive_a_seeded_random_plan() {
         total.interrupts,
         total.approvals,
         total.compactions,
+        total.mode_switches,
         elapsed.as_secs_f64(),
         sessions as f64 * 3600.0 / elapsed.as_secs_f64().max(0.001),
         failures.len()

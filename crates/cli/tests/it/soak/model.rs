@@ -58,6 +58,9 @@ const COMMANDS: &[&str] = &[
 /// mock server (which asks it for each reply).
 pub struct Model {
     random: Random,
+    /// The draws of calls that joined the plan later (the plan tool): a stream of its
+    /// own, so that the plans of earlier seeds stay as they were.
+    later: Random,
     /// Rounds of tool calls left in this turn before the model answers.
     rounds_left: usize,
     /// The next call ID's number.
@@ -69,6 +72,7 @@ impl Model {
     pub fn new(seed: u64) -> Arc<Mutex<Model>> {
         Arc::new(Mutex::new(Model {
             random: Random::new(seed),
+            later: Random::new(seed ^ 0x746f_646f_5f33_3863),
             rounds_left: 0,
             next_call: 0,
         }))
@@ -284,7 +288,40 @@ impl Model {
             2 => String::new(),
             _ => "[1, 2".to_owned(),
         };
+        // Now and then the call is a plan instead, right or wrong (offered only under
+        // `plan.todo`: otherwise a tool it was never offered).
+        if self.later.chance(0.06) {
+            return ("todo".to_owned(), self.plan().to_string());
+        }
         (name.to_owned(), arguments)
+    }
+
+    /// A `todo` call's arguments: a plan of up to six steps, or one of its mistakes.
+    fn plan(&mut self) -> serde_json::Value {
+        let r = &mut self.later;
+        let statuses = ["pending", "in_progress", "done"];
+        let steps = r.between(0, 6);
+        let mut doing = false;
+        let items: Vec<serde_json::Value> = (0..steps)
+            .map(|_| {
+                let mut status = *r.pick(&statuses);
+                if status == "in_progress" && std::mem::replace(&mut doing, true) {
+                    status = "pending";
+                }
+                json!({ "text": r.text_between(1, 120), "status": status })
+            })
+            .collect();
+        match r.weighted(&[85, 5, 4, 3, 3]) {
+            0 => json!({ "items": items }),
+            1 => {
+                json!({ "items": [{ "text": "a", "status": "in_progress" }, { "text": "b", "status": "in_progress" }] })
+            }
+            2 => json!({ "items": [{ "text": "", "status": "pending" }] }),
+            3 => json!({ "items": [{ "text": "x", "status": "started" }] }),
+            _ => {
+                json!({ "items": (0..30).map(|n| json!({ "text": format!("step {n}"), "status": "pending" })).collect::<Vec<_>>() })
+            }
+        }
     }
 }
 

@@ -7,11 +7,12 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use magi_client::{Backend, Incoming};
+use magi_client::{Backend, Incoming, PendingCall};
 use magi_protocol::ErrorCode;
 use magi_protocol::messages::{
-    ActivityKind, ApprovalAnswerParams, ApprovalScope, EmptyParams, Event, HistoryPageParams,
-    RunFinished, SessionOpenParams, TurnCancelParams, TurnStartParams,
+    ActivityKind, ApprovalAnswerParams, ApprovalMode, ApprovalScope, EmptyParams, Event,
+    HistoryPageParams, PermissionModeSetParams, RunFinished, SessionOpenParams, TurnCancelParams,
+    TurnStartParams,
 };
 use magi_protocol::methods;
 use magi_testkit::MockServer;
@@ -20,6 +21,9 @@ use super::model::Model;
 use super::random::Random;
 use super::{Stats, leftovers, workspace};
 use crate::common::*;
+
+/// Mixed into a session's seed for the draws of what joined the plan later.
+const LATER_STREAM: u64 = 0x6c61_7465_725f_3338;
 
 /// The longest one turn may take before the soak calls it stuck.
 const TURN_WAIT: Duration = Duration::from_secs(120);
@@ -55,6 +59,11 @@ struct Driver {
     interrupted: bool,
     /// Whether the client negotiated `approval.scopes`.
     scopes: bool,
+    /// The draws of what joined the plan later (approval modes, the plan tool): a
+    /// stream of its own, so that the plans of earlier seeds stay as they were.
+    later: Random,
+    /// Whether the client negotiated `permissions.modes` and `plan.todo`.
+    modes: bool,
     stats: Stats,
     /// What the session did, step by step, told with a failure.
     story: Vec<String>,
@@ -89,6 +98,8 @@ pub async fn run(seed: u64, tag: &str) -> Result<Stats, Failed> {
     env.write_settings(&settings);
     workspace::populate(&env.cwd(), env.root(), &mut random);
     let scopes = random.chance(0.7);
+    let mut later = Random::new(seed ^ LATER_STREAM);
+    let modes = later.chance(0.5);
     let mut driver = Driver {
         random,
         model,
@@ -97,6 +108,8 @@ pub async fn run(seed: u64, tag: &str) -> Result<Stats, Failed> {
         finished: HashSet::new(),
         interrupted: false,
         scopes,
+        later,
+        modes,
         stats: Stats::default(),
         story: vec![format!("{wire:?}, window {window}")],
     };
@@ -149,6 +162,10 @@ impl Driver {
         if self.scopes {
             capabilities.push(magi_protocol::names::APPROVAL_SCOPES);
         }
+        if self.modes {
+            capabilities.push(magi_protocol::names::PERMISSION_MODES);
+            capabilities.push(magi_protocol::names::PLAN_TODO);
+        }
         match backend.initialize(&capabilities).await {
             Ok(Ok(_)) => Ok(backend),
             other => Err(format!("initialize failed: {other:?}")),
@@ -180,6 +197,12 @@ impl Driver {
 
     /// One turn to its end; true when the backend was killed in it.
     async fn turn(&mut self, backend: &mut Backend) -> Result<bool, Failed> {
+        if self.modes && self.later.chance(0.2) {
+            // Between turns the switch runs on the session worker and is durable
+            // before its answer.
+            let switched = self.switch_mode(backend).await?;
+            check_switch(switched).await?;
+        }
         let rounds = self.random.between(0, 6);
         self.model
             .lock()
@@ -197,8 +220,10 @@ impl Driver {
         };
         self.stats.turns += 1;
         let cancel_at = self.random.chance(0.2).then(|| self.random.between(1, 40));
+        let switch_at = (self.modes && self.later.chance(0.3)).then(|| self.later.between(1, 30));
         let kill_at = self.random.chance(0.06).then(|| self.random.between(1, 60));
         let mut seen = 0usize;
+        let mut switched = None;
         let finished = loop {
             let incoming = backend.next_incoming_within(TURN_WAIT).await;
             let Some(incoming) = incoming else {
@@ -232,6 +257,9 @@ impl Driver {
                 }
                 _ => {}
             }
+            if switch_at == Some(seen) {
+                switched = Some(self.switch_mode(backend).await?);
+            }
             if cancel_at == Some(seen) {
                 let params = TurnCancelParams {
                     session_id: self.session.clone(),
@@ -258,6 +286,9 @@ impl Driver {
             return Err(format!("run.finished of another run: {finished:?}"));
         }
         self.finished.insert(run_id);
+        if let Some(switched) = switched {
+            check_switch(switched).await?;
+        }
         self.stats.outcomes.push(format!("{:?}", finished.outcome));
         self.story.push(format!(
             "turn of {rounds} rounds {:?} after {seen} events",
@@ -265,6 +296,31 @@ impl Driver {
         ));
         self.after_turn(backend, &finished).await?;
         Ok(false)
+    }
+
+    /// Switches the session's approval mode at random (`permissions.modes`): during a
+    /// turn it applies to the next call that asks. Its answer is read once the turn's
+    /// events are ([`check_switch`]), since nothing reads them while it is awaited.
+    async fn switch_mode(
+        &mut self,
+        backend: &mut Backend,
+    ) -> Result<PendingCall<methods::PermissionModeSet>, Failed> {
+        let mode = *self.later.pick(&[
+            ApprovalMode::Plan,
+            ApprovalMode::Ask,
+            ApprovalMode::Auto,
+            ApprovalMode::AllowAll,
+        ]);
+        let params = PermissionModeSetParams {
+            session_id: self.session.clone(),
+            mode,
+        };
+        self.story.push(format!("mode {mode:?}"));
+        self.stats.mode_switches += 1;
+        backend
+            .send::<methods::PermissionModeSet>(&params)
+            .await
+            .map_err(|e| format!("permissions.mode.set could not be sent: {e}"))
     }
 
     /// Answers an approval at random: allow, deny, or allow for the session.
@@ -382,6 +438,17 @@ pub fn crash_reports(env: &TestEnv) -> Vec<String> {
         .filter_map(Result::ok)
         .filter_map(|entry| std::fs::read_to_string(entry.path()).ok())
         .collect()
+}
+
+/// The answer to a mode switch sent during a turn: the mode, since while a run works the
+/// switch is answered at once on the protocol loop.
+async fn check_switch(switched: PendingCall<methods::PermissionModeSet>) -> Result<(), Failed> {
+    match tokio::time::timeout(WAIT, switched.result()).await {
+        Ok(Ok(Ok(_))) => Ok(()),
+        other => Err(format!(
+            "permissions.mode.set during a turn answered {other:?}"
+        )),
+    }
 }
 
 /// Whether the last `turn_started` of `records` has its `turn_finished`.

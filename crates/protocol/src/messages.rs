@@ -3,6 +3,7 @@
 
 mod approvals;
 mod catalog;
+mod checkpoints;
 mod files;
 mod jobs;
 mod questions;
@@ -19,6 +20,7 @@ mod tests;
 
 pub use approvals::*;
 pub use catalog::*;
+pub use checkpoints::*;
 pub use files::*;
 pub use jobs::*;
 pub use questions::*;
@@ -137,4 +139,10 @@ pub enum ResultBody {
     JobStop(JobStopResult),
     /// `model.cached`.
     ModelCached(ModelCachedResult),
+    /// `checkpoint.list`.
+    CheckpointList(CheckpointListResult),
+    /// `checkpoint.restore`.
+    CheckpointRestore(CheckpointRestoreResult),
+    /// `session.fork`.
+    SessionFork(SessionForkResult),
 }

@@ -21,6 +21,10 @@ use crate::messages::{
     SessionListParams, SessionListResult, SessionOpenParams, SessionResult, ShutdownResult,
     StatusResult, TurnCancelParams, TurnCancelResult, TurnStartParams, TurnStartResult,
 };
+use crate::messages::{
+    CheckpointListParams, CheckpointListResult, CheckpointRestoreParams, CheckpointRestoreResult,
+    SessionForkParams, SessionForkResult,
+};
 use crate::names::{ExtensionMethod, Method, MethodName};
 
 /// A method of the protocol: the name a request carries, the params it sends and the
@@ -118,6 +122,15 @@ requests! {
     /// `model.cached` (with `model.cached`).
     ModelCached = MethodName::Extension(ExtensionMethod::ModelCached),
         ModelCachedParams => ModelCachedResult;
+    /// `checkpoint.list` (with `checkpoints`).
+    CheckpointList = MethodName::Extension(ExtensionMethod::CheckpointList),
+        CheckpointListParams => CheckpointListResult;
+    /// `checkpoint.restore` (with `checkpoints`).
+    CheckpointRestore = MethodName::Extension(ExtensionMethod::CheckpointRestore),
+        CheckpointRestoreParams => CheckpointRestoreResult;
+    /// `session.fork` (with `checkpoints`).
+    SessionFork = MethodName::Extension(ExtensionMethod::SessionFork),
+        SessionForkParams => SessionForkResult;
 }
 
 #[cfg(test)]

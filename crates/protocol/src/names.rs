@@ -134,6 +134,14 @@ closed_name_set! {
         JobStop => "job.stop",
         /// A page of one provider's cached model list (`model.cached`).
         ModelCached => "model.cached",
+        /// The session's checkpoints, one a turn (`checkpoints`).
+        CheckpointList => "checkpoint.list",
+        /// Previews or puts back the workspace's files as a checkpoint recorded them
+        /// (`checkpoints`).
+        CheckpointRestore => "checkpoint.restore",
+        /// A new session holding the attached one's conversation before a turn
+        /// (`checkpoints`).
+        SessionFork => "session.fork",
     }
 }
 
@@ -193,6 +201,8 @@ pub const JOBS_CONTROL: &str = "jobs.control";
 /// The `model.cached` extension's capability name: the same as the one method it adds
 /// ([`ExtensionMethod::ModelCached`]).
 pub const MODEL_CACHED: &str = ExtensionMethod::ModelCached.as_str();
+/// The `checkpoints` extension's capability name.
+pub const CHECKPOINTS: &str = "checkpoints";
 
 /// The capabilities advertised by `initialize`, in the protocol's order.
 ///

@@ -27,6 +27,7 @@ use crate::admission::{IdAdmission, IdRegistry};
 use crate::output::{Output, OutputFailure};
 
 mod cached;
+mod checkpoints;
 mod compact;
 mod files;
 mod initialize;
@@ -132,6 +133,8 @@ pub(crate) struct Connection {
     jobs_control: bool,
     /// Whether the client required `model.cached`.
     model_cached: bool,
+    /// Whether the client required `checkpoints`.
+    checkpoints: bool,
     /// Whether the client required `client.tools`, and the tools it registered.
     client_tools_negotiated: bool,
     client_tools: Arc<Vec<ClientTool>>,
@@ -174,6 +177,7 @@ impl Connection {
             approval_change_counts: false,
             jobs_control: false,
             model_cached: false,
+            checkpoints: false,
             client_tools_negotiated: false,
             client_tools: Arc::default(),
             selection: None,
@@ -260,6 +264,9 @@ impl Connection {
         }
         if envelope.method == ExtensionMethod::ModelCached.as_str() {
             return self.list_cached_models(id, envelope.params);
+        }
+        if let Some(flow) = self.checkpoint_operation(id, &envelope.method, envelope.params) {
+            return flow;
         }
         let Some(method) = Method::from_wire(&envelope.method) else {
             self.output.error(Some(id), ErrorCode::UnsupportedMethod)?;

@@ -18,6 +18,7 @@ mod attachments;
 mod card_props;
 mod cards;
 mod catalog;
+mod checkpoints;
 mod client_files;
 mod client_terminals;
 mod client_tools;

@@ -9,7 +9,10 @@ use magi_protocol::messages::{
     ReasoningSummariesDescriptor, SessionUsageDescriptor, UsageCacheWritesDescriptor,
     UserQuestionsDescriptor,
 };
-use magi_protocol::messages::{ClientTerminalsDescriptor, JobsControlDescriptor};
+use magi_protocol::messages::{
+    CheckpointsDescriptor, ClientTerminalsDescriptor, JobsControlDescriptor,
+};
+use magi_protocol::names::CHECKPOINTS;
 use magi_protocol::names::{
     APPROVAL_CHANGE_COUNTS, APPROVAL_SCOPES, CLIENT_FILES, CLIENT_TERMINALS, INPUT_ATTACHMENTS,
     JOBS_CONTROL, MODEL_CACHED, REASONING_SUMMARIES, SESSION_USAGE, USAGE_CACHE_WRITES,
@@ -37,6 +40,7 @@ pub(super) struct Negotiation {
     approval_change_counts: bool,
     jobs_control: bool,
     model_cached: bool,
+    checkpoints: bool,
     shared: Arc<Shared>,
 }
 
@@ -63,6 +67,7 @@ impl Negotiation {
             approval_change_counts: requires(APPROVAL_CHANGE_COUNTS),
             jobs_control: requires(JOBS_CONTROL),
             model_cached: requires(MODEL_CACHED),
+            checkpoints: requires(CHECKPOINTS),
             shared,
         })
     }
@@ -85,6 +90,7 @@ impl Negotiation {
             approval_change_counts: self.approval_change_counts,
             jobs_control: self.jobs_control,
             model_cached: self.model_cached,
+            checkpoints: self.checkpoints,
         };
         check_advertisement(&result, &required).map_err(ClientError::Violation)?;
         self.shared
@@ -141,6 +147,7 @@ struct Required {
     approval_change_counts: bool,
     jobs_control: bool,
     model_cached: bool,
+    checkpoints: bool,
 }
 
 /// Checks what an admitted `initialize` advertises: the sixteen base capabilities in
@@ -191,6 +198,9 @@ fn check_advertisement(result: &InitializeResult, required: &Required) -> Result
     }
     if required.model_cached {
         expected.push(MODEL_CACHED.to_owned());
+    }
+    if required.checkpoints {
+        expected.push(CHECKPOINTS.to_owned());
     }
     if result.capabilities != expected {
         return Err(Violation("initialize advertised other capabilities".into()));
@@ -300,6 +310,14 @@ fn check_advertisement(result: &InitializeResult, required: &Required) -> Result
         (true, Some(d)) => *d == ModelCachedDescriptor::schema_1(),
         _ => false,
     };
+    let checkpoints_ok = match (
+        required.checkpoints,
+        extensions.and_then(|e| e.checkpoints.as_ref()),
+    ) {
+        (false, None) => true,
+        (true, Some(d)) => *d == CheckpointsDescriptor::schema_1(),
+        _ => false,
+    };
     let any = required.tool_cards
         || required.client_tools
         || required.approval_scopes
@@ -312,7 +330,8 @@ fn check_advertisement(result: &InitializeResult, required: &Required) -> Result
         || required.usage_cache_writes
         || required.approval_change_counts
         || required.jobs_control
-        || required.model_cached;
+        || required.model_cached
+        || required.checkpoints;
     let all_ok = cards_ok
         && tools_ok
         && scopes_ok
@@ -325,7 +344,8 @@ fn check_advertisement(result: &InitializeResult, required: &Required) -> Result
         && cache_writes_ok
         && change_counts_ok
         && jobs_ok
-        && cached_ok;
+        && cached_ok
+        && checkpoints_ok;
     if all_ok && extensions.is_some() == any {
         Ok(())
     } else {
@@ -359,6 +379,7 @@ mod tests {
             approval_change_counts: false,
             jobs_control: false,
             model_cached: cached,
+            checkpoints: false,
         }
     }
 
@@ -394,8 +415,42 @@ mod tests {
                 approval_change_counts: None,
                 jobs_control: None,
                 model_cached: Some(d),
+                checkpoints: None,
             }),
         }
+    }
+
+    #[test]
+    fn checkpoints_are_advertised_last_with_their_descriptor_exactly_when_required() {
+        let mut both = required(true);
+        both.checkpoints = true;
+        let mut result = advertised(
+            &[MODEL_CACHED, CHECKPOINTS],
+            Some(ModelCachedDescriptor::schema_1()),
+        );
+        if let Some(extensions) = &mut result.extensions {
+            extensions.checkpoints = Some(CheckpointsDescriptor::schema_1());
+        }
+        assert!(check_advertisement(&result, &both).is_ok());
+        assert!(
+            check_advertisement(&result, &required(true)).is_err(),
+            "advertised without being required"
+        );
+        let swapped = {
+            let mut r = result.clone();
+            r.capabilities.retain(|c| c != MODEL_CACHED);
+            r.capabilities.push(MODEL_CACHED.to_owned());
+            r
+        };
+        assert!(
+            check_advertisement(&swapped, &both).is_err(),
+            "out of order"
+        );
+        let mut bare = result.clone();
+        if let Some(extensions) = &mut bare.extensions {
+            extensions.checkpoints = None;
+        }
+        assert!(check_advertisement(&bare, &both).is_err(), "no descriptor");
     }
 
     #[test]

@@ -146,7 +146,8 @@ pub fn conversation(records: &[Record], folder: Option<&Path>) -> Vec<Item> {
             }
             RecordBody::AsyncBashEvent { text, .. }
             | RecordBody::LoopNote { text, .. }
-            | RecordBody::HookNote { text, .. } => {
+            | RecordBody::HookNote { text, .. }
+            | RecordBody::CheckpointRestored { text, .. } => {
                 calls.close(&mut items, &answered);
                 items.push(Item::User { text: text.clone() });
             }

@@ -310,6 +310,7 @@ mod tests {
             reasoning_summaries: false,
             attachments: Vec::new(),
             client_files: false,
+            checkpoints: false,
         };
         let Ok(mut handle) = start_turn(sessions, agent, request) else {
             panic!("the run's thread starts");

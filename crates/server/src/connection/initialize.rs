@@ -7,6 +7,7 @@ use magi_core::selection::ActiveSelection;
 use magi_core::{CancelFlag, Runtime, Sessions, StartupFailure};
 use magi_protocol::cards;
 use magi_protocol::limits::{CLIENT_TOOL_ARGUMENTS_BYTES, CLIENT_TOOL_RESULT_BYTES, Limits};
+use magi_protocol::messages::CheckpointsDescriptor;
 use magi_protocol::messages::UserQuestionsDescriptor;
 use magi_protocol::messages::{
     ApprovalChangeCountsDescriptor, ApprovalScopesDescriptor, ClientFilesDescriptor,
@@ -14,6 +15,7 @@ use magi_protocol::messages::{
     JobsControlDescriptor, ModelCachedDescriptor, ReasoningSummariesDescriptor, ResultBody,
     SessionUsageDescriptor, UsageCacheWritesDescriptor,
 };
+use magi_protocol::names::CHECKPOINTS;
 use magi_protocol::names::{
     APPROVAL_CHANGE_COUNTS, APPROVAL_SCOPES, CLIENT_FILES, CLIENT_TERMINALS, INPUT_ATTACHMENTS,
     JOBS_CONTROL, MODEL_CACHED, REASONING_SUMMARIES, SESSION_USAGE, USAGE_CACHE_WRITES,
@@ -56,6 +58,7 @@ impl Connection {
         self.approval_change_counts = required.approval_change_counts;
         self.jobs_control = required.jobs_control;
         self.model_cached = required.model_cached;
+        self.checkpoints = required.checkpoints;
         self.client_tools_negotiated = required.client_tools.is_some();
         self.client_tools = Arc::new(required.client_tools.unwrap_or_default());
         self.negotiated = required
@@ -110,6 +113,7 @@ impl Connection {
                     || self.approval_change_counts
                     || self.jobs_control
                     || self.model_cached
+                    || self.checkpoints
                 {
                     let mut negotiated = Extensions {
                         tool_cards: None,
@@ -125,6 +129,7 @@ impl Connection {
                         approval_change_counts: None,
                         jobs_control: None,
                         model_cached: None,
+                        checkpoints: None,
                     };
                     if self.tool_cards {
                         capabilities.push(cards::CAPABILITY.to_owned());
@@ -186,6 +191,10 @@ impl Connection {
                     if self.model_cached {
                         capabilities.push(MODEL_CACHED.to_owned());
                         negotiated.model_cached = Some(ModelCachedDescriptor::schema_1());
+                    }
+                    if self.checkpoints {
+                        capabilities.push(CHECKPOINTS.to_owned());
+                        negotiated.checkpoints = Some(CheckpointsDescriptor::schema_1());
                     }
                     extensions = Some(negotiated);
                 }

@@ -10,6 +10,7 @@ use magi_protocol::messages::{
     ModelRefreshParams, ResultBody, SelectionSetParams, SessionDiscoverParams, SessionListParams,
     SessionOpenParams,
 };
+use magi_protocol::messages::{CheckpointListParams, CheckpointRestoreParams, SessionForkParams};
 use tokio_util::sync::CancellationToken;
 
 /// A session operation and the sessions it works on, moved to the worker.
@@ -39,6 +40,12 @@ pub(super) enum SessionOperation {
     Cached(ModelCachedParams),
     /// `session.compact`, with the agent of the current selection.
     Compact(Box<CompactJob>),
+    /// `checkpoint.list`.
+    CheckpointList(CheckpointListParams),
+    /// `checkpoint.restore`.
+    CheckpointRestore(CheckpointRestoreParams),
+    /// `session.fork`.
+    SessionFork(SessionForkParams),
 }
 
 /// What the worker needs to compact: the agent of the current selection.
@@ -131,5 +138,12 @@ fn answer(
             &job.cancel,
         )
         .map(ResultBody::SessionCompact),
+        SessionOperation::CheckpointList(params) => sessions
+            .checkpoint_list(&params.session_id)
+            .map(ResultBody::CheckpointList),
+        SessionOperation::CheckpointRestore(params) => sessions
+            .checkpoint_restore(params)
+            .map(ResultBody::CheckpointRestore),
+        SessionOperation::SessionFork(params) => sessions.fork(params).map(ResultBody::SessionFork),
     }
 }

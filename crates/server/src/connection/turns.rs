@@ -131,6 +131,7 @@ impl Connection {
             reasoning_summaries: self.reasoning_summaries,
             attachments: params.attachments.unwrap_or_default(),
             client_files: self.client_files,
+            checkpoints: self.checkpoints,
         };
         Ok((sessions, agent, request))
     }

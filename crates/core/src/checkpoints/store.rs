@@ -1,0 +1,472 @@
+//! The checkpoint store of one workspace: a git repository of its own under
+//! `MC_HOME/checkpoints/<workspace>/`, whose work tree is the workspace, so the
+//! person's own `.git` is never read or written. A snapshot is a tree object: the index
+//! is brought up to date with the files `git ls-files` finds changed (ignore rules
+//! honoured), within the snapshot bounds, then written as a tree; each turn's start
+//! and end are refs to theirs (`refs/magi/<turn>/start`, `…/end`). A store git cannot
+//! read is rebuilt, with a notice.
+
+use std::collections::HashSet;
+use std::fs::{File, OpenOptions};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use magi_protocol::limits::{
+    CHECKPOINT_GIT_MS, CHECKPOINT_SNAPSHOT_BYTES, CHECKPOINT_SNAPSHOT_FILES,
+};
+use magi_protocol::messages::CheckpointStore;
+use magi_store::Home;
+
+use super::git::{Git, GitError};
+
+/// Which moment of a turn a snapshot is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    /// Before the turn changed anything: the checkpoint a restore goes back to.
+    Start,
+    /// When the turn ended: what tells the turn's changes from the person's.
+    End,
+}
+
+impl Phase {
+    fn name(self) -> &'static str {
+        match self {
+            Phase::Start => "start",
+            Phase::End => "end",
+        }
+    }
+}
+
+/// Why a snapshot was not taken.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NotRecorded {
+    /// There is no `git` program.
+    GitMissing,
+    /// The store lies inside the workspace, where the workspace's own commands could
+    /// write it (and a snapshot would hold it).
+    InsideWorkspace(PathBuf),
+    /// More files changed than [`CHECKPOINT_SNAPSHOT_FILES`], or their bytes were over
+    /// [`CHECKPOINT_SNAPSHOT_BYTES`].
+    OverLimit {
+        /// Changed files found.
+        files: usize,
+        /// Their bytes.
+        bytes: u64,
+    },
+    /// The work was cancelled.
+    Cancelled,
+    /// Another failure (what it was).
+    Failed(String),
+}
+
+impl std::fmt::Display for NotRecorded {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NotRecorded::GitMissing => f.write_str(
+                "there is no git program on PATH, so checkpoints cannot be recorded; install \
+                 git to be able to undo turns",
+            ),
+            NotRecorded::InsideWorkspace(dir) => write!(
+                f,
+                "the checkpoint store {} lies inside the workspace, so checkpoints are off; \
+                 set MC_HOME to a folder outside it",
+                dir.display()
+            ),
+            NotRecorded::OverLimit { files, bytes } => write!(
+                f,
+                "{files} changed files ({bytes} bytes) are over the checkpoint bounds \
+                 ({CHECKPOINT_SNAPSHOT_FILES} files, {CHECKPOINT_SNAPSHOT_BYTES} bytes); add \
+                 what should not be recorded to .gitignore"
+            ),
+            NotRecorded::Cancelled => f.write_str("the turn was cancelled"),
+            NotRecorded::Failed(why) => f.write_str(why),
+        }
+    }
+}
+
+impl NotRecorded {
+    fn from_git(e: GitError) -> NotRecorded {
+        match e {
+            GitError::Missing => NotRecorded::GitMissing,
+            GitError::Cancelled => NotRecorded::Cancelled,
+            other => NotRecorded::Failed(format!("the checkpoint store failed: {other}")),
+        }
+    }
+}
+
+/// A snapshot taken: its tree, and a notice when the store had to be rebuilt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Snapshot {
+    /// The tree object's ID.
+    pub tree: String,
+    /// Set when the store was damaged and rebuilt first.
+    pub rebuilt: Option<String>,
+}
+
+/// One change between two snapshots.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TreeChange {
+    /// `A` (only in the second), `D` (only in the first), `M` or `T` (in both).
+    pub status: u8,
+    /// The path relative to the workspace, as git gave its bytes.
+    pub path: Vec<u8>,
+}
+
+/// The checkpoint store of one workspace.
+#[derive(Debug, Clone)]
+pub struct Store {
+    dir: PathBuf,
+    cwd: PathBuf,
+}
+
+impl Store {
+    /// The store of the workspace `cwd` under `home`. Nothing is touched on disk.
+    pub fn of(home: &Home, cwd: &Path) -> Store {
+        Store {
+            dir: home.checkpoints_dir(cwd),
+            cwd: cwd.to_owned(),
+        }
+    }
+
+    /// Where the store is.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The workspace it records.
+    pub fn cwd(&self) -> &Path {
+        &self.cwd
+    }
+
+    /// Whether the store records turns: `git` must be there and the store outside the
+    /// workspace.
+    pub fn state(&self) -> CheckpointStore {
+        if self.usable().is_err() {
+            return CheckpointStore::Unavailable;
+        }
+        match self.git(&|| false).run(&["--version"], None) {
+            Ok(_) => CheckpointStore::Ready,
+            Err(GitError::Missing) => CheckpointStore::GitMissing,
+            Err(_) => CheckpointStore::Unavailable,
+        }
+    }
+
+    /// Whether the store may be used: it must lie outside the workspace.
+    pub fn usable(&self) -> Result<(), NotRecorded> {
+        if self.dir.starts_with(&self.cwd) {
+            return Err(NotRecorded::InsideWorkspace(self.dir.clone()));
+        }
+        Ok(())
+    }
+
+    fn git<'a>(&'a self, cancelled: &'a (dyn Fn() -> bool + Sync)) -> Git<'a> {
+        Git {
+            git_dir: &self.dir,
+            work_tree: &self.cwd,
+            index: None,
+            cancelled,
+        }
+    }
+
+    /// Takes a snapshot of the workspace and keeps it as the `phase` of `turn_id`.
+    pub fn record(
+        &self,
+        turn_id: &str,
+        phase: Phase,
+        cancelled: &(dyn Fn() -> bool + Sync),
+    ) -> Result<Snapshot, NotRecorded> {
+        let snapshot = self.snapshot(cancelled)?;
+        let name = ref_name(turn_id, phase);
+        self.git(cancelled)
+            .run(&["update-ref", &name, &snapshot.tree], None)
+            .map_err(NotRecorded::from_git)?;
+        Ok(snapshot)
+    }
+
+    /// Takes a snapshot of the workspace as it is now, the store rebuilt first when
+    /// git cannot read it.
+    pub fn snapshot(&self, cancelled: &(dyn Fn() -> bool + Sync)) -> Result<Snapshot, NotRecorded> {
+        self.usable()?;
+        let _lock = self.lock()?;
+        let mut rebuilt = None;
+        if !self.dir.join("HEAD").is_file() {
+            self.init(cancelled)?;
+        }
+        let tree = match self.tree_now(cancelled) {
+            Ok(tree) => tree,
+            Err(Broken::Not(why)) => return Err(why),
+            Err(Broken::Store(first)) => {
+                // The index is derived data: without it the next snapshot reads every
+                // file again, and nothing recorded is lost.
+                let _ = std::fs::remove_file(self.dir.join("index"));
+                match self.tree_now(cancelled) {
+                    Ok(tree) => tree,
+                    Err(Broken::Not(why)) => return Err(why),
+                    Err(Broken::Store(_)) => {
+                        std::fs::remove_dir_all(&self.dir).map_err(|e| {
+                            NotRecorded::Failed(format!(
+                                "the checkpoint store {} is damaged ({first}) and cannot be \
+                                 removed: {e}",
+                                self.dir.display()
+                            ))
+                        })?;
+                        self.init(cancelled)?;
+                        rebuilt = Some(format!(
+                            "The checkpoint store {} was damaged ({first}) and was rebuilt: \
+                             the checkpoints recorded before are gone.",
+                            self.dir.display()
+                        ));
+                        self.tree_now(cancelled).map_err(|b| match b {
+                            Broken::Not(why) => why,
+                            Broken::Store(e) => NotRecorded::Failed(format!(
+                                "the rebuilt checkpoint store failed: {e}"
+                            )),
+                        })?
+                    }
+                }
+            }
+        };
+        Ok(Snapshot { tree, rebuilt })
+    }
+
+    /// The tree the `phase` of `turn_id` recorded, if the store has it.
+    pub fn tree_of(&self, turn_id: &str, phase: Phase) -> Option<String> {
+        let name = ref_name(turn_id, phase);
+        let out = self
+            .git(&|| false)
+            .run(
+                &["rev-parse", "--verify", "-q", &format!("{name}^{{tree}}")],
+                None,
+            )
+            .ok()?;
+        let tree = String::from_utf8(out).ok()?.trim().to_owned();
+        (!tree.is_empty()).then_some(tree)
+    }
+
+    /// The turns whose start the store holds.
+    pub fn recorded_turns(&self) -> HashSet<String> {
+        if self.usable().is_err() || !self.dir.join("HEAD").is_file() {
+            return HashSet::new();
+        }
+        let out = self
+            .git(&|| false)
+            .run(&["for-each-ref", "--format=%(refname)", "refs/magi/"], None)
+            .unwrap_or_default();
+        String::from_utf8_lossy(&out)
+            .lines()
+            .filter_map(|line| line.strip_prefix("refs/magi/")?.strip_suffix("/start"))
+            .map(str::to_owned)
+            .collect()
+    }
+
+    /// The changes that turn tree `from` into tree `to`.
+    pub fn diff(
+        &self,
+        from: &str,
+        to: &str,
+        cancelled: &(dyn Fn() -> bool + Sync),
+    ) -> Result<Vec<TreeChange>, NotRecorded> {
+        let out = self
+            .git(cancelled)
+            .run(
+                &[
+                    "diff-tree",
+                    "-r",
+                    "-z",
+                    "--no-renames",
+                    "--name-status",
+                    from,
+                    to,
+                ],
+                None,
+            )
+            .map_err(NotRecorded::from_git)?;
+        let mut fields = out.split(|b| *b == 0).filter(|f| !f.is_empty());
+        let mut changes = Vec::new();
+        while let (Some(status), Some(path)) = (fields.next(), fields.next()) {
+            changes.push(TreeChange {
+                status: status.first().copied().unwrap_or(b'M'),
+                path: path.to_vec(),
+            });
+        }
+        Ok(changes)
+    }
+
+    /// Writes the files `paths` of tree `tree` into the workspace, through an index
+    /// of its own so the store's is left as it was.
+    pub fn check_out(
+        &self,
+        tree: &str,
+        paths: &[&[u8]],
+        cancelled: &(dyn Fn() -> bool + Sync),
+    ) -> Result<(), NotRecorded> {
+        if paths.is_empty() {
+            return Ok(());
+        }
+        let _lock = self.lock()?;
+        let index = self.dir.join("restore-index");
+        let git = Git {
+            index: Some(index.clone()),
+            ..self.git(cancelled)
+        };
+        let result = git
+            .run(&["read-tree", tree], None)
+            .and_then(|_| {
+                git.run(
+                    &["checkout-index", "-f", "-z", "--stdin"],
+                    Some(nul_list(paths)),
+                )
+            })
+            .map(drop)
+            .map_err(NotRecorded::from_git);
+        let _ = std::fs::remove_file(index);
+        result
+    }
+
+    /// Creates the repository: no work tree of its own (each command names the
+    /// workspace), no automatic garbage collection (trees are kept by refs and by
+    /// nothing else while a restore runs), nothing of the person's settings.
+    fn init(&self, cancelled: &(dyn Fn() -> bool + Sync)) -> Result<(), NotRecorded> {
+        std::fs::create_dir_all(&self.dir).map_err(|e| {
+            NotRecorded::Failed(format!(
+                "the checkpoint store {} cannot be created: {e}",
+                self.dir.display()
+            ))
+        })?;
+        let git = self.git(cancelled);
+        git.init()
+            .and_then(|_| git.run(&["config", "core.bare", "false"], None))
+            .and_then(|_| git.run(&["config", "gc.auto", "0"], None))
+            .and_then(|_| git.run(&["config", "core.autocrlf", "false"], None))
+            .map(drop)
+            .map_err(NotRecorded::from_git)
+    }
+
+    /// Brings the index up to date with the workspace and writes it as a tree.
+    fn tree_now(&self, cancelled: &(dyn Fn() -> bool + Sync)) -> Result<String, Broken> {
+        let git = self.git(cancelled);
+        self.copy_excludes();
+        let listed = git
+            .run(
+                &[
+                    "ls-files",
+                    "-z",
+                    "--modified",
+                    "--deleted",
+                    "--others",
+                    "--exclude-standard",
+                ],
+                None,
+            )
+            .map_err(Broken::of)?;
+        let mut seen = HashSet::new();
+        let mut paths: Vec<&[u8]> = Vec::new();
+        let mut bytes = 0_u64;
+        for path in listed.split(|b| *b == 0) {
+            // A folder with a repository of its own is listed with a final slash: its
+            // files are that repository's, not the workspace's.
+            if path.is_empty() || path.ends_with(b"/") || !seen.insert(path) {
+                continue;
+            }
+            let full = self.cwd.join(std::ffi::OsStr::from_bytes(path));
+            match std::fs::symlink_metadata(&full) {
+                Ok(meta) if meta.is_file() => bytes += meta.len(),
+                Ok(meta) if meta.file_type().is_symlink() => {}
+                // Sockets, pipes and devices are not files a snapshot keeps.
+                Ok(_) => continue,
+                // Gone: the index lets go of it.
+                Err(_) => {}
+            }
+            paths.push(path);
+        }
+        if paths.len() > CHECKPOINT_SNAPSHOT_FILES || bytes > CHECKPOINT_SNAPSHOT_BYTES {
+            return Err(Broken::Not(NotRecorded::OverLimit {
+                files: paths.len(),
+                bytes,
+            }));
+        }
+        if !paths.is_empty() {
+            git.run(
+                &["update-index", "--add", "--remove", "-z", "--stdin"],
+                Some(nul_list(&paths)),
+            )
+            .map_err(Broken::of)?;
+        }
+        let out = git.run(&["write-tree"], None).map_err(Broken::of)?;
+        Ok(String::from_utf8_lossy(&out).trim().to_owned())
+    }
+
+    /// The workspace repository's own exclusions (`.git/info/exclude`) hold for the
+    /// store too, when the workspace is that repository's root.
+    fn copy_excludes(&self) {
+        let source = self.cwd.join(".git/info/exclude");
+        let target = self.dir.join("info/exclude");
+        if let Ok(bytes) = std::fs::read(&source)
+            && bytes.len() <= 1 << 20
+            && std::fs::read(&target).ok().as_deref() != Some(&bytes[..])
+        {
+            let _ = std::fs::create_dir_all(self.dir.join("info"));
+            let _ = std::fs::write(&target, bytes);
+        }
+    }
+
+    /// Takes the store's lock, waiting at most [`CHECKPOINT_GIT_MS`] for another
+    /// backend of the workspace to finish with it.
+    fn lock(&self) -> Result<nix::fcntl::Flock<File>, NotRecorded> {
+        let parent = self.dir.parent().unwrap_or(&self.dir);
+        std::fs::create_dir_all(parent)
+            .map_err(|e| NotRecorded::Failed(format!("cannot create {}: {e}", parent.display())))?;
+        let path = self.dir.with_extension("lock");
+        let start = Instant::now();
+        let mut file = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .map_err(|e| NotRecorded::Failed(format!("cannot open {}: {e}", path.display())))?;
+        loop {
+            match nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusiveNonblock) {
+                Ok(lock) => return Ok(lock),
+                Err((back, _)) => file = back,
+            }
+            if start.elapsed() >= Duration::from_millis(CHECKPOINT_GIT_MS) {
+                return Err(NotRecorded::Failed(format!(
+                    "the checkpoint store {} stayed busy for {CHECKPOINT_GIT_MS} ms",
+                    self.dir.display()
+                )));
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+}
+
+/// Why a snapshot failed: the store is unreadable (rebuild it), or not (say why).
+enum Broken {
+    Store(String),
+    Not(NotRecorded),
+}
+
+impl Broken {
+    fn of(e: GitError) -> Broken {
+        match e {
+            // git's own failures under the store's lock are a store it cannot read.
+            GitError::Failed(..) => Broken::Store(e.to_string()),
+            other => Broken::Not(NotRecorded::from_git(other)),
+        }
+    }
+}
+
+fn ref_name(turn_id: &str, phase: Phase) -> String {
+    format!("refs/magi/{turn_id}/{}", phase.name())
+}
+
+/// Paths for a `-z --stdin` command: each followed by a NUL.
+fn nul_list(paths: &[&[u8]]) -> Vec<u8> {
+    let mut list = Vec::with_capacity(paths.iter().map(|p| p.len() + 1).sum());
+    for path in paths {
+        list.extend_from_slice(path);
+        list.push(0);
+    }
+    list
+}

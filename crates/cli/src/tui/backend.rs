@@ -57,6 +57,8 @@ pub(super) async fn start_backend() -> anyhow::Result<Result<Backend, ErrorCode>
             magi_protocol::names::SESSION_USAGE,
             // Images a prompt mentions with `@` go with it.
             magi_protocol::names::INPUT_ATTACHMENTS,
+            // `/undo` and `/rewind`.
+            magi_protocol::names::CHECKPOINTS,
         ])
         .await?;
     Ok(initialized.map(|_| backend))

@@ -227,6 +227,8 @@ struct App {
     chosen: Option<commands::Choice>,
     /// The choice to apply before the next turn (a new session's first).
     reselect: Option<commands::Choice>,
+    /// A restore `/undo` or `/rewind` previewed, waiting for `confirm`.
+    pending: Option<commands::Pending>,
 }
 
 impl App {
@@ -266,6 +268,7 @@ impl App {
             place: render::Place::here(),
             chosen: None,
             reselect: None,
+            pending: None,
         }
     }
 

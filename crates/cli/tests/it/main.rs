@@ -50,6 +50,7 @@ mod live_output;
 mod long_turns;
 mod magi_control;
 mod mc_cards;
+mod mc_checkpoints;
 mod mc_commands;
 mod mc_composer;
 mod mc_details;

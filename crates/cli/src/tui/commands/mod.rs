@@ -9,6 +9,7 @@
 //! `selection.set`, [`copy`] the OSC 52 clipboard write, [`run`] the requests each
 //! command makes, and [`words`] what a refusal means.
 
+mod checkpoints;
 mod copy;
 mod jobs;
 mod model;
@@ -25,6 +26,7 @@ use std::pin::Pin;
 use ratatui::crossterm::event::KeyEvent;
 use ratatui::text::Line;
 
+pub(super) use checkpoints::Pending;
 pub(super) use model::Choice;
 pub(super) use panel::{Panel, TextPanel};
 pub(super) use run::Done;
@@ -54,6 +56,10 @@ pub(super) enum Command {
     Cards,
     /// Shows the background commands' newest output, or stops one.
     Jobs,
+    /// Puts the files back as they were before the last turn.
+    Undo,
+    /// Goes back to before an earlier turn in a forked session.
+    Rewind,
     /// Shows model, provider, session, tokens and paths.
     Status,
     /// Quits.
@@ -62,7 +68,7 @@ pub(super) enum Command {
 
 impl Command {
     /// Every command, in the order `/help` lists them.
-    pub(super) const ALL: [Command; 11] = [
+    pub(super) const ALL: [Command; 13] = [
         Command::Help,
         Command::New,
         Command::Sessions,
@@ -72,6 +78,8 @@ impl Command {
         Command::Diff,
         Command::Cards,
         Command::Jobs,
+        Command::Undo,
+        Command::Rewind,
         Command::Status,
         Command::Quit,
     ];
@@ -88,6 +96,8 @@ impl Command {
             Command::Diff => "diff",
             Command::Cards => "cards",
             Command::Jobs => "jobs",
+            Command::Undo => "undo",
+            Command::Rewind => "rewind",
             Command::Status => "status",
             Command::Quit => "quit",
         }
@@ -132,6 +142,8 @@ impl Command {
             Command::Diff => "show the session's changes",
             Command::Cards => "every tool call's card in full, newest last",
             Command::Jobs => "background commands' newest output (/jobs stop N stops one)",
+            Command::Undo => "put the files back as before the last turn (previewed first)",
+            Command::Rewind => "go back to before an earlier turn, in a forked session",
             Command::Status => "model, provider, session, tokens and paths",
             Command::Quit => "quit Mission Control",
         }
@@ -163,7 +175,12 @@ impl Command {
     fn needs_idle(self) -> bool {
         matches!(
             self,
-            Command::New | Command::Sessions | Command::Model | Command::Compact
+            Command::New
+                | Command::Sessions
+                | Command::Model
+                | Command::Compact
+                | Command::Undo
+                | Command::Rewind
         )
     }
 

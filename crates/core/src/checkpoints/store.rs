@@ -177,10 +177,7 @@ impl Store {
         cancelled: &(dyn Fn() -> bool + Sync),
     ) -> Result<Snapshot, NotRecorded> {
         let snapshot = self.snapshot(cancelled)?;
-        let name = ref_name(turn_id, phase);
-        self.git(cancelled)
-            .run(&["update-ref", &name, &snapshot.tree], None)
-            .map_err(NotRecorded::from_git)?;
+        self.write_ref(turn_id, phase, &snapshot.tree)?;
         Ok(snapshot)
     }
 
@@ -244,20 +241,36 @@ impl Store {
         (!tree.is_empty()).then_some(tree)
     }
 
-    /// The turns whose start the store holds.
+    /// The turns whose start the store holds: the refs' files, read directly (the
+    /// store never packs its refs).
     pub fn recorded_turns(&self) -> HashSet<String> {
         if self.usable().is_err() || !self.dir.join("HEAD").is_file() {
             return HashSet::new();
         }
-        let out = self
-            .git(&|| false)
-            .run(&["for-each-ref", "--format=%(refname)", "refs/magi/"], None)
-            .unwrap_or_default();
-        String::from_utf8_lossy(&out)
-            .lines()
-            .filter_map(|line| line.strip_prefix("refs/magi/")?.strip_suffix("/start"))
-            .map(str::to_owned)
+        let Ok(entries) = std::fs::read_dir(self.dir.join(REFS)) else {
+            return HashSet::new();
+        };
+        entries
+            .filter_map(Result::ok)
+            .filter(|e| e.path().join(Phase::Start.name()).is_file())
+            .filter_map(|e| e.file_name().into_string().ok())
             .collect()
+    }
+
+    /// Points the `phase` ref of `turn_id` at `tree`: a loose ref file written whole
+    /// (a temporary file renamed), which saves a `git update-ref` on every snapshot.
+    fn write_ref(&self, turn_id: &str, phase: Phase, tree: &str) -> Result<(), NotRecorded> {
+        let folder = self.dir.join(REFS).join(turn_id);
+        let failed = |e: std::io::Error| {
+            NotRecorded::Failed(format!(
+                "the checkpoint store {} cannot be written: {e}",
+                self.dir.display()
+            ))
+        };
+        std::fs::create_dir_all(&folder).map_err(failed)?;
+        let temporary = folder.join(format!("{}.lock", phase.name()));
+        std::fs::write(&temporary, format!("{tree}\n")).map_err(failed)?;
+        std::fs::rename(&temporary, folder.join(phase.name())).map_err(failed)
     }
 
     /// The changes that turn tree `from` into tree `to`.
@@ -457,6 +470,9 @@ impl Broken {
     }
 }
 
+/// Where the turns' refs are, under the store.
+const REFS: &str = "refs/magi";
+
 fn ref_name(turn_id: &str, phase: Phase) -> String {
     format!("refs/magi/{turn_id}/{}", phase.name())
 }
@@ -469,4 +485,75 @@ fn nul_list(paths: &[&[u8]]) -> Vec<u8> {
         list.push(0);
     }
     list
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A workspace and a home beside it, or `None` on a machine without git.
+    fn setup() -> Option<(tempfile::TempDir, Store)> {
+        let dir = tempfile::tempdir().unwrap();
+        let work = dir.path().join("work");
+        std::fs::create_dir(&work).unwrap();
+        let home = Home::prepare(&dir.path().join("home")).unwrap();
+        let store = Store::of(&home, &work.canonicalize().unwrap());
+        (store.state() == CheckpointStore::Ready).then_some((dir, store))
+    }
+
+    #[test]
+    fn ignored_files_and_nested_repositories_are_left_out_and_the_persons_git_untouched() {
+        let Some((dir, store)) = setup() else {
+            return;
+        };
+        let work = store.cwd().to_owned();
+        std::fs::write(work.join(".gitignore"), "build/\n").unwrap();
+        std::fs::create_dir_all(work.join("build")).unwrap();
+        std::fs::write(work.join("build/out.o"), "object").unwrap();
+        std::fs::write(work.join("src.txt"), "one").unwrap();
+        std::fs::create_dir_all(work.join("nested/.git")).unwrap();
+        std::fs::write(work.join("nested/inner.txt"), "inner").unwrap();
+        let first = store.record("t1", Phase::Start, &|| false).unwrap();
+        assert!(first.rebuilt.is_none());
+        std::fs::write(work.join("build/out.o"), "changed object").unwrap();
+        std::fs::write(work.join("src.txt"), "two").unwrap();
+        let now = store.snapshot(&|| false).unwrap();
+        let changes = store.diff(&now.tree, &first.tree, &|| false).unwrap();
+        let paths: Vec<&[u8]> = changes.iter().map(|c| c.path.as_slice()).collect();
+        assert_eq!(paths, [b"src.txt".as_slice()]);
+        // The store is apart: nothing was written in the workspace's own `.git`s.
+        assert!(!work.join(".git").exists());
+        assert_eq!(
+            std::fs::read_dir(work.join("nested/.git")).unwrap().count(),
+            0
+        );
+        assert!(store.dir().starts_with(dir.path().join("home")));
+        assert_eq!(store.tree_of("t1", Phase::Start), Some(first.tree));
+        assert_eq!(store.tree_of("t1", Phase::End), None);
+        assert!(store.recorded_turns().contains("t1"));
+    }
+
+    #[test]
+    fn a_store_inside_the_workspace_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = Home::prepare(&dir.path().join("home")).unwrap();
+        let store = Store::of(&home, &dir.path().canonicalize().unwrap());
+        assert_eq!(store.state(), CheckpointStore::Unavailable);
+        assert!(matches!(
+            store.record("t1", Phase::Start, &|| false),
+            Err(NotRecorded::InsideWorkspace(_))
+        ));
+    }
+
+    #[test]
+    fn a_cancelled_snapshot_says_so() {
+        let Some((_dir, store)) = setup() else {
+            return;
+        };
+        std::fs::write(store.cwd().join("a.txt"), "a").unwrap();
+        assert_eq!(
+            store.record("t1", Phase::Start, &|| true),
+            Err(NotRecorded::Cancelled)
+        );
+    }
 }

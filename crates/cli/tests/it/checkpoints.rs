@@ -3,7 +3,7 @@
 //! deleted, and the model is told at its next request; a file the person changed is
 //! never overwritten unasked; `session.fork` leaves the original intact; without a
 //! `git` program, and with a damaged store, the person is told; the extension's
-//! errors.
+//! errors; a confined command cannot write the store.
 
 use crate::common::approval::{bash, calls, env_for, records};
 use crate::common::*;
@@ -473,5 +473,45 @@ async fn the_extensions_operations_refuse_what_is_off_their_contract() {
     assert_eq!(stale, Err(ErrorCode::StaleSession));
     let missing = restore(&mut backend, &session, "no-such-turn", false, false).await;
     assert_eq!(missing, Err(ErrorCode::CheckpointMissing));
+    shutdown_clean(&mut backend).await;
+}
+
+#[tokio::test]
+async fn a_confined_command_cannot_write_the_store() {
+    if !crate::sandbox::available() {
+        return;
+    }
+    let mock = MockServer::start().await;
+    // `MC_HOME` outside the workspace and the temporary directories.
+    let env = TestEnv::outside_temp()
+        .var("MAGI_MODEL", "mock-model")
+        .var("OPENAI_BASE_URL", &mock.base_url())
+        .var("PATH", &std::env::var("PATH").unwrap());
+    env.write_settings("[permissions]\nmode = \"allow-all\"\n");
+    let mut backend = initialized(&env).await;
+    let session = new_session(&mut backend).await;
+    enqueue_write(&mock, "w1", "a.txt", "a\n");
+    turn(&mut backend, &session, "one").await;
+    let store = std::fs::read_dir(env.mc_home().join("checkpoints"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.is_dir())
+        .unwrap();
+    let command = format!(
+        "echo x > '{0}/intruder'; echo y >> '{0}/HEAD'",
+        store.display()
+    );
+    mock.enqueue(calls("bash", &[bash("b1", &command)]));
+    mock.enqueue(Reply::stream().text(["Tried."]));
+    turn(&mut backend, &session, "two").await;
+    assert!(!store.join("intruder").exists());
+    let head = std::fs::read_to_string(store.join("HEAD")).unwrap();
+    assert!(!head.contains('y'), "{head}");
+    let told = mock.requests()[3].body.clone();
+    let outputs = tool_outputs(&told);
+    assert!(
+        outputs.last().unwrap().contains("Permission denied"),
+        "{outputs:?}"
+    );
     shutdown_clean(&mut backend).await;
 }

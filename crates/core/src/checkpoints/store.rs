@@ -227,18 +227,13 @@ impl Store {
         Ok(Snapshot { tree, rebuilt })
     }
 
-    /// The tree the `phase` of `turn_id` recorded, if the store has it.
+    /// The tree the `phase` of `turn_id` recorded, if the store has it: its ref's
+    /// file, read directly (the store never packs its refs).
     pub fn tree_of(&self, turn_id: &str, phase: Phase) -> Option<String> {
-        let name = ref_name(turn_id, phase);
-        let out = self
-            .git(&|| false)
-            .run(
-                &["rev-parse", "--verify", "-q", &format!("{name}^{{tree}}")],
-                None,
-            )
-            .ok()?;
-        let tree = String::from_utf8(out).ok()?.trim().to_owned();
-        (!tree.is_empty()).then_some(tree)
+        let path = self.dir.join(REFS).join(turn_id).join(phase.name());
+        let text = std::fs::read_to_string(path).ok()?;
+        let tree = text.trim();
+        (tree.len() == 40 && tree.bytes().all(|b| b.is_ascii_hexdigit())).then(|| tree.to_owned())
     }
 
     /// The turns whose start the store holds: the refs' files, read directly (the
@@ -472,10 +467,6 @@ impl Broken {
 
 /// Where the turns' refs are, under the store.
 const REFS: &str = "refs/magi";
-
-fn ref_name(turn_id: &str, phase: Phase) -> String {
-    format!("refs/magi/{turn_id}/{}", phase.name())
-}
 
 /// Paths for a `-z --stdin` command: each followed by a NUL.
 fn nul_list(paths: &[&[u8]]) -> Vec<u8> {

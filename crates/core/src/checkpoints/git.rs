@@ -1,5 +1,6 @@
 //! One `git` command of the checkpoint store: the `git` program found on `PATH`, run
-//! directly (no shell) in its own process group against the store's repository and the
+//! without a shell through the launcher (so it dies with the backend, however that
+//! ends; `magi_tools::launcher`) in its own process group against the store's repository and the
 //! workspace as its work tree, with none of the person's git settings or `GIT_*`
 //! variables, its input written and its output read on threads of their own up to a
 //! bound, and its group killed at its timeout or once the work is cancelled.
@@ -12,6 +13,8 @@ use std::time::{Duration, Instant};
 
 use magi_protocol::limits::{CHECKPOINT_GIT_MS, CHECKPOINT_GIT_OUTPUT_BYTES};
 
+/// Where a program is looked for when `PATH` is unset, as `execvp` does.
+const DEFAULT_PATH: &str = "/bin:/usr/bin";
 /// Most bytes of a command's stderr kept for what a failure says.
 const STDERR_BYTES: usize = 2_048;
 /// The longest pause between two looks at a running command.
@@ -89,7 +92,18 @@ impl Git<'_> {
         input: Option<Vec<u8>>,
         in_repository: bool,
     ) -> Result<Vec<u8>, GitError> {
-        let mut command = Command::new("git");
+        // As `execvp` would find it: `PATH`, or its default when unset. Through the
+        // launcher a missing program would only be seen as a command that failed.
+        let path = std::env::var_os("PATH").unwrap_or_else(|| DEFAULT_PATH.into());
+        let git = magi_tools::launcher::find_program(
+            std::ffi::OsStr::new("git"),
+            Some(&path),
+            self.work_tree,
+        )
+        .ok_or(GitError::Missing)?;
+        let (program, leading) = magi_tools::launcher::command_line(git.as_os_str());
+        let mut command = Command::new(program);
+        command.args(leading);
         // None of the person's git environment reaches the store's commands.
         for (name, _) in std::env::vars_os() {
             if name.to_string_lossy().starts_with("GIT_") {

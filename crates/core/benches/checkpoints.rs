@@ -4,7 +4,9 @@
 //! nothing, one file or ten files changed, and a restore's preview and its putting back
 //! of ten changed files, one deleted and one added. Run with
 //! `cargo bench -p magi-core --bench checkpoints`; it prints figures and asserts nothing
-//! about them. `CHECKPOINT_BENCH_ROUNDS` sets the rounds of each case (20).
+//! about them. `CHECKPOINT_BENCH_ROUNDS` sets the rounds of each case (20);
+//! `CHECKPOINT_BENCH_LAUNCHER=PATH/magi-code` starts each `git` through that binary's
+//! launcher, as the backend does.
 
 #![allow(
     clippy::unwrap_used,
@@ -84,6 +86,10 @@ fn main() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(20);
+    if let Some(launcher) = std::env::var_os("CHECKPOINT_BENCH_LAUNCHER") {
+        magi_tools::launcher::enable(launcher.into()).unwrap();
+        println!("git through the launcher");
+    }
     let dir = tempfile::tempdir().unwrap();
     let workspace = dir.path().join("work");
     std::fs::create_dir(&workspace).unwrap();

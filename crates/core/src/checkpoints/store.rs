@@ -394,6 +394,11 @@ impl Store {
                 bytes,
             }));
         }
+        if paths.is_empty()
+            && let Some(tree) = self.unchanged_tree()
+        {
+            return Ok(tree);
+        }
         if !paths.is_empty() {
             git.run(
                 &["update-index", "--add", "--remove", "-z", "--stdin"],
@@ -402,7 +407,35 @@ impl Store {
             .map_err(Broken::of)?;
         }
         let out = git.run(&["write-tree"], None).map_err(Broken::of)?;
-        Ok(String::from_utf8_lossy(&out).trim().to_owned())
+        let tree = String::from_utf8_lossy(&out).trim().to_owned();
+        if let Some(stamp) = self.index_stamp() {
+            let _ = std::fs::write(self.dir.join(LAST_TREE), format!("{stamp} {tree}"));
+        }
+        Ok(tree)
+    }
+
+    /// The tree the index was last written as, when the index is the same file as
+    /// then (git replaces it whole on every write, so its inode, size and times
+    /// change): with nothing changed in the workspace, that is the snapshot, and no
+    /// `git write-tree` is started.
+    fn unchanged_tree(&self) -> Option<String> {
+        let stamp = self.index_stamp()?;
+        let saved = std::fs::read_to_string(self.dir.join(LAST_TREE)).ok()?;
+        let tree = saved.strip_prefix(&stamp)?.strip_prefix(' ')?;
+        (tree.len() == 40 && tree.bytes().all(|b| b.is_ascii_hexdigit())).then(|| tree.to_owned())
+    }
+
+    /// What identifies the index file as written: inode, size, modification time.
+    fn index_stamp(&self) -> Option<String> {
+        use std::os::unix::fs::MetadataExt;
+        let meta = std::fs::metadata(self.dir.join("index")).ok()?;
+        Some(format!(
+            "{}:{}:{}.{}",
+            meta.ino(),
+            meta.size(),
+            meta.mtime(),
+            meta.mtime_nsec()
+        ))
     }
 
     /// The workspace repository's own exclusions (`.git/info/exclude`) hold for the
@@ -465,6 +498,8 @@ impl Broken {
     }
 }
 
+/// The file saying which tree the index was last written as (`Store::unchanged_tree`).
+const LAST_TREE: &str = "magi-last-tree";
 /// Where the turns' refs are, under the store.
 const REFS: &str = "refs/magi";
 
@@ -509,6 +544,8 @@ mod tests {
         std::fs::write(work.join("build/out.o"), "changed object").unwrap();
         std::fs::write(work.join("src.txt"), "two").unwrap();
         let now = store.snapshot(&|| false).unwrap();
+        // Nothing changed since: the same tree, without writing it again.
+        assert_eq!(store.snapshot(&|| false).unwrap().tree, now.tree);
         let changes = store.diff(&now.tree, &first.tree, &|| false).unwrap();
         let paths: Vec<&[u8]> = changes.iter().map(|c| c.path.as_slice()).collect();
         assert_eq!(paths, [b"src.txt".as_slice()]);

@@ -6,6 +6,7 @@ pub mod answer_gate;
 pub mod approvals;
 pub mod cards;
 pub mod catalog;
+pub mod checkpoints;
 pub mod client_files;
 pub mod client_terminals;
 pub mod client_tools;

@@ -26,6 +26,7 @@ use crate::revision::Revision;
 mod append;
 mod assets;
 mod attachment;
+mod checkpoints;
 mod selection;
 mod title;
 

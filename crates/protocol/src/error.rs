@@ -116,6 +116,18 @@ error_codes! {
     ExecutionFailed => "execution_failed",
     /// Critical run events could not be delivered.
     OutputUnavailable => "output_unavailable",
+    /// No checkpoint of that turn can be restored: the session has no such turn, or its
+    /// state was not recorded or is gone (`checkpoints`).
+    CheckpointMissing => "checkpoint_missing",
+    /// The restore would overwrite files changed since outside the session's turns, and
+    /// overwriting them was not asked for (`checkpoints`).
+    CheckpointConflict => "checkpoint_conflict",
+    /// The checkpoint store cannot be used: no `git` program, or a store that cannot be
+    /// read, written or rebuilt (`checkpoints`).
+    CheckpointsUnavailable => "checkpoints_unavailable",
+    /// A restore could not put every file back; what it did put back is recorded
+    /// (`checkpoints`).
+    CheckpointFailed => "checkpoint_failed",
 }
 
 /// A code a failed startup can end with; `status` then reports it as `readiness`.

@@ -452,6 +452,31 @@ pub const PLAN_TODO_NAME_ROOM: usize = 1;
 pub const TODO_ITEMS: usize = 20;
 /// Longest text of one `todo` item, in UTF-8 bytes: one line saying a step.
 pub const TODO_ITEM_BYTES: usize = 256;
+/// Names `checkpoints` adds to whichever bound of `required_capabilities` applies
+/// without it: its own.
+pub const CHECKPOINTS_NAME_ROOM: usize = 1;
+/// Most checkpoints one `checkpoint.list` result carries: the session's newest turns.
+pub const CHECKPOINT_LIST_ENTRIES: usize = 100;
+/// Most bytes of a checkpoint's `prompt` in `checkpoint.list`: the first line of the
+/// turn's prompt, cut at a character boundary.
+pub const CHECKPOINT_PROMPT_BYTES: usize = 200;
+/// Most serialized bytes of the `changes` of one `checkpoint.restore` result; the
+/// changes left out are counted in its `more`.
+pub const CHECKPOINT_CHANGES_BYTES: usize = 32_768;
+/// Most changed files one checkpoint records: a turn whose workspace changed more is
+/// not recorded, and says so.
+pub const CHECKPOINT_SNAPSHOT_FILES: usize = 100_000;
+/// Most bytes of changed files one checkpoint stores: a turn whose workspace changed
+/// more is not recorded, and says so.
+pub const CHECKPOINT_SNAPSHOT_BYTES: u64 = 268_435_456;
+/// Longest one `git` command of the checkpoint store may run before its group is
+/// killed.
+pub const CHECKPOINT_GIT_MS: u64 = 60_000;
+/// Most bytes of a checkpoint `git` command's output that are read: a listing longer
+/// than this is over the checkpoint's bounds.
+pub const CHECKPOINT_GIT_OUTPUT_BYTES: usize = 16_777_216;
+/// Most files a checkpoint restore's note to the model names; the rest are counted.
+pub const CHECKPOINT_NOTE_PATHS: usize = 50;
 /// Most bytes of a `client.terminal.result`'s `output`: the last bytes of a command's
 /// output that a client terminal keeps (docs/protocol/client-terminals.md). With its
 /// JSON escaping it stays inside an input frame.

@@ -3,6 +3,7 @@
 
 mod approvals;
 mod catalog;
+mod checkpoints;
 mod files;
 mod jobs;
 mod permissions;
@@ -20,6 +21,7 @@ mod tests;
 
 pub use approvals::*;
 pub use catalog::*;
+pub use checkpoints::*;
 pub use files::*;
 pub use jobs::*;
 pub use permissions::*;
@@ -145,4 +147,10 @@ pub enum ResultBody {
     PermissionModeSet(PermissionModeSetResult),
     /// `permissions.rule.revoke`.
     PermissionRuleRevoke(PermissionRuleRevokeResult),
+    /// `checkpoint.list`.
+    CheckpointList(CheckpointListResult),
+    /// `checkpoint.restore`.
+    CheckpointRestore(CheckpointRestoreResult),
+    /// `session.fork`.
+    SessionFork(SessionForkResult),
 }

@@ -23,6 +23,10 @@ use crate::messages::{
     SessionListResult, SessionOpenParams, SessionResult, ShutdownResult, StatusResult,
     TurnCancelParams, TurnCancelResult, TurnStartParams, TurnStartResult,
 };
+use crate::messages::{
+    CheckpointListParams, CheckpointListResult, CheckpointRestoreParams, CheckpointRestoreResult,
+    SessionForkParams, SessionForkResult,
+};
 use crate::names::{ExtensionMethod, Method, MethodName};
 
 /// A method of the protocol: the name a request carries, the params it sends and the
@@ -129,6 +133,15 @@ requests! {
     /// `permissions.rule.revoke` (with `permissions.modes`).
     PermissionRuleRevoke = MethodName::Extension(ExtensionMethod::PermissionRuleRevoke),
         PermissionRuleRevokeParams => PermissionRuleRevokeResult;
+    /// `checkpoint.list` (with `checkpoints`).
+    CheckpointList = MethodName::Extension(ExtensionMethod::CheckpointList),
+        CheckpointListParams => CheckpointListResult;
+    /// `checkpoint.restore` (with `checkpoints`).
+    CheckpointRestore = MethodName::Extension(ExtensionMethod::CheckpointRestore),
+        CheckpointRestoreParams => CheckpointRestoreResult;
+    /// `session.fork` (with `checkpoints`).
+    SessionFork = MethodName::Extension(ExtensionMethod::SessionFork),
+        SessionForkParams => SessionForkResult;
 }
 
 #[cfg(test)]

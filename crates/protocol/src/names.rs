@@ -140,6 +140,14 @@ closed_name_set! {
         PermissionModeSet => "permissions.mode.set",
         /// Revokes a session rule (`permissions.modes`).
         PermissionRuleRevoke => "permissions.rule.revoke",
+        /// The session's checkpoints, one a turn (`checkpoints`).
+        CheckpointList => "checkpoint.list",
+        /// Previews or puts back the workspace's files as a checkpoint recorded them
+        /// (`checkpoints`).
+        CheckpointRestore => "checkpoint.restore",
+        /// A new session holding the attached one's conversation before a turn
+        /// (`checkpoints`).
+        SessionFork => "session.fork",
     }
 }
 
@@ -199,6 +207,8 @@ pub const JOBS_CONTROL: &str = "jobs.control";
 /// The `model.cached` extension's capability name: the same as the one method it adds
 /// ([`ExtensionMethod::ModelCached`]).
 pub const MODEL_CACHED: &str = ExtensionMethod::ModelCached.as_str();
+/// The `checkpoints` extension's capability name.
+pub const CHECKPOINTS: &str = "checkpoints";
 
 /// The `permissions.modes` extension's capability name.
 pub const PERMISSION_MODES: &str = "permissions.modes";

@@ -27,6 +27,7 @@ use crate::admission::{IdAdmission, IdRegistry};
 use crate::output::{Output, OutputFailure};
 
 mod cached;
+mod checkpoints;
 mod compact;
 mod files;
 mod initialize;
@@ -139,6 +140,8 @@ pub(crate) struct Connection {
     permissions: magi_core::runner::RuleBook,
     /// Whether the client required `plan.todo`.
     plan_todo: bool,
+    /// Whether the client required `checkpoints`.
+    checkpoints: bool,
     /// Whether the client required `client.tools`, and the tools it registered.
     client_tools_negotiated: bool,
     client_tools: Arc<Vec<ClientTool>>,
@@ -184,6 +187,7 @@ impl Connection {
             permission_modes: false,
             permissions: magi_core::runner::RuleBook::default(),
             plan_todo: false,
+            checkpoints: false,
             client_tools_negotiated: false,
             client_tools: Arc::default(),
             selection: None,
@@ -272,6 +276,9 @@ impl Connection {
             return self.list_cached_models(id, envelope.params);
         }
         if let Some(flow) = self.permissions(id, &envelope.method, envelope.params) {
+            return flow;
+        }
+        if let Some(flow) = self.checkpoint_operation(id, &envelope.method, envelope.params) {
             return flow;
         }
         let Some(method) = Method::from_wire(&envelope.method) else {

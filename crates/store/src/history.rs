@@ -258,6 +258,9 @@ impl Projector {
             | RecordBody::ProviderReasoning { .. }
             // The turn's context, for the model alone.
             | RecordBody::TurnContext { .. }
+            // A restore's note to the model, and where a fork came from.
+            | RecordBody::CheckpointRestored { .. }
+            | RecordBody::SessionForked { .. }
             | RecordBody::Diagnostic
             | RecordBody::Unknown => Shown::Nothing,
         };

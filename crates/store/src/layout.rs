@@ -67,6 +67,14 @@ impl Home {
         Ok(None)
     }
 
+    /// The checkpoint store of one working directory:
+    /// `<root>/checkpoints/<the workspace folder's name>`.
+    pub fn checkpoints_dir(&self, canonical_cwd: &Path) -> PathBuf {
+        self.root()
+            .join("checkpoints")
+            .join(workspace_digest(canonical_cwd))
+    }
+
     /// The lease file of `kind` on `session_id`: `<root>/locks/<id>.<kind>.lock`.
     pub fn lease_path(&self, session_id: &str, kind: LeaseKind) -> PathBuf {
         self.root()

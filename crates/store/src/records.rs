@@ -396,6 +396,28 @@ pub enum RecordBody {
         #[serde(default)]
         title: Option<String>,
     },
+    /// The workspace's files were put back as a checkpoint recorded them
+    /// (`checkpoint.restore`), between turns: the model is told at its next request.
+    CheckpointRestored {
+        /// The checkpoint: the turn before which the files were recorded.
+        checkpoint_id: String,
+        /// The files put back, relative to the working directory, at most
+        /// `CHECKPOINT_NOTE_PATHS`.
+        paths: Vec<String>,
+        /// The files put back beyond `paths`.
+        more: u64,
+        /// What the model is told, replayed on later turns; history never shows it.
+        text: String,
+    },
+    /// The second record of a session forked from another (`session.fork`): the
+    /// records that follow, up to the first of this session's own, are the parent's
+    /// before the turn it was forked at.
+    SessionForked {
+        /// The session it was forked from.
+        parent_session_id: String,
+        /// The turn before which it was forked.
+        checkpoint_id: String,
+    },
     /// The first record of a subagent's history: the delegated task and the call of the
     /// parent session that delegated it.
     TaskLink {

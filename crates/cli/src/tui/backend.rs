@@ -61,6 +61,8 @@ pub(super) async fn start_backend() -> anyhow::Result<Result<Backend, ErrorCode>
             magi_protocol::names::PERMISSION_MODES,
             // The model's plan, pinned above the composer.
             magi_protocol::names::PLAN_TODO,
+            // `/undo` and `/rewind`.
+            magi_protocol::names::CHECKPOINTS,
         ])
         .await?;
     Ok(initialized.map(|_| backend))

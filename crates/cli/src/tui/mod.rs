@@ -233,6 +233,8 @@ struct App {
     /// The session's approval mode, once known (`permissions.modes`); the person's
     /// choice goes on in every session and fresh backend of this Mission Control.
     mode: Option<magi_protocol::messages::ApprovalMode>,
+    /// A restore `/undo` or `/rewind` previewed, waiting for `confirm`.
+    pending: Option<commands::Pending>,
 }
 
 impl App {
@@ -273,6 +275,7 @@ impl App {
             chosen: None,
             reselect: None,
             mode: None,
+            pending: None,
         }
     }
 

@@ -9,7 +9,10 @@ use magi_protocol::messages::{
     PlanTodoDescriptor, ReasoningSummariesDescriptor, SessionUsageDescriptor,
     UsageCacheWritesDescriptor, UserQuestionsDescriptor,
 };
-use magi_protocol::messages::{ClientTerminalsDescriptor, JobsControlDescriptor};
+use magi_protocol::messages::{
+    CheckpointsDescriptor, ClientTerminalsDescriptor, JobsControlDescriptor,
+};
+use magi_protocol::names::CHECKPOINTS;
 use magi_protocol::names::{
     APPROVAL_CHANGE_COUNTS, APPROVAL_SCOPES, CLIENT_FILES, CLIENT_TERMINALS, INPUT_ATTACHMENTS,
     JOBS_CONTROL, MODEL_CACHED, PERMISSION_MODES, PLAN_TODO, REASONING_SUMMARIES, SESSION_USAGE,
@@ -39,6 +42,7 @@ pub(super) struct Negotiation {
     model_cached: bool,
     permission_modes: bool,
     plan_todo: bool,
+    checkpoints: bool,
     shared: Arc<Shared>,
 }
 
@@ -67,6 +71,7 @@ impl Negotiation {
             model_cached: requires(MODEL_CACHED),
             permission_modes: requires(PERMISSION_MODES),
             plan_todo: requires(PLAN_TODO),
+            checkpoints: requires(CHECKPOINTS),
             shared,
         })
     }
@@ -91,6 +96,7 @@ impl Negotiation {
             model_cached: self.model_cached,
             permission_modes: self.permission_modes,
             plan_todo: self.plan_todo,
+            checkpoints: self.checkpoints,
         };
         check_advertisement(&result, &required).map_err(ClientError::Violation)?;
         self.shared
@@ -149,6 +155,7 @@ struct Required {
     model_cached: bool,
     permission_modes: bool,
     plan_todo: bool,
+    checkpoints: bool,
 }
 
 /// Checks what an admitted `initialize` advertises: the sixteen base capabilities in
@@ -204,6 +211,9 @@ fn check_advertisement(result: &InitializeResult, required: &Required) -> Result
     }
     if required.plan_todo {
         expected.push(PLAN_TODO.to_owned());
+    }
+    if required.checkpoints {
+        expected.push(CHECKPOINTS.to_owned());
     }
     if result.capabilities != expected {
         return Err(Violation("initialize advertised other capabilities".into()));
@@ -329,6 +339,14 @@ fn check_advertisement(result: &InitializeResult, required: &Required) -> Result
         (true, Some(d)) => *d == PlanTodoDescriptor::schema_1(),
         _ => false,
     };
+    let checkpoints_ok = match (
+        required.checkpoints,
+        extensions.and_then(|e| e.checkpoints.as_ref()),
+    ) {
+        (false, None) => true,
+        (true, Some(d)) => *d == CheckpointsDescriptor::schema_1(),
+        _ => false,
+    };
     let any = required.tool_cards
         || required.client_tools
         || required.approval_scopes
@@ -343,7 +361,8 @@ fn check_advertisement(result: &InitializeResult, required: &Required) -> Result
         || required.jobs_control
         || required.model_cached
         || required.permission_modes
-        || required.plan_todo;
+        || required.plan_todo
+        || required.checkpoints;
     let all_ok = cards_ok
         && tools_ok
         && scopes_ok
@@ -358,7 +377,8 @@ fn check_advertisement(result: &InitializeResult, required: &Required) -> Result
         && jobs_ok
         && cached_ok
         && modes_ok
-        && plan_ok;
+        && plan_ok
+        && checkpoints_ok;
     if all_ok && extensions.is_some() == any {
         Ok(())
     } else {
@@ -394,6 +414,7 @@ mod tests {
             model_cached: cached,
             permission_modes: false,
             plan_todo: false,
+            checkpoints: false,
         }
     }
 
@@ -431,8 +452,42 @@ mod tests {
                 model_cached: Some(d),
                 permission_modes: None,
                 plan_todo: None,
+                checkpoints: None,
             }),
         }
+    }
+
+    #[test]
+    fn checkpoints_are_advertised_last_with_their_descriptor_exactly_when_required() {
+        let mut both = required(true);
+        both.checkpoints = true;
+        let mut result = advertised(
+            &[MODEL_CACHED, CHECKPOINTS],
+            Some(ModelCachedDescriptor::schema_1()),
+        );
+        if let Some(extensions) = &mut result.extensions {
+            extensions.checkpoints = Some(CheckpointsDescriptor::schema_1());
+        }
+        assert!(check_advertisement(&result, &both).is_ok());
+        assert!(
+            check_advertisement(&result, &required(true)).is_err(),
+            "advertised without being required"
+        );
+        let swapped = {
+            let mut r = result.clone();
+            r.capabilities.retain(|c| c != MODEL_CACHED);
+            r.capabilities.push(MODEL_CACHED.to_owned());
+            r
+        };
+        assert!(
+            check_advertisement(&swapped, &both).is_err(),
+            "out of order"
+        );
+        let mut bare = result.clone();
+        if let Some(extensions) = &mut bare.extensions {
+            extensions.checkpoints = None;
+        }
+        assert!(check_advertisement(&bare, &both).is_err(), "no descriptor");
     }
 
     #[test]

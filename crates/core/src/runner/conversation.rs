@@ -147,7 +147,8 @@ pub fn conversation(records: &[Record], folder: Option<&Path>) -> Vec<Item> {
             RecordBody::AsyncBashEvent { text, .. }
             | RecordBody::LoopNote { text, .. }
             | RecordBody::ModeNote { text, .. }
-            | RecordBody::HookNote { text, .. } => {
+            | RecordBody::HookNote { text, .. }
+            | RecordBody::CheckpointRestored { text, .. } => {
                 calls.close(&mut items, &answered);
                 items.push(Item::User { text: text.clone() });
             }

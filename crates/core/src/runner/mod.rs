@@ -317,6 +317,7 @@ mod tests {
             attachments: Vec::new(),
             client_files: false,
             permissions: RuleBook::default(),
+            checkpoints: false,
         };
         let Ok(mut handle) = start_turn(sessions, agent, request) else {
             panic!("the run's thread starts");

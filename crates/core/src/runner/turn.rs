@@ -5,8 +5,9 @@ use std::sync::Arc;
 
 use magi_protocol::ErrorCode;
 use magi_protocol::messages::{
-    DIAGNOSTIC_ATTACHMENT_FAILED, DIAGNOSTIC_INTERNAL_ERROR, Event, InputPersisted, Persistence,
-    RunFinished, RunOutcome,
+    DIAGNOSTIC_ATTACHMENT_FAILED, DIAGNOSTIC_CHECKPOINT_NOT_RECORDED,
+    DIAGNOSTIC_CHECKPOINT_STORE_REBUILT, DIAGNOSTIC_INTERNAL_ERROR, Event, InputPersisted,
+    Persistence, RunFinished, RunOutcome,
 };
 use magi_provider::Item;
 use magi_store::records::{RecordBody, TurnOutcome};
@@ -24,6 +25,7 @@ use super::steps::{LOOP_NOTE, Repeats, Steps};
 use super::task::Subagents;
 use super::title::{TitleJob, TitleSink};
 use crate::agent::Agent;
+use crate::checkpoints::{NotRecorded, Phase};
 use crate::client_tools::ClientTool;
 use crate::sessions::{Sessions, has_title, input_assets_dir};
 
@@ -73,6 +75,9 @@ pub struct TurnRequest {
     /// The session's approval mode and rules, shared with the connection, which may
     /// change them while the run works (`permissions.modes`).
     pub permissions: super::RuleBook,
+    /// Whether the client negotiated `checkpoints`: a turn whose state could not be
+    /// recorded then says so in a diagnostic.
+    pub checkpoints: bool,
 }
 
 /// The session's turn.
@@ -144,6 +149,8 @@ impl Turn {
         // the model's answer (once per backend; a backend that never runs a turn starts
         // neither).
         magi_tools::sandbox::warm(&cwd);
+        // Before anything of the turn (its hooks included) can change a file.
+        self.checkpoint(sessions, output, Phase::Start).await;
         let session_start = sessions.take_session_start();
         let hooked =
             hooks::before_input(output, agent, &cwd, session_start, &self.request.prompt).await;
@@ -164,6 +171,7 @@ impl Turn {
             Err(ending) => ending,
         };
         hooks::turn_end(output, &self.exchange.agent, &cwd, ending.outcome).await;
+        self.checkpoint(sessions, output, Phase::End).await;
         // A title recorded during the turn is told before its end (`session.usage`).
         if let Some(title) = self.recorded_title.take() {
             output.titled(title).await;
@@ -280,6 +288,44 @@ impl Turn {
             if let Some(sink) = &self.request.titles {
                 sink.release(&self.request.session_id);
             }
+        }
+    }
+
+    /// Records the workspace's state at the turn's `phase` (`crate::checkpoints`), off
+    /// the run's thread since it waits for `git`; cancelling the run stops it. A start
+    /// that could not be recorded, or a store that had to be rebuilt, is said in a
+    /// diagnostic to a client that negotiated `checkpoints`; an end that could not be
+    /// recorded only makes a later restore count every file as changed outside.
+    async fn checkpoint(&self, sessions: &Sessions, output: &mut Output, phase: Phase) {
+        let store = sessions.checkpoint_store();
+        let turn_id = self.turn_id();
+        let cancel = output.cancel.clone();
+        let recorded = tokio::task::spawn_blocking(move || {
+            store.record(&turn_id, phase, &move || cancel.is_cancelled())
+        })
+        .await
+        .unwrap_or_else(|_| Err(NotRecorded::Failed("the checkpoint's work panicked".into())));
+        if !self.request.checkpoints {
+            return;
+        }
+        match recorded {
+            Ok(snapshot) => {
+                if let Some(notice) = snapshot.rebuilt {
+                    output
+                        .diagnostic(DIAGNOSTIC_CHECKPOINT_STORE_REBUILT, &notice)
+                        .await;
+                }
+            }
+            Err(NotRecorded::Cancelled) => {}
+            Err(why) if phase == Phase::Start => {
+                let summary = format!(
+                    "This turn's checkpoint was not recorded, so it cannot be undone: {why}."
+                );
+                output
+                    .diagnostic(DIAGNOSTIC_CHECKPOINT_NOT_RECORDED, &summary)
+                    .await;
+            }
+            Err(_) => {}
         }
     }
 

@@ -148,6 +148,9 @@ pub struct Extensions {
         skip_serializing_if = "Option::is_none"
     )]
     pub model_cached: Option<super::ModelCachedDescriptor>,
+    /// The `checkpoints` descriptor, schema 1, when negotiated.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checkpoints: Option<super::CheckpointsDescriptor>,
     /// The `permissions.modes` descriptor, schema 1, when negotiated.
     #[serde(
         rename = "permissions.modes",

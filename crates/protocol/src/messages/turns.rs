@@ -185,6 +185,15 @@ pub const DIAGNOSTIC_CONTEXT_EXCEEDED: &str = "context_exceeded";
 /// given to the model: it takes no images, or a file no longer decodes. The run ends
 /// `failed` (`execution_failed`) with nothing recorded.
 pub const DIAGNOSTIC_ATTACHMENT_FAILED: &str = "attachment_failed";
+/// The `diagnostic` code of a turn whose workspace state could not be recorded before
+/// it began (no `git` program, over the snapshot bounds, a store that failed), sent
+/// only under `checkpoints`: the turn cannot be undone. Its summary says why and what
+/// to do. The work goes on.
+pub const DIAGNOSTIC_CHECKPOINT_NOT_RECORDED: &str = "checkpoint_not_recorded";
+/// The `diagnostic` code of a checkpoint store git could not read, rebuilt empty, sent
+/// only under `checkpoints`: earlier checkpoints of the workspace are gone. The work
+/// goes on.
+pub const DIAGNOSTIC_CHECKPOINT_STORE_REBUILT: &str = "checkpoint_store_rebuilt";
 /// The `diagnostic` code of a hook (`docs/hooks.md`) that failed, timed out, could not
 /// start or said something the backend could not take; its summary names the hook and
 /// why. The work goes on.

@@ -7,6 +7,7 @@ use magi_core::selection::ActiveSelection;
 use magi_core::{CancelFlag, Runtime, Sessions, StartupFailure};
 use magi_protocol::cards;
 use magi_protocol::limits::{CLIENT_TOOL_ARGUMENTS_BYTES, CLIENT_TOOL_RESULT_BYTES, Limits};
+use magi_protocol::messages::CheckpointsDescriptor;
 use magi_protocol::messages::UserQuestionsDescriptor;
 use magi_protocol::messages::{
     ApprovalChangeCountsDescriptor, ApprovalScopesDescriptor, ClientFilesDescriptor,
@@ -14,6 +15,7 @@ use magi_protocol::messages::{
     JobsControlDescriptor, ModelCachedDescriptor, PlanTodoDescriptor, ReasoningSummariesDescriptor,
     ResultBody, SessionUsageDescriptor, UsageCacheWritesDescriptor,
 };
+use magi_protocol::names::CHECKPOINTS;
 use magi_protocol::names::{
     APPROVAL_CHANGE_COUNTS, APPROVAL_SCOPES, CLIENT_FILES, CLIENT_TERMINALS, INPUT_ATTACHMENTS,
     JOBS_CONTROL, MODEL_CACHED, PERMISSION_MODES, PLAN_TODO, REASONING_SUMMARIES, SESSION_USAGE,
@@ -58,6 +60,7 @@ impl Connection {
         self.model_cached = required.model_cached;
         self.permission_modes = required.permission_modes;
         self.plan_todo = required.plan_todo;
+        self.checkpoints = required.checkpoints;
         self.client_tools_negotiated = required.client_tools.is_some();
         self.client_tools = Arc::new(required.client_tools.unwrap_or_default());
         self.negotiated = required
@@ -116,6 +119,7 @@ impl Connection {
                     || self.model_cached
                     || self.permission_modes
                     || self.plan_todo
+                    || self.checkpoints
                 {
                     let mut negotiated = Extensions {
                         tool_cards: None,
@@ -133,6 +137,7 @@ impl Connection {
                         model_cached: None,
                         permission_modes: None,
                         plan_todo: None,
+                        checkpoints: None,
                     };
                     if self.tool_cards {
                         capabilities.push(cards::CAPABILITY.to_owned());
@@ -203,6 +208,10 @@ impl Connection {
                     if self.plan_todo {
                         capabilities.push(PLAN_TODO.to_owned());
                         negotiated.plan_todo = Some(PlanTodoDescriptor::schema_1());
+                    }
+                    if self.checkpoints {
+                        capabilities.push(CHECKPOINTS.to_owned());
+                        negotiated.checkpoints = Some(CheckpointsDescriptor::schema_1());
                     }
                     extensions = Some(negotiated);
                 }

@@ -4,20 +4,20 @@
 use magi_core::client_tools::ClientTool;
 use magi_protocol::cards;
 use magi_protocol::limits::{
-    APPROVAL_CHANGE_COUNTS_NAME_ROOM, CLIENT_FILES_NAME_ROOM, CLIENT_TERMINALS_NAME_ROOM,
-    CLIENT_TOOL_DESCRIPTION_BYTES, CLIENT_TOOL_MAX_TIMEOUT_MS, CLIENT_TOOL_SCHEMA_BYTES,
-    CLIENT_TOOLS, INPUT_ATTACHMENTS_NAME_ROOM, JOBS_CONTROL_NAME_ROOM, MODEL_CACHED_NAME_ROOM,
-    PERMISSION_MODES_NAME_ROOM, PLAN_TODO_NAME_ROOM, REASONING_SUMMARIES_NAME_ROOM,
-    REQUIRED_CAPABILITY_NAMES, REQUIRED_CAPABILITY_NAMES_WITH_APPROVAL_SCOPES,
-    REQUIRED_CAPABILITY_NAMES_WITH_CLIENT_TOOLS,
+    APPROVAL_CHANGE_COUNTS_NAME_ROOM, CHECKPOINTS_NAME_ROOM, CLIENT_FILES_NAME_ROOM,
+    CLIENT_TERMINALS_NAME_ROOM, CLIENT_TOOL_DESCRIPTION_BYTES, CLIENT_TOOL_MAX_TIMEOUT_MS,
+    CLIENT_TOOL_SCHEMA_BYTES, CLIENT_TOOLS, INPUT_ATTACHMENTS_NAME_ROOM, JOBS_CONTROL_NAME_ROOM,
+    MODEL_CACHED_NAME_ROOM, PERMISSION_MODES_NAME_ROOM, PLAN_TODO_NAME_ROOM,
+    REASONING_SUMMARIES_NAME_ROOM, REQUIRED_CAPABILITY_NAMES,
+    REQUIRED_CAPABILITY_NAMES_WITH_APPROVAL_SCOPES, REQUIRED_CAPABILITY_NAMES_WITH_CLIENT_TOOLS,
     REQUIRED_CAPABILITY_NAMES_WITH_CLIENT_TOOLS_AND_APPROVAL_SCOPES, SESSION_USAGE_NAME_ROOM,
     USAGE_CACHE_WRITES_NAME_ROOM, USER_QUESTIONS_CAPABILITY_NAMES,
 };
 use magi_protocol::messages::{ClientToolDefinition, InitializeParams};
 use magi_protocol::names::{
-    APPROVAL_CHANGE_COUNTS, APPROVAL_SCOPES, CLIENT_FILES, CLIENT_TERMINALS, INPUT_ATTACHMENTS,
-    JOBS_CONTROL, MODEL_CACHED, PERMISSION_MODES, PLAN_TODO, REASONING_SUMMARIES, SESSION_USAGE,
-    USAGE_CACHE_WRITES, USER_QUESTIONS, is_valid_name,
+    APPROVAL_CHANGE_COUNTS, APPROVAL_SCOPES, CHECKPOINTS, CLIENT_FILES, CLIENT_TERMINALS,
+    INPUT_ATTACHMENTS, JOBS_CONTROL, MODEL_CACHED, PERMISSION_MODES, PLAN_TODO,
+    REASONING_SUMMARIES, SESSION_USAGE, USAGE_CACHE_WRITES, USER_QUESTIONS, is_valid_name,
 };
 use magi_protocol::{ErrorCode, Method};
 use serde_json::value::RawValue;
@@ -59,6 +59,8 @@ pub(super) struct Negotiation {
     pub(super) permission_modes: bool,
     /// Whether `plan.todo` was required.
     pub(super) plan_todo: bool,
+    /// Whether `checkpoints` was required.
+    pub(super) checkpoints: bool,
 }
 
 /// The method a client answers its tools' calls with.
@@ -84,6 +86,7 @@ fn is_known_capability(name: &str) -> bool {
         || name == MODEL_CACHED
         || name == PERMISSION_MODES
         || name == PLAN_TODO
+        || name == CHECKPOINTS
 }
 
 /// Checks the tools a client registers: 1 to 16 of them, names `[a-z][a-z0-9_]*` of at
@@ -186,6 +189,9 @@ pub(super) fn preflight_capabilities(params: &RawValue) -> Result<Negotiation, E
     // And `plan.todo`.
     let wants_plan = names.iter().any(|n| n == PLAN_TODO);
     let most = most + usize::from(wants_plan) * PLAN_TODO_NAME_ROOM;
+    // And `checkpoints`.
+    let wants_checkpoints = names.iter().any(|n| n == CHECKPOINTS);
+    let most = most + usize::from(wants_checkpoints) * CHECKPOINTS_NAME_ROOM;
     if names.len() > most || !names.iter().all(|n| is_valid_name(n)) {
         return Err(ErrorCode::InvalidParams);
     }
@@ -212,6 +218,7 @@ pub(super) fn preflight_capabilities(params: &RawValue) -> Result<Negotiation, E
         model_cached: wants_cached,
         permission_modes: wants_modes,
         plan_todo: wants_plan,
+        checkpoints: wants_checkpoints,
     })
 }
 
@@ -258,6 +265,7 @@ mod tests {
                 model_cached: false,
                 permission_modes: false,
                 plan_todo: false,
+                checkpoints: false,
             })
         );
         // `approval.scopes` adds one name to the bound, and only its own.
@@ -301,6 +309,12 @@ mod tests {
         let raw: Box<RawValue> = serde_json::from_str(&params(&with_plan)).unwrap();
         assert!(preflight_capabilities(&raw).is_ok_and(|n| n.plan_todo && n.permission_modes));
         let too_many = [&with_plan[..], &["status"]].concat();
+        assert_eq!(preflight(&params(&too_many)), Err(InvalidParams));
+        // And `checkpoints`.
+        let with_checkpoints = [&with_plan[..], &["checkpoints"]].concat();
+        let raw: Box<RawValue> = serde_json::from_str(&params(&with_checkpoints)).unwrap();
+        assert!(preflight_capabilities(&raw).is_ok_and(|n| n.checkpoints && n.plan_todo));
+        let too_many = [&with_checkpoints[..], &["status"]].concat();
         assert_eq!(preflight(&params(&too_many)), Err(InvalidParams));
         // `client.tools` needs its tools, and tools need the capability.
         assert_eq!(preflight(&params(&["client.tools"])), Err(InvalidParams));

@@ -10,6 +10,7 @@ use magi_protocol::messages::{
     ModelRefreshParams, ResultBody, SelectionSetParams, SessionDiscoverParams, SessionListParams,
     SessionOpenParams,
 };
+use magi_protocol::messages::{CheckpointListParams, CheckpointRestoreParams, SessionForkParams};
 use tokio_util::sync::CancellationToken;
 
 /// A session operation and the sessions it works on, moved to the worker.
@@ -39,6 +40,12 @@ pub(super) enum SessionOperation {
     Cached(ModelCachedParams),
     /// `session.compact`, with the agent of the current selection.
     Compact(Box<CompactJob>),
+    /// `checkpoint.list`.
+    CheckpointList(CheckpointListParams),
+    /// `checkpoint.restore`.
+    CheckpointRestore(CheckpointRestoreParams),
+    /// `session.fork`.
+    SessionFork(SessionForkParams),
     /// A method of `permissions.modes` between turns.
     Permissions(Box<PermissionsJob>),
 }
@@ -149,5 +156,12 @@ fn answer(
             &job.session_id,
             job.change.clone(),
         ),
+        SessionOperation::CheckpointList(params) => sessions
+            .checkpoint_list(&params.session_id)
+            .map(ResultBody::CheckpointList),
+        SessionOperation::CheckpointRestore(params) => sessions
+            .checkpoint_restore(params)
+            .map(ResultBody::CheckpointRestore),
+        SessionOperation::SessionFork(params) => sessions.fork(params).map(ResultBody::SessionFork),
     }
 }

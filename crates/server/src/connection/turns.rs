@@ -137,6 +137,7 @@ impl Connection {
             attachments: params.attachments.unwrap_or_default(),
             client_files: self.client_files,
             permissions: self.permissions.clone(),
+            checkpoints: self.checkpoints,
         };
         Ok((sessions, agent, request))
     }

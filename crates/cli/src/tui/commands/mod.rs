@@ -9,6 +9,7 @@
 //! `selection.set`, [`copy`] the OSC 52 clipboard write, [`run`] the requests each
 //! command makes, and [`words`] what a refusal means.
 
+mod checkpoints;
 mod copy;
 mod jobs;
 mod model;
@@ -26,6 +27,7 @@ use std::pin::Pin;
 use ratatui::crossterm::event::KeyEvent;
 use ratatui::text::Line;
 
+pub(super) use checkpoints::Pending;
 pub(super) use model::Choice;
 pub(super) use panel::{Panel, TextPanel};
 pub(super) use run::Done;
@@ -57,6 +59,10 @@ pub(super) enum Command {
     Jobs,
     /// Lists the approval mode and the rules in force, or removes a session rule.
     Permissions,
+    /// Puts the files back as they were before the last turn.
+    Undo,
+    /// Goes back to before an earlier turn in a forked session.
+    Rewind,
     /// Shows model, provider, session, tokens and paths.
     Status,
     /// Quits.
@@ -65,7 +71,7 @@ pub(super) enum Command {
 
 impl Command {
     /// Every command, in the order `/help` lists them.
-    pub(super) const ALL: [Command; 12] = [
+    pub(super) const ALL: [Command; 14] = [
         Command::Help,
         Command::New,
         Command::Sessions,
@@ -76,6 +82,8 @@ impl Command {
         Command::Cards,
         Command::Jobs,
         Command::Permissions,
+        Command::Undo,
+        Command::Rewind,
         Command::Status,
         Command::Quit,
     ];
@@ -93,6 +101,8 @@ impl Command {
             Command::Cards => "cards",
             Command::Jobs => "jobs",
             Command::Permissions => "permissions",
+            Command::Undo => "undo",
+            Command::Rewind => "rewind",
             Command::Status => "status",
             Command::Quit => "quit",
         }
@@ -140,6 +150,8 @@ impl Command {
             Command::Permissions => {
                 "approval mode and rules in force (/permissions remove N removes one)"
             }
+            Command::Undo => "put the files back as before the last turn (previewed first)",
+            Command::Rewind => "go back to before an earlier turn, in a forked session",
             Command::Status => "model, provider, session, tokens and paths",
             Command::Quit => "quit Mission Control",
         }
@@ -171,7 +183,12 @@ impl Command {
     fn needs_idle(self) -> bool {
         matches!(
             self,
-            Command::New | Command::Sessions | Command::Model | Command::Compact
+            Command::New
+                | Command::Sessions
+                | Command::Model
+                | Command::Compact
+                | Command::Undo
+                | Command::Rewind
         )
     }
 

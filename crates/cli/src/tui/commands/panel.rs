@@ -9,7 +9,7 @@ use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
 
 use super::model::ModelPicker;
 use super::sessions::SessionPicker;
-use super::{Anchor, Step, View};
+use super::{Anchor, Request, Step, View};
 
 /// Lines a PageUp or PageDown moves.
 const PAGE: usize = 10;
@@ -185,6 +185,8 @@ pub(in crate::tui) struct TextPanel {
     title: String,
     lines: Vec<Line<'static>>,
     offset: usize,
+    /// Keys that make a request (a previewed restore's Enter), which its lines name.
+    actions: Vec<(KeyCode, Request)>,
 }
 
 impl TextPanel {
@@ -193,7 +195,14 @@ impl TextPanel {
             title: title.into(),
             lines,
             offset: 0,
+            actions: Vec::new(),
         }
+    }
+
+    /// The same panel, with `key` making `request` (once: the panel is then closed).
+    pub(in crate::tui) fn with_action(mut self, key: KeyCode, request: Request) -> TextPanel {
+        self.actions.push((key, request));
+        self
     }
 
     /// The same panel opened with line `offset` at its top.
@@ -209,6 +218,10 @@ impl TextPanel {
     }
 
     fn key(&mut self, key: KeyEvent) -> Step {
+        if let Some(at) = self.actions.iter().position(|(code, _)| *code == key.code) {
+            let (_, request) = self.actions.swap_remove(at);
+            return Step::Do(request);
+        }
         let last = self.lines.len().saturating_sub(1);
         self.offset = match key.code {
             KeyCode::Esc | KeyCode::Char('q') => return Step::Close,

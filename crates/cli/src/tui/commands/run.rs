@@ -169,6 +169,8 @@ impl App {
             Command::Cards => self.panel = Some(Panel::Text(self.cards_panel())),
             Command::Jobs => self.jobs_command(backend, argument).await?,
             Command::Permissions => self.permissions_command(backend, argument).await?,
+            Command::Undo => self.undo_command(backend, argument).await?,
+            Command::Rewind => self.rewind_command(backend, argument).await?,
             Command::Status => {
                 let status = match backend.status().await? {
                     Ok(status) => Some(status),

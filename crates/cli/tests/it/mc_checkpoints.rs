@@ -73,13 +73,13 @@ async fn undo_previews_then_puts_the_last_turns_files_back() {
     assert!(screen.contains("«edit the notes»"), "{screen}");
     assert!(screen.contains("restore  notes.txt"), "{screen}");
     assert!(
-        screen.contains("Enter (or /undo confirm) puts these files back and does it"),
+        screen.contains("Enter (or /undo confirm) puts these files back; Esc leaves them as"),
         "{screen}"
     );
     // The preview changed nothing.
     assert_eq!(notes(&env), "edited\n");
     tmux.key("Enter");
-    tmux.wait_for("put 1 file back as they were before turn 1");
+    tmux.wait_for("put back 1 file: the workspace is as it was before turn 1");
     assert_eq!(notes(&env), "original\n");
     tmux.key("C-c");
 }

@@ -179,21 +179,21 @@ impl App {
         lines.extend(change_lines(&preview));
         lines.push(Line::from(""));
         let dim = Style::default().fg(Color::DarkGray);
-        let verb = if fork {
+        let then = if fork {
             format!(
-                "continues in a new session forked before turn {} (this one is kept)",
+                " and continues in a new session forked before turn {} (this one is kept)",
                 checkpoint.turn
             )
         } else {
-            "does it".to_owned()
+            String::new()
         };
         let command = if fork { Command::Rewind } else { Command::Undo };
         let (key, answer) = if preview.changed_outside > 0 {
             lines.push(Line::from(Span::styled(
                 format!(
                     "{} of these files changed since outside this session's turns: o (or \
-                     {what} overwrite) puts everything back, overwriting those changes, and \
-                     {verb}; Esc leaves them",
+                     {what} overwrite) puts everything back, overwriting those changes{then}; \
+                     Esc leaves the files as they are",
                     preview.changed_outside
                 ),
                 Style::default().fg(Color::Yellow),
@@ -202,7 +202,8 @@ impl App {
         } else {
             lines.push(Line::from(Span::styled(
                 format!(
-                    "Enter (or {what} confirm) puts these files back and {verb}; Esc leaves them"
+                    "Enter (or {what} confirm) puts these files back{then}; Esc leaves them as \
+                     they are"
                 ),
                 dim,
             )));
@@ -264,7 +265,7 @@ impl App {
         self.panel = None;
         if !fork {
             self.status = format!(
-                "put {} back as they were before turn {turn}",
+                "put back {}: the workspace is as it was before turn {turn}",
                 files(put_back)
             );
             return Ok(());

@@ -517,3 +517,68 @@ async fn a_confined_command_cannot_write_the_store() {
     );
     shutdown_clean(&mut backend).await;
 }
+
+/// A `git` that takes `seconds` more before its first command, then is the real one:
+/// a large workspace's first snapshot, made slow on purpose. `slept` appears once the
+/// wait is over.
+fn slow_git(dir: &std::path::Path, seconds: u32) -> std::path::PathBuf {
+    let real = ["/usr/bin/git", "/usr/local/bin/git", "/bin/git"]
+        .into_iter()
+        .find(|p| std::path::Path::new(p).is_file())
+        .expect("a git program");
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let script = format!(
+        "#!/bin/sh\nif mkdir '{mark}' 2>/dev/null; then sleep {seconds}; : > '{slept}'; fi\nexec {real} \"$@\"\n",
+        mark = dir.join("first").display(),
+        slept = dir.join("slept").display(),
+    );
+    let path = bin.join("git");
+    std::fs::write(&path, script).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    bin
+}
+
+#[tokio::test]
+async fn the_model_is_asked_while_the_start_is_recorded_and_calls_wait_for_it() {
+    let mock = MockServer::start().await;
+    let slow = tempfile::tempdir().unwrap();
+    let bin = slow_git(slow.path(), 3);
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
+    let env = env_allowing(&mock).var("PATH", &path);
+    let mut backend = initialized(&env).await;
+    let session = new_session(&mut backend).await;
+    // The model's answer (a write) is held until the test has seen its request.
+    let arguments = json!({ "path": "made.txt", "content": "new\n" }).to_string();
+    mock.enqueue(calls("write", &[("w1".to_owned(), arguments)]).held());
+    mock.enqueue(Reply::stream().text(["Done."]));
+    start_turn(&mut backend, &session, "Make a file").await;
+    let asked = tokio::time::timeout(WAIT, async {
+        while mock.requests().is_empty() {
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+    });
+    asked.await.expect("the model is asked");
+    // The request did not wait for the checkpoint, whose git is still sleeping.
+    assert!(slow.path().join("first").exists(), "the checkpoint began");
+    assert!(
+        !slow.path().join("slept").exists(),
+        "the model waited for git"
+    );
+    mock.release();
+    let mut events = Vec::new();
+    let finished = until_finished(&mut backend, &mut events).await;
+    assert_eq!(finished.outcome, RunOutcome::Completed, "{events:?}");
+    assert!(diagnostics(&events, "checkpoint_not_recorded").is_empty());
+    // The write waited for the start: undoing the turn removes the file it made.
+    assert!(env.cwd().join("made.txt").exists());
+    let listed = list(&mut backend, &session).await;
+    let id = listed.checkpoints[0].checkpoint_id.clone();
+    let undone = restore(&mut backend, &session, &id, true, false)
+        .await
+        .unwrap();
+    assert!(undone.applied);
+    assert!(!env.cwd().join("made.txt").exists());
+    shutdown_clean(&mut backend).await;
+}

@@ -75,6 +75,11 @@ impl Hooks {
 
     /// How the backend was invoked, for a hook's input (a subagent's calls say
     /// `subagent` instead).
+    /// Whether no hook is configured.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.hooks.is_empty()
+    }
+
     pub(crate) fn invocation(&self) -> &'static str {
         self.invocation.name()
     }

@@ -144,6 +144,8 @@ impl CallService<'_, '_> {
         mut calls: Vec<Call>,
         items: &mut Vec<Item>,
     ) -> Option<Ending> {
+        // Nothing of the round may change a file before the turn's start is recorded.
+        self.gates.start_checkpoint.ready().await;
         if let Err(ending) = self.record(role, &calls).await {
             return Some(ending);
         }

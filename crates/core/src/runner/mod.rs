@@ -31,6 +31,7 @@ mod output;
 mod pruning;
 mod scope;
 mod script_tools;
+mod start_checkpoint;
 mod steps;
 mod task;
 mod text;

@@ -149,8 +149,12 @@ impl Turn {
         // the model's answer (once per backend; a backend that never runs a turn starts
         // neither).
         magi_tools::sandbox::warm(&cwd);
-        // Before anything of the turn (its hooks included) can change a file.
-        self.checkpoint(sessions, output, Phase::Start).await;
+        // Before anything of the turn can change a file: its hooks wait for it when there
+        // are any, each round's calls always.
+        self.begin_start_checkpoint(sessions, output).await;
+        if !agent.hooks.is_empty() {
+            self.gates.start_checkpoint.ready().await;
+        }
         let session_start = sessions.take_session_start();
         let hooked =
             hooks::before_input(output, agent, &cwd, session_start, &self.request.prompt).await;
@@ -171,6 +175,9 @@ impl Turn {
             Err(ending) => ending,
         };
         hooks::turn_end(output, &self.exchange.agent, &cwd, ending.outcome).await;
+        if let Some(recorded) = self.gates.start_checkpoint.take_outcome().await {
+            self.report_checkpoint(output, Phase::Start, recorded).await;
+        }
         self.checkpoint(sessions, output, Phase::End).await;
         // A title recorded during the turn is told before its end (`session.usage`).
         if let Some(title) = self.recorded_title.take() {
@@ -297,14 +304,44 @@ impl Turn {
     /// diagnostic to a client that negotiated `checkpoints`; an end that could not be
     /// recorded only makes a later restore count every file as changed outside.
     async fn checkpoint(&self, sessions: &Sessions, output: &mut Output, phase: Phase) {
+        let recorded = self
+            .record_checkpoint(sessions, output, phase)
+            .await
+            .unwrap_or_else(|_| Err(NotRecorded::Failed("the checkpoint's work panicked".into())));
+        self.report_checkpoint(output, phase, recorded).await;
+    }
+
+    /// Begins recording the turn's start checkpoint beside what follows
+    /// (`super::start_checkpoint`); the turn reports it at its end.
+    async fn begin_start_checkpoint(&self, sessions: &Sessions, output: &Output) {
+        let recording = self.record_checkpoint(sessions, output, Phase::Start);
+        self.gates.start_checkpoint.begin(recording).await;
+    }
+
+    /// Records the workspace's state at `phase` off the run's thread, since it waits
+    /// for `git`; cancelling the run stops it.
+    fn record_checkpoint(
+        &self,
+        sessions: &Sessions,
+        output: &Output,
+        phase: Phase,
+    ) -> tokio::task::JoinHandle<super::start_checkpoint::Recorded> {
         let store = sessions.checkpoint_store();
         let turn_id = self.turn_id();
         let cancel = output.cancel.clone();
-        let recorded = tokio::task::spawn_blocking(move || {
+        tokio::task::spawn_blocking(move || {
             store.record(&turn_id, phase, &move || cancel.is_cancelled())
         })
-        .await
-        .unwrap_or_else(|_| Err(NotRecorded::Failed("the checkpoint's work panicked".into())));
+    }
+
+    /// Says what a checkpoint's recording gave, to a client that negotiated
+    /// `checkpoints` (see [`Turn::checkpoint`]).
+    async fn report_checkpoint(
+        &self,
+        output: &mut Output,
+        phase: Phase,
+        recorded: super::start_checkpoint::Recorded,
+    ) {
         if !self.request.checkpoints {
             return;
         }

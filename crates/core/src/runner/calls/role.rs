@@ -29,6 +29,8 @@ pub(in crate::runner) struct Gates {
     pub(in crate::runner) files: crate::client_files::ClientFileGate,
     /// The session's rules, from its records and the answers "for this session".
     pub(in crate::runner) rules: super::rules::RuleBook,
+    /// The turn's start checkpoint, which calls wait for before they run.
+    pub(in crate::runner) start_checkpoint: crate::runner::start_checkpoint::StartCheckpoint,
 }
 
 /// Whose calls the service runs.

@@ -25,14 +25,14 @@ use serde_json::json;
 
 /// The labels of an asked call denied by the person, and of one nobody could be asked
 /// about (`exec` without a terminal).
-const ASKED: &str = "denied by user";
+pub(crate) const ASKED: &str = "denied by user";
 const UNAVAILABLE: &str = "denied; approval unavailable";
-const AUTO: &str = "allowed automatically";
+pub(crate) const AUTO: &str = "allowed automatically";
 const NONE: &str = "none";
 
 /// The five calls, one a round: a read, an edit, a command, a command asking to run
 /// outside the sandbox, a read outside the workspace.
-fn script(mock: &MockServer, outside: &std::path::Path) {
+pub(crate) fn script(mock: &MockServer, outside: &std::path::Path) {
     let outside_file = outside.join("far.txt");
     std::fs::write(&outside_file, "far\n").unwrap();
     let call = |id: &str, tool: &str, arguments: serde_json::Value| {
@@ -60,7 +60,7 @@ fn script(mock: &MockServer, outside: &std::path::Path) {
 
 /// What each mode decides of the five calls, with `asked` the label of a call that
 /// asked, and whether a kernel sandbox confines commands.
-fn expected(mode: &str, asked: &'static str, sandbox: bool) -> [&'static str; 5] {
+pub(crate) fn expected(mode: &str, asked: &'static str, sandbox: bool) -> [&'static str; 5] {
     let command = |confined: &'static str| if sandbox { confined } else { asked };
     match mode {
         "plan" => [NONE, ASKED, command(AUTO), asked, asked],

@@ -5,6 +5,7 @@
 //! present", never "the provider answered".
 
 mod acp;
+mod checkpoints;
 mod client_mcp;
 mod code_mode;
 mod default_effort;
@@ -29,6 +30,7 @@ mod text_file;
 mod tools;
 
 pub use acp::AcpSettings;
+pub use checkpoints::CheckpointSettings;
 pub use client_mcp::{CLIENT_MCP_SERVERS_ENV, ClientMcpServer, client_mcp_servers};
 pub use code_mode::{
     CodeModeSettings, DEFAULT_CODE_MODE_MEMORY_MIB, DEFAULT_CODE_MODE_TIMEOUT_SECS,

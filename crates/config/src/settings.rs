@@ -16,6 +16,7 @@ use serde::Deserialize;
 
 use crate::ConfigError;
 use crate::acp::AcpSettings;
+use crate::checkpoints::CheckpointSettings;
 use crate::code_mode::CodeModeSettings;
 use crate::hooks::{HookSettings, merge_hooks};
 use crate::instructions::InstructionSettings;
@@ -61,6 +62,8 @@ pub struct Settings {
     pub code_mode: CodeModeSettings,
     /// `[sessions]`.
     pub sessions: SessionSettings,
+    /// `[checkpoints]`.
+    pub checkpoints: CheckpointSettings,
     /// `[models."provider/model"]`, by `provider/model`.
     pub models: BTreeMap<String, ModelSettings>,
     /// `[skills]`.
@@ -155,6 +158,8 @@ struct RawSettings {
     code_mode: CodeModeSettings,
     #[serde(default)]
     sessions: SessionSettings,
+    #[serde(default)]
+    checkpoints: CheckpointSettings,
     #[serde(default)]
     models: BTreeMap<String, ModelSettings>,
     #[serde(default)]
@@ -309,6 +314,7 @@ fn parse_settings(table: toml::Table) -> Result<Settings, ConfigError> {
         turns: raw.turns,
         code_mode: raw.code_mode,
         sessions: raw.sessions,
+        checkpoints: raw.checkpoints,
         models: raw.models,
         skills: raw.skills,
         agent: raw.agent,

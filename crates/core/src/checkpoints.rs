@@ -6,6 +6,7 @@
 //! temporary folders) are not recorded.
 
 mod git;
+mod prune;
 mod restore;
 mod store;
 
@@ -13,6 +14,7 @@ use magi_protocol::limits::{CHECKPOINT_NOTE_PATHS, CHECKPOINT_PROMPT_BYTES};
 use magi_protocol::messages::CheckpointAction;
 use magi_store::records::{Record, RecordBody};
 
+pub use prune::Pruned;
 pub use restore::{Plan, Planned, apply, plan, result};
 pub use store::{NotRecorded, Phase, Snapshot, Store, TreeChange};
 

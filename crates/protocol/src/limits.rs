@@ -477,6 +477,9 @@ pub const CHECKPOINT_GIT_MS: u64 = 60_000;
 pub const CHECKPOINT_GIT_OUTPUT_BYTES: usize = 16_777_216;
 /// Most files a checkpoint restore's note to the model names; the rest are counted.
 pub const CHECKPOINT_NOTE_PATHS: usize = 50;
+/// How many turns' checkpoints a workspace's store keeps unless `[checkpoints]
+/// keep_turns` says otherwise: the newest, over all the workspace's sessions.
+pub const CHECKPOINT_KEEP_TURNS: usize = 1_000;
 /// Most bytes of a `client.terminal.result`'s `output`: the last bytes of a command's
 /// output that a client terminal keeps (docs/protocol/client-terminals.md). With its
 /// JSON escaping it stays inside an input frame.

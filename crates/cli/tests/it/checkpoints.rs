@@ -3,7 +3,8 @@
 //! deleted, and the model is told at its next request; a file the person changed is
 //! never overwritten unasked; `session.fork` leaves the original intact; without a
 //! `git` program, and with a damaged store, the person is told; the extension's
-//! errors; a confined command cannot write the store.
+//! errors; a confined command cannot write the store. The settings and a workspace
+//! that cannot be written: `checkpoint_settings`.
 
 use crate::common::approval::{bash, calls, env_for, records};
 use crate::common::*;
@@ -20,7 +21,7 @@ use magi_testkit::{MockServer, Reply};
 use serde_json::json;
 
 /// Writes `text` to the workspace's file `name`.
-fn put(env: &TestEnv, name: &str, text: &str) {
+pub(crate) fn put(env: &TestEnv, name: &str, text: &str) {
     std::fs::write(env.cwd().join(name), text).unwrap();
 }
 
@@ -35,21 +36,21 @@ const CAPABILITIES: &[&str] = &[
 ];
 
 /// An environment against `mock` where every call runs without asking.
-fn env_allowing(mock: &MockServer) -> TestEnv {
+pub(crate) fn env_allowing(mock: &MockServer) -> TestEnv {
     // The settings' mode holds only without the suite's `ask` in the environment.
     let env = env_for(mock).without(MODE_ENV);
     env.write_settings("[permissions]\nmode = \"allow-all\"\n");
     env
 }
 
-async fn initialized(env: &TestEnv) -> Backend {
+pub(crate) async fn initialized(env: &TestEnv) -> Backend {
     let mut backend = env.spawn();
     backend.initialize(CAPABILITIES).await.unwrap().unwrap();
     backend
 }
 
 /// Runs one turn with `prompt`; its events.
-async fn turn(backend: &mut Backend, session: &str, prompt: &str) -> Vec<Event> {
+pub(crate) async fn turn(backend: &mut Backend, session: &str, prompt: &str) -> Vec<Event> {
     start_turn(backend, session, prompt).await;
     let mut events = Vec::new();
     let finished = until_finished(backend, &mut events).await;
@@ -58,13 +59,13 @@ async fn turn(backend: &mut Backend, session: &str, prompt: &str) -> Vec<Event> 
 }
 
 /// A reply writing `content` to `path`, then one closing the turn.
-fn enqueue_write(mock: &MockServer, id: &str, path: &str, content: &str) {
+pub(crate) fn enqueue_write(mock: &MockServer, id: &str, path: &str, content: &str) {
     let arguments = json!({ "path": path, "content": content }).to_string();
     mock.enqueue(calls("write", &[(id.to_owned(), arguments)]));
     mock.enqueue(Reply::stream().text(["Done."]));
 }
 
-async fn list(backend: &mut Backend, session: &str) -> CheckpointListResult {
+pub(crate) async fn list(backend: &mut Backend, session: &str) -> CheckpointListResult {
     let params = CheckpointListParams {
         session_id: session.to_owned(),
     };
@@ -75,7 +76,7 @@ async fn list(backend: &mut Backend, session: &str) -> CheckpointListResult {
         .unwrap()
 }
 
-async fn restore(
+pub(crate) async fn restore(
     backend: &mut Backend,
     session: &str,
     checkpoint: &str,
@@ -94,7 +95,7 @@ async fn restore(
         .unwrap()
 }
 
-fn diagnostics(events: &[Event], code: &str) -> Vec<String> {
+pub(crate) fn diagnostics(events: &[Event], code: &str) -> Vec<String> {
     events
         .iter()
         .filter_map(|e| match e {

@@ -19,6 +19,7 @@ mod attachments;
 mod card_props;
 mod cards;
 mod catalog;
+mod checkpoint_settings;
 mod checkpoints;
 mod client_files;
 mod client_terminals;

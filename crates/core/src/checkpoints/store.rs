@@ -12,6 +12,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use magi_config::CheckpointSettings;
 use magi_protocol::limits::{
     CHECKPOINT_GIT_MS, CHECKPOINT_SNAPSHOT_BYTES, CHECKPOINT_SNAPSHOT_FILES,
 };
@@ -30,7 +31,7 @@ pub enum Phase {
 }
 
 impl Phase {
-    fn name(self) -> &'static str {
+    pub(super) fn name(self) -> &'static str {
         match self {
             Phase::Start => "start",
             Phase::End => "end",
@@ -56,6 +57,8 @@ pub enum NotRecorded {
     },
     /// The work was cancelled.
     Cancelled,
+    /// `[checkpoints] enabled = false`: the settings turned checkpoints off.
+    Off,
     /// Another failure (what it was).
     Failed(String),
 }
@@ -80,6 +83,9 @@ impl std::fmt::Display for NotRecorded {
                  what should not be recorded to .gitignore"
             ),
             NotRecorded::Cancelled => f.write_str("the turn was cancelled"),
+            NotRecorded::Off => {
+                f.write_str("checkpoints are off in the settings ([checkpoints] enabled = false)")
+            }
             NotRecorded::Failed(why) => f.write_str(why),
         }
     }
@@ -116,17 +122,25 @@ pub struct TreeChange {
 /// The checkpoint store of one workspace.
 #[derive(Debug, Clone)]
 pub struct Store {
-    dir: PathBuf,
+    pub(super) dir: PathBuf,
     cwd: PathBuf,
+    pub(super) settings: CheckpointSettings,
 }
 
 impl Store {
-    /// The store of the workspace `cwd` under `home`. Nothing is touched on disk.
+    /// The store of the workspace `cwd` under `home`, as the default settings have
+    /// it. Nothing is touched on disk.
     pub fn of(home: &Home, cwd: &Path) -> Store {
         Store {
             dir: home.checkpoints_dir(cwd),
             cwd: cwd.to_owned(),
+            settings: CheckpointSettings::default(),
         }
+    }
+
+    /// The store as `settings` (`[checkpoints]`) have it.
+    pub fn configured(self, settings: CheckpointSettings) -> Store {
+        Store { settings, ..self }
     }
 
     /// Where the store is.
@@ -139,9 +153,12 @@ impl Store {
         &self.cwd
     }
 
-    /// Whether the store records turns: `git` must be there and the store outside the
-    /// workspace.
+    /// Whether the store records turns: the settings must let it, `git` must be there
+    /// and the store outside the workspace.
     pub fn state(&self) -> CheckpointStore {
+        if !self.settings.enabled {
+            return CheckpointStore::Off;
+        }
         if self.usable().is_err() {
             return CheckpointStore::Unavailable;
         }
@@ -152,15 +169,19 @@ impl Store {
         }
     }
 
-    /// Whether the store may be used: it must lie outside the workspace.
+    /// Whether the store may be used: the settings must let it, and it must lie outside
+    /// the workspace.
     pub fn usable(&self) -> Result<(), NotRecorded> {
+        if !self.settings.enabled {
+            return Err(NotRecorded::Off);
+        }
         if self.dir.starts_with(&self.cwd) {
             return Err(NotRecorded::InsideWorkspace(self.dir.clone()));
         }
         Ok(())
     }
 
-    fn git<'a>(&'a self, cancelled: &'a (dyn Fn() -> bool + Sync)) -> Git<'a> {
+    pub(super) fn git<'a>(&'a self, cancelled: &'a (dyn Fn() -> bool + Sync)) -> Git<'a> {
         Git {
             git_dir: &self.dir,
             work_tree: &self.cwd,
@@ -176,7 +197,11 @@ impl Store {
         phase: Phase,
         cancelled: &(dyn Fn() -> bool + Sync),
     ) -> Result<Snapshot, NotRecorded> {
-        let snapshot = self.snapshot(cancelled)?;
+        self.usable()?;
+        // One hold of the lock from the tree to its ref: a prune in between would find
+        // the tree unreferenced.
+        let _lock = self.lock()?;
+        let snapshot = self.snapshot_locked(cancelled)?;
         self.write_ref(turn_id, phase, &snapshot.tree)?;
         Ok(snapshot)
     }
@@ -186,6 +211,14 @@ impl Store {
     pub fn snapshot(&self, cancelled: &(dyn Fn() -> bool + Sync)) -> Result<Snapshot, NotRecorded> {
         self.usable()?;
         let _lock = self.lock()?;
+        self.snapshot_locked(cancelled)
+    }
+
+    /// [`Store::snapshot`], with the store's lock held.
+    fn snapshot_locked(
+        &self,
+        cancelled: &(dyn Fn() -> bool + Sync),
+    ) -> Result<Snapshot, NotRecorded> {
         let mut rebuilt = None;
         if !self.dir.join("HEAD").is_file() {
             self.init(cancelled)?;
@@ -454,7 +487,7 @@ impl Store {
 
     /// Takes the store's lock, waiting at most [`CHECKPOINT_GIT_MS`] for another
     /// backend of the workspace to finish with it.
-    fn lock(&self) -> Result<nix::fcntl::Flock<File>, NotRecorded> {
+    pub(super) fn lock(&self) -> Result<nix::fcntl::Flock<File>, NotRecorded> {
         let parent = self.dir.parent().unwrap_or(&self.dir);
         std::fs::create_dir_all(parent)
             .map_err(|e| NotRecorded::Failed(format!("cannot create {}: {e}", parent.display())))?;
@@ -501,7 +534,7 @@ impl Broken {
 /// The file saying which tree the index was last written as (`Store::unchanged_tree`).
 const LAST_TREE: &str = "magi-last-tree";
 /// Where the turns' refs are, under the store.
-const REFS: &str = "refs/magi";
+pub(super) const REFS: &str = "refs/magi";
 
 /// Paths for a `-z --stdin` command: each followed by a NUL.
 fn nul_list(paths: &[&[u8]]) -> Vec<u8> {

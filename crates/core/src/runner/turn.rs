@@ -330,7 +330,15 @@ impl Turn {
         let turn_id = self.turn_id();
         let cancel = output.cancel.clone();
         tokio::task::spawn_blocking(move || {
-            store.record(&turn_id, phase, &move || cancel.is_cancelled())
+            let recorded = store.record(&turn_id, phase, &move || cancel.is_cancelled());
+            if phase == Phase::End && recorded.is_ok() {
+                // Keeping the store within its bound waits for no one: the turn goes
+                // on to its end, and the next snapshot waits for the store's lock.
+                tokio::task::spawn_blocking(move || {
+                    let _ = magi_crash::contain(|| store.prune(&|| false));
+                });
+            }
+            recorded
         })
     }
 
@@ -353,7 +361,7 @@ impl Turn {
                         .await;
                 }
             }
-            Err(NotRecorded::Cancelled) => {}
+            Err(NotRecorded::Cancelled | NotRecorded::Off) => {}
             Err(why) if phase == Phase::Start => {
                 let summary = format!(
                     "This turn's checkpoint was not recorded, so it cannot be undone: {why}."

@@ -15,9 +15,14 @@ use super::Sessions;
 use crate::checkpoints::{self, Store};
 
 impl Sessions {
-    /// The checkpoint store of this workspace.
+    /// The checkpoint store of this workspace, as the admitted settings have it.
     pub fn checkpoint_store(&self) -> Store {
-        Store::of(&self.home, &self.cwd)
+        let settings = self
+            .admitted
+            .as_ref()
+            .map(|(settings, _)| settings.checkpoints)
+            .unwrap_or_default();
+        Store::of(&self.home, &self.cwd).configured(settings)
     }
 
     /// `checkpoint.list`: the attached session's newest turns, each with whether the

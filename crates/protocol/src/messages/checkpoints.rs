@@ -24,6 +24,9 @@ pub enum CheckpointStore {
     GitMissing,
     /// The store cannot be used (it lies inside the workspace, or cannot be created).
     Unavailable,
+    /// The settings turned checkpoints off (`[checkpoints] enabled = false`): nothing
+    /// is recorded.
+    Off,
 }
 
 /// One checkpoint: the workspace's files as they were when a turn began.

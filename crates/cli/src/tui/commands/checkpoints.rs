@@ -141,6 +141,7 @@ impl App {
                 match store {
                     CheckpointStore::GitMissing => " (there is no git program)",
                     CheckpointStore::Unavailable => " (the checkpoint store cannot be used)",
+                    CheckpointStore::Off => " (checkpoints are off in the settings)",
                     CheckpointStore::Ready => "",
                 }
             );
@@ -368,6 +369,9 @@ fn turns_panel(checkpoints: &[Checkpoint], store: CheckpointStore) -> TextPanel 
             "there is no git program: no turn's files were recorded".to_owned()
         }
         CheckpointStore::Unavailable => "the checkpoint store cannot be used".to_owned(),
+        CheckpointStore::Off => {
+            "checkpoints are off in the settings ([checkpoints] enabled = false)".to_owned()
+        }
     };
     lines.push(Line::from(Span::styled(footer, dim)));
     let newest = lines.len().saturating_sub(1);

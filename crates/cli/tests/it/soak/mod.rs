@@ -39,6 +39,8 @@ pub struct Stats {
     compactions: usize,
     interrupts: usize,
     mode_switches: usize,
+    restores: usize,
+    forks: usize,
     outcomes: Vec<String>,
 }
 
@@ -51,6 +53,8 @@ impl Stats {
         self.compactions += other.compactions;
         self.interrupts += other.interrupts;
         self.mode_switches += other.mode_switches;
+        self.restores += other.restores;
+        self.forks += other.forks;
         self.outcomes.extend(other.outcomes);
     }
 }
@@ -131,8 +135,8 @@ async fn whole_sessions_survive_a_seeded_random_plan() {
         .count();
     eprintln!(
         "soak: {sessions} sessions, {} turns ({} runs failed, as planned or not), {} backends \
-         killed, {} cancels, {} exec interrupts, {} approvals, {} compactions, {} mode switches in {:.1} s \
-         ({:.0} sessions an hour); {} failures",
+         killed, {} cancels, {} exec interrupts, {} approvals, {} compactions, {} mode switches, {} restores, {} forks \
+         in {:.1} s ({:.0} sessions an hour); {} failures",
         total.turns,
         failed,
         total.kills,
@@ -141,6 +145,8 @@ async fn whole_sessions_survive_a_seeded_random_plan() {
         total.approvals,
         total.compactions,
         total.mode_switches,
+        total.restores,
+        total.forks,
         elapsed.as_secs_f64(),
         sessions as f64 * 3600.0 / elapsed.as_secs_f64().max(0.001),
         failures.len()

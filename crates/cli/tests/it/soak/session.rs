@@ -22,8 +22,12 @@ use super::random::Random;
 use super::{Stats, leftovers, workspace};
 use crate::common::*;
 
+mod rewind;
+
 /// Mixed into a session's seed for the draws of what joined the plan later.
 const LATER_STREAM: u64 = 0x6c61_7465_725f_3338;
+/// Mixed into a session's seed for the draws of restores and forks.
+const REWIND_STREAM: u64 = 0x7265_7769_6e64_3338;
 
 /// The longest one turn may take before the soak calls it stuck.
 const TURN_WAIT: Duration = Duration::from_secs(120);
@@ -64,6 +68,10 @@ struct Driver {
     later: Random,
     /// Whether the client negotiated `permissions.modes` and `plan.todo`.
     modes: bool,
+    /// The draws of restores and forks: a stream of their own, too.
+    rewinds: Random,
+    /// Whether the client negotiated `checkpoints`.
+    checkpoints: bool,
     stats: Stats,
     /// What the session did, step by step, told with a failure.
     story: Vec<String>,
@@ -100,6 +108,8 @@ pub async fn run(seed: u64, tag: &str) -> Result<Stats, Failed> {
     let scopes = random.chance(0.7);
     let mut later = Random::new(seed ^ LATER_STREAM);
     let modes = later.chance(0.5);
+    let mut rewinds = Random::new(seed ^ REWIND_STREAM);
+    let checkpoints = rewinds.chance(0.5);
     let mut driver = Driver {
         random,
         model,
@@ -110,6 +120,8 @@ pub async fn run(seed: u64, tag: &str) -> Result<Stats, Failed> {
         scopes,
         later,
         modes,
+        rewinds,
+        checkpoints,
         stats: Stats::default(),
         story: vec![format!("{wire:?}, window {window}")],
     };
@@ -166,6 +178,9 @@ impl Driver {
             capabilities.push(magi_protocol::names::PERMISSION_MODES);
             capabilities.push(magi_protocol::names::PLAN_TODO);
         }
+        if self.checkpoints {
+            capabilities.push(magi_protocol::names::CHECKPOINTS);
+        }
         match backend.initialize(&capabilities).await {
             Ok(Ok(_)) => Ok(backend),
             other => Err(format!("initialize failed: {other:?}")),
@@ -202,6 +217,9 @@ impl Driver {
             // before its answer.
             let switched = self.switch_mode(backend).await?;
             check_switch(switched).await?;
+        }
+        if self.checkpoints && self.rewinds.chance(0.3) {
+            self.rewind(backend).await?;
         }
         let rounds = self.random.between(0, 6);
         self.model

@@ -86,6 +86,8 @@ pub(crate) struct Player {
     cache: Mutex<HashMap<(Format, Fixed), Vec<Bytes>>>,
     /// Numbers the tool calls, so call IDs stay unique across a benchmark's turns.
     calls: AtomicU64,
+    /// How long each answer waits before its first byte, as a model thinks.
+    pub(crate) answer_delay: std::time::Duration,
 }
 
 impl Player {
@@ -94,6 +96,7 @@ impl Player {
             scenario,
             cache: Mutex::new(HashMap::new()),
             calls: AtomicU64::new(0),
+            answer_delay: std::time::Duration::ZERO,
         }
     }
 

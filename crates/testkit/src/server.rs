@@ -157,6 +157,17 @@ impl MockServer {
         MockServer::bind(Source::Scenario(Player::new(scenario)), false).await
     }
 
+    /// Starts a server playing `scenario` whose every answer waits `answer_delay`
+    /// before its first byte, as a model takes time to think.
+    pub async fn start_scenario_after(
+        scenario: Scenario,
+        answer_delay: std::time::Duration,
+    ) -> std::io::Result<MockServer> {
+        let mut player = Player::new(scenario);
+        player.answer_delay = answer_delay;
+        MockServer::bind(Source::Scenario(player), false).await
+    }
+
     /// Starts a server that answers every model request with what `responder` makes
     /// of its body (title requests included; they are still logged apart), keeping no
     /// request: a long randomized run makes many, and large ones.

@@ -145,6 +145,11 @@ async fn handle(
         return Ok(plain(status, error, Some(&state)));
     }
 
+    if let Source::Scenario(player) = &state.source
+        && !player.answer_delay.is_zero()
+    {
+        tokio::time::sleep(player.answer_delay).await;
+    }
     let (events, break_at_end, delay, held, reply_headers) = match &state.source {
         Source::Scenario(player) => (
             player.events(format, &body),

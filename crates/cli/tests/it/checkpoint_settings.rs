@@ -1,5 +1,6 @@
-//! Checkpoints as the settings have them (`[checkpoints] enabled`, `keep_turns`) and a
-//! restore into a workspace that cannot be written, through the real binary.
+//! Checkpoints as the settings have them (`[checkpoints] enabled`, `keep_turns`), a
+//! turn that only talks, and a restore into a workspace that cannot be written, through
+//! the real binary.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -11,7 +12,7 @@ use crate::common::approval::records;
 use crate::common::*;
 use magi_protocol::ErrorCode;
 use magi_protocol::messages::CheckpointStore;
-use magi_testkit::MockServer;
+use magi_testkit::{MockServer, Reply};
 
 #[tokio::test]
 async fn checkpoints_turned_off_record_nothing_and_say_so_when_asked() {
@@ -172,4 +173,77 @@ async fn a_restore_into_a_workspace_that_cannot_be_written_puts_back_what_it_can
     let left: Vec<&str> = preview.changes.iter().map(|c| c.path.as_str()).collect();
     assert_eq!(left, ["locked/a.txt"]);
     shutdown_clean(&mut backend).await;
+}
+
+#[tokio::test]
+async fn a_turn_that_only_talks_ends_as_it_began_and_a_change_meanwhile_is_the_persons() {
+    let mock = MockServer::start().await;
+    let env = env_allowing(&mock);
+    put(&env, "a.txt", "a before\n");
+    let mut backend = initialized(&env).await;
+    let session = new_session(&mut backend).await;
+    // The reply waits until the person has changed a file during the turn.
+    mock.enqueue(Reply::stream().text(["Nothing to change."]).held());
+    start_turn(&mut backend, &session, "Just tell me").await;
+    // The start is recorded beside the model's request: the person's change comes
+    // once both are in.
+    let deadline = Instant::now() + WAIT;
+    while mock.requests().is_empty() || recorded_starts(&env) == 0 {
+        assert!(
+            Instant::now() < deadline,
+            "no model request or no start recorded"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    put(&env, "a.txt", "a by the person\n");
+    mock.release();
+    let mut events = Vec::new();
+    until_finished(&mut backend, &mut events).await;
+    let checkpoint = list(&mut backend, &session).await.checkpoints[0]
+        .checkpoint_id
+        .clone();
+    // The turn ran nothing: its end is its start, not a second walk that would take
+    // the person's change for the turn's.
+    let refs = store_of(&env).unwrap().join("refs/magi").join(&checkpoint);
+    let start = std::fs::read_to_string(refs.join("start")).unwrap();
+    assert_eq!(std::fs::read_to_string(refs.join("end")).unwrap(), start);
+    let preview = restore(&mut backend, &session, &checkpoint, false, false)
+        .await
+        .unwrap();
+    let shown: Vec<(&str, bool)> = preview
+        .changes
+        .iter()
+        .map(|c| (c.path.as_str(), c.changed_outside))
+        .collect();
+    assert_eq!(shown, [("a.txt", true)]);
+    let refused = restore(&mut backend, &session, &checkpoint, true, false).await;
+    assert_eq!(refused, Err(ErrorCode::CheckpointConflict));
+    assert_eq!(
+        std::fs::read_to_string(env.cwd().join("a.txt")).unwrap(),
+        "a by the person\n"
+    );
+    shutdown_clean(&mut backend).await;
+}
+
+/// The workspace's checkpoint store, once made.
+fn store_of(env: &TestEnv) -> Option<PathBuf> {
+    std::fs::read_dir(env.mc_home().join("checkpoints"))
+        .ok()?
+        .map(|e| e.unwrap().path())
+        .find(|p| p.is_dir())
+}
+
+/// How many turns' starts the store holds.
+fn recorded_starts(env: &TestEnv) -> usize {
+    let Some(store) = store_of(env) else {
+        return 0;
+    };
+    std::fs::read_dir(store.join("refs/magi"))
+        .map(|turns| {
+            turns
+                .flatten()
+                .filter(|t| t.path().join("start").is_file())
+                .count()
+        })
+        .unwrap_or(0)
 }

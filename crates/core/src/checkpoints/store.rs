@@ -206,6 +206,14 @@ impl Store {
         Ok(snapshot)
     }
 
+    /// Keeps `tree`, a snapshot already taken, as the `phase` of `turn_id` too: the end
+    /// of a turn that changed nothing is its start.
+    pub fn record_tree(&self, turn_id: &str, phase: Phase, tree: &str) -> Result<(), NotRecorded> {
+        self.usable()?;
+        let _lock = self.lock()?;
+        self.write_ref(turn_id, phase, tree)
+    }
+
     /// Takes a snapshot of the workspace as it is now, the store rebuilt first when
     /// git cannot read it.
     pub fn snapshot(&self, cancelled: &(dyn Fn() -> bool + Sync)) -> Result<Snapshot, NotRecorded> {

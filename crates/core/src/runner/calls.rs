@@ -145,7 +145,7 @@ impl CallService<'_, '_> {
         items: &mut Vec<Item>,
     ) -> Option<Ending> {
         // Nothing of the round may change a file before the turn's start is recorded.
-        self.gates.start_checkpoint.ready().await;
+        self.gates.start_checkpoint.ready_for_calls().await;
         if let Err(ending) = self.record(role, &calls).await {
             return Some(ending);
         }

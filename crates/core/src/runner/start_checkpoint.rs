@@ -5,6 +5,7 @@
 //! ([`StartCheckpoint::ready`] at the top of `CallService::run_calls`).
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use tokio::sync::Mutex;
 use tokio::task::JoinHandle;
@@ -19,6 +20,9 @@ pub(in crate::runner) type Recorded = Result<Snapshot, NotRecorded>;
 #[derive(Clone, Default)]
 pub(in crate::runner) struct StartCheckpoint {
     slot: Arc<Mutex<Slot>>,
+    /// Whether a round of calls waited for it: a turn whose calls never ran (and which
+    /// runs no hooks) changed no file, so its end is its start.
+    calls_ran: Arc<AtomicBool>,
 }
 
 #[derive(Default)]
@@ -49,6 +53,17 @@ impl StartCheckpoint {
             }
             other => *slot = other,
         }
+    }
+
+    /// [`StartCheckpoint::ready`] for a round of calls, which may change files.
+    pub(in crate::runner) async fn ready_for_calls(&self) {
+        self.calls_ran.store(true, Ordering::Relaxed);
+        self.ready().await;
+    }
+
+    /// Whether a round of calls ran in the turn.
+    pub(in crate::runner) fn calls_ran(&self) -> bool {
+        self.calls_ran.load(Ordering::Relaxed)
     }
 
     /// The outcome once recorded, given once (the turn reports it); none before, after,

@@ -175,10 +175,30 @@ impl Turn {
             Err(ending) => ending,
         };
         hooks::turn_end(output, &self.exchange.agent, &cwd, ending.outcome).await;
-        if let Some(recorded) = self.gates.start_checkpoint.take_outcome().await {
+        let start = self.gates.start_checkpoint.take_outcome().await;
+        // A turn that ran no call and no hook changed no file: its end is its start,
+        // and no second walk of the workspace is needed to say so.
+        let unchanged =
+            !self.gates.start_checkpoint.calls_ran() && self.exchange.agent.hooks.is_empty();
+        let start_tree = match &start {
+            Some(Ok(snapshot)) if unchanged => Some(snapshot.tree.clone()),
+            _ => None,
+        };
+        if let Some(recorded) = start {
             self.report_checkpoint(output, Phase::Start, recorded).await;
         }
-        self.checkpoint(sessions, output, Phase::End).await;
+        match start_tree {
+            Some(tree) => {
+                let store = sessions.checkpoint_store();
+                let turn_id = self.turn_id();
+                // Off the run's thread: the store's lock may be held by a prune.
+                let _ = tokio::task::spawn_blocking(move || {
+                    store.record_tree(&turn_id, Phase::End, &tree)
+                })
+                .await;
+            }
+            None => self.checkpoint(sessions, output, Phase::End).await,
+        }
         // A title recorded during the turn is told before its end (`session.usage`).
         if let Some(title) = self.recorded_title.take() {
             output.titled(title).await;

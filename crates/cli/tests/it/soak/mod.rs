@@ -41,6 +41,7 @@ pub struct Stats {
     mode_switches: usize,
     restores: usize,
     forks: usize,
+    refreshes: usize,
     outcomes: Vec<String>,
 }
 
@@ -55,6 +56,7 @@ impl Stats {
         self.mode_switches += other.mode_switches;
         self.restores += other.restores;
         self.forks += other.forks;
+        self.refreshes += other.refreshes;
         self.outcomes.extend(other.outcomes);
     }
 }
@@ -135,8 +137,8 @@ async fn whole_sessions_survive_a_seeded_random_plan() {
         .count();
     eprintln!(
         "soak: {sessions} sessions, {} turns ({} runs failed, as planned or not), {} backends \
-         killed, {} cancels, {} exec interrupts, {} approvals, {} compactions, {} mode switches, {} restores, {} forks \
-         in {:.1} s ({:.0} sessions an hour); {} failures",
+         killed, {} cancels, {} exec interrupts, {} approvals, {} compactions, {} mode switches, {} restores, {} forks, \
+         {} sign-in refreshes in {:.1} s ({:.0} sessions an hour); {} failures",
         total.turns,
         failed,
         total.kills,
@@ -147,6 +149,7 @@ async fn whole_sessions_survive_a_seeded_random_plan() {
         total.mode_switches,
         total.restores,
         total.forks,
+        total.refreshes,
         elapsed.as_secs_f64(),
         sessions as f64 * 3600.0 / elapsed.as_secs_f64().max(0.001),
         failures.len()

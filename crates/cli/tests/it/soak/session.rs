@@ -15,7 +15,7 @@ use magi_protocol::messages::{
     TurnStartParams,
 };
 use magi_protocol::methods;
-use magi_testkit::MockServer;
+use magi_testkit::{MockOAuth, MockServer};
 
 use super::model::Model;
 use super::random::Random;
@@ -28,6 +28,8 @@ mod rewind;
 const LATER_STREAM: u64 = 0x6c61_7465_725f_3338;
 /// Mixed into a session's seed for the draws of restores and forks.
 const REWIND_STREAM: u64 = 0x7265_7769_6e64_3338;
+/// Mixed into a session's seed for the draws of a ChatGPT sign-in.
+const SIGN_IN_STREAM: u64 = 0x7369_676e_696e_3339;
 
 /// The longest one turn may take before the soak calls it stuck.
 const TURN_WAIT: Duration = Duration::from_secs(120);
@@ -72,6 +74,9 @@ struct Driver {
     rewinds: Random,
     /// Whether the client negotiated `checkpoints`.
     checkpoints: bool,
+    /// The sign-in server of a session through provider `codex`, and Codex's
+    /// credential file it refreshes.
+    sign_in: Option<(MockOAuth, std::path::PathBuf)>,
     stats: Stats,
     /// What the session did, step by step, told with a failure.
     story: Vec<String>,
@@ -85,7 +90,12 @@ pub async fn run(seed: u64, tag: &str) -> Result<Stats, Failed> {
         .await
         .map_err(|e| format!("the mock model could not start: {e}"))?;
     let wire = *random.pick(&WIRES);
+    let mut sign_ins = Random::new(seed ^ SIGN_IN_STREAM);
+    // Some Responses sessions go through provider `codex` and its ChatGPT sign-in, with
+    // an access token that is due at once and lives seconds after each refresh.
+    let signed_in = matches!(wire, Wire::Responses) && sign_ins.chance(0.3);
     let provider = match wire {
+        Wire::Responses if signed_in => "codex",
         Wire::Responses => "openai",
         Wire::Chat => "openai-chat",
         Wire::Anthropic => "anthropic",
@@ -93,6 +103,30 @@ pub async fn run(seed: u64, tag: &str) -> Result<Stats, Failed> {
     let env = env_for_wire(wire, &mock).var(super::TAG, tag);
     let window = random.between(4_000, 32_000);
     let mut settings = format!("[models.\"{provider}/mock-model\"]\ncontext_window = {window}\n");
+    let (env, sign_in) = if signed_in {
+        let oauth = MockOAuth::start().await;
+        oauth.set_access_lifetime(sign_ins.between(1, 20) as i64);
+        let codex_home = env.root().join("codex");
+        std::fs::create_dir_all(&codex_home).map_err(|e| e.to_string())?;
+        let file = codex_home.join("auth.json");
+        let tokens = oauth.tokens(-60);
+        std::fs::write(&file, MockOAuth::codex_auth_json(&tokens).to_string())
+            .map_err(|e| e.to_string())?;
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600))
+            .map_err(|e| e.to_string())?;
+        settings.push_str(&format!(
+            "\n[providers.codex]\nbase_url = \"{}\"\nauth_url = \"{}\"\n",
+            mock.base_url(),
+            oauth.url()
+        ));
+        let env = env
+            .var("MAGI_PROVIDER", "codex")
+            .var("CODEX_HOME", &codex_home.display().to_string());
+        (env, Some((oauth, file)))
+    } else {
+        (env, None)
+    };
     let allow_all = random.chance(0.5);
     if allow_all {
         settings.push_str("\n[permissions]\nmode = \"allow-all\"\n");
@@ -122,8 +156,9 @@ pub async fn run(seed: u64, tag: &str) -> Result<Stats, Failed> {
         modes,
         rewinds,
         checkpoints,
+        sign_in,
         stats: Stats::default(),
-        story: vec![format!("{wire:?}, window {window}")],
+        story: vec![format!("{provider} ({wire:?}), window {window}")],
     };
     let played = driver.play(tag).await;
     played.map_err(|why| format!("{why}\n  what the session did: {}", driver.story.join("; ")))?;
@@ -152,6 +187,27 @@ impl Driver {
         left?;
         if let Some(report) = crashes.first() {
             return Err(format!("a crash report was written:\n{report}"));
+        }
+        self.check_sign_in()
+    }
+
+    /// After a session signed in to ChatGPT: Codex's file is still whole, its own, and
+    /// holds the last tokens the sign-in server issued when the backend refreshed.
+    fn check_sign_in(&mut self) -> Result<(), Failed> {
+        let Some((oauth, file)) = &self.sign_in else {
+            return Ok(());
+        };
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(file).map_err(|e| e.to_string())?.permissions().mode();
+        let text = std::fs::read_to_string(file).map_err(|e| e.to_string())?;
+        let json: serde_json::Value = serde_json::from_str(&text)
+            .map_err(|e| format!("Codex's file is not JSON after the session: {e}"))?;
+        let refreshes = oauth.refreshes();
+        self.stats.refreshes += refreshes;
+        if mode & 0o777 != 0o600 || json["tokens"]["refresh_token"].as_str().is_none() {
+            return Err(format!(
+                "Codex's file after {refreshes} refreshes: mode {mode:o}, {json}"
+            ));
         }
         Ok(())
     }

@@ -198,7 +198,10 @@ impl Driver {
             return Ok(());
         };
         use std::os::unix::fs::PermissionsExt;
-        let mode = std::fs::metadata(file).map_err(|e| e.to_string())?.permissions().mode();
+        let mode = std::fs::metadata(file)
+            .map_err(|e| e.to_string())?
+            .permissions()
+            .mode();
         let text = std::fs::read_to_string(file).map_err(|e| e.to_string())?;
         let json: serde_json::Value = serde_json::from_str(&text)
             .map_err(|e| format!("Codex's file is not JSON after the session: {e}"))?;

@@ -149,3 +149,22 @@ async fn rewind_goes_back_to_an_earlier_turn_in_a_forked_session() {
     assert!(!log.contains("second change"), "{log}");
     tmux.key("C-c");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_checkpoints_off_undo_and_rewind_say_so() {
+    let mock = MockServer::start().await;
+    enqueue_write(&mock, "w1", "notes.txt", "edited\n", "Edited the notes.");
+    let env = env_with_notes();
+    env.write_settings("[permissions]\nmode = \"allow-all\"\n[checkpoints]\nenabled = false\n");
+    let tmux = Tmux::start(&env, &vars(&mock));
+    tmux.wait_for("idle ·");
+    command(&tmux, "edit the notes");
+    tmux.wait_for("Edited the notes.");
+    tmux.wait_for("idle ·");
+    command(&tmux, "/undo");
+    tmux.wait_for("/undo: checkpoints are off in the settings, so nothing was recorded");
+    assert_eq!(notes(&env), "edited\n");
+    command(&tmux, "/rewind");
+    tmux.wait_for("checkpoints are off in the settings ([checkpoints] enabled = false)");
+    assert!(!env.mc_home().join("checkpoints").exists());
+}

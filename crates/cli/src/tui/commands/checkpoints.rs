@@ -134,6 +134,11 @@ impl App {
     ) -> anyhow::Result<()> {
         let what = if fork { "/rewind" } else { "/undo" };
         self.pending = None;
+        if store == CheckpointStore::Off {
+            self.status =
+                format!("{what}: checkpoints are off in the settings, so nothing was recorded");
+            return Ok(());
+        }
         if !checkpoint.available {
             self.status = format!(
                 "{what}: the files as they were before turn {} were not recorded{}",
@@ -141,7 +146,7 @@ impl App {
                 match store {
                     CheckpointStore::GitMissing => " (there is no git program)",
                     CheckpointStore::Unavailable => " (the checkpoint store cannot be used)",
-                    CheckpointStore::Off => " (checkpoints are off in the settings)",
+                    CheckpointStore::Off => "",
                     CheckpointStore::Ready => "",
                 }
             );

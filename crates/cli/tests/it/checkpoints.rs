@@ -561,8 +561,14 @@ async fn the_model_is_asked_while_the_start_is_recorded_and_calls_wait_for_it() 
         }
     });
     asked.await.expect("the model is asked");
-    // The request did not wait for the checkpoint, whose git is still sleeping.
-    assert!(slow.path().join("first").exists(), "the checkpoint began");
+    // The request did not wait for the checkpoint, whose git is still sleeping (it may
+    // begin only after the request: the start runs beside it).
+    let began = tokio::time::timeout(WAIT, async {
+        while !slow.path().join("first").exists() {
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+    });
+    began.await.expect("the checkpoint began");
     assert!(
         !slow.path().join("slept").exists(),
         "the model waited for git"

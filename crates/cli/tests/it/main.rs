@@ -67,6 +67,7 @@ mod mid_turn_compaction;
 mod mission_control;
 mod model_cached;
 mod panics;
+mod permission_records;
 mod plan;
 mod prompt_golden;
 mod questions;

@@ -4,7 +4,7 @@
 
 use magi_protocol::limits::{STORED_READ_BYTES, STORED_READ_LINES};
 use magi_store::lease::{LeaseError, LeaseKind, acquire};
-use magi_store::log::{AppendError, Appender};
+use magi_store::log::{AppendError, Appender, fingerprint};
 use magi_store::records::{Record, RecordBody};
 
 use super::{Attachment, Sessions};
@@ -64,6 +64,21 @@ impl Sessions {
             }
         }
         append_records(attachment, bodies)
+    }
+
+    /// Appends records the history projection does not show (a title, a mode switched
+    /// or a rule revoked between turns): a snapshot that was current before the append
+    /// stays current after it, so the revision `run.finished` announced, and its
+    /// cursors, keep working for a client paging it.
+    pub fn append_beside_history(&mut self, bodies: Vec<RecordBody>) -> Result<(), AppendFailure> {
+        let current = self.attachment.as_ref().is_some_and(|a| {
+            !a.snapshot.stale && fingerprint(&a.path).ok() == a.snapshot.fingerprint
+        });
+        self.append_all(bodies)?;
+        if current && let Some(attachment) = self.attachment.as_mut() {
+            attachment.snapshot.fingerprint = fingerprint(&attachment.path).ok();
+        }
+        Ok(())
     }
 }
 

@@ -1,7 +1,6 @@
 //! The attached session's title: whether its log names one, and recording a new one
 //! without invalidating the history snapshot a client is paging.
 
-use magi_store::log::fingerprint;
 use magi_store::records::{Record, RecordBody};
 
 use super::{AppendFailure, Sessions};
@@ -28,16 +27,9 @@ impl Sessions {
         if attachment.session_id != session_id || attachment.lease.is_none() {
             return Err(AppendFailure::Detached);
         }
-        let current = !attachment.snapshot.stale
-            && fingerprint(&attachment.path).ok() == attachment.snapshot.fingerprint;
-        self.append(RecordBody::Title {
+        self.append_beside_history(vec![RecordBody::Title {
             title: title.to_owned(),
-        })?;
-        let attachment = self.attachment.as_mut().ok_or(AppendFailure::Detached)?;
-        if current {
-            attachment.snapshot.fingerprint = fingerprint(&attachment.path).ok();
-        }
-        Ok(())
+        }])
     }
 }
 

@@ -182,6 +182,14 @@ const FOUND: &[(u64, &str)] = &[
          finished one (now read as bytes; a_log_torn_inside_a_character_still_shows_its_\
          unfinished_turn checks it without the timing)",
     ),
+    (
+        0xedbb_8a2f_5647_b223,
+        "a mode switch sent as a turn ended was answered after run.finished, and its \
+         record made the revision run.finished announced stale for history.page (records \
+         history does not show now keep it current; permission_records checks it \
+         without the timing)",
+    ),
+    (0xdf35_0a07_0668_dde0, "the same, after a cancelled turn"),
 ];
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -445,7 +445,13 @@ impl Driver {
                 Ok(Ok(page)) => page,
                 // A history past its snapshot budget says so: a defined outcome.
                 Ok(Err(ErrorCode::HistoryLimit)) => return Ok(()),
-                other => return Err(format!("history.page failed: {other:?}")),
+                other => {
+                    return Err(format!(
+                        "history.page of revision {} failed: {other:?}; its log: {}",
+                        params.revision,
+                        self.log_kinds()
+                    ));
+                }
             };
             match page.next_cursor {
                 Some(cursor) => params.cursor = Some(cursor),

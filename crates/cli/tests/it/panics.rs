@@ -42,11 +42,9 @@ fn armed(mock: &MockServer, fault: &str) -> TestEnv {
 
 /// The crash reports in the environment's `MC_HOME`, as text.
 fn crash_reports(env: &TestEnv) -> Vec<String> {
-    let Ok(entries) = std::fs::read_dir(env.mc_home().join("logs")) else {
-        return Vec::new();
-    };
-    entries
-        .map(|entry| std::fs::read_to_string(entry.unwrap().path()).unwrap())
+    env.crash_reports()
+        .iter()
+        .map(|path| std::fs::read_to_string(path).unwrap())
         .collect()
 }
 
@@ -229,7 +227,7 @@ async fn exec_tells_a_run_ended_by_a_contained_panic() {
 /// Mission Control against `mock` with the crash point `fault` in every backend it
 /// starts, `bash` allowed.
 fn mission_control(mock: &MockServer, fault: &str, columns: u16) -> (TestEnv, Tmux) {
-    let env = TestEnv::new();
+    let env = TestEnv::new().expect_crashes();
     env.write_settings("[permissions]\nallow = [\"bash\"]\n");
     let mut vars = mock_vars(mock);
     vars.push(("MAGI_FAULT", fault.to_owned()));

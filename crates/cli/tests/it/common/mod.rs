@@ -79,6 +79,10 @@ pub fn bin() -> &'static str {
 pub struct TestEnv {
     root: tempfile::TempDir,
     vars: Vec<(String, String)>,
+    /// Whether a backend of this environment may crash on purpose (a `MAGI_FAULT` was
+    /// set): otherwise a crash report left in `MC_HOME` fails the test when the
+    /// environment goes, so a panic that was contained is still a failure.
+    crashes_expected: bool,
 }
 
 impl TestEnv {
@@ -96,6 +100,7 @@ impl TestEnv {
                 ("MAGI_MODEL".into(), "test-model".into()),
                 (MODE_ENV.into(), "ask".into()),
             ],
+            crashes_expected: false,
         }
     }
 
@@ -104,14 +109,15 @@ impl TestEnv {
     pub fn outside_temp() -> TestEnv {
         let root = outside_dir();
         std::fs::create_dir(root.path().join("work")).unwrap();
-        TestEnv {
-            root,
-            ..TestEnv::new()
-        }
+        let mut env = TestEnv::new();
+        // The temporary root made by `new` goes; its place is taken by one outside.
+        env.root = root;
+        env
     }
 
     /// Sets (or replaces) an environment variable of the backend.
     pub fn var(mut self, key: &str, value: &str) -> TestEnv {
+        self.crashes_expected |= key == "MAGI_FAULT";
         self.vars.retain(|(k, _)| k != key);
         self.vars.push((key.into(), value.into()));
         self
@@ -184,6 +190,50 @@ impl TestEnv {
             .kill_on_drop(true)
             .output();
         tokio::time::timeout(WAIT, output).await.unwrap().unwrap()
+    }
+}
+
+impl TestEnv {
+    /// Lets a backend of this environment leave crash reports (a test that injects a
+    /// panic by other means than [`TestEnv::var`]).
+    pub fn expect_crashes(mut self) -> TestEnv {
+        self.crashes_expected = true;
+        self
+    }
+
+    /// The crash reports left in `MC_HOME/logs`, by file name.
+    pub fn crash_reports(&self) -> Vec<PathBuf> {
+        let Ok(entries) = std::fs::read_dir(self.mc_home().join("logs")) else {
+            return Vec::new();
+        };
+        entries
+            .filter_map(Result::ok)
+            .map(|entry| entry.path())
+            .filter(|path| {
+                path.file_name()
+                    .and_then(|name| name.to_str())
+                    .is_some_and(|name| name.starts_with("crash-"))
+            })
+            .collect()
+    }
+}
+
+impl Drop for TestEnv {
+    /// A backend that crashed where no test asked it to fails the test, even when the
+    /// crash was contained and everything the test looked at went right.
+    fn drop(&mut self) {
+        if self.crashes_expected || std::thread::panicking() {
+            return;
+        }
+        let reports = self.crash_reports();
+        if let Some(first) = reports.first() {
+            let text = std::fs::read_to_string(first).unwrap_or_default();
+            panic!(
+                "a backend left {} crash report(s); the first, {}:\n{text}",
+                reports.len(),
+                first.display()
+            );
+        }
     }
 }
 

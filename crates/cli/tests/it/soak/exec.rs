@@ -24,7 +24,10 @@ pub async fn run(seed: u64, tag: &str) -> Result<Stats, Failed> {
     let mock = MockServer::start_responder(Model::responder(&model))
         .await
         .map_err(|e| format!("the mock model could not start: {e}"))?;
-    let env = env_for_wire(Wire::Chat, &mock).var(super::TAG, tag);
+    let env = env_for_wire(Wire::Chat, &mock)
+        .var(super::TAG, tag)
+        // The soak tells a crash itself, with the seed that replays it.
+        .expect_crashes();
     let window = random.between(4_000, 32_000);
     // Half the sessions take their title beside the turn. Read off the seed, not
     // drawn, so that the plans of earlier seeds stay as they were.

@@ -100,7 +100,10 @@ pub async fn run(seed: u64, tag: &str) -> Result<Stats, Failed> {
         Wire::Chat => "openai-chat",
         Wire::Anthropic => "anthropic",
     };
-    let env = env_for_wire(wire, &mock).var(super::TAG, tag);
+    let env = env_for_wire(wire, &mock)
+        .var(super::TAG, tag)
+        // The soak tells a crash itself, with the seed that replays it.
+        .expect_crashes();
     let window = random.between(4_000, 32_000);
     let mut settings = format!("[models.\"{provider}/mock-model\"]\ncontext_window = {window}\n");
     let (env, sign_in) = if signed_in {
@@ -514,12 +517,9 @@ impl Driver {
 
 /// The crash reports the session's backends wrote, as text.
 pub fn crash_reports(env: &TestEnv) -> Vec<String> {
-    let Ok(entries) = std::fs::read_dir(env.mc_home().join("logs")) else {
-        return Vec::new();
-    };
-    entries
-        .filter_map(Result::ok)
-        .filter_map(|entry| std::fs::read_to_string(entry.path()).ok())
+    env.crash_reports()
+        .iter()
+        .filter_map(|path| std::fs::read_to_string(path).ok())
         .collect()
 }
 

@@ -40,14 +40,6 @@ fn armed(mock: &MockServer, fault: &str) -> TestEnv {
     env
 }
 
-/// The crash reports in the environment's `MC_HOME`, as text.
-fn crash_reports(env: &TestEnv) -> Vec<String> {
-    env.crash_reports()
-        .iter()
-        .map(|path| std::fs::read_to_string(path).unwrap())
-        .collect()
-}
-
 async fn ready(env: &TestEnv) -> Backend {
     let mut backend = env.spawn();
     backend.initialize(&CAPABILITIES).await.unwrap().unwrap();
@@ -95,7 +87,7 @@ async fn a_panic_on_the_runs_thread_fails_the_run_and_the_backend_serves_the_nex
     assert_eq!(last.outcome, Some(CardOutcome::Unknown));
     assert!(cards.windows(2).all(|w| w[0].revision < w[1].revision));
     // The crash report says where, on which thread.
-    let reports = crash_reports(&env);
+    let reports = env.crash_report_texts();
     assert_eq!(reports.len(), 1, "{reports:?}");
     assert!(reports[0].contains("program: serve\n"), "{}", reports[0]);
     assert!(reports[0].contains("thread: magi-run\n"), "{}", reports[0]);
@@ -142,7 +134,7 @@ async fn a_panic_in_session_work_answers_execution_failed_and_the_backend_goes_o
         .await
         .unwrap()
         .unwrap();
-    assert_eq!(crash_reports(&env).len(), 1);
+    assert_eq!(env.crash_report_texts().len(), 1);
     shutdown_clean(&mut backend).await;
 }
 
@@ -168,7 +160,7 @@ async fn a_panic_on_the_protocol_loop_ends_the_backend_in_order() {
         ),
         "{said}"
     );
-    let reports = crash_reports(&env);
+    let reports = env.crash_report_texts();
     assert_eq!(reports.len(), 1);
     let report_path = said
         .rsplit_once("(report: ")

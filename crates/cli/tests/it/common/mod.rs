@@ -172,6 +172,38 @@ impl TestEnv {
         command
     }
 
+    /// Lets a backend of this environment leave crash reports (a test that injects a
+    /// panic by other means than [`TestEnv::var`]).
+    pub fn expect_crashes(mut self) -> TestEnv {
+        self.crashes_expected = true;
+        self
+    }
+
+    /// The paths of the crash reports left in `MC_HOME/logs`.
+    pub fn crash_reports(&self) -> Vec<PathBuf> {
+        let Ok(entries) = std::fs::read_dir(self.mc_home().join("logs")) else {
+            return Vec::new();
+        };
+        entries
+            .filter_map(Result::ok)
+            .map(|entry| entry.path())
+            .filter(|path| {
+                path.file_name()
+                    .and_then(|name| name.to_str())
+                    .is_some_and(|name| name.starts_with("crash-"))
+            })
+            .collect()
+    }
+
+    /// The text of each crash report left in `MC_HOME/logs` (a report that cannot be
+    /// read is left out).
+    pub fn crash_report_texts(&self) -> Vec<String> {
+        self.crash_reports()
+            .iter()
+            .filter_map(|path| std::fs::read_to_string(path).ok())
+            .collect()
+    }
+
     /// Spawns the backend.
     pub fn spawn(&self) -> Backend {
         self.command().spawn().unwrap()
@@ -190,31 +222,6 @@ impl TestEnv {
             .kill_on_drop(true)
             .output();
         tokio::time::timeout(WAIT, output).await.unwrap().unwrap()
-    }
-}
-
-impl TestEnv {
-    /// Lets a backend of this environment leave crash reports (a test that injects a
-    /// panic by other means than [`TestEnv::var`]).
-    pub fn expect_crashes(mut self) -> TestEnv {
-        self.crashes_expected = true;
-        self
-    }
-
-    /// The crash reports left in `MC_HOME/logs`, by file name.
-    pub fn crash_reports(&self) -> Vec<PathBuf> {
-        let Ok(entries) = std::fs::read_dir(self.mc_home().join("logs")) else {
-            return Vec::new();
-        };
-        entries
-            .filter_map(Result::ok)
-            .map(|entry| entry.path())
-            .filter(|path| {
-                path.file_name()
-                    .and_then(|name| name.to_str())
-                    .is_some_and(|name| name.starts_with("crash-"))
-            })
-            .collect()
     }
 }
 

@@ -10,7 +10,7 @@ use magi_testkit::MockServer;
 
 use super::model::Model;
 use super::random::Random;
-use super::session::{Failed, crash_reports};
+use super::session::Failed;
 use super::{Stats, leftovers, workspace};
 use crate::common::*;
 
@@ -127,7 +127,7 @@ pub async fn run(seed: u64, tag: &str) -> Result<Stats, Failed> {
         // of the session waits for that.
         leftovers::wait_for_none(tag).await?;
     }
-    if let Some(report) = crash_reports(&env).first() {
+    if let Some(report) = env.crash_report_texts().first() {
         return Err(format!("a crash report was written:\n{report}"));
     }
     Ok(stats)

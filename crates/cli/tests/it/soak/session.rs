@@ -185,7 +185,7 @@ impl Driver {
         }
         let exited = self.shutdown(backend).await;
         let left = leftovers::wait_for_none(tag).await;
-        let crashes = crash_reports(&self.env);
+        let crashes = self.env.crash_report_texts();
         exited?;
         left?;
         if let Some(report) = crashes.first() {
@@ -513,14 +513,6 @@ impl Driver {
             _ => Err(format!("shutdown did not end cleanly: {}", end.describe())),
         }
     }
-}
-
-/// The crash reports the session's backends wrote, as text.
-pub fn crash_reports(env: &TestEnv) -> Vec<String> {
-    env.crash_reports()
-        .iter()
-        .filter_map(|path| std::fs::read_to_string(path).ok())
-        .collect()
 }
 
 /// The answer to a mode switch sent during a turn: the mode, since while a run works the

@@ -74,6 +74,9 @@ struct Shared {
     /// Set once `initialize` admitted `approval.change_counts`; the reader then expects
     /// an approval's proposed change to carry its line counts.
     approval_change_counts: std::sync::atomic::AtomicBool,
+    /// Set once `initialize` admitted `tool.cards.styles` with `tool.cards`; the reader
+    /// then expects cards' text blocks to carry their styles.
+    tool_card_styles: std::sync::atomic::AtomicBool,
 }
 
 /// The requests waiting for their responses, and whether any more can get one.

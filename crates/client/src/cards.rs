@@ -153,12 +153,23 @@ fn check_card_size(card: &Value) -> Result<(), DecodeError> {
     Ok(())
 }
 
+/// Whether every text block of `card` carries `styles` exactly when
+/// `tool.cards.styles` was negotiated.
+pub fn styles_match(card: &Card, negotiated: bool) -> bool {
+    card.blocks.iter().all(|block| match block {
+        cards::Block::Text(text) => text.styles.is_some() == negotiated,
+        _ => true,
+    })
+}
+
 /// Checks the saved cards of a `history.page` result: none at all unless `tool.cards`
 /// was negotiated; with it, the field on every activity's first part and nowhere else,
-/// and every card a valid saved card of its entry.
+/// and every card a valid saved card of its entry, its text blocks' `styles` present
+/// exactly when `styles` (`tool.cards.styles`) was negotiated.
 pub fn check_page(
     page: &magi_protocol::messages::HistoryPageResult,
     negotiated: bool,
+    styles: bool,
 ) -> Result<(), DecodeError> {
     use magi_protocol::messages::{EntryKind, SavedCard};
     for entry in &page.entries {
@@ -168,6 +179,12 @@ pub fn check_page(
             (SavedCard::Null, true) => {}
             (SavedCard::Card(card), true) => {
                 cards::validate_saved(card, &entry.message_id).map_err(DecodeError::Invalid)?;
+                if !styles_match(card, styles) {
+                    return Err(DecodeError::Shape(format!(
+                        "the styles of the card of entry {} do not match the tool.cards.styles negotiation",
+                        entry.message_id
+                    )));
+                }
                 let size = serde_json::to_vec(card).map_or(usize::MAX, |v| v.len());
                 if size > cards::CARD_BYTES {
                     return Err(DecodeError::TooLarge);

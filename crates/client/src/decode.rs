@@ -70,6 +70,9 @@ pub(crate) struct FrameChecker {
     /// Whether `approval.change_counts` was negotiated: an approval's proposed change
     /// then carries `added` and `removed`, and never otherwise.
     pub(crate) approval_change_counts: bool,
+    /// Whether `tool.cards.styles` was negotiated: a card's text blocks then carry
+    /// `styles`, and never otherwise.
+    pub(crate) tool_card_styles: bool,
 }
 
 impl FrameChecker {
@@ -169,6 +172,16 @@ impl FrameChecker {
                             "proposed_change fields do not match the approval.change_counts negotiation",
                         ));
                     }
+                }
+                if let ServerFrame::Event {
+                    event: Event::ToolCard(card),
+                    ..
+                } = &event
+                    && !crate::cards::styles_match(&card.card, self.tool_card_styles)
+                {
+                    return Err(violation(
+                        "tool.card text blocks do not match the tool.cards.styles negotiation",
+                    ));
                 }
                 if let ServerFrame::Event {
                     event: Event::UsageUpdated(usage),

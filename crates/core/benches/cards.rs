@@ -11,7 +11,7 @@
 
 use std::time::Instant;
 
-use magi_core::cards::{CardSource, PreviewSource, Settlement, project};
+use magi_core::cards::{CardSource, PreviewSource, Settlement, TranscriptStyles, project};
 use magi_protocol::cards::Origin;
 use magi_store::records::ToolOutcome;
 use serde_json::{Value, json};
@@ -38,6 +38,7 @@ fn source<'a>(tool: &'a str, label: &'a str, facts: &'a Value) -> CardSource<'a>
         task_id: None,
         children: None,
         transcript: &[],
+        transcript_styles: TranscriptStyles::Off,
         hook: None,
     }
 }

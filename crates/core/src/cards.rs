@@ -41,4 +41,6 @@ pub(crate) use control::{context_used, status_label, tokens};
 pub use labels::*;
 pub use metadata::{fixed_title, tool_kind};
 pub use project::{core, project};
-pub use source::{CardSource, HookSource, PreviewSource, Settlement, TaskChildren};
+pub use source::{
+    CardSource, HookSource, PreviewSource, Settlement, TaskChildren, TranscriptStyles,
+};

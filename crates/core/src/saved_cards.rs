@@ -5,16 +5,17 @@ use magi_protocol::cards::{Origin, validate_saved};
 use magi_protocol::messages::SavedCard;
 use magi_store::history::{CardSelector, SavedCall, SavedPreview};
 
-use crate::cards::{CardSource, HookSource, PreviewSource, Settlement, project};
+use crate::cards::{CardSource, HookSource, PreviewSource, Settlement, TranscriptStyles, project};
 
-/// The selector the history projection uses with `tool.cards` negotiated.
-pub fn selector() -> CardSelector {
-    Box::new(saved_card)
+/// The selector the history projection uses with `tool.cards` negotiated; with
+/// `styles` (`tool.cards.styles`), text blocks carry the colour of their lines.
+pub fn selector(styles: bool) -> CardSelector {
+    Box::new(move |call, message_id| saved_card(call, message_id, styles))
 }
 
 /// The saved card of one call, or null when the selector's card does not hold as a
 /// saved card (it always should; a card that would break the contract is withheld).
-fn saved_card(call: &SavedCall, message_id: &str) -> SavedCard {
+fn saved_card(call: &SavedCall, message_id: &str, styles: bool) -> SavedCard {
     let settlement = match &call.result {
         Some((outcome, summary)) => Settlement::Settled {
             outcome: *outcome,
@@ -48,6 +49,11 @@ fn saved_card(call: &SavedCall, message_id: &str) -> SavedCard {
         task_id: None,
         children: None,
         transcript: &call.transcript,
+        transcript_styles: if styles {
+            TranscriptStyles::recorded(&call.transcript_styles)
+        } else {
+            TranscriptStyles::Off
+        },
         hook: call.hook.as_ref().map(|hook| HookSource {
             hook: &hook.hook,
             decision: hook.decision,

@@ -46,6 +46,9 @@ pub struct Sessions {
     discovery: Discovery,
     /// Whether history entries carry saved cards (`tool.cards` negotiated).
     tool_cards: bool,
+    /// Whether their text blocks carry the colour of their lines (`tool.cards.styles`
+    /// negotiated with `tool.cards`).
+    card_styles: bool,
     /// The one catalog snapshot of this child (`model.catalog`).
     catalog: Catalog,
     /// The one listing of a provider's cached models (`model.cached`), apart from the
@@ -120,6 +123,7 @@ impl Sessions {
             attachment: None,
             discovery: Discovery::default(),
             tool_cards: false,
+            card_styles: false,
             catalog: Catalog::default(),
             cached: CachedListing::default(),
             admitted: None,
@@ -136,6 +140,13 @@ impl Sessions {
     /// Makes history entries carry saved cards from now on (`tool.cards` negotiated).
     pub fn with_tool_cards(mut self, tool_cards: bool) -> Sessions {
         self.tool_cards = tool_cards;
+        self
+    }
+
+    /// Makes saved cards' text blocks carry the colour of their lines from now on
+    /// (`tool.cards.styles` negotiated with `tool.cards`).
+    pub fn with_card_styles(mut self, card_styles: bool) -> Sessions {
+        self.card_styles = card_styles;
         self
     }
 

@@ -17,6 +17,7 @@ use serde::{Deserialize, Deserializer, Serialize};
 mod blocks;
 mod card;
 mod kinds;
+mod styles;
 #[cfg(test)]
 mod tests;
 mod validate;
@@ -24,6 +25,7 @@ mod validate;
 pub use blocks::*;
 pub use card::*;
 pub use kinds::*;
+pub use styles::*;
 pub use validate::*;
 
 /// The capability name a client requests to receive cards.

@@ -455,6 +455,9 @@ pub const TODO_ITEM_BYTES: usize = 256;
 /// Names `checkpoints` adds to whichever bound of `required_capabilities` applies
 /// without it: its own.
 pub const CHECKPOINTS_NAME_ROOM: usize = 1;
+/// Names `tool.cards.styles` adds to whichever bound of `required_capabilities`
+/// applies without it: its own.
+pub const TOOL_CARD_STYLES_NAME_ROOM: usize = 1;
 /// Most checkpoints one `checkpoint.list` result carries: the session's newest turns.
 pub const CHECKPOINT_LIST_ENTRIES: usize = 100;
 /// Most bytes of a checkpoint's `prompt` in `checkpoint.list`: the first line of the

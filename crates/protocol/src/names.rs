@@ -214,6 +214,9 @@ pub const CHECKPOINTS: &str = "checkpoints";
 pub const PERMISSION_MODES: &str = "permissions.modes";
 /// The `plan.todo` extension's capability name.
 pub const PLAN_TODO: &str = "plan.todo";
+/// The `tool.cards.styles` extension's capability name: colour and emphasis of card
+/// text, as spans beside it.
+pub const TOOL_CARD_STYLES: &str = "tool.cards.styles";
 
 /// The capabilities advertised by `initialize`, in the protocol's order.
 ///

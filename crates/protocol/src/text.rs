@@ -4,8 +4,10 @@
 use crate::limits::{PROMPT_BYTES, PROVIDER_MODEL_BYTES};
 
 mod escapes;
+mod sgr;
 
 pub use escapes::remove_escapes;
+pub use sgr::Styler;
 
 /// Why `turn.start` refuses a prompt (the wire answer is `invalid_params`; a front end
 /// says which of these it was, before sending or after the refusal).

@@ -142,6 +142,8 @@ pub(crate) struct Connection {
     plan_todo: bool,
     /// Whether the client required `checkpoints`.
     checkpoints: bool,
+    /// Whether the client required `tool.cards.styles`.
+    tool_card_styles: bool,
     /// Whether the client required `client.tools`, and the tools it registered.
     client_tools_negotiated: bool,
     client_tools: Arc<Vec<ClientTool>>,
@@ -188,6 +190,7 @@ impl Connection {
             permissions: magi_core::runner::RuleBook::default(),
             plan_todo: false,
             checkpoints: false,
+            tool_card_styles: false,
             client_tools_negotiated: false,
             client_tools: Arc::default(),
             selection: None,

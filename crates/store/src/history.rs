@@ -577,6 +577,7 @@ mod tests {
                     protection: None,
                     display_id: None,
                     transcript: Vec::new(),
+                    transcript_styles: Some(Vec::new()),
                 }),
             ],
             false,

@@ -10,6 +10,21 @@ use serde::{Deserialize, Serialize};
 /// The record format version this build writes.
 pub const LOG_FORMAT_VERSION: u32 = 1;
 
+/// The colour of a result's transcript projection: spans of its lines joined by line
+/// feeds (the `styles` of `tool.cards.styles`), or none when they were left out (more
+/// than [`magi_protocol::cards::STYLE_SPANS_PER_BLOCK`]); written `null` then, and left
+/// out of the record when the lines are plain (as in every record written before
+/// colour was kept).
+pub type TranscriptStyles = Option<Vec<magi_protocol::cards::StyleSpan>>;
+
+fn plain_transcript() -> TranscriptStyles {
+    Some(Vec::new())
+}
+
+fn is_plain_transcript(styles: &TranscriptStyles) -> bool {
+    styles.as_ref().is_some_and(Vec::is_empty)
+}
+
 /// One line of a session log.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Record {
@@ -214,6 +229,12 @@ pub enum RecordBody {
         /// The transcript projection, for cards.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         transcript: Vec<String>,
+        /// The colour of the transcript projection ([`TranscriptStyles`]).
+        #[serde(
+            default = "plain_transcript",
+            skip_serializing_if = "is_plain_transcript"
+        )]
+        transcript_styles: TranscriptStyles,
     },
     /// A tool call settled. Bulky output lives in assets, never here.
     ToolResult {
@@ -245,6 +266,13 @@ pub enum RecordBody {
         /// cards; history's base entry never shows them.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         transcript: Vec<String>,
+        /// The colour the transcript projection's lines were printed in
+        /// ([`TranscriptStyles`]).
+        #[serde(
+            default = "plain_transcript",
+            skip_serializing_if = "is_plain_transcript"
+        )]
+        transcript_styles: TranscriptStyles,
     },
     /// An unsettled call moved on: it awaits approval, it was claimed to run, or it
     /// awaits the person's answers.
@@ -525,5 +553,50 @@ mod tests {
         let broken =
             r#"{"v":1,"session_id":"s1","ts":"2026-01-01T00:00:00.000Z","kind":"user_input"}"#;
         assert!(serde_json::from_str::<Record>(broken).is_err());
+    }
+
+    #[test]
+    fn a_results_colour_is_kept_plain_is_left_out_and_too_much_is_null() {
+        use magi_protocol::cards::{Colour, Style, StyleSpan};
+        let red = Style {
+            fg: Some(Colour::Indexed(1)),
+            ..Style::default()
+        };
+        let result = |styles: TranscriptStyles| RecordBody::ToolResult {
+            turn_id: "t".into(),
+            call_id: "c".into(),
+            name: "bash".into(),
+            outcome: ToolOutcome::Completed,
+            summary: "exit 0".into(),
+            content: None,
+            facts: None,
+            protection: None,
+            display_id: None,
+            transcript: vec!["red".into()],
+            transcript_styles: styles,
+        };
+        for (styles, written) in [
+            (
+                Some(vec![StyleSpan::new(0, 3, &red)]),
+                Some(
+                    r#""transcript_styles":[{"start":0,"end":3,"fg":1,"bg":null,"attributes":[]}]"#,
+                ),
+            ),
+            (None, Some(r#""transcript_styles":null"#)),
+            (Some(Vec::new()), None),
+        ] {
+            let record = Record {
+                v: 1,
+                session_id: "s1".into(),
+                ts: "2026-01-01T00:00:00.000Z".into(),
+                body: result(styles),
+            };
+            let json = serde_json::to_string(&record).unwrap();
+            match written {
+                Some(field) => assert!(json.contains(field), "{json}"),
+                None => assert!(!json.contains("transcript_styles"), "{json}"),
+            }
+            assert_eq!(serde_json::from_str::<Record>(&json).unwrap(), record);
+        }
     }
 }

@@ -63,6 +63,8 @@ pub(super) async fn start_backend() -> anyhow::Result<Result<Backend, ErrorCode>
             magi_protocol::names::PLAN_TODO,
             // `/undo` and `/rewind`.
             magi_protocol::names::CHECKPOINTS,
+            // Command output in the colour it was printed in.
+            magi_protocol::names::TOOL_CARD_STYLES,
         ])
         .await?;
     Ok(initialized.map(|_| backend))

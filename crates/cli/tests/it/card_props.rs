@@ -8,7 +8,7 @@
     reason = "test code: a failed step is a failed test"
 )]
 
-use magi_core::cards::{CardSource, PreviewSource, Settlement, project};
+use magi_core::cards::{CardSource, PreviewSource, Settlement, TranscriptStyles, project};
 use magi_protocol::cards::{CARD_BYTES, Origin};
 use magi_store::records::ToolOutcome;
 use proptest::prelude::*;
@@ -162,6 +162,7 @@ proptest! {
             task_id: (!saved && awaiting).then_some("task-1"),
             children: None,
             transcript: &transcript,
+            transcript_styles: TranscriptStyles::Off,
             hook: None,
         };
         let card = project(&source);

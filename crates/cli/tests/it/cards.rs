@@ -159,7 +159,7 @@ async fn live_cards_follow_their_activities_with_increasing_revisions() {
         .await
         .unwrap()
         .unwrap();
-    magi_client::cards::check_page(&page, true).unwrap();
+    magi_client::cards::check_page(&page, true, false).unwrap();
     let saved: Vec<&Card> = page
         .entries
         .iter()

@@ -14,7 +14,7 @@ use crate::common::*;
 use magi_protocol::cards::{Block, Card, CardState};
 use magi_protocol::limits::{LIVE_OUTPUT_INTERVAL_MS, LIVE_OUTPUT_LINES};
 use magi_protocol::messages::{Event, RunOutcome};
-use magi_testkit::{MockServer, Reply};
+use magi_testkit::MockServer;
 
 /// The text block of a card, if it has one.
 fn text(card: &Card) -> Option<&str> {
@@ -30,17 +30,7 @@ async fn a_running_commands_card_shows_its_newest_output_at_a_bounded_rate() {
     // Forty lines over about two seconds, one with colour and a secret-like token.
     let command = "for i in $(seq 1 40); do echo \"line $i 日本\"; sleep 0.05; done; \
                    printf '\\033[31mred\\033[0m sk-abcdefghijklmnop1234\\n'; sleep 0.6";
-    mock.enqueue(Reply::stream().tool_call(
-        "b1",
-        "bash",
-        [serde_json::json!({ "command": command }).to_string()],
-    ));
-    mock.enqueue(Reply::stream().text(["Counted."]));
-    let env = TestEnv::new()
-        .var("MAGI_PROVIDER", "openai-chat")
-        .var("MAGI_MODEL", "mock-model")
-        .var("OPENAI_BASE_URL", &mock.base_url());
-    env.write_settings("[permissions]\nallow = [\"bash\"]\n");
+    let env = bash_turn_env(&mock, command, "Counted.");
     let mut backend = env.spawn();
     backend
         .initialize(&[

@@ -17,6 +17,7 @@ mod approvals;
 mod ast_grep;
 mod attachments;
 mod card_props;
+mod card_styles;
 mod cards;
 mod catalog;
 mod checkpoint_settings;

@@ -233,6 +233,49 @@ async fn the_denial_message_and_the_answer_are_on_their_cards() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn coloured_output_shows_in_its_colour() {
+    for columns in [80, 120] {
+        let mock = MockServer::start().await;
+        let command = r"printf '\033[1;31merror\033[0m: 日本 \033[38;5;208mamber\033[0m 🎉 \033[48;2;1;2;3mrgb\033[0m \033[4mend\033[24m\n'";
+        mock.enqueue(calls("bash", &[bash("b1", command)]));
+        mock.enqueue(Reply::stream().text(["Coloured."]));
+        let env = TestEnv::new();
+        env.write_settings("[permissions]\nallow = [\"bash(printf*)\"]\n");
+        let tmux = Tmux::start_sized(&env, &vars(&mock), columns, 30);
+        tmux.wait_for("idle ·");
+        tmux.type_text("colour");
+        tmux.key("Enter");
+        tmux.wait_for("Coloured.");
+        let screen = tmux.wait_for("error: 日本 amber 🎉 rgb end");
+        let styled = tmux.styled_screen();
+        let output = styled
+            .lines()
+            // The output's line, not the command's (which shows the escapes as text).
+            .find(|l| l.contains("error") && l.contains("rgb") && !l.contains("printf"))
+            .unwrap_or_else(|| panic!("{screen}"));
+        // Each word in its own colour, the text between them plain; tmux writes the
+        // attributes and colours as it keeps them.
+        for (word, sgr) in [
+            ("error", "\u{1b}[1m\u{1b}[38;5;1m"),
+            ("amber", "\u{1b}[38;5;208m"),
+            ("rgb", "\u{1b}[48;2;1;2;3m"),
+            ("end", "\u{1b}[4m"),
+        ] {
+            let at = output.find(word).unwrap();
+            assert!(
+                output[..at].ends_with(sgr),
+                "{word} is not preceded by {sgr:?}: {output:?}"
+            );
+        }
+        assert!(
+            output.contains(": 日本 ") && output.contains(" 🎉 "),
+            "{output:?}"
+        );
+        tmux.key("C-c");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hostile_output_shows_its_text_and_moves_nothing() {
     for columns in [80, 120] {
         let mock = MockServer::start().await;

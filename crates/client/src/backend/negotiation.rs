@@ -12,12 +12,12 @@ use magi_protocol::messages::{
 use magi_protocol::messages::{
     CheckpointsDescriptor, ClientTerminalsDescriptor, JobsControlDescriptor,
 };
-use magi_protocol::names::CHECKPOINTS;
 use magi_protocol::names::{
     APPROVAL_CHANGE_COUNTS, APPROVAL_SCOPES, CLIENT_FILES, CLIENT_TERMINALS, INPUT_ATTACHMENTS,
     JOBS_CONTROL, MODEL_CACHED, PERMISSION_MODES, PLAN_TODO, REASONING_SUMMARIES, SESSION_USAGE,
     USAGE_CACHE_WRITES, USER_QUESTIONS,
 };
+use magi_protocol::names::{CHECKPOINTS, TOOL_CARD_STYLES};
 use serde_json::Value;
 
 use super::Shared;
@@ -43,6 +43,7 @@ pub(super) struct Negotiation {
     permission_modes: bool,
     plan_todo: bool,
     checkpoints: bool,
+    tool_card_styles: bool,
     shared: Arc<Shared>,
 }
 
@@ -72,6 +73,7 @@ impl Negotiation {
             permission_modes: requires(PERMISSION_MODES),
             plan_todo: requires(PLAN_TODO),
             checkpoints: requires(CHECKPOINTS),
+            tool_card_styles: requires(TOOL_CARD_STYLES),
             shared,
         })
     }
@@ -97,6 +99,7 @@ impl Negotiation {
             permission_modes: self.permission_modes,
             plan_todo: self.plan_todo,
             checkpoints: self.checkpoints,
+            tool_card_styles: self.tool_card_styles,
         };
         check_advertisement(&result, &required).map_err(ClientError::Violation)?;
         self.shared
@@ -131,6 +134,11 @@ impl Negotiation {
             self.approval_change_counts,
             std::sync::atomic::Ordering::SeqCst,
         );
+        // Styles are on cards only: without `tool.cards` there is nothing to carry them.
+        self.shared.tool_card_styles.store(
+            self.tool_cards && self.tool_card_styles,
+            std::sync::atomic::Ordering::SeqCst,
+        );
         Ok(())
     }
 }
@@ -156,6 +164,7 @@ struct Required {
     permission_modes: bool,
     plan_todo: bool,
     checkpoints: bool,
+    tool_card_styles: bool,
 }
 
 /// Checks what an admitted `initialize` advertises: the sixteen base capabilities in
@@ -163,7 +172,8 @@ struct Required {
 /// its descriptor, `approval.scopes`, `user.questions`, `session.usage`,
 /// `input.attachments`, `client.files`, `reasoning.summaries`, `client.terminals`,
 /// `usage.cache_writes`, `approval.change_counts`, `jobs.control`, `model.cached` and
-/// `permissions.modes` and `plan.todo` with schema 1's, each exactly when it was
+/// `permissions.modes`, `plan.todo`, `checkpoints` and `tool.cards.styles` with
+/// schema 1's, each exactly when it was
 /// required, and nothing of them otherwise.
 fn check_advertisement(result: &InitializeResult, required: &Required) -> Result<(), Violation> {
     let mut expected = magi_protocol::names::base_capabilities();
@@ -214,6 +224,9 @@ fn check_advertisement(result: &InitializeResult, required: &Required) -> Result
     }
     if required.checkpoints {
         expected.push(CHECKPOINTS.to_owned());
+    }
+    if required.tool_card_styles {
+        expected.push(TOOL_CARD_STYLES.to_owned());
     }
     if result.capabilities != expected {
         return Err(Violation("initialize advertised other capabilities".into()));
@@ -347,6 +360,14 @@ fn check_advertisement(result: &InitializeResult, required: &Required) -> Result
         (true, Some(d)) => *d == CheckpointsDescriptor::schema_1(),
         _ => false,
     };
+    let styles_ok = match (
+        required.tool_card_styles,
+        extensions.and_then(|e| e.tool_card_styles.as_ref()),
+    ) {
+        (false, None) => true,
+        (true, Some(d)) => *d == magi_protocol::cards::ToolCardStylesDescriptor::schema_1(),
+        _ => false,
+    };
     let any = required.tool_cards
         || required.client_tools
         || required.approval_scopes
@@ -362,7 +383,8 @@ fn check_advertisement(result: &InitializeResult, required: &Required) -> Result
         || required.model_cached
         || required.permission_modes
         || required.plan_todo
-        || required.checkpoints;
+        || required.checkpoints
+        || required.tool_card_styles;
     let all_ok = cards_ok
         && tools_ok
         && scopes_ok
@@ -378,7 +400,8 @@ fn check_advertisement(result: &InitializeResult, required: &Required) -> Result
         && cached_ok
         && modes_ok
         && plan_ok
-        && checkpoints_ok;
+        && checkpoints_ok
+        && styles_ok;
     if all_ok && extensions.is_some() == any {
         Ok(())
     } else {
@@ -415,6 +438,7 @@ mod tests {
             permission_modes: false,
             plan_todo: false,
             checkpoints: false,
+            tool_card_styles: false,
         }
     }
 
@@ -453,6 +477,7 @@ mod tests {
                 permission_modes: None,
                 plan_todo: None,
                 checkpoints: None,
+                tool_card_styles: None,
             }),
         }
     }

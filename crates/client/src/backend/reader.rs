@@ -85,6 +85,9 @@ pub(super) async fn read_output(
             checker.approval_change_counts = shared
                 .approval_change_counts
                 .load(std::sync::atomic::Ordering::SeqCst);
+            checker.tool_card_styles = shared
+                .tool_card_styles
+                .load(std::sync::atomic::Ordering::SeqCst);
             let checked = match unit {
                 Decoded::Frame(line) => checker.check(&line),
                 Decoded::TooLarge => Err(Violation("output frame over the bound".into())),

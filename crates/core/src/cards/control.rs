@@ -145,7 +145,7 @@ mod tests {
     use magi_tools::facts::Facts;
 
     use super::*;
-    use crate::cards::{CardSource, PreviewSource, Settlement, project};
+    use crate::cards::{CardSource, PreviewSource, Settlement, TranscriptStyles, project};
 
     fn card(
         facts: Option<&serde_json::Value>,
@@ -167,6 +167,7 @@ mod tests {
             task_id: None,
             children: None,
             transcript: &[],
+            transcript_styles: TranscriptStyles::Off,
             hook: None,
         })
     }

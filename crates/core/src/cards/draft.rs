@@ -3,8 +3,9 @@
 
 use magi_protocol::cards::{
     Availability, Block, CARD_BYTES, Card, CardOutcome, CardState, Detail, METADATA_BYTES,
-    Metadata, Origin, ParentState, Reason, SCHEMA_VERSION, Subject, TEXT_BLOCK_BYTES, TITLE_BYTES,
-    TextBlock, TextFormat, merge_omissions, serialized_len, strongest_reason,
+    Metadata, Origin, ParentState, Reason, SCHEMA_VERSION, StyleSpan, Subject, TEXT_BLOCK_BYTES,
+    TITLE_BYTES, TextBlock, TextFormat, merge_omissions, serialized_len, spans_fit,
+    strongest_reason,
 };
 use magi_store::records::ToolOutcome;
 use magi_tools::facts::Facts;
@@ -15,7 +16,7 @@ use super::hook::hook_part;
 use super::labels::{ROW_FAILURE_EXPLANATION, ROW_OUTPUT_LINES};
 use super::metadata::{changes, fixed_title, protection, tool_kind};
 use super::part::{Part, Role};
-use super::source::{CardSource, Settlement};
+use super::source::{CardSource, Settlement, TranscriptStyles};
 use super::task::children_part;
 use super::text::{Notes, char_count, safe_count};
 
@@ -102,7 +103,7 @@ impl Draft {
                 };
                 let mut parts = context.parts(facts, tracking.as_ref(), &mut tail);
                 parts.extend(source.hook.as_ref().map(hook_part));
-                parts.extend(transcript_part(source.transcript));
+                parts.extend(transcript_part(source.transcript, source.transcript_styles));
                 parts
             }
             Source::Absent => {
@@ -129,7 +130,7 @@ impl Draft {
                 parts.extend(source.hook.as_ref().map(hook_part));
                 // A refusal's own lines: what the person told the model with it.
                 if refused {
-                    parts.extend(transcript_part(source.transcript));
+                    parts.extend(transcript_part(source.transcript, source.transcript_styles));
                 }
                 parts
             }
@@ -314,6 +315,21 @@ impl Draft {
         }
     }
 
+    /// Leaves out the styles of text blocks (null), last block first, until the card
+    /// fits: colour is the first thing a card gives up.
+    pub(super) fn leave_out_styles(&mut self) {
+        for index in (0..self.parts.len()).rev() {
+            if self.fits() {
+                return;
+            }
+            if let Block::Text(text) = &mut self.parts[index].block
+                && matches!(text.styles, Some(Some(_)))
+            {
+                text.styles = Some(None);
+            }
+        }
+    }
+
     /// Drops optional blocks, last first, until the card fits.
     pub(super) fn drop_optional_blocks(&mut self) {
         for index in (0..self.parts.len()).rev() {
@@ -344,17 +360,46 @@ fn pop_until<T: serde::Serialize>(items: &mut Vec<T>, excess: usize) -> u64 {
 }
 
 /// The transcript projection as a plain `text` block, after the tool's own blocks: what
-/// a person reads of the result under the card. Optional detail: the budget may drop it.
-fn transcript_part(lines: &[String]) -> Option<Part> {
+/// a person reads of the result under the card, in its colour when the client asked for
+/// it. Optional detail: the budget may drop it.
+fn transcript_part(lines: &[String], styles: TranscriptStyles) -> Option<Part> {
     if lines.iter().all(|l| l.trim().is_empty()) {
         return None;
     }
     let mut notes = Notes::default();
-    let text = notes.text(Subject::Text, &lines.join("\n"), TEXT_BLOCK_BYTES);
+    let joined = lines.join("\n");
+    let safe = notes.safe(Subject::Text, &joined);
+    let text = notes.bound(Subject::Text, &safe, TEXT_BLOCK_BYTES);
+    let styles = match styles {
+        TranscriptStyles::Off => None,
+        TranscriptStyles::LeftOut => Some(None),
+        // Recorded lines are safe already: text that changed here (a log written by
+        // hand) has no spans to trust.
+        TranscriptStyles::Spans(_) if safe != joined => Some(None),
+        TranscriptStyles::Spans(spans) => {
+            let kept = clip_spans(spans, text.len());
+            Some(spans_fit(&kept, &text).then_some(kept))
+        }
+    };
     let block = Block::Text(TextBlock {
         text,
         format: TextFormat::Plain,
         language: None,
+        styles,
     });
     Some(Part::new(block, notes, Role::Optional))
+}
+
+/// The spans of a text cut to `len` bytes (on a character boundary): those past the
+/// cut go, the one across it ends there.
+fn clip_spans(spans: &[StyleSpan], len: usize) -> Vec<StyleSpan> {
+    let len = len as u64;
+    spans
+        .iter()
+        .filter(|span| span.start < len)
+        .map(|span| StyleSpan {
+            end: span.end.min(len),
+            ..span.clone()
+        })
+        .collect()
 }

@@ -53,7 +53,7 @@ mod tests {
     use magi_store::records::ToolOutcome;
     use magi_tools::facts::Facts;
 
-    use crate::cards::{CardSource, PreviewSource, Settlement, project};
+    use crate::cards::{CardSource, PreviewSource, Settlement, TranscriptStyles, project};
 
     fn card(items: &[PlanItem], origin: Origin) -> Card {
         let facts = serde_json::to_value(Facts::Plan {
@@ -79,6 +79,7 @@ mod tests {
             task_id: None,
             children: None,
             transcript: &[],
+            transcript_styles: TranscriptStyles::Off,
             hook: None,
         })
     }

@@ -18,15 +18,19 @@ use super::text::{char_count, cut, omission, safe_count};
 const CORE_CLEANUP_BYTES: usize = 128;
 
 /// The card for `source`: valid under [`magi_protocol::cards::validate`] and at most
-/// [`CARD_BYTES`] serialized. Oversized detail is reduced deterministically (preview
-/// lines, resource rows, optional values, whole optional blocks); when even that does
-/// not fit, the result is [`core()`] of the card.
+/// [`CARD_BYTES`] serialized. Oversized detail is reduced deterministically (text
+/// styles, preview lines, resource rows, optional values, whole optional blocks); when
+/// even that does not fit, the result is [`core()`] of the card.
 pub fn project(source: &CardSource) -> Card {
     let mut draft = Draft::new(source);
     // Most cards fit as selected: build and size them once.
     let card = draft.card();
     if serialized_len(&card) <= CARD_BYTES {
         return card;
+    }
+    draft.leave_out_styles();
+    if draft.fits() {
+        return draft.card();
     }
     draft.trim_diff_lines();
     if draft.fits() {

@@ -1,6 +1,6 @@
 //! The selector's inputs: everything recorded or observed about one call.
 
-use magi_protocol::cards::{Child, Origin};
+use magi_protocol::cards::{Child, Origin, StyleSpan};
 use magi_store::records::{HookDecision, ToolOutcome};
 use serde_json::Value;
 
@@ -19,6 +19,28 @@ pub enum Settlement<'a> {
     },
     /// Execution ended without a result record (a crashed turn).
     Interrupted,
+}
+
+/// The colour of a call's transcript projection, as its card's text block carries it
+/// (`tool.cards.styles`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TranscriptStyles<'a> {
+    /// The client did not negotiate styles: the text block has no `styles` field.
+    Off,
+    /// The colour was not kept (more spans than a block may list): `styles` null.
+    LeftOut,
+    /// The spans of the lines joined by line feeds, as recorded or observed.
+    Spans(&'a [StyleSpan]),
+}
+
+impl<'a> TranscriptStyles<'a> {
+    /// The styles of a recorded transcript, for a client that negotiated them.
+    pub fn recorded(styles: &'a Option<Vec<StyleSpan>>) -> TranscriptStyles<'a> {
+        match styles {
+            Some(spans) => TranscriptStyles::Spans(spans),
+            None => TranscriptStyles::LeftOut,
+        }
+    }
 }
 
 /// What is known about the display-only applied preview of a change.
@@ -74,6 +96,9 @@ pub struct CardSource<'a> {
     /// lines read or found, the last lines a command printed), as recorded; empty when
     /// there is none.
     pub transcript: &'a [String],
+    /// The colour of the transcript projection, for a client that negotiated
+    /// `tool.cards.styles`.
+    pub transcript_styles: TranscriptStyles<'a>,
     /// What a `pre_tool_use` hook decided of the call, when one blocked it or replaced
     /// its arguments.
     pub hook: Option<HookSource<'a>>,

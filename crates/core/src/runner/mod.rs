@@ -143,6 +143,7 @@ pub fn start_turn(
                 output.session_usage = request.session_usage;
                 output.client_files = request.client_files;
                 output.reasoning_summaries = request.reasoning_summaries;
+                output.card_styles = request.card_styles;
                 let (finished, title) =
                     run_contained(&mut sessions, &mut output, agent, request, gates).await;
                 // The sessions go back before the terminal event, so a client that
@@ -307,6 +308,7 @@ mod tests {
             run_id: "run-1".into(),
             prompt: "hi".into(),
             tool_cards: false,
+            card_styles: false,
             client_tools: Arc::default(),
             approval_scopes: false,
             titles: None,

@@ -9,7 +9,7 @@
 
 use std::time::Duration;
 
-use magi_protocol::cards::{Card, Origin, ToolCardEvent};
+use magi_protocol::cards::{Card, Origin, STYLE_SPANS_PER_BLOCK, StyleSpan, ToolCardEvent};
 use magi_protocol::limits::{
     APPROVAL_SUBJECT_BYTES, CRITICAL_EVENT_WAIT_MS, LIVE_CHUNK_BYTES, SUMMARY_BYTES,
 };
@@ -17,13 +17,14 @@ use magi_protocol::messages::{
     Activity, ActivityKind, ActivityState, ApprovalRequested, Diagnostic, Event, MessageDelta,
     MessageReconcile, ProposedChange, ReasoningDelta, SessionTitled,
 };
-use magi_protocol::text::{redact_values, sanitize};
+use magi_protocol::text::{Styler, redact_values, sanitize};
+use magi_store::records::TranscriptStyles as TranscriptStyleSpans;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::live_cards::{LiveCards, Snapshot};
 use super::text::chunks;
-use crate::cards::{CardSource, project};
+use crate::cards::{CardSource, TranscriptStyles, project};
 
 /// What an approval request shows with `approval.scopes`, before it is made safe.
 pub(super) struct ApprovalDetails {
@@ -59,6 +60,9 @@ pub(super) struct Output {
     /// Whether the client negotiated `reasoning.summaries`: the session agent's provider
     /// summaries stream as `reasoning.delta`.
     pub(super) reasoning_summaries: bool,
+    /// Whether the client negotiated `tool.cards.styles` (with `tool.cards`): text
+    /// blocks carry the colour of their lines.
+    pub(super) card_styles: bool,
     /// Reasoning summaries streamed so far: the next one's ID is `s<n>`.
     pub(super) summaries_streamed: u64,
     /// A critical event could not be delivered.
@@ -103,6 +107,7 @@ impl Output {
             session_usage: false,
             client_files: false,
             reasoning_summaries: false,
+            card_styles: false,
             summaries_streamed: 0,
             script_clock: None,
         }
@@ -137,6 +142,33 @@ impl Output {
     pub(super) fn next_activity_id(&mut self, prefix: &str) -> String {
         self.activities += 1;
         format!("{prefix}-{}", self.activities)
+    }
+
+    /// Lines of a call's output as its card shows them: each made safe like
+    /// [`Output::safe`], and the colour they were printed in, as spans of the lines
+    /// joined by line feeds; none when there are more than a text block may list. A
+    /// line a redaction changed keeps no colour: its spans would cover what was taken
+    /// out.
+    pub(super) fn safe_lines(&self, raw: &[String]) -> (Vec<String>, TranscriptStyleSpans) {
+        let mut styler = Styler::default();
+        let mut lines = Vec::with_capacity(raw.len());
+        let mut spans = Vec::new();
+        let mut offset = 0u64;
+        for line in raw {
+            let (plain, line_spans) = styler.read(line);
+            let safe = self.safe(&plain);
+            if safe == plain {
+                spans.extend(line_spans.into_iter().map(|span| StyleSpan {
+                    start: span.start + offset,
+                    end: span.end + offset,
+                    ..span
+                }));
+            }
+            offset += safe.len() as u64 + 1;
+            lines.push(safe);
+        }
+        let styles = (spans.len() <= STYLE_SPANS_PER_BLOCK).then_some(spans);
+        (lines, styles)
     }
 
     /// Text as it may leave the run: controls stripped, secret-like tokens and the
@@ -303,6 +335,11 @@ impl Output {
             activity_id,
             origin: Origin::Live,
             revision,
+            transcript_styles: if self.card_styles {
+                source.transcript_styles
+            } else {
+                TranscriptStyles::Off
+            },
             ..source
         };
         let card = self.cards.admit(snapshot, project(&source))?;

@@ -8,7 +8,7 @@ use magi_protocol::limits::TASK_CHILDREN;
 
 use super::live_cards::Snapshot;
 use super::output::Output;
-use crate::cards::{CardSource, PreviewSource, Settlement, TaskChildren};
+use crate::cards::{CardSource, PreviewSource, Settlement, TaskChildren, TranscriptStyles};
 
 /// The delegated task a subagent is working on.
 pub(super) struct TaskScope {
@@ -109,6 +109,7 @@ impl TaskScope {
             task_id: Some(&self.task_id),
             children: Some(&self.children),
             transcript: &[],
+            transcript_styles: TranscriptStyles::Off,
             hook: None,
         };
         output

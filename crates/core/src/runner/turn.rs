@@ -41,6 +41,9 @@ pub struct TurnRequest {
     /// Whether the client negotiated `tool.cards`: the run then sends `tool.card`
     /// events.
     pub tool_cards: bool,
+    /// Whether the client negotiated `tool.cards.styles` with `tool.cards`: card text
+    /// blocks carry the colour of their lines.
+    pub card_styles: bool,
     /// The tools the client registered (`client.tools`); empty without it.
     pub client_tools: Arc<Vec<ClientTool>>,
     /// Whether the client negotiated `approval.scopes`: approval requests then carry

@@ -100,7 +100,7 @@ impl Sessions {
         // Stream the log: only what history shows and the recorded working directories
         // are kept, so memory follows the projection, not the log.
         let mut projector = if self.tool_cards {
-            Projector::with_cards(crate::saved_cards::selector())
+            Projector::with_cards(crate::saved_cards::selector(self.card_styles))
         } else {
             Projector::new()
         };

@@ -83,6 +83,93 @@ fn bash_shows_the_last_lines_it_printed() {
     assert!(project(&running).blocks.is_empty());
 }
 
+/// Spans of one colour over `ranges` of a text.
+fn red_spans(ranges: &[(usize, usize)]) -> Vec<StyleSpan> {
+    let red = Style {
+        fg: Some(Colour::Indexed(1)),
+        ..Style::default()
+    };
+    ranges
+        .iter()
+        .map(|&(start, end)| StyleSpan::new(start, end, &red))
+        .collect()
+}
+
+#[test]
+fn bash_lines_keep_their_colour_when_asked_and_never_otherwise() {
+    let facts = facts(Facts::Command(Box::new(command_facts())));
+    let printed: Vec<String> = ["error: one", "ok"].map(str::to_owned).to_vec();
+    let spans = red_spans(&[(0, 5)]);
+    let mut s = source("tool-18", "bash", "bash cargo test");
+    s.facts = Some(&facts);
+    s.protection = Some("allowed automatically");
+    s.transcript = &printed;
+    let text = |card: &Card| match card.blocks.last() {
+        Some(Block::Text(text)) => text.clone(),
+        _ => panic!("{card:#?}"),
+    };
+    // Not negotiated: no field at all, the card as schema 1 has it.
+    let plain = project(&s);
+    assert_eq!(text(&plain).styles, None);
+    assert!(!serde_json::to_string(&plain).unwrap().contains("styles"));
+    s.transcript_styles = TranscriptStyles::Spans(&spans);
+    let coloured = project(&s);
+    check(&coloured, &s);
+    assert_eq!(text(&coloured).styles, Some(Some(spans.clone())));
+    assert_eq!(text(&coloured).text, text(&plain).text);
+    s.transcript_styles = TranscriptStyles::LeftOut;
+    assert_eq!(text(&project(&s)).styles, Some(None));
+    // Spans past a cut text end at the cut; spans that do not fit the text are not
+    // trusted.
+    let long: Vec<String> = vec!["x".repeat(TEXT_BLOCK_BYTES + 100)];
+    let across = red_spans(&[(TEXT_BLOCK_BYTES - 10, TEXT_BLOCK_BYTES + 10)]);
+    s.transcript = &long;
+    s.transcript_styles = TranscriptStyles::Spans(&across);
+    assert_eq!(
+        text(&project(&s)).styles,
+        Some(Some(red_spans(&[(
+            TEXT_BLOCK_BYTES - 10,
+            TEXT_BLOCK_BYTES
+        )])))
+    );
+    let off_the_text = red_spans(&[(3, 2)]);
+    s.transcript = &printed;
+    s.transcript_styles = TranscriptStyles::Spans(&off_the_text);
+    assert_eq!(text(&project(&s)).styles, Some(None));
+}
+
+#[test]
+fn colour_is_the_first_thing_a_full_card_gives_up() {
+    // Text that doubles when escaped, and a span on every other character: the text
+    // fits the card alone, not with its colour.
+    let facts = facts(Facts::Command(Box::new(command_facts())));
+    let quotes: Vec<String> = vec!["\"".repeat(TEXT_BLOCK_BYTES)];
+    let ranges: Vec<(usize, usize)> = (0..STYLE_SPANS_PER_BLOCK)
+        .map(|i| (2 * i, 2 * i + 1))
+        .collect();
+    let spans = red_spans(&ranges);
+    let mut s = source("tool-19", "bash", "bash cat quotes");
+    s.facts = Some(&facts);
+    s.protection = Some("allowed automatically");
+    s.transcript = &quotes;
+    s.transcript_styles = TranscriptStyles::Spans(&spans);
+    let card = project(&s);
+    check(&card, &s);
+    let Some(Block::Text(text)) = card.blocks.last() else {
+        panic!("the text was dropped: {card:#?}");
+    };
+    assert_eq!(text.text.len(), TEXT_BLOCK_BYTES, "the text is whole");
+    assert_eq!(text.styles, Some(None), "its colour left out, and said so");
+    // The same card without colour is the same card but for the field.
+    s.transcript_styles = TranscriptStyles::Off;
+    let plain = project(&s);
+    let Some(Block::Text(plain_text)) = plain.blocks.last() else {
+        panic!("{plain:#?}");
+    };
+    assert_eq!(plain_text.text, text.text);
+    assert_eq!(plain.omissions, card.omissions);
+}
+
 #[test]
 fn bash_failed_exit_2() {
     let facts = facts(Facts::Command(Box::new(CommandFacts {

@@ -413,6 +413,7 @@ fn fuzz(
             task_id: None,
             children: None,
             transcript: &[],
+            transcript_styles: TranscriptStyles::Off,
             hook: None,
         };
         let card = project(&source);

@@ -15,12 +15,14 @@ use std::path::PathBuf;
 
 use magi_core::cards::{
     CardSource, HookSource, PUBLIC_PROTECTION_LABELS, PreviewSource, ROW_CLEANUP_WARNING,
-    ROW_COMMAND_TIMEOUT, ROW_OUTPUT_TRUNCATION, Settlement, TaskChildren, core, project,
+    ROW_COMMAND_TIMEOUT, ROW_OUTPUT_TRUNCATION, Settlement, TaskChildren, TranscriptStyles, core,
+    project,
 };
 use magi_protocol::cards::{
     Availability, Block, CARD_BYTES, CORE_BYTES, Card, CardOutcome, CardState, Changes, Child,
-    MAX_SAFE_INTEGER, Origin, ParentState, ProtectionDecision, Reason, Subject, ToolKind,
-    serialized_len, validate, validate_saved,
+    Colour, MAX_SAFE_INTEGER, Origin, ParentState, ProtectionDecision, Reason,
+    STYLE_SPANS_PER_BLOCK, Style, StyleSpan, Subject, TEXT_BLOCK_BYTES, ToolKind, serialized_len,
+    validate, validate_saved,
 };
 use magi_store::records::{HookDecision, ToolOutcome};
 use magi_tools::facts::{
@@ -52,6 +54,7 @@ fn source<'a>(activity_id: &'a str, tool_name: &'a str, label: &'a str) -> CardS
         task_id: None,
         children: None,
         transcript: &[],
+        transcript_styles: TranscriptStyles::Off,
         hook: None,
     }
 }

@@ -5,10 +5,12 @@ use serde::{Deserialize, Serialize};
 
 use super::kinds::{CardOutcome, CardState, Changes};
 use super::nullable;
+use super::styles::{StyleSpan, present_nullable};
 #[cfg(doc)]
 use super::{
     CHILDREN_PER_BLOCK, COMMAND_BYTES, DIFF_LINES_PER_BLOCK, DIFF_PATH_BYTES, LANGUAGE_BYTES,
-    ROWS_PER_BLOCK, SIGNAL_BYTES, TEXT_BLOCK_BYTES, TITLE_BYTES, WORKING_DIRECTORY_BYTES,
+    ROWS_PER_BLOCK, SIGNAL_BYTES, STYLE_SPANS_PER_BLOCK, TEXT_BLOCK_BYTES, TITLE_BYTES,
+    WORKING_DIRECTORY_BYTES,
 };
 
 /// A typed display block. No block nests another.
@@ -41,6 +43,16 @@ pub struct TextBlock {
     /// A display hint only, at most [`LANGUAGE_BYTES`].
     #[serde(deserialize_with = "nullable")]
     pub language: Option<String>,
+    /// The colour and emphasis of spans of `text`: present exactly when
+    /// `tool.cards.styles` was negotiated; an empty list for plain text, null when the
+    /// text's styles were left out (more spans than [`STYLE_SPANS_PER_BLOCK`], or no
+    /// room in the card).
+    #[serde(
+        default,
+        deserialize_with = "present_nullable",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub styles: Option<Option<Vec<StyleSpan>>>,
 }
 
 /// How a `text` block is shown.

@@ -249,6 +249,7 @@ fn block_string_bounds() {
             text: t,
             format: TextFormat::Code,
             language,
+            styles: None,
         })
     };
     let command = |command: Option<String>, wd: Option<String>, signal: Option<String>| {
@@ -406,6 +407,7 @@ fn array_bounds() {
         text: String::new(),
         format: TextFormat::Plain,
         language: None,
+        styles: None,
     });
     let mut c = card();
     c.blocks = vec![text.clone(); BLOCKS_PER_CARD];
@@ -620,6 +622,7 @@ fn serialized_size_bound_counts_escaping() {
             text: "\"".repeat(1024),
             format: TextFormat::Plain,
             language: None,
+            styles: None,
         });
         15
     ];
@@ -813,6 +816,7 @@ fn block_strategy() -> impl Strategy<Value = Block> {
                 text,
                 format,
                 language,
+                styles: None,
             })
         });
     let resource = (

@@ -6,6 +6,7 @@ use std::fmt;
 use super::blocks::{Block, DiffLine, DiffLineKind};
 use super::card::{Card, ToolCardEvent};
 use super::kinds::{Availability, CardOutcome, CardState, Origin, ParentState, Subject};
+use super::styles::spans_fit;
 use super::{
     BLOCKS_PER_CARD, CARD_BYTES, CHILDREN_PER_BLOCK, COMMAND_BYTES, DIFF_LINES_PER_BLOCK,
     DIFF_PATH_BYTES, LANGUAGE_BYTES, MAX_SAFE_INTEGER, METADATA_BYTES, PROTECTION_SUMMARY_BYTES,
@@ -73,6 +74,9 @@ pub enum CardViolation {
     Scope,
     /// A saved card is not finished at revision 0.
     Saved,
+    /// A text block's `styles` break their rules (`tool.cards.styles`): too many
+    /// spans, or one that is empty, unstyled, out of order or off the text.
+    Styles,
 }
 
 impl fmt::Display for CardViolation {
@@ -115,6 +119,9 @@ impl fmt::Display for CardViolation {
             CardViolation::Origin => f.write_str("card origin is wrong for its channel"),
             CardViolation::Scope => f.write_str("event session_id or run_id is malformed"),
             CardViolation::Saved => f.write_str("saved card is not finished at revision 0"),
+            CardViolation::Styles => f.write_str(
+                "a text block's styles are not ordered, styled spans of its text within their bound",
+            ),
         }
     }
 }
@@ -265,7 +272,11 @@ fn validate_block(block: &Block) -> Result<(), CardViolation> {
     match block {
         Block::Text(b) => {
             text("blocks[].text", &b.text, TEXT_BLOCK_BYTES)?;
-            opt_text("blocks[].language", &b.language, LANGUAGE_BYTES)
+            opt_text("blocks[].language", &b.language, LANGUAGE_BYTES)?;
+            match &b.styles {
+                Some(Some(spans)) if !spans_fit(spans, &b.text) => Err(CardViolation::Styles),
+                _ => Ok(()),
+            }
         }
         Block::Resources(b) => {
             count("blocks[].rows", b.rows.len(), ROWS_PER_BLOCK)?;

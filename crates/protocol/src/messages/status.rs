@@ -161,6 +161,13 @@ pub struct Extensions {
     /// The `plan.todo` descriptor, schema 1, when negotiated.
     #[serde(rename = "plan.todo", default, skip_serializing_if = "Option::is_none")]
     pub plan_todo: Option<PlanTodoDescriptor>,
+    /// The `tool.cards.styles` descriptor, schema 1, when negotiated.
+    #[serde(
+        rename = "tool.cards.styles",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub tool_card_styles: Option<crate::cards::ToolCardStylesDescriptor>,
 }
 
 /// The `extensions["plan.todo"]` descriptor.

@@ -42,27 +42,27 @@ fn kind_after_escape(c: char) -> Option<Kind> {
 }
 
 /// The length in bytes of the escape sequence at the start of `text` (which starts
-/// with ESC or a C1 control), and whether it is SGR. A lone ESC (followed by nothing a
-/// sequence can hold) is one character long.
-fn sequence(text: &str) -> (usize, bool) {
+/// with ESC or a C1 control), and its parameters when it is SGR (`1;31` of `ESC[1;31m`).
+/// A lone ESC (followed by nothing a sequence can hold) is one character long.
+fn sequence(text: &str) -> (usize, Option<&str>) {
     let mut chars = text.char_indices();
     let Some((_, first)) = chars.next() else {
-        return (0, false);
+        return (0, None);
     };
     let (kind, body_start) = match first {
         ESC => match chars.next() {
             Some((at, c)) => match kind_after_escape(c) {
                 Some(Kind::Other) => (Kind::Other, at),
                 Some(kind) => (kind, at + c.len_utf8()),
-                None => return (first.len_utf8(), false),
+                None => return (first.len_utf8(), None),
             },
-            None => return (first.len_utf8(), false),
+            None => return (first.len_utf8(), None),
         },
         CSI_C1 => (Kind::ControlSequence, first.len_utf8()),
         '\u{90}' | '\u{98}' | '\u{9D}' | '\u{9E}' | '\u{9F}' => {
             (Kind::ControlString, first.len_utf8())
         }
-        other => return (other.len_utf8(), false),
+        other => return (other.len_utf8(), None),
     };
     let body = &text[body_start..];
     match kind {
@@ -70,16 +70,17 @@ fn sequence(text: &str) -> (usize, bool) {
             // Parameters, intermediates, then the final byte; a byte that fits none
             // ends the (malformed) sequence before it.
             let mut end = body.len();
-            let mut sgr = false;
+            let mut sgr = None;
             for (at, c) in body.char_indices() {
                 match c {
                     '\u{30}'..='\u{3F}' | '\u{20}'..='\u{2F}' => {}
                     '\u{40}'..='\u{7E}' => {
                         let params = &body[..at];
-                        sgr = c == 'm'
+                        sgr = (c == 'm'
                             && params
                                 .chars()
-                                .all(|p| p.is_ascii_digit() || p == ';' || p == ':');
+                                .all(|p| p.is_ascii_digit() || p == ';' || p == ':'))
+                        .then_some(params);
                         end = at + 1;
                         break;
                     }
@@ -112,7 +113,7 @@ fn sequence(text: &str) -> (usize, bool) {
                     _ => {}
                 }
             }
-            (body_start + end, false)
+            (body_start + end, None)
         }
         Kind::Other => {
             // Intermediate bytes, then one final byte.
@@ -130,7 +131,7 @@ fn sequence(text: &str) -> (usize, bool) {
                     }
                 }
             }
-            (body_start + end, false)
+            (body_start + end, None)
         }
     }
 }
@@ -138,6 +139,44 @@ fn sequence(text: &str) -> (usize, bool) {
 /// Whether `c` may begin an escape sequence.
 fn introduces(c: char) -> bool {
     c == ESC || ('\u{80}'..='\u{9F}').contains(&c)
+}
+
+/// A piece of text as escape sequences divide it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Piece<'a> {
+    /// Text between sequences (it may still hold other control characters).
+    Text(&'a str),
+    /// A whole escape sequence: its parameters when it is SGR, else none.
+    Sequence {
+        /// The sequence as it was.
+        whole: &'a str,
+        /// The parameters of an SGR sequence (`1;31` of `ESC[1;31m`).
+        sgr: Option<&'a str>,
+    },
+}
+
+/// `text` divided into text and whole escape sequences, in order.
+pub(crate) fn pieces(text: &str) -> impl Iterator<Item = Piece<'_>> {
+    let mut rest = text;
+    std::iter::from_fn(move || {
+        if rest.is_empty() {
+            return None;
+        }
+        match rest.find(introduces) {
+            Some(0) => {
+                let (len, sgr) = sequence(rest);
+                let whole = &rest[..len];
+                rest = &rest[len..];
+                Some(Piece::Sequence { whole, sgr })
+            }
+            Some(at) => {
+                let text = &rest[..at];
+                rest = &rest[at..];
+                Some(Piece::Text(text))
+            }
+            None => Some(Piece::Text(std::mem::take(&mut rest))),
+        }
+    })
 }
 
 /// `text` with every escape sequence removed whole; with `keep_sgr`, SGR sequences
@@ -148,16 +187,16 @@ pub fn remove_escapes(text: &str, keep_sgr: bool) -> Cow<'_, str> {
         return Cow::Borrowed(text);
     }
     let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(at) = rest.find(introduces) {
-        out.push_str(&rest[..at]);
-        let (len, sgr) = sequence(&rest[at..]);
-        if sgr && keep_sgr {
-            out.push_str(&rest[at..at + len]);
+    for piece in pieces(text) {
+        match piece {
+            Piece::Text(text) => out.push_str(text),
+            Piece::Sequence {
+                whole,
+                sgr: Some(_),
+            } if keep_sgr => out.push_str(whole),
+            Piece::Sequence { .. } => {}
         }
-        rest = &rest[at + len..];
     }
-    out.push_str(rest);
     Cow::Owned(out)
 }
 

@@ -15,12 +15,12 @@ use magi_protocol::messages::{
     JobsControlDescriptor, ModelCachedDescriptor, PlanTodoDescriptor, ReasoningSummariesDescriptor,
     ResultBody, SessionUsageDescriptor, UsageCacheWritesDescriptor,
 };
-use magi_protocol::names::CHECKPOINTS;
 use magi_protocol::names::{
     APPROVAL_CHANGE_COUNTS, APPROVAL_SCOPES, CLIENT_FILES, CLIENT_TERMINALS, INPUT_ATTACHMENTS,
     JOBS_CONTROL, MODEL_CACHED, PERMISSION_MODES, PLAN_TODO, REASONING_SUMMARIES, SESSION_USAGE,
     USAGE_CACHE_WRITES, USER_QUESTIONS, base_capabilities,
 };
+use magi_protocol::names::{CHECKPOINTS, TOOL_CARD_STYLES};
 use magi_protocol::{ErrorCode, StartupError};
 use serde_json::value::RawValue;
 
@@ -61,6 +61,7 @@ impl Connection {
         self.permission_modes = required.permission_modes;
         self.plan_todo = required.plan_todo;
         self.checkpoints = required.checkpoints;
+        self.tool_card_styles = required.tool_card_styles;
         self.client_tools_negotiated = required.client_tools.is_some();
         self.client_tools = Arc::new(required.client_tools.unwrap_or_default());
         self.negotiated = required
@@ -95,6 +96,7 @@ impl Connection {
                 self.sessions = Some(Box::new(
                     Sessions::new(runtime.home.clone(), runtime.cwd.clone())
                         .with_tool_cards(self.tool_cards)
+                        .with_card_styles(self.tool_cards && self.tool_card_styles)
                         .with_admitted(runtime.settings.clone(), runtime.env.clone()),
                 ));
                 self.selection = Some(ActiveSelection::from_runtime(&runtime));
@@ -120,6 +122,7 @@ impl Connection {
                     || self.permission_modes
                     || self.plan_todo
                     || self.checkpoints
+                    || self.tool_card_styles
                 {
                     let mut negotiated = Extensions {
                         tool_cards: None,
@@ -138,6 +141,7 @@ impl Connection {
                         permission_modes: None,
                         plan_todo: None,
                         checkpoints: None,
+                        tool_card_styles: None,
                     };
                     if self.tool_cards {
                         capabilities.push(cards::CAPABILITY.to_owned());
@@ -212,6 +216,11 @@ impl Connection {
                     if self.checkpoints {
                         capabilities.push(CHECKPOINTS.to_owned());
                         negotiated.checkpoints = Some(CheckpointsDescriptor::schema_1());
+                    }
+                    if self.tool_card_styles {
+                        capabilities.push(TOOL_CARD_STYLES.to_owned());
+                        negotiated.tool_card_styles =
+                            Some(cards::ToolCardStylesDescriptor::schema_1());
                     }
                     extensions = Some(negotiated);
                 }

@@ -11,13 +11,14 @@ use magi_protocol::limits::{
     REASONING_SUMMARIES_NAME_ROOM, REQUIRED_CAPABILITY_NAMES,
     REQUIRED_CAPABILITY_NAMES_WITH_APPROVAL_SCOPES, REQUIRED_CAPABILITY_NAMES_WITH_CLIENT_TOOLS,
     REQUIRED_CAPABILITY_NAMES_WITH_CLIENT_TOOLS_AND_APPROVAL_SCOPES, SESSION_USAGE_NAME_ROOM,
-    USAGE_CACHE_WRITES_NAME_ROOM, USER_QUESTIONS_CAPABILITY_NAMES,
+    TOOL_CARD_STYLES_NAME_ROOM, USAGE_CACHE_WRITES_NAME_ROOM, USER_QUESTIONS_CAPABILITY_NAMES,
 };
 use magi_protocol::messages::{ClientToolDefinition, InitializeParams};
 use magi_protocol::names::{
     APPROVAL_CHANGE_COUNTS, APPROVAL_SCOPES, CHECKPOINTS, CLIENT_FILES, CLIENT_TERMINALS,
     INPUT_ATTACHMENTS, JOBS_CONTROL, MODEL_CACHED, PERMISSION_MODES, PLAN_TODO,
-    REASONING_SUMMARIES, SESSION_USAGE, USAGE_CACHE_WRITES, USER_QUESTIONS, is_valid_name,
+    REASONING_SUMMARIES, SESSION_USAGE, TOOL_CARD_STYLES, USAGE_CACHE_WRITES, USER_QUESTIONS,
+    is_valid_name,
 };
 use magi_protocol::{ErrorCode, Method};
 use serde_json::value::RawValue;
@@ -61,6 +62,8 @@ pub(super) struct Negotiation {
     pub(super) plan_todo: bool,
     /// Whether `checkpoints` was required.
     pub(super) checkpoints: bool,
+    /// Whether `tool.cards.styles` was required.
+    pub(super) tool_card_styles: bool,
 }
 
 /// The method a client answers its tools' calls with.
@@ -87,6 +90,7 @@ fn is_known_capability(name: &str) -> bool {
         || name == PERMISSION_MODES
         || name == PLAN_TODO
         || name == CHECKPOINTS
+        || name == TOOL_CARD_STYLES
 }
 
 /// Checks the tools a client registers: 1 to 16 of them, names `[a-z][a-z0-9_]*` of at
@@ -192,6 +196,9 @@ pub(super) fn preflight_capabilities(params: &RawValue) -> Result<Negotiation, E
     // And `checkpoints`.
     let wants_checkpoints = names.iter().any(|n| n == CHECKPOINTS);
     let most = most + usize::from(wants_checkpoints) * CHECKPOINTS_NAME_ROOM;
+    // And `tool.cards.styles`.
+    let wants_styles = names.iter().any(|n| n == TOOL_CARD_STYLES);
+    let most = most + usize::from(wants_styles) * TOOL_CARD_STYLES_NAME_ROOM;
     if names.len() > most || !names.iter().all(|n| is_valid_name(n)) {
         return Err(ErrorCode::InvalidParams);
     }
@@ -219,6 +226,7 @@ pub(super) fn preflight_capabilities(params: &RawValue) -> Result<Negotiation, E
         permission_modes: wants_modes,
         plan_todo: wants_plan,
         checkpoints: wants_checkpoints,
+        tool_card_styles: wants_styles,
     })
 }
 
@@ -266,6 +274,7 @@ mod tests {
                 permission_modes: false,
                 plan_todo: false,
                 checkpoints: false,
+                tool_card_styles: false,
             })
         );
         // `approval.scopes` adds one name to the bound, and only its own.
@@ -315,6 +324,12 @@ mod tests {
         let raw: Box<RawValue> = serde_json::from_str(&params(&with_checkpoints)).unwrap();
         assert!(preflight_capabilities(&raw).is_ok_and(|n| n.checkpoints && n.plan_todo));
         let too_many = [&with_checkpoints[..], &["status"]].concat();
+        assert_eq!(preflight(&params(&too_many)), Err(InvalidParams));
+        // And `tool.cards.styles`.
+        let with_styles = [&with_checkpoints[..], &["tool.cards.styles"]].concat();
+        let raw: Box<RawValue> = serde_json::from_str(&params(&with_styles)).unwrap();
+        assert!(preflight_capabilities(&raw).is_ok_and(|n| n.tool_card_styles && n.checkpoints));
+        let too_many = [&with_styles[..], &["status"]].concat();
         assert_eq!(preflight(&params(&too_many)), Err(InvalidParams));
         // `client.tools` needs its tools, and tools need the capability.
         assert_eq!(preflight(&params(&["client.tools"])), Err(InvalidParams));

@@ -124,6 +124,7 @@ impl Connection {
             run_id: uuid::Uuid::new_v4().to_string(),
             prompt: params.prompt,
             tool_cards: self.tool_cards,
+            card_styles: self.tool_cards && self.tool_card_styles,
             client_tools: Arc::clone(&self.client_tools),
             approval_scopes: self.approval_scopes,
             titles: self.turn_title_sink(

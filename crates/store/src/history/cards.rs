@@ -33,6 +33,8 @@ pub struct SavedCall {
     pub duplicate: bool,
     /// The result's transcript projection, as recorded.
     pub transcript: Vec<String>,
+    /// The colour of its lines, as recorded.
+    pub transcript_styles: crate::records::TranscriptStyles,
     /// The turn the call was made in.
     pub turn_id: String,
     /// For a call a Code Mode script made: the `code_mode` call that ran it.
@@ -114,6 +116,7 @@ impl Projector {
                 protection,
                 display_id,
                 transcript,
+                transcript_styles,
                 ..
             }
             | RecordBody::CodeModeToolResult {
@@ -124,6 +127,7 @@ impl Projector {
                 protection,
                 display_id,
                 transcript,
+                transcript_styles,
                 ..
             } => {
                 let Some(call) = self.saved_calls.get_mut(call_id) else {
@@ -138,6 +142,7 @@ impl Projector {
                 call.protection = protection.clone();
                 call.display_id = display_id.clone();
                 call.transcript = transcript.clone();
+                call.transcript_styles = transcript_styles.clone();
                 if let Some(id) = display_id {
                     // A display ID named by two results belongs to neither.
                     self.display_ids
@@ -315,6 +320,7 @@ mod tests {
             protection: None,
             display_id: Some(display_id.into()),
             transcript: Vec::new(),
+            transcript_styles: Some(Vec::new()),
         })
     }
 

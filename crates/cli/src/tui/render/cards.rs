@@ -17,6 +17,7 @@ use super::words;
 use body::body;
 
 mod body;
+mod styled;
 
 /// Lines of a call's result shown under its header while cards are collapsed: the
 /// transcript projection's bound (spec 004).

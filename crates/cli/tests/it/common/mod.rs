@@ -506,6 +506,23 @@ pub fn env_for_wire(wire: Wire, mock: &magi_testkit::MockServer) -> TestEnv {
     }
 }
 
+/// An environment whose model (`mock`, queued here) runs `command` with `bash`, which
+/// the settings allow, and then says `reply`.
+pub fn bash_turn_env(mock: &magi_testkit::MockServer, command: &str, reply: &str) -> TestEnv {
+    mock.enqueue(magi_testkit::Reply::stream().tool_call(
+        "b1",
+        "bash",
+        [serde_json::json!({ "command": command }).to_string()],
+    ));
+    mock.enqueue(magi_testkit::Reply::stream().text([reply]));
+    let env = TestEnv::new()
+        .var("MAGI_PROVIDER", "openai-chat")
+        .var("MAGI_MODEL", "mock-model")
+        .var("OPENAI_BASE_URL", &mock.base_url());
+    env.write_settings("[permissions]\nallow = [\"bash\"]\n");
+    env
+}
+
 /// The saved cards of a history revision's first page, in order, the page checked as
 /// the client library checks one.
 pub async fn saved_cards(
@@ -523,7 +540,7 @@ pub async fn saved_cards(
         .await
         .unwrap()
         .unwrap();
-    magi_client::cards::check_page(&page, true).unwrap();
+    magi_client::cards::check_page(&page, true, false).unwrap();
     page.entries
         .iter()
         .filter_map(|e| match &e.tool_card {

@@ -109,6 +109,11 @@ impl Tmux {
         self.tmux(&["capture-pane", "-p", "-t", "mc"])
     }
 
+    /// The screen with its colours and attributes, as SGR sequences tmux writes them.
+    pub fn styled_screen(&self) -> String {
+        self.tmux(&["capture-pane", "-p", "-e", "-t", "mc"])
+    }
+
     /// Waits until the screen shows `text`; fails with the screen otherwise.
     pub fn wait_for(&self, text: &str) -> String {
         let deadline = Instant::now() + WAIT;

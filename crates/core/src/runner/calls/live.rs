@@ -91,10 +91,11 @@ impl CallService<'_, '_> {
         };
         let facts = self.recorded_facts(Some(&facts));
         let (generation, lines) = live.tail();
-        let lines: Vec<String> = lines.iter().map(|line| self.output.safe(line)).collect();
+        let (lines, styles) = self.output.safe_lines(&lines);
         let mut source = running_card(call, flight.protection, false);
         source.facts = facts.as_ref();
         source.transcript = &lines;
+        source.transcript_styles = crate::cards::TranscriptStyles::recorded(&styles);
         self.card(role, &flight.activity_id, Snapshot::Interim, source)
             .await;
         shown

@@ -53,6 +53,8 @@ pub(super) struct Ended {
     pub(super) preview: Option<serde_json::Value>,
     /// The transcript projection recorded with the result.
     pub(super) transcript: Vec<String>,
+    /// The colour of its lines, recorded with it.
+    pub(super) transcript_styles: magi_store::records::TranscriptStyles,
 }
 
 /// A call's settlement, made but not yet recorded: its records, the end to tell once

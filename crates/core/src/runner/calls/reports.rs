@@ -3,11 +3,11 @@
 //! a call not yet settled. (The report of a call that did not run is
 //! `progress::refused`.)
 
-use magi_store::records::{RecordBody, ToolOutcome};
+use magi_store::records::{RecordBody, ToolOutcome, TranscriptStyles as TranscriptStyleSpans};
 use magi_tools::ToolReport;
 
 use super::{Call, hooked};
-use crate::cards::{CardSource, PreviewSource, Settlement};
+use crate::cards::{CardSource, PreviewSource, Settlement, TranscriptStyles};
 
 /// A report's recordable parts, safe and bounded.
 pub(super) struct SafeResult {
@@ -15,6 +15,7 @@ pub(super) struct SafeResult {
     pub(super) content: String,
     pub(super) facts: Option<serde_json::Value>,
     pub(super) transcript: Vec<String>,
+    pub(super) transcript_styles: TranscriptStyleSpans,
 }
 
 /// The `tool_result` record of a settled call; `code_mode_tool_result` for a nested
@@ -41,6 +42,7 @@ pub(super) fn result_record(
             protection: protection.map(str::to_owned),
             display_id,
             transcript: safe.transcript,
+            transcript_styles: safe.transcript_styles,
         };
     }
     RecordBody::ToolResult {
@@ -54,6 +56,7 @@ pub(super) fn result_record(
         protection: protection.map(str::to_owned),
         display_id,
         transcript: safe.transcript,
+        transcript_styles: safe.transcript_styles,
     }
 }
 
@@ -80,6 +83,7 @@ pub(super) fn running_card<'a>(
         task_id: call.task_id.as_deref(),
         children: None,
         transcript: &[],
+        transcript_styles: TranscriptStyles::Off,
         hook: call.hook.as_ref().map(hooked::Decided::source),
     }
 }

@@ -16,7 +16,7 @@ use super::progress::{
 use super::reports::{SafeResult, outcome_of, result_record};
 use super::role::Role;
 use super::{Call, CallService};
-use crate::cards::{CardSource, PreviewSource, Settlement};
+use crate::cards::{CardSource, PreviewSource, Settlement, TranscriptStyles};
 use crate::runner::conversation::{INTERRUPTED_CALL, attached_image};
 use crate::runner::live_cards::Snapshot;
 use crate::runner::text::bounded;
@@ -190,11 +190,12 @@ impl CallService<'_, '_> {
             .map(|_| format!("{}-preview", call.call_id));
         let mut safe = self.safe_result(&report);
         safe.content = super::hooked::model_content(call, safe.content);
-        let (summary, facts, content, transcript) = (
+        let (summary, facts, content, transcript, transcript_styles) = (
             safe.summary.clone(),
             safe.facts.clone(),
             safe.content.clone(),
             safe.transcript.clone(),
+            safe.transcript_styles.clone(),
         );
         let image = (outcome == ToolOutcome::Completed)
             .then(|| {
@@ -236,6 +237,7 @@ impl CallService<'_, '_> {
                 facts,
                 preview,
                 transcript,
+                transcript_styles,
             },
             settled: Settled {
                 content,
@@ -263,6 +265,7 @@ impl CallService<'_, '_> {
             facts,
             preview,
             transcript,
+            transcript_styles,
             ..
         } = ended;
         let state = if outcome == ToolOutcome::Completed {
@@ -300,6 +303,7 @@ impl CallService<'_, '_> {
             task_id: call.task_id.as_deref(),
             children: children.as_ref(),
             transcript: &transcript,
+            transcript_styles: TranscriptStyles::recorded(&transcript_styles),
             hook: call.hook.as_ref().map(super::hooked::Decided::source),
         };
         self.card(role, &activity_id, Snapshot::Final, settled)
@@ -310,15 +314,13 @@ impl CallService<'_, '_> {
     /// What a report records, made safe and bounded the one way every settlement
     /// records it.
     pub(super) fn safe_result(&self, report: &ToolReport) -> SafeResult {
+        let (transcript, transcript_styles) = self.output.safe_lines(&report.transcript);
         SafeResult {
             summary: bounded(&self.output.safe(&report.output.summary), SUMMARY_BYTES),
             content: self.output.without_credentials(&report.output.content),
             facts: self.recorded_facts(report.facts.as_ref()),
-            transcript: report
-                .transcript
-                .iter()
-                .map(|l| self.output.safe(l))
-                .collect(),
+            transcript,
+            transcript_styles,
         }
     }
 

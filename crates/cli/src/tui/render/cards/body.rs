@@ -12,6 +12,7 @@ use magi_protocol::cards::{
 use ratatui::style::{Color, Style};
 use ratatui::text::{Line, Span};
 
+use super::styled::text_lines;
 use super::{INDENT, RESULT_LINES, note, row_value};
 use crate::tui::render::diff::{diff_lines, language_of};
 use crate::tui::render::words;
@@ -34,7 +35,7 @@ fn projected(card: &Card, summary: Option<&str>) -> (Vec<Line<'static>>, bool) {
     let mut lines: Vec<Line<'static>> = Vec::new();
     let mut more = false;
     let text = card.blocks.iter().find_map(|b| match b {
-        Block::Text(t) => Some(t.text.as_str()),
+        Block::Text(t) => Some(t),
         _ => None,
     });
     let diff = card.blocks.iter().find_map(|b| match b {
@@ -58,7 +59,7 @@ fn projected(card: &Card, summary: Option<&str>) -> (Vec<Line<'static>>, bool) {
         let language = language_of(diff.new_path.as_deref().or(diff.old_path.as_deref()));
         lines.extend(diff_lines(shown.into_iter(), language));
     } else if let Some(text) = text {
-        let all: Vec<&str> = text.lines().collect();
+        let all = text_lines(text);
         // The tool's rows say how much there was beyond the six lines it kept.
         more |= all.len() > RESULT_LINES || reported_lines(card).is_some_and(|n| n > all.len());
         // A running command's lines are its newest output: the last of them show.
@@ -66,9 +67,7 @@ fn projected(card: &Card, summary: Option<&str>) -> (Vec<Line<'static>>, bool) {
             CardState::Running => all.len().saturating_sub(RESULT_LINES),
             CardState::Finished => 0,
         };
-        for line in all.into_iter().skip(skip).take(RESULT_LINES) {
-            lines.push(Line::from(format!("{INDENT}{line}")));
-        }
+        lines.extend(all.into_iter().skip(skip).take(RESULT_LINES).map(indented));
     } else if let Some(children) = card.blocks.iter().find_map(|b| match b {
         Block::Children(c) => Some(c),
         _ => None,
@@ -262,11 +261,7 @@ fn full(card: &Card, all_rows: bool) -> Vec<Line<'static>> {
                     lines.push(note(&format!("• {}{location}{availability}", row.label)));
                 }
             }
-            Block::Text(t) => {
-                for line in t.text.lines() {
-                    lines.push(Line::from(format!("{INDENT}{line}")));
-                }
-            }
+            Block::Text(t) => lines.extend(text_lines(t).into_iter().map(indented)),
             Block::Diff(d) => {
                 let path = d
                     .new_path
@@ -321,4 +316,11 @@ fn full(card: &Card, all_rows: bool) -> Vec<Line<'static>> {
         lines.push(note(&format!("({})", words::omission(omission))));
     }
     lines
+}
+
+/// A line of a card's text under its header.
+fn indented(pieces: Vec<Span<'static>>) -> Line<'static> {
+    let mut line = vec![Span::raw(INDENT)];
+    line.extend(pieces);
+    Line::from(line)
 }

@@ -292,12 +292,13 @@ fn show_memory(
 /// Lines the streaming command prints.
 const COMMAND_LINES: usize = 10_000;
 
-/// A command printing [`COMMAND_LINES`] lines over some seconds, its card updated in
-/// place as they come: Mission Control's frames and its memory meanwhile.
+/// A command printing [`COMMAND_LINES`] lines over some seconds, in colour, its card
+/// updated in place as they come: Mission Control's frames and its memory meanwhile.
 async fn command_output() {
     let mock = MockServer::start().await;
     let command = format!(
-        "for i in $(seq 1 {COMMAND_LINES}); do echo \"output line $i of a long command\"; \
+        "for i in $(seq 1 {COMMAND_LINES}); do \
+         printf '\\033[32moutput\\033[0m line %d of a \\033[1;31mlong\\033[0m command\\n' $i; \
          sleep 0.001; done"
     );
     mock.enqueue(Reply::stream().tool_call(

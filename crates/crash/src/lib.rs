@@ -24,7 +24,7 @@ use std::path::PathBuf;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-pub use fatal::exit_fatal;
+pub use fatal::{exit_fatal, last_line};
 pub use hook::{Reports, install, register_secrets};
 pub use report::{ReportSummary, recent};
 

@@ -700,9 +700,10 @@ pub const CRASH_REPORT_BYTES: usize = 64 * 1_024;
 /// Most crash reports kept in `$MC_HOME/logs`; writing one more removes the oldest.
 /// Internal.
 pub const CRASH_REPORTS_KEPT: usize = 20;
-/// Longest a process dying of a bug waits for its one line on stderr to be written
-/// before it exits anyway, in milliseconds: a full pipe never holds the exit. Internal.
-pub const FATAL_STDERR_WAIT_MS: u64 = 200;
+/// Longest a process ending with one line on stderr (it died of a bug, or a stop
+/// signal ended it) waits for the line to be written before it exits anyway, in
+/// milliseconds: a full pipe never holds the exit. Internal.
+pub const STDERR_LINE_WAIT_MS: u64 = 200;
 /// How much of a backend's newest stderr output the client library keeps, in bytes, to
 /// say why a backend ended; older output is dropped as newer arrives. Internal.
 pub const BACKEND_STDERR_TAIL_BYTES: usize = 16 * 1_024;

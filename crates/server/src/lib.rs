@@ -11,5 +11,6 @@ mod connection;
 pub mod launch;
 mod output;
 mod serve;
+mod stop_signals;
 
 pub use serve::serve_stdio;

@@ -11,7 +11,6 @@ use magi_protocol::limits::{CLEANUP_WAIT_MS, OUTPUT_DEADLINE_MS, READ_BATCH_BYTE
 use magi_protocol::{ErrorCode, StartupError};
 use tokio::io::AsyncReadExt;
 use tokio::net::unix::pipe;
-use tokio::signal::unix::{Signal, SignalKind, signal};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
@@ -22,6 +21,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::connection::{Connection, Flow, SessionDone};
 use crate::output::{Output, OutputFailure};
+use crate::stop_signals::{StopSignal, StopSignals};
 
 /// Titles that may wait in their channel for the loop: one per run that just ended is
 /// plenty, since a run sends at most one.
@@ -80,7 +80,7 @@ fn open_stdio() -> io::Result<(pipe::Receiver, pipe::Sender)> {
 type StartupOutcome = Result<Box<Runtime>, StartupFailure>;
 
 /// How the reading phase ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 enum Ending {
     /// Input reached EOF (or could no longer be read).
     Eof { partial_frame: bool },
@@ -89,8 +89,8 @@ enum Ending {
     /// `shutdown` was accepted: later input is read and discarded.
     Shutdown,
     /// `SIGTERM` or `SIGHUP` arrived: the child ends as after a cancel and a shutdown,
-    /// its input no longer read.
-    Signal,
+    /// its input no longer read, and says last which signal it was and who sent it.
+    Signal(StopSignal),
 }
 
 /// What woke the loop.
@@ -102,7 +102,7 @@ enum Wake {
     Title(Option<TitleOutcome>),
     OutputRoom,
     Read(io::Result<usize>),
-    StopSignal,
+    StopSignal(StopSignal),
 }
 
 async fn serve(mut input: pipe::Receiver, output: Arc<Output>, request: StartupRequest) -> i32 {
@@ -124,7 +124,7 @@ async fn serve(mut input: pipe::Receiver, output: Arc<Output>, request: StartupR
     let ending = 'reading: loop {
         let wake = tokio::select! {
             ended = &mut writer => Wake::WriterFailed(ended),
-            () = stop_signals.next() => Wake::StopSignal,
+            signal = stop_signals.next() => Wake::StopSignal(signal),
             outcome = join_startup(&mut startup) => Wake::Startup(outcome),
             done = join_worker(&mut session_work) => Wake::Session(done),
             event = next_run_event(&mut run_events), if output.has_room_for_events() => {
@@ -142,7 +142,7 @@ async fn serve(mut input: pipe::Receiver, output: Arc<Output>, request: StartupR
                 std::panic::resume_unwind(ended.into_panic())
             }
             Wake::WriterFailed(_) => return EXIT_TRANSPORT_FAILURE,
-            Wake::StopSignal => break 'reading Ending::Signal,
+            Wake::StopSignal(signal) => break 'reading Ending::Signal(signal),
             Wake::Startup(outcome) => {
                 startup = None;
                 connection.finish_startup(outcome).map(|()| Flow::Continue)
@@ -239,40 +239,15 @@ async fn serve(mut input: pipe::Receiver, output: Arc<Output>, request: StartupR
     };
     let workers = [startup.map(detach_result), session_work.map(detach_result)];
     let run = (run_events, run_done, titles);
-    finish(ending, input, &output, writer, connection, workers, run).await
-}
-
-/// `SIGTERM` and `SIGHUP`, the signals that ask a process to end. A signal that cannot
-/// be listened for keeps its default action (the child dies, and its commands with it).
-struct StopSignals {
-    terminate: Option<Signal>,
-    hangup: Option<Signal>,
-}
-
-impl StopSignals {
-    fn new() -> StopSignals {
-        StopSignals {
-            terminate: signal(SignalKind::terminate()).ok(),
-            hangup: signal(SignalKind::hangup()).ok(),
-        }
+    let last_words = match &ending {
+        Ending::Signal(signal) => Some(signal.describe()),
+        _ => None,
+    };
+    let code = finish(ending, input, &output, writer, connection, workers, run).await;
+    if let Some(line) = last_words {
+        magi_crash::last_line(&line);
     }
-
-    /// Resolves when either signal arrives.
-    async fn next(&mut self) {
-        async fn one(signal: &mut Option<Signal>) {
-            let arrived = match signal {
-                Some(signal) => signal.recv().await.is_some(),
-                None => false,
-            };
-            if !arrived {
-                std::future::pending::<()>().await;
-            }
-        }
-        tokio::select! {
-            () = one(&mut self.terminate) => {}
-            () = one(&mut self.hangup) => {}
-        }
-    }
+    code
 }
 
 /// A worker's handle whose result no longer matters, only its end.

@@ -242,11 +242,11 @@ async fn sigterm_to_the_backend_cancels_the_run_and_ends_its_command() {
     let mock = MockServer::start().await;
     let (env, mut backend, session) = slow_command_running(&mock).await;
     let pid = backend.pid().unwrap().to_string();
-    let sent = std::process::Command::new("kill")
+    // Reaped only once the backend read who it was (a zombie's name still reads).
+    let mut kill = std::process::Command::new("kill")
         .args(["-TERM", &pid])
-        .status()
+        .spawn()
         .unwrap();
-    assert!(sent.success());
 
     // As after a cancel and a shutdown: the run ends cancelled, its terminal event
     // delivered, the call settled, and the backend exits on its own.
@@ -254,6 +254,15 @@ async fn sigterm_to_the_backend_cancels_the_run_and_ends_its_command() {
     assert_eq!(finished.outcome, RunOutcome::Cancelled);
     let status = backend.wait_within(WAIT).await.expect("the backend exits");
     assert!(status.success(), "{status:?}");
+    // Its last words name the signal and who sent it.
+    assert_eq!(
+        stderr_text(&mut backend).await,
+        format!(
+            "magi-code: ended on SIGTERM from process {} (kill)\n",
+            kill.id()
+        )
+    );
+    assert!(kill.wait().unwrap().success());
     let settled = records(&env, &session);
     assert!(
         results(&settled)
@@ -263,6 +272,33 @@ async fn sigterm_to_the_backend_cancels_the_run_and_ends_its_command() {
     );
     crate::mcp::assert_no_processes_in(&env.cwd()).await;
     assert!(!env.cwd().join("finished").exists());
+}
+
+#[tokio::test]
+async fn a_backend_a_stop_signal_ended_is_named_by_the_client_that_finds_it_gone() {
+    // An idle backend someone else sends SIGHUP: the client learns of it only when
+    // its next request cannot be written, and can then say who ended it.
+    let env = TestEnv::new();
+    let mut backend = env.spawn();
+    backend.initialize(&["shutdown"]).await.unwrap().unwrap();
+    let pid = backend.pid().unwrap().to_string();
+    let mut kill = std::process::Command::new("kill")
+        .args(["-HUP", &pid])
+        .spawn()
+        .unwrap();
+    let ended = backend.end_within(WAIT).await;
+    assert!(kill.wait().unwrap().success());
+    assert!(
+        backend.request_raw("shutdown", json!({})).await.is_err(),
+        "a request to a backend that ended"
+    );
+    assert_eq!(
+        ended.describe(),
+        format!(
+            "the backend exited with status 0: magi-code: ended on SIGHUP from process {} (kill)",
+            kill.id()
+        )
+    );
 }
 
 #[tokio::test]

@@ -4,9 +4,10 @@
 //! provider failures) against a workspace of big, binary, missing and symlinked files
 //! (`workspace`) under a small context window, with random approval answers, cancels,
 //! and now and then the backend killed mid-turn and the session reopened (`session`);
-//! a share goes through `magi-code exec` (`exec`). What must hold is checked after
-//! every turn; nothing a session started may outlive it (`leftovers`), and no crash
-//! report may be written.
+//! a share goes through `magi-code exec` (`exec`). Half the sessions ask for cards in
+//! colour (`tool.cards.styles`), so every live card and every saved page is checked
+//! with its styles. What must hold is checked after every turn; nothing a session
+//! started may outlive it (`leftovers`), and no crash report may be written.
 //!
 //! `MAGI_SOAK_SESSIONS` (default 24) sessions run, `MAGI_SOAK_PARALLEL` at a time (the
 //! machine's processors by default), from `MAGI_SOAK_SEED` (a fresh seed by default,
@@ -42,6 +43,8 @@ pub struct Stats {
     restores: usize,
     forks: usize,
     refreshes: usize,
+    /// Turns of sessions whose cards carry colour (`tool.cards.styles`).
+    styled_turns: usize,
     outcomes: Vec<String>,
 }
 
@@ -57,6 +60,7 @@ impl Stats {
         self.restores += other.restores;
         self.forks += other.forks;
         self.refreshes += other.refreshes;
+        self.styled_turns += other.styled_turns;
         self.outcomes.extend(other.outcomes);
     }
 }
@@ -138,7 +142,8 @@ async fn whole_sessions_survive_a_seeded_random_plan() {
     eprintln!(
         "soak: {sessions} sessions, {} turns ({} runs failed, as planned or not), {} backends \
          killed, {} cancels, {} exec interrupts, {} approvals, {} compactions, {} mode switches, {} restores, {} forks, \
-         {} sign-in refreshes in {:.1} s ({:.0} sessions an hour); {} failures",
+         {} sign-in refreshes, {} turns with coloured cards in {:.1} s ({:.0} sessions an \
+         hour); {} failures",
         total.turns,
         failed,
         total.kills,
@@ -150,6 +155,7 @@ async fn whole_sessions_survive_a_seeded_random_plan() {
         total.restores,
         total.forks,
         total.refreshes,
+        total.styled_turns,
         elapsed.as_secs_f64(),
         sessions as f64 * 3600.0 / elapsed.as_secs_f64().max(0.001),
         failures.len()

@@ -30,6 +30,8 @@ const LATER_STREAM: u64 = 0x6c61_7465_725f_3338;
 const REWIND_STREAM: u64 = 0x7265_7769_6e64_3338;
 /// Mixed into a session's seed for the draws of a ChatGPT sign-in.
 const SIGN_IN_STREAM: u64 = 0x7369_676e_696e_3339;
+/// The stream that draws whether a session's cards carry colour (`tool.cards.styles`).
+const STYLES_STREAM: u64 = 0x7374_796c_6573_3434;
 
 /// The longest one turn may take before the soak calls it stuck.
 const TURN_WAIT: Duration = Duration::from_secs(120);
@@ -74,6 +76,9 @@ struct Driver {
     rewinds: Random,
     /// Whether the client negotiated `checkpoints`.
     checkpoints: bool,
+    /// Whether the client negotiated `tool.cards.styles` (drawn from a stream of its
+    /// own).
+    styles: bool,
     /// The sign-in server of a session through provider `codex`, and Codex's
     /// credential file it refreshes.
     sign_in: Option<(MockOAuth, std::path::PathBuf)>,
@@ -147,6 +152,7 @@ pub async fn run(seed: u64, tag: &str) -> Result<Stats, Failed> {
     let modes = later.chance(0.5);
     let mut rewinds = Random::new(seed ^ REWIND_STREAM);
     let checkpoints = rewinds.chance(0.5);
+    let styles = Random::new(seed ^ STYLES_STREAM).chance(0.5);
     let mut driver = Driver {
         random,
         model,
@@ -159,6 +165,7 @@ pub async fn run(seed: u64, tag: &str) -> Result<Stats, Failed> {
         modes,
         rewinds,
         checkpoints,
+        styles,
         sign_in,
         stats: Stats::default(),
         story: vec![format!("{provider} ({wire:?}), window {window}")],
@@ -243,6 +250,9 @@ impl Driver {
         if self.checkpoints {
             capabilities.push(magi_protocol::names::CHECKPOINTS);
         }
+        if self.styles {
+            capabilities.push(magi_protocol::names::TOOL_CARD_STYLES);
+        }
         match backend.initialize(&capabilities).await {
             Ok(Ok(_)) => Ok(backend),
             other => Err(format!("initialize failed: {other:?}")),
@@ -299,6 +309,9 @@ impl Driver {
             other => return Err(format!("turn.start was not admitted: {other:?}")),
         };
         self.stats.turns += 1;
+        if self.styles {
+            self.stats.styled_turns += 1;
+        }
         let cancel_at = self.random.chance(0.2).then(|| self.random.between(1, 40));
         let switch_at = (self.modes && self.later.chance(0.3)).then(|| self.later.between(1, 30));
         let kill_at = self.random.chance(0.06).then(|| self.random.between(1, 60));
@@ -456,6 +469,13 @@ impl Driver {
                     ));
                 }
             };
+            // Saved cards as the client library checks them, colour included.
+            if let Err(why) = magi_client::cards::check_page(&page, true, self.styles) {
+                return Err(format!(
+                    "history.page of revision {} has a card that does not hold: {why}",
+                    params.revision
+                ));
+            }
             match page.next_cursor {
                 Some(cursor) => params.cursor = Some(cursor),
                 None => {

@@ -297,4 +297,31 @@ mod tests {
             assert_eq!(read(hostile).0, strip_controls(hostile), "{hostile:?}");
         }
     }
+
+    /// Text made of what escape sequences are made of, in any order: the style reader
+    /// must agree with sanitizing on the text and give spans a client accepts.
+    fn awkward_text() -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::prelude::*;
+        let piece = prop::sample::select(vec![
+            "\u{1b}[", "\u{1b}]", "\u{1b}\\", "\u{9b}", "\u{7}", "m", ";", ":", "38", "48", "5",
+            "2", "1", "0", "31", "255", "999", "a", "日", "❤️", "\n", "\t", "\r", "\u{0}",
+            "\u{85}", "[", "4:3",
+        ]);
+        prop::collection::vec(piece, 0..40).prop_map(|pieces| pieces.concat())
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn any_text_reads_as_sanitizing_leaves_it_with_spans_a_client_accepts(
+            lines in proptest::collection::vec(awkward_text(), 1..4)
+        ) {
+            let mut styler = Styler::default();
+            for line in &lines {
+                let (plain, spans) = styler.read(line);
+                proptest::prop_assert_eq!(&plain, &strip_controls(line));
+                let bounded: Vec<_> = spans.into_iter().take(crate::cards::STYLE_SPANS_PER_BLOCK).collect();
+                proptest::prop_assert!(crate::cards::spans_fit(&bounded, &plain), "{:?}", bounded);
+            }
+        }
+    }
 }

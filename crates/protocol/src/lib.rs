@@ -10,6 +10,7 @@ pub mod crash;
 #[cfg(test)]
 mod doc_links;
 pub mod error;
+mod fields;
 pub mod frame;
 pub mod limits;
 pub mod messages;

@@ -49,13 +49,8 @@ fn present<'de, D: serde::Deserializer<'de>, T: Deserialize<'de>>(
     T::deserialize(deserializer).map(Some)
 }
 
-/// A field that a negotiated extension makes present, possibly null: present `null`
-/// is `Some(None)`, absence (the default) is `None`.
-fn nullable<'de, D: serde::Deserializer<'de>, T: Deserialize<'de>>(
-    deserializer: D,
-) -> Result<Option<Option<T>>, D::Error> {
-    Option::<T>::deserialize(deserializer).map(Some)
-}
+/// A field that a negotiated extension makes present, possibly null.
+use crate::fields::present_nullable as nullable;
 
 /// A request's method and params, tagged as the envelope carries them.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

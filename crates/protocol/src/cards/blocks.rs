@@ -5,13 +5,14 @@ use serde::{Deserialize, Serialize};
 
 use super::kinds::{CardOutcome, CardState, Changes};
 use super::nullable;
-use super::styles::{StyleSpan, present_nullable};
+use super::styles::StyleSpan;
 #[cfg(doc)]
 use super::{
     CHILDREN_PER_BLOCK, COMMAND_BYTES, DIFF_LINES_PER_BLOCK, DIFF_PATH_BYTES, LANGUAGE_BYTES,
     ROWS_PER_BLOCK, SIGNAL_BYTES, STYLE_SPANS_PER_BLOCK, TEXT_BLOCK_BYTES, TITLE_BYTES,
     WORKING_DIRECTORY_BYTES,
 };
+use crate::fields::present_nullable;
 
 /// A typed display block. No block nests another.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

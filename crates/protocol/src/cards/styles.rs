@@ -207,14 +207,6 @@ impl ToolCardStylesDescriptor {
     }
 }
 
-/// Reads a field a negotiated extension makes present, possibly null: present `null`
-/// is `Some(None)`, absence (the default) is `None`.
-pub(crate) fn present_nullable<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
-    deserializer: D,
-) -> Result<Option<Option<T>>, D::Error> {
-    Option::<T>::deserialize(deserializer).map(Some)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

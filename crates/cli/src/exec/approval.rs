@@ -8,7 +8,8 @@
 //! be asked: the answer is `unavailable`, and stderr says how to allow such calls.
 //! Everything waits at most until the approval expires; no answer by then is a denial.
 
-use std::io::{IsTerminal, Write};
+use std::fmt::Write as _;
+use std::io::{IsTerminal, Write as _};
 use std::time::Duration;
 
 use magi_client::fold::describe_approval;
@@ -71,19 +72,18 @@ fn what(request: &ApprovalRequested) -> String {
 /// Shows the call and the choices, and reads the choice; none when the approval
 /// expired first or stdin closed.
 async fn ask(request: &ApprovalRequested, rule: Option<&str>, deadline: Instant) -> Option<Choice> {
-    let mut err = std::io::stderr().lock();
-    let _ = writeln!(err, "\nmagi-code exec asks to run {}", what(request));
+    let mut prompt = format!("\nmagi-code exec asks to run {}\n", what(request));
     if let Some(Some(change)) = &request.proposed_change {
         if let Some(counts) = change.counts_words() {
-            let _ = writeln!(err, "  the change: {counts} lines");
+            let _ = writeln!(prompt, "  the change: {counts} lines");
         }
         let lines: Vec<&str> = change.diff.lines().collect();
         for line in lines.iter().take(DIFF_LINES_SHOWN) {
-            let _ = writeln!(err, "  {line}");
+            let _ = writeln!(prompt, "  {line}");
         }
         let hidden = lines.len().saturating_sub(DIFF_LINES_SHOWN);
         if hidden > 0 || change.truncated {
-            let _ = writeln!(err, "  … (the change is longer than shown)");
+            prompt.push_str("  … (the change is longer than shown)\n");
         }
     }
     let session = match rule {
@@ -91,17 +91,15 @@ async fn ask(request: &ApprovalRequested, rule: Option<&str>, deadline: Instant)
         None => String::new(),
     };
     let _ = write!(
-        err,
+        prompt,
         "  [y] allow once\n{session}  [n] deny\n  [m] deny with a message for the model\n\
          Choice (default n): "
     );
-    let _ = err.flush();
-    drop(err);
+    show(&prompt);
     let line = read_line(deadline).await?;
     Some(match parse_choice(&line, rule.is_some()) {
         Some(ChoiceKey::Message) => {
-            eprint!("Message: ");
-            let _ = std::io::stderr().flush();
+            show("Message: ");
             let message = read_line(deadline).await?;
             Choice::DenyWithMessage(bounded(message.trim()))
         }
@@ -139,6 +137,15 @@ fn bounded(message: &str) -> String {
         end -= 1;
     }
     message[..end].to_owned()
+}
+
+/// Writes `prompt` to stderr in one write, so a terminal never shows part of it
+/// waiting for the rest (stderr is unbuffered: each `write!` would be a write of its
+/// own).
+pub(super) fn show(prompt: &str) {
+    let mut err = std::io::stderr().lock();
+    let _ = err.write_all(prompt.as_bytes());
+    let _ = err.flush();
 }
 
 /// One line from stdin, or none when `deadline` passes or stdin ends first.

@@ -4,14 +4,15 @@
 //! stderr says so. Everything waits at most until the questions expire; no answer by
 //! then, or an empty line, declines them all.
 
-use std::io::{IsTerminal, Write};
+use std::fmt::Write as _;
+use std::io::IsTerminal;
 use std::time::Duration;
 
 use magi_protocol::limits::{QUESTION_EXPIRY_MS, QUESTION_TEXT_BYTES};
 use magi_protocol::messages::{Question, QuestionAnswerParams, QuestionAsked, QuestionReply};
 use tokio::time::Instant;
 
-use super::approval::read_line;
+use super::approval::{read_line, show};
 
 /// Asks `asked` and returns the answer (or decline) to send.
 pub(super) async fn answer(asked: &QuestionAsked) -> QuestionAnswerParams {
@@ -39,19 +40,18 @@ pub(super) async fn answer(asked: &QuestionAsked) -> QuestionAnswerParams {
 async fn ask(questions: &[Question], deadline: Instant) -> Option<Vec<QuestionReply>> {
     let mut replies = Vec::with_capacity(questions.len());
     for question in questions {
-        let mut err = std::io::stderr().lock();
-        let _ = writeln!(err, "\nmagi-code exec: the model asks");
+        let mut prompt = String::from("\nmagi-code exec: the model asks\n");
         if let Some(header) = &question.header {
-            let _ = writeln!(err, "[{header}]");
+            let _ = writeln!(prompt, "[{header}]");
         }
-        let _ = writeln!(err, "{}", question.question);
+        let _ = writeln!(prompt, "{}", question.question);
         for (n, option) in question.options.iter().enumerate() {
             match &option.description {
                 Some(description) => {
-                    let _ = writeln!(err, "  [{}] {} — {description}", n + 1, option.label);
+                    let _ = writeln!(prompt, "  [{}] {} — {description}", n + 1, option.label);
                 }
                 None => {
-                    let _ = writeln!(err, "  [{}] {}", n + 1, option.label);
+                    let _ = writeln!(prompt, "  [{}] {}", n + 1, option.label);
                 }
             }
         }
@@ -61,11 +61,10 @@ async fn ask(questions: &[Question], deadline: Instant) -> Option<Vec<QuestionRe
             "a number"
         };
         let _ = write!(
-            err,
+            prompt,
             "Choice ({how}, or an answer in your own words; an empty line declines): "
         );
-        let _ = err.flush();
-        drop(err);
+        show(&prompt);
         let line = read_line(deadline).await?;
         replies.push(parse_reply(question, &line)?);
     }

@@ -84,13 +84,11 @@ async fn exec_at_a_terminal_offers_once_session_and_a_message() {
     tmux.type_text("s");
     tmux.key("Enter");
     // The second command runs under the session rule; the write asks, with its diff.
-    let screen = tmux.wait_for("asks to run write notes.txt");
+    // The prompt is written whole: its last choice on the screen means all of it is.
+    let screen = tmux.wait_for("[s] allow for this session (write(notes.txt))");
+    assert!(screen.contains("asks to run write notes.txt"), "{screen}");
     assert!(screen.contains("+remember"), "{screen}");
     assert!(screen.contains("the change: +1 −0 lines"), "{screen}");
-    assert!(
-        screen.contains("[s] allow for this session (write(notes.txt))"),
-        "{screen}"
-    );
     tmux.type_text("m");
     tmux.key("Enter");
     tmux.wait_for("Message:");

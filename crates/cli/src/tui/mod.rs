@@ -38,6 +38,7 @@ mod choice;
 mod commands;
 mod composer;
 mod event_loop;
+mod frame_writer;
 mod input;
 mod keys;
 mod outside;

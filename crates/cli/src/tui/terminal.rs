@@ -8,7 +8,7 @@
 //! where the terminal has it, the keyboard enhancement protocol (so Shift+Enter is
 //! told from Enter). Its input is read by [`super::input`].
 
-use std::io::{Stdout, Write};
+use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use crossterm::event::{
@@ -23,6 +23,8 @@ use crossterm::terminal::{
 use ratatui::Terminal;
 use ratatui::backend::CrosstermBackend;
 
+use super::frame_writer::FrameWriter;
+
 /// Alternate-scroll mode on and off (xterm's private mode 1007): in the alternate
 /// screen the wheel sends arrow keys instead of scrolling the terminal's own buffer.
 const ALTERNATE_SCROLL_ON: &str = "\x1b[?1007h";
@@ -32,8 +34,8 @@ const ALTERNATE_SCROLL_OFF: &str = "\x1b[?1007l";
 /// entering: later the input reader owns the terminal's answers).
 static ENHANCED_KEYS: AtomicBool = AtomicBool::new(false);
 
-/// The alternate screen, in raw mode.
-pub(super) type Screen = Terminal<CrosstermBackend<Stdout>>;
+/// The alternate screen, in raw mode, each frame written whole.
+pub(super) type Screen = Terminal<CrosstermBackend<FrameWriter>>;
 
 /// Enters raw mode, the alternate screen, bracketed paste, focus reporting and
 /// alternate scroll.
@@ -47,7 +49,9 @@ pub(super) fn enter_terminal() -> anyhow::Result<Screen> {
     );
     let mut stdout = std::io::stdout();
     modes_on(&mut stdout)?;
-    Ok(Terminal::new(CrosstermBackend::new(stdout))?)
+    Ok(Terminal::new(
+        CrosstermBackend::new(FrameWriter::stdout()?),
+    )?)
 }
 
 /// Turns on the screen's modes (raw mode is on already).

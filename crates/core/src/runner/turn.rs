@@ -5,9 +5,8 @@ use std::sync::Arc;
 
 use magi_protocol::ErrorCode;
 use magi_protocol::messages::{
-    DIAGNOSTIC_ATTACHMENT_FAILED, DIAGNOSTIC_CHECKPOINT_NOT_RECORDED,
-    DIAGNOSTIC_CHECKPOINT_STORE_REBUILT, DIAGNOSTIC_INTERNAL_ERROR, Event, InputPersisted,
-    Persistence, RunFinished, RunOutcome,
+    DIAGNOSTIC_ATTACHMENT_FAILED, DIAGNOSTIC_INTERNAL_ERROR, Event, InputPersisted, Persistence,
+    RunFinished, RunOutcome,
 };
 use magi_provider::Item;
 use magi_store::records::{RecordBody, TurnOutcome};
@@ -25,9 +24,12 @@ use super::steps::{LOOP_NOTE, Repeats, Steps};
 use super::task::Subagents;
 use super::title::{TitleJob, TitleSink};
 use crate::agent::Agent;
-use crate::checkpoints::{NotRecorded, Phase};
+use crate::checkpoints::Phase;
 use crate::client_tools::ClientTool;
 use crate::sessions::{Sessions, has_title, input_assets_dir};
+
+mod checkpoints;
+mod titles;
 
 /// One admitted turn.
 #[derive(Debug, Clone)]
@@ -241,159 +243,6 @@ impl Turn {
                 revision: None,
                 error_code: Some(ErrorCode::ExecutionFailed),
             }),
-        }
-    }
-
-    /// The title request this turn leaves for after its terminal event, if any.
-    pub(super) fn take_title_job(&mut self) -> Option<TitleJob> {
-        self.title.take()
-    }
-
-    /// Plans the title request: after a completed turn of an untitled session, when
-    /// titles are asked for and no earlier request for the session is under way, from
-    /// the prompt and the turn's last reply.
-    fn plan_title(&mut self, ending: &Ending, items: &[Item]) {
-        if self.request.titles.is_none()
-            || !self.untitled
-            || ending.outcome != RunOutcome::Completed
-        {
-            return;
-        }
-        let reply = items.iter().rev().find_map(|item| match item {
-            Item::Assistant { text } if !text.trim().is_empty() => Some(text.clone()),
-            _ => None,
-        });
-        self.title = self.title_job(reply.unwrap_or_default());
-    }
-
-    /// The title request for the turn's prompt and `reply`, once it claimed the
-    /// session's request; none without a sink or while an earlier turn's request,
-    /// still unanswered, may yet title the session.
-    fn title_job(&self, reply: String) -> Option<TitleJob> {
-        let sink = self.request.titles.as_ref()?;
-        if !sink.claim(&self.request.session_id) {
-            return None;
-        }
-        let agent = &self.exchange.agent;
-        Some(TitleJob {
-            client: Arc::clone(&agent.client),
-            model: agent.model.clone(),
-            secrets: agent.secrets.clone(),
-            session_id: self.request.session_id.clone(),
-            prompt: self.request.prompt.clone(),
-            reply,
-            max_output_tokens: agent.output_bound(super::title::REQUEST_TOKENS),
-            sink: sink.clone(),
-        })
-    }
-
-    /// Starts the title request beside the turn (`TurnRequest::titles_beside`) for an
-    /// untitled session whose request is not already under way: from the prompt alone,
-    /// on the run's own runtime, so it needs no thread and ends with the run.
-    fn start_title_beside(&mut self) {
-        if !self.request.titles_beside || !self.untitled {
-            return;
-        }
-        let Some(job) = self.title_job(String::new()) else {
-            return;
-        };
-        let (sink, session_id) = (job.sink.clone(), job.session_id.clone());
-        self.beside_title = Some(tokio::spawn(async move {
-            // A title request that panics asks for none.
-            if magi_crash::contained(job.run()).await.is_err() {
-                sink.release(&session_id);
-            }
-        }));
-    }
-
-    /// Ends the title request that ran beside the turn: a title it already handed over
-    /// is recorded; one still being asked for is abandoned, so the run, and an `exec`
-    /// waiting on it, never waits for a title.
-    fn end_title_beside(&mut self) {
-        let Some(running) = self.beside_title.take() else {
-            return;
-        };
-        if !running.is_finished() {
-            running.abort();
-            if let Some(sink) = &self.request.titles {
-                sink.release(&self.request.session_id);
-            }
-        }
-    }
-
-    /// Records the workspace's state at the turn's `phase` (`crate::checkpoints`), off
-    /// the run's thread since it waits for `git`; cancelling the run stops it. A start
-    /// that could not be recorded, or a store that had to be rebuilt, is said in a
-    /// diagnostic to a client that negotiated `checkpoints`; an end that could not be
-    /// recorded only makes a later restore count every file as changed outside.
-    async fn checkpoint(&self, sessions: &Sessions, output: &mut Output, phase: Phase) {
-        let recorded = self
-            .record_checkpoint(sessions, output, phase)
-            .await
-            .unwrap_or_else(|_| Err(NotRecorded::Failed("the checkpoint's work panicked".into())));
-        self.report_checkpoint(output, phase, recorded).await;
-    }
-
-    /// Begins recording the turn's start checkpoint beside what follows
-    /// (`super::start_checkpoint`); the turn reports it at its end.
-    async fn begin_start_checkpoint(&self, sessions: &Sessions, output: &Output) {
-        let recording = self.record_checkpoint(sessions, output, Phase::Start);
-        self.gates.start_checkpoint.begin(recording).await;
-    }
-
-    /// Records the workspace's state at `phase` off the run's thread, since it waits
-    /// for `git`; cancelling the run stops it.
-    fn record_checkpoint(
-        &self,
-        sessions: &Sessions,
-        output: &Output,
-        phase: Phase,
-    ) -> tokio::task::JoinHandle<super::start_checkpoint::Recorded> {
-        let store = sessions.checkpoint_store();
-        let turn_id = self.turn_id();
-        let cancel = output.cancel.clone();
-        tokio::task::spawn_blocking(move || {
-            let recorded = store.record(&turn_id, phase, &move || cancel.is_cancelled());
-            if phase == Phase::End && recorded.is_ok() {
-                // Keeping the store within its bound waits for no one: the turn goes
-                // on to its end, and the next snapshot waits for the store's lock.
-                tokio::task::spawn_blocking(move || {
-                    let _ = magi_crash::contain(|| store.prune(&|| false));
-                });
-            }
-            recorded
-        })
-    }
-
-    /// Says what a checkpoint's recording gave, to a client that negotiated
-    /// `checkpoints` (see [`Turn::checkpoint`]).
-    async fn report_checkpoint(
-        &self,
-        output: &mut Output,
-        phase: Phase,
-        recorded: super::start_checkpoint::Recorded,
-    ) {
-        if !self.request.checkpoints {
-            return;
-        }
-        match recorded {
-            Ok(snapshot) => {
-                if let Some(notice) = snapshot.rebuilt {
-                    output
-                        .diagnostic(DIAGNOSTIC_CHECKPOINT_STORE_REBUILT, &notice)
-                        .await;
-                }
-            }
-            Err(NotRecorded::Cancelled | NotRecorded::Off) => {}
-            Err(why) if phase == Phase::Start => {
-                let summary = format!(
-                    "This turn's checkpoint was not recorded, so it cannot be undone: {why}."
-                );
-                output
-                    .diagnostic(DIAGNOSTIC_CHECKPOINT_NOT_RECORDED, &summary)
-                    .await;
-            }
-            Err(_) => {}
         }
     }
 

@@ -32,7 +32,6 @@ mod reader;
 
 pub use command::BackendCommand;
 pub use ending::BackendEnd;
-pub use negotiation::CLIENT_TOOLS_CAPABILITY;
 pub use pending::{PendingCall, PendingResponse, Response};
 pub use reader::Incoming;
 
@@ -46,37 +45,10 @@ struct Shared {
     /// Requests sent and not yet answered.
     pending: Mutex<Pending>,
     instance_id: Mutex<Option<String>>,
-    /// Set once `initialize` admitted `tool.cards`; the reader then accepts cards.
-    tool_cards: std::sync::atomic::AtomicBool,
-    /// Set once `initialize` admitted `client.tools`; the reader then accepts its events.
-    client_tools: std::sync::atomic::AtomicBool,
-    /// Set once `initialize` admitted `approval.scopes`; the reader then expects its
-    /// fields in approval requests.
-    approval_scopes: std::sync::atomic::AtomicBool,
-    /// Set once `initialize` admitted `user.questions`; the reader then accepts its
-    /// event.
-    user_questions: std::sync::atomic::AtomicBool,
-    /// Set once `initialize` admitted `session.usage`; the reader then accepts
-    /// `usage.updated`.
-    session_usage: std::sync::atomic::AtomicBool,
-    /// Set once `initialize` admitted `client.terminals`; the reader then accepts its
-    /// events.
-    client_terminals: std::sync::atomic::AtomicBool,
-    /// Set once `initialize` admitted `client.files`; the reader then accepts its
-    /// events.
-    client_files: std::sync::atomic::AtomicBool,
-    /// Set once `initialize` admitted `reasoning.summaries`; the reader then accepts
-    /// `reasoning.delta`.
-    reasoning_summaries: std::sync::atomic::AtomicBool,
-    /// Set once `initialize` admitted `usage.cache_writes`; the reader then expects
-    /// `usage.updated` to carry `cache_write_tokens`.
-    usage_cache_writes: std::sync::atomic::AtomicBool,
-    /// Set once `initialize` admitted `approval.change_counts`; the reader then expects
-    /// an approval's proposed change to carry its line counts.
-    approval_change_counts: std::sync::atomic::AtomicBool,
-    /// Set once `initialize` admitted `tool.cards.styles` with `tool.cards`; the reader
-    /// then expects cards' text blocks to carry their styles.
-    tool_card_styles: std::sync::atomic::AtomicBool,
+    /// The extensions `initialize` admitted (`ExtensionSet::bits`), set once it
+    /// did: from then on the reader accepts what they add to frames and expects the
+    /// fields they make present.
+    negotiated: std::sync::atomic::AtomicU32,
 }
 
 /// The requests waiting for their responses, and whether any more can get one.

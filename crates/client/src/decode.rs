@@ -1,9 +1,10 @@
 //! Fail-closed decoding of the frames a backend writes.
 
 use magi_protocol::cards;
+use magi_protocol::extensions::ExtensionSet;
 use magi_protocol::limits::OUTPUT_FRAME_BYTES;
 use magi_protocol::messages::Event;
-use magi_protocol::{ErrorCode, PROTOCOL_NAME, PROTOCOL_VERSION};
+use magi_protocol::{ErrorCode, Extension, PROTOCOL_NAME, PROTOCOL_VERSION};
 use serde_json::{Map, Value};
 
 /// A validated frame from the backend.
@@ -46,36 +47,21 @@ fn violation(what: impl Into<String>) -> Violation {
 pub(crate) struct FrameChecker {
     instance_id: Option<String>,
     last_seq: u64,
-    /// Whether `tool.cards` was negotiated: only then is a `tool.card` event allowed.
-    pub(crate) tool_cards: bool,
-    /// Whether `client.tools` was negotiated: only then are its events allowed.
-    pub(crate) client_tools: bool,
-    /// Whether `approval.scopes` was negotiated: approval requests then carry its
-    /// fields, and never otherwise.
-    pub(crate) approval_scopes: bool,
-    /// Whether `user.questions` was negotiated: only then is `question.asked` allowed.
-    pub(crate) user_questions: bool,
-    /// Whether `session.usage` was negotiated: only then is `usage.updated` allowed.
-    pub(crate) session_usage: bool,
-    /// Whether `client.terminals` was negotiated: only then are its events allowed.
-    pub(crate) client_terminals: bool,
-    /// Whether `client.files` was negotiated: only then are its events allowed.
-    pub(crate) client_files: bool,
-    /// Whether `reasoning.summaries` was negotiated: only then is `reasoning.delta`
-    /// allowed.
-    pub(crate) reasoning_summaries: bool,
-    /// Whether `usage.cache_writes` was negotiated: `usage.updated` then carries
-    /// `cache_write_tokens`, and never otherwise.
-    pub(crate) usage_cache_writes: bool,
-    /// Whether `approval.change_counts` was negotiated: an approval's proposed change
-    /// then carries `added` and `removed`, and never otherwise.
-    pub(crate) approval_change_counts: bool,
-    /// Whether `tool.cards.styles` was negotiated: a card's text blocks then carry
-    /// `styles`, and never otherwise.
-    pub(crate) tool_card_styles: bool,
+    /// The extensions negotiated. Each decides what the frames may carry: a
+    /// `tool.card` event only with `tool.cards`, the events of `client.tools`,
+    /// `client.terminals`, `client.files`, `user.questions`, `session.usage` and
+    /// `reasoning.summaries` only with them, and the fields of `approval.scopes`,
+    /// `approval.change_counts`, `usage.cache_writes` and `tool.cards.styles` exactly
+    /// with them.
+    pub(crate) negotiated: ExtensionSet,
 }
 
 impl FrameChecker {
+    /// Whether `extension` was negotiated.
+    fn has(&self, extension: Extension) -> bool {
+        self.negotiated.contains(extension)
+    }
+
     /// Decodes one output line (without its LF) and checks it against the connection.
     pub(crate) fn check(&mut self, line: &[u8]) -> Result<ServerFrame, Violation> {
         if line.len() + 1 > OUTPUT_FRAME_BYTES {
@@ -109,31 +95,33 @@ impl FrameChecker {
             Some("response") => decode_response(seq, object),
             Some("event") => {
                 let name = object.get("event").and_then(Value::as_str);
-                if !self.client_tools
+                if !self.has(Extension::ClientTools)
                     && matches!(name, Some("client.tool.call" | "client.tool.cancel"))
                 {
                     return Err(violation(
                         "client tool event without client.tools negotiated",
                     ));
                 }
-                if !self.client_terminals
+                if !self.has(Extension::ClientTerminals)
                     && matches!(name, Some("client.terminal.run" | "client.terminal.cancel"))
                 {
                     return Err(violation(
                         "client terminal event without client.terminals negotiated",
                     ));
                 }
-                if !self.user_questions && name == Some("question.asked") {
+                if !self.has(Extension::UserQuestions) && name == Some("question.asked") {
                     return Err(violation(
                         "question event without user.questions negotiated",
                     ));
                 }
-                if !self.session_usage && matches!(name, Some("usage.updated" | "session.titled")) {
+                if !self.has(Extension::SessionUsage)
+                    && matches!(name, Some("usage.updated" | "session.titled"))
+                {
                     return Err(violation(
                         "a session.usage event without session.usage negotiated",
                     ));
                 }
-                if !self.client_files
+                if !self.has(Extension::ClientFiles)
                     && matches!(
                         name,
                         Some("client.file.read" | "client.file.write" | "client.file.cancel")
@@ -143,12 +131,12 @@ impl FrameChecker {
                         "a client.files event without client.files negotiated",
                     ));
                 }
-                if !self.reasoning_summaries && name == Some("reasoning.delta") {
+                if !self.has(Extension::ReasoningSummaries) && name == Some("reasoning.delta") {
                     return Err(violation(
                         "reasoning.delta without reasoning.summaries negotiated",
                     ));
                 }
-                let event = decode_event(seq, object, line, self.tool_cards)?;
+                let event = decode_event(seq, object, line, self.has(Extension::ToolCards))?;
                 if let ServerFrame::Event {
                     event: Event::ApprovalRequested(request),
                     ..
@@ -159,14 +147,14 @@ impl FrameChecker {
                         request.suggested_rule.is_some(),
                         request.proposed_change.is_some(),
                     ];
-                    if fields != [self.approval_scopes; 3] {
+                    if fields != [self.has(Extension::ApprovalScopes); 3] {
                         return Err(violation(
                             "approval.requested fields do not match the approval.scopes negotiation",
                         ));
                     }
                     if let Some(Some(change)) = &request.proposed_change
                         && [change.added.is_some(), change.removed.is_some()]
-                            != [self.approval_change_counts; 2]
+                            != [self.has(Extension::ApprovalChangeCounts); 2]
                     {
                         return Err(violation(
                             "proposed_change fields do not match the approval.change_counts negotiation",
@@ -177,7 +165,7 @@ impl FrameChecker {
                     event: Event::ToolCard(card),
                     ..
                 } = &event
-                    && !crate::cards::styles_match(&card.card, self.tool_card_styles)
+                    && !crate::cards::styles_match(&card.card, self.has(Extension::ToolCardStyles))
                 {
                     return Err(violation(
                         "tool.card text blocks do not match the tool.cards.styles negotiation",
@@ -187,7 +175,7 @@ impl FrameChecker {
                     event: Event::UsageUpdated(usage),
                     ..
                 } = &event
-                    && usage.cache_write_tokens.is_some() != self.usage_cache_writes
+                    && usage.cache_write_tokens.is_some() != self.has(Extension::UsageCacheWrites)
                 {
                     return Err(violation(
                         "usage.updated fields do not match the usage.cache_writes negotiation",
@@ -329,9 +317,12 @@ mod tests {
             )
         };
         let check = |negotiated: bool, line: &str| {
+            let mut negotiated_set = ExtensionSet::EMPTY.with(Extension::SessionUsage);
+            if negotiated {
+                negotiated_set = negotiated_set.with(Extension::UsageCacheWrites);
+            }
             let mut checker = FrameChecker {
-                session_usage: true,
-                usage_cache_writes: negotiated,
+                negotiated: negotiated_set,
                 ..FrameChecker::default()
             };
             checker.check(line.as_bytes()).is_ok()
@@ -353,7 +344,11 @@ mod tests {
         let scoped = frame(r#","subject":"ls","suggested_rule":null,"proposed_change":null"#);
         let check = |negotiated: bool, line: &str| {
             let mut checker = FrameChecker {
-                approval_scopes: negotiated,
+                negotiated: if negotiated {
+                    ExtensionSet::EMPTY.with(Extension::ApprovalScopes)
+                } else {
+                    ExtensionSet::EMPTY
+                },
                 ..FrameChecker::default()
             };
             checker.check(line.as_bytes()).is_ok()
@@ -376,9 +371,12 @@ mod tests {
             )
         };
         let check = |negotiated: bool, line: &str| {
+            let mut negotiated_set = ExtensionSet::EMPTY.with(Extension::ApprovalScopes);
+            if negotiated {
+                negotiated_set = negotiated_set.with(Extension::ApprovalChangeCounts);
+            }
             let mut checker = FrameChecker {
-                approval_scopes: true,
-                approval_change_counts: negotiated,
+                negotiated: negotiated_set,
                 ..FrameChecker::default()
             };
             checker.check(line.as_bytes()).is_ok()

@@ -13,8 +13,7 @@ mod decode;
 pub mod fold;
 
 pub use backend::{
-    Backend, BackendCommand, BackendEnd, CLIENT_TOOLS_CAPABILITY, Incoming, PendingCall,
-    PendingResponse, Response,
+    Backend, BackendCommand, BackendEnd, Incoming, PendingCall, PendingResponse, Response,
 };
 pub use decode::{ServerFrame, Violation};
 

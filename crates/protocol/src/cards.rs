@@ -29,7 +29,7 @@ pub use styles::*;
 pub use validate::*;
 
 /// The capability name a client requests to receive cards.
-pub const CAPABILITY: &str = "tool.cards";
+pub const CAPABILITY: &str = crate::names::Extension::ToolCards.as_str();
 /// The only card schema version this crate speaks.
 pub const SCHEMA_VERSION: u64 = 1;
 /// The name of the live event carrying one card snapshot.

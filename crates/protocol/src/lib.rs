@@ -10,6 +10,7 @@ pub mod crash;
 #[cfg(test)]
 mod doc_links;
 pub mod error;
+pub mod extensions;
 mod fields;
 pub mod frame;
 pub mod limits;
@@ -32,4 +33,4 @@ pub const PROTOCOL_VERSION: u32 = 1;
 pub use error::{ErrorBody, ErrorCode, StartupError};
 pub use limits::Limits;
 pub use methods::Request;
-pub use names::{EventName, ExtensionMethod, Method, MethodName};
+pub use names::{EventName, Extension, ExtensionMethod, Method, MethodName};

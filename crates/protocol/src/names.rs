@@ -176,47 +176,81 @@ impl std::fmt::Display for MethodName {
     }
 }
 
+closed_name_set! {
+    /// An extension of version 1, required by its capability name at `initialize`.
+    /// The order is the one `initialize` advertises them in, after the base
+    /// capabilities (see [`crate::extensions`]).
+    pub enum Extension {
+        /// Tool cards: structured, bounded cards of every tool call.
+        ToolCards => "tool.cards",
+        /// Tools the client registers and runs itself.
+        ClientTools => "client.tools",
+        /// Approval requests with their subject, suggested rule and proposed change.
+        ApprovalScopes => "approval.scopes",
+        /// The model's questions to the user.
+        UserQuestions => "user.questions",
+        /// Token usage of a session.
+        SessionUsage => "session.usage",
+        /// Images given with a prompt.
+        InputAttachments => "input.attachments",
+        /// Files read and written through the client.
+        ClientFiles => "client.files",
+        /// The model's reasoning summaries.
+        ReasoningSummaries => "reasoning.summaries",
+        /// Commands run in the client's terminals.
+        ClientTerminals => "client.terminals",
+        /// Prompt-cache writes in usage figures.
+        UsageCacheWrites => "usage.cache_writes",
+        /// A change's size (`+N −M`) in approvals.
+        ApprovalChangeCounts => "approval.change_counts",
+        /// Background commands listed, read and stopped by the client.
+        JobsControl => "jobs.control",
+        /// The cached model list: the same name as the one method it adds
+        /// ([`ExtensionMethod::ModelCached`]).
+        ModelCached => "model.cached",
+        /// Approval modes and the session's rules.
+        PermissionModes => "permissions.modes",
+        /// The model's plan as a checklist.
+        PlanTodo => "plan.todo",
+        /// Checkpoints of the workspace at each turn, undo and rewind.
+        Checkpoints => "checkpoints",
+        /// Colour and emphasis of card text, as spans beside it.
+        ToolCardStyles => "tool.cards.styles",
+    }
+}
+
+/// The `client.tools` extension's capability name.
+pub const CLIENT_TOOLS: &str = Extension::ClientTools.as_str();
 /// The `approval.scopes` extension's capability name.
-pub const APPROVAL_SCOPES: &str = "approval.scopes";
-
+pub const APPROVAL_SCOPES: &str = Extension::ApprovalScopes.as_str();
 /// The `user.questions` extension's capability name.
-pub const USER_QUESTIONS: &str = "user.questions";
-
+pub const USER_QUESTIONS: &str = Extension::UserQuestions.as_str();
 /// The `session.usage` extension's capability name.
-pub const SESSION_USAGE: &str = "session.usage";
-
+pub const SESSION_USAGE: &str = Extension::SessionUsage.as_str();
 /// The `client.files` extension's capability name.
-pub const CLIENT_FILES: &str = "client.files";
-
+pub const CLIENT_FILES: &str = Extension::ClientFiles.as_str();
 /// The `input.attachments` extension's capability name.
-pub const INPUT_ATTACHMENTS: &str = "input.attachments";
-
+pub const INPUT_ATTACHMENTS: &str = Extension::InputAttachments.as_str();
 /// The `reasoning.summaries` extension's capability name.
-pub const REASONING_SUMMARIES: &str = "reasoning.summaries";
+pub const REASONING_SUMMARIES: &str = Extension::ReasoningSummaries.as_str();
 /// The `client.terminals` extension's capability name.
-pub const CLIENT_TERMINALS: &str = "client.terminals";
-
+pub const CLIENT_TERMINALS: &str = Extension::ClientTerminals.as_str();
 /// The `usage.cache_writes` extension's capability name.
-pub const USAGE_CACHE_WRITES: &str = "usage.cache_writes";
-
+pub const USAGE_CACHE_WRITES: &str = Extension::UsageCacheWrites.as_str();
 /// The `approval.change_counts` extension's capability name.
-pub const APPROVAL_CHANGE_COUNTS: &str = "approval.change_counts";
-
+pub const APPROVAL_CHANGE_COUNTS: &str = Extension::ApprovalChangeCounts.as_str();
 /// The `jobs.control` extension's capability name.
-pub const JOBS_CONTROL: &str = "jobs.control";
-/// The `model.cached` extension's capability name: the same as the one method it adds
-/// ([`ExtensionMethod::ModelCached`]).
-pub const MODEL_CACHED: &str = ExtensionMethod::ModelCached.as_str();
+pub const JOBS_CONTROL: &str = Extension::JobsControl.as_str();
+/// The `model.cached` extension's capability name.
+pub const MODEL_CACHED: &str = Extension::ModelCached.as_str();
 /// The `checkpoints` extension's capability name.
-pub const CHECKPOINTS: &str = "checkpoints";
-
+pub const CHECKPOINTS: &str = Extension::Checkpoints.as_str();
 /// The `permissions.modes` extension's capability name.
-pub const PERMISSION_MODES: &str = "permissions.modes";
+pub const PERMISSION_MODES: &str = Extension::PermissionModes.as_str();
 /// The `plan.todo` extension's capability name.
-pub const PLAN_TODO: &str = "plan.todo";
-/// The `tool.cards.styles` extension's capability name: colour and emphasis of card
-/// text, as spans beside it.
-pub const TOOL_CARD_STYLES: &str = "tool.cards.styles";
+pub const PLAN_TODO: &str = Extension::PlanTodo.as_str();
+/// The `tool.cards.styles` extension's capability name.
+pub const TOOL_CARD_STYLES: &str = Extension::ToolCardStyles.as_str();
 
 /// The capabilities advertised by `initialize`, in the protocol's order.
 ///

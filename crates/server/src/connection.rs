@@ -11,13 +11,14 @@ use magi_core::approvals::ApprovalGate;
 use magi_core::client_tools::{ClientTool, ClientToolGate};
 use magi_core::selection::ActiveSelection;
 use magi_core::{CancelFlag, Runtime, Sessions, StartupFailure, StartupRequest};
+use magi_protocol::extensions::ExtensionSet;
 use magi_protocol::messages::{
     ApprovalAnswerParams, EmptyParams, Event, OperationCancelParams, Readiness, ReadinessPhase,
     ResultBody, RuntimeState, ShutdownResult, StatusResult, StoppingState, TurnCancelParams,
 };
 use magi_protocol::names::ExtensionMethod;
 use magi_protocol::request::{Envelope, parse_envelope};
-use magi_protocol::{ErrorCode, Method};
+use magi_protocol::{ErrorCode, Extension, Method};
 use serde::de::DeserializeOwned;
 use serde_json::value::RawValue;
 use tokio::sync::{mpsc, oneshot};
@@ -110,42 +111,11 @@ pub(crate) struct Connection {
     init: Init,
     /// Gated methods the client required at initialization.
     negotiated: Vec<Method>,
-    /// Whether the client required the `tool.cards` extension.
-    tool_cards: bool,
-    /// Whether the client required `approval.scopes`.
-    approval_scopes: bool,
-    /// Whether the client required `user.questions`.
-    user_questions: bool,
-    /// Whether the client required `session.usage`.
-    session_usage: bool,
-    /// Whether the client required `input.attachments`.
-    input_attachments: bool,
-    /// Whether the client required `client.terminals`.
-    client_terminals: bool,
-    /// Whether the client required `client.files`.
-    client_files: bool,
-    /// Whether the client required `reasoning.summaries`.
-    reasoning_summaries: bool,
-    /// Whether the client required `usage.cache_writes`.
-    usage_cache_writes: bool,
-    /// Whether the client required `approval.change_counts`.
-    approval_change_counts: bool,
-    /// Whether the client required `jobs.control`.
-    jobs_control: bool,
-    /// Whether the client required `model.cached`.
-    model_cached: bool,
-    /// Whether the client required `permissions.modes`.
-    permission_modes: bool,
+    /// The extensions the client required.
+    extensions: ExtensionSet,
     /// The attached session's approval mode and rules, shared with its runs.
     permissions: magi_core::runner::RuleBook,
-    /// Whether the client required `plan.todo`.
-    plan_todo: bool,
-    /// Whether the client required `checkpoints`.
-    checkpoints: bool,
-    /// Whether the client required `tool.cards.styles`.
-    tool_card_styles: bool,
-    /// Whether the client required `client.tools`, and the tools it registered.
-    client_tools_negotiated: bool,
+    /// The tools the client registered (`client.tools`).
     client_tools: Arc<Vec<ClientTool>>,
     /// The current selection, once startup succeeded: what `status` reports (the last
     /// completed one, even while a worker holds the sessions) and turns use.
@@ -174,24 +144,8 @@ impl Connection {
             ids: IdRegistry::default(),
             init: Init::Unadmitted,
             negotiated: Vec::new(),
-            tool_cards: false,
-            approval_scopes: false,
-            user_questions: false,
-            session_usage: false,
-            input_attachments: false,
-            client_terminals: false,
-            client_files: false,
-            reasoning_summaries: false,
-            usage_cache_writes: false,
-            approval_change_counts: false,
-            jobs_control: false,
-            model_cached: false,
-            permission_modes: false,
+            extensions: ExtensionSet::EMPTY,
             permissions: magi_core::runner::RuleBook::default(),
-            plan_todo: false,
-            checkpoints: false,
-            tool_card_styles: false,
-            client_tools_negotiated: false,
             client_tools: Arc::default(),
             selection: None,
             startup,
@@ -203,6 +157,11 @@ impl Connection {
             title_sink: None,
             pending_title: None,
         }
+    }
+
+    /// Whether the client required `extension` at `initialize`.
+    fn has(&self, extension: Extension) -> bool {
+        self.extensions.contains(extension)
     }
 
     /// Answers one frame (without its LF).

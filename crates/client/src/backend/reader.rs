@@ -3,6 +3,7 @@
 
 use std::sync::{Arc, PoisonError};
 
+use magi_protocol::extensions::ExtensionSet;
 use magi_protocol::frame::{Decoded, FrameDecoder};
 use magi_protocol::limits::READ_BATCH_BYTES;
 use magi_protocol::messages::Event;
@@ -57,37 +58,9 @@ pub(super) async fn read_output(
         };
         decoder.feed(&buffer[..read], &mut units);
         for unit in units.drain(..) {
-            checker.tool_cards = shared.tool_cards.load(std::sync::atomic::Ordering::SeqCst);
-            checker.client_tools = shared
-                .client_tools
-                .load(std::sync::atomic::Ordering::SeqCst);
-            checker.approval_scopes = shared
-                .approval_scopes
-                .load(std::sync::atomic::Ordering::SeqCst);
-            checker.user_questions = shared
-                .user_questions
-                .load(std::sync::atomic::Ordering::SeqCst);
-            checker.session_usage = shared
-                .session_usage
-                .load(std::sync::atomic::Ordering::SeqCst);
-            checker.client_files = shared
-                .client_files
-                .load(std::sync::atomic::Ordering::SeqCst);
-            checker.reasoning_summaries = shared
-                .reasoning_summaries
-                .load(std::sync::atomic::Ordering::SeqCst);
-            checker.client_terminals = shared
-                .client_terminals
-                .load(std::sync::atomic::Ordering::SeqCst);
-            checker.usage_cache_writes = shared
-                .usage_cache_writes
-                .load(std::sync::atomic::Ordering::SeqCst);
-            checker.approval_change_counts = shared
-                .approval_change_counts
-                .load(std::sync::atomic::Ordering::SeqCst);
-            checker.tool_card_styles = shared
-                .tool_card_styles
-                .load(std::sync::atomic::Ordering::SeqCst);
+            checker.negotiated = ExtensionSet::from_bits(
+                shared.negotiated.load(std::sync::atomic::Ordering::SeqCst),
+            );
             let checked = match unit {
                 Decoded::Frame(line) => checker.check(&line),
                 Decoded::TooLarge => Err(Violation("output frame over the bound".into())),

@@ -36,7 +36,7 @@ impl Connection {
         &mut self,
         params: &RawValue,
     ) -> Result<(Box<Sessions>, ModelCachedParams), ErrorCode> {
-        self.ready_for(self.model_cached)?;
+        self.ready_for(self.has(Extension::ModelCached))?;
         let params: ModelCachedParams = parse_params(params)?;
         check_cached_params(&params)?;
         let sessions = self.sessions.take().ok_or(ErrorCode::Busy)?;

@@ -58,7 +58,7 @@ impl Connection {
         params: &RawValue,
         operation: impl FnOnce(P) -> Option<SessionOperation>,
     ) -> Result<(Box<Sessions>, SessionOperation), ErrorCode> {
-        self.ready_for(self.checkpoints)?;
+        self.ready_for(self.has(Extension::Checkpoints))?;
         let params: P = parse_params(params)?;
         let operation = operation(params).ok_or(ErrorCode::InvalidParams)?;
         let sessions = self.sessions.take().ok_or(ErrorCode::Busy)?;

@@ -43,7 +43,7 @@ impl Connection {
         let runtime = match &self.init {
             Init::Unadmitted | Init::Starting { .. } => return Err(ErrorCode::NotInitialized),
             Init::Failed(failure) => return Err(failure.error.code()),
-            Init::Ready(_) if !self.session_usage => {
+            Init::Ready(_) if !self.has(Extension::SessionUsage) => {
                 return Err(ErrorCode::UnsupportedCapability);
             }
             Init::Ready(runtime) => runtime,

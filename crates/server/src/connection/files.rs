@@ -18,7 +18,7 @@ impl Connection {
     /// `invalid_params` (and fails the read or write it answered); an answer no
     /// waiting read or write of the active run takes is `stale_run`.
     pub(super) fn client_file_result(&self, params: &RawValue) -> Result<ResultBody, ErrorCode> {
-        self.ready_for(self.client_files)?;
+        self.ready_for(self.has(Extension::ClientFiles))?;
         let params: ClientFileResultParams = parse_params(params)?;
         if !is_valid_name(&params.file_id) {
             return Err(ErrorCode::InvalidParams);

@@ -67,7 +67,7 @@ impl Connection {
     /// The job a request names, after the protocol's checks in order: initialization,
     /// negotiation, then params (a job ID of the name grammar).
     fn job_params(&self, params: &RawValue) -> Result<String, ErrorCode> {
-        self.ready_for(self.jobs_control)?;
+        self.ready_for(self.has(Extension::JobsControl))?;
         let params: JobParams = parse_params(params)?;
         if !is_valid_name(&params.job_id) {
             return Err(ErrorCode::InvalidParams);

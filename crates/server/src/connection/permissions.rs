@@ -64,7 +64,7 @@ impl Connection {
         params: &RawValue,
         check: impl FnOnce(P) -> Result<(String, PermissionChange), ErrorCode>,
     ) -> Result<(String, PermissionChange), ErrorCode> {
-        self.ready_for(self.permission_modes)?;
+        self.ready_for(self.has(Extension::PermissionModes))?;
         let (session_id, change) = check(parse_params(params)?)?;
         if !is_valid_session_id(&session_id) {
             return Err(ErrorCode::InvalidParams);

@@ -19,7 +19,7 @@ impl Connection {
     /// a set not open (unknown, answered, expired, withdrawn, another run's) is
     /// `stale_question`.
     pub(super) fn question_answer(&self, params: &RawValue) -> Result<ResultBody, ErrorCode> {
-        self.ready_for(self.user_questions)?;
+        self.ready_for(self.has(Extension::UserQuestions))?;
         let params: QuestionAnswerParams = parse_params(params)?;
         if !is_valid_name(&params.question_id) {
             return Err(ErrorCode::InvalidParams);

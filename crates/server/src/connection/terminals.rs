@@ -3,11 +3,11 @@
 //! active run.
 
 use magi_core::client_terminals::TerminalAnswer;
-use magi_protocol::ErrorCode;
 use magi_protocol::cards::SIGNAL_BYTES;
 use magi_protocol::limits::CLIENT_TERMINAL_OUTPUT_BYTES;
 use magi_protocol::messages::{ClientTerminalResultParams, ClientToolResultResult, ResultBody};
 use magi_protocol::names::is_valid_name;
+use magi_protocol::{ErrorCode, Extension};
 use serde_json::value::RawValue;
 
 use super::{Connection, parse_params};
@@ -22,7 +22,7 @@ impl Connection {
         &self,
         params: &RawValue,
     ) -> Result<ResultBody, ErrorCode> {
-        self.ready_for(self.client_terminals)?;
+        self.ready_for(self.has(Extension::ClientTerminals))?;
         let params: ClientTerminalResultParams = parse_params(params)?;
         let signal_ok = params
             .signal

@@ -62,7 +62,7 @@ impl Connection {
             .is_ok();
         // A client that shows titles learns it at once (`session.usage`). A failure to
         // write it shows up on the next frame the writer fails to write.
-        if recorded && self.session_usage {
+        if recorded && self.has(Extension::SessionUsage) {
             let _ = self.output.event(Event::SessionTitled(SessionTitled {
                 session_id: outcome.session_id.clone(),
                 title: outcome.title.clone(),

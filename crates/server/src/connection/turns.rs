@@ -84,7 +84,7 @@ impl Connection {
         };
         if let Some(paths) = &params.attachments {
             // Without `input.attachments` the field is not a param of `turn.start`.
-            let well_formed = self.input_attachments
+            let well_formed = self.has(Extension::InputAttachments)
                 && (1..=TURN_ATTACHMENTS).contains(&paths.len())
                 && paths.iter().all(|p| {
                     !p.is_empty()
@@ -114,7 +114,8 @@ impl Connection {
         let mut agent = agent_for(runtime, selection)?;
         // `bash` goes to the client's terminal only when both the client offers one
         // and the folder's settings opt in.
-        agent.client_terminals = self.client_terminals && runtime.settings.acp.client_terminals;
+        agent.client_terminals =
+            self.has(Extension::ClientTerminals) && runtime.settings.acp.client_terminals;
         let timing = runtime
             .invocation
             .title_timing(selection.provider.concurrent_requests);
@@ -123,22 +124,22 @@ impl Connection {
             session_id: params.session_id,
             run_id: uuid::Uuid::new_v4().to_string(),
             prompt: params.prompt,
-            tool_cards: self.tool_cards,
-            card_styles: self.tool_cards && self.tool_card_styles,
+            tool_cards: self.has(Extension::ToolCards),
+            card_styles: self.has(Extension::ToolCards) && self.has(Extension::ToolCardStyles),
             client_tools: Arc::clone(&self.client_tools),
-            approval_scopes: self.approval_scopes,
+            approval_scopes: self.has(Extension::ApprovalScopes),
             titles: self.turn_title_sink(
                 runtime.settings.sessions.titles.asks_model() && timing != TitleTiming::Never,
             ),
             titles_beside: timing == TitleTiming::BesideTurn,
-            user_questions: self.user_questions,
-            plan_todo: self.plan_todo,
-            session_usage: self.session_usage,
-            reasoning_summaries: self.reasoning_summaries,
+            user_questions: self.has(Extension::UserQuestions),
+            plan_todo: self.has(Extension::PlanTodo),
+            session_usage: self.has(Extension::SessionUsage),
+            reasoning_summaries: self.has(Extension::ReasoningSummaries),
             attachments: params.attachments.unwrap_or_default(),
-            client_files: self.client_files,
+            client_files: self.has(Extension::ClientFiles),
             permissions: self.permissions.clone(),
-            checkpoints: self.checkpoints,
+            checkpoints: self.has(Extension::Checkpoints),
         };
         Ok((sessions, agent, request))
     }
@@ -163,7 +164,7 @@ impl Connection {
         &self,
         params: ApprovalAnswerParams,
     ) -> Result<ResultBody, ErrorCode> {
-        let answer = check_answer(&params, self.approval_scopes)?;
+        let answer = check_answer(&params, self.has(Extension::ApprovalScopes))?;
         let run = self.active_run(&params.session_id, &params.run_id)?;
         if !is_valid_name(&params.approval_id) {
             return Err(ErrorCode::InvalidParams);
@@ -181,7 +182,7 @@ impl Connection {
     /// `client.tool.result`: the client's one answer to a call of its tools. Refused
     /// without effect when `client.tools` was not negotiated.
     pub(super) fn client_tool_result(&self, params: &RawValue) -> Result<ResultBody, ErrorCode> {
-        self.ready_for(self.client_tools_negotiated)?;
+        self.ready_for(self.has(Extension::ClientTools))?;
         let params: ClientToolResultParams = parse_params(params)?;
         if !is_valid_name(&params.call_id) || params.content.len() > CLIENT_TOOL_RESULT_BYTES {
             return Err(ErrorCode::InvalidParams);
@@ -232,13 +233,13 @@ impl Connection {
     pub(crate) fn outgoing(&self, event: Event) -> Event {
         match event {
             Event::UsageUpdated(mut usage) => {
-                if !self.usage_cache_writes {
+                if !self.has(Extension::UsageCacheWrites) {
                     usage.cache_write_tokens = None;
                 }
                 Event::UsageUpdated(usage)
             }
             Event::ApprovalRequested(mut request) => {
-                if !self.approval_change_counts
+                if !self.has(Extension::ApprovalChangeCounts)
                     && let Some(Some(change)) = request.proposed_change.as_mut()
                 {
                     change.added = None;

@@ -49,11 +49,11 @@ pub use turn::TurnRequest;
 
 use std::sync::Arc;
 
-use magi_protocol::ErrorCode;
 use magi_protocol::limits::WORKER_EVENTS;
 use magi_protocol::messages::{
     DIAGNOSTIC_INTERNAL_ERROR, Event, Persistence, RunFinished, RunOutcome,
 };
+use magi_protocol::{ErrorCode, Extension};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
@@ -136,14 +136,14 @@ pub fn start_turn(
                     request.run_id.clone(),
                     run_cancel,
                     agent.secrets.clone(),
-                    request.tool_cards,
+                    request.has(Extension::ToolCards),
                 );
                 output.closing = run_closing;
-                output.approval_scopes = request.approval_scopes;
-                output.session_usage = request.session_usage;
-                output.client_files = request.client_files;
-                output.reasoning_summaries = request.reasoning_summaries;
-                output.card_styles = request.card_styles;
+                output.approval_scopes = request.has(Extension::ApprovalScopes);
+                output.session_usage = request.has(Extension::SessionUsage);
+                output.client_files = request.has(Extension::ClientFiles);
+                output.reasoning_summaries = request.has(Extension::ReasoningSummaries);
+                output.card_styles = request.card_styles();
                 let (finished, title) =
                     run_contained(&mut sessions, &mut output, agent, request, gates).await;
                 // The sessions go back before the terminal event, so a client that
@@ -307,20 +307,12 @@ mod tests {
             session_id: session_id.clone(),
             run_id: "run-1".into(),
             prompt: "hi".into(),
-            tool_cards: false,
-            card_styles: false,
+            extensions: magi_protocol::extensions::ExtensionSet::EMPTY,
             client_tools: Arc::default(),
-            approval_scopes: false,
             titles: None,
             titles_beside: false,
-            user_questions: false,
-            plan_todo: false,
-            session_usage: false,
-            reasoning_summaries: false,
             attachments: Vec::new(),
-            client_files: false,
             permissions: RuleBook::default(),
-            checkpoints: false,
         };
         let Ok(mut handle) = start_turn(sessions, agent, request) else {
             panic!("the run's thread starts");

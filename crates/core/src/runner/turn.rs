@@ -3,11 +3,12 @@
 
 use std::sync::Arc;
 
-use magi_protocol::ErrorCode;
+use magi_protocol::extensions::ExtensionSet;
 use magi_protocol::messages::{
     DIAGNOSTIC_ATTACHMENT_FAILED, DIAGNOSTIC_INTERNAL_ERROR, Event, InputPersisted, Persistence,
     RunFinished, RunOutcome,
 };
+use magi_protocol::{ErrorCode, Extension};
 use magi_provider::Item;
 use magi_store::records::{RecordBody, TurnOutcome};
 
@@ -40,17 +41,18 @@ pub struct TurnRequest {
     pub run_id: String,
     /// The prompt, already checked (non-blank, within the bound).
     pub prompt: String,
-    /// Whether the client negotiated `tool.cards`: the run then sends `tool.card`
-    /// events.
-    pub tool_cards: bool,
-    /// Whether the client negotiated `tool.cards.styles` with `tool.cards`: card text
-    /// blocks carry the colour of their lines.
-    pub card_styles: bool,
+    /// The extensions the client negotiated. Those a turn reads: `tool.cards` (the run
+    /// sends `tool.card` events), `tool.cards.styles` with it (card text blocks carry
+    /// the colour of their lines), `approval.scopes` (approval requests carry their
+    /// details, and answers may reach the rest of the session), `user.questions` and
+    /// `plan.todo` (the session's agent is offered `ask_user` and `todo`),
+    /// `session.usage` (each model request is told as `usage.updated`),
+    /// `reasoning.summaries` (provider summaries stream as `reasoning.delta`),
+    /// `client.files` (the file tools read and write through the client) and
+    /// `checkpoints` (a turn whose state could not be recorded says so).
+    pub extensions: ExtensionSet,
     /// The tools the client registered (`client.tools`); empty without it.
     pub client_tools: Arc<Vec<ClientTool>>,
-    /// Whether the client negotiated `approval.scopes`: approval requests then carry
-    /// their details, and answers may reach the rest of the session.
-    pub approval_scopes: bool,
     /// Where a title for an untitled session goes (`[sessions] titles = "model"`);
     /// `None` asks for none.
     pub titles: Option<TitleSink>,
@@ -59,30 +61,25 @@ pub struct TurnRequest {
     /// `exec` started, which exits with its run); otherwise it follows a completed
     /// turn's terminal event, from the prompt and the reply.
     pub titles_beside: bool,
-    /// Whether the client negotiated `user.questions`: the session's agent is then
-    /// offered `ask_user`.
-    pub user_questions: bool,
-    /// Whether the client negotiated `plan.todo`: the session's agent is then offered
-    /// `todo`.
-    pub plan_todo: bool,
-    /// Whether the client negotiated `session.usage`: each model request is told as
-    /// `usage.updated`.
-    pub session_usage: bool,
-    /// Whether the client negotiated `reasoning.summaries`: the session agent's
-    /// provider summaries stream as `reasoning.delta`.
-    pub reasoning_summaries: bool,
     /// The images given with the prompt (`input.attachments`), workspace paths already
     /// checked at admission; empty without them.
     pub attachments: Vec<String>,
-    /// Whether the client negotiated `client.files`: the file tools then read and
-    /// write the workspace's files through it.
-    pub client_files: bool,
     /// The session's approval mode and rules, shared with the connection, which may
     /// change them while the run works (`permissions.modes`).
     pub permissions: super::RuleBook,
-    /// Whether the client negotiated `checkpoints`: a turn whose state could not be
-    /// recorded then says so in a diagnostic.
-    pub checkpoints: bool,
+}
+
+impl TurnRequest {
+    /// Whether the client negotiated `extension`.
+    pub(super) fn has(&self, extension: Extension) -> bool {
+        self.extensions.contains(extension)
+    }
+
+    /// Whether card text blocks carry their styles: `tool.cards.styles` with
+    /// `tool.cards`, which alone carries them.
+    pub(super) fn card_styles(&self) -> bool {
+        self.has(Extension::ToolCards) && self.has(Extension::ToolCardStyles)
+    }
 }
 
 /// The session's turn.
@@ -124,8 +121,8 @@ impl Turn {
                 .and_then(|(_, profile)| profile.tools.clone()),
             Arc::clone(&request.client_tools),
         )
-        .asking_user(request.user_questions)
-        .planning(request.plan_todo)
+        .asking_user(request.has(Extension::UserQuestions))
+        .planning(request.has(Extension::PlanTodo))
         .taking_images(agent.images);
         let workspace = Workspace::of(sessions);
         let exchange =

@@ -124,22 +124,14 @@ impl Connection {
             session_id: params.session_id,
             run_id: uuid::Uuid::new_v4().to_string(),
             prompt: params.prompt,
-            tool_cards: self.has(Extension::ToolCards),
-            card_styles: self.has(Extension::ToolCards) && self.has(Extension::ToolCardStyles),
+            extensions: self.extensions,
             client_tools: Arc::clone(&self.client_tools),
-            approval_scopes: self.has(Extension::ApprovalScopes),
             titles: self.turn_title_sink(
                 runtime.settings.sessions.titles.asks_model() && timing != TitleTiming::Never,
             ),
             titles_beside: timing == TitleTiming::BesideTurn,
-            user_questions: self.has(Extension::UserQuestions),
-            plan_todo: self.has(Extension::PlanTodo),
-            session_usage: self.has(Extension::SessionUsage),
-            reasoning_summaries: self.has(Extension::ReasoningSummaries),
             attachments: params.attachments.unwrap_or_default(),
-            client_files: self.has(Extension::ClientFiles),
             permissions: self.permissions.clone(),
-            checkpoints: self.has(Extension::Checkpoints),
         };
         Ok((sessions, agent, request))
     }

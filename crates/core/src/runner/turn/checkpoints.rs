@@ -64,7 +64,7 @@ impl Turn {
         phase: Phase,
         recorded: Recorded,
     ) {
-        if !self.request.checkpoints {
+        if !self.request.has(magi_protocol::Extension::Checkpoints) {
             return;
         }
         match recorded {

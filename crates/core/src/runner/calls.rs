@@ -448,15 +448,17 @@ impl CallService<'_, '_> {
             magi_tools::BuiltinTool::from_name(&call.name),
             Some(Read | Write | Edit | HashEdit)
         );
-        (self.output.client_files && file_tool).then(|| crate::client_files::CallFiles {
-            gate: self.gates.files.clone(),
-            events: self.output.events(),
-            session_id: self.output.session_id().to_owned(),
-            run_id: self.output.run_id().to_owned(),
-            call_id: call.call_id.clone(),
-            cancel: self.output.cancel.clone(),
-            runtime: tokio::runtime::Handle::current(),
-            count: std::sync::atomic::AtomicU64::new(0),
+        (self.output.has(magi_protocol::Extension::ClientFiles) && file_tool).then(|| {
+            crate::client_files::CallFiles {
+                gate: self.gates.files.clone(),
+                events: self.output.events(),
+                session_id: self.output.session_id().to_owned(),
+                run_id: self.output.run_id().to_owned(),
+                call_id: call.call_id.clone(),
+                cancel: self.output.cancel.clone(),
+                runtime: tokio::runtime::Handle::current(),
+                count: std::sync::atomic::AtomicU64::new(0),
+            }
         })
     }
 

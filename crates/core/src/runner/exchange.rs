@@ -214,7 +214,8 @@ impl Exchange {
         let mut summaries: Vec<(Option<String>, String)> = Vec::new();
         // The summaries streamed: provider item, run-scoped ID, next delta part.
         let mut streamed: Vec<(Option<String>, String, u64)> = Vec::new();
-        let stream_summaries = self.live && output.reasoning_summaries;
+        let stream_summaries =
+            self.live && output.has(magi_protocol::Extension::ReasoningSummaries);
         let mut over_bound = false;
         let mut cut = false;
         let mut refused = false;

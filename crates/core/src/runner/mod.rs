@@ -49,11 +49,11 @@ pub use turn::TurnRequest;
 
 use std::sync::Arc;
 
+use magi_protocol::ErrorCode;
 use magi_protocol::limits::WORKER_EVENTS;
 use magi_protocol::messages::{
     DIAGNOSTIC_INTERNAL_ERROR, Event, Persistence, RunFinished, RunOutcome,
 };
-use magi_protocol::{ErrorCode, Extension};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
@@ -136,14 +136,9 @@ pub fn start_turn(
                     request.run_id.clone(),
                     run_cancel,
                     agent.secrets.clone(),
-                    request.has(Extension::ToolCards),
+                    request.extensions,
                 );
                 output.closing = run_closing;
-                output.approval_scopes = request.has(Extension::ApprovalScopes);
-                output.session_usage = request.has(Extension::SessionUsage);
-                output.client_files = request.has(Extension::ClientFiles);
-                output.reasoning_summaries = request.has(Extension::ReasoningSummaries);
-                output.card_styles = request.card_styles();
                 let (finished, title) =
                     run_contained(&mut sessions, &mut output, agent, request, gates).await;
                 // The sessions go back before the terminal event, so a client that

@@ -9,7 +9,9 @@
 
 use std::time::Duration;
 
+use magi_protocol::Extension;
 use magi_protocol::cards::{Card, Origin, STYLE_SPANS_PER_BLOCK, StyleSpan, ToolCardEvent};
+use magi_protocol::extensions::ExtensionSet;
 use magi_protocol::limits::{
     APPROVAL_SUBJECT_BYTES, CRITICAL_EVENT_WAIT_MS, LIVE_CHUNK_BYTES, SUMMARY_BYTES,
 };
@@ -48,21 +50,14 @@ pub(super) struct Output {
     pub(super) closing: CancellationToken,
     /// The backend's credential values, redacted from everything the run sends.
     secrets: Vec<String>,
-    /// Whether the client negotiated `approval.scopes`: approval requests carry their
-    /// details.
-    pub(super) approval_scopes: bool,
-    /// Whether the client negotiated `session.usage`: each model request of the
-    /// session's agent is told as `usage.updated`.
-    pub(super) session_usage: bool,
-    /// Whether the client negotiated `client.files`: the file tools read and write
-    /// the workspace's files through it.
-    pub(super) client_files: bool,
-    /// Whether the client negotiated `reasoning.summaries`: the session agent's provider
-    /// summaries stream as `reasoning.delta`.
-    pub(super) reasoning_summaries: bool,
-    /// Whether the client negotiated `tool.cards.styles` (with `tool.cards`): text
-    /// blocks carry the colour of their lines.
-    pub(super) card_styles: bool,
+    /// The extensions the client negotiated (see `TurnRequest::extensions`): with
+    /// `approval.scopes` approval requests carry their details, with `session.usage`
+    /// each model request of the session's agent is told as `usage.updated`, with
+    /// `client.files` the file tools go through the client, with
+    /// `reasoning.summaries` the session agent's summaries stream as
+    /// `reasoning.delta`, and with `tool.cards.styles` (and `tool.cards`) text blocks
+    /// carry the colour of their lines.
+    extensions: ExtensionSet,
     /// Reasoning summaries streamed so far: the next one's ID is `s<n>`.
     pub(super) summaries_streamed: u64,
     /// A critical event could not be delivered.
@@ -81,15 +76,15 @@ pub(super) struct Output {
 }
 
 impl Output {
-    /// The output of run `run_id` of session `session_id`, with cards when `tool.cards`
-    /// was negotiated.
+    /// The output of run `run_id` of session `session_id` to a client that negotiated
+    /// `extensions`, with cards when they hold `tool.cards`.
     pub(super) fn new(
         events: mpsc::Sender<Event>,
         session_id: String,
         run_id: String,
         cancel: CancellationToken,
         secrets: Vec<String>,
-        tool_cards: bool,
+        extensions: ExtensionSet,
     ) -> Output {
         Output {
             events,
@@ -102,15 +97,22 @@ impl Output {
             content_bytes: 0,
             segments: 0,
             activities: 0,
-            cards: LiveCards::new(tool_cards),
-            approval_scopes: false,
-            session_usage: false,
-            client_files: false,
-            reasoning_summaries: false,
-            card_styles: false,
+            cards: LiveCards::new(extensions.contains(Extension::ToolCards)),
+            extensions,
             summaries_streamed: 0,
             script_clock: None,
         }
+    }
+
+    /// Whether the client negotiated `extension`.
+    pub(super) fn has(&self, extension: Extension) -> bool {
+        self.extensions.contains(extension)
+    }
+
+    /// Whether card text blocks carry their styles: `tool.cards.styles` with
+    /// `tool.cards`, which alone carries them.
+    pub(super) fn card_styles(&self) -> bool {
+        self.has(Extension::ToolCards) && self.has(Extension::ToolCardStyles)
     }
 
     /// Whether the client negotiated `tool.cards`: calls show live cards.
@@ -335,7 +337,7 @@ impl Output {
             activity_id,
             origin: Origin::Live,
             revision,
-            transcript_styles: if self.card_styles {
+            transcript_styles: if self.card_styles() {
                 source.transcript_styles
             } else {
                 TranscriptStyles::Off
@@ -396,7 +398,7 @@ impl Output {
     /// Tells a client that negotiated `session.usage` the session's newly recorded
     /// title (`session.titled`).
     pub(super) async fn titled(&mut self, title: String) {
-        if self.session_usage {
+        if self.has(Extension::SessionUsage) {
             let event = Event::SessionTitled(SessionTitled {
                 session_id: self.session_id().to_owned(),
                 title,

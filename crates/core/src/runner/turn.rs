@@ -74,12 +74,6 @@ impl TurnRequest {
     pub(super) fn has(&self, extension: Extension) -> bool {
         self.extensions.contains(extension)
     }
-
-    /// Whether card text blocks carry their styles: `tool.cards.styles` with
-    /// `tool.cards`, which alone carries them.
-    pub(super) fn card_styles(&self) -> bool {
-        self.has(Extension::ToolCards) && self.has(Extension::ToolCardStyles)
-    }
 }
 
 /// The session's turn.

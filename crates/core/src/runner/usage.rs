@@ -76,7 +76,7 @@ pub(super) async fn record(
 /// Tells the `usage` record of a request, once recorded, to a client that negotiated
 /// `session.usage`, when the request was the session agent's.
 pub(super) async fn tell(output: &mut Output, journal: &Journal<'_>, record: RecordBody) {
-    if !output.session_usage || !journal.is_session() {
+    if !output.has(magi_protocol::Extension::SessionUsage) || !journal.is_session() {
         return;
     }
     if let RecordBody::Usage {

@@ -269,15 +269,18 @@ impl CallService<'_, '_> {
         } else {
             suggested_rule(&self.agent.permissions, &subject)
         };
-        let details = self.output.approval_scopes.then(|| ApprovalDetails {
-            subject: judged.subject.clone(),
-            suggested_rule: suggested_rule.clone(),
-            proposed_change: magi_tools::proposed_change(
-                &call.name,
-                &call.arguments,
-                self.workspace.cwd(),
-            ),
-        });
+        let details = self
+            .output
+            .has(magi_protocol::Extension::ApprovalScopes)
+            .then(|| ApprovalDetails {
+                subject: judged.subject.clone(),
+                suggested_rule: suggested_rule.clone(),
+                proposed_change: magi_tools::proposed_change(
+                    &call.name,
+                    &call.arguments,
+                    self.workspace.cwd(),
+                ),
+            });
         let approval_id = uuid::Uuid::new_v4().to_string();
         let expiry = std::time::Duration::from_millis(APPROVAL_EXPIRY_MS);
         // Opened before it is announced, so an answer racing the event is not lost.

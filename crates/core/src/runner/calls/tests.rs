@@ -5,6 +5,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use magi_config::{PermissionMode, PermissionSettings, Rule};
+use magi_protocol::Extension;
+use magi_protocol::extensions::ExtensionSet;
 use magi_protocol::messages::Event;
 use magi_provider::{Item, ModelClient, ModelEvent, ModelRequest, ProviderError};
 use magi_store::records::{Record, RecordBody, ToolCallPhase};
@@ -164,7 +166,7 @@ impl Fixture {
                 "run-1".into(),
                 cancel,
                 Vec::new(),
-                true,
+                ExtensionSet::EMPTY.with(Extension::ToolCards),
             );
             let mut journal = Journal::session(sessions);
             let mut service = CallService {
@@ -423,7 +425,7 @@ fn recovery_settles_a_claimed_change_indeterminate_and_reruns_an_allowed_read() 
         "run-2".into(),
         CancellationToken::new(),
         Vec::new(),
-        false,
+        ExtensionSet::EMPTY,
     );
     let mut journal = Journal::session(&mut fixture.sessions);
     let mut service = CallService {

@@ -19,6 +19,11 @@ use crate::tui::App;
 /// Lines the activity area shows at most; the rest are counted.
 const AREA_LINES: usize = 5;
 
+/// An activity seen to start and end less than this apart was not seen running: its
+/// events came in one burst (several calls ending together, or the screen busy), so
+/// how long it took is not known here, and no time is shown rather than a false one.
+const SEEN_RUNNING: Duration = Duration::from_millis(1);
+
 /// When each activity was first seen and how long it took, and the background jobs.
 #[derive(Debug, Default)]
 pub(in crate::tui) struct Clock {
@@ -33,7 +38,8 @@ pub(in crate::tui) struct Clock {
 #[derive(Debug, Clone, Copy)]
 struct Seen {
     first: Instant,
-    took: Option<Duration>,
+    /// Once it ended: what it took, unless it was not seen running (`SEEN_RUNNING`).
+    took: Option<Option<Duration>>,
     /// Time spent waiting for the person's approval, which is not the call's own.
     waited: Duration,
     /// Since when it waits for an approval, while it does.
@@ -88,7 +94,8 @@ impl Clock {
                     .or_insert(Seen::new(now));
                 if a.state != ActivityState::Started && seen.took.is_none() {
                     seen.resume(now);
-                    seen.took = Some(seen.ran(now));
+                    let ran = seen.ran(now);
+                    seen.took = Some((ran >= SEEN_RUNNING).then_some(ran));
                 }
             }
             Event::ToolCard(e) => {
@@ -167,7 +174,7 @@ impl Clock {
         live_calls(items, |run_id, activity_id| {
             self.seen
                 .get(&(run_id.to_owned(), activity_id.to_owned()))
-                .and_then(|seen| seen.took)
+                .and_then(|seen| seen.took.flatten())
         })
     }
 
@@ -193,8 +200,12 @@ impl Clock {
     pub(super) fn timing(&self, run_id: &str, activity_id: &str, now: Instant) -> Timing {
         match self.seen.get(&(run_id.to_owned(), activity_id.to_owned())) {
             Some(Seen {
-                took: Some(took), ..
+                took: Some(Some(took)),
+                ..
             }) => Timing::Took(*took),
+            Some(Seen {
+                took: Some(None), ..
+            }) => Timing::Unknown,
             Some(seen) => Timing::Running(seen.ran(now)),
             None => Timing::Unknown,
         }
@@ -382,6 +393,34 @@ mod tests {
             Timing::Took(Duration::from_secs(3))
         );
         assert_eq!(clock.timing("r", "tool-2", later), Timing::Unknown);
+    }
+
+    #[test]
+    fn a_call_seen_to_start_and_end_in_one_burst_shows_no_time() {
+        let mut clock = Clock::default();
+        let now = Instant::now();
+        let event = |activity: &str, state| {
+            Event::Activity(magi_protocol::messages::Activity {
+                session_id: "s".into(),
+                run_id: "r".into(),
+                activity_id: activity.into(),
+                kind: magi_protocol::messages::ActivityKind::Tool,
+                state,
+                name: "bash".into(),
+                summary: "bash ls".into(),
+            })
+        };
+        clock.observe(&event("tool-1", ActivityState::Started), now);
+        clock.observe(&event("tool-1", ActivityState::Completed), now);
+        // Not "0ms": the two events came together, so the time is not known here.
+        assert_eq!(clock.timing("r", "tool-1", now), Timing::Unknown);
+        clock.observe(&event("tool-2", ActivityState::Started), now);
+        let later = now + Duration::from_millis(20);
+        clock.observe(&event("tool-2", ActivityState::Completed), later);
+        assert_eq!(
+            clock.timing("r", "tool-2", later),
+            Timing::Took(Duration::from_millis(20))
+        );
     }
 
     #[test]

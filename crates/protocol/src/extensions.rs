@@ -63,6 +63,9 @@ impl Extension {
     }
 }
 
+/// The bits of every extension: one a member, from the lowest up.
+const KNOWN_BITS: u32 = (1 << Extension::ALL.len()) - 1;
+
 /// A set of extensions: those a client required, or a backend negotiated.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct ExtensionSet(u32);
@@ -99,10 +102,13 @@ impl ExtensionSet {
     /// The set [`ExtensionSet::bits`] gave; bits that stand for no extension are left
     /// out.
     pub fn from_bits(bits: u32) -> ExtensionSet {
-        let known = Extension::ALL
-            .iter()
-            .fold(0, |all, extension| all | extension.bit());
-        ExtensionSet(bits & known)
+        ExtensionSet(bits & KNOWN_BITS)
+    }
+
+    /// Whether card text blocks carry their styles: `tool.cards.styles` takes effect
+    /// only with `tool.cards`, the cards that carry them.
+    pub fn card_styles(self) -> bool {
+        self.contains(Extension::ToolCards) && self.contains(Extension::ToolCardStyles)
     }
 
     /// Whether `extension` is in the set.
@@ -222,6 +228,12 @@ mod tests {
             [Extension::ToolCards, Extension::ToolCardStyles]
         );
         assert!(set.contains(Extension::ToolCardStyles));
+        assert!(set.card_styles());
+        assert!(
+            !set.without(Extension::ToolCards).card_styles(),
+            "styles need cards"
+        );
+        assert_eq!(ExtensionSet::from_bits(set.bits() | 1 << 31), set);
         assert!(
             !set.without(Extension::ToolCardStyles)
                 .contains(Extension::ToolCardStyles)

@@ -51,7 +51,7 @@ impl Negotiation {
         check_advertisement(&result, self.required, &self.client_tools)
             .map_err(ClientError::Violation)?;
         // Styles are on cards only: without `tool.cards` there is nothing to carry them.
-        let negotiated = if self.required.contains(Extension::ToolCards) {
+        let negotiated = if self.required.card_styles() {
             self.required
         } else {
             self.required.without(Extension::ToolCardStyles)

@@ -112,7 +112,7 @@ impl Output {
     /// Whether card text blocks carry their styles: `tool.cards.styles` with
     /// `tool.cards`, which alone carries them.
     pub(super) fn card_styles(&self) -> bool {
-        self.has(Extension::ToolCards) && self.has(Extension::ToolCardStyles)
+        self.extensions.card_styles()
     }
 
     /// Whether the client negotiated `tool.cards`: calls show live cards.

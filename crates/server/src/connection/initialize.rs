@@ -66,9 +66,7 @@ impl Connection {
                 self.sessions = Some(Box::new(
                     Sessions::new(runtime.home.clone(), runtime.cwd.clone())
                         .with_tool_cards(self.has(Extension::ToolCards))
-                        .with_card_styles(
-                            self.has(Extension::ToolCards) && self.has(Extension::ToolCardStyles),
-                        )
+                        .with_card_styles(self.extensions.card_styles())
                         .with_admitted(runtime.settings.clone(), runtime.env.clone()),
                 ));
                 self.selection = Some(ActiveSelection::from_runtime(&runtime));

@@ -62,6 +62,44 @@ async fn emoji_with_selectors_and_joins_leave_no_stale_cell() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_empty_screen_says_which_magi_code_where_on_which_branch_and_which_model() {
+    for columns in [80, 120] {
+        let mock = MockServer::start().await;
+        let env = TestEnv::new();
+        // A repository's `HEAD`, read without running git; the branch has wide
+        // characters in its name.
+        let git = env.cwd().join(".git");
+        std::fs::create_dir_all(&git).unwrap();
+        std::fs::write(git.join("HEAD"), "ref: refs/heads/機能/色\n").unwrap();
+        let tmux = Tmux::start_sized(&env, &vars(&mock), columns, 30);
+        let screen = tmux.wait_for("Type a prompt");
+        let rows = inside(&screen);
+        assert!(
+            rows.iter()
+                .any(|r| r.trim() == format!("magi-code {}", env!("CARGO_PKG_VERSION"))),
+            "{screen}"
+        );
+        let folder = env
+            .cwd()
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
+        assert!(
+            rows.iter()
+                .any(|r| r.contains(&folder) && r.trim_end().ends_with("· branch 機能/色")),
+            "{screen}"
+        );
+        assert!(
+            rows.iter()
+                .any(|r| r.trim() == "model openai-chat/mock-model"),
+            "{screen}"
+        );
+        tmux.key("C-c");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn queued_prompts_show_each_on_lines_of_their_own() {
     let mock = MockServer::start().await;
     mock.enqueue(Reply::stream().text(["First reply."]).held());

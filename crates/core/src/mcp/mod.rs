@@ -6,6 +6,7 @@
 //! call can be awaited from any turn's thread and outlives none of them.
 
 mod connect;
+mod groups;
 mod review;
 mod signed;
 
@@ -23,6 +24,8 @@ use tokio_util::sync::CancellationToken;
 pub use connect::{McpStartError, approved_servers, connect, missing_program};
 pub use review::{McpReview, ServerReview};
 
+use groups::ProcessGroups;
+
 /// An MCP tool as the model sees it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct McpTool {
@@ -38,10 +41,6 @@ pub struct McpTool {
     pub parameters: serde_json::Value,
 }
 
-/// Longest [`ProcessGroups::kill_all`] waits for killed servers to be reaped. SIGKILL
-/// cannot be ignored, so this bounds only a process stuck in the kernel.
-const REAP_WAIT: Duration = Duration::from_millis(500);
-
 /// The prefix of every MCP tool's name; no other tool may use it.
 pub const MCP_TOOL_PREFIX: &str = "mcp__";
 
@@ -55,47 +54,6 @@ struct Connected {
     service: Option<RunningService<RoleClient, ()>>,
     call_timeout: Duration,
     tools: Vec<McpTool>,
-}
-
-/// The process groups of the stdio servers started, killed when the hub goes, whatever
-/// their servers did with the request to close.
-#[derive(Debug, Clone, Default)]
-struct ProcessGroups(Arc<Mutex<Vec<u32>>>);
-
-impl ProcessGroups {
-    fn lock(&self) -> MutexGuard<'_, Vec<u32>> {
-        self.0.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    fn add(&self, leader: u32) {
-        self.lock().push(leader);
-    }
-
-    /// Sends SIGKILL to every group (a group already gone is no error), then reaps each
-    /// leader, waiting at most [`REAP_WAIT`] in all, so that a server killed here is
-    /// gone, not a zombie, when the caller goes on.
-    fn kill_all(&self) {
-        use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
-        let leaders: Vec<nix::unistd::Pid> = self
-            .lock()
-            .drain(..)
-            .filter_map(|leader| i32::try_from(leader).ok())
-            .map(nix::unistd::Pid::from_raw)
-            .collect();
-        for &leader in &leaders {
-            let _ = nix::sys::signal::killpg(leader, nix::sys::signal::Signal::SIGKILL);
-        }
-        let deadline = std::time::Instant::now() + REAP_WAIT;
-        for leader in leaders {
-            // A leader already reaped (by its transport) answers ECHILD at once.
-            while let Ok(WaitStatus::StillAlive) = waitpid(leader, Some(WaitPidFlag::WNOHANG)) {
-                if std::time::Instant::now() >= deadline {
-                    break;
-                }
-                std::thread::sleep(Duration::from_millis(2));
-            }
-        }
-    }
 }
 
 /// The connected servers of one child and their tools.

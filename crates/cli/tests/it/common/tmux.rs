@@ -18,6 +18,10 @@ pub fn mock_vars(mock: &magi_testkit::MockServer) -> Vec<(&'static str, String)>
     ]
 }
 
+/// Longest a screen that shows what a test waits for is given to settle (see
+/// `Tmux::settled`).
+const SETTLE_WAIT: Duration = Duration::from_millis(500);
+
 /// One tmux server of its own per test, killed when the test ends.
 pub struct Tmux {
     socket: String,
@@ -114,35 +118,43 @@ impl Tmux {
         self.tmux(&["capture-pane", "-p", "-e", "-t", "mc"])
     }
 
-    /// Waits until the screen shows `text`; fails with the screen otherwise.
+    /// Waits until the screen shows `text`; fails with the screen otherwise. The screen
+    /// returned is settled (see [`Tmux::settled`]), so what else a test reads off it
+    /// belongs to the same frame.
     pub fn wait_for(&self, text: &str) -> String {
-        let deadline = Instant::now() + WAIT;
-        loop {
-            let screen = self.screen();
-            if screen.contains(text) {
-                return screen;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "the screen never showed {text:?}:\n{screen}"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        self.settled(|screen| screen.contains(text))
+            .unwrap_or_else(|screen| panic!("the screen never showed {text:?}:\n{screen}"))
     }
 
     /// Waits until the screen no longer shows `text`; fails with the screen otherwise.
     pub fn wait_gone(&self, text: &str) -> String {
+        self.settled(|screen| !screen.contains(text))
+            .unwrap_or_else(|screen| panic!("the screen kept showing {text:?}:\n{screen}"))
+    }
+
+    /// A screen for which `holds` is true, settled: the same on the next capture. A
+    /// frame reaches tmux through the terminal in pieces of a few KiB, and a capture can
+    /// fall between two of them: half a frame may already show what a test waits for
+    /// and not yet what it then reads. A screen that holds and keeps changing (a clock
+    /// ticking) is taken as last seen after [`SETTLE_WAIT`]; one that held and then no
+    /// longer does (a passing state) is taken as it was seen. The last screen is the
+    /// error if none held within [`WAIT`].
+    fn settled(&self, holds: impl Fn(&str) -> bool) -> Result<String, String> {
+        const LOOK_AGAIN: Duration = Duration::from_millis(20);
         let deadline = Instant::now() + WAIT;
+        let mut held: Option<(String, Instant)> = None;
         loop {
             let screen = self.screen();
-            if !screen.contains(text) {
-                return screen;
+            match held.take() {
+                Some((before, _)) if before == screen => return Ok(screen),
+                Some((before, _)) if !holds(&screen) => return Ok(before),
+                Some((_, since)) if since.elapsed() >= SETTLE_WAIT => return Ok(screen),
+                Some((_, since)) => held = Some((screen, since)),
+                None if holds(&screen) => held = Some((screen, Instant::now())),
+                None if Instant::now() >= deadline => return Err(screen),
+                None => {}
             }
-            assert!(
-                Instant::now() < deadline,
-                "the screen kept showing {text:?}:\n{screen}"
-            );
-            std::thread::sleep(Duration::from_millis(20));
+            std::thread::sleep(LOOK_AGAIN);
         }
     }
 

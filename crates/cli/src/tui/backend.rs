@@ -9,7 +9,8 @@ use magi_protocol::messages::{
     ApprovalAnswerParams, ApprovalScope, EmptyParams, HistoryPageParams, SessionOpenParams,
     TurnCancelParams, TurnStartParams,
 };
-use magi_protocol::{ErrorCode, methods};
+use magi_protocol::names::Extension;
+use magi_protocol::{ErrorCode, Method, methods};
 
 use super::{Answer, App, EXIT_WAIT};
 
@@ -28,43 +29,43 @@ pub(super) async fn start_backend() -> anyhow::Result<Result<Backend, ErrorCode>
         .spawn()?;
     let initialized = backend
         .initialize(&[
-            "session.create",
-            "session.open",
-            "history.page",
-            "turn.start",
-            "turn.cancel",
-            "approval.answer",
-            "status",
-            "shutdown",
-            "tool.cards",
+            Method::SessionCreate.as_str(),
+            Method::SessionOpen.as_str(),
+            Method::HistoryPage.as_str(),
+            Method::TurnStart.as_str(),
+            Method::TurnCancel.as_str(),
+            Method::ApprovalAnswer.as_str(),
+            Method::Status.as_str(),
+            Method::Shutdown.as_str(),
+            Extension::ToolCards.as_str(),
             // Approvals show their subject and can be answered for the session, and a
             // change's whole size.
-            magi_protocol::names::APPROVAL_SCOPES,
-            magi_protocol::names::APPROVAL_CHANGE_COUNTS,
+            Extension::ApprovalScopes.as_str(),
+            Extension::ApprovalChangeCounts.as_str(),
             // `/jobs`: background commands' output, and stopping them.
-            magi_protocol::names::JOBS_CONTROL,
+            Extension::JobsControl.as_str(),
             // The model may ask the person to choose.
-            magi_protocol::names::USER_QUESTIONS,
+            Extension::UserQuestions.as_str(),
             // The slash commands: sessions past the 256 of `session.list`, the model
             // catalog with its reasons and refresh, the models fetched lists hold, the
             // switch, token usage and compaction on demand.
-            "session.discover",
-            "model.catalog",
-            "model.catalog.status",
-            "model.refresh",
-            "selection.set",
-            magi_protocol::names::MODEL_CACHED,
-            magi_protocol::names::SESSION_USAGE,
+            Method::SessionDiscover.as_str(),
+            Method::ModelCatalog.as_str(),
+            Method::ModelCatalogStatus.as_str(),
+            Method::ModelRefresh.as_str(),
+            Method::SelectionSet.as_str(),
+            Extension::ModelCached.as_str(),
+            Extension::SessionUsage.as_str(),
             // Images a prompt mentions with `@` go with it.
-            magi_protocol::names::INPUT_ATTACHMENTS,
+            Extension::InputAttachments.as_str(),
             // Shift+Tab switches the approval mode; `/permissions` lists the rules.
-            magi_protocol::names::PERMISSION_MODES,
+            Extension::PermissionModes.as_str(),
             // The model's plan, pinned above the composer.
-            magi_protocol::names::PLAN_TODO,
+            Extension::PlanTodo.as_str(),
             // `/undo` and `/rewind`.
-            magi_protocol::names::CHECKPOINTS,
+            Extension::Checkpoints.as_str(),
             // Command output in the colour it was printed in.
-            magi_protocol::names::TOOL_CARD_STYLES,
+            Extension::ToolCardStyles.as_str(),
         ])
         .await?;
     Ok(initialized.map(|_| backend))

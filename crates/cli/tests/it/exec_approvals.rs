@@ -75,8 +75,7 @@ async fn exec_at_a_terminal_offers_once_session_and_a_message() {
         bin()
     );
     let tmux = Tmux::start_command(&env, &vars, &["sh", "-c", &script]);
-    tmux.wait_for("[s] allow for this session (bash(touch*))");
-    let screen = tmux.screen();
+    let screen = tmux.wait_for("[s] allow for this session (bash(touch*))");
     assert!(
         screen.contains("asks to run bash touch made.txt"),
         "{screen}"

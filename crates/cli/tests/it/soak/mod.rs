@@ -6,7 +6,8 @@
 //! and now and then the backend killed mid-turn and the session reopened (`session`);
 //! a share goes through `magi-code exec` (`exec`). Half the sessions ask for cards in
 //! colour (`tool.cards.styles`), so every live card and every saved page is checked
-//! with its styles. What must hold is checked after every turn; nothing a session
+//! with its styles; a quarter start the mock MCP server and call its tools (`mcp`),
+//! one of which ends the server in its middle. What must hold is checked after every turn; nothing a session
 //! started may outlive it (`leftovers`), and no crash report may be written.
 //!
 //! `MAGI_SOAK_SESSIONS` (default 24) sessions run, `MAGI_SOAK_PARALLEL` at a time (the
@@ -16,6 +17,7 @@
 
 mod exec;
 mod leftovers;
+mod mcp;
 mod model;
 mod random;
 mod session;
@@ -45,6 +47,9 @@ pub struct Stats {
     refreshes: usize,
     /// Turns of sessions whose cards carry colour (`tool.cards.styles`).
     styled_turns: usize,
+    /// Sessions with the MCP server, and the calls made to it.
+    mcp_sessions: usize,
+    mcp_calls: usize,
     outcomes: Vec<String>,
 }
 
@@ -61,6 +66,8 @@ impl Stats {
         self.forks += other.forks;
         self.refreshes += other.refreshes;
         self.styled_turns += other.styled_turns;
+        self.mcp_sessions += other.mcp_sessions;
+        self.mcp_calls += other.mcp_calls;
         self.outcomes.extend(other.outcomes);
     }
 }
@@ -142,8 +149,8 @@ async fn whole_sessions_survive_a_seeded_random_plan() {
     eprintln!(
         "soak: {sessions} sessions, {} turns ({} runs failed, as planned or not), {} backends \
          killed, {} cancels, {} exec interrupts, {} approvals, {} compactions, {} mode switches, {} restores, {} forks, \
-         {} sign-in refreshes, {} turns with coloured cards in {:.1} s ({:.0} sessions an \
-         hour); {} failures",
+         {} sign-in refreshes, {} turns with coloured cards, {} MCP calls in {} sessions with \
+         the server in {:.1} s ({:.0} sessions an hour); {} failures",
         total.turns,
         failed,
         total.kills,
@@ -156,6 +163,8 @@ async fn whole_sessions_survive_a_seeded_random_plan() {
         total.forks,
         total.refreshes,
         total.styled_turns,
+        total.mcp_calls,
+        total.mcp_sessions,
         elapsed.as_secs_f64(),
         sessions as f64 * 3600.0 / elapsed.as_secs_f64().max(0.001),
         failures.len()

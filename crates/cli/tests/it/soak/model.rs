@@ -61,6 +61,11 @@ pub struct Model {
     /// The draws of calls that joined the plan later (the plan tool): a stream of its
     /// own, so that the plans of earlier seeds stay as they were.
     later: Random,
+    /// The draws of calls to the MCP server, in a session that has one (a stream of
+    /// its own, too).
+    mcp: Option<Random>,
+    /// Calls made to the MCP server.
+    pub mcp_calls: usize,
     /// Rounds of tool calls left in this turn before the model answers.
     rounds_left: usize,
     /// The next call ID's number.
@@ -73,6 +78,8 @@ impl Model {
         Arc::new(Mutex::new(Model {
             random: Random::new(seed),
             later: Random::new(seed ^ 0x746f_646f_5f33_3863),
+            mcp: None,
+            mcp_calls: 0,
             rounds_left: 0,
             next_call: 0,
         }))
@@ -87,6 +94,11 @@ impl Model {
                 .unwrap_or_else(PoisonError::into_inner)
                 .reply(body)
         })
+    }
+
+    /// Calls the MCP server's tools now and then, drawn from `draws`.
+    pub fn offer_mcp(&mut self, draws: Random) {
+        self.mcp = Some(draws);
     }
 
     /// A new turn of at most `rounds` rounds of tool calls.
@@ -292,6 +304,12 @@ impl Model {
         // `plan.todo`: otherwise a tool it was never offered).
         if self.later.chance(0.06) {
             return ("todo".to_owned(), self.plan().to_string());
+        }
+        if let Some(mcp) = self.mcp.as_mut()
+            && mcp.chance(super::mcp::CALLS_TO_SERVER)
+        {
+            self.mcp_calls += 1;
+            return super::mcp::call(mcp);
         }
         (name.to_owned(), arguments)
     }

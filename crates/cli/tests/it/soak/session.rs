@@ -19,7 +19,7 @@ use magi_testkit::{MockOAuth, MockServer};
 
 use super::model::Model;
 use super::random::Random;
-use super::{Stats, leftovers, workspace};
+use super::{Stats, leftovers, mcp, workspace};
 use crate::common::*;
 
 mod rewind;
@@ -145,7 +145,19 @@ pub async fn run(seed: u64, tag: &str) -> Result<Stats, Failed> {
     } else {
         env
     };
+    let mut mcp_draws = Random::new(seed ^ mcp::STREAM);
+    let with_server = mcp_draws.chance(mcp::SESSIONS_WITH_SERVER);
+    if with_server {
+        settings.push_str(&mcp::settings());
+    }
     env.write_settings(&settings);
+    if with_server {
+        mcp::approve(&env).await?;
+        model
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .offer_mcp(mcp_draws);
+    }
     workspace::populate(&env.cwd(), env.root(), &mut random);
     let scopes = random.chance(0.7);
     let mut later = Random::new(seed ^ LATER_STREAM);
@@ -168,9 +180,20 @@ pub async fn run(seed: u64, tag: &str) -> Result<Stats, Failed> {
         styles,
         sign_in,
         stats: Stats::default(),
-        story: vec![format!("{provider} ({wire:?}), window {window}")],
+        story: vec![format!(
+            "{provider} ({wire:?}), window {window}{}",
+            if with_server { ", the MCP server" } else { "" }
+        )],
     };
     let played = driver.play(tag).await;
+    if with_server {
+        driver.stats.mcp_sessions = 1;
+        driver.stats.mcp_calls = driver
+            .model
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .mcp_calls;
+    }
     played.map_err(|why| format!("{why}\n  what the session did: {}", driver.story.join("; ")))?;
     Ok(driver.stats)
 }

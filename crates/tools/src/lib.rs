@@ -41,6 +41,7 @@ pub use diagnostics::{Projection, process_diagnostics};
 pub use editor::{EditorFiles, EditorText};
 pub use facts::{AppliedPreview, CommandFacts, Facts};
 pub use jobs::{JobLookup, JobNotice, JobTail, job_tail, stop_job, take_notices};
+pub use process::await_end;
 pub use process::hook::{HookCommand, HookEnd, HookRun, run_hook};
 pub use process::launcher;
 pub use process::live::LiveOutput;

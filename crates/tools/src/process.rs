@@ -198,6 +198,20 @@ impl Reap for std::process::Child {
     }
 }
 
+/// Waits at most `within` for process `pid` to end, told the moment it does through a
+/// pidfd (any process, a child or not; a child that ended waits to be reaped). False
+/// where no pidfd can be opened for it: gone already, or a kernel without pidfds
+/// (before Linux 5.3), where the caller looks in turns.
+pub fn await_end(pid: i32, within: Duration) -> bool {
+    use rustix::process::{Pid, PidfdFlags, pidfd_open};
+    let Some(pidfd) = Pid::from_raw(pid).and_then(|pid| pidfd_open(pid, PidfdFlags::empty()).ok())
+    else {
+        return false;
+    };
+    ended_within(&pidfd, within);
+    true
+}
+
 /// Waits at most `within` for the process behind `pidfd` to end (its pidfd becomes
 /// readable then).
 pub(crate) fn ended_within(pidfd: &OwnedFd, within: Duration) {

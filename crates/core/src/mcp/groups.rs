@@ -82,9 +82,12 @@ impl ProcessGroups {
             if holder == Holder::Nobody {
                 continue;
             }
-            // A leader already reaped (by its transport) answers ECHILD at once.
+            // Its pidfd says when it has ended; a leader already reaped (by its
+            // transport) answers ECHILD at once. Without pidfds it is looked at in turns.
+            let left = || deadline.saturating_duration_since(Instant::now());
+            let watched = magi_tools::await_end(leader.pid.as_raw(), left());
             while let Ok(WaitStatus::StillAlive) = waitpid(leader.pid, Some(WaitPidFlag::WNOHANG)) {
-                if Instant::now() >= deadline {
+                if watched || left().is_zero() {
                     break;
                 }
                 std::thread::sleep(Duration::from_millis(2));
@@ -144,24 +147,16 @@ mod tests {
         Pid::from_raw(i32::try_from(child.id()).unwrap())
     }
 
-    /// Whether `pid` has ended (gone, or a zombie), looking again for at most 10 s.
+    /// Whether `pid` has ended (gone, or a zombie) within 10 s, told by its pidfd.
     fn ended(pid: Pid) -> bool {
-        let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
-            let state = std::fs::read_to_string(format!("/proc/{pid}/stat"))
-                .ok()
-                .and_then(|stat| {
-                    let (_, rest) = stat.rsplit_once(')')?;
-                    rest.split_whitespace().next().map(str::to_owned)
-                });
-            if matches!(state.as_deref(), None | Some("Z")) {
-                return true;
-            }
-            if Instant::now() >= deadline {
-                return false;
-            }
-            std::thread::sleep(Duration::from_millis(5));
-        }
+        magi_tools::await_end(pid.as_raw(), Duration::from_secs(10));
+        let state = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .ok()
+            .and_then(|stat| {
+                let (_, rest) = stat.rsplit_once(')')?;
+                rest.split_whitespace().next().map(str::to_owned)
+            });
+        matches!(state.as_deref(), None | Some("Z"))
     }
 
     #[test]

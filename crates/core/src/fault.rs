@@ -12,6 +12,12 @@
 //! - `panic_session_work:K` panics on the session worker as it starts its K-th
 //!   operation.
 //!
+//! One point orders instead of crashing: `title_first:K` makes the run that plans the
+//! K-th title request ask for it before sending its terminal event, and send that event
+//! only once the protocol loop took the title: the order the loop sees when a title
+//! comes back before the loop got to the terminal event, which otherwise only timing
+//! (a busy machine) brings about.
+//!
 //! Release builds have no crash points and never read the variable.
 
 /// A place a crash may be put.
@@ -23,6 +29,7 @@ enum Point {
     PanicAfterClaim,
     PanicLoop,
     PanicSessionWork,
+    TitleFirst,
 }
 
 /// Notes a sync that made `claims` claims and `results` results durable, and crashes
@@ -39,7 +46,7 @@ pub(crate) fn durable(claims: usize, results: usize) {
     let (counter, added) = match point {
         Point::Claim | Point::PanicAfterClaim => (&CLAIMS, claims),
         Point::Result => (&RESULTS, results),
-        Point::PanicLoop | Point::PanicSessionWork => return,
+        Point::PanicLoop | Point::PanicSessionWork | Point::TitleFirst => return,
     };
     let before = counter.fetch_add(added, Ordering::SeqCst);
     if before < k && k <= before + added {
@@ -78,15 +85,34 @@ pub fn session_work_started() {
 #[cfg(not(debug_assertions))]
 pub fn session_work_started() {}
 
+/// Notes that a run planned a title request; true when it is to be asked for before
+/// the run's terminal event (`title_first:K`).
+#[cfg(debug_assertions)]
+pub(crate) fn title_first() -> bool {
+    static TITLES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    reached(Point::TitleFirst, &TITLES).is_some()
+}
+
+/// Release builds have no ordering point.
+#[cfg(not(debug_assertions))]
+pub(crate) fn title_first() -> bool {
+    false
+}
+
 /// Counts one more event of `point` and panics when the count is the crash point's.
 #[cfg(debug_assertions)]
 fn counted(point: Point, counter: &std::sync::atomic::AtomicUsize) {
-    if let Some((named, k)) = crash_point()
-        && named == point
-        && counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1 == k
-    {
+    if let Some(k) = reached(point, counter) {
         panic!("crash point reached ({k})");
     }
+}
+
+/// Counts one more event of `point` when `MAGI_FAULT` names it; its K at the K-th.
+#[cfg(debug_assertions)]
+fn reached(point: Point, counter: &std::sync::atomic::AtomicUsize) -> Option<usize> {
+    let (named, k) = crash_point()?;
+    (named == point && counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1 == k)
+        .then_some(k)
 }
 
 /// The crash point `MAGI_FAULT` names, if it names one; read once.
@@ -103,6 +129,7 @@ fn crash_point() -> Option<(Point, usize)> {
             "panic_after_claim" => Point::PanicAfterClaim,
             "panic_loop" => Point::PanicLoop,
             "panic_session_work" => Point::PanicSessionWork,
+            "title_first" => Point::TitleFirst,
             _ => return None,
         };
         Some((point, k))

@@ -151,15 +151,15 @@ async fn serve(mut input: pipe::Receiver, output: Arc<Output>, request: StartupR
             // trusted about them, so the child ends.
             Wake::Session(None) => return EXIT_TRANSPORT_FAILURE,
             Wake::RunEvent(Some(event)) => {
-                if matches!(event, Event::RunFinished(_)) {
-                    // The run's thread handed the sessions back before sending this:
-                    // take them first, so the child is idle when the client sees it.
-                    connection.finish_run(join_run(&mut run_done).await);
+                let told = if matches!(event, Event::RunFinished(_)) {
+                    // The run's thread handed the sessions back before sending this.
+                    let sessions = join_run(&mut run_done).await;
                     run_done = None;
-                }
-                output
-                    .event(connection.outgoing(event))
-                    .map(|()| Flow::Continue)
+                    connection.end_run(sessions, event)
+                } else {
+                    output.event(connection.outgoing(event))
+                };
+                told.map(|()| Flow::Continue)
             }
             Wake::OutputRoom => Ok(Flow::Continue),
             Wake::Title(title) => {
@@ -336,11 +336,14 @@ async fn finish(
             () = output.room_for_events(), if run_events.is_some() && !output.has_room_for_events() => {}
             event = next_run_event(&mut run_events), if output.has_room_for_events() => match event {
                 Some(event) => {
-                    if matches!(event, Event::RunFinished(_)) {
-                        connection.finish_run(join_run(&mut run_done).await);
+                    let told = if matches!(event, Event::RunFinished(_)) {
+                        let sessions = join_run(&mut run_done).await;
                         run_done = None;
-                    }
-                    if output.event(event).is_err() {
+                        connection.end_run(sessions, event)
+                    } else {
+                        output.event(connection.outgoing(event))
+                    };
+                    if told.is_err() {
                         break false;
                     }
                 }

@@ -139,21 +139,19 @@ pub fn start_turn(
                     request.extensions,
                 );
                 output.closing = run_closing;
-                let (finished, title) =
+                let (finished, mut title) =
                     run_contained(&mut sessions, &mut output, agent, request, gates).await;
                 // The sessions go back before the terminal event, so a client that
                 // saw `run.finished` finds the child idle.
                 let _ = done_tx.send(sessions);
+                if title.is_some() && crate::fault::title_first() {
+                    title::ask_first(title.take()).await;
+                }
                 output.finished(finished).await;
                 // The run's events end here; a title is asked for only now, so the
-                // turn never waits for it. A title request that panics asks for none.
+                // turn never waits for it.
                 drop(output);
-                if let Some(job) = title {
-                    let (sink, session_id) = (job.sink.clone(), job.session_id.clone());
-                    if magi_crash::contained(job.run()).await.is_err() {
-                        sink.release(&session_id);
-                    }
-                }
+                title::ask(title).await;
             });
         });
     match spawned {

@@ -164,6 +164,37 @@ impl TitleJob {
     }
 }
 
+/// Asks for the title `job` plans, if any; a title request that panics asks for none.
+pub(super) async fn ask(job: Option<TitleJob>) {
+    let Some(job) = job else {
+        return;
+    };
+    let (sink, session_id) = (job.sink.clone(), job.session_id.clone());
+    if magi_crash::contained(job.run()).await.is_err() {
+        sink.release(&session_id);
+    }
+}
+
+/// Longest the ordering point waits for the protocol loop to take the title.
+const TAKEN_WAIT: Duration = Duration::from_secs(10);
+
+/// Asks for the title before the run's terminal event, then waits (at most
+/// [`TAKEN_WAIT`]) until the protocol loop took what it sent: the ordering point
+/// `title_first` of `crate::fault`, for tests. It looks every millisecond, since a
+/// channel says when it has room but not when it was read.
+pub(super) async fn ask_first(job: Option<TitleJob>) {
+    let Some(sink) = job.as_ref().map(|job| job.sink.clone()) else {
+        return;
+    };
+    ask(job).await;
+    let deadline = tokio::time::Instant::now() + TAKEN_WAIT;
+    while sink.sender.capacity() < sink.sender.max_capacity()
+        && tokio::time::Instant::now() < deadline
+    {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+}
+
 /// The title an answer gives: its first non-empty line without quotes or a `Title:`
 /// label, redacted, then held to the rules of a listed title. `None` when nothing safe
 /// is left.

@@ -243,15 +243,36 @@ impl Connection {
         }
     }
 
-    /// Takes the sessions back from a run whose thread ended and whose events drained.
+    /// The run's terminal event arrived: takes back the sessions its thread handed over
+    /// before sending it, so the child is idle when the client sees `run.finished`;
+    /// tells the event; then records a title that came back while the run still held
+    /// the sessions, so that its `session.titled` follows `run.finished`, as the
+    /// extension says, however the title and the event raced to the protocol loop.
+    pub(crate) fn end_run(
+        &mut self,
+        sessions: Option<Box<Sessions>>,
+        finished: Event,
+    ) -> Result<(), OutputFailure> {
+        self.take_back(sessions);
+        self.output.event(self.outgoing(finished))?;
+        self.record_pending_title();
+        Ok(())
+    }
+
+    /// Takes the sessions back from a run whose thread ended without its terminal event
+    /// (it died, or the output was lost), and records a title waiting for them.
     pub(crate) fn finish_run(&mut self, sessions: Option<Box<Sessions>>) {
+        self.take_back(sessions);
+        self.record_pending_title();
+    }
+
+    fn take_back(&mut self, sessions: Option<Box<Sessions>>) {
         if let Some(sessions) = sessions {
             self.attached = sessions.attached().map(str::to_owned);
             self.permissions.attached(self.attached.as_deref());
             self.sessions = Some(sessions);
         }
         self.run = None;
-        self.record_pending_title();
     }
 
     /// The connected MCP servers, once startup succeeded.

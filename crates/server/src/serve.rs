@@ -151,15 +151,9 @@ async fn serve(mut input: pipe::Receiver, output: Arc<Output>, request: StartupR
             // trusted about them, so the child ends.
             Wake::Session(None) => return EXIT_TRANSPORT_FAILURE,
             Wake::RunEvent(Some(event)) => {
-                let told = if matches!(event, Event::RunFinished(_)) {
-                    // The run's thread handed the sessions back before sending this.
-                    let sessions = join_run(&mut run_done).await;
-                    run_done = None;
-                    connection.end_run(sessions, event)
-                } else {
-                    output.event(connection.outgoing(event))
-                };
-                told.map(|()| Flow::Continue)
+                tell_run_event(&mut connection, &output, &mut run_done, event)
+                    .await
+                    .map(|()| Flow::Continue)
             }
             Wake::OutputRoom => Ok(Flow::Continue),
             Wake::Title(title) => {
@@ -257,6 +251,23 @@ fn detach_result<T: Send + 'static>(handle: JoinHandle<T>) -> JoinHandle<()> {
     })
 }
 
+/// Tells one event of the running turn as the client negotiated it; the terminal one
+/// through [`Connection::end_run`], with the sessions the run's thread handed back
+/// before sending it.
+async fn tell_run_event(
+    connection: &mut Connection,
+    output: &Output,
+    run_done: &mut Option<oneshot::Receiver<Box<Sessions>>>,
+    event: Event,
+) -> Result<(), OutputFailure> {
+    if !matches!(event, Event::RunFinished(_)) {
+        return output.event(connection.outgoing(event));
+    }
+    let sessions = join_run(run_done).await;
+    *run_done = None;
+    connection.end_run(sessions, event)
+}
+
 /// Resolves with a session worker's result (`None` if it panicked); pending forever
 /// when none runs.
 async fn join_worker(worker: &mut Option<JoinHandle<SessionDone>>) -> Option<SessionDone> {
@@ -336,13 +347,7 @@ async fn finish(
             () = output.room_for_events(), if run_events.is_some() && !output.has_room_for_events() => {}
             event = next_run_event(&mut run_events), if output.has_room_for_events() => match event {
                 Some(event) => {
-                    let told = if matches!(event, Event::RunFinished(_)) {
-                        let sessions = join_run(&mut run_done).await;
-                        run_done = None;
-                        connection.end_run(sessions, event)
-                    } else {
-                        output.event(connection.outgoing(event))
-                    };
+                    let told = tell_run_event(&mut connection, output, &mut run_done, event).await;
                     if told.is_err() {
                         break false;
                     }

@@ -180,19 +180,15 @@ const TAKEN_WAIT: Duration = Duration::from_secs(10);
 
 /// Asks for the title before the run's terminal event, then waits (at most
 /// [`TAKEN_WAIT`]) until the protocol loop took what it sent: the ordering point
-/// `title_first` of `crate::fault`, for tests. It looks every millisecond, since a
-/// channel says when it has room but not when it was read.
+/// `title_first` of `crate::fault`, for tests. The channel's every slot free again is
+/// the sign that the loop received it.
 pub(super) async fn ask_first(job: Option<TitleJob>) {
     let Some(sink) = job.as_ref().map(|job| job.sink.clone()) else {
         return;
     };
     ask(job).await;
-    let deadline = tokio::time::Instant::now() + TAKEN_WAIT;
-    while sink.sender.capacity() < sink.sender.max_capacity()
-        && tokio::time::Instant::now() < deadline
-    {
-        tokio::time::sleep(Duration::from_millis(1)).await;
-    }
+    let slots = sink.sender.max_capacity();
+    let _ = tokio::time::timeout(TAKEN_WAIT, sink.sender.reserve_many(slots)).await;
 }
 
 /// The title an answer gives: its first non-empty line without quotes or a `Title:`

@@ -5,8 +5,9 @@
 //! here; if an operation or a new turn holds them, the title waits until they come
 //! back. A title may also come back before the protocol loop took the terminal event
 //! (the run's thread asks for it right after sending that event): it then waits too,
-//! and is recorded just after `run.finished` is told ([`Connection::end_run`]). It is recorded on the protocol loop itself (one small append and sync) rather
-//! than as a session job, so that a client's request arriving at the same moment is
+//! and is recorded just after `run.finished` is told ([`Connection::end_run`]). It is
+//! recorded on the protocol loop itself (one small append and sync) rather than as a
+//! session job, so that a client's request arriving at the same moment is
 //! never answered `busy` because of it. A title for a session this child no longer has
 //! attached is dropped: the session stays untitled. Either way the session's title
 //! request is then over ([`TitleSink::release`]): until then no other turn asks for one.
